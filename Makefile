@@ -1,0 +1,30 @@
+# `make test` is the one command CI runs (through .ci/run): it installs what the
+# tests need, builds or reuses the llama.cpp engine, starts the test services and
+# runs pytest. Each step is idempotent, so a developer can run it again and again.
+PYTHON ?= python3
+PIP ?= $(PYTHON) -m pip
+PYTEST_ARGS ?=
+
+.PHONY: install test-deps engine services test bench
+
+install:
+	$(PIP) install -q -e .
+
+test-deps:
+	$(PIP) install -q -e '.[test,postgres,ray]'
+
+engine: test-deps
+	$(PYTHON) -m benchwarden engine build
+
+services:
+	bash scripts/test-services.sh start
+
+test: test-deps engine services
+	@. ./.test-services.env 2>/dev/null; \
+	$(PYTHON) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: the test tree is missing or everything was deselected" >&2; exit 1; fi; \
+	exit $$rc
+
+bench: test-deps engine
+	$(PYTHON) bench/client_overhead.py
+	$(PYTHON) bench/store_append.py

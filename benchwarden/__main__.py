@@ -1,0 +1,3 @@
+from benchwarden.cli.main import main
+
+main()

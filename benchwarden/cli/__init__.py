@@ -1,0 +1,1 @@
+"""Command-line shell over the Python API: one thin module per command group."""

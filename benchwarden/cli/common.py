@@ -1,0 +1,63 @@
+"""What every command shares: exit codes, one-line errors, the store option.
+
+Exit codes: 0 pass/ok, 1 a gating verdict failed (or a run error), 2 a usage or
+configuration error, an unreachable server or an unreadable store. Suites may add
+their own (the ladder exits 3 when the champion holds).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, TypeVar
+
+import click
+
+from benchwarden.core.paths import default_store
+from benchwarden.core.store import Store, StoreError, open_store
+
+EXIT_OK = 0
+EXIT_FAIL = 1
+EXIT_USAGE = 2
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ConfigError(click.ClickException):
+    """A problem the user fixes by changing what they typed or configured (exit 2)."""
+
+    exit_code = EXIT_USAGE
+
+    def format_message(self) -> str:
+        return " ".join(self.message.split())
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"benchwarden: error: {self.format_message()}", err=True)
+
+
+def store_option(function: F) -> F:
+    return click.option(
+        "--store", "store_location", default=default_store, show_default="~/.benchwarden/store.sqlite",
+        help="SQLite file path or postgresql:// URL of the store (env BENCHWARDEN_STORE).",
+    )(function)
+
+
+def open_store_or_exit(location: str) -> Store:
+    try:
+        return open_store(location)
+    except StoreError as error:
+        raise ConfigError(str(error)) from None
+    except ImportError as error:
+        raise ConfigError(f"this store needs an optional dependency: {error}") from None
+
+
+def config_errors(function: F) -> F:
+    """Turn ValueError/StoreError raised while configuring into exit-2 one-liners."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except StoreError as error:
+            raise ConfigError(str(error)) from None
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,64 @@
+"""`benchwarden runs` and `benchwarden show RUN`: read a store, never a server."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import click
+from rich.table import Table
+
+from benchwarden.cli.common import ConfigError, config_errors, open_store_or_exit, store_option
+from benchwarden.core.reports import console, write_json
+from benchwarden.core.store import StoreError
+from benchwarden.suites import report_module
+
+
+def _when(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "—"
+    return dt.datetime.fromtimestamp(timestamp, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+@click.command()
+@store_option
+@click.option("--suite", default=None, help="Only runs of this suite.")
+@config_errors
+def runs(store_location: str, suite: str | None) -> None:
+    """List the runs in a store."""
+    with open_store_or_exit(store_location) as store:
+        infos = store.runs(suite)
+    table = Table(title=f"runs in {store_location}")
+    for column in ("run", "suite", "version", "target", "started", "status", "records"):
+        table.add_column(column)
+    for info in infos:
+        target = info.run.target
+        label = " ".join(str(target[k]) for k in ("url", "model") if target.get(k)) or "—"
+        table.add_row(info.run.run_id, info.run.suite, info.run.bench_version, label,
+                      _when(info.run.started_at), info.end.status if info.end else "incomplete",
+                      str(info.record_count))
+    console().print(table)
+
+
+@click.command()
+@click.argument("run_id", required=False)
+@click.option("--latest", is_flag=True, help="Show the most recent run.")
+@store_option
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write the re-computed JSON report here.")
+@config_errors
+def show(run_id: str | None, latest: bool, store_location: str, json_path: str | None) -> None:
+    """Re-render a past run's report from the store alone (no server)."""
+    if not run_id and not latest:
+        raise ConfigError("give a RUN id (see `benchwarden runs`) or --latest")
+    with open_store_or_exit(store_location) as store:
+        info = store.latest_run() if latest else store.run_info(run_id or "")
+        module = report_module(info.run.suite)
+        try:
+            report = module.build_report(store, info.run.run_id)
+        except StoreError:
+            raise
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+    module.render_terminal(report, console())
+    if json_path:
+        click.echo(f"report written to {write_json(json_path, report)}")

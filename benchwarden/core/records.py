@@ -1,0 +1,183 @@
+"""What a benchmark remembers: runs, records and their token components.
+
+Invariants:
+- A record is addressed by (suite, scope, arm, task, trial); the store refuses a
+  second record at the same address.
+- Token components are stored unweighted. Cost-equivalent tokens exist only at render
+  time (`cost_equivalent`), so history can be re-weighted without re-running.
+- Records are plain frozen values with a canonical JSON form (sorted keys, no
+  whitespace), which is what the store hashes. Nothing here reads a clock or a file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import msgspec
+
+_encoder = msgspec.json.Encoder(order="sorted")
+
+
+def canonical_json(value: Any) -> bytes:
+    """The one byte form a value is hashed and compared in: sorted keys, compact."""
+    return _encoder.encode(value)
+
+
+@dataclass(frozen=True)
+class TokenWeights:
+    """Multipliers that turn token components into cost-equivalent tokens."""
+
+    fresh_input: float = 1.0
+    cache_creation: float = 1.25
+    cache_read: float = 0.1
+    output: float = 5.0
+
+    @classmethod
+    def parse(cls, text: str) -> "TokenWeights":
+        """Read `fresh=1,cache_creation=1.25,cache_read=0.1,output=5` (any subset)."""
+        aliases = {"fresh": "fresh_input", "fresh_input": "fresh_input",
+                   "cache_creation": "cache_creation", "cache_read": "cache_read",
+                   "output": "output"}
+        values: dict[str, float] = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            name, sep, number = part.partition("=")
+            if not sep or name.strip() not in aliases:
+                raise ValueError(
+                    f"weight {part!r} is not NAME=NUMBER with NAME one of "
+                    "fresh, cache_creation, cache_read, output")
+            try:
+                values[aliases[name.strip()]] = float(number)
+            except ValueError:
+                raise ValueError(f"weight {part!r}: {number!r} is not a number") from None
+        return dataclasses.replace(cls(), **values)
+
+
+DEFAULT_WEIGHTS = TokenWeights()
+
+
+@dataclass(frozen=True)
+class TokenComponents:
+    """Tokens one sample consumed, by kind, exactly as the target reported them."""
+
+    fresh_input: int = 0
+    cache_creation: int = 0
+    cache_read: int = 0
+    output: int = 0
+    reasoning: int | None = None  # only where the server reports it separately
+
+    def __add__(self, other: "TokenComponents") -> "TokenComponents":
+        reasoning = None
+        if self.reasoning is not None or other.reasoning is not None:
+            reasoning = (self.reasoning or 0) + (other.reasoning or 0)
+        return TokenComponents(
+            fresh_input=self.fresh_input + other.fresh_input,
+            cache_creation=self.cache_creation + other.cache_creation,
+            cache_read=self.cache_read + other.cache_read,
+            output=self.output + other.output,
+            reasoning=reasoning,
+        )
+
+    @property
+    def raw_total(self) -> int:
+        return self.fresh_input + self.cache_creation + self.cache_read + self.output
+
+    def cost_equivalent(self, weights: TokenWeights = DEFAULT_WEIGHTS) -> float:
+        return (weights.fresh_input * self.fresh_input
+                + weights.cache_creation * self.cache_creation
+                + weights.cache_read * self.cache_read
+                + weights.output * self.output)
+
+
+@dataclass(frozen=True)
+class RecordKey:
+    """Where a record lives. Unique within the store."""
+
+    suite: str
+    scope: str
+    arm: str
+    task: str
+    trial: int
+
+
+@dataclass(frozen=True)
+class Record:
+    """One measured sample.
+
+    `outcome` is the suite's own word for what happened ("ok", "error", "pass",
+    "fail", ...); `payload` holds whatever the suite measured, as JSON-able data.
+    Times are seconds since the epoch, taken by the driver, never by scoring.
+    """
+
+    suite: str
+    scope: str
+    arm: str
+    task: str
+    trial: int
+    run_id: str
+    outcome: str
+    started_at: float
+    ended_at: float
+    tokens: TokenComponents = field(default_factory=TokenComponents)
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> RecordKey:
+        return RecordKey(self.suite, self.scope, self.arm, self.task, self.trial)
+
+    @property
+    def duration_s(self) -> float:
+        return max(0.0, self.ended_at - self.started_at)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return msgspec.to_builtins(self)
+
+    @classmethod
+    def from_json_dict(cls, data: Mapping[str, Any]) -> "Record":
+        return msgspec.convert(data, cls)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One invocation of a suite, stamped with everything needed to reproduce it.
+
+    The target description never holds a credential: `config` and `target` are
+    checked for secret-looking keys before a run is stored (see `store`).
+    """
+
+    run_id: str
+    suite: str
+    bench_version: str
+    config: Mapping[str, Any]
+    seeds: tuple[int, ...]
+    target: Mapping[str, Any]
+    package_version: str
+    git_sha: str | None
+    host: Mapping[str, Any]
+    started_at: float
+    resumed_from: str | None = None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return msgspec.to_builtins(self)
+
+    @classmethod
+    def from_json_dict(cls, data: Mapping[str, Any]) -> "Run":
+        return msgspec.convert(data, cls)
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """Appended when a run stops, however it stopped. A run with no end was killed."""
+
+    run_id: str
+    ended_at: float
+    status: str  # "completed" | "failed" | "interrupted"
+    summary: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return msgspec.to_builtins(self)
+
+    @classmethod
+    def from_json_dict(cls, data: Mapping[str, Any]) -> "RunEnd":
+        return msgspec.convert(data, cls)

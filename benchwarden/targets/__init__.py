@@ -1,0 +1,1 @@
+"""What benchmarks talk to: the OpenAI-compatible client and the local engine."""

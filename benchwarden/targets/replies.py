@@ -1,0 +1,71 @@
+"""The transcript of one streamed chat-completion reply, as the client recorded it.
+
+These are plain values shared by the client (which fills them) and the suites (which
+score them). Times are seconds on one clock per process: epoch-anchored but advanced
+by `time.perf_counter`, so intervals between requests of one run are monotonic.
+
+Invariants:
+- Tool-call arguments are kept exactly as streamed (concatenated fragments), never
+  re-serialised.
+- A failed request is a `RequestOutcome` with `error` set to one line of at most 300
+  characters, never an exception.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+ERROR_LIMIT = 300
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: str  # the raw argument string as streamed
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Client-side clock readings for one request (None when it never happened)."""
+
+    sent_at: float
+    first_byte_at: float | None = None
+    first_content_at: float | None = None  # first non-empty content/reasoning/tool delta
+    last_byte_at: float | None = None
+
+
+@dataclass(frozen=True)
+class Reply:
+    reasoning: str
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    finish_reason: str | None
+    completion_tokens: int  # server usage when sent, else the count of non-empty deltas
+    usage_reported: bool
+    prompt_tokens: int | None = None
+    cached_prompt_tokens: int | None = None  # diagnostic only, never compared
+    saw_done: bool = False
+
+
+@dataclass(frozen=True)
+class RequestOutcome:
+    timings: Timings
+    reply: Reply | None = None
+    error: str | None = None  # one line, at most ERROR_LIMIT characters
+    status: int | None = None  # HTTP status when one was received
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.reply is not None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return msgspec.to_builtins(self)
+
+    @classmethod
+    def from_json_dict(cls, data: Any) -> "RequestOutcome":
+        return msgspec.convert(data, cls)

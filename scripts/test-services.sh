@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Installs (when missing) and starts what the tests talk to over real connections:
+# a PostgreSQL server on a loopback port and Debian's headless Chromium.
+# Writes .test-services.env with the URLs the tests read. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+action="${1:-start}"
+PG_PORT="${BENCHWARDEN_TEST_PG_PORT:-54329}"
+PG_DIR="${BENCHWARDEN_TEST_PG_DIR:-/tmp/benchwarden-test-pg}"
+ENV_FILE=".test-services.env"
+
+need_apt=()
+pg_bin=""
+for candidate in /usr/lib/postgresql/*/bin; do
+  [ -x "$candidate/initdb" ] && pg_bin="$candidate"
+done
+[ -n "$pg_bin" ] || need_apt+=(postgresql)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+if [ "$action" = start ] && [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  else
+    echo "test-services: missing ${need_apt[*]}; install them with apt-get as root" >&2
+  fi
+  for candidate in /usr/lib/postgresql/*/bin; do
+    [ -x "$candidate/initdb" ] && pg_bin="$candidate"
+  done
+fi
+
+run_as_pg() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+case "$action" in
+  start)
+    if [ -n "$pg_bin" ]; then
+      if ! run_as_pg "$pg_bin/pg_ctl" -D "$PG_DIR" status >/dev/null 2>&1; then
+        rm -rf "$PG_DIR"
+        mkdir -p "$PG_DIR"
+        [ "$(id -u)" = 0 ] && chown postgres:postgres "$PG_DIR"
+        run_as_pg "$pg_bin/initdb" -D "$PG_DIR" -U postgres --auth=trust >/dev/null
+        run_as_pg "$pg_bin/pg_ctl" -D "$PG_DIR" -l "$PG_DIR/server.log" -w \
+          -o "-p $PG_PORT -k $PG_DIR -c listen_addresses=127.0.0.1" start >/dev/null
+      fi
+      echo "export BENCHWARDEN_TEST_POSTGRES_URL=postgresql://postgres@127.0.0.1:$PG_PORT/postgres" > "$ENV_FILE"
+    else
+      : > "$ENV_FILE"
+    fi
+    command -v chromium >/dev/null 2>&1 && echo "export BENCHWARDEN_TEST_CHROMIUM=$(command -v chromium)" >> "$ENV_FILE"
+    cat "$ENV_FILE"
+    ;;
+  stop)
+    [ -n "$pg_bin" ] && run_as_pg "$pg_bin/pg_ctl" -D "$PG_DIR" stop -m fast >/dev/null 2>&1 || true
+    rm -f "$ENV_FILE"
+    ;;
+esac
