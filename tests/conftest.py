@@ -1,0 +1,40 @@
+"""Shared test plumbing.
+
+Tests that need a real service (PostgreSQL, Chromium, the llama.cpp engine, Ray) ask
+for it through `require`: on a developer's machine a missing service skips the test
+with the command that provides it; under CI (CI=true) a missing service FAILS the
+test, so CI can never pass by skipping the real parts.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+OUTPUT_DIR = Path(__file__).resolve().parent.parent / "test-output"
+
+
+def require(condition: bool, what: str, how: str) -> None:
+    if condition:
+        return
+    message = f"{what} is not available ({how})"
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"CI must provide {message}", pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture
+def output_dir(request) -> Path:
+    """A folder under test-output/ kept after the run, for artefacts a person looks at."""
+    folder = OUTPUT_DIR / request.node.name.replace("/", "_").replace("[", "_").replace("]", "")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path, monkeypatch):
+    """No test touches the user's ~/.benchwarden; the engine cache stays shared."""
+    monkeypatch.setenv("BENCHWARDEN_HOME", str(tmp_path / "bw-home"))
+    monkeypatch.delenv("BENCHWARDEN_STORE", raising=False)
