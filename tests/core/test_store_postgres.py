@@ -1,0 +1,392 @@
+"""The store's behaviour, the same on both backends: SQLite and a real PostgreSQL.
+
+Every behavioural test runs against each backend through one `backend` fixture; each
+test gets a fresh store (a fresh file, or a fresh schema in a database this module
+creates and drops). Tampering goes around the store the way an attacker would: as a
+superuser who switches the append-only trigger off.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import secrets
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Iterator
+from urllib.parse import quote
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from benchwarden.core.provenance import stamp_run
+from benchwarden.core.records import Record, RunEnd, TokenComponents
+from benchwarden.core.store import (CorruptStore, DuplicateRecord, SQLiteStore, Store,
+                                    StoreError, open_store)
+from tests.conftest import require
+
+POSTGRES_URL = os.environ.get("BENCHWARDEN_TEST_POSTGRES_URL", "")
+HOW = "run `bash scripts/test-services.sh start` and source .test-services.env"
+
+
+def make_record(run_id: str = "run-1", arm: str = "a", task: str = "t", trial: int = 1,
+                scope: str | None = None, **payload: object) -> Record:
+    return Record(suite="demo", scope=scope or run_id, arm=arm, task=task, trial=trial,
+                  run_id=run_id, outcome="ok", started_at=1.0, ended_at=2.5,
+                  tokens=TokenComponents(fresh_input=3, output=4), payload=payload)
+
+
+def _url_with(base: str, database: str, schema: str | None = None) -> str:
+    url = base.rsplit("/", 1)[0] + "/" + database
+    if schema:
+        url += "?options=" + quote(f"-csearch_path={schema}")
+    return url
+
+
+class SQLiteBackend:
+    """A fresh SQLite file; raw access through the sqlite3 module."""
+
+    name = "sqlite"
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / "store.sqlite"
+        self.location = str(self.path)
+        self.refused = sqlite3.DatabaseError
+
+    def open(self) -> Store:
+        return SQLiteStore(self.path)
+
+    def execute(self, sql: str) -> None:
+        raw = sqlite3.connect(self.path)
+        try:
+            raw.execute(sql)
+            raw.commit()
+        finally:
+            raw.close()
+
+    def tamper(self, sql: str) -> None:
+        raw = sqlite3.connect(self.path)
+        raw.execute("DROP TRIGGER entries_refuse_update")
+        raw.execute("DROP TRIGGER entries_refuse_delete")
+        raw.execute(sql)
+        raw.commit()
+        raw.close()
+
+    def replace_in_body(self, seq: int, old: str, new: str) -> str:
+        return f"UPDATE entries SET body = replace(body, '{old}', '{new}') WHERE seq = {seq}"
+
+
+class PostgresBackend:
+    """A fresh schema in this module's database; raw access as the superuser."""
+
+    name = "postgres"
+
+    def __init__(self, database: str, schema: str) -> None:
+        import psycopg
+
+        self.psycopg = psycopg
+        self.location = _url_with(POSTGRES_URL, database, schema)
+        self.refused = psycopg.Error
+        with psycopg.connect(_url_with(POSTGRES_URL, database), autocommit=True) as admin:
+            admin.execute(f'CREATE SCHEMA "{schema}"')
+
+    def open(self) -> Store:
+        return open_store(self.location)
+
+    def execute(self, sql: str) -> None:
+        with self.psycopg.connect(self.location, autocommit=True) as raw:
+            raw.execute(sql)
+
+    def tamper(self, sql: str) -> None:
+        with self.psycopg.connect(self.location, autocommit=True) as raw:
+            raw.execute("ALTER TABLE entries DISABLE TRIGGER entries_refuse_change")
+            raw.execute(sql)
+            raw.execute("ALTER TABLE entries ENABLE TRIGGER entries_refuse_change")
+
+    def replace_in_body(self, seq: int, old: str, new: str) -> str:
+        return ("UPDATE entries SET body = convert_to(replace(convert_from(body, 'UTF8'), "
+                f"'{old}', '{new}'), 'UTF8') WHERE seq = {seq}")
+
+
+@pytest.fixture(scope="module")
+def postgres_database() -> Iterator[str]:
+    """One database for this module, dropped at the end (schemas isolate the tests)."""
+    require(bool(POSTGRES_URL), "PostgreSQL (BENCHWARDEN_TEST_POSTGRES_URL)", HOW)
+    import psycopg
+
+    name = f"bw_test_store_{os.getpid()}_{secrets.token_hex(3)}"
+    try:
+        admin = psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as error:
+        require(False, f"PostgreSQL at {POSTGRES_URL} ({error})", HOW)
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    yield name
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+_schema_numbers = itertools.count(1)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backend(request, tmp_path):
+    if request.param == "sqlite":
+        return SQLiteBackend(tmp_path)
+    database = request.getfixturevalue("postgres_database")
+    return PostgresBackend(database, f"t{next(_schema_numbers)}")
+
+
+@pytest.fixture
+def store(backend) -> Iterator[Store]:
+    with backend.open() as opened:
+        opened.begin_run(stamp_run(suite="demo", bench_version="1", config={}, run_id="run-1"))
+        yield opened
+
+
+# -- behaviour shared by both backends ------------------------------------------------
+
+def test_records_round_trip_in_order(store):
+    written = [make_record(task=str(i), value=i, text="é\u0001<script>\u2028",
+                           nested={"a": [1, 2.5, None, {"b": "ü"}]}) for i in range(5)]
+    store.append(written)
+    assert store.records(run_id="run-1") == written
+    assert store.records(task="3") == [written[3]]
+
+
+def test_records_survive_reopening(backend, store):
+    store.append([make_record(task="kept")])
+    store.close()
+    with backend.open() as reopened:
+        assert [r.task for r in reopened.records()] == ["kept"]
+        assert reopened.verify().ok
+
+
+def test_duplicate_address_is_refused_and_named(store):
+    store.append([make_record()])
+    with pytest.raises(DuplicateRecord, match="demo/run-1/a/t/trial 1"):
+        store.append([make_record(value="different payload")])
+    assert len(store.records()) == 1
+
+
+def test_duplicate_inside_one_batch_refuses_the_whole_batch(store):
+    with pytest.raises(DuplicateRecord):
+        store.append([make_record(task="x"), make_record(task="y"), make_record(task="x")])
+    assert store.records() == []
+    store.append([make_record(task="x")])  # the store is still usable after a refusal
+    assert store.verify().ok
+
+
+def test_schema_refuses_update_and_delete(backend, store):
+    store.append([make_record()])
+    with pytest.raises(backend.refused, match="append-only: UPDATE refused"):
+        backend.execute("UPDATE entries SET arm = 'b'")
+    with pytest.raises(backend.refused, match="append-only: DELETE refused"):
+        backend.execute("DELETE FROM entries")
+    assert len(store.records()) == 1 and store.verify().ok
+
+
+def test_highest_trial_counts_gaps_and_never_reuses(store):
+    store.append([make_record(trial=1), make_record(trial=4)])
+    assert store.highest_trial("demo", "run-1", "a", "t") == 4
+    assert store.highest_trial("demo", "run-1", "a", "other") == 0
+
+
+def test_verify_passes_an_untouched_store(store):
+    store.append([make_record(task=str(i)) for i in range(3)])
+    store.finish_run(RunEnd("run-1", 9.0, "completed", {}))
+    report = store.verify()
+    assert report.ok and report.checked == 5
+
+
+@pytest.mark.parametrize("tamper, expected", [
+    (lambda b: b.replace_in_body(3, '"outcome":"ok"', '"outcome":"no"'),
+     "entry 3, record demo/run-1/a/1/trial 1 (run run-1): its contents"),
+    (lambda b: "DELETE FROM entries WHERE seq = 2",
+     "entry 3, record demo/run-1/a/1/trial 1 (run run-1): its link"),
+    (lambda b: "UPDATE entries SET arm = 'b' WHERE seq = 2", "entry 2, record demo/run-1/b/0"),
+], ids=["edited-body", "deleted-entry", "edited-address"])
+def test_verify_names_the_first_tampered_entry(backend, store, tamper, expected):
+    store.append([make_record(task=str(i)) for i in range(3)])
+    store.close()
+    backend.tamper(tamper(backend))
+    with backend.open() as reopened:
+        report = reopened.verify()
+    assert not report.ok
+    assert expected in report.first_broken
+
+
+def test_run_with_a_credential_is_refused(backend):
+    with backend.open() as store:
+        run = stamp_run(suite="demo", bench_version="1", config={"api_key": "abc"})
+        with pytest.raises(StoreError, match="config.api_key"):
+            store.begin_run(run)
+        assert store.runs() == []
+
+
+def test_runs_and_run_end_are_listed(store):
+    store.append([make_record()])
+    assert store.runs()[0].end is None
+    store.finish_run(RunEnd("run-1", 3.0, "completed", {"note": 1}))
+    info = store.run_info("run-")  # a unique prefix is enough
+    assert info.end.status == "completed" and info.record_count == 1
+    assert store.latest_run("demo").run.run_id == "run-1"
+    with pytest.raises(DuplicateRecord):
+        store.finish_run(RunEnd("run-1", 4.0, "completed", {}))
+    with pytest.raises(StoreError, match="no such run"):
+        store.run_info("absent")
+
+
+_scopes = itertools.count()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cells=st.lists(st.tuples(st.sampled_from("abc"), st.integers(1, 4)), max_size=10))
+def test_any_append_sequence_keeps_addresses_unique_and_chain_intact(store, cells):
+    scope = f"scope-{next(_scopes)}"  # one store per test; a fresh scope per example
+    seen = set()
+    for task, trial in cells:
+        record = make_record(task=task, trial=trial, scope=scope)
+        if (task, trial) in seen:
+            with pytest.raises(DuplicateRecord):
+                store.append([record])
+        else:
+            store.append([record])
+            seen.add((task, trial))
+    assert {(r.task, r.trial) for r in store.records(scope=scope)} == seen
+    assert store.verify().ok
+
+
+def test_two_concurrent_writers_keep_one_chain(backend, store):
+    """Two connections append interleaved batches at once; the chain never forks."""
+    batches, batch_size = 12, 5
+    start = threading.Barrier(2)
+    problems: list[BaseException] = []
+
+    def writer(arm: str) -> None:
+        try:
+            with backend.open() as own:
+                start.wait()
+                for batch in range(batches):
+                    own.append([make_record(arm=arm, task=f"{batch}-{i}")
+                                for i in range(batch_size)])
+        except BaseException as error:  # reported below, not lost in the thread
+            problems.append(error)
+
+    threads = [threading.Thread(target=writer, args=(arm,)) for arm in ("left", "right")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert problems == []
+    records = store.records()
+    assert len(records) == 2 * batches * batch_size
+    assert {r.arm for r in records} == {"left", "right"}
+    report = store.verify()
+    assert report.ok and report.checked == 1 + len(records)
+
+
+# -- PostgreSQL only -------------------------------------------------------------------
+
+@pytest.fixture
+def postgres(postgres_database) -> PostgresBackend:
+    return PostgresBackend(postgres_database, f"t{next(_schema_numbers)}")
+
+
+@pytest.fixture
+def pg_store(postgres) -> Iterator[Store]:
+    with postgres.open() as opened:
+        opened.begin_run(stamp_run(suite="demo", bench_version="1", config={}, run_id="run-1"))
+        yield opened
+
+
+def test_postgres_refuses_truncate(postgres, pg_store):
+    pg_store.append([make_record()])
+    with pytest.raises(postgres.refused, match="append-only: TRUNCATE refused"):
+        postgres.execute("TRUNCATE entries")
+    assert len(pg_store.records()) == 1
+
+
+def test_postgres_append_waits_for_the_chain_lock(postgres, pg_store):
+    """While one writer holds the append lock, another cannot read the head and append."""
+    pg_store.append([make_record(task="first")])
+    finished = threading.Event()
+
+    def second_writer() -> None:
+        with postgres.open() as other:
+            other.append([make_record(task="second")])
+        finished.set()
+
+    with pg_store._transaction() as cursor:
+        cursor.execute("SELECT hash FROM entries ORDER BY seq DESC LIMIT 1")
+        thread = threading.Thread(target=second_writer)
+        thread.start()
+        # the lock is held, so the other writer cannot have finished, however long we wait
+        assert not finished.wait(0.5)
+    thread.join()
+    assert finished.is_set()
+    assert [r.task for r in pg_store.records()] == ["first", "second"]
+    assert pg_store.verify().ok
+
+
+def test_postgres_append_only_role_can_write(postgres, pg_store):
+    """The lock needs no table privilege: a role with INSERT and SELECT only appends."""
+    role = f"bw_writer_{secrets.token_hex(3)}"
+    schema = postgres.location.rsplit("%3D", 1)[1]
+    postgres.execute(f"CREATE ROLE {role} LOGIN")
+    try:
+        postgres.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}; "
+                         f"GRANT SELECT, INSERT ON entries, meta TO {role}; "
+                         f"GRANT USAGE ON SEQUENCE entries_seq_seq TO {role}")
+        url = postgres.location.replace("://postgres@", f"://{role}@")
+        with open_store(url) as writer:
+            writer.append([make_record(task="by-writer")])
+            assert writer.verify().ok
+        assert [r.task for r in pg_store.records()] == ["by-writer"]
+    finally:
+        postgres.execute(f"DROP OWNED BY {role}; DROP ROLE {role}")
+
+
+def test_postgres_schema_version_mismatch_is_one_clear_line(postgres, pg_store):
+    postgres.execute("UPDATE meta SET value = '99' WHERE name = 'schema_version'")
+    with pytest.raises(CorruptStore, match="schema version 99, this benchwarden reads 1"):
+        postgres.open()
+
+
+def test_postgres_foreign_entries_table_is_refused(postgres):
+    postgres.execute("CREATE TABLE entries (id int)")
+    with pytest.raises(CorruptStore, match="not a benchwarden store"):
+        postgres.open()
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("postgresql://postgres:hunter2@127.0.0.1:1/postgres", "cannot reach PostgreSQL store"),
+    (None, "does not exist (create it first)"),
+])
+def test_postgres_connection_problems_are_one_line_without_the_password(postgres, url, expected):
+    url = url or POSTGRES_URL.rsplit("/", 1)[0] + "/bw_no_such_database"
+    with pytest.raises(StoreError) as caught:
+        open_store(url)
+    message = str(caught.value)
+    assert expected in message
+    assert "\n" not in message and "hunter2" not in message
+
+
+def test_postgres_refused_credentials_are_named(postgres):
+    role = f"bw_nologin_{secrets.token_hex(3)}"
+    postgres.execute(f"CREATE ROLE {role} NOLOGIN")
+    try:
+        url = POSTGRES_URL.replace("://postgres@", f"://{role}:secret@")
+        with pytest.raises(StoreError, match="refused the credentials") as caught:
+            open_store(url)
+        assert "secret" not in str(caught.value).replace("***", "")
+    finally:
+        postgres.execute(f"DROP ROLE {role}")
+
+
+def test_redact_hides_only_the_password():
+    from benchwarden.core.store_postgres import redact
+
+    assert redact("postgresql://u:pw@h:5432/db?x=1") == "postgresql://u:***@h:5432/db?x=1"
+    assert redact("postgresql://u@h/db") == "postgresql://u@h/db"
