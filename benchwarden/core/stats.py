@@ -1,0 +1,398 @@
+"""Statistics every report uses to show a number with its uncertainty.
+
+Pure functions: they read no file, clock or network and draw randomness only from an
+explicit seed, so the same inputs always give the same outputs.
+
+Invariants:
+- Empty input never raises and never invents a number: an `Estimate` of nothing has
+  `mean is None`; a quantity that needs two samples (a standard error, an interval, a
+  minimum detectable effect) is `None` below two.
+- Intervals are `(low, high)` with `low <= mean <= high` whenever all three exist.
+- Paired comparisons are always `b - a` (challenger minus champion) over keys or seeds
+  present in both, and say how many pairs they used.
+- `paired_verdict` is the one decision rule the retrieval ladder uses:
+  `band = max(floor, z * se)`, dethroned iff `mean_diff >= band`. It refuses (ValueError)
+  inputs it cannot decide honestly: unequal lengths, no seeds, or a single seed (one
+  difference has no spread, so no band could be justified; see the function).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Hashable, Iterable, Mapping, Sequence, TypeVar
+
+import numpy as np
+from scipy import optimize
+from scipy import stats as scipy_stats
+
+Key = TypeVar("Key", bound=Hashable)
+
+__all__ = [
+    "Estimate",
+    "PairedComparison",
+    "PairedVerdict",
+    "bootstrap_mean_ci",
+    "clustered_mean_se",
+    "mde_proportions",
+    "mean_se",
+    "minimum_detectable_effect",
+    "paired_difference",
+    "paired_verdict",
+    "wilson_interval",
+]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean (or rate) with its standard error and a two-sided interval."""
+
+    mean: float | None
+    """Point estimate; None when there was nothing to estimate from."""
+    se: float | None
+    """Standard error of `mean`; None when it cannot be estimated (fewer than two units)."""
+    low: float | None
+    """Lower end of the interval at the requested confidence; None with `se`."""
+    high: float | None
+    """Upper end of the interval; None with `se`."""
+    n: int
+    """Number of samples the estimate used (for clustered estimates: samples, not clusters)."""
+    method: str
+    """How `se` and the interval were obtained, e.g. `t`, `cluster-robust t`, `wilson`."""
+
+    def to_json_dict(self) -> dict[str, float | int | str | None]:
+        return {"mean": self.mean, "se": self.se, "low": self.low, "high": self.high,
+                "n": self.n, "method": self.method}
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """Difference `b - a` over the keys both sides measured, as a paired t analysis."""
+
+    n: int
+    """Pairs used (keys present in both mappings)."""
+    mean_diff: float | None
+    """Mean of `b[key] - a[key]`; None when no key is shared."""
+    sd: float | None
+    """Sample standard deviation of the differences; None below two pairs."""
+    se: float | None
+    """`sd / sqrt(n)`; None below two pairs."""
+    low: float | None
+    """Lower end of the 95 % t interval of `mean_diff`."""
+    high: float | None
+    """Upper end of the 95 % t interval of `mean_diff`."""
+    p_value: float | None
+    """Two-sided paired t-test of `mean_diff == 0`; 0.0 when every pair differs by the
+    same non-zero amount, 1.0 when every difference is zero."""
+    mde: float | None
+    """Smallest true mean difference this many pairs would detect (two-sided, alpha 0.05)
+    with 80 % power, given the observed `sd`. A difference smaller than this that is not
+    significant is "not measured", not "no difference"."""
+
+    def to_json_dict(self) -> dict[str, float | int | None]:
+        return {"n": self.n, "mean_diff": self.mean_diff, "sd": self.sd, "se": self.se,
+                "low": self.low, "high": self.high, "p_value": self.p_value,
+                "mde": self.mde}
+
+
+@dataclass(frozen=True)
+class PairedVerdict:
+    """Whether a challenger beats a champion over the same seeds by more than the band."""
+
+    mean_diff: float
+    """Mean of per-seed `challenger - champion`."""
+    se: float
+    """Standard error of `mean_diff`: sample stdev of the differences / sqrt(n)."""
+    band: float
+    """`max(floor, z * se)`: the margin a challenger must reach."""
+    dethroned: bool
+    """True iff `mean_diff >= band`."""
+    n: int
+    """Number of seeds compared."""
+
+    def to_json_dict(self) -> dict[str, float | int | bool]:
+        return {"mean_diff": self.mean_diff, "se": self.se, "band": self.band,
+                "dethroned": self.dethroned, "n": self.n}
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _floats(values: Iterable[float]) -> list[float]:
+    numbers = [float(value) for value in values]
+    for number in numbers:
+        if not math.isfinite(number):
+            raise ValueError(f"statistics need finite numbers, got {number!r}")
+    return numbers
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence!r}")
+
+
+def _t_interval(mean: float, se: float, degrees_of_freedom: int,
+                confidence: float) -> tuple[float, float]:
+    if se == 0.0:
+        return mean, mean
+    half_width = float(scipy_stats.t.ppf(0.5 + confidence / 2.0, degrees_of_freedom)) * se
+    return mean - half_width, mean + half_width
+
+
+# --------------------------------------------------------------------------- estimates
+
+
+def mean_se(values: Iterable[float], confidence: float = 0.95) -> Estimate:
+    """Mean with `se = sample stdev / sqrt(n)` and a Student t interval (n - 1 df)."""
+    _check_confidence(confidence)
+    numbers = _floats(values)
+    n = len(numbers)
+    if n == 0:
+        return Estimate(None, None, None, None, 0, "t")
+    # statistics.mean/stdev work in exact rationals: identical values give se == 0 exactly,
+    # which keeps floor-decided comparisons free of rounding noise.
+    mean = float(statistics.mean(numbers))
+    if n < 2:
+        return Estimate(mean, None, None, None, n, "t")
+    se = statistics.stdev(numbers) / math.sqrt(n)
+    low, high = _t_interval(mean, se, n - 1, confidence)
+    return Estimate(mean, se, low, high, n, "t")
+
+
+def clustered_mean_se(values: Sequence[float], clusters: Sequence[Hashable],
+                      confidence: float = 0.95) -> Estimate:
+    """Mean of samples that share units (trials of one task), with a cluster-robust SE.
+
+    Trials of the same task are not independent, so the plain SE is too small. This is
+    the CR1 sandwich estimator for an intercept-only model: with residuals
+    `e_i = y_i - mean` summed per cluster into `S_g`, over `G` clusters and `N` samples,
+    `se^2 = G / (G - 1) * sum(S_g^2) / N^2`, and the interval uses t with `G - 1` degrees
+    of freedom. With one sample per cluster it equals the plain `mean_se` exactly.
+    """
+    _check_confidence(confidence)
+    numbers = _floats(values)
+    labels = list(clusters)
+    if len(labels) != len(numbers):
+        raise ValueError(f"{len(numbers)} values but {len(labels)} cluster labels")
+    n = len(numbers)
+    method = "cluster-robust t"
+    if n == 0:
+        return Estimate(None, None, None, None, 0, method)
+    mean = float(statistics.mean(numbers))
+    residual_sums: dict[Hashable, float] = defaultdict(float)
+    for number, label in zip(numbers, labels):
+        residual_sums[label] += number - mean
+    cluster_count = len(residual_sums)
+    if cluster_count < 2:
+        return Estimate(mean, None, None, None, n, method)
+    squared = math.fsum(total * total for total in residual_sums.values())
+    se = math.sqrt(cluster_count / (cluster_count - 1) * squared) / n
+    low, high = _t_interval(mean, se, cluster_count - 1, confidence)
+    return Estimate(mean, se, low, high, n, method)
+
+
+def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> Estimate:
+    """Pass rate `successes / trials` with its Wilson score interval.
+
+    `se` is the binomial `sqrt(p (1 - p) / n)` at the observed rate; the interval is
+    Wilson's, which stays inside [0, 1] and is honest at 0/n and n/n where the normal
+    interval collapses. No trials: everything None.
+    """
+    _check_confidence(confidence)
+    if isinstance(successes, bool) or isinstance(trials, bool):
+        raise ValueError("successes and trials must be counts, not booleans")
+    successes, trials = int(successes), int(trials)
+    if trials < 0 or successes < 0 or successes > trials:
+        raise ValueError(f"need 0 <= successes <= trials, got {successes}/{trials}")
+    if trials == 0:
+        return Estimate(None, None, None, None, 0, "wilson")
+    rate = successes / trials
+    interval = scipy_stats.binomtest(successes, trials).proportion_ci(
+        confidence_level=confidence, method="wilson")
+    # Clamp float dust so the interval always contains the observed rate.
+    low = min(float(interval.low), rate)
+    high = max(float(interval.high), rate)
+    se = math.sqrt(rate * (1.0 - rate) / trials)
+    return Estimate(rate, se, max(0.0, low), min(1.0, high), trials, "wilson")
+
+
+def _bootstrap_random_argument(seed: int) -> dict[str, object]:
+    # scipy renamed `random_state` to `rng` in 1.15; pass whichever this scipy knows.
+    generator = np.random.default_rng(seed)
+    if "rng" in inspect.signature(scipy_stats.bootstrap).parameters:
+        return {"rng": generator}
+    return {"random_state": generator}
+
+
+def bootstrap_mean_ci(values: Iterable[float], confidence: float = 0.95,
+                      resamples: int = 2000, seed: int = 0) -> Estimate:
+    """Mean with a bias-corrected and accelerated (BCa) bootstrap interval.
+
+    For skewed quantities (tokens, durations) where a t interval would be misleading.
+    Deterministic for a given seed. `se` is the standard deviation of the bootstrap
+    distribution. All-equal values give a zero-width interval at the mean.
+    """
+    _check_confidence(confidence)
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
+    numbers = _floats(values)
+    n = len(numbers)
+    method = "bootstrap BCa"
+    if n == 0:
+        return Estimate(None, None, None, None, 0, method)
+    mean = float(statistics.mean(numbers))
+    if n < 2:
+        return Estimate(mean, None, None, None, n, method)
+    if min(numbers) == max(numbers):
+        return Estimate(mean, 0.0, mean, mean, n, method)
+    result = scipy_stats.bootstrap(
+        (np.asarray(numbers),), np.mean, n_resamples=resamples, vectorized=True,
+        confidence_level=confidence, method="BCa", **_bootstrap_random_argument(seed))
+    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        # BCa needs variety among the jackknife means; when it cannot, fall back to the
+        # plain percentile interval over the same resamples and say so.
+        method = "bootstrap percentile"
+        distribution = np.asarray(result.bootstrap_distribution)
+        tail = (1.0 - confidence) / 2.0
+        low = float(np.quantile(distribution, tail))
+        high = float(np.quantile(distribution, 1.0 - tail))
+    se = float(result.standard_error)
+    return Estimate(mean, se, min(low, mean), max(high, mean), n, method)
+
+
+# --------------------------------------------------------------------------- power
+
+
+def minimum_detectable_effect(sd: float | None, n: int, alpha: float = 0.05,
+                              power: float = 0.8) -> float | None:
+    """Smallest true mean difference a two-sided one-sample (paired) t-test on `n`
+    differences with standard deviation `sd` detects with probability `power`.
+
+    Solved exactly with the noncentral t distribution (not the normal approximation
+    `2.8 * sd / sqrt(n)`, which is too optimistic for a handful of tasks or seeds).
+    None below two samples or without an `sd`; 0.0 when `sd` is 0.
+    """
+    if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
+        raise ValueError(f"alpha and power must be between 0 and 1, got {alpha}, {power}")
+    if sd is None or n < 2:
+        return None
+    if not math.isfinite(sd) or sd < 0:
+        raise ValueError(f"sd must be a finite non-negative number, got {sd!r}")
+    if sd == 0.0:
+        return 0.0
+    degrees_of_freedom = n - 1
+    critical = float(scipy_stats.t.ppf(1.0 - alpha / 2.0, degrees_of_freedom))
+
+    def power_minus_target(noncentrality: float) -> float:
+        upper_tail = float(scipy_stats.nct.sf(critical, degrees_of_freedom, noncentrality))
+        # The wrong-sign tail is negligible for a positive effect, and scipy's nct can
+        # return NaN for it at one degree of freedom; NaN there means "about zero".
+        lower_tail = float(scipy_stats.nct.cdf(-critical, degrees_of_freedom, noncentrality))
+        if math.isnan(lower_tail):
+            lower_tail = 0.0
+        return upper_tail + lower_tail - power
+
+    # Power rises with the noncentrality; the normal approximation is a lower bound.
+    guess = float(scipy_stats.norm.ppf(1.0 - alpha / 2.0) + scipy_stats.norm.ppf(power))
+    upper = max(guess, 1.0) * 2.0
+    while power_minus_target(upper) < 0.0:
+        upper *= 2.0
+    noncentrality = optimize.brentq(power_minus_target, 0.0, upper, xtol=1e-10)
+    return float(noncentrality * sd / math.sqrt(n))
+
+
+def mde_proportions(p: float | None, n: int, alpha: float = 0.05, power: float = 0.8,
+                    two_sample: bool = True) -> float | None:
+    """Smallest change in a pass rate, from `p`, detectable with `n` trials per group.
+
+    Uses Cohen's arcsine effect size `h = 2 asin(sqrt p2) - 2 asin(sqrt p1)`: a two-sided
+    test at `alpha` detects `|h| >= (z_{1-alpha/2} + z_power) * sqrt(k / n)` with `k = 2`
+    when comparing two arms of `n` trials each (`two_sample`), `k = 1` against a fixed
+    rate. The answer is the smaller of the upward and downward moves that stay inside
+    [0, 1], as an absolute difference in rate. None when `p` is None, `n < 1`, or no
+    change inside [0, 1] is detectable at this `n`.
+    """
+    if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
+        raise ValueError(f"alpha and power must be between 0 and 1, got {alpha}, {power}")
+    if p is None or n < 1:
+        return None
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be a rate in [0, 1], got {p!r}")
+    groups = 2 if two_sample else 1
+    h = float(scipy_stats.norm.ppf(1.0 - alpha / 2.0) + scipy_stats.norm.ppf(power)) \
+        * math.sqrt(groups / n)
+    angle = math.asin(math.sqrt(p))
+    moves = []
+    if angle + h / 2.0 <= math.pi / 2.0:
+        moves.append(math.sin(angle + h / 2.0) ** 2 - p)
+    if angle - h / 2.0 >= 0.0:
+        moves.append(p - math.sin(angle - h / 2.0) ** 2)
+    return min(moves) if moves else None
+
+
+# --------------------------------------------------------------------------- comparisons
+
+
+def paired_difference(a: Mapping[Key, float], b: Mapping[Key, float],
+                      confidence: float = 0.95) -> PairedComparison:
+    """Paired analysis of `b[key] - a[key]` over the keys present in both.
+
+    Keys measured on one side only are left out (never imputed); `n` says how many pairs
+    remained, so a caller can show how much of either side the comparison covers.
+    """
+    _check_confidence(confidence)
+    shared = [key for key in a if key in b]
+    differences = _floats(float(b[key]) - float(a[key]) for key in shared)
+    n = len(differences)
+    if n == 0:
+        return PairedComparison(0, None, None, None, None, None, None, None)
+    mean_diff = float(statistics.mean(differences))
+    if n < 2:
+        return PairedComparison(n, mean_diff, None, None, None, None, None, None)
+    sd = statistics.stdev(differences)
+    se = sd / math.sqrt(n)
+    low, high = _t_interval(mean_diff, se, n - 1, confidence)
+    if se == 0.0:
+        # Every pair moved by exactly the same amount: no noise to test against.
+        p_value = 1.0 if mean_diff == 0.0 else 0.0
+    else:
+        p_value = float(2.0 * scipy_stats.t.sf(abs(mean_diff / se), n - 1))
+    return PairedComparison(n, mean_diff, sd, se, low, high, p_value,
+                            minimum_detectable_effect(sd, n))
+
+
+def paired_verdict(champion: Sequence[float], challenger: Sequence[float],
+                   floor: float = 0.007, z: float = 1.96) -> PairedVerdict:
+    """Does the challenger beat the champion over the same seeds, beyond noise?
+
+    Per-seed differences `challenger[i] - champion[i]`; `se = stdev / sqrt(n)` (sample
+    stdev); `band = max(floor, z * se)`; dethroned iff `mean_diff >= band`. The floor
+    decides when the differences do not vary (se == 0).
+
+    Refuses (ValueError): unequal lengths (the seeds are not the same), no seeds, and a
+    single seed. With one seed there is no spread to estimate, so any band would be made
+    up; treating se as 0 would let one lucky seed dethrone a champion by the floor alone.
+    """
+    champion_scores = _floats(champion)
+    challenger_scores = _floats(challenger)
+    if len(champion_scores) != len(challenger_scores):
+        raise ValueError(f"paired verdict needs the same seeds for both: champion has "
+                         f"{len(champion_scores)} scores, challenger {len(challenger_scores)}")
+    n = len(champion_scores)
+    if n == 0:
+        raise ValueError("paired verdict needs at least one seed; none were scored")
+    if n == 1:
+        raise ValueError("paired verdict needs at least two seeds: one seed gives no "
+                         "standard error, so no band can be set")
+    if floor < 0 or z < 0:
+        raise ValueError(f"floor and z must be non-negative, got {floor}, {z}")
+    differences = [new - old for old, new in zip(champion_scores, challenger_scores)]
+    mean_diff = float(statistics.mean(differences))
+    se = statistics.stdev(differences) / math.sqrt(n)
+    band = max(floor, z * se)
+    return PairedVerdict(mean_diff=mean_diff, se=se, band=band,
+                         dethroned=mean_diff >= band, n=n)

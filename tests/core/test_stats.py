@@ -1,0 +1,359 @@
+"""Statistics against known values, properties over wide inputs, and degenerate inputs."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from scipy import stats as scipy_stats
+
+from benchwarden.core import stats
+
+scores = st.floats(min_value=-1000, max_value=1000, allow_nan=False, allow_infinity=False)
+unit_scores = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
+
+
+# ------------------------------------------------------------------ mean_se
+
+
+def test_mean_se_known_values():
+    estimate = stats.mean_se([2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0])
+    assert estimate.mean == 5.0
+    # sample stdev of this textbook set is sqrt(32/7)
+    assert estimate.se == pytest.approx(math.sqrt(32 / 7) / math.sqrt(8))
+    # t(0.975, 7) = 2.364624
+    assert estimate.high - estimate.mean == pytest.approx(2.364624 * estimate.se, rel=1e-5)
+    assert estimate.n == 8
+
+
+def test_mean_se_degenerate():
+    assert stats.mean_se([]) == stats.Estimate(None, None, None, None, 0, "t")
+    one = stats.mean_se([3.5])
+    assert (one.mean, one.se, one.low, one.high, one.n) == (3.5, None, None, None, 1)
+    same = stats.mean_se([0.25] * 5)
+    assert (same.mean, same.se, same.low, same.high) == (0.25, 0.0, 0.25, 0.25)
+
+
+def test_mean_se_refuses_non_finite():
+    with pytest.raises(ValueError, match="finite"):
+        stats.mean_se([1.0, float("nan")])
+
+
+@given(st.lists(scores, min_size=2, max_size=40))
+def test_mean_se_interval_contains_mean(values):
+    estimate = stats.mean_se(values)
+    assert estimate.low <= estimate.mean <= estimate.high
+    assert estimate.se >= 0
+
+
+# ------------------------------------------------------------------ clustered
+
+
+def test_clustered_known_value():
+    # residual sums per cluster -2 and +2; CR1: sqrt(2/1 * 8) / 4 = 1
+    estimate = stats.clustered_mean_se([1.0, 1.0, 3.0, 3.0], ["a", "a", "b", "b"])
+    assert estimate.mean == 2.0
+    assert estimate.se == pytest.approx(1.0)
+    # one degree of freedom: t(0.975, 1) = 12.7062
+    assert estimate.high == pytest.approx(2.0 + 12.706205, rel=1e-6)
+
+
+def test_clustered_is_wider_than_plain_when_trials_of_a_task_agree():
+    values = [0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+    tasks = [index // 3 for index in range(len(values))]
+    assert stats.clustered_mean_se(values, tasks).se > stats.mean_se(values).se
+
+
+@given(st.lists(scores, min_size=2, max_size=40))
+def test_clustered_equals_plain_with_one_sample_per_cluster(values):
+    plain = stats.mean_se(values)
+    clustered = stats.clustered_mean_se(values, list(range(len(values))))
+    assert clustered.mean == plain.mean
+    assert clustered.se == pytest.approx(plain.se, rel=1e-9, abs=1e-12)
+    assert clustered.n == plain.n
+
+
+def test_clustered_degenerate():
+    assert stats.clustered_mean_se([], []).mean is None
+    single_cluster = stats.clustered_mean_se([1.0, 2.0, 3.0], ["t", "t", "t"])
+    assert single_cluster.mean == 2.0 and single_cluster.se is None and single_cluster.n == 3
+    with pytest.raises(ValueError, match="cluster labels"):
+        stats.clustered_mean_se([1.0, 2.0], ["a"])
+
+
+# ------------------------------------------------------------------ wilson
+
+
+@pytest.mark.parametrize("successes, trials, low, high", [
+    (8, 10, 0.4902, 0.9433),     # the textbook example
+    (0, 10, 0.0, 0.2775),
+    (10, 10, 0.7225, 1.0),
+    (1, 2, 0.0945, 0.9055),
+    (81, 263, 0.2553, 0.3662),   # Wilson (1927)-style worked example, p = 0.308
+])
+def test_wilson_known_values(successes, trials, low, high):
+    estimate = stats.wilson_interval(successes, trials)
+    assert estimate.low == pytest.approx(low, abs=5e-5)
+    assert estimate.high == pytest.approx(high, abs=5e-5)
+    assert estimate.mean == successes / trials
+    assert estimate.method == "wilson"
+
+
+def test_wilson_matches_closed_form_at_other_confidence():
+    successes, trials, confidence = 13, 40, 0.9
+    z = 1.6448536269514722
+    p = successes / trials
+    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z / (1 + z * z / trials) * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials**2))
+    estimate = stats.wilson_interval(successes, trials, confidence)
+    assert estimate.low == pytest.approx(centre - half, rel=1e-9)
+    assert estimate.high == pytest.approx(centre + half, rel=1e-9)
+
+
+def test_wilson_no_trials_and_bad_counts():
+    nothing = stats.wilson_interval(0, 0)
+    assert (nothing.mean, nothing.se, nothing.low, nothing.high, nothing.n) == (None,) * 4 + (0,)
+    for successes, trials in [(3, 2), (-1, 4), (0, -1)]:
+        with pytest.raises(ValueError):
+            stats.wilson_interval(successes, trials)
+
+
+@given(st.integers(min_value=1, max_value=5000).flatmap(
+    lambda trials: st.tuples(st.integers(min_value=0, max_value=trials), st.just(trials))))
+def test_wilson_bounds_inside_unit_interval_and_contain_rate(counts):
+    successes, trials = counts
+    estimate = stats.wilson_interval(successes, trials)
+    assert 0.0 <= estimate.low <= estimate.mean <= estimate.high <= 1.0
+
+
+def test_wilson_narrows_with_more_trials():
+    widths = [stats.wilson_interval(n // 2, n) for n in (10, 100, 1000)]
+    assert widths[0].high - widths[0].low > widths[1].high - widths[1].low \
+        > widths[2].high - widths[2].low
+
+
+# ------------------------------------------------------------------ bootstrap
+
+
+def test_bootstrap_is_deterministic_for_a_seed_and_varies_with_it():
+    values = [1.0, 2.0, 2.5, 3.0, 40.0, 4.0, 5.0, 6.0, 2.0, 1.5]
+    first = stats.bootstrap_mean_ci(values, seed=7)
+    assert first == stats.bootstrap_mean_ci(values, seed=7)
+    assert first != stats.bootstrap_mean_ci(values, seed=8)
+    assert first.low <= first.mean <= first.high
+    # a heavy right tail makes the interval asymmetric, the reason to bootstrap at all
+    assert first.high - first.mean > first.mean - first.low
+
+
+def test_bootstrap_agrees_with_t_on_well_behaved_data():
+    values = list(np.random.default_rng(3).normal(10.0, 2.0, size=200))
+    booted = stats.bootstrap_mean_ci(values, resamples=4000)
+    plain = stats.mean_se(values)
+    assert booted.low == pytest.approx(plain.low, abs=0.1)
+    assert booted.high == pytest.approx(plain.high, abs=0.1)
+    assert booted.se == pytest.approx(plain.se, rel=0.1)
+
+
+def test_bootstrap_degenerate():
+    assert stats.bootstrap_mean_ci([]).mean is None
+    single = stats.bootstrap_mean_ci([4.0])
+    assert single.mean == 4.0 and single.low is None
+    same = stats.bootstrap_mean_ci([2.0] * 6)
+    assert (same.mean, same.se, same.low, same.high) == (2.0, 0.0, 2.0, 2.0)
+
+
+# ------------------------------------------------------------------ power
+
+
+def test_mde_known_values_for_paired_t():
+    # Cohen's tables: a two-sided one-sample/paired t-test needs n = 34 to detect
+    # d = 0.5 with 80 % power (n = 33 falls just short).
+    assert stats.minimum_detectable_effect(1.0, 34) < 0.5 < stats.minimum_detectable_effect(1.0, 33)
+    # Large n approaches the normal approximation (1.95996 + 0.84162) * sd / sqrt(n).
+    assert stats.minimum_detectable_effect(2.0, 10_000) == pytest.approx(
+        2.80158 * 2.0 / 100.0, rel=1e-3)
+
+
+def test_mde_has_the_promised_power_by_simulation():
+    n, sd = 8, 1.5
+    effect = stats.minimum_detectable_effect(sd, n)
+    rng = np.random.default_rng(11)
+    samples = rng.normal(effect, sd, size=(40_000, n))
+    t_statistics = samples.mean(axis=1) / (samples.std(axis=1, ddof=1) / math.sqrt(n))
+    critical = 2.3646243  # t(0.975, 7)
+    observed_power = float(np.mean(np.abs(t_statistics) > critical))
+    assert observed_power == pytest.approx(0.8, abs=0.01)
+
+
+@given(st.floats(min_value=0.01, max_value=100), st.integers(min_value=2, max_value=500))
+@settings(max_examples=40)
+def test_mde_shrinks_as_n_grows_and_scales_with_sd(sd, n):
+    smaller = stats.minimum_detectable_effect(sd, n)
+    larger = stats.minimum_detectable_effect(sd, n + 1)
+    assert larger < smaller
+    assert stats.minimum_detectable_effect(2 * sd, n) == pytest.approx(2 * smaller, rel=1e-6)
+
+
+def test_mde_degenerate():
+    assert stats.minimum_detectable_effect(1.0, 1) is None
+    assert stats.minimum_detectable_effect(1.0, 0) is None
+    assert stats.minimum_detectable_effect(None, 10) is None
+    assert stats.minimum_detectable_effect(0.0, 10) == 0.0
+    with pytest.raises(ValueError):
+        stats.minimum_detectable_effect(1.0, 10, power=1.0)
+
+
+def test_mde_proportions_known_value():
+    # Cohen's h: 0.5 vs ~0.693 is h = 0.396 = 2.8016 * sqrt(2 / 100)
+    assert stats.mde_proportions(0.5, 100) == pytest.approx(0.1930, abs=5e-4)
+    one_sample = stats.mde_proportions(0.5, 100, two_sample=False)
+    assert one_sample < stats.mde_proportions(0.5, 100)
+
+
+@given(unit_scores, st.integers(min_value=20, max_value=2000))
+@settings(max_examples=60)
+def test_mde_proportions_shrinks_with_n_and_stays_feasible(p, n):
+    here = stats.mde_proportions(p, n)
+    more = stats.mde_proportions(p, 4 * n)
+    assert here is not None and more is not None
+    assert 0.0 < more < here <= 1.0
+
+
+def test_mde_proportions_degenerate():
+    assert stats.mde_proportions(None, 10) is None
+    assert stats.mde_proportions(0.5, 0) is None
+    # with one trial per arm no change inside [0, 1] is detectable
+    assert stats.mde_proportions(0.5, 1) is None
+    # at a rate of 1.0 only a drop is possible, and it is found
+    assert stats.mde_proportions(1.0, 50) > 0
+    with pytest.raises(ValueError):
+        stats.mde_proportions(1.5, 10)
+
+
+# ------------------------------------------------------------------ paired difference
+
+
+def test_paired_difference_matches_paired_t_test():
+    a = {"t1": 1.0, "t2": 2.0, "t3": 3.0, "t4": 2.5}
+    b = {"t1": 2.0, "t2": 2.5, "t3": 5.0, "t4": 2.0, "only-b": 100.0}
+    comparison = stats.paired_difference(a, b)
+    assert comparison.n == 4
+    assert comparison.mean_diff == pytest.approx(0.75)
+    # t = 0.75 / (sd / 2) = 1.44115 on 3 df -> two-sided p = 0.24519
+    assert comparison.p_value == pytest.approx(0.24519, abs=1e-5)
+    reference = scipy_stats.ttest_rel([2.0, 2.5, 5.0, 2.0], [1.0, 2.0, 3.0, 2.5])
+    assert comparison.p_value == pytest.approx(reference.pvalue, rel=1e-9)
+    assert comparison.low < comparison.mean_diff < comparison.high
+    assert comparison.mde == pytest.approx(
+        stats.minimum_detectable_effect(comparison.sd, 4))
+
+
+def test_paired_difference_uses_only_shared_keys_and_reports_n():
+    comparison = stats.paired_difference({"x": 1.0}, {"y": 2.0})
+    assert comparison.n == 0 and comparison.mean_diff is None and comparison.p_value is None
+    one = stats.paired_difference({"x": 1.0, "y": 3.0}, {"x": 2.0})
+    assert (one.n, one.mean_diff, one.se, one.mde) == (1, 1.0, None, None)
+
+
+def test_paired_difference_constant_shift():
+    shifted = stats.paired_difference({k: float(k) for k in range(5)},
+                                      {k: k + 0.25 for k in range(5)})
+    assert shifted.se == 0.0 and shifted.p_value == 0.0 and shifted.mde == 0.0
+    unchanged = stats.paired_difference({k: 1.0 for k in range(5)}, {k: 1.0 for k in range(5)})
+    assert unchanged.mean_diff == 0.0 and unchanged.p_value == 1.0
+
+
+@given(st.dictionaries(st.integers(0, 50), st.tuples(scores, scores), min_size=2, max_size=30))
+def test_paired_difference_is_antisymmetric(pairs):
+    a = {key: first for key, (first, _) in pairs.items()}
+    b = {key: second for key, (_, second) in pairs.items()}
+    forward, backward = stats.paired_difference(a, b), stats.paired_difference(b, a)
+    assert forward.n == backward.n == len(pairs)
+    assert forward.mean_diff == pytest.approx(-backward.mean_diff, abs=1e-9)
+    assert forward.se == pytest.approx(backward.se, rel=1e-9, abs=1e-12)
+    if forward.p_value is not None and backward.p_value is not None:
+        assert forward.p_value == pytest.approx(backward.p_value, abs=1e-9)
+
+
+# ------------------------------------------------------------------ paired verdict
+
+
+def test_paired_verdict_known_numbers():
+    champion = [0.60, 0.62, 0.58, 0.61]
+    challenger = [0.66, 0.65, 0.66, 0.64]
+    differences = [0.06, 0.03, 0.08, 0.03]
+    verdict = stats.paired_verdict(champion, challenger)
+    assert verdict.n == 4
+    assert verdict.mean_diff == pytest.approx(0.05)
+    assert verdict.se == pytest.approx(statistics.stdev(differences) / 2)
+    assert verdict.band == pytest.approx(1.96 * verdict.se)
+    assert verdict.dethroned
+
+
+def test_paired_verdict_noisy_gain_is_held_by_the_band():
+    champion = [0.50, 0.50, 0.50, 0.50]
+    challenger = [0.60, 0.45, 0.62, 0.43]   # mean gain 0.025, very noisy
+    verdict = stats.paired_verdict(champion, challenger)
+    assert verdict.mean_diff == pytest.approx(0.025)
+    assert verdict.band > verdict.mean_diff and not verdict.dethroned
+
+
+@pytest.mark.parametrize("gain, dethroned", [(0.006, False), (0.008, True)])
+def test_paired_verdict_floor_decides_when_se_is_zero(gain, dethroned):
+    champion = [0.5, 0.5, 0.5, 0.5, 0.5]
+    verdict = stats.paired_verdict(champion, [score + gain for score in champion])
+    assert verdict.se == 0.0
+    assert verdict.band == 0.007
+    assert verdict.dethroned is dethroned
+
+
+def test_paired_verdict_refusals():
+    with pytest.raises(ValueError, match="same seeds"):
+        stats.paired_verdict([0.5, 0.6], [0.5])
+    with pytest.raises(ValueError, match="at least one seed"):
+        stats.paired_verdict([], [])
+    with pytest.raises(ValueError, match="two seeds"):
+        stats.paired_verdict([0.5], [0.9])
+
+
+def test_paired_verdict_custom_floor_and_z():
+    verdict = stats.paired_verdict([0.5, 0.5], [0.52, 0.52], floor=0.03)
+    assert verdict.band == 0.03 and not verdict.dethroned
+    wide = stats.paired_verdict([0.5, 0.5, 0.5], [0.55, 0.60, 0.65], z=10.0)
+    assert wide.band == pytest.approx(10.0 * wide.se) and not wide.dethroned
+
+
+@given(st.lists(st.tuples(unit_scores, unit_scores), min_size=2, max_size=20))
+def test_paired_verdict_swap_is_symmetric(pairs):
+    champion = [first for first, _ in pairs]
+    challenger = [second for _, second in pairs]
+    forward = stats.paired_verdict(champion, challenger)
+    backward = stats.paired_verdict(challenger, champion)
+    assert forward.mean_diff == pytest.approx(-backward.mean_diff, abs=1e-12)
+    assert forward.se == pytest.approx(backward.se, abs=1e-12)
+    assert forward.band == pytest.approx(backward.band, abs=1e-12)
+    # the band is positive, so both sides can never win at once
+    assert not (forward.dethroned and backward.dethroned)
+
+
+@given(st.lists(unit_scores, min_size=2, max_size=20), st.floats(0.0, 0.2))
+def test_paired_verdict_band_never_below_floor_and_identical_never_dethrones(champion, gain):
+    assume(gain != 0.007)
+    same = stats.paired_verdict(champion, champion)
+    assert same.mean_diff == 0.0 and same.se == 0.0 and not same.dethroned
+    verdict = stats.paired_verdict(champion, [score + gain for score in champion])
+    assert verdict.band >= 0.007
+    if verdict.se < 1e-9:
+        assert verdict.dethroned is (verdict.mean_diff >= 0.007)
+
+
+def test_results_serialise_to_plain_json():
+    import json
+
+    json.dumps(stats.mean_se([1, 2, 3]).to_json_dict())
+    json.dumps(stats.paired_difference({1: 1.0, 2: 2.0}, {1: 1.5, 2: 2.0}).to_json_dict())
+    json.dumps(stats.paired_verdict([0.1, 0.2], [0.2, 0.3]).to_json_dict())
