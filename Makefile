@@ -13,7 +13,12 @@ install:
 test-deps:
 	$(PIP) install -q -e '.[test,postgres,ray]'
 
+# The build needs cmake, ninja and g++ (present on a fresh machine of the CI's kind);
+# install them only when missing and only where apt-get can.
 engine: test-deps
+	@command -v cmake >/dev/null && command -v ninja >/dev/null && command -v g++ >/dev/null || \
+	  { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+	    apt-get install -y -q cmake ninja-build g++ >/dev/null; } || true
 	$(PYTHON) -m benchwarden engine build
 
 services:
