@@ -1,0 +1,63 @@
+"""Engine presets: the explicit sampling fields that make `temperature: 0` mean greedy.
+
+Servers apply their own defaults (a GGUF's repeat penalty, a model's
+generation_config.json), so the same request body can sample differently per engine.
+Each preset adds the fields that switch those defaults off on one engine, and leaves out
+the ones that engine mishandles (TGI turns `presence_penalty` into a repetition penalty
+and rejects `top_p: 1`; Ollama's /v1 cannot set a repeat penalty at all). The report
+records the exact body sent, so a preset is never a hidden setting.
+
+Invariant: `request_body` is a pure function of its arguments, and the fields a run
+depends on (`messages`, `stream`) cannot be overridden by a preset or by `--extra-body`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "none": {},
+    "llamacpp": {"top_k": 0, "top_p": 1.0, "min_p": 0.0, "repeat_penalty": 1.0,
+                 "presence_penalty": 0.0, "frequency_penalty": 0.0},
+    "vllm": {"top_p": 1.0, "top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0,
+             "presence_penalty": 0.0, "frequency_penalty": 0.0},
+    "sglang": {"top_p": 1.0, "top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0,
+               "presence_penalty": 0.0, "frequency_penalty": 0.0},
+    "tgi": {"frequency_penalty": 0.0},
+    "ollama": {"top_p": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0},
+    "openai": {"top_p": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0},
+}
+
+PROTECTED_FIELDS = ("messages", "stream")
+
+
+def preset_fields(name: str) -> dict[str, Any]:
+    try:
+        return dict(PRESETS[name])
+    except KeyError:
+        raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}") from None
+
+
+def check_extra_body(extra: Mapping[str, Any]) -> None:
+    if not isinstance(extra, Mapping):
+        raise ValueError("--extra-body must be a JSON object, e.g. '{\"seed\": 7}'")
+    clash = [name for name in PROTECTED_FIELDS if name in extra]
+    if clash:
+        raise ValueError(f"--extra-body may not set {', '.join(clash)}: the suite builds them")
+
+
+def request_body(*, model: str, prompt: str, max_tokens: int, preset: str,
+                 extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The exact body POSTed for one probe: base fields, then preset, then extras."""
+    check_extra_body(extra)
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": "user", "content": prompt}],
+        "stream": True,
+        "temperature": 0,
+        "max_tokens": max_tokens,
+        "stream_options": {"include_usage": True},
+    }
+    body.update(preset_fields(preset))
+    body.update(extra)
+    return body

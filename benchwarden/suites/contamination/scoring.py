@@ -1,0 +1,353 @@
+"""Scoring of the contamination suite: classify every probe in every leg, then judge.
+
+Pure: the inputs are recorded outcomes (`Legs`), the outputs values (`Score`,
+`Verdict`). Nothing here reads a network, a file or a clock, so a stored run re-scores
+to the same answer forever.
+
+Why it is shaped this way:
+- Two solo references, because a reply that is not reproducible alone would otherwise
+  make concurrency look guilty. A probe whose references disagree is `AloneUnstable`
+  and makes no comparisons, but still fails the verdict under its own name.
+- A solo post-check after the rungs, because state left behind by a concurrent batch
+  (a poisoned prefix cache, a restored slot) only shows in later solo work: a
+  divergence there is `Persistent`.
+- Liveness before equality: two replies that both stopped after three tokens are equal
+  and prove nothing, so replies (and references) below the completion-token floor are
+  `Unmeasured`.
+- The canary check runs before the comparison: a foreign canary is leakage on its own
+  evidence, a stronger statement than "differs from its reference", and it needs no
+  reference and no proof of concurrency.
+- A rung whose peak in flight was 1 ran nothing together: its remaining cells are
+  `Unmeasured` with that reason, so a serialising server cannot pass.
+
+Invariants:
+- Each cell increments exactly one class counter (identical, diverged, contaminated,
+  persistent, alone_unstable, unmeasured).
+- The verdict passes only when at least one cell was compared and every compared cell
+  is `Identical`; "nothing measured" is a fail.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Sequence, Union
+
+from benchwarden.core.verdicts import Verdict
+from benchwarden.suites.contamination.fidelity import RungFidelity, rung_fidelity
+from benchwarden.targets.replies import Reply, RequestOutcome
+
+BENCH_VERSION = "1"
+
+REASONING_END = "\x01"
+TOOL_CALL = "\x02"
+TOOL_ARGUMENTS = "\x03"
+FINISH = "\x04"
+
+REFERENCE_LEG = "ref"
+POST_LEG = "post"
+NOT_RECORDED = "not recorded: the run stopped before this request (resume it with --resume)"
+
+
+# -- classes ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Identical:
+    kind: ClassVar[str] = "identical"
+
+
+@dataclass(frozen=True)
+class Diverged:
+    """The canonical forms differ (or match with different completion-token counts);
+    `at` is their longest common prefix in characters."""
+
+    at: int
+    detail: str
+    kind: ClassVar[str] = "diverged"
+
+
+@dataclass(frozen=True)
+class Contaminated:
+    """Another probe's canary occurs in this reply."""
+
+    foreign: str
+    kind: ClassVar[str] = "contaminated"
+
+
+@dataclass(frozen=True)
+class Persistent:
+    """Diverged in the solo post-check that runs after the rungs."""
+
+    at: int
+    kind: ClassVar[str] = "persistent"
+
+
+@dataclass(frozen=True)
+class AloneUnstable:
+    """The probe's two solo references disagree: contamination is unattributable."""
+
+    kind: ClassVar[str] = "alone_unstable"
+
+
+@dataclass(frozen=True)
+class Unmeasured:
+    why: str
+    kind: ClassVar[str] = "unmeasured"
+
+
+CellClass = Union[Identical, Diverged, Contaminated, Persistent, AloneUnstable, Unmeasured]
+CLASS_NAMES = ("identical", "diverged", "contaminated", "persistent", "alone_unstable",
+               "unmeasured")
+
+
+@dataclass(frozen=True)
+class Cell:
+    probe: int
+    leg: str  # "ref" (reference unusable), "c<N>" (a rung) or "post"
+    repeat: int
+    result: CellClass
+
+    def to_json_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"probe": self.probe, "leg": self.leg, "repeat": self.repeat,
+                                "class": self.result.kind}
+        for name in ("at", "detail", "foreign", "why"):
+            if hasattr(self.result, name):
+                data[name] = getattr(self.result, name)
+        return data
+
+
+# -- inputs -------------------------------------------------------------------------------
+Outcome = Union[RequestOutcome, None]  # None: never recorded (the run was stopped)
+
+
+@dataclass(frozen=True)
+class RungOutcomes:
+    label: str
+    concurrency: int
+    repeat: int
+    scored: Sequence[Outcome]  # indexed by probe: the first n slots
+    slots: Sequence[RequestOutcome] = ()  # every slot, ballast included (fidelity)
+
+
+@dataclass(frozen=True)
+class Legs:
+    ref_a: Sequence[Outcome]
+    ref_b: Sequence[Outcome]
+    rungs: Sequence[RungOutcomes]
+    post: Sequence[Outcome]
+    canaries: Sequence[str]
+    min_completion_tokens: int
+
+
+# -- transcript helpers -------------------------------------------------------------------
+def canonical(reply: Reply) -> str:
+    """What is compared: reasoning ␁ text (␂ name ␃ args)* ␄ finish_reason."""
+    calls = "".join(f"{TOOL_CALL}{call.name}{TOOL_ARGUMENTS}{call.arguments}"
+                    for call in reply.tool_calls)
+    return f"{reply.reasoning}{REASONING_END}{reply.text}{calls}{FINISH}{reply.finish_reason or ''}"
+
+
+def foreign_canaries(reply: Reply, own: str, canaries: Sequence[str]) -> list[str]:
+    """Other probes' canaries found in this reply, in order of first appearance."""
+    form = canonical(reply)
+    found = [(form.find(canary), canary) for canary in canaries
+             if canary and canary != own and canary in form]
+    return [canary for _, canary in sorted(found)]
+
+
+def common_prefix(a: str, b: str) -> int:
+    """Longest common prefix, in characters."""
+    limit = min(len(a), len(b))
+    index = 0
+    while index < limit and a[index] == b[index]:
+        index += 1
+    return index
+
+
+def _visible(text: str) -> str:
+    return (text.replace(REASONING_END, "␁").replace(TOOL_CALL, "␂")
+            .replace(TOOL_ARGUMENTS, "␃").replace(FINISH, "␄").replace("\n", "⏎"))
+
+
+def _divergence_detail(reference: str, got: str, at: int) -> str:
+    start = max(0, at - 20)
+    return (f"stream differs from its solo reference at char {at}: "
+            f"reference {_visible(reference[start:at + 20])!r} vs "
+            f"reply {_visible(got[start:at + 20])!r}")
+
+
+# -- classification -----------------------------------------------------------------------
+def classify(reference: Reply, got: Outcome, own_canary: str, canaries: Sequence[str],
+             floor: int, *, persistent_leg: bool, not_concurrent: str | None = None) -> CellClass:
+    """One measured outcome against its probe's (stable) solo reference."""
+    if got is None:
+        return Unmeasured(NOT_RECORDED)
+    if not got.ok or got.reply is None:
+        return Unmeasured(f"request failed: {got.error or 'no reply'}")
+    reply = got.reply
+    if reply.completion_tokens < floor:
+        return Unmeasured(f"only {reply.completion_tokens} completion tokens (floor {floor})")
+    foreign = foreign_canaries(reply, own_canary, canaries)
+    if foreign:
+        return Contaminated(foreign[0])
+    if not_concurrent:
+        return Unmeasured(not_concurrent)
+    expected, actual = canonical(reference), canonical(reply)
+    if expected != actual:
+        at = common_prefix(expected, actual)
+        if persistent_leg:
+            return Persistent(at)
+        return Diverged(at, _divergence_detail(expected, actual, at))
+    if reference.completion_tokens != reply.completion_tokens:
+        # the same text accounted for differently is still a different answer
+        return Diverged(len(expected), f"identical stream but completion_tokens "
+                                       f"{reference.completion_tokens} vs {reply.completion_tokens}")
+    return Identical()
+
+
+def _reference(a: Outcome, b: Outcome, floor: int) -> Reply | CellClass:
+    """The usable reference reply of a probe, or the class of its `ref` cell."""
+    for name, outcome in (("A", a), ("B", b)):
+        if outcome is None:
+            return Unmeasured(f"solo reference {name} {NOT_RECORDED}")
+        if not outcome.ok or outcome.reply is None:
+            return Unmeasured(f"solo reference {name} failed: {outcome.error or 'no reply'}")
+    assert a is not None and b is not None and a.reply is not None and b.reply is not None
+    if min(a.reply.completion_tokens, b.reply.completion_tokens) < floor:
+        return Unmeasured(
+            f"a solo reference was below the {floor} completion-token floor "
+            f"({a.reply.completion_tokens} and {b.reply.completion_tokens} tokens)")
+    if canonical(a.reply) != canonical(b.reply) \
+            or a.reply.completion_tokens != b.reply.completion_tokens:
+        return AloneUnstable()
+    return a.reply
+
+
+# -- the score ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Score:
+    prompts: int = 0
+    rungs: int = 0
+    compared: int = 0
+    identical: int = 0
+    diverged: int = 0
+    contaminated: int = 0
+    persistent: int = 0
+    alone_unstable: int = 0
+    unmeasured: int = 0
+    foreign_canaries: int = 0
+    tokens_compared: int = 0
+    earliest_divergence: int | None = None
+    cells: tuple[Cell, ...] = ()
+    fidelity: tuple[RungFidelity, ...] = ()
+
+    COUNTERS: ClassVar[tuple[str, ...]] = (
+        "prompts", "rungs", "compared", "identical", "diverged", "contaminated",
+        "persistent", "alone_unstable", "unmeasured", "foreign_canaries",
+        "tokens_compared", "earliest_divergence")
+
+    def counters(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.COUNTERS}
+
+    @property
+    def not_concurrent(self) -> list[str]:
+        return [reason for reason in (f.not_concurrent_reason for f in self.fidelity) if reason]
+
+
+@dataclass
+class _Tally:
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CLASS_NAMES, 0))
+    compared: int = 0
+    foreign: int = 0
+    tokens: int = 0
+    earliest: int | None = None
+    cells: list[Cell] = field(default_factory=list)
+
+    def add(self, cell: Cell, *, compared: bool, reference_tokens: int = 0,
+            foreign: int = 0) -> None:
+        self.cells.append(cell)
+        self.counts[cell.result.kind] += 1
+        self.compared += compared
+        if isinstance(cell.result, Identical):
+            self.tokens += reference_tokens
+        if isinstance(cell.result, (Diverged, Persistent)):
+            at = cell.result.at
+            self.earliest = at if self.earliest is None else min(self.earliest, at)
+        if isinstance(cell.result, Contaminated):
+            self.foreign += foreign
+
+
+def score(legs: Legs) -> Score:
+    floor = legs.min_completion_tokens
+    canaries = list(legs.canaries)
+    fidelity = tuple(rung_fidelity(r.label, r.concurrency, r.repeat, list(r.slots))
+                     for r in legs.rungs)
+    tally = _Tally()
+    for probe in range(len(legs.ref_a)):
+        own = canaries[probe] if probe < len(canaries) else ""
+        reference = _reference(legs.ref_a[probe],
+                               legs.ref_b[probe] if probe < len(legs.ref_b) else None, floor)
+        if not isinstance(reference, Reply):
+            tally.add(Cell(probe, REFERENCE_LEG, 1, reference), compared=False)
+            continue
+        measured: list[tuple[str, int, Outcome, bool, str | None]] = [
+            (rung.label, rung.repeat, rung.scored[probe] if probe < len(rung.scored) else None,
+             False, rung_fit.not_concurrent_reason)
+            for rung, rung_fit in zip(legs.rungs, fidelity)]
+        measured.append((POST_LEG, 1, legs.post[probe] if probe < len(legs.post) else None,
+                         True, None))
+        for label, repeat, got, persistent_leg, not_concurrent in measured:
+            result = classify(reference, got, own, canaries, floor,
+                              persistent_leg=persistent_leg, not_concurrent=not_concurrent)
+            foreign = 0
+            if isinstance(result, Contaminated) and got is not None and got.reply is not None:
+                foreign = len(foreign_canaries(got.reply, own, canaries))
+            tally.add(Cell(probe, label, repeat, result), compared=True,
+                      reference_tokens=reference.completion_tokens, foreign=foreign)
+    counts = tally.counts
+    return Score(
+        prompts=len(legs.ref_a), rungs=len(legs.rungs), compared=tally.compared,
+        identical=counts["identical"], diverged=counts["diverged"],
+        contaminated=counts["contaminated"], persistent=counts["persistent"],
+        alone_unstable=counts["alone_unstable"], unmeasured=counts["unmeasured"],
+        foreign_canaries=tally.foreign, tokens_compared=tally.tokens,
+        earliest_divergence=tally.earliest, cells=tuple(tally.cells), fidelity=fidelity)
+
+
+def _problems(result: Score) -> list[str]:
+    problems = []
+    if result.unmeasured:
+        reasons = result.not_concurrent
+        problems.append(f"{result.unmeasured} unmeasured"
+                        + (f" ({'; '.join(reasons)})" if reasons else ""))
+    if result.alone_unstable:
+        problems.append(f"{result.alone_unstable} not reproducible alone at temperature 0 "
+                        "(contamination cannot be attributed for them)")
+    if result.contaminated:
+        problems.append(f"{result.contaminated} CONTAMINATED "
+                        f"({result.foreign_canaries} foreign canaries)")
+    if result.persistent:
+        problems.append(f"{result.persistent} PERSISTENT (survived into solo requests)")
+    if result.diverged:
+        problems.append(f"{result.diverged} diverged")
+    return problems
+
+
+def verdict(result: Score) -> Verdict:
+    """Zero tolerance: any cell that is not `Identical` fails, and so does nothing compared.
+
+    A numerics-only flip (batch width changing a near-tie argmax) is `Diverged`, not
+    `Contaminated`, and still fails: no bound says how many flipped tokens make a leak.
+    """
+    problems = _problems(result)
+    if result.compared == 0:
+        detail = "0 comparisons"
+        if problems:
+            detail += " · " + " · ".join(problems)
+        return Verdict.nothing_measured(detail)
+    if not problems:
+        return Verdict.passed(
+            f"{result.prompts} prompts × {result.rungs} rungs + post-check: all "
+            f"{result.compared} replies identical to their solo reference "
+            f"({result.tokens_compared} tokens compared)")
+    where = ("" if result.earliest_divergence is None
+             else f"; earliest divergence at char {result.earliest_divergence}")
+    return Verdict.failed(" · ".join(problems) + where)

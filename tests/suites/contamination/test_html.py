@@ -1,0 +1,187 @@
+"""The contamination HTML page, from in-memory reports: escaping, sections, no network."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from benchwarden.suites.contamination.html import render_html
+
+HOSTILE = ("<script>document.title='PWNED';window.__pwned=1</script>"
+           "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"
+           " it's \"quoted\" & \u2028 separated </pre></details>")
+
+CANARIES = ["XK-AZURE-HERON-41", "QT-CRIMSON-OTTER-07", "ZB-AMBER-FALCON-93", "WM-COBALT-LYNX-18"]
+TOPICS = ["a lighthouse warns ships at night", "bees make honey from nectar",
+          "a sundial tells the time from a shadow", "tides follow the pull of the moon"]
+
+
+def _reply(text: str, tokens: int = 40, reasoning: str = "") -> dict[str, Any]:
+    return {"reasoning": reasoning, "text": text, "tool_calls": [], "finish_reason": "stop",
+            "completion_tokens": tokens, "usage_reported": True, "prompt_tokens": 90,
+            "cached_prompt_tokens": 64, "saw_done": True}
+
+
+def _answer(probe: int) -> str:
+    return f"{CANARIES[probe]}\nIn short, {TOPICS[probe]}: a short answer.\n{CANARIES[probe]}"
+
+
+def _outcome(sent: float, first: float | None, last: float | None, reply: dict | None,
+             error: str | None = None) -> dict[str, Any]:
+    return {"timings": {"sent_at": sent, "first_byte_at": first, "first_content_at": first,
+                        "last_byte_at": last},
+            "reply": reply, "error": error, "status": 200 if error is None else 500, "extra": {}}
+
+
+def sample_report(*, verdict_kind: str = "fail") -> dict[str, Any]:
+    """A run of 4 probes over rungs c2, c4, c8 and the post-check on a 4-slot server:
+    probe 1 diverges at c8, probe 2 leaks probe 3's canary (with a hostile payload) at
+    c4, probe 3 is persistent in the post-check."""
+    clock = 1_790_000_000.0
+    requests: list[dict[str, Any]] = []
+
+    def add(leg: str, probe: int, slot: int, outcome: dict, scored: bool = True, repeat: int = 1) -> None:
+        requests.append({"leg": leg, "probe": probe, "slot": slot, "repeat": repeat,
+                         "scored": scored, "outcome": outcome})
+
+    for leg in ("prime", "ref_a", "ref_b"):
+        for probe in range(4):
+            add(leg, probe, probe, _outcome(clock, clock + 0.05, clock + 0.4, _reply(_answer(probe))))
+            clock += 0.5
+    replies = {
+        ("c8", 1): _answer(1).replace("a short answer", "a shorter answer"),
+        ("c4", 2): _answer(2) + f"\nAlso {CANARIES[3]} {HOSTILE}",
+    }
+    rungs = []
+    for concurrency in (2, 4, 8):
+        label = f"c{concurrency}"
+        slots = max(concurrency, 4)
+        for slot in range(slots):
+            probe = slot % 4
+            start = clock + slot * 0.0004
+            wave = slot // 4  # the server runs at most 4 streams at once
+            first = clock + 0.03 + wave * 0.4
+            text = replies.get((label, probe), _answer(probe)) if slot < 4 else _answer(probe)
+            add(label, probe, slot, _outcome(start, first, first + 0.35, _reply(text)), scored=slot < 4)
+        rungs.append({"label": label, "concurrency": concurrency, "repeat": 1, "slots": slots,
+                      "peak_in_flight": min(concurrency, 4), "launch_skew_ms": (slots - 1) * 0.4,
+                      "observed_parallelism": min(concurrency, 4)})
+        clock += 1.5
+    for probe in range(4):
+        text = _answer(probe) if probe != 3 else _answer(3).replace("moon", "mooon")
+        add("post", probe, probe, _outcome(clock, clock + 0.05, clock + 0.4, _reply(text)))
+        clock += 0.5
+
+    at_c8 = _answer(1).index("a short answer") + len("a short")
+    at_post = _answer(3).index("moon") + 3
+    cells = []
+    for probe in range(4):
+        for leg in ("c2", "c4", "c8", "post"):
+            cell: dict[str, Any] = {"probe": probe, "leg": leg, "repeat": 1, "class": "identical"}
+            if (leg, probe) == ("c8", 1):
+                cell.update({"class": "diverged", "at": at_c8 + 1,
+                             "detail": "stream differs from its solo reference"})
+            elif (leg, probe) == ("c4", 2):
+                cell.update({"class": "contaminated", "foreign": CANARIES[3]})
+            elif (leg, probe) == ("post", 3):
+                cell.update({"class": "persistent", "at": at_post + 1})
+            cells.append(cell)
+    verdict = {"kind": verdict_kind,
+               "reason": "1 CONTAMINATED (1 foreign canaries) · 1 PERSISTENT (survived into solo "
+                         "requests) · 1 diverged; earliest divergence at char 38"}
+    return {
+        "schema": "benchwarden.report/1", "suite": "contamination", "bench_version": "1",
+        "run": {"id": "run-2026-11-30-abc", "suite": "contamination", "bench_version": "1",
+                "config": {"concurrency": [2, 4, 8], "probes": 4}, "seeds": [7],
+                "target": {"url": "http://127.0.0.1:8080", "model": "smollm2 <b>bold</b>"},
+                "package_version": "0.1.0", "git_sha": "0123456789abcdef", "host": {"os": "Linux"},
+                "started_at": 1_790_000_000.0, "ended_at": clock, "status": "completed",
+                "resumed_from": None},
+        "verdict": verdict,
+        "score": {"prompts": 4, "rungs": 3, "compared": 16, "identical": 13, "diverged": 1,
+                  "contaminated": 1, "persistent": 1, "alone_unstable": 0, "unmeasured": 0,
+                  "foreign_canaries": 1, "tokens_compared": 520, "earliest_divergence": at_c8 + 1},
+        "cells": cells,
+        "rungs": rungs,
+        "probes": [{"index": i, "canary": c, "topic": t} for i, (c, t) in enumerate(zip(CANARIES, TOPICS))],
+        "requests": requests,
+    }
+
+
+@pytest.fixture
+def page() -> str:
+    return render_html(sample_report())
+
+
+def test_the_page_is_one_complete_document(page: str) -> None:
+    assert page.startswith("<!DOCTYPE html>")
+    assert page.rstrip().endswith("</html>")
+
+
+def test_hostile_reply_text_is_escaped_everywhere(page: str) -> None:
+    assert "<script>document.title" not in page
+    assert "<img src=x" not in page
+    assert "&lt;script&gt;document.title=&#x27;PWNED&#x27;" in page
+    assert "&lt;img src=x onerror=&quot;" in page
+    # the only script elements are the page's own: the JSON island and the helper
+    assert page.count("<script") == 2
+    # a model name is server-supplied too
+    assert "<b>bold</b>" not in page
+
+
+def test_the_embedded_json_reads_back_to_the_report(page: str) -> None:
+    match = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S)
+    assert match
+    island = match.group(1)
+    assert "<" not in island and "\u2028" not in island
+    assert json.loads(island) == json.loads(json.dumps(sample_report()))
+
+
+def test_every_section_is_present(page: str) -> None:
+    for ident in ("verdict", "score", "grid", "fidelity", "timeline", "run"):
+        assert f'id="{ident}"' in page
+    assert 'class="verdict verdict-fail"' in page
+
+
+def test_every_grid_cell_links_to_an_existing_detail(page: str) -> None:
+    targets = set(re.findall(r'<a class="cell-link" href="#([^"]+)"', page))
+    assert len(targets) == 16
+    for target in targets:
+        assert f'id="{target}"' in page
+
+
+def test_the_foreign_canary_is_highlighted_in_the_leaking_reply(page: str) -> None:
+    assert f'<mark class="foreign">{CANARIES[3]}</mark>' in page
+
+
+def test_the_first_differing_character_is_marked(page: str) -> None:
+    # reference "a short answer" vs reply "a shorter answer": they part at the " "/"e"
+    assert '<mark class="diverge"> </mark>' in page
+    assert '<mark class="diverge">e</mark>' in page
+
+
+def test_one_timeline_per_rung_and_a_fidelity_chart(page: str) -> None:
+    assert page.count('class="chart timeline"') == 3
+    assert 'class="chart grouped"' in page
+    assert 'class="chart grid"' in page
+
+
+def test_no_external_reference() -> None:
+    page = render_html(sample_report())
+    assert not re.search(r'(?:src|href)\s*=\s*["\']?\s*(?:https?:)?//', page, re.I)
+    assert "@import" not in page and "@font-face" not in page and "url(" not in page
+
+
+def test_an_almost_empty_report_still_renders() -> None:
+    page = render_html({"schema": "benchwarden.report/1", "suite": "contamination",
+                        "verdict": {"kind": "fail", "reason": "nothing measured: 0 comparisons"}})
+    assert "nothing measured: 0 comparisons" in page
+    assert 'id="grid"' in page
+
+
+def test_a_pass_shows_a_pass_banner() -> None:
+    page = render_html(sample_report(verdict_kind="pass"))
+    assert 'class="verdict verdict-pass"' in page
