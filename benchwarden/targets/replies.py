@@ -49,6 +49,7 @@ class Reply:
     prompt_tokens: int | None = None
     cached_prompt_tokens: int | None = None  # diagnostic only, never compared
     saw_done: bool = False
+    reasoning_tokens: int | None = None  # usage.completion_tokens_details, when reported
 
 
 @dataclass(frozen=True)
@@ -69,3 +70,29 @@ class RequestOutcome:
     @classmethod
     def from_json_dict(cls, data: Any) -> "RequestOutcome":
         return msgspec.convert(data, cls)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts a server reported for one non-streamed completion (None: not sent)."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_prompt_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens
+    reasoning_tokens: int | None = None  # usage.completion_tokens_details.reasoning_tokens
+
+
+@dataclass(frozen=True)
+class ChatCompletion:
+    """One non-streamed chat completion (the agent loop of the arms suite reads these).
+
+    `raw` is the server's whole JSON object, kept for transcripts; the other fields are
+    read from its first choice.
+    """
+
+    content: str | None
+    reasoning: str | None
+    tool_calls: tuple[ToolCall, ...]
+    finish_reason: str | None
+    usage: Usage
+    raw: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,165 @@
+"""An incremental parser for server-sent events (the `text/event-stream` format).
+
+Feed it the response body in whatever byte chunks the network delivers; it returns the
+events completed so far. It follows the SSE parsing rules of the HTML standard:
+
+- lines end with LF, CRLF or CR, and a CR at the end of one chunk followed by an LF at
+  the start of the next is one line ending, not two;
+- a line starting with `:` is a comment (keep-alives, llama.cpp pings) and is ignored;
+- `name: value` or `name:value` (one leading space is dropped), and a bare `name`
+  line has an empty value;
+- several `data` lines of one event are joined with `\n`;
+- a blank line dispatches the event;
+- a leading byte-order mark is dropped.
+
+One deliberate extension: the standard drops a block without `data` and ignores fields
+it does not know. We report every block that had any field line and keep the unknown
+fields in `SSEEvent.other`, so that the caller decides what to ignore (the chat client
+must see the non-standard `error:` line of older llama.cpp builds). A block without a
+data line has `data=None`, so a standard consumer just skips those.
+
+Invariants: the events returned never depend on how the byte stream was split into
+chunks, and bytes are only decoded as UTF-8 once a whole line is present, so a
+multi-byte character split across chunks decodes correctly. The work per chunk is a
+few `bytes` operations plus one Python step per line: there is no per-byte loop.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class SSEEvent(NamedTuple):
+    """One dispatched event block."""
+
+    data: str | None
+    """The `data` lines joined with `\\n`; None when the block had no `data` line."""
+    event: str | None = None
+    """The `event` field (None when absent: the standard's default type "message")."""
+    id: str | None = None
+    """The `id` field of this block, when it had one."""
+    other: tuple[tuple[str, str], ...] = ()
+    """Fields the standard does not define (and `retry`), as (name, value), in order."""
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+class SSEParser:
+    """Turns byte chunks into `SSEEvent`s; one parser per response body."""
+
+    __slots__ = ("_pending", "_skip_leading_lf", "_at_start", "_data", "_event", "_id",
+                 "_other", "_has_fields")
+
+    def __init__(self) -> None:
+        self._pending = b""  # bytes of an unfinished line
+        self._skip_leading_lf = False  # the previous chunk ended with CR
+        self._at_start = True  # a byte-order mark may still arrive
+        self._reset_block()
+
+    def _reset_block(self) -> None:
+        self._data: list[bytes] = []
+        self._event: bytes | None = None
+        self._id: bytes | None = None
+        self._other: list[tuple[str, str]] = []
+        self._has_fields = False
+
+    @property
+    def has_partial_line(self) -> bool:
+        """True when bytes of a line without its line ending are held back."""
+        return bool(self._pending)
+
+    @property
+    def has_partial_event(self) -> bool:
+        """True when field lines were read but no blank line has dispatched them yet."""
+        return self._has_fields
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """Consume one chunk of the body; return the events it completed, in order."""
+        if self._at_start:
+            chunk = self._pending + chunk
+            self._pending = b""
+            if len(chunk) < len(_BOM) and _BOM.startswith(chunk):
+                self._pending = chunk  # might still become a byte-order mark
+                return []
+            self._at_start = False
+            if chunk.startswith(_BOM):
+                chunk = chunk[len(_BOM):]
+        if self._skip_leading_lf and chunk:
+            self._skip_leading_lf = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        if not chunk:
+            return []
+        # The last line ending in the chunk; line endings are ASCII, so splitting the
+        # bytes here never cuts a UTF-8 character.
+        end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+        if end < 0:
+            self._pending += chunk
+            return []
+        if chunk[end] == 0x0D and end == len(chunk) - 1:
+            self._skip_leading_lf = True  # an LF opening the next chunk ends this line
+        complete = self._pending + chunk[: end + 1] if self._pending else chunk[: end + 1]
+        self._pending = chunk[end + 1:]
+        # bytes.splitlines splits on exactly LF, CRLF and CR (unlike str.splitlines).
+        return self._lines(complete.splitlines())
+
+    def finish(self) -> list[SSEEvent]:
+        """The body ended: dispatch a block whose blank line never came.
+
+        The standard discards such a block; we keep it (servers that omit the final
+        blank line exist) but only its complete lines: an unterminated last line may
+        be cut short and stays in `has_partial_line` for the caller to judge.
+        """
+        return [self._dispatch()] if self._has_fields else []
+
+    def _lines(self, lines: list[bytes]) -> list[SSEEvent]:
+        events: list[SSEEvent] = []
+        data = self._data
+        for line in lines:
+            if not line:
+                if self._has_fields:
+                    events.append(self._dispatch())
+                    data = self._data
+                continue
+            if line.startswith(b"data:"):  # the hot path: one test per data line
+                value = line[5:]
+                data.append(value[1:] if value[:1] == b" " else value)
+                self._has_fields = True
+                continue
+            if line[0] == 0x3A:  # ":" comment
+                continue
+            name, _, value = line.partition(b":")
+            if value[:1] == b" ":
+                value = value[1:]
+            self._has_fields = True
+            if name == b"data":
+                data.append(value)
+            elif name == b"event":
+                self._event = value
+            elif name == b"id":
+                if b"\0" not in value:  # the standard ignores ids containing NUL
+                    self._id = value
+            else:
+                self._other.append((_text(name), _text(value)))
+        return events
+
+    def _dispatch(self) -> SSEEvent:
+        data = self._data
+        if not data:
+            text = None
+        elif len(data) == 1:
+            text = _text(data[0])
+        else:
+            text = _text(b"\n".join(data))
+        event = SSEEvent(
+            text,
+            None if self._event is None else _text(self._event),
+            None if self._id is None else _text(self._id),
+            tuple(self._other),
+        )
+        self._reset_block()
+        return event

@@ -1,0 +1,195 @@
+"""Fake OpenAI-compatible servers for the client tests (loopback, free port).
+
+`FakeOpenAIServer` answers `POST /v1/chat/completions` and `GET /v1/models` with
+handlers a test supplies, and records every request it received, so a test can check
+what the client sent. The helpers below build the reply shapes of real servers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+from aiohttp import web
+
+Handler = Callable[["FakeOpenAIServer", web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass
+class SeenRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+class FakeOpenAIServer:
+    def __init__(self, chat: Handler | None = None, models: Handler | None = None) -> None:
+        self._chat = chat
+        self._models = models or models_listing(["fake-model"])
+        self.requests: list[SeenRequest] = []
+        self.release = asyncio.Event()  # stalling handlers wait on this
+        self.client_went_away = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def __aenter__(self) -> "FakeOpenAIServer":
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._handle_chat)
+        app.router.add_get("/v1/models", self._handle_models)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.release.set()
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+    async def _record(self, request: web.Request) -> None:
+        self.requests.append(SeenRequest(request.method, request.path,
+                                         dict(request.headers), await request.read()))
+
+    async def _handle_chat(self, request: web.Request) -> web.StreamResponse:
+        await self._record(request)
+        assert self._chat is not None, "this fake has no chat handler"
+        return await self._chat(self, request)
+
+    async def _handle_models(self, request: web.Request) -> web.StreamResponse:
+        await self._record(request)
+        return await self._models(self, request)
+
+
+def free_port_nobody_listens_on() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# --- reply shapes ---
+
+def chunk(content: str | None = None, *, reasoning_content: str | None = None,
+          reasoning: str | None = None, tool_calls: list[dict] | None = None,
+          finish_reason: str | None = None, usage: dict | None = None,
+          role: str | None = None, **extra: Any) -> dict:
+    """One chat.completion.chunk with a single choice."""
+    delta: dict[str, Any] = {}
+    if role is not None:
+        delta["role"] = role
+    if content is not None:
+        delta["content"] = content
+    if reasoning_content is not None:
+        delta["reasoning_content"] = reasoning_content
+    if reasoning is not None:
+        delta["reasoning"] = reasoning
+    if tool_calls is not None:
+        delta["tool_calls"] = tool_calls
+    body: dict[str, Any] = {
+        "id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1,
+        "model": "fake-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        **extra,
+    }
+    if usage is not None:
+        body["usage"] = usage
+    return body
+
+
+def usage_chunk(usage: dict) -> dict:
+    """The extra chunk `stream_options.include_usage` adds: no choices, only usage."""
+    return {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1,
+            "model": "fake-model", "choices": [], "usage": usage}
+
+
+def sse_body(frames: list[dict | str], *, done: bool = True, line_ending: str = "\n",
+             space_after_colon: bool = True) -> bytes:
+    """Frames as SSE: a dict is JSON in a `data` field; a str is written verbatim."""
+    sep = " " if space_after_colon else ""
+    out = []
+    for frame in frames:
+        if isinstance(frame, str):
+            out.append(frame)
+        else:
+            out.append(f"data:{sep}{json.dumps(frame)}{line_ending}{line_ending}")
+    if done:
+        out.append(f"data:{sep}[DONE]{line_ending}{line_ending}")
+    return "".join(out).encode()
+
+
+def streaming(raw: bytes, *, bytewise: bool = False,
+              then: str = "finish") -> Handler:
+    """A chat handler writing `raw` as an event stream: in one write, or byte by byte
+    (each write drained and the loop yielded, so the client reads many small pieces).
+    `then` is "finish" (end the body properly), "drop" (close the socket mid-body) or
+    "stall" (keep the response open until the test ends)."""
+
+    async def handler(server: FakeOpenAIServer, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        if bytewise:
+            for position in range(len(raw)):
+                await response.write(raw[position:position + 1])
+                await asyncio.sleep(0)
+        elif raw:
+            await response.write(raw)
+        if then == "drop":
+            assert request.transport is not None
+            request.transport.close()
+            return response
+        if then == "stall":
+            await server.release.wait()
+        await response.write_eof()
+        return response
+
+    return handler
+
+
+def endless_deltas() -> Handler:
+    """Content deltas until the client goes away (which the server then records)."""
+
+    async def handler(server: FakeOpenAIServer, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        try:
+            for number in range(100_000):
+                await response.write(sse_body([chunk(f"t{number} ")], done=False))
+                await asyncio.sleep(0.001)
+        except (ConnectionResetError, ConnectionError):
+            server.client_went_away.set()
+            return response
+        await response.write_eof()
+        return response
+
+    return handler
+
+
+def answering(status: int, body: bytes | str,
+              content_type: str = "application/json") -> Handler:
+    async def handler(server: FakeOpenAIServer, request: web.Request) -> web.StreamResponse:
+        return web.Response(status=status,
+                            body=body.encode() if isinstance(body, str) else body,
+                            headers={"Content-Type": content_type})
+
+    return handler
+
+
+def stalling() -> Handler:
+    """Accepts the request and answers nothing until the test ends."""
+
+    async def handler(server: FakeOpenAIServer, request: web.Request) -> web.StreamResponse:
+        await server.release.wait()
+        return web.Response(status=503)
+
+    return handler
+
+
+def models_listing(ids: list[str]) -> Handler:
+    payload = {"object": "list", "data": [{"id": i, "object": "model"} for i in ids]}
+    return answering(200, json.dumps(payload))

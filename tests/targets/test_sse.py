@@ -1,0 +1,140 @@
+"""The SSE parser: the standard's line rules, and independence from how bytes are split."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchwarden.targets.sse import SSEEvent, SSEParser
+
+
+def parse(*chunks: bytes, finish: bool = False) -> list[SSEEvent]:
+    parser = SSEParser()
+    events = [event for piece in chunks for event in parser.feed(piece)]
+    if finish:
+        events += parser.finish()
+    return events
+
+
+def split_at(raw: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({cut % (len(raw) + 1) for cut in cuts})
+    edges = [0, *points, len(raw)]
+    return [raw[start:end] for start, end in zip(edges, edges[1:])]
+
+
+def test_data_lines_with_and_without_the_space_after_the_colon():
+    events = parse(b"data: one\n\ndata:two\n\ndata:  three\n\n")
+    assert [event.data for event in events] == ["one", "two", " three"]
+
+
+def test_the_three_line_endings_give_the_same_events():
+    expected = [SSEEvent("a\nb"), SSEEvent("c")]
+    for ending in (b"\n", b"\r\n", b"\r"):
+        raw = ending.join([b"data: a", b"data: b", b"", b"data: c", b"", b""])
+        assert parse(raw) == expected, ending
+
+
+def test_mixed_line_endings_in_one_stream():
+    assert parse(b"data: a\r\ndata: b\rdata: c\n\r\n") == [SSEEvent("a\nb\nc")]
+
+
+def test_comment_lines_are_ignored_and_do_not_dispatch():
+    assert parse(b": ping\n\n:\n\ndata: x\n: keep-alive\n\n") == [SSEEvent("x")]
+
+
+def test_event_and_id_fields_and_unknown_fields_are_reported():
+    raw = b"event: error\nid: 7\nretry: 10\nobfuscation: zz\ndata: {}\n\n"
+    assert parse(raw) == [SSEEvent("{}", "error", "7", (("retry", "10"), ("obfuscation", "zz")))]
+
+
+def test_a_block_without_data_has_data_none():
+    assert parse(b'error: {"message": "boom"}\n\n') == [
+        SSEEvent(None, None, None, (("error", '{"message": "boom"}'),))]
+
+
+def test_a_bare_data_line_is_an_empty_data_value():
+    assert parse(b"data\n\n") == [SSEEvent("")]
+    assert parse(b"data\ndata\n\n") == [SSEEvent("\n")]
+
+
+def test_a_byte_order_mark_at_the_start_is_dropped_even_when_split():
+    assert parse(b"\xef", b"\xbb", b"\xbfdata: x\n\n") == [SSEEvent("x")]
+    assert parse(b"\xef\xbb\xbfdata: y\n\n") == [SSEEvent("y")]
+
+
+def test_cr_at_the_end_of_a_chunk_then_lf_is_one_line_ending():
+    # Two line endings would make a blank line and dispatch "a" alone.
+    assert parse(b"data: a\r", b"\ndata: b\r", b"\n\r", b"\n") == [SSEEvent("a\nb")]
+
+
+def test_utf8_character_split_across_chunks():
+    raw = "data: héllo → 世界 🙂\n\n".encode()
+    for cut in range(1, len(raw)):
+        assert parse(raw[:cut], raw[cut:]) == [SSEEvent("héllo → 世界 🙂")], cut
+
+
+def test_unicode_line_separators_inside_data_do_not_split_lines():
+    assert parse("data: a\u2028b\x85c\x0cd\n\n".encode()) == [SSEEvent("a\u2028b\x85c\x0cd")]
+
+
+def test_invalid_utf8_is_replaced_not_fatal():
+    assert parse(b"data: \xff\n\n") == [SSEEvent("\ufffd")]
+
+
+def test_finish_dispatches_a_block_whose_blank_line_never_came():
+    parser = SSEParser()
+    assert parser.feed(b"data: last\n") == []
+    assert parser.has_partial_event and not parser.has_partial_line
+    assert parser.finish() == [SSEEvent("last")]
+
+
+def test_an_unterminated_last_line_is_held_back():
+    parser = SSEParser()
+    assert parser.feed(b'data: {"cut') == []
+    assert parser.has_partial_line
+    assert parser.finish() == []
+
+
+# --- properties ---
+
+_line_text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"),
+    max_size=12)
+_event = st.tuples(
+    st.lists(_line_text, min_size=1, max_size=3),  # data lines
+    st.one_of(st.none(), st.sampled_from(["message", "error", "ping"])),  # event field
+    st.booleans(),  # write `data:` without the space where that is unambiguous
+    st.booleans(),  # put a comment line inside the block
+)
+
+
+def render(events, ending: str) -> bytes:
+    lines: list[str] = []
+    for data_lines, name, no_space, comment in events:
+        if name is not None:
+            lines.append(f"event: {name}")
+        if comment:
+            lines.append(": a comment")
+        for value in data_lines:
+            tight = no_space and not value.startswith(" ")
+            lines.append(f"data:{value}" if tight else f"data: {value}")
+        lines.append("")
+    return "".join(line + ending for line in lines).encode()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_event, max_size=6), st.sampled_from(["\n", "\r\n", "\r"]),
+       st.lists(st.integers(min_value=0, max_value=10_000), max_size=12))
+def test_any_split_of_the_stream_gives_the_events_that_were_written(events, ending, cuts):
+    raw = render(events, ending)
+    expected = [SSEEvent("\n".join(data_lines), name) for data_lines, name, _, _ in events]
+    assert parse(raw) == expected
+    assert parse(*split_at(raw, cuts)) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=200))
+def test_byte_by_byte_feeding_equals_one_chunk_for_arbitrary_bytes(raw):
+    whole = parse(raw, finish=True)
+    one_at_a_time = parse(*(raw[i:i + 1] for i in range(len(raw))), finish=True)
+    assert one_at_a_time == whole
