@@ -1,0 +1,254 @@
+"""Where independent pieces of work run: in this process, a local process pool, or a
+Ray cluster. Suites fan trials (arms) and seeds (retrieval) out through `Executor` and
+never learn which one they were given.
+
+Invariants:
+- `map_unordered` yields exactly one `(index, result)` per item, as each completes;
+  `index` is the item's position in the input, so callers can restore order.
+- A task that raises never ends the map: its result is a `TaskFailure` carrying the
+  index and a one-line message, which the caller records like any other outcome.
+- Work is submitted with a bounded number of tasks in flight, so a long list of items
+  does not flood the pool (or the cluster's object store) before anything finishes.
+- An executor that started a pool or a cluster stops it in `close()`; one that joined
+  an existing Ray session leaves it running.
+
+Functions and items must be picklable for the process pool (module-level functions);
+Ray uses cloudpickle, so closures work there too.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as futures
+import multiprocessing
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Protocol, Sequence, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+_MESSAGE_LIMIT = 300
+
+
+@dataclass(frozen=True)
+class TaskFailure:
+    """A task that raised (or whose worker died) instead of returning."""
+
+    index: int
+    message: str  # one line, at most 300 characters: "ValueError: bad input"
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= _MESSAGE_LIMIT else line[:_MESSAGE_LIMIT - 1] + "…"
+
+
+def describe_exception(error: BaseException) -> str:
+    """`Type: message` on one line, with the innermost frame for a quick look."""
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
+    return _one_line(f"{type(error).__name__}: {error}{where}")
+
+
+class Executor(Protocol):
+    def map_unordered(self, function: Callable[[T], R],
+                      items: Sequence[T]) -> Iterator[tuple[int, R | TaskFailure]]:
+        """Run `function(item)` for every item; yield `(index, result)` as each ends."""
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+def run_all(executor: Executor, function: Callable[[T], R],
+            items: Sequence[T]) -> list[R | TaskFailure]:
+    """Every result, in input order (for callers that need them all at once)."""
+    results: list[Any] = [None] * len(items)
+    for index, result in executor.map_unordered(function, items):
+        results[index] = result
+    return results
+
+
+def _guarded(function: Callable[[T], R], index: int, item: T) -> R | TaskFailure:
+    """Runs where the task runs, so the exception is caught before it is pickled."""
+    try:
+        return function(item)
+    except Exception as error:  # recorded as the task's outcome, never re-raised
+        return TaskFailure(index, describe_exception(error))
+
+
+class LocalExecutor:
+    """On this machine: a plain loop (`workers=1`) or a pool of worker processes."""
+
+    def __init__(self, workers: int = 1, *, max_in_flight: int | None = None) -> None:
+        if workers < 1:
+            raise ValueError(f"local executor needs at least one worker, got {workers}")
+        self.workers = workers
+        self.max_in_flight = max_in_flight or 2 * workers
+        self._pool: futures.ProcessPoolExecutor | None = None
+
+    def __repr__(self) -> str:
+        return f"LocalExecutor(workers={self.workers})"
+
+    def _get_pool(self) -> futures.ProcessPoolExecutor:
+        if self._pool is None:
+            # forkserver: workers never inherit the threads (event loops, Ray, ...) of
+            # the parent, which plain fork would copy in a broken state.
+            method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() \
+                else "spawn"
+            self._pool = futures.ProcessPoolExecutor(
+                self.workers, mp_context=multiprocessing.get_context(method))
+        return self._pool
+
+    def map_unordered(self, function: Callable[[T], R],
+                      items: Sequence[T]) -> Iterator[tuple[int, R | TaskFailure]]:
+        if self.workers == 1:
+            for index, item in enumerate(items):
+                yield index, _guarded(function, index, item)
+            return
+        pool = self._get_pool()
+        pending: dict[futures.Future[Any], int] = {}
+        upcoming = iter(enumerate(items))
+
+        def fill() -> None:
+            for index, item in upcoming:
+                try:
+                    pending[pool.submit(_guarded, function, index, item)] = index
+                except Exception as error:  # e.g. a pool broken by a dead worker
+                    failed[index] = TaskFailure(index, describe_exception(error))
+                if len(pending) >= self.max_in_flight:
+                    return
+
+        failed: dict[int, TaskFailure] = {}
+        fill()
+        while pending or failed:
+            while failed:
+                yield failed.popitem()
+            if not pending:
+                fill()
+                continue
+            done, _ = futures.wait(pending, return_when=futures.FIRST_COMPLETED)
+            for future in done:
+                index = pending.pop(future)
+                try:
+                    yield index, future.result()
+                except Exception as error:  # unpicklable result, worker killed, ...
+                    yield index, TaskFailure(index, describe_exception(error))
+            fill()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> "LocalExecutor":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RayExecutor:
+    """On a Ray cluster: a local one started here (`address=None`), an existing one
+    (`"auto"`), or a remote one through Ray Client (`"ray://host:10001"`).
+
+    When this process already has a Ray session, the executor joins it and leaves it
+    running on `close()`. On a remote cluster, task code must be importable there
+    (install the package on the cluster, or start Ray with a `runtime_env`).
+    """
+
+    def __init__(self, address: str | None = None, num_cpus: int | None = None, *,
+                 cpus_per_task: float = 1, max_in_flight: int | None = None) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise ValueError("the Ray executor needs Ray: pip install 'benchwarden[ray]'") from None
+        self._ray = ray
+        self.address = address
+        self._owns_session = not ray.is_initialized()
+        if self._owns_session:
+            options: dict[str, Any] = {}
+            if address is None:
+                # Workers of a cluster started here see what this process can import
+                # (suite modules, a user's strategy file), not only installed packages.
+                search_path = [entry or os.getcwd() for entry in sys.path]
+                options["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(search_path)}}
+                options["num_cpus"] = num_cpus
+            try:
+                ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                         configure_logging=False, **options)
+            except Exception as error:
+                raise ValueError(
+                    f"cannot start or join the Ray cluster {address or '(local)'}: "
+                    f"{_one_line(str(error))}") from None
+        self._remote = ray.remote(num_cpus=cpus_per_task, max_retries=0)(_guarded)
+        total = int(ray.cluster_resources().get("CPU", 1))
+        self.max_in_flight = max_in_flight or max(2, 2 * int(total / max(cpus_per_task, 0.01)))
+
+    def __repr__(self) -> str:
+        return f"RayExecutor(address={self.address!r})"
+
+    def map_unordered(self, function: Callable[[T], R],
+                      items: Sequence[T]) -> Iterator[tuple[int, R | TaskFailure]]:
+        ray = self._ray
+        shared_function = ray.put(function)  # shipped to the object store once
+        pending: dict[Any, int] = {}
+        upcoming = iter(enumerate(items))
+
+        def fill() -> None:
+            for index, item in upcoming:
+                pending[self._remote.remote(shared_function, index, item)] = index
+                if len(pending) >= self.max_in_flight:
+                    return
+
+        fill()
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for reference in done:
+                index = pending.pop(reference)
+                try:
+                    yield index, ray.get(reference)
+                except Exception as error:  # the worker died, or the result did not travel
+                    yield index, TaskFailure(index, _one_line(
+                        f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"))
+            fill()
+
+    def close(self) -> None:
+        if self._owns_session and self._ray.is_initialized():
+            self._ray.shutdown()
+        self._owns_session = False
+
+    def __enter__(self) -> "RayExecutor":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def make_executor(spec: str) -> Executor:
+    """An executor from its command-line name.
+
+    `local` (one in-process loop), `local:N` (N worker processes), `local:auto` (one per
+    CPU), `ray` (a local Ray cluster), `ray:auto` (join the cluster this machine belongs
+    to), `ray://host:port` (a remote cluster through Ray Client).
+    """
+    text = spec.strip()
+    if text in ("", "local"):
+        return LocalExecutor(1)
+    if text.startswith("local:"):
+        count = text.removeprefix("local:")
+        if count == "auto":
+            return LocalExecutor(os.cpu_count() or 1)
+        if not count.isdigit() or int(count) < 1:
+            raise ValueError(f"executor {spec!r}: worker count must be a positive whole number")
+        return LocalExecutor(int(count))
+    if text == "ray":
+        return RayExecutor()
+    if text == "ray:auto":
+        return RayExecutor(address="auto")
+    if text.startswith("ray://"):
+        return RayExecutor(address=text)
+    raise ValueError(
+        f"unknown executor {spec!r}; use local, local:N, local:auto, ray, ray:auto or ray://host:port")

@@ -1,0 +1,175 @@
+"""Executors: one (index, result) per item, failures returned as values, the same
+results whichever executor runs them (in-process loop, process pool, real Ray cluster)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from benchwarden.core.executors import (LocalExecutor, RayExecutor, TaskFailure, make_executor,
+                                        run_all)
+from tests.conftest import require
+
+
+# Module-level so the process pool can pickle them by reference.
+def square_or_refuse(value: int) -> int:
+    if value < 0:
+        raise ValueError(f"negative input {value}\nsecond line")
+    return value * value
+
+
+def slow_inverse_delay(value: int) -> tuple[int, int]:
+    """Later items finish first, so completion order differs from input order."""
+    time.sleep(0.02 * (6 - value % 6))
+    return value, os.getpid()
+
+
+def die_on_three(value: int) -> int:
+    if value == 3:
+        os._exit(17)  # the worker process vanishes without raising
+    return value
+
+
+def expected(values: list[int]) -> list[object]:
+    return [square_or_refuse(v) if v >= 0 else "failure" for v in values]
+
+
+def normalised(results: list[object]) -> list[object]:
+    return ["failure" if isinstance(r, TaskFailure) else r for r in results]
+
+
+# -- in process ------------------------------------------------------------------------
+
+def test_in_process_loop_yields_every_index_once_in_order():
+    pairs = list(LocalExecutor(1).map_unordered(square_or_refuse, [3, 1, 2]))
+    assert pairs == [(0, 9), (1, 1), (2, 4)]
+
+
+def test_a_failing_task_comes_back_as_a_one_line_failure():
+    results = run_all(LocalExecutor(1), square_or_refuse, [2, -5, 4])
+    assert results[0] == 4 and results[2] == 16
+    failure = results[1]
+    assert isinstance(failure, TaskFailure) and failure.index == 1
+    assert failure.message.startswith("ValueError: negative input -5 second line")
+    assert "\n" not in failure.message
+
+
+def test_failure_messages_are_capped():
+    def enormous(_: int) -> int:
+        raise RuntimeError("x" * 10_000)
+
+    [(_, failure)] = list(LocalExecutor(1).map_unordered(enormous, [0]))
+    assert isinstance(failure, TaskFailure) and len(failure.message) <= 300
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(-3, 50), max_size=30))
+def test_run_all_restores_input_order(values):
+    assert normalised(run_all(LocalExecutor(1), square_or_refuse, values)) == expected(values)
+
+
+# -- process pool ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def pool():
+    with LocalExecutor(2, max_in_flight=3) as executor:
+        yield executor
+
+
+def test_process_pool_maps_indices_whatever_the_completion_order(pool):
+    values = list(range(12))
+    pairs = list(pool.map_unordered(slow_inverse_delay, values))
+    assert sorted(index for index, _ in pairs) == values
+    assert all(result[0] == values[index] for index, result in pairs)
+    assert all(result[1] != os.getpid() for _, result in pairs)  # ran in worker processes
+
+
+def test_process_pool_returns_failures_and_equals_the_loop(pool):
+    values = [4, -1, 7, 0, -9, 3]
+    assert normalised(run_all(pool, square_or_refuse, values)) == expected(values)
+    assert normalised(run_all(pool, square_or_refuse, values)) == \
+        normalised(run_all(LocalExecutor(1), square_or_refuse, values))
+
+
+def test_a_dead_worker_fails_its_tasks_without_ending_the_map():
+    with LocalExecutor(2) as executor:
+        results = run_all(executor, die_on_three, list(range(6)))
+    assert isinstance(results[3], TaskFailure)
+    assert len(results) == 6 and all(r == i or isinstance(r, TaskFailure)
+                                     for i, r in enumerate(results))
+
+
+# -- choosing an executor by name --------------------------------------------------------
+
+@pytest.mark.parametrize("spec, workers", [("local", 1), ("local:3", 3), ("", 1),
+                                           ("local:auto", os.cpu_count() or 1)])
+def test_make_executor_reads_local_specs(spec, workers):
+    executor = make_executor(spec)
+    assert isinstance(executor, LocalExecutor) and executor.workers == workers
+    executor.close()
+
+
+@pytest.mark.parametrize("spec", ["local:0", "local:-2", "local:two", "threads", "ray:"])
+def test_make_executor_refuses_unknown_specs_in_one_line(spec):
+    with pytest.raises(ValueError) as caught:
+        make_executor(spec)
+    assert "\n" not in str(caught.value) and spec in str(caught.value)
+
+
+# -- a real local Ray cluster ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def on_ray():
+    """One local two-CPU cluster for the module, started (and stopped) by the executor."""
+    try:
+        import ray
+    except ImportError:
+        ray = None
+    require(ray is not None, "Ray", "pip install -e '.[ray]'")
+    executor = RayExecutor(num_cpus=2)
+    yield executor
+    executor.close()
+    assert not ray.is_initialized()
+
+
+@pytest.mark.ray
+def test_ray_maps_indices_whatever_the_completion_order(on_ray):
+    values = list(range(12))
+    pairs = list(on_ray.map_unordered(slow_inverse_delay, values))
+    assert sorted(index for index, _ in pairs) == values
+    assert all(result[0] == values[index] for index, result in pairs)
+    assert all(result[1] != os.getpid() for _, result in pairs)  # ran in Ray workers
+
+
+@pytest.mark.ray
+def test_ray_results_equal_the_local_executors(on_ray):
+    values = [5, -2, 0, 11, -7, 3, 8, 1]
+    on_cluster = normalised(run_all(on_ray, square_or_refuse, values))
+    assert on_cluster == expected(values)
+    assert on_cluster == normalised(run_all(LocalExecutor(1), square_or_refuse, values))
+    failures = [r for r in run_all(on_ray, square_or_refuse, values) if isinstance(r, TaskFailure)]
+    assert [f.index for f in failures] == [1, 4]
+    assert failures[0].message.startswith("ValueError: negative input -2")
+
+
+@pytest.mark.ray
+def test_ray_runs_closures_and_survives_a_dead_worker(on_ray):
+    offset = 100
+    assert run_all(on_ray, lambda value: value + offset, [1, 2]) == [101, 102]
+    results = run_all(on_ray, die_on_three, list(range(5)))
+    assert isinstance(results[3], TaskFailure)
+    assert [r for i, r in enumerate(results) if i != 3] == [0, 1, 2, 4]
+
+
+@pytest.mark.ray
+def test_joining_a_running_session_leaves_it_running(on_ray):
+    import ray
+
+    joined = make_executor("ray")
+    assert isinstance(joined, RayExecutor)
+    assert run_all(joined, square_or_refuse, [6]) == [36]
+    joined.close()
+    assert ray.is_initialized()
