@@ -1,0 +1,94 @@
+"""`benchwarden demo`: the contamination suite against a real engine, with no server of your own.
+
+It makes (first use) or reuses the local llama.cpp engine, starts it on a free loopback
+port with several parallel slots, runs the contamination suite against it, prints the
+report, writes the JSON to `~/.benchwarden/reports/demo-latest.json` (or `--json`), and
+exits with the verdict's code.
+
+Invariant: the server this command starts is stopped before it returns, whatever
+happens (verdict, error, Ctrl-C or SIGTERM); if this process is killed outright, the
+server is told to stop by the kernel (parent-death signal).
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Any
+
+import click
+
+from benchwarden.cli.common import EXIT_FAIL, EXIT_OK, ConfigError, open_store_or_exit, store_option
+from benchwarden.cli.engine import echo_progress
+from benchwarden.core.paths import reports_dir
+from benchwarden.core.reports import console as make_console
+from benchwarden.core.reports import write_json
+from benchwarden.targets import engine as local_engine
+
+DEMO_REPORT_NAME = "demo-latest.json"
+
+
+def parse_concurrency(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, ...]:
+    try:
+        levels = tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers like 2,4,8, got {value!r}") from None
+    if not levels or any(level < 2 for level in levels):
+        raise click.BadParameter("each concurrency level must be at least 2 (a rung needs company)")
+    return levels
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # so `finally` blocks run and the engine is stopped
+
+
+@click.command()
+@click.option("--probes", default=4, show_default=True, type=click.IntRange(min=1),
+              help="Probe prompts per leg.")
+@click.option("--concurrency", default="2,4,8", show_default=True, callback=parse_concurrency,
+              help="Concurrency rungs, comma-separated.")
+@click.option("--max-tokens", default=64, show_default=True, type=click.IntRange(min=2),
+              help="Tokens per reply (more tokens, more chances to diverge, longer run).")
+@click.option("--slots", default=4, show_default=True, type=click.IntRange(min=1),
+              help="Parallel slots of the engine (-np).")
+@click.option("--seed", default=None, type=int, help="Seed for the canaries [default: random, recorded].")
+@store_option
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help=f"Where to write the JSON report [default: ~/.benchwarden/reports/{DEMO_REPORT_NAME}].")
+@click.pass_context
+def demo(ctx: click.Context, probes: int, concurrency: tuple[int, ...], max_tokens: int, slots: int,
+         seed: int | None, store_location: str, json_path: str | None) -> None:
+    """Run the contamination suite against a local llama.cpp engine (built on first use)."""
+    try:
+        from benchwarden.suites.contamination.driver import ContaminationConfig, run_contamination
+        from benchwarden.suites.contamination.report import render_terminal
+    except ImportError as error:
+        raise ConfigError(f"the contamination suite is not available: {error}") from None
+    console = make_console()
+    target = Path(json_path).expanduser() if json_path else reports_dir() / DEMO_REPORT_NAME
+    previous_handler = signal.signal(signal.SIGTERM, _interrupt)
+    engine: local_engine.EngineProcess | None = None
+    try:
+        install = local_engine.ensure_engine(echo_progress)
+        engine = local_engine.start_engine(install, slots=slots, context=2048 * slots, threads=2,
+                                           die_with_parent=True)
+        echo_progress(f"llama-server ready at {engine.api_url} (pid {engine.pid}, {slots} slots, "
+                      f"model {engine.model})")
+        try:
+            config = ContaminationConfig(url=engine.api_url, model=engine.model, concurrency=concurrency,
+                                         probes=probes, max_tokens=max_tokens, seed=seed, preset="llamacpp")
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        with open_store_or_exit(store_location) as store:
+            report = run_contamination(config, store, progress=True, console=console)
+    except local_engine.EngineError as error:
+        raise ConfigError(str(error)) from None
+    finally:
+        if engine is not None:
+            engine.stop()
+            echo_progress(f"llama-server stopped (pid {engine.pid})")
+        signal.signal(signal.SIGTERM, previous_handler)
+    render_terminal(report, console)
+    written = write_json(target, report)
+    click.echo(f"report written to {written}")
+    ctx.exit(EXIT_FAIL if report.get("verdict", {}).get("kind") == "fail" else EXIT_OK)
