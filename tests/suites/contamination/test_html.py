@@ -91,7 +91,7 @@ def sample_report(*, verdict_kind: str = "fail") -> dict[str, Any]:
             cells.append(cell)
     verdict = {"kind": verdict_kind,
                "reason": "1 CONTAMINATED (1 foreign canaries) · 1 PERSISTENT (survived into solo "
-                         "requests) · 1 diverged; earliest divergence at char 38"}
+                         f"requests) · 1 diverged; earliest divergence at char {at_c8 + 1}"}
     return {
         "schema": "benchwarden.report/1", "suite": "contamination", "bench_version": "1",
         "run": {"id": "run-2026-11-30-abc", "suite": "contamination", "bench_version": "1",
