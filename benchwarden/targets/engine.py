@@ -568,7 +568,8 @@ def stop_process_group(pid: int, grace: float = 10.0) -> bool:
     try:
         os.killpg(pid, signal.SIGTERM)
     except ProcessLookupError:
-        return process_alive(pid)
+        process_alive(pid)  # reaps it if it is our zombie child
+        return False
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         if not process_alive(pid):
@@ -585,10 +586,14 @@ def stop_process_group(pid: int, grace: float = 10.0) -> bool:
     return True
 
 
+# The engine is on loopback: never route a health check through an HTTP proxy.
+_LOOPBACK_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 def health_status(base_url: str, timeout: float = 2.0) -> int | None:
     """HTTP status of GET /health (503 while loading), or None if nothing answers."""
     try:
-        with urllib.request.urlopen(f"{base_url}/health", timeout=timeout) as response:
+        with _LOOPBACK_OPENER.open(f"{base_url}/health", timeout=timeout) as response:
             return int(response.status)
     except urllib.error.HTTPError as error:
         return int(error.code)
