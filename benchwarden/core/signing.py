@@ -272,6 +272,10 @@ def parse_sidecar(text: str) -> Sidecar:
         raise ValueError("`key` is not a 16-hex-digit fingerprint")
     if not isinstance(sha, str) or not sha:
         raise ValueError("`sha` is missing")
+    if not _SHA_PATTERN.match(sha):
+        # Only a fixed-shape sha keeps `bytes || sha` unambiguous: otherwise the last
+        # bytes of a file could be moved into the sha and still verify.
+        raise ValueError(f"`sha` {sha[:80]!r} is not a full lowercase git commit sha")
     if not isinstance(encoded, str):
         raise ValueError("`sig` is missing")
     try:

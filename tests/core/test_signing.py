@@ -75,6 +75,21 @@ def test_changing_any_character_of_the_recorded_sha_fails(data):
     assert not result.ok and result.status == "tampered"
 
 
+def test_bytes_moved_from_the_file_into_the_sha_do_not_verify(tmp_path):
+    # bytes || sha is only unambiguous if the sha has a fixed shape: a sidecar whose sha
+    # absorbed the file's last bytes carries a valid signature but must be refused.
+    shifted_sha = REPORT[-2:].decode() + SHA
+    shifted = signing.Sidecar(1, SIDECAR.key, shifted_sha, SIDECAR.signature)
+    assert signing.check_signature("r", REPORT[:-2], shifted, TRUSTED).ok  # the raw risk
+    (tmp_path / "r.json").write_bytes(REPORT[:-2])
+    (tmp_path / "r.json.sig").write_text(shifted.to_line())
+    folder = tmp_path / "keys"
+    folder.mkdir()
+    (folder / "k.pub").write_bytes(signing.public_pem(PRIVATE.public_key()))
+    result = signing.verify_file(tmp_path / "r.json", folder)
+    assert result.status == "malformed" and "not a full lowercase git commit sha" in result.line()
+
+
 def test_truncated_or_extended_file_fails():
     for changed in (REPORT[:-1], REPORT + b" ", b""):
         assert signing.check_signature("r", changed, SIDECAR, TRUSTED).status == "tampered"
@@ -112,8 +127,9 @@ def test_sidecar_round_trip_is_one_json_line_with_the_spec_fields():
     ('{"v": 2, "key": "0011223344556677", "sha": "x", "sig": ""}', "version 2"),
     ('{"v": 1, "key": "short", "sha": "x", "sig": ""}', "fingerprint"),
     ('{"v": 1, "key": "0011223344556677", "sig": ""}', "`sha`"),
-    ('{"v": 1, "key": "0011223344556677", "sha": "x", "sig": "@@@"}', "base64"),
-    ('{"v": 1, "key": "0011223344556677", "sha": "x", "sig": "AAAA"}', "3 bytes"),
+    ('{"v": 1, "key": "0011223344556677", "sha": "x", "sig": ""}', "not a full lowercase git"),
+    (f'{{"v": 1, "key": "0011223344556677", "sha": "{SHA}", "sig": "@@@"}}', "base64"),
+    (f'{{"v": 1, "key": "0011223344556677", "sha": "{SHA}", "sig": "AAAA"}}', "3 bytes"),
 ])
 def test_malformed_sidecars_are_named(text, reason):
     with pytest.raises(ValueError, match=reason):
