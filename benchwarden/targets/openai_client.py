@@ -573,8 +573,8 @@ class ChatClient:
             quiet = ""
             if state is not None and state.last_byte_at is not None:
                 quiet = f"; last byte {now() - state.last_byte_at:.1f} s before"
-            return (f"{method} {url} timed out after {total:g} s (request timeout)"
-                    f"{progress}{quiet}")
+            which = "" if state is None else " (request timeout)"
+            return f"{method} {url} timed out after {total:g} s{which}{progress}{quiet}"
         if isinstance(exc, aiohttp.ClientConnectorError):
             cause = exc.os_error
             if isinstance(cause, ConnectionRefusedError):
@@ -583,7 +583,8 @@ class ChatClient:
         if isinstance(exc, aiohttp.ServerDisconnectedError):
             return f"{method} {url} failed: the server closed the connection{progress}"
         if isinstance(exc, aiohttp.ClientPayloadError):
-            return f"{method} {url}: the response body was cut off{progress} ({exc})"
+            return (f"{method} {url}: the server closed the connection mid-reply{progress}"
+                    f" (did it crash?): {exc}")
         return f"{method} {url} failed{progress}: {type(exc).__name__}: {exc}"
 
     # --- non-streamed chat (the arms suite's agent loop) ---
