@@ -181,7 +181,7 @@ class FakeOpenAIServer:
         try:
             await asyncio.sleep(self.settle)
             concurrent = len(state.active) > 1
-            others = sorted(entry.canary for entry in state.active if entry is not me)
+            others = sorted({entry.canary for entry in state.active} - {canary})
             words = reply_words(prompt, self.words)
             if self.behaviour == "leak" and concurrent and others:
                 words[5] = others[0]

@@ -62,7 +62,8 @@ class RungFidelity:
 
     @property
     def not_concurrent_reason(self) -> str | None:
-        if self.concurrent:
+        # peak 0: nothing streamed at all, so every cell already says why it failed
+        if self.peak_in_flight != 1:
             return None
         return f"rung {self.label} not concurrent: peak in flight {self.peak_in_flight}"
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence, Union
 
-from benchwarden.core.verdicts import Verdict
+from benchwarden.core.verdicts import Verdict, one_line
 from benchwarden.suites.contamination.fidelity import RungFidelity, rung_fidelity
 from benchwarden.targets.replies import Reply, RequestOutcome
 
@@ -312,12 +312,19 @@ def score(legs: Legs) -> Score:
         earliest_divergence=tally.earliest, cells=tuple(tally.cells), fidelity=fidelity)
 
 
+def _first_unmeasured(result: Score) -> Cell:
+    return next(c for c in result.cells if isinstance(c.result, Unmeasured))
+
+
 def _problems(result: Score) -> list[str]:
     problems = []
     if result.unmeasured:
         reasons = result.not_concurrent
-        problems.append(f"{result.unmeasured} unmeasured"
-                        + (f" ({'; '.join(reasons)})" if reasons else ""))
+        if not reasons:  # name one cause, so the line says what to look at
+            first = _first_unmeasured(result)
+            assert isinstance(first.result, Unmeasured)
+            reasons = [f"e.g. probe {first.probe} {first.leg}: {one_line(first.result.why, 120)}"]
+        problems.append(f"{result.unmeasured} unmeasured ({'; '.join(reasons)})")
     if result.alone_unstable:
         problems.append(f"{result.alone_unstable} not reproducible alone at temperature 0 "
                         "(contamination cannot be attributed for them)")

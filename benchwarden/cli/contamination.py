@@ -1,0 +1,107 @@
+"""`benchwarden contamination`: options in, `run_contamination` called, verdict out.
+
+Exit codes: 0 pass, 1 fail, 2 a usage or configuration error or an unreachable server
+(one line naming what to fix).
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from benchwarden.cli.common import (EXIT_FAIL, EXIT_OK, ConfigError, config_errors,
+                                    open_store_or_exit, store_option)
+from benchwarden.core.reports import console as make_console
+from benchwarden.core.reports import write_json
+from benchwarden.suites.contamination.presets import PRESETS
+from benchwarden.suites.contamination.probes import SCENARIOS
+
+
+def _levels(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers like 2,4,8, "
+                                 f"not {value!r}") from None
+
+
+def _extra_body(ctx: click.Context, param: click.Parameter, value: str | None) -> dict:
+    if value is None:
+        return {}
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"--extra-body is not valid JSON ({error.msg} at char {error.pos}); "
+                          "give an object like '{\"seed\": 7}'") from None
+    if not isinstance(parsed, dict):
+        raise ConfigError("--extra-body must be a JSON object like '{\"seed\": 7}'")
+    return parsed
+
+
+@click.command()
+@click.option("--url", default=None, help="Base URL of the OpenAI-compatible server "
+              "(with or without /v1). Required unless --resume.")
+@click.option("--model", default=None, help="Model name [default: first id of GET /v1/models].")
+@click.option("--api-key-env", default=None, metavar="VAR",
+              help="Name of the environment variable holding the API key (never stored).")
+@click.option("--concurrency", default="2,4,8", show_default=True, callback=_levels,
+              help="Concurrency rungs, comma-separated, each 2..512.")
+@click.option("--probes", default=4, show_default=True, type=int, help="Probe prompts (2..32).")
+@click.option("--max-tokens", default=256, show_default=True, type=int)
+@click.option("--min-completion-tokens", default=16, show_default=True, type=int,
+              help="Replies shorter than this are unmeasured (must be below --max-tokens).")
+@click.option("--seed", default=None, type=int, help="Seed for canaries and topics "
+              "[default: drawn and recorded].")
+@click.option("--scenario", default="shared-prefix", show_default=True,
+              type=click.Choice(SCENARIOS))
+@click.option("--repeat", default=1, show_default=True, type=int,
+              help="Run the rungs this many times to catch rare races.")
+@click.option("--request-timeout", default=300.0, show_default=True, type=float,
+              help="Seconds allowed for one whole request.")
+@click.option("--preset", default="none", show_default=True, type=click.Choice(list(PRESETS)),
+              help="Engine preset: the explicit sampling fields that make temperature 0 greedy.")
+@click.option("--extra-body", default=None, callback=_extra_body, metavar="JSON",
+              help="Extra request fields as a JSON object (added after the preset).")
+@store_option
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the JSON report here.")
+@click.option("--resume", default=None, metavar="RUN",
+              help="Continue a killed run: only missing requests are sent, with its stored "
+                   "configuration (--url and --api-key-env may point elsewhere).")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@config_errors
+def contamination(url: str | None, model: str | None, api_key_env: str | None,
+                  concurrency: tuple[int, ...], probes: int, max_tokens: int,
+                  min_completion_tokens: int, seed: int | None, scenario: str, repeat: int,
+                  request_timeout: float, preset: str, extra_body: dict, store_location: str,
+                  json_path: str | None, resume: str | None, no_progress: bool) -> None:
+    """Does concurrency change what an OpenAI-compatible server answers, or leak one
+    request into another? Exit 0 on pass, 1 on fail, 2 on a usage error."""
+    from benchwarden.suites.contamination.driver import (ContaminationConfig, TargetUnreachable,
+                                                         config_from_run, run_contamination)
+    from benchwarden.suites.contamination.report import render_terminal
+
+    with open_store_or_exit(store_location) as store:
+        if resume is not None:
+            stored = config_from_run(store.run_info(resume).run)
+            url = url or stored.url
+            api_key_env = api_key_env or stored.api_key_env
+        if not url:
+            raise ConfigError("--url is required: the base URL of an OpenAI-compatible server")
+        try:
+            config = ContaminationConfig(
+                url=url, model=model, api_key_env=api_key_env, concurrency=concurrency,
+                probes=probes, max_tokens=max_tokens, min_completion_tokens=min_completion_tokens,
+                seed=seed, scenario=scenario, repeat=repeat, request_timeout=request_timeout,
+                preset=preset, extra_body=extra_body)
+            report = run_contamination(config, store, progress=not no_progress, resume=resume,
+                                       console=make_console(stderr=True))
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        except TargetUnreachable as error:
+            raise ConfigError(f"server unreachable: {error}") from None
+    render_terminal(report, make_console())
+    if json_path:
+        click.echo(f"report written to {write_json(json_path, report)}")
+    raise SystemExit(EXIT_FAIL if report["verdict"]["kind"] == "fail" else EXIT_OK)

@@ -1,0 +1,359 @@
+"""The contamination driver: the legs, in order, against one server; every request recorded.
+
+This is the imperative shell: it reads the environment (the API key), the network and
+the clock, and writes the store. Scoring happens afterwards, from the store alone
+(`report.build_report`), so a run that is re-scored later gives the same answer.
+
+Legs: reachability (no verdict is recorded when it fails) → prime (not scored) →
+reference A → reference B → rungs (repeated `repeat` times) → post-check.
+
+Invariants:
+- Every request becomes a `Record` as soon as it completes: solo legs one record per
+  request, a rung as one batch once all its slots are done, so a killed run never holds
+  half a rung and `--resume` re-runs whole rungs only.
+- A rung's slots pass one gate together before any is sent, so the client's launch is
+  not what limits concurrency (the launch skew is reported).
+- The API key comes from the environment variable the user names and is never stored:
+  the run records the variable's name only.
+- Resuming appends a new run entry (`resumed_from`) whose records go into the original
+  run's scope; only missing requests are sent, with the exact bodies stored at the start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                           TimeElapsedColumn)
+
+from benchwarden.core.provenance import stamp_run
+from benchwarden.core.records import Record, Run, RunEnd, TokenComponents
+from benchwarden.core.store import Store
+from benchwarden.suites.contamination.presets import PRESETS, check_extra_body, request_body
+from benchwarden.suites.contamination.probes import MAX_PROBES, SCENARIOS, Probe, make_probes
+from benchwarden.suites.contamination.scoring import BENCH_VERSION
+from benchwarden.targets.openai_client import ChatClient, TargetUnreachable, normalise_base_url
+from benchwarden.targets.replies import RequestOutcome
+
+__all__ = ["BENCH_VERSION", "SUITE", "ContaminationConfig", "TargetUnreachable",
+           "config_from_run", "run_contamination"]
+
+SUITE = "contamination"
+SOLO_LEGS_BEFORE = ("prime", "ref_a", "ref_b")
+POST = "post"
+MAX_CONCURRENCY = 512
+# In the cancel scenario every other ballast slot is cut after this many content deltas:
+# late enough that the server has scheduled it, early enough to be mid-stream.
+CANCEL_AFTER_DELTAS = 4
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class ContaminationConfig:
+    url: str
+    model: str | None = None
+    api_key_env: str | None = None
+    concurrency: tuple[int, ...] = (2, 4, 8)
+    probes: int = 4
+    max_tokens: int = 256
+    min_completion_tokens: int = 16
+    seed: int | None = None  # None: one is drawn and recorded
+    scenario: str = "shared-prefix"
+    repeat: int = 1
+    request_timeout: float = 300.0
+    preset: str = "none"
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        """Raise ValueError with one line naming what to fix."""
+        normalise_base_url(self.url)
+        if not 2 <= self.probes <= MAX_PROBES:
+            raise ValueError(f"--probes must be between 2 and {MAX_PROBES}, not {self.probes}")
+        if not self.concurrency:
+            raise ValueError("--concurrency needs at least one level, e.g. 2,4,8")
+        for level in self.concurrency:
+            if not 2 <= level <= MAX_CONCURRENCY:
+                raise ValueError(f"--concurrency levels must be between 2 and "
+                                 f"{MAX_CONCURRENCY}, not {level}")
+        if len(set(self.concurrency)) != len(self.concurrency):
+            raise ValueError(f"--concurrency lists a level twice: "
+                             f"{','.join(map(str, self.concurrency))}")
+        if self.max_tokens < 2:
+            raise ValueError(f"--max-tokens must be at least 2, not {self.max_tokens}")
+        if self.min_completion_tokens < 1:
+            raise ValueError("--min-completion-tokens must be at least 1")
+        if self.min_completion_tokens >= self.max_tokens:
+            raise ValueError(
+                f"--min-completion-tokens {self.min_completion_tokens} must be below "
+                f"--max-tokens {self.max_tokens}: otherwise every reply is unmeasured")
+        if not 1 <= self.repeat <= 1000:
+            raise ValueError(f"--repeat must be between 1 and 1000, not {self.repeat}")
+        if not self.request_timeout > 0:
+            raise ValueError("--request-timeout must be a positive number of seconds")
+        if self.scenario not in SCENARIOS:
+            raise ValueError(f"unknown scenario {self.scenario!r}; choose one of "
+                             f"{', '.join(SCENARIOS)}")
+        if self.preset not in PRESETS:
+            raise ValueError(f"unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}")
+        if self.seed is not None and self.seed < 0:
+            raise ValueError("--seed must be a non-negative integer")
+        if self.api_key_env is not None and not _ENV_NAME.match(self.api_key_env):
+            raise ValueError("--api-key-env takes the NAME of an environment variable that "
+                             "holds the key, not the key itself")
+        if self.model is not None and not self.model.strip():
+            raise ValueError("--model must not be empty")
+        check_extra_body(self.extra_body)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["concurrency"] = list(self.concurrency)
+        data["extra_body"] = dict(self.extra_body)
+        return data
+
+
+def config_from_run(run: Run) -> ContaminationConfig:
+    """The configuration a stored run was made with (for `--resume`)."""
+    stored = run.config
+    names = {f.name for f in dataclasses.fields(ContaminationConfig)}
+    values = {name: stored[name] for name in names if name in stored}
+    values["concurrency"] = tuple(values.get("concurrency", ()))
+    return ContaminationConfig(**values)
+
+
+# -- the plan of a run: everything needed to (re)send its requests -------------------------
+@dataclass(frozen=True)
+class Plan:
+    run_id: str
+    scope: str
+    bodies: tuple[dict[str, Any], ...]
+    concurrency: tuple[int, ...]
+    repeat: int
+    scenario: str
+
+    @property
+    def probes(self) -> int:
+        return len(self.bodies)
+
+    def slots(self, level: int) -> int:
+        if self.scenario == "cancel":
+            # every probe gets at least one ballast twin, so each rung has something to cut
+            return max(level, 2 * self.probes)
+        return max(level, self.probes)
+
+    def cancel_after(self, slot: int) -> int | None:
+        if self.scenario != "cancel" or slot < self.probes:
+            return None
+        return CANCEL_AFTER_DELTAS if (slot - self.probes) % 2 == 0 else None
+
+    def total_requests(self) -> int:
+        solo = (len(SOLO_LEGS_BEFORE) + 1) * self.probes
+        return solo + self.repeat * sum(self.slots(level) for level in self.concurrency)
+
+
+def rung_label(level: int) -> str:
+    return f"c{level}"
+
+
+def _stored_config(config: ContaminationConfig, *, model: str, seed: int, scope: str,
+                   probes: Sequence[Probe], bodies: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    data = config.to_json_dict()
+    data.update(model=model, seed=seed, scope=scope, url=normalise_base_url(config.url),
+                probe_set=[{"index": p.index, "canary": p.canary, "topic": p.topic}
+                           for p in probes],
+                request_bodies=list(bodies), cancel_after_deltas=CANCEL_AFTER_DELTAS)
+    return data
+
+
+# -- records -------------------------------------------------------------------------------
+def outcome_word(outcome: RequestOutcome) -> str:
+    if outcome.ok:
+        return "ok"
+    return "cancelled" if outcome.extra.get("cancelled") else "error"
+
+
+def make_record(plan: Plan, run_id: str, leg: str, task: str, trial: int, probe: int,
+                slot: int, outcome: RequestOutcome, cancel_after: int | None) -> Record:
+    reply = outcome.reply
+    tokens = TokenComponents()
+    if reply is not None:
+        cached = reply.cached_prompt_tokens or 0
+        tokens = TokenComponents(fresh_input=max(0, (reply.prompt_tokens or 0) - cached),
+                                 cache_read=cached, output=reply.completion_tokens)
+    timings = outcome.timings
+    return Record(
+        suite=SUITE, scope=plan.scope, arm=leg, task=task, trial=trial, run_id=run_id,
+        outcome=outcome_word(outcome), started_at=timings.sent_at,
+        ended_at=timings.last_byte_at or timings.sent_at, tokens=tokens,
+        payload={"probe": probe, "slot": slot, "cancel_after_deltas": cancel_after,
+                 "outcome": outcome.to_json_dict()})
+
+
+# -- running -------------------------------------------------------------------------------
+Tick = Callable[[str, int], None]
+
+
+async def _fire_rung(client: ChatClient, plan: Plan, level: int,
+                     tick: Callable[[], None]) -> list[RequestOutcome]:
+    gate = asyncio.Event()
+
+    async def slot(index: int) -> RequestOutcome:
+        await gate.wait()
+        try:
+            return await client.stream_chat(plan.bodies[index % plan.probes],
+                                            cancel_after_deltas=plan.cancel_after(index))
+        finally:
+            tick()
+
+    tasks = [asyncio.create_task(slot(index)) for index in range(plan.slots(level))]
+    await asyncio.sleep(0)  # every task is now waiting at the gate
+    gate.set()
+    return list(await asyncio.gather(*tasks))
+
+
+async def _drive(client: ChatClient, plan: Plan, store: Store,
+                 done: set[tuple[str, str, int]], advance: Tick,
+                 warn: Callable[[str], None]) -> None:
+    run_id = plan.run_id
+
+    async def solo(leg: str) -> None:
+        for probe, body in enumerate(plan.bodies):
+            if (leg, str(probe), 1) in done:
+                advance(leg, 1)
+                continue
+            outcome = await client.stream_chat(body)
+            store.append([make_record(plan, run_id, leg, str(probe), 1, probe, probe,
+                                      outcome, None)])
+            advance(leg, 1)
+            if leg == "prime" and not outcome.ok:
+                warn(f"prime of probe {probe} failed ({outcome.error}); later legs may "
+                     "start cache-cold")
+
+    for leg in SOLO_LEGS_BEFORE:
+        await solo(leg)
+    for repetition in range(1, plan.repeat + 1):
+        for level in plan.concurrency:
+            label = rung_label(level)
+            slots = plan.slots(level)
+            if (label, "0", repetition) in done:  # rungs are written whole
+                advance(label, slots)
+                continue
+            outcomes = await _fire_rung(client, plan, level, lambda: advance(label, 1))
+            store.append([
+                make_record(plan, run_id, label,
+                            str(index) if index < plan.probes else f"ballast-{index}",
+                            repetition, index % plan.probes, index, outcome,
+                            plan.cancel_after(index))
+                for index, outcome in enumerate(outcomes)])
+    await solo(POST)
+
+
+async def _reach(client: ChatClient) -> list[str]:
+    return await client.list_models(timeout=10.0)
+
+
+def _api_key(config: ContaminationConfig) -> str | None:
+    if not config.api_key_env:
+        return None
+    key = os.environ.get(config.api_key_env)
+    if not key:
+        raise ValueError(f"environment variable {config.api_key_env} (from --api-key-env) "
+                         "is not set or empty")
+    return key
+
+
+def run_contamination(config: ContaminationConfig, store: Store, *, progress: bool = True,
+                      resume: str | None = None, console: Console | None = None) -> dict[str, Any]:
+    """Run (or resume) the suite against `config.url`; return the JSON report.
+
+    Raises ValueError (bad configuration), TargetUnreachable (no 200 from /v1/models
+    within 10 s: nothing is recorded) and StoreError; request failures never raise.
+    With `resume`, the stored run's configuration is used, except the URL and the API
+    key variable, which come from `config` (the server may have moved).
+    """
+    from benchwarden.suites.contamination.report import build_report
+
+    console = console or Console(stderr=True)
+    config.validate()
+    api_key = _api_key(config)
+    original: Run | None = None
+    if resume is not None:
+        original = store.run_info(resume).run
+        if original.suite != SUITE:
+            raise ValueError(f"run {original.run_id} is a {original.suite} run, "
+                             "not a contamination run")
+        stored = config_from_run(original)
+        config = dataclasses.replace(stored, url=config.url, api_key_env=config.api_key_env,
+                                     request_timeout=config.request_timeout)
+
+    async def reach() -> list[str]:
+        async with ChatClient(config.url, api_key=api_key,
+                              request_timeout=config.request_timeout) as client:
+            return await _reach(client)
+
+    models = asyncio.run(reach())
+    if original is not None:
+        run_config = dict(original.config)
+        run_config.update(url=normalise_base_url(config.url), api_key_env=config.api_key_env,
+                          request_timeout=config.request_timeout)
+        run = stamp_run(suite=SUITE, bench_version=BENCH_VERSION, config=run_config,
+                        seeds=original.seeds, target={"url": run_config["url"],
+                                                      "model": run_config["model"]},
+                        resumed_from=original.run_id)
+        scope = str(run_config["scope"])
+        bodies = tuple(run_config["request_bodies"])
+    else:
+        model = config.model or (models[0] if models else None)
+        if not model:
+            raise ValueError(f"{config.url} lists no models; name one with --model")
+        seed = config.seed if config.seed is not None else secrets.randbits(32)
+        probes = make_probes(seed, config.probes, config.scenario)
+        bodies = tuple(request_body(model=model, prompt=p.prompt, max_tokens=config.max_tokens,
+                                    preset=config.preset, extra=config.extra_body)
+                       for p in probes)
+        run = stamp_run(suite=SUITE, bench_version=BENCH_VERSION, config={}, seeds=(seed,),
+                        target={"url": normalise_base_url(config.url), "model": model})
+        scope = run.run_id
+        run = dataclasses.replace(run, config=_stored_config(
+            config, model=model, seed=seed, scope=scope, probes=probes, bodies=bodies))
+        run_config = dict(run.config)
+    plan = Plan(run.run_id, scope, bodies, tuple(run_config["concurrency"]),
+                int(run_config["repeat"]), str(run_config["scenario"]))
+    store.begin_run(run)
+    done = {(r.arm, r.task, r.trial) for r in store.records(suite=SUITE, scope=scope)}
+
+    columns = (TextColumn("[bold]{task.description:>6}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("requests"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True, disable=not progress) as bar:
+        task = bar.add_task("reach", total=plan.total_requests())
+
+        def advance(leg: str, count: int) -> None:
+            bar.update(task, description=leg, advance=count)
+
+        def warn(message: str) -> None:
+            console.print(f"[yellow]warning:[/] {message}")
+
+        async def drive() -> None:
+            async with ChatClient(config.url, api_key=api_key,
+                                  request_timeout=config.request_timeout,
+                                  max_connections=max(1024, 2 * MAX_CONCURRENCY)) as client:
+                await _drive(client, plan, store, done, advance, warn)
+
+        try:
+            asyncio.run(drive())
+        except BaseException as error:  # Ctrl-C, a store error: keep what was measured
+            store.finish_run(RunEnd(run.run_id, time.time(), "interrupted",
+                                    {"error": f"{type(error).__name__}: {error}"[:300],
+                                     "resume": f"benchwarden contamination --resume {run.run_id}"}))
+            raise
+    report = build_report(store, run.run_id)
+    store.finish_run(RunEnd(run.run_id, time.time(), "completed",
+                            {"verdict": report["verdict"], "score": report["score"]}))
+    return build_report(store, run.run_id)
