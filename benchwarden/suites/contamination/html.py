@@ -13,6 +13,7 @@ parts of the report (per-request outcomes, probes) shrink the page, never break 
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -448,11 +449,33 @@ def _setup_section(report: Mapping[str, Any]) -> str:
             ("probe", "canary", "topic"),
             ((str(p.get("index", i)), str(p.get("canary", "—")), str(p.get("topic", "—")))
              for i, p in enumerate(probes))))
-    body = report.get("request_body") or (report.get("run") or {}).get("config", {}).get("request_body")
-    if body:
-        import json
-        parts.append("<h3>Request body sent</h3>" + h.pre(json.dumps(body, indent=2, ensure_ascii=False)))
+    legs = report.get("legs")
+    if isinstance(legs, Mapping) and legs:
+        parts.append("<h3>Requests per leg</h3>" + h.table(
+            ("leg", "outcomes"),
+            ((str(leg), ", ".join(f"{count} {status}" for status, count in (counts or {}).items()))
+             for leg, counts in legs.items())))
+    request = report.get("request") if isinstance(report.get("request"), Mapping) else {}
+    bodies = list(request.get("bodies") or [])
+    if request.get("preset") or request.get("extra_body"):
+        parts.append(h.facts([("engine preset", str(request.get("preset") or "none")),
+                              ("extra body", json.dumps(request.get("extra_body") or {}, ensure_ascii=False))]))
+    if bodies:
+        shown = h.pre(json.dumps(bodies[0], indent=2, ensure_ascii=False))
+        rest = "".join(h.pre(json.dumps(body, indent=2, ensure_ascii=False)) for body in bodies[1:])
+        parts.append("<h3>Request body sent (probe 0)</h3>" + shown)
+        if rest:
+            parts.append(h.details(f"the other {len(bodies) - 1} request bodies", rest))
     return h.section("run", "Run", "".join(parts))
+
+
+def _warnings_section(report: Mapping[str, Any]) -> str:
+    warnings = [str(w) for w in report.get("warnings") or []]
+    if not warnings:
+        return ""
+    items = "".join(f"<li>{h.escape(w)}</li>" for w in warnings)
+    return f'<section class="card warnings" id="warnings"><h2>Warnings</h2><ul>{items}</ul></section>'
+
 
 
 def render_html(report: Mapping[str, Any]) -> str:
@@ -471,7 +494,7 @@ def render_html(report: Mapping[str, Any]) -> str:
         subtitle=subtitle,
         report=report,
         sections=[
-            ("score", "score", _score_section(report)),
+            ("score", "score", _warnings_section(report) + _score_section(report)),
             ("grid", "probe × leg", _grid_section(report, cells, by_request)),
             ("fidelity", "rung fidelity", _fidelity_section(report)),
             ("timeline", "timeline", _timeline_section(report, requests, cells)),
