@@ -54,7 +54,7 @@ def test_signature_covers_bytes_followed_by_sha():
 
 
 @given(st.data())
-@settings(max_examples=200)
+@settings(deadline=None, max_examples=200)
 def test_flipping_any_single_byte_of_the_file_fails(data):
     position = data.draw(st.integers(0, len(REPORT) - 1), label="position")
     mask = data.draw(st.integers(1, 255), label="xor mask")
@@ -65,7 +65,7 @@ def test_flipping_any_single_byte_of_the_file_fails(data):
 
 
 @given(st.data())
-@settings(max_examples=120)
+@settings(deadline=None, max_examples=120)
 def test_changing_any_character_of_the_recorded_sha_fails(data):
     position = data.draw(st.integers(0, len(SHA) - 1), label="position")
     replacement = data.draw(st.characters(codec="utf-8").filter(lambda c: c != SHA[position]))

@@ -44,6 +44,7 @@ def test_mean_se_refuses_non_finite():
 
 
 @given(st.lists(scores, min_size=2, max_size=40))
+@settings(deadline=None)  # never a wall-time assertion
 def test_mean_se_interval_contains_mean(values):
     estimate = stats.mean_se(values)
     assert estimate.low <= estimate.mean <= estimate.high
@@ -69,6 +70,7 @@ def test_clustered_is_wider_than_plain_when_trials_of_a_task_agree():
 
 
 @given(st.lists(scores, min_size=2, max_size=40))
+@settings(deadline=None)  # never a wall-time assertion
 def test_clustered_equals_plain_with_one_sample_per_cluster(values):
     plain = stats.mean_se(values)
     clustered = stats.clustered_mean_se(values, list(range(len(values))))
@@ -124,6 +126,7 @@ def test_wilson_no_trials_and_bad_counts():
 
 @given(st.integers(min_value=1, max_value=5000).flatmap(
     lambda trials: st.tuples(st.integers(min_value=0, max_value=trials), st.just(trials))))
+@settings(deadline=None)  # never a wall-time assertion
 def test_wilson_bounds_inside_unit_interval_and_contain_rate(counts):
     successes, trials = counts
     estimate = stats.wilson_interval(successes, trials)
@@ -190,7 +193,7 @@ def test_mde_has_the_promised_power_by_simulation():
 
 
 @given(st.floats(min_value=0.01, max_value=100), st.integers(min_value=2, max_value=500))
-@settings(max_examples=40)
+@settings(max_examples=40, deadline=None)
 def test_mde_shrinks_as_n_grows_and_scales_with_sd(sd, n):
     smaller = stats.minimum_detectable_effect(sd, n)
     larger = stats.minimum_detectable_effect(sd, n + 1)
@@ -215,7 +218,7 @@ def test_mde_proportions_known_value():
 
 
 @given(unit_scores, st.integers(min_value=20, max_value=2000))
-@settings(max_examples=60)
+@settings(deadline=None, max_examples=60)
 def test_mde_proportions_shrinks_with_n_and_stays_feasible(p, n):
     here = stats.mde_proportions(p, n)
     more = stats.mde_proportions(p, 4 * n)
@@ -268,6 +271,7 @@ def test_paired_difference_constant_shift():
 
 
 @given(st.dictionaries(st.integers(0, 50), st.tuples(scores, scores), min_size=2, max_size=30))
+@settings(max_examples=50, deadline=None)  # each example solves two power equations
 def test_paired_difference_is_antisymmetric(pairs):
     a = {key: first for key, (first, _) in pairs.items()}
     b = {key: second for key, (_, second) in pairs.items()}
@@ -328,6 +332,7 @@ def test_paired_verdict_custom_floor_and_z():
 
 
 @given(st.lists(st.tuples(unit_scores, unit_scores), min_size=2, max_size=20))
+@settings(deadline=None)  # never a wall-time assertion
 def test_paired_verdict_swap_is_symmetric(pairs):
     champion = [first for first, _ in pairs]
     challenger = [second for _, second in pairs]
@@ -341,6 +346,7 @@ def test_paired_verdict_swap_is_symmetric(pairs):
 
 
 @given(st.lists(unit_scores, min_size=2, max_size=20), st.floats(0.0, 0.2))
+@settings(deadline=None)  # never a wall-time assertion
 def test_paired_verdict_band_never_below_floor_and_identical_never_dethrones(champion, gain):
     assume(gain != 0.007)
     same = stats.paired_verdict(champion, champion)
