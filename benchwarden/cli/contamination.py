@@ -22,8 +22,8 @@ def _levels(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int
     try:
         return tuple(int(part) for part in value.split(",") if part.strip())
     except ValueError:
-        raise click.BadParameter(f"expected comma-separated integers like 2,4,8, "
-                                 f"not {value!r}") from None
+        raise ConfigError(f"--concurrency expects comma-separated integers like 2,4,8, "
+                          f"not {value!r}") from None
 
 
 def _extra_body(ctx: click.Context, param: click.Parameter, value: str | None) -> dict:
@@ -54,13 +54,14 @@ def _extra_body(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option("--seed", default=None, type=int, help="Seed for canaries and topics "
               "[default: drawn and recorded].")
 @click.option("--scenario", default="shared-prefix", show_default=True,
-              type=click.Choice(SCENARIOS))
+              help=f"Cache scenario: {' | '.join(SCENARIOS)}.")
 @click.option("--repeat", default=1, show_default=True, type=int,
               help="Run the rungs this many times to catch rare races.")
 @click.option("--request-timeout", default=300.0, show_default=True, type=float,
               help="Seconds allowed for one whole request.")
-@click.option("--preset", default="none", show_default=True, type=click.Choice(list(PRESETS)),
-              help="Engine preset: the explicit sampling fields that make temperature 0 greedy.")
+@click.option("--preset", default="none", show_default=True,
+              help=f"Engine preset ({' | '.join(PRESETS)}): the explicit sampling fields "
+                   "that make temperature 0 greedy on that engine.")
 @click.option("--extra-body", default=None, callback=_extra_body, metavar="JSON",
               help="Extra request fields as a JSON object (added after the preset).")
 @store_option

@@ -83,6 +83,7 @@ class FakeOpenAIServer:
         self.delta_delay = delta_delay
         self.settle = settle
         self.chat_requests = 0
+        self.authorizations: set[str] = set()  # Authorization headers seen (for key tests)
         self.peak_active = 0
         self._state = _State()
         self._lock: asyncio.Lock | None = None
@@ -156,6 +157,8 @@ class FakeOpenAIServer:
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.chat_requests += 1
+        if "Authorization" in request.headers:
+            self.authorizations.add(request.headers["Authorization"])
         if self.behaviour == "http500":
             return web.json_response({"error": {"message": "fake internal error",
                                                  "type": "server_error"}}, status=500)

@@ -26,3 +26,24 @@ def failed(message: str = "connection refused", at: float = 0.0) -> RequestOutco
 
 def good(probe: int, **kwargs) -> RequestOutcome:
     return ok(reply_text(probe), **kwargs)
+
+
+# -- running the real CLI against a fake server -----------------------------------------------
+def invoke(args: list[str], env: dict[str, str] | None = None):
+    """Run `benchwarden ARGS` in-process through click; returns click's Result."""
+    from click.testing import CliRunner
+
+    from benchwarden.cli.main import cli
+
+    # wide enough that table cells are not wrapped, so assertions can read them
+    return CliRunner().invoke(cli, args, env={"COLUMNS": "240", **(env or {})},
+                              catch_exceptions=False)
+
+
+def contamination_args(url: str, store, json_path=None, *extra: str) -> list[str]:
+    """A small, fast run: 2 probes, rungs 2 and 4, 64 tokens, a fixed seed."""
+    args = ["contamination", "--url", url, "--probes", "2", "--concurrency", "2,4",
+            "--max-tokens", "64", "--seed", "11", "--store", str(store), "--no-progress"]
+    if json_path is not None:
+        args += ["--json", str(json_path)]
+    return args + list(extra)
