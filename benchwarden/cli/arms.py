@@ -1,0 +1,231 @@
+"""`benchwarden arms run | report | compare`: a thin layer over benchwarden.suites.arms.
+
+Exit codes: 0 when the run completed without harness errors, 1 when any trial hit a
+harness error (driver, server or environment failure; never an agent outcome), 2 on
+a usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from typing import Any
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from benchwarden.cli.common import (EXIT_FAIL, ConfigError, config_errors, open_store_or_exit,
+                                    store_option)
+from benchwarden.core.records import DEFAULT_WEIGHTS, TokenWeights
+from benchwarden.core.reports import console, write_json
+
+
+def _weights(text: str | None) -> TokenWeights:
+    if not text:
+        return DEFAULT_WEIGHTS
+    try:
+        return TokenWeights.parse(text)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+
+
+@click.group()
+def arms() -> None:
+    """Compare agent conditions (tool interfaces, prompts, models) on a task suite."""
+
+
+def _discover_model(url: str, api_key_env: str | None) -> str:
+    from benchwarden.targets.openai_client import ChatClient
+
+    async def first_model() -> list[str]:
+        key = os.environ.get(api_key_env) if api_key_env else None
+        async with ChatClient(url, api_key=key) as client:
+            return await client.list_models()
+
+    try:
+        models = asyncio.run(first_model())
+    except Exception as error:  # unreachable server, bad answer
+        raise ConfigError(f"cannot list models at {url} (give --model): {error}") from None
+    if not models:
+        raise ConfigError(f"{url} lists no models; give --model")
+    return models[0]
+
+
+@arms.command()
+@click.option("--suite", "suite_spec", default="tracker", show_default=True,
+              help="A built-in suite (tracker) or package.module:attribute.")
+@click.option("--arm", "arm_names", required=True, help="Arm names, comma-separated, or all.")
+@click.option("--task", "task_names", required=True, help="Task ids, comma-separated, or all.")
+@click.option("--trials", type=int, default=3, show_default=True,
+              help="Samples wanted per cell; only the missing ones run (deepen with a larger N).")
+@click.option("--driver", type=click.Choice(["openai", "command"]), required=True)
+@click.option("--url", default=None, help="OpenAI-compatible base URL (openai driver).")
+@click.option("--model", default=None, help="Model name (default: the server's first model).")
+@click.option("--api-key-env", default=None,
+              help="Name of the environment variable holding the API key (never the key).")
+@click.option("--command", "agent_command", default=None,
+              help="The external agent program and its arguments (command driver).")
+@click.option("--turn-cap", type=int, default=40, show_default=True)
+@click.option("--wall-clock", type=float, default=300.0, show_default=True,
+              help="Seconds before an episode is killed and recorded as hung.")
+@click.option("--command-timeout", type=float, default=60.0, show_default=True,
+              help="Seconds one shell command may run.")
+@click.option("--max-tokens", type=int, default=1024, show_default=True,
+              help="max_tokens of each model call (openai driver).")
+@click.option("--seed", type=int, default=None, help="Sent to the model; also orders trials.")
+@click.option("--executor", "executor_spec", default=None,
+              help="Fan trials out: local:N (processes) or ray. Default: one at a time.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write the report of the suite after this run.")
+@store_option
+@config_errors
+def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: str,
+        url: str | None, model: str | None, api_key_env: str | None, agent_command: str | None,
+        turn_cap: int, wall_clock: float, command_timeout: float, max_tokens: int,
+        seed: int | None, executor_spec: str | None, json_path: str | None,
+        store_location: str) -> None:
+    """Run the missing trials of each (arm, task) cell and append their records."""
+    from benchwarden.suites.arms.drivers import CommandDriver, Limits, OpenAIDriver
+    from benchwarden.suites.arms.model import load_suite
+    from benchwarden.suites.arms.report import build_report, render_tally
+    from benchwarden.suites.arms.runner import run_arms, select
+
+    try:
+        suite = load_suite(suite_spec)
+        arm_list = select(arm_names, [a.name for a in suite.arms], "arms")
+        task_list = select(task_names, [t.id for t in suite.tasks], "tasks")
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    if trials < 1 or turn_cap < 1 or wall_clock <= 0 or command_timeout <= 0:
+        raise ConfigError("--trials and --turn-cap must be at least 1; --wall-clock and "
+                          "--command-timeout must be positive")
+    if api_key_env and api_key_env not in os.environ:
+        raise ConfigError(f"--api-key-env {api_key_env}: that environment variable is not set")
+    agent_driver: Any
+    if driver == "openai":
+        if not url:
+            raise ConfigError("the openai driver needs --url")
+        if agent_command:
+            raise ConfigError("--command belongs to the command driver")
+        agent_driver = OpenAIDriver(url, model or _discover_model(url, api_key_env),
+                                    api_key_env=api_key_env, max_tokens=max_tokens)
+    else:
+        if not agent_command:
+            raise ConfigError("the command driver needs --command '...'")
+        if url or model:
+            raise ConfigError("--url/--model belong to the openai driver")
+        function_arms = [a for a in arm_list if suite.arm(a).channel != "shell"]
+        if function_arms:
+            raise ConfigError(f"the command driver runs shell arms only; "
+                              f"{', '.join(function_arms)} uses function tools")
+        agent_driver = CommandDriver(agent_command)
+    executor = None
+    if executor_spec:
+        from benchwarden.core.executors import make_executor
+        try:
+            executor = make_executor(executor_spec)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+
+    out = console()
+    limits = Limits(turn_cap=turn_cap, wall_clock=wall_clock, command_timeout=command_timeout)
+    with open_store_or_exit(store_location) as store, Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[outcomes]}"), TimeElapsedColumn(),
+            console=out, transient=False) as progress:
+        bars: dict[tuple[str, str], Any] = {}
+        counts: dict[tuple[str, str], dict[str, int]] = {}
+
+        def on_start(plans: list[Any]) -> None:
+            for plan in plans:
+                key = (plan.arm, plan.task)
+                counts[key] = {}
+                bars[key] = progress.add_task(
+                    f"{plan.arm}/{plan.task} (had {plan.before})", total=len(plan.trials),
+                    outcomes="" if plan.trials else "already deep enough")
+
+        def on_result(result: Any) -> None:
+            key = (result.arm, result.task)
+            word = result.kind if result.record is None else (
+                result.record.outcome if result.record.outcome == "pass"
+                else result.record.payload.get("failure") or "fail")
+            counts[key][word] = counts[key].get(word, 0) + 1
+            progress.update(bars[key], advance=1,
+                            outcomes=" ".join(f"{k} {v}" for k, v in sorted(counts[key].items())))
+
+        try:
+            tally = run_arms(store, suite, suite_spec, arms=arm_list, tasks=task_list,
+                             trials=trials, driver=agent_driver, limits=limits, seed=seed,
+                             executor=executor, on_start=on_start, on_result=on_result)
+        finally:
+            if executor is not None:
+                executor.close()
+        progress.stop()
+        render_tally(tally.to_json_dict(), out)
+        out.print(f"run {tally.run_id} recorded in {store_location}; "
+                  f"`benchwarden arms report --store {store_location}` shows the views")
+        if json_path:
+            report = build_report(store, tally.run_id)
+            out.print(f"report written to {write_json(json_path, report)}")
+    if tally.harness_errors:
+        sys.exit(EXIT_FAIL)
+
+
+@arms.command()
+@store_option
+@click.option("--suite", "scope", default=None,
+              help="Which suite's records (default: the suite of the latest arms run).")
+@click.option("--weights", default=None,
+              help="Cost-equivalent weights, e.g. fresh=1,cache_creation=1.25,cache_read=0.1,output=5")
+@click.option("--floor", type=int, default=3, show_default=True,
+              help="Samples that make a cell covered.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write the JSON report here.")
+@config_errors
+def report(store_location: str, scope: str | None, weights: str | None, floor: int,
+           json_path: str | None) -> None:
+    """Render the views from the store alone (no server)."""
+    from benchwarden.suites.arms.report import build_scope_report, render_terminal
+
+    table = _weights(weights)
+    with open_store_or_exit(store_location) as store:
+        built = build_scope_report(store, scope, table, floor)
+    render_terminal(built, console())
+    if json_path:
+        click.echo(f"report written to {write_json(json_path, built)}")
+
+
+@arms.command()
+@click.argument("arm_a")
+@click.argument("arm_b")
+@store_option
+@click.option("--suite", "scope", default=None,
+              help="Which suite's records (default: the suite of the latest arms run).")
+@click.option("--weights", default=None, help="Cost-equivalent weights (see `arms report`).")
+@click.option("--floor", type=int, default=3, show_default=True,
+              help="Samples each arm needs in a task for the task to be paired.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None)
+@config_errors
+def compare(arm_a: str, arm_b: str, store_location: str, scope: str | None,
+            weights: str | None, floor: int, json_path: str | None) -> None:
+    """Paired comparison of ARM_B − ARM_A over the tasks both covered."""
+    from benchwarden.suites.arms import views
+    from benchwarden.suites.arms.report import build_scope_report, render_comparison
+    from benchwarden.suites.arms.trial import SUITE_NAME
+
+    table = _weights(weights)
+    with open_store_or_exit(store_location) as store:
+        built = build_scope_report(store, scope, table, floor)
+        records = store.records(suite=SUITE_NAME, scope=built["scope"])
+    known = built["arms"]
+    for name in (arm_a, arm_b):
+        if name not in known:
+            raise ConfigError(f"arm {name!r} has no records in suite {built['scope']!r}; "
+                              f"arms: {', '.join(known) or 'none'}")
+    if arm_a == arm_b:
+        raise ConfigError("compare two different arms")
+    result = views.compare(records, arm_a, arm_b, table, floor)
+    render_comparison(result, console())
+    if json_path:
+        click.echo(f"comparison written to {write_json(json_path, result)}")

@@ -1,0 +1,387 @@
+"""Drivers: run one agent episode and say what happened.
+
+A driver gets an `AgentContext` (prompts, the arm, the trial's working directory, a
+`Toolbox` that gates and runs tool calls) and returns an `Episode`: final report,
+token components, turns, transcript, and how it stopped (`finished`, `turn_cap`,
+`wall_clock`). Built in:
+- `OpenAIDriver`: a tool-calling loop against any OpenAI-compatible endpoint through
+  `benchwarden.targets.openai_client.ChatClient`;
+- `CommandDriver`: an external agent program that prints a JSON result (the contract
+  is in docs/arms.md).
+
+Invariants:
+- Every tool call is checked by `isolation` before it runs; a denied call is answered
+  to the agent, recorded with `denied: true`, and never executed.
+- A driver's own failure (server unreachable, malformed result, program crash) raises
+  `HarnessError`; it is never turned into an agent outcome.
+- The wall clock is a hard backstop: the episode is cancelled, every process it
+  started is killed (whole process group), and whatever tokens were already reported
+  are kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Mapping, Sequence
+
+import msgspec
+
+from benchwarden.core.records import TokenComponents
+from benchwarden.suites.arms.isolation import check_command, check_function_call, permitted_names
+from benchwarden.suites.arms.model import Arm, FunctionTool
+
+OUTPUT_LIMIT = 16_000
+Stop = Literal["finished", "turn_cap", "wall_clock"]
+
+
+class HarnessError(Exception):
+    """The harness (driver, server, environment) failed, not the agent. One line."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    turn_cap: int = 40
+    wall_clock: float = 300.0
+    command_timeout: float = 60.0
+    """Backstop for one shell command (never longer than what is left of the wall clock)."""
+
+
+@dataclass
+class Episode:
+    final_report: str
+    tokens: TokenComponents
+    tokens_reported: bool
+    turns: int
+    transcript: list[dict[str, Any]]
+    stopped: Stop
+    imputed_cost_usd: float | None = None
+    model: str | None = None
+
+
+def _shell_env(agent_env: Mapping[str, str], workdir: Path) -> dict[str, str]:
+    """A minimal environment: nothing of the harness's own leaks into the agent's shell."""
+    env = {"HOME": str(workdir), "TMPDIR": str(workdir), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+           "PATH": "/usr/local/bin:/usr/bin:/bin"}
+    env.update(agent_env)
+    return env
+
+
+def _clip(text: str) -> str:
+    if len(text) <= OUTPUT_LIMIT:
+        return text
+    return text[:OUTPUT_LIMIT] + f"\n[output cut at {OUTPUT_LIMIT} characters]"
+
+
+def kill_group(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            process.kill()
+        except ProcessLookupError:
+            pass
+
+
+class Toolbox:
+    """Gates and runs an agent's tool calls for one trial; keeps the transcript."""
+
+    def __init__(self, arm: Arm, workdir: Path, agent_env: Mapping[str, str],
+                 functions: Sequence[FunctionTool], call_function: Any,
+                 command_timeout: float = 60.0) -> None:
+        self.arm = arm
+        self.workdir = workdir
+        self.env = _shell_env(agent_env, workdir)
+        self.functions = tuple(functions)
+        self._call_function = call_function
+        self.command_timeout = command_timeout
+        self.transcript: list[dict[str, Any]] = []
+
+    def tool_specs(self) -> list[dict[str, Any]]:
+        if self.arm.channel == "shell":
+            allowed = ", ".join(sorted(permitted_names(self.arm)))
+            return [{"type": "function", "function": {
+                "name": "shell",
+                "description": ("Run one shell command in your working directory and return "
+                                "its output and exit status. Allowed commands: " + allowed),
+                "parameters": {"type": "object", "properties": {
+                    "command": {"type": "string", "description": "The command line to run."}},
+                    "required": ["command"]}}}]
+        return [tool.to_openai() for tool in self.functions]
+
+    async def call(self, name: str, raw_arguments: str, deadline: float) -> str:
+        """Answer one tool call: denied, failed or run. Never raises for the agent's mistakes."""
+        try:
+            arguments = json.loads(raw_arguments) if raw_arguments.strip() else {}
+        except json.JSONDecodeError as error:
+            self.transcript.append({"kind": "invalid", "name": name, "arguments": raw_arguments,
+                                    "denied": True, "reason": "arguments are not JSON"})
+            return f"error: the arguments are not valid JSON ({error.msg}); send a JSON object"
+        if not isinstance(arguments, dict):
+            arguments = {}
+        if self.arm.channel == "shell" and name == "shell":
+            return await self._shell(str(arguments.get("command", "")), deadline)
+        if self.arm.channel == "shell":
+            decision = check_function_call(name, self.arm, ())
+        else:
+            decision = check_function_call(name, self.arm, (f.name for f in self.functions))
+        entry: dict[str, Any] = {"kind": "function", "name": name, "arguments": raw_arguments}
+        if not decision.allowed:
+            entry.update(denied=True, reason=decision.message)
+            self.transcript.append(entry)
+            return f"refused: {decision.message}"
+        self.transcript.append(entry)
+        try:
+            return _clip(self._call_function(name, arguments))
+        except ValueError as error:
+            return f"error: {error}"
+
+    async def _shell(self, command: str, deadline: float) -> str:
+        decision = check_command(command, self.arm)
+        entry: dict[str, Any] = {"kind": "shell", "command": command}
+        if not decision.allowed:
+            entry.update(denied=True, reason=decision.message)
+            self.transcript.append(entry)
+            return f"refused (not run): {decision.message}"
+        self.transcript.append(entry)
+        timeout = max(0.1, min(self.command_timeout, deadline - time.monotonic()))
+        process = await asyncio.create_subprocess_exec(
+            "/bin/bash", "--noprofile", "--norc", "-c", command, cwd=str(self.workdir),
+            env=self.env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+        try:
+            output, _ = await asyncio.wait_for(process.communicate(), timeout)
+        except asyncio.TimeoutError:
+            kill_group(process)
+            await process.wait()
+            entry["timed_out"] = True
+            return f"[command killed after {timeout:.0f} s]"
+        except BaseException:
+            kill_group(process)
+            raise
+        entry["exit_status"] = process.returncode
+        text = output.decode("utf-8", "replace")
+        return _clip(text) + f"\n[exit status {process.returncode}]"
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    system_prompt: str
+    task_prompt: str
+    arm: Arm
+    task_id: str
+    workdir: Path
+    toolbox: Toolbox
+    limits: Limits
+    seed: int | None = None
+
+
+# -- the OpenAI-compatible tool-calling loop -------------------------------------
+
+@dataclass(frozen=True)
+class OpenAIDriver:
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    """Name of the environment variable holding the key (read where the trial runs)."""
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    request_timeout: float = 120.0
+    name: str = "openai"
+
+    def describe(self) -> dict[str, Any]:
+        return {"driver": self.name, "url": self.base_url, "model": self.model,
+                "api_key_env": self.api_key_env, "temperature": self.temperature, "max_tokens": self.max_tokens}
+
+    def run(self, context: AgentContext) -> Episode:
+        return asyncio.run(self._run(context))
+
+    async def _run(self, context: AgentContext) -> Episode:
+        from benchwarden.targets.openai_client import ChatClient, TargetError
+
+        progress = _Progress()
+        deadline = time.monotonic() + context.limits.wall_clock
+        try:
+            api_key = os.environ.get(self.api_key_env) if self.api_key_env else None
+            async with ChatClient(self.base_url, api_key=api_key,
+                                  request_timeout=min(self.request_timeout,
+                                                      context.limits.wall_clock + 5)) as client:
+                try:
+                    await asyncio.wait_for(self._loop(client, context, progress, deadline),
+                                           context.limits.wall_clock)
+                except asyncio.TimeoutError:
+                    progress.stopped = "wall_clock"
+        except TargetError as error:
+            raise HarnessError(f"model server failed: {error}") from None
+        return Episode(progress.final_report, progress.tokens, True, progress.turns,
+                       context.toolbox.transcript, progress.stopped, None, self.model)
+
+    async def _loop(self, client: Any, context: AgentContext, progress: "_Progress",
+                    deadline: float) -> None:
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": context.system_prompt},
+            {"role": "user", "content": context.task_prompt}]
+        tools = context.toolbox.tool_specs()
+        while True:
+            if progress.turns >= context.limits.turn_cap:
+                progress.stopped = "turn_cap"
+                return
+            body: dict[str, Any] = {"model": self.model, "messages": messages, "tools": tools,
+                                    "temperature": self.temperature, "max_tokens": self.max_tokens}
+            if context.seed is not None:
+                body["seed"] = context.seed
+            completion = await client.complete_chat(body)
+            progress.turns += 1
+            progress.add_usage(completion.usage)
+            calls = list(completion.tool_calls)
+            if not calls:
+                progress.final_report = completion.content or ""
+                progress.stopped = "finished"
+                return
+            assistant: dict[str, Any] = {"role": "assistant", "content": completion.content or None,
+                                         "tool_calls": []}
+            answers = []
+            for index, call in enumerate(calls):
+                call_id = call.id or f"call_{progress.turns}_{index}"
+                assistant["tool_calls"].append({"id": call_id, "type": "function", "function": {
+                    "name": call.name, "arguments": call.arguments}})
+                answer = await context.toolbox.call(call.name, call.arguments, deadline)
+                answers.append({"role": "tool", "tool_call_id": call_id, "content": answer})
+            messages.append(assistant)
+            messages.extend(answers)
+
+
+class _Progress:
+    """What the loop has learnt so far; survives cancellation by the wall clock."""
+
+    def __init__(self) -> None:
+        self.turns = 0
+        self.tokens = TokenComponents()
+        self.final_report = ""
+        self.stopped: Stop = "finished"
+
+    def add_usage(self, usage: Any) -> None:
+        prompt = usage.prompt_tokens or 0
+        cached = min(usage.cached_prompt_tokens or 0, prompt)
+        self.tokens = self.tokens + TokenComponents(
+            fresh_input=prompt - cached, cache_read=cached,
+            output=usage.completion_tokens or 0,
+            reasoning=usage.reasoning_tokens)
+
+
+# -- an external agent program ---------------------------------------------------
+
+class _Tokens(msgspec.Struct, forbid_unknown_fields=True):
+    fresh_input: int = 0
+    cache_creation: int = 0
+    cache_read: int = 0
+    output: int = 0
+    reasoning: int | None = None
+
+
+class _Entry(msgspec.Struct):
+    kind: str
+    command: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+    denied: bool = False
+
+
+class CommandResult(msgspec.Struct, forbid_unknown_fields=True):
+    """What an external agent prints on stdout (one JSON object); see docs/arms.md."""
+
+    final_report: str
+    turns: int
+    tokens: _Tokens
+    transcript: list[_Entry]
+    hit_turn_cap: bool = False
+    imputed_cost_usd: float | None = None
+    model: str | None = None
+
+
+def parse_command_result(stdout: bytes) -> CommandResult:
+    text = stdout.decode("utf-8", "replace").strip()
+    if not text:
+        raise HarnessError("the agent program printed nothing; it must print one JSON object")
+    try:
+        result = msgspec.json.decode(text.encode("utf-8"), type=CommandResult)
+    except (msgspec.ValidationError, msgspec.DecodeError) as error:
+        raise HarnessError(f"the agent program's output is not a valid result: {error}") from None
+    if result.turns < 0 or min(result.tokens.fresh_input, result.tokens.cache_creation,
+                               result.tokens.cache_read, result.tokens.output) < 0:
+        raise HarnessError("the agent program reported negative turns or tokens")
+    return result
+
+
+@dataclass(frozen=True)
+class CommandDriver:
+    command: str
+    name: str = "command"
+
+    def describe(self) -> dict[str, Any]:
+        return {"driver": self.name, "command": self.command}
+
+    def run(self, context: AgentContext) -> Episode:
+        return asyncio.run(self._run(context))
+
+    async def _run(self, context: AgentContext) -> Episode:
+        if context.arm.channel != "shell":
+            raise HarnessError(f"the command driver runs shell arms only; arm "
+                               f"{context.arm.name} uses function tools")
+        try:
+            argv = shlex.split(self.command)
+        except ValueError as error:
+            raise HarnessError(f"--command cannot be split into words: {error}") from None
+        agent_env = context.toolbox.env
+        env = dict(os.environ)
+        env.update({
+            "BENCHWARDEN_TASK_ID": context.task_id,
+            "BENCHWARDEN_TASK_PROMPT": context.task_prompt,
+            "BENCHWARDEN_SYSTEM_PROMPT": context.system_prompt,
+            "BENCHWARDEN_BOOTSTRAP": context.arm.bootstrap,
+            "BENCHWARDEN_ARM": context.arm.name,
+            "BENCHWARDEN_WORKDIR": str(context.workdir),
+            "BENCHWARDEN_TURN_CAP": str(context.limits.turn_cap),
+            "BENCHWARDEN_WALL_CLOCK": str(context.limits.wall_clock),
+            "BENCHWARDEN_ALLOWED_COMMANDS": " ".join(sorted(permitted_names(context.arm))),
+            "BENCHWARDEN_AGENT_ENV": json.dumps(agent_env, sort_keys=True),
+        })
+        if context.seed is not None:
+            env["BENCHWARDEN_SEED"] = str(context.seed)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv, cwd=str(context.workdir), env=env, stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                start_new_session=True)
+        except OSError as error:
+            raise HarnessError(f"cannot start the agent program {argv[0]!r}: {error}") from None
+        try:
+            stdout, stderr = await asyncio.wait_for(process.communicate(), context.limits.wall_clock)
+        except asyncio.TimeoutError:
+            kill_group(process)
+            await process.wait()
+            return Episode("", TokenComponents(), False, 0, [], "wall_clock")
+        except BaseException:
+            kill_group(process)
+            raise
+        if process.returncode != 0:
+            tail = " ".join(stderr.decode("utf-8", "replace").split())[-200:]
+            raise HarnessError(f"the agent program exited with status {process.returncode}"
+                               + (f": {tail}" if tail else ""))
+        result = parse_command_result(stdout)
+        transcript = [{k: v for k, v in msgspec.to_builtins(entry).items()
+                       if v is not None and not (k == "denied" and v is False)}
+                      for entry in result.transcript]
+        tokens = TokenComponents(**msgspec.to_builtins(result.tokens))
+        stopped: Stop = "turn_cap" if result.hit_turn_cap or result.turns > context.limits.turn_cap \
+            else "finished"
+        return Episode(result.final_report, tokens, True, result.turns, transcript, stopped,
+                       result.imputed_cost_usd, result.model)

@@ -1,0 +1,185 @@
+"""The nouns a user composes to define an arms suite: tasks, arms, an environment.
+
+A suite is plain data plus one environment factory:
+- a `Task` has an id, a tier, an intent (what the agent is asked) and a checker;
+- an `Arm` is a condition: a tool channel (`shell` or `functions`), the command names
+  its shell may run, and the bootstrap prompt that tells the agent how to reach the
+  system;
+- an `Environment` is one fresh instance of the system under test, made per trial and
+  never reused: `seed()`, `capture_state()`, `destroy()`, plus what an agent needs to
+  reach it (`agent_env`, `functions`, `call_function`).
+
+Invariants:
+- Every arm of a suite gets the same base prompt; arms differ only in channel,
+  allow-list and bootstrap.
+- Outcomes are `pass` or `fail` with exactly one failure tag (`incorrect`,
+  `confused`, `hung`); invalid trials and harness errors never become records.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal, Mapping, Protocol, Sequence
+
+DEFAULT_TIERS: tuple[str, ...] = ("read", "single-mutation", "find-then-act", "multi-step")
+
+PASS = "pass"
+FAIL = "fail"
+FAILURE_TAGS: tuple[str, ...] = ("incorrect", "confused", "hung")
+FLOOR = 3
+"""A cell is covered at this many samples; fewer is partial, none is missing."""
+
+# A captured state: entity kind -> natural key -> field -> value. Values are JSON-able;
+# list values that are order-free are stored sorted by the environment.
+State = Mapping[str, Mapping[str, Mapping[str, Any]]]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What a checker decided and, when it failed, every reason why."""
+
+    passed: bool
+    reasons: tuple[str, ...] = ()
+
+
+class Checker(Protocol):
+    """Decides a finished episode. Pure: reads only its arguments."""
+
+    def check(self, *, report: str, seeded: State, final: State) -> CheckResult: ...
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    """Stable identifier; part of every record's address."""
+    tier: str
+    """One of the suite's tiers (`read`, `single-mutation`, ... by default)."""
+    intent: str
+    """The plain-language request the agent receives."""
+    checker: Checker
+    """Decides pass or fail from the final report and the environment's state."""
+
+
+@dataclass(frozen=True)
+class FunctionTool:
+    """A function the model may call directly (the function-tools channel)."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    """JSON schema of the arguments object."""
+
+    def to_openai(self) -> dict[str, Any]:
+        return {"type": "function", "function": {
+            "name": self.name, "description": self.description,
+            "parameters": dict(self.parameters)}}
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    """The condition's label; part of every record's address."""
+    channel: Literal["shell", "functions"]
+    """`shell`: the agent gets one shell tool; `functions`: the environment's functions."""
+    bootstrap: str
+    """Arm-specific instructions appended to the suite's base prompt."""
+    allowed_commands: frozenset[str] = frozenset()
+    """Command names the shell may run (shell arms). Always-denied names stay denied."""
+    network_commands: frozenset[str] = frozenset()
+    """Network tools this arm legitimately uses (e.g. `curl` for an HTTP arm)."""
+
+
+class Environment(Protocol):
+    """One fresh instance of the system under test, for exactly one trial."""
+
+    def seed(self) -> None: ...
+
+    def capture_state(self) -> State: ...
+
+    def destroy(self) -> None: ...
+
+    def agent_env(self) -> Mapping[str, str]:
+        """Variables a shell agent needs (PATH entries first in `PATH`)."""
+        ...
+
+    def functions(self) -> Sequence[FunctionTool]: ...
+
+    def call_function(self, name: str, arguments: Mapping[str, Any]) -> str:
+        """Run one function call; returns the text the model sees. Raises ValueError
+        with a one-line message for a bad call (answered to the model, not a crash)."""
+        ...
+
+
+EnvironmentFactory = Callable[[Arm, Path], Environment]
+"""Makes a fresh environment for `arm` inside the trial's own temporary directory."""
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    """Also the record scope: cells deepen across runs of the same suite."""
+    bench_version: str
+    base_prompt: str
+    arms: tuple[Arm, ...]
+    tasks: tuple[Task, ...]
+    environment: EnvironmentFactory
+    tiers: tuple[str, ...] = DEFAULT_TIERS
+    description: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for kind, names in (("arm", [a.name for a in self.arms]),
+                            ("task", [t.id for t in self.tasks])):
+            duplicates = sorted({n for n in names if names.count(n) > 1})
+            if duplicates:
+                raise ValueError(f"suite {self.name}: duplicate {kind} names {duplicates}")
+        unknown = sorted({t.tier for t in self.tasks} - set(self.tiers))
+        if unknown:
+            raise ValueError(f"suite {self.name}: tasks use tiers {unknown} not in {self.tiers}")
+
+    def arm(self, name: str) -> Arm:
+        for arm in self.arms:
+            if arm.name == name:
+                return arm
+        raise ValueError(f"suite {self.name} has no arm {name!r}; arms: "
+                         f"{', '.join(a.name for a in self.arms)}")
+
+    def task(self, task_id: str) -> Task:
+        for task in self.tasks:
+            if task.id == task_id:
+                return task
+        raise ValueError(f"suite {self.name} has no task {task_id!r}; tasks: "
+                         f"{', '.join(t.id for t in self.tasks)}")
+
+    def prompt_for(self, arm: Arm) -> str:
+        """The system prompt: the shared base prompt, then the arm's bootstrap."""
+        return f"{self.base_prompt.strip()}\n\n{arm.bootstrap.strip()}\n"
+
+
+BUILTIN_SUITES: dict[str, str] = {
+    "tracker": "benchwarden.suites.arms.tracker.suite:SUITE",
+}
+
+
+def load_suite(spec: str) -> Suite:
+    """A built-in suite by name, or a user's `package.module:attribute`."""
+    target = BUILTIN_SUITES.get(spec, spec)
+    module_name, sep, attribute = target.partition(":")
+    if not sep or not module_name or not attribute:
+        raise ValueError(f"suite {spec!r} is neither a built-in suite "
+                         f"({', '.join(BUILTIN_SUITES)}) nor package.module:attribute")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"suite {spec!r}: cannot import {module_name}: {error}") from None
+    try:
+        suite = getattr(module, attribute)
+    except AttributeError:
+        raise ValueError(f"suite {spec!r}: {module_name} has no attribute {attribute}") from None
+    if callable(suite) and not isinstance(suite, Suite):
+        suite = suite()
+    if not isinstance(suite, Suite):
+        raise ValueError(f"suite {spec!r} is a {type(suite).__name__}, not an arms Suite")
+    return suite

@@ -1,0 +1,116 @@
+"""The built-in `tracker` suite: one environment, three arms, twenty tasks.
+
+Each trial gets a fresh tracker in its own directory: a new SQLite file, a `bin`
+folder holding the `tracker` program (cli arm) and, for the http arm, a REST server
+on a free loopback port. `destroy` stops the server; the trial removes the directory.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from benchwarden.suites.arms.isolation import BASE_UTILITIES
+from benchwarden.suites.arms.model import Arm, FunctionTool, State, Suite
+from benchwarden.suites.arms.tracker import functions
+from benchwarden.suites.arms.tracker.operations import Tracker
+from benchwarden.suites.arms.tracker.seed import seed
+from benchwarden.suites.arms.tracker.server import TrackerServer
+from benchwarden.suites.arms.tracker.tasks import AGENT, TASKS
+
+BENCH_VERSION = "tracker-1"
+
+BASE_PROMPT = f"""You work in a small issue tracker on behalf of the user whose login is \
+`{AGENT}`. Complete the task below using only the tools you are given. Issues and pull \
+requests share one number sequence. When you are done, reply with a short final report \
+and no tool call; when the task is a question, the final report is the answer."""
+
+CLI_BOOTSTRAP = """Reach the tracker with the `tracker` command through the `shell` tool. \
+`tracker --help`, `tracker issue --help`, `tracker pr --help` and `tracker label --help` \
+describe the subcommands. Besides `tracker`, only basic text utilities (grep, head, \
+sort, wc, jq, ...) are available; other programs are refused."""
+
+HTTP_BOOTSTRAP = """Reach the tracker's REST API with `curl` through the `shell` tool. \
+Its base URL is in the environment variable TRACKER_URL; `curl -s "$TRACKER_URL/"` \
+lists the routes. Send JSON bodies with -H 'Content-Type: application/json' -d '{...}'. \
+Besides `curl`, only basic text utilities (grep, head, sort, wc, jq, ...) are available; \
+other programs are refused."""
+
+TOOLS_BOOTSTRAP = """Reach the tracker with the functions you are given (list_issues, \
+show_issue, comment, ...). You have no shell."""
+
+ARMS = (
+    Arm("cli", "shell", CLI_BOOTSTRAP, allowed_commands=BASE_UTILITIES | {"tracker"}),
+    Arm("http", "shell", HTTP_BOOTSTRAP, allowed_commands=BASE_UTILITIES | {"curl"},
+        network_commands=frozenset({"curl"})),
+    Arm("tools", "functions", TOOLS_BOOTSTRAP),
+)
+
+
+class TrackerEnvironment:
+    """One fresh tracker for one trial of one arm."""
+
+    def __init__(self, arm: Arm, directory: Path) -> None:
+        self.arm = arm
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.database = self.directory / "tracker.sqlite"
+        self.tracker = Tracker.create(self.database, user=AGENT)
+        self.bin = self.directory / "bin"
+        self.bin.mkdir(exist_ok=True)
+        self.server: TrackerServer | None = None
+        if arm.name == "cli":
+            program = self.bin / "tracker"
+            program.write_text(
+                "#!/bin/sh\n"
+                f"exec {shlex.quote(sys.executable)} -m benchwarden.suites.arms.tracker.cli \"$@\"\n")
+            program.chmod(program.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        if arm.name == "http":
+            self.server = TrackerServer(self.tracker)
+
+    def seed(self) -> None:
+        seed(self.tracker)
+
+    def capture_state(self) -> State:
+        return self.tracker.capture_state()
+
+    def destroy(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+
+    def agent_env(self) -> Mapping[str, str]:
+        env = {"PATH": os.pathsep.join([str(self.bin), "/usr/local/bin", "/usr/bin", "/bin"]),
+               "TRACKER_USER": AGENT}
+        if self.arm.name == "cli":
+            env["TRACKER_DB"] = str(self.database)
+            # the program must import this package even from a source checkout
+            package_root = Path(__file__).resolve().parents[4]
+            env["PYTHONPATH"] = str(package_root)
+        if self.server is not None:
+            env["TRACKER_URL"] = self.server.url
+        return env
+
+    def functions(self) -> Sequence[FunctionTool]:
+        return functions.FUNCTIONS if self.arm.channel == "functions" else ()
+
+    def call_function(self, name: str, arguments: Mapping[str, Any]) -> str:
+        return functions.call(self.tracker, name, arguments)
+
+
+def make_environment(arm: Arm, directory: Path) -> TrackerEnvironment:
+    return TrackerEnvironment(arm, directory)
+
+
+SUITE = Suite(
+    name="tracker",
+    bench_version=BENCH_VERSION,
+    base_prompt=BASE_PROMPT,
+    arms=ARMS,
+    tasks=TASKS,
+    environment=make_environment,
+    description="A local SQLite issue tracker reached through a CLI, a REST API or function tools.",
+)

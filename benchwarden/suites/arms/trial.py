@@ -1,0 +1,139 @@
+"""One trial, start to finish: the lifecycle every sample goes through.
+
+fresh directory and environment (never reused) → seed → capture the seeded state →
+run the agent under the turn cap and the wall clock → audit the transcript → check →
+build the record → destroy the environment and delete the directory (always, in
+`finally`, whatever happened).
+
+A `TrialJob` is plain, picklable data (the suite travels as its spec string), so
+trials can fan out over any executor; the parent process alone writes the store.
+
+Outcomes of a trial:
+- `sample`: a record to append (pass, or fail tagged incorrect / confused / hung);
+- `invalid`: the audit found a call outside the arm's channel; never a sample;
+- `harness_error`: the driver, the server or the environment failed; never a sample
+  and never counted as an agent failure.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from benchwarden.core.records import Record
+from benchwarden.core.verdicts import one_line
+from benchwarden.suites.arms.drivers import (AgentContext, CommandDriver, Episode, HarnessError,
+                                             Limits, OpenAIDriver, Toolbox)
+from benchwarden.suites.arms.isolation import audit_transcript
+from benchwarden.suites.arms.model import FAIL, PASS, Suite, load_suite
+
+SUITE_NAME = "arms"
+TrialKind = Literal["sample", "invalid", "harness_error"]
+
+
+@dataclass(frozen=True)
+class TrialJob:
+    suite_spec: str
+    arm: str
+    task: str
+    trial: int
+    run_id: str
+    driver: OpenAIDriver | CommandDriver
+    limits: Limits = Limits()
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    arm: str
+    task: str
+    trial: int
+    kind: TrialKind
+    record: Record | None = None
+    reason: str = ""
+    findings: tuple[str, ...] = field(default_factory=tuple)
+
+
+@functools.lru_cache(maxsize=8)
+def _suite(spec: str) -> Suite:
+    return load_suite(spec)
+
+
+def outcome_of(episode: Episode, check: Any) -> tuple[str, str | None, tuple[str, ...]]:
+    """(outcome, failure tag, reasons). Pure. A stopped episode is never checked."""
+    if episode.stopped == "wall_clock":
+        return FAIL, "hung", ("hit the wall clock",)
+    if episode.stopped == "turn_cap":
+        return FAIL, "confused", (f"hit the turn cap after {episode.turns} turns",)
+    if check.passed:
+        return PASS, None, ()
+    return FAIL, "incorrect", tuple(check.reasons) or ("the checker rejected the result",)
+
+
+def run_trial(job: TrialJob) -> TrialResult:
+    suite = _suite(job.suite_spec)
+    arm = suite.arm(job.arm)
+    task = suite.task(job.task)
+    root = Path(tempfile.mkdtemp(prefix=f"bw-arms-{arm.name}-{task.id}-"))
+    environment = None
+    try:
+        environment = suite.environment(arm, root / "environment")
+        environment.seed()
+        seeded = environment.capture_state()
+        workdir = root / "work"
+        workdir.mkdir()
+        toolbox = Toolbox(arm, workdir, environment.agent_env(), environment.functions(),
+                          environment.call_function, job.limits.command_timeout)
+        context = AgentContext(suite.prompt_for(arm), task.intent, arm, task.id, workdir,
+                               toolbox, job.limits, job.seed)
+        started = time.time()
+        episode = job.driver.run(context)
+        ended = time.time()
+        findings = audit_transcript(episode.transcript, arm,
+                                    (f.name for f in environment.functions()))
+        if findings:
+            return TrialResult(arm.name, task.id, job.trial, "invalid",
+                               reason=f"isolation leak: {findings[0].reason}",
+                               findings=tuple(f"call {f.index + 1}: {f.reason}" for f in findings))
+        check = None
+        if episode.stopped == "finished":
+            check = task.checker.check(report=episode.final_report, seeded=seeded,
+                                       final=environment.capture_state())
+        outcome, failure, reasons = outcome_of(episode, check)
+        record = Record(
+            suite=SUITE_NAME, scope=suite.name, arm=arm.name, task=task.id, trial=job.trial,
+            run_id=job.run_id, outcome=outcome, started_at=started, ended_at=ended,
+            tokens=episode.tokens,
+            payload={
+                "tier": task.tier,
+                "failure": failure,
+                "reasons": list(reasons),
+                "turns": episode.turns,
+                "stopped": episode.stopped,
+                "final_report": episode.final_report,
+                "transcript": episode.transcript,
+                "denied_calls": sum(1 for e in episode.transcript if e.get("denied")),
+                "tokens_reported": episode.tokens_reported,
+                "imputed_cost_usd": episode.imputed_cost_usd,
+                "driver": job.driver.name,
+                "model": episode.model,
+                "bench_version": suite.bench_version,
+            })
+        return TrialResult(arm.name, task.id, job.trial, "sample", record=record)
+    except HarnessError as error:
+        return TrialResult(arm.name, task.id, job.trial, "harness_error", reason=one_line(str(error), 300))
+    except Exception as error:  # an environment or checker crash is the harness's fault too
+        return TrialResult(arm.name, task.id, job.trial, "harness_error",
+                           reason=one_line(f"{type(error).__name__}: {error}", 300))
+    finally:
+        if environment is not None:
+            try:
+                environment.destroy()
+            except Exception:
+                pass
+        shutil.rmtree(root, ignore_errors=True)
