@@ -4,7 +4,8 @@ The report is recomputed from the store alone (the suite's `build_report`), draw
 suite's `html.render_html`, and written atomically. No server is contacted.
 
 `render_report_html(report)` and `write_report_html(path, report)` are the Python API a
-suite's run command calls for its own `--html` option.
+suite's run command calls for its own `--html` option (after `enrich_for_html(store,
+report)`, which adds what only the page shows, such as arms' per-trial transcripts).
 """
 
 from __future__ import annotations
@@ -13,30 +14,43 @@ import importlib
 import os
 import tempfile
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Mapping
 
 import click
 
 from benchwarden.cli.common import ConfigError, config_errors, open_store_or_exit, store_option
-from benchwarden.core.store import StoreError
+from benchwarden.core.store import Store, StoreError
 from benchwarden.suites import SUITE_REPORTS, report_module
 
 
-def render_report_html(report: Mapping[str, Any]) -> str:
-    """The HTML page of a suite's JSON report (the suite is read from the report)."""
-    suite = str(report.get("suite", ""))
+def html_module(suite: str) -> ModuleType:
+    """The module with the suite's `render_html` (its `html` module, else its `report`)."""
     if suite not in SUITE_REPORTS:
         raise ValueError(f"report of unknown suite {suite!r}; known: {', '.join(sorted(SUITE_REPORTS))}")
     package = SUITE_REPORTS[suite].rsplit(".", 1)[0]
     try:
-        module = importlib.import_module(f"{package}.html")
+        return importlib.import_module(f"{package}.html")
     except ModuleNotFoundError as error:
         if error.name != f"{package}.html":
             raise
-        module = report_module(suite)  # a third-party suite may keep it in `report`
-        if not hasattr(module, "render_html"):
-            raise ValueError(f"suite {suite} has no HTML report") from None
-    return module.render_html(report)
+    module = report_module(suite)  # a third-party suite may keep it in `report`
+    if not hasattr(module, "render_html"):
+        raise ValueError(f"suite {suite} has no HTML report")
+    return module
+
+
+def enrich_for_html(store: Store, report: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The report plus what only the page shows (e.g. arms' per-trial transcripts), read
+    from the store by the suite's optional `enrich(store, report)`."""
+    module = html_module(str(report.get("suite", "")))
+    enrich = getattr(module, "enrich", None)
+    return enrich(store, report) if enrich is not None else report
+
+
+def render_report_html(report: Mapping[str, Any]) -> str:
+    """The HTML page of a suite's JSON report (the suite is read from the report)."""
+    return html_module(str(report.get("suite", ""))).render_html(report)
 
 
 def write_report_html(path: str | Path, report: Mapping[str, Any]) -> Path:
@@ -76,6 +90,7 @@ def report(run_id: str | None, latest: bool, store_location: str, html_path: str
         try:
             module = report_module(info.run.suite)
             data = module.build_report(store, info.run.run_id)
+            data = enrich_for_html(store, data)
         except StoreError:
             raise
         except ValueError as error:

@@ -645,6 +645,7 @@ th{font-size:12px;text-transform:uppercase;letter-spacing:.4px;color:var(--muted
 border-bottom:2px solid var(--line);white-space:nowrap}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tbody tr:hover{background:#f6f8fa}
+td:first-child{white-space:nowrap}
 .legend{list-style:none;display:flex;flex-wrap:wrap;gap:6px 20px;padding:0;margin:8px 0 12px;font-size:13px}
 .legend li{display:flex;align-items:center;gap:6px}
 .legend strong{font-weight:600}
