@@ -7,7 +7,7 @@ import os
 import time
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from benchwarden.core.executors import (LocalExecutor, RayExecutor, TaskFailure, make_executor,
                                         run_all)
@@ -92,6 +92,12 @@ def test_process_pool_returns_failures_and_equals_the_loop(pool):
     assert normalised(run_all(pool, square_or_refuse, values)) == expected(values)
     assert normalised(run_all(pool, square_or_refuse, values)) == \
         normalised(run_all(LocalExecutor(1), square_or_refuse, values))
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.lists(st.integers(-3, 50), max_size=12))
+def test_process_pool_agrees_with_the_loop_on_any_input(pool, values):
+    assert normalised(run_all(pool, square_or_refuse, values)) == expected(values)
 
 
 def test_a_dead_worker_fails_its_tasks_without_ending_the_map():
