@@ -465,8 +465,11 @@ def build_llama_server(layout: EngineLayout, progress: Progress, *, fetch: Fetch
         _run_logged(["cmake", "-S", str(layout.llama_cpp_source), "-B", str(layout.build_dir),
                      "-G", "Ninja", *BUILD_FLAGS], layout.build_log, progress, "cmake configure")
     jobs = jobs or os.cpu_count() or 1
-    progress(f"building {BUILD_TARGET} with {jobs} jobs (about 4–5 minutes on 2 cores the first "
-             f"time; log: {layout.build_log})")
+    if layout.built_binary.exists():
+        progress(f"bringing the {BUILD_TARGET} build up to date (log: {layout.build_log})")
+    else:
+        progress(f"building {BUILD_TARGET} with {jobs} jobs (about 4–5 minutes on 2 cores; "
+                 f"log: {layout.build_log})")
     _run_logged(["cmake", "--build", str(layout.build_dir), "--target", BUILD_TARGET, f"-j{jobs}"],
                 layout.build_log, progress, f"building {BUILD_TARGET}")
     if not layout.built_binary.exists():
