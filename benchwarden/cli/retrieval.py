@@ -1,0 +1,225 @@
+"""`benchwarden retrieval`: generate the corpus, score a strategy, compare two.
+
+Thin: options are parsed here, the work is done by `benchwarden.suites.retrieval`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from benchwarden.cli.common import ConfigError, config_errors, open_store_or_exit, store_option
+from benchwarden.core.reports import console, read_json, write_json
+from benchwarden.suites.retrieval.corpus import CATEGORIES, generate
+from benchwarden.suites.retrieval.driver import RunSettings, run_strategy
+from benchwarden.suites.retrieval.report import build_report, render_terminal
+from benchwarden.suites.retrieval.sandbox import SandboxLimits
+from benchwarden.suites.retrieval.scoring import DECIDE_ON, decide, normalise_report
+from benchwarden.suites.retrieval.strategies import StrategyLoadError, parse_strategy
+
+MAX_SEEDS = 10_000
+
+
+def parse_seeds(text: str) -> list[int]:
+    """`1-6`, `1,2,3` or a mix (`1-3,9`); each seed a non-negative integer, no repeats."""
+    seeds: list[int] = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        low, dash, high = part.partition("-")
+        try:
+            if dash:
+                first, last = int(low), int(high)
+                if first > last:
+                    raise ValueError
+                span = range(first, last + 1)
+            else:
+                span = range(int(part), int(part) + 1)
+        except ValueError:
+            raise ConfigError(f"seeds {text!r}: {part!r} is not N or N-M with N <= M") from None
+        if len(span) + len(seeds) > MAX_SEEDS:
+            raise ConfigError(f"seeds {text!r}: more than {MAX_SEEDS} seeds")
+        for seed in span:
+            if seed < 0:
+                raise ConfigError(f"seeds {text!r}: seeds are non-negative")
+            if seed in seeds:
+                raise ConfigError(f"seeds {text!r}: seed {seed} is listed twice")
+            seeds.append(seed)
+    if not seeds:
+        raise ConfigError("no seeds given (use e.g. --seeds 1-6 or --seeds 1,2,3)")
+    return seeds
+
+
+def _settings(limit: int, budget_chars: int, sandbox: bool) -> RunSettings:
+    if limit < 0 or budget_chars < 0:
+        raise ConfigError("--limit and --budget-chars must be non-negative")
+    return RunSettings(limit=limit, budget_chars=budget_chars, sandbox=sandbox,
+                       sandbox_limits=SandboxLimits())
+
+
+def _executor(spec: str | None) -> Any:
+    if not spec or spec == "local":
+        return None
+    from benchwarden.core.executors import make_executor
+
+    try:
+        return make_executor(spec)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+
+
+def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
+                   settings: RunSettings, executor_spec: str | None = None) -> dict[str, Any]:
+    """Run one strategy with a progress bar over seeds x cases; return its report."""
+    try:
+        spec = parse_strategy(strategy_text)
+    except StrategyLoadError as error:
+        raise ConfigError(str(error)) from None
+    total = len(seeds) * len(CATEGORIES)
+    executor = _executor(executor_spec)
+    progress = Progress(TextColumn(f"[bold]{spec.name}[/bold]"), BarColumn(),
+                        MofNCompleteColumn(), TextColumn("cases"), TimeElapsedColumn(),
+                        console=console(stderr=True), transient=True)
+    try:
+        with open_store_or_exit(store_location) as store, progress:
+            task = progress.add_task("scoring", total=total)
+            run_id = run_strategy(store, spec, seeds, settings, executor=executor,
+                                  on_progress=lambda n: progress.advance(task, n))
+            return build_report(store, run_id)
+    finally:
+        if executor is not None:
+            executor.close()
+
+
+@click.group()
+def retrieval() -> None:
+    """Score retrieval strategies on a seeded knowledge base, with guards."""
+
+
+@retrieval.command()
+@click.option("--seed", type=int, required=True, help="Seed of the corpus (non-negative).")
+@click.option("--json", "as_json", is_flag=True, help="Print the corpus and answer key as JSON.")
+@config_errors
+def gen(seed: int, as_json: bool) -> None:
+    """Print the generated sessions and the full answer key for a seed."""
+    try:
+        corpus = generate(seed)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    if as_json:
+        click.echo(json.dumps(corpus.to_json_dict(), indent=2, ensure_ascii=False))
+        return
+    out = console()
+    for session in corpus.sessions:
+        out.print(f"[bold]{session.title}[/bold]")
+        for line in session.text.split("\n"):
+            out.print(f"  {line}", markup=False)
+    key = Table(title=f"answer key, seed {seed}", title_justify="left")
+    for column in ("case", "question", "expected", "required", "forbidden / stale"):
+        key.add_column(column)
+    for case in corpus.cases:
+        key.add_row(case.id, case.question, case.expected or "(none: abstain)",
+                    ", ".join(case.required) or "—",
+                    ", ".join([*case.forbidden, *(f"{s} (stale)" for s in case.stale)]) or "—")
+    out.print(key)
+    out.print(f"canary: [bold]{corpus.canary}[/bold] in {corpus.sessions[corpus.canary_line.session].title}: "
+              f"{corpus.canary_line.text}", highlight=False)
+
+
+@retrieval.command()
+@click.option("--strategy", "strategy_text", required=True,
+              help="A built-in (substring, fts5, bm25, dump) or path/to/file.py:object.")
+@click.option("--seeds", "seeds_text", default="1-6", show_default=True, help="e.g. 1-6 or 1,2,3.")
+@click.option("--limit", type=int, default=10, show_default=True, help="Items per pack.")
+@click.option("--budget-chars", type=int, default=2000, show_default=True,
+              help="Characters per pack.")
+@click.option("--sandbox/--no-sandbox", default=False, show_default=True,
+              help="Run a strategy file in the sandboxed child interpreter.")
+@click.option("--executor", "executor_spec", default="local", show_default=True,
+              help="Where seeds run: local, local:N, ray, ray://host:port.")
+@store_option
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write the JSON report here.")
+@config_errors
+def run(strategy_text: str, seeds_text: str, limit: int, budget_chars: int, sandbox: bool,
+        executor_spec: str, store_location: str, json_path: str | None) -> None:
+    """Score one strategy: category means, composite, guards, guarded composite."""
+    seeds = parse_seeds(seeds_text)
+    report = score_strategy(store_location, strategy_text, seeds,
+                            _settings(limit, budget_chars, sandbox), executor_spec)
+    render_terminal(report, console())
+    if json_path:
+        click.echo(f"report written to {write_json(json_path, report)}")
+    if report.get("failure") or not report.get("seeds"):
+        raise SystemExit(1)
+
+
+def _side(text: str, label: str, store_location: str, seeds: list[int] | None,
+          settings: RunSettings) -> dict[str, Any]:
+    if text.endswith(".json"):
+        try:
+            report = normalise_report(read_json(text))
+        except ValueError as error:
+            raise ConfigError(f"{label} {error}") from None
+        return report
+    if seeds is None:
+        raise ConfigError(f"{label} {text!r} is a strategy: give --seeds to score it on")
+    return normalise_report(score_strategy(store_location, text, seeds, settings))
+
+
+@retrieval.command()
+@click.option("--champion", required=True, help="Strategy name, file.py:object, or report.json.")
+@click.option("--challenger", required=True, help="Strategy name, file.py:object, or report.json.")
+@click.option("--seeds", "seeds_text", default=None,
+              help="Seeds to score strategies on (default 1-6; reports bring their own).")
+@click.option("--decide-on", type=click.Choice(DECIDE_ON), default="composite", show_default=True)
+@click.option("--limit", type=int, default=10, show_default=True)
+@click.option("--budget-chars", type=int, default=2000, show_default=True)
+@click.option("--sandbox/--no-sandbox", default=False, show_default=True,
+              help="Run strategy files in the sandboxed child interpreter.")
+@store_option
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write the decision as JSON here.")
+@config_errors
+def compare(champion: str, challenger: str, seeds_text: str | None, decide_on: str, limit: int,
+            budget_chars: int, sandbox: bool, store_location: str, json_path: str | None) -> None:
+    """Paired verdict, challenger minus champion, over the same seeds."""
+    any_strategy = not (champion.endswith(".json") and challenger.endswith(".json"))
+    seeds = parse_seeds(seeds_text) if seeds_text else ([1, 2, 3, 4, 5, 6] if any_strategy else None)
+    settings = _settings(limit, budget_chars, sandbox)
+    old = _side(champion, "champion", store_location, seeds, settings)
+    new = _side(challenger, "challenger", store_location, seeds, settings)
+    if seeds is not None:
+        for label, report in (("champion", old), ("challenger", new)):
+            have = sorted(int(b["seed"]) for b in report["seeds"])
+            if not report.get("failure") and have != sorted(seeds):
+                raise ConfigError(f"refusing to compare: the {label} report covers seeds {have}, "
+                                  f"not {sorted(seeds)}")
+    try:
+        decision = decide(old, new, decide_on)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    out = console()
+    table = Table(title=f"paired verdict on {decide_on} (challenger − champion)",
+                  title_justify="left")
+    for column in ("seed", "champion", "challenger", "difference"):
+        table.add_column(column, justify="right")
+    for seed, a, b in zip(decision.seeds, decision.champion_scores,
+                          decision.challenger_scores or [None] * len(decision.seeds)):
+        table.add_row(str(seed), f"{a:.4f}", "—" if b is None else f"{b:.4f}",
+                      "—" if b is None else f"{b - a:+.4f}")
+    out.print(table)
+    if decision.verdict is not None:
+        v = decision.verdict
+        out.print(f"mean_diff {v.mean_diff:+.4f}  se {v.se:.4f}  band {v.band:.4f}  "
+                  f"dethroned {'yes' if v.dethroned else 'no'}  (n = {v.n})")
+    out.print(decision.reason, markup=False)
+    if json_path:
+        body = {"suite": "retrieval", "bench_version": old["bench_version"],
+                "champion": (old.get("strategy") or {}).get("name", champion),
+                "challenger": (new.get("strategy") or {}).get("name", challenger),
+                **decision.to_json_dict()}
+        click.echo(f"decision written to {write_json(Path(json_path), body)}")

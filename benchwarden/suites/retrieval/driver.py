@@ -1,0 +1,211 @@
+"""Runs a strategy over seeds and records every graded pack (the imperative shell).
+
+For each seed: generate the corpus, give the strategy a fresh `index`, ask one pack
+per case plus one per paraphrase template, hold every pack to the limit and budget
+(`enforce_limits`: the strategy is never trusted), grade it, and append one record per
+case: scope = the run, arm = the strategy, task = the case id, trial = the seed.
+
+Invariants:
+- A strategy that fails (a sandbox limit or refusal, an exception, an unreadable pack)
+  ends its run: one `error` record names the seed and the reason, the run ends
+  `failed`, and nothing else is raised to the caller. Seeds already scored stay recorded.
+- A seed's records are appended in one batch, after the whole seed was scored, so a
+  seed is either wholly in the store or not at all.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from benchwarden.core.records import Record, RunEnd
+from benchwarden.core.provenance import stamp_run
+from benchwarden.core.store import Store
+from benchwarden.core.verdicts import one_line
+from benchwarden.suites.retrieval.api import PackError, coerce_pack, enforce_limits
+from benchwarden.suites.retrieval.corpus import (
+    PARAPHRASE_TEMPLATES, Case, Corpus, generate, paraphrase)
+from benchwarden.suites.retrieval.grading import contains_value, grade_pack, pack_text
+from benchwarden.suites.retrieval.sandbox import SandboxFailure, SandboxLimits, SandboxedStrategy
+from benchwarden.suites.retrieval.scoring import BENCH_VERSION, CaseOutcome, PackMeasure
+from benchwarden.suites.retrieval.strategies import StrategyLoadError, StrategySpec, make_strategy
+
+SUITE = "retrieval"
+FAILURE_TASK = "__run__"
+ProgressCallback = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    limit: int = 10
+    budget_chars: int = 2000
+    sandbox: bool = False
+    sandbox_limits: SandboxLimits = field(default_factory=SandboxLimits)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"limit": self.limit, "budget_chars": self.budget_chars, "sandbox": self.sandbox,
+                "sandbox_limits": self.sandbox_limits.to_json_dict() if self.sandbox else None}
+
+
+@dataclass(frozen=True)
+class SeedTask:
+    spec: StrategySpec
+    seed: int
+    settings: RunSettings
+
+
+@dataclass
+class SeedResult:
+    seed: int
+    cases: list[tuple[str, dict[str, Any], float, float]] = field(default_factory=list)
+    failure: dict[str, Any] | None = None
+
+
+class StrategyFailure(Exception):
+    def __init__(self, kind: str, reason: str) -> None:
+        self.kind = kind
+        self.reason = one_line(reason, 300)
+        super().__init__(self.reason)
+
+
+def _new_strategy(spec: StrategySpec, settings: RunSettings) -> Any:
+    if settings.sandbox and not spec.builtin:
+        assert spec.path is not None and spec.attribute is not None
+        return SandboxedStrategy(spec.path, spec.attribute, settings.sandbox_limits)
+    return make_strategy(spec)
+
+
+def _call(what: str, function: Callable[..., Any], *args: Any) -> Any:
+    """Run one strategy call, turning anything it raises into a StrategyFailure."""
+    try:
+        return function(*args)
+    except SandboxFailure as failure:
+        raise StrategyFailure(failure.kind, failure.reason) from None
+    except StrategyLoadError as error:
+        raise StrategyFailure("load_error", str(error)) from None
+    except Exception as error:  # a strategy's bug ends its run, never the harness
+        raise StrategyFailure("strategy_error",
+                              f"{what} raised {type(error).__name__}: {error}") from None
+
+
+def _measure(strategy: Any, corpus: Corpus, case: Case, question: str,
+             settings: RunSettings, template: str | None) -> tuple[PackMeasure, list[Any], bool]:
+    raw = _call("pack()", strategy.pack, question, settings.limit, settings.budget_chars)
+    try:
+        items = coerce_pack(raw)
+    except PackError as error:
+        raise StrategyFailure("protocol", f"pack() returned something unreadable: {error}") from None
+    items, cut = enforce_limits(items, settings.limit, settings.budget_chars)
+    grade = grade_pack(case, items, corpus.session_text)
+    used = sum(len(item.text) for item in items)
+    canary_hit = contains_value(pack_text(items), corpus.canary)
+    return PackMeasure(grade.score, used, canary_hit, grade.reason, template), items, cut
+
+
+def score_corpus(strategy: Any, corpus: Corpus, settings: RunSettings,
+                 on_case: ProgressCallback | None = None
+                 ) -> list[tuple[str, dict[str, Any], float, float]]:
+    """Index and query one strategy over one corpus; (case id, payload, start, end) rows."""
+    _call("index()", strategy.index, list(corpus.sessions))
+    rows = []
+    for case in corpus.cases:
+        started = time.time()
+        original, items, cut = _measure(strategy, corpus, case, case.question, settings, None)
+        paraphrased = []
+        for template in PARAPHRASE_TEMPLATES:
+            measure, _, _ = _measure(strategy, corpus, case, paraphrase(case.question, template),
+                                     settings, template)
+            paraphrased.append(measure)
+        outcome = CaseOutcome(corpus.seed, case.id, case.category, case.question, original,
+                              tuple(paraphrased))
+        payload = outcome.to_payload()
+        payload["truncated"] = cut
+        payload["items"] = [{"text": item.text, "source": list(item.source) if item.source else None,
+                             "status": item.status} for item in items]
+        rows.append((case.id, payload, started, time.time()))
+        if on_case:
+            on_case(1)
+    return rows
+
+
+def score_one_seed(task: SeedTask, on_case: ProgressCallback | None = None) -> SeedResult:
+    """Everything one seed needs, in one call (picklable, so executors can fan it out)."""
+    result = SeedResult(seed=task.seed)
+    corpus = generate(task.seed)
+    strategy = None
+    try:
+        strategy = _call("loading", _new_strategy, task.spec, task.settings)
+        result.cases = score_corpus(strategy, corpus, task.settings, on_case)
+    except StrategyFailure as failure:
+        result.cases = []
+        result.failure = {"seed": task.seed, "kind": failure.kind, "reason": failure.reason}
+    finally:
+        close = getattr(strategy, "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception:  # closing is best effort; the run's outcome is already known
+                pass
+    return result
+
+
+def run_strategy(store: Store, spec: StrategySpec, seeds: Sequence[int], settings: RunSettings,
+                 *, on_progress: ProgressCallback | None = None, executor: Any = None,
+                 run_id: str | None = None, extra_config: dict[str, Any] | None = None) -> str:
+    """Score `spec` on `seeds`, record everything in `store`, return the run id."""
+    config = {"strategy": spec.describe(), "settings": settings.to_json_dict(),
+              **(extra_config or {})}
+    run = stamp_run(suite=SUITE, bench_version=BENCH_VERSION, config=config, seeds=seeds,
+                    target={"strategy": spec.name}, run_id=run_id)
+    store.begin_run(run)
+    tasks = [SeedTask(spec, int(seed), settings) for seed in seeds]
+    failure: dict[str, Any] | None = None
+    status = "completed"
+    try:
+        if executor is None:
+            results = (score_one_seed(task, on_progress) for task in tasks)
+        else:
+            results = _fan_out(executor, tasks, on_progress)
+        for result in results:
+            _record_seed(store, run.run_id, spec, result)
+            if result.failure and failure is None:
+                failure = result.failure
+                if executor is None:
+                    break  # in order: later seeds would only repeat the failure
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        if failure and status == "completed":
+            status = "failed"
+        store.finish_run(RunEnd(run.run_id, time.time(), status,
+                                {"failure": failure} if failure else {}))
+    return run.run_id
+
+
+def _fan_out(executor: Any, tasks: Sequence[SeedTask], on_progress: ProgressCallback | None):
+    from benchwarden.core.executors import TaskFailure
+
+    for index, result in executor.map_unordered(score_one_seed, tasks):
+        if isinstance(result, TaskFailure):
+            result = SeedResult(seed=tasks[index].seed, failure={
+                "seed": tasks[index].seed, "kind": "crash", "reason": result.message})
+        if on_progress:
+            on_progress(len(result.cases) or 0)
+        yield result
+
+
+def _record_seed(store: Store, run_id: str, spec: StrategySpec, result: SeedResult) -> None:
+    records = [
+        Record(suite=SUITE, scope=run_id, arm=spec.name, task=case_id, trial=result.seed,
+               run_id=run_id, outcome="pass" if payload["score"] >= 1.0 else "fail",
+               started_at=started, ended_at=ended, payload=payload)
+        for case_id, payload, started, ended in result.cases
+    ]
+    if result.failure:
+        now = time.time()
+        records.append(Record(suite=SUITE, scope=run_id, arm=spec.name, task=FAILURE_TASK,
+                              trial=result.seed, run_id=run_id, outcome="error",
+                              started_at=now, ended_at=now, payload=result.failure))
+    store.append(records)

@@ -1,0 +1,262 @@
+"""From recorded case outcomes to per-seed scores, multi-seed summaries and verdicts.
+
+Pure: everything here takes recorded data and returns values; nothing reads a file,
+the clock or the network.
+
+Invariants:
+- A seed's `composite` is the plain mean of its non-empty category means;
+  `composite_guarded = composite * efficiency * consistency * canary`.
+- Every report this suite writes says `bench_version`. A version-"1" report (no guard
+  block) is read with every guard at 1.0 and `composite_guarded` falling back to
+  `composite`; `comparable` refuses to pair reports of different versions or seeds.
+- A strategy whose run failed (sandbox limit, refusal, crash) cannot win a comparison.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from benchwarden.core.stats import PairedVerdict, mean_se, paired_verdict
+from benchwarden.suites.retrieval import guards as guard_math
+from benchwarden.suites.retrieval.corpus import CATEGORIES
+
+BENCH_VERSION = "2"
+DECIDE_ON = ("composite", "composite_guarded")
+_AGREEMENT_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class PackMeasure:
+    """What one pack scored and cost."""
+
+    score: float
+    used_chars: int
+    canary_hit: bool
+    reason: str | None = None
+    template: str | None = None  # None for the original question
+
+
+@dataclass(frozen=True)
+class CaseOutcome:
+    """One case of one seed: the original pack and its paraphrased packs."""
+
+    seed: int
+    case_id: str
+    category: str
+    question: str
+    original: PackMeasure
+    paraphrases: tuple[PackMeasure, ...] = ()
+
+    def packs(self) -> tuple[PackMeasure, ...]:
+        return (self.original, *self.paraphrases)
+
+    def to_payload(self) -> dict[str, Any]:
+        return {"category": self.category, "question": self.question,
+                "score": self.original.score, "reason": self.original.reason,
+                "used_chars": self.original.used_chars, "canary_hit": self.original.canary_hit,
+                "paraphrases": [{"template": p.template, "score": p.score,
+                                 "reason": p.reason, "used_chars": p.used_chars,
+                                 "canary_hit": p.canary_hit} for p in self.paraphrases]}
+
+    @classmethod
+    def from_payload(cls, seed: int, case_id: str, payload: Mapping[str, Any]) -> "CaseOutcome":
+        original = PackMeasure(score=float(payload["score"]), used_chars=int(payload["used_chars"]),
+                               canary_hit=bool(payload["canary_hit"]), reason=payload.get("reason"))
+        paraphrases = tuple(
+            PackMeasure(score=float(p["score"]), used_chars=int(p["used_chars"]),
+                        canary_hit=bool(p["canary_hit"]), reason=p.get("reason"),
+                        template=p["template"])
+            for p in payload.get("paraphrases", ()))
+        return cls(seed=seed, case_id=case_id, category=str(payload["category"]),
+                   question=str(payload.get("question", "")), original=original,
+                   paraphrases=paraphrases)
+
+
+def category_means(outcomes: Iterable[CaseOutcome]) -> dict[str, float | None]:
+    """Mean score per category, every known category present (None when empty)."""
+    scores: dict[str, list[float]] = defaultdict(list)
+    for outcome in outcomes:
+        scores[outcome.category].append(outcome.original.score)
+    names = list(CATEGORIES) + sorted(set(scores) - set(CATEGORIES))
+    return {name: (sum(scores[name]) / len(scores[name]) if scores.get(name) else None)
+            for name in names}
+
+
+def seed_guards(outcomes: Sequence[CaseOutcome], budget_chars: int) -> guard_math.Guards:
+    packs = [pack for outcome in outcomes for pack in outcome.packs()]
+    agreements: dict[str, list[bool]] = defaultdict(list)
+    for outcome in outcomes:
+        for paraphrased in outcome.paraphrases:
+            agreements[str(paraphrased.template)].append(
+                abs(paraphrased.score - outcome.original.score) <= _AGREEMENT_TOLERANCE)
+    consistency, per_template = guard_math.consistency(agreements)
+    used = [pack.used_chars for pack in packs]
+    canary = guard_math.canary(sum(1 for pack in packs if pack.canary_hit), len(packs))
+    return guard_math.Guards(
+        efficiency=guard_math.efficiency(used, budget_chars),
+        consistency=consistency,
+        canary=canary.multiplier,
+        canary_tripped=canary.tripped,
+        canary_leak_rate=canary.leak_rate,
+        consistency_per_template=per_template,
+        mean_used_chars=(sum(used) / len(used)) if used else None,
+        packs=len(packs),
+    )
+
+
+def score_seed(seed: int, outcomes: Sequence[CaseOutcome], budget_chars: int) -> dict[str, Any]:
+    """The report block of one seed."""
+    means = category_means(outcomes)
+    composite = guard_math.composite(means)
+    guards = seed_guards(outcomes, budget_chars)
+    failed = [{"case": o.case_id, "category": o.category, "question": o.question,
+               "score": o.original.score, "reason": o.original.reason}
+              for o in sorted(outcomes, key=lambda o: o.case_id) if o.original.score < 1.0]
+    return {
+        "seed": seed,
+        "cases": len(outcomes),
+        "category_means": means,
+        "composite": composite,
+        "guards": guards.to_json_dict(),
+        "composite_guarded": guard_math.composite_guarded(composite, guards),
+        "failed_cases": failed,
+    }
+
+
+def normalise_seed_block(block: Mapping[str, Any]) -> dict[str, Any]:
+    """A seed block with a guard block and a guarded composite, whatever its version."""
+    normal = dict(block)
+    guards = guard_math.Guards.from_json_dict(block.get("guards"))
+    normal["guards"] = guards.to_json_dict()
+    if normal.get("composite_guarded") is None:
+        normal["composite_guarded"] = normal["composite"]
+    normal.setdefault("category_means", {})
+    normal.setdefault("failed_cases", [])
+    return normal
+
+
+def run_seeds(seed_blocks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Mean and standard error over seeds of both composites and every guard."""
+    blocks = [normalise_seed_block(block) for block in seed_blocks]
+
+    def estimate(values: Iterable[float]) -> dict[str, Any]:
+        return mean_se(list(values)).to_json_dict()
+
+    categories: dict[str, list[float]] = defaultdict(list)
+    for block in blocks:
+        for name, value in block["category_means"].items():
+            if value is not None:
+                categories[name].append(float(value))
+    return {
+        "seeds": [block["seed"] for block in blocks],
+        "composite": estimate(block["composite"] for block in blocks),
+        "composite_guarded": estimate(block["composite_guarded"] for block in blocks),
+        "guards": {
+            "efficiency": estimate(b["guards"]["efficiency"] for b in blocks),
+            "consistency": estimate(b["guards"]["consistency"] for b in blocks),
+            "canary": estimate(b["guards"]["canary"] for b in blocks),
+            "canary_leak_rate": estimate(b["guards"]["canary_leak_rate"] for b in blocks),
+            "canary_tripped_seeds": sum(1 for b in blocks if b["guards"]["canary_tripped"]),
+        },
+        "category_means": {name: estimate(values) for name, values in categories.items()},
+    }
+
+
+def normalise_report(report: Mapping[str, Any]) -> dict[str, Any]:
+    """Read any retrieval report: version 1 gains neutral guards; the version is kept.
+
+    Raises ValueError (one line) when this is not a retrieval report at all.
+    """
+    if report.get("suite", "retrieval") != "retrieval":
+        raise ValueError(f"not a retrieval report (suite {report.get('suite')!r})")
+    version = report.get("bench_version")
+    if version is None:
+        raise ValueError("report has no bench_version; cannot tell what its numbers mean")
+    if not isinstance(report.get("seeds"), list):
+        raise ValueError("report has no per-seed scores (`seeds` list)")
+    normal = dict(report)
+    normal["bench_version"] = str(version)
+    normal["seeds"] = [normalise_seed_block(block) for block in report["seeds"]]
+    normal["legacy_guards"] = any(not block.get("guards") for block in report["seeds"])
+    normal["summary"] = run_seeds(normal["seeds"]) if normal["seeds"] else None
+    return normal
+
+
+def seed_scores(report: Mapping[str, Any], decide_on: str = "composite") -> dict[int, float]:
+    if decide_on not in DECIDE_ON:
+        raise ValueError(f"decide on composite or composite_guarded, not {decide_on!r}")
+    return {int(block["seed"]): float(block[decide_on]) for block in report["seeds"]}
+
+
+def comparable(champion: Mapping[str, Any], challenger: Mapping[str, Any]) -> None:
+    """Refuse (ValueError, one line) to pair reports that do not measure the same thing."""
+    old, new = str(champion.get("bench_version")), str(challenger.get("bench_version"))
+    if old != new:
+        raise ValueError(f"refusing to compare bench_version {old} with bench_version {new}: "
+                         "their numbers mean different things; re-run both on one version")
+    old_seeds = sorted(int(b["seed"]) for b in champion["seeds"])
+    new_seeds = sorted(int(b["seed"]) for b in challenger["seeds"])
+    if old_seeds != new_seeds:
+        raise ValueError(f"refusing to compare different seeds: champion {old_seeds}, "
+                         f"challenger {new_seeds}")
+    old_settings = champion.get("settings") or {}
+    new_settings = challenger.get("settings") or {}
+    for key in ("limit", "budget_chars"):
+        if old_settings.get(key) != new_settings.get(key):
+            raise ValueError(f"refusing to compare runs with different {key}: "
+                             f"{old_settings.get(key)} and {new_settings.get(key)}")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of a paired comparison, including the failed-challenger case."""
+
+    dethroned: bool
+    reason: str
+    verdict: PairedVerdict | None
+    seeds: tuple[int, ...]
+    champion_scores: tuple[float, ...]
+    challenger_scores: tuple[float, ...]
+    decide_on: str = "composite"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"dethroned": self.dethroned, "reason": self.reason,
+                "verdict": self.verdict.to_json_dict() if self.verdict else None,
+                "seeds": list(self.seeds), "champion_scores": list(self.champion_scores),
+                "challenger_scores": list(self.challenger_scores),
+                "decide_on": self.decide_on}
+
+
+def decide(champion: Mapping[str, Any], challenger: Mapping[str, Any],
+           decide_on: str = "composite") -> Decision:
+    """Paired verdict, challenger minus champion, over the same seeds.
+
+    A failed challenger holds by construction; a failed champion raises ValueError (the
+    ladder cannot decide against a champion it could not score).
+    """
+    champion, challenger = normalise_report(champion), normalise_report(challenger)
+    if champion.get("failure"):
+        raise ValueError(f"champion run failed: {champion['failure'].get('reason')}")
+    if challenger.get("failure"):
+        return Decision(False, f"challenger failed, champion holds: "
+                               f"{challenger['failure'].get('reason')}", None,
+                        tuple(sorted(int(b['seed']) for b in champion['seeds'])),
+                        tuple(seed_scores(champion, decide_on)[s]
+                              for s in sorted(seed_scores(champion, decide_on))),
+                        (), decide_on)
+    comparable(champion, challenger)
+    old, new = seed_scores(champion, decide_on), seed_scores(challenger, decide_on)
+    seeds = tuple(sorted(old))
+    old_scores = tuple(old[s] for s in seeds)
+    new_scores = tuple(new[s] for s in seeds)
+    verdict = paired_verdict(old_scores, new_scores)
+    if verdict.dethroned:
+        reason = (f"challenger dethrones: mean {decide_on} difference {verdict.mean_diff:+.4f} "
+                  f">= band {verdict.band:.4f} over {verdict.n} seeds")
+    else:
+        reason = (f"champion holds: mean {decide_on} difference {verdict.mean_diff:+.4f} "
+                  f"< band {verdict.band:.4f} over {verdict.n} seeds")
+    return Decision(verdict.dethroned, reason, verdict, seeds, old_scores, new_scores, decide_on)

@@ -1,0 +1,131 @@
+"""Built-in strategies, the harness's limits on packs, and loading a user's file."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from benchwarden.suites.retrieval.api import Item, coerce_pack, enforce_limits, PackError
+from benchwarden.suites.retrieval.corpus import generate
+from benchwarden.suites.retrieval.driver import RunSettings, score_one_seed, SeedTask
+from benchwarden.suites.retrieval.grading import receipt_verified
+from benchwarden.suites.retrieval.scoring import CaseOutcome, score_seed
+from benchwarden.suites.retrieval.strategies import (
+    BUILTIN_STRATEGIES, StrategyLoadError, make_strategy, parse_strategy)
+
+
+def test_enforce_limits_keeps_the_first_items_and_cuts_at_the_budget():
+    items = [Item("a" * 40, (0, 0, 40)), Item("b" * 40, (0, 41, 81)), Item("c" * 40)]
+    kept, cut = enforce_limits(items, limit=10, budget_chars=60)
+    assert [len(i.text) for i in kept] == [40, 20] and cut
+    assert kept[1].source == (0, 41, 61)  # an exact span shrinks with its text
+    kept, cut = enforce_limits(items, limit=1, budget_chars=1000)
+    assert len(kept) == 1 and cut
+    kept, cut = enforce_limits(items, limit=3, budget_chars=120)
+    assert len(kept) == 3 and not cut
+    assert enforce_limits(items, limit=5, budget_chars=0) == ([], True)
+
+
+def test_a_truncated_item_with_an_inexact_span_does_not_gain_a_receipt():
+    kept, _ = enforce_limits([Item("abcdef", (0, 0, 3))], limit=1, budget_chars=4)
+    assert kept[0].source == (0, 0, 3)
+
+
+def test_coerce_pack_accepts_mappings_and_refuses_garbage():
+    assert coerce_pack([{"text": "x", "source": [0, 1, 2]}]) == [Item("x", (0, 1, 2))]
+    for bad in ("text", [{"source": [0, 1, 2]}], [{"text": "x", "status": "old"}], 5):
+        with pytest.raises(PackError):
+            coerce_pack(bad)
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN_STRATEGIES))
+def test_builtins_quote_the_corpus_exactly_and_respect_the_limits(name):
+    corpus = generate(2)
+    strategy = make_strategy(parse_strategy(name))
+    strategy.index(list(corpus.sessions))
+    for case in corpus.cases:
+        items = strategy.pack(case.question, 10, 2000)
+        assert len(items) <= 10
+        assert all(receipt_verified(item, corpus.session_text) for item in items)
+        if name != "dump":  # dump relies on the harness to cut its last item
+            assert sum(len(i.text) for i in items) <= 2000
+
+
+def _seed_block(name: str, seed: int) -> dict:
+    result = score_one_seed(SeedTask(parse_strategy(name), seed, RunSettings()))
+    assert result.failure is None
+    outcomes = [CaseOutcome.from_payload(seed, case_id, payload)
+                for case_id, payload, _, _ in result.cases]
+    return score_seed(seed, outcomes, 2000)
+
+
+def test_dump_trips_the_canary_and_sits_near_the_efficiency_floor():
+    for seed in (1, 2, 3):
+        guards = _seed_block("dump", seed)["guards"]
+        assert guards["canary_tripped"] and guards["canary"] == 0.5
+        assert guards["canary_leak_rate"] > 0.3
+        assert guards["efficiency"] < 0.52
+
+
+def test_lexical_builtins_answer_the_easy_categories_and_do_not_leak_the_canary():
+    for name in ("substring", "fts5", "bm25"):
+        block = _seed_block(name, 1)
+        assert block["category_means"]["single_session"] == 1.0
+        assert block["category_means"]["receipt_coverage"] == 1.0
+        assert not block["guards"]["canary_tripped"]
+        assert block["composite_guarded"] > _seed_block("dump", 1)["composite_guarded"]
+
+
+def test_strategy_file_loads_class_factory_or_instance(tmp_path):
+    source = tmp_path / "mine.py"
+    source.write_text(textwrap.dedent("""
+        from benchwarden.suites.retrieval.api import Item
+        class First:
+            def index(self, sessions):
+                self.sessions = sessions
+            def pack(self, question, limit, budget_chars):
+                text = self.sessions[0].text.split("\\n")[0]
+                return [Item(text, (0, 0, len(text)))]
+        def factory():
+            return First()
+        instance = First()
+        not_a_strategy = 3
+    """))
+    for attribute in ("First", "factory", "instance"):
+        spec = parse_strategy(f"{source}:{attribute}")
+        assert spec.name == f"mine:{attribute}" and len(spec.source_sha256) == 64
+        strategy = make_strategy(spec)
+        strategy.index(list(generate(1).sessions))
+        assert strategy.pack("q", 10, 2000)[0].source[0] == 0
+    with pytest.raises(StrategyLoadError, match="no callable"):
+        make_strategy(parse_strategy(f"{source}:not_a_strategy"))
+    with pytest.raises(StrategyLoadError, match="defines no"):
+        make_strategy(parse_strategy(f"{source}:missing"))
+
+
+def test_unknown_strategy_names_are_refused_in_one_line(tmp_path):
+    with pytest.raises(StrategyLoadError, match="neither a built-in"):
+        parse_strategy("bm26")
+    with pytest.raises(StrategyLoadError, match="does not exist"):
+        parse_strategy(f"{tmp_path}/absent.py:Thing")
+
+
+def test_a_strategy_that_raises_ends_its_run_with_a_reason(tmp_path):
+    source = tmp_path / "broken.py"
+    source.write_text("class Broken:\n    def index(self, s): pass\n"
+                      "    def pack(self, q, l, b): raise KeyError('boom')\n")
+    result = score_one_seed(SeedTask(parse_strategy(f"{source}:Broken"), 1, RunSettings()))
+    assert result.cases == []
+    assert result.failure["kind"] == "strategy_error" and "KeyError" in result.failure["reason"]
+
+
+def test_an_oversized_pack_is_cut_by_the_harness_not_trusted(tmp_path):
+    source = tmp_path / "greedy.py"
+    source.write_text("class Greedy:\n    def index(self, s): pass\n"
+                      "    def pack(self, q, l, b): return ['x' * 900] * 50\n")
+    result = score_one_seed(SeedTask(parse_strategy(f"{source}:Greedy"), 1,
+                                     RunSettings(limit=3, budget_chars=2000)))
+    for _, payload, _, _ in result.cases:
+        assert payload["used_chars"] == 2000 and payload["truncated"]
+        assert len(payload["items"]) == 3
