@@ -107,6 +107,7 @@ class FakeToolCallingModel:
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._runner: web.AppRunner | None = None
         self.port = 0
+        self._closing = False
 
     # -- lifecycle ---------------------------------------------------------------
     def __enter__(self) -> "FakeToolCallingModel":
@@ -116,6 +117,7 @@ class FakeToolCallingModel:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closing = True
         async def stop() -> None:
             if self._runner is not None:
                 await self._runner.cleanup()
@@ -151,7 +153,9 @@ class FakeToolCallingModel:
         if scenario == "http500":
             return web.json_response({"error": {"message": "scripted failure"}}, status=500)
         if scenario == "stall":
-            await asyncio.sleep(60)
+            while not self._closing:  # until the test ends; no wall clock is that long
+                await asyncio.sleep(0.05)
+            return web.json_response({"error": {"message": "stalled"}}, status=503)
         messages = body["messages"]
         turn = sum(1 for m in messages if m["role"] == "assistant")
         arm = arm_of(body)

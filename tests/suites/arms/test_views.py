@@ -1,0 +1,161 @@
+"""Views: known values for Wilson and paired statistics, re-weighting, coverage,
+failure tags, and dashes (None) for empty groups."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, strategies as st
+
+from benchwarden.core.records import Record, TokenComponents, TokenWeights
+from benchwarden.suites.arms import views
+
+T_975_2 = 4.302652729911275  # Student t, 97.5th percentile, 2 degrees of freedom
+
+
+def rec(arm: str, task: str, trial: int, outcome: str = "pass", failure: str | None = None,
+        tier: str = "read", tokens: TokenComponents | None = None, turns: int = 3,
+        tokens_reported: bool = True, duration: float = 2.0) -> Record:
+    return Record(suite="arms", scope="demo", arm=arm, task=task, trial=trial, run_id="r",
+                  outcome=outcome, started_at=100.0, ended_at=100.0 + duration,
+                  tokens=tokens or TokenComponents(fresh_input=100, output=10),
+                  payload={"tier": tier, "failure": failure, "turns": turns,
+                           "tokens_reported": tokens_reported, "denied_calls": 0})
+
+
+def test_success_rate_carries_the_wilson_interval():
+    records = [rec("a", f"t{i}", 1) for i in range(8)] + \
+              [rec("a", f"t{i}", 1, "fail", "incorrect") for i in range(8, 10)]
+    row = views.headline(records, ["a"], [f"t{i}" for i in range(10)])[0]
+    assert row["success"]["mean"] == pytest.approx(0.8)
+    assert row["success"]["low"] == pytest.approx(0.4902, abs=1e-4)
+    assert row["success"]["high"] == pytest.approx(0.9433, abs=1e-4)
+    assert row["samples"] == 10
+
+
+def test_cost_equivalent_is_reweighted_at_render_time():
+    tokens = TokenComponents(fresh_input=1000, cache_creation=200, cache_read=5000, output=300)
+    records = [rec("a", "t", 1, tokens=tokens)]
+    default = views.headline(records, ["a"], ["t"])[0]
+    cheap_output = views.headline(records, ["a"], ["t"], TokenWeights.parse("output=1"))[0]
+    assert default["cost_equivalent"]["mean"] == 1000 + 250 + 500 + 1500
+    assert cheap_output["cost_equivalent"]["mean"] == 1000 + 250 + 500 + 300
+    assert default["raw_tokens"]["mean"] == cheap_output["raw_tokens"]["mean"] == 6500
+    component = views.per_component(records, ["a"], TokenWeights.parse("cache_read=0.5"))[0]
+    assert component["cache_read"]["mean"] == 5000
+    assert component["cache_read_weighted"] == 2500
+
+
+def test_coverage_classes_cells_by_sample_count():
+    records = [rec("a", "t1", n) for n in (1, 2, 3)] + [rec("a", "t2", 1)]
+    table = views.coverage(records, ["a", "b"], ["t1", "t2", "t3"])
+    assert table["a"]["covered"] == 1 and table["a"]["partial"] == 1 and table["a"]["missing"] == 1
+    assert table["b"] == {"covered": 0, "partial": 0, "missing": 3, "cells": 3,
+                          "samples": {"t1": 0, "t2": 0, "t3": 0}}
+    assert [views.coverage_class(n) for n in (0, 1, 2, 3, 7)] == \
+        ["missing", "partial", "partial", "covered", "covered"]
+
+
+def test_empty_groups_are_none_never_zero():
+    records = [rec("a", "t1", 1, tier="read")]
+    tiers = views.per_tier(records, ["a", "b"], ["read", "multi-step"])
+    empty = [row for row in tiers if row["samples"] == 0]
+    assert len(empty) == 3
+    assert all(row["success"] is None and row["cost_equivalent"] is None for row in empty)
+    tags = {row["arm"]: row for row in views.failure_tags(records, ["a", "b"])}
+    assert tags["b"]["pass"] is None and tags["b"]["hung"] is None
+    assert tags["a"]["pass"] == 1 and tags["a"]["hung"] == 0
+    head = {row["arm"]: row for row in views.headline(records, ["a", "b"], ["t1"])}
+    assert head["b"]["success"] is None and head["b"]["turns"] is None
+    assert head["a"]["imputed_cost_usd"] is None  # nothing known is not $0
+
+
+def test_failure_tags_count_each_failure_once():
+    records = [rec("a", "t", 1), rec("a", "t", 2, "fail", "incorrect"),
+               rec("a", "t", 3, "fail", "confused"), rec("a", "t", 4, "fail", "hung"),
+               rec("a", "t", 5, "fail", "hung")]
+    row = views.failure_tags(records, ["a"])[0]
+    assert (row["pass"], row["incorrect"], row["confused"], row["hung"]) == (1, 1, 1, 2)
+    assert row["pass"] + row["incorrect"] + row["confused"] + row["hung"] == row["samples"]
+
+
+def test_unreported_tokens_are_left_out_of_token_means_not_counted_as_zero():
+    records = [rec("a", "t", 1, tokens=TokenComponents(fresh_input=1000)),
+               rec("a", "t", 2, "fail", "hung", tokens=TokenComponents(), tokens_reported=False)]
+    row = views.headline(records, ["a"], ["t"])[0]
+    assert row["cost_equivalent"]["mean"] == 1000 and row["cost_equivalent"]["n"] == 1
+    assert row["success"]["n"] == 2
+
+
+def test_token_standard_error_is_clustered_by_task():
+    records = [rec("a", "t1", n, tokens=TokenComponents(fresh_input=100)) for n in (1, 2)] + \
+              [rec("a", "t2", n, tokens=TokenComponents(fresh_input=300)) for n in (1, 2)]
+    estimate = views.headline(records, ["a"], ["t1", "t2"])[0]["cost_equivalent"]
+    # residuals ±100 summed per task: ±200; CR1 with G=2, N=4: sqrt(2 * 80000) / 4
+    assert estimate["mean"] == 200
+    assert estimate["se"] == pytest.approx(math.sqrt(2 * (200**2 + 200**2)) / 4)
+    assert estimate["method"] == "cluster-robust t"
+
+
+def paired_records() -> list[Record]:
+    rates = {"a": {"t1": 3, "t2": 1, "t3": 2}, "b": {"t1": 3, "t2": 2, "t3": 3}}
+    cost = {"a": {"t1": 100, "t2": 200, "t3": 300}, "b": {"t1": 150, "t2": 200, "t3": 400}}
+    records = []
+    for arm, passes in rates.items():
+        for task, count in passes.items():
+            for trial in (1, 2, 3):
+                outcome = "pass" if trial <= count else "fail"
+                records.append(rec(arm, task, trial, outcome, None if outcome == "pass" else "incorrect",
+                                   tokens=TokenComponents(fresh_input=cost[arm][task])))
+    records.append(rec("a", "t4", 1))  # partial cell: never paired
+    return records
+
+
+def test_paired_comparison_against_known_values():
+    result = views.compare(paired_records(), "a", "b")
+    assert result["tasks"] == ["t1", "t2", "t3"]
+    success = result["success_difference"]
+    # per-task differences b - a: 0, 1/3, 1/3
+    sd = math.sqrt(((0 - 2 / 9) ** 2 + 2 * (1 / 3 - 2 / 9) ** 2) / 2)
+    se = sd / math.sqrt(3)
+    assert success["n"] == 3
+    assert success["mean_diff"] == pytest.approx(2 / 9)
+    assert success["se"] == pytest.approx(se)
+    assert success["low"] == pytest.approx(2 / 9 - T_975_2 * se)
+    assert success["high"] == pytest.approx(2 / 9 + T_975_2 * se)
+    assert success["mde"] is not None and success["mde"] > abs(success["mean_diff"])
+    assert success["samples_per_arm"] == 9 and success["mde_binomial"] is not None
+    tokens = result["cost_equivalent_difference"]
+    assert tokens["mean_diff"] == pytest.approx((50 + 0 + 100) / 3)
+    assert result["cost_a"] == pytest.approx(200) and result["cost_b"] == pytest.approx(250)
+
+
+def test_paired_comparison_uses_only_tasks_both_covered():
+    records = paired_records()
+    result = views.compare(records, "a", "b", floor=4)
+    assert result["tasks"] == [] and result["success_difference"]["mean_diff"] is None
+    assert result["success_difference"]["mde_binomial"] is None
+    relaxed = views.compare(records, "a", "b", floor=1)
+    assert relaxed["only_a"] == ["t4"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.sampled_from(["t1", "t2", "t3"]),
+                          st.booleans(), st.integers(0, 10_000)), max_size=40))
+def test_headline_and_tags_agree_for_any_records(rows):
+    records = [rec(arm, task, index + 1, "pass" if ok else "fail", None if ok else "incorrect",
+                   tokens=TokenComponents(output=tokens))
+               for index, (arm, task, ok, tokens) in enumerate(rows)]
+    head = {row["arm"]: row for row in views.headline(records, ["a", "b"], ["t1", "t2", "t3"])}
+    tags = {row["arm"]: row for row in views.failure_tags(records, ["a", "b"])}
+    for arm in ("a", "b"):
+        mine = [r for r in records if r.arm == arm]
+        assert head[arm]["samples"] == len(mine)
+        if not mine:
+            assert head[arm]["success"] is None and tags[arm]["pass"] is None
+            continue
+        assert head[arm]["success"]["mean"] == pytest.approx(tags[arm]["pass"] / len(mine))
+        assert head[arm]["cost_equivalent"]["mean"] == pytest.approx(
+            sum(5 * r.tokens.output for r in mine) / len(mine))
+        low, high = head[arm]["success"]["low"], head[arm]["success"]["high"]
+        assert 0 <= low <= head[arm]["success"]["mean"] <= high <= 1
