@@ -254,6 +254,81 @@ def bar_chart(bars: Sequence[Bar], *, label: str, unit: str = "", width: int = 7
 
 
 @dataclass(frozen=True)
+class Rule:
+    """A vertical reference line across a chart, optionally shading ±`band` around it."""
+
+    value: float
+    label: str
+    color: str = BAD
+    dashed: bool = True
+
+
+def diverging_bars(items: Sequence[Bar], *, label: str, rules: Sequence[Rule] = (),
+                   shade: tuple[float, float] | None = None, shade_label: str = "",
+                   width: int = 760, value_format: str = "{:+.4f}", unit: str = "") -> str:
+    """Horizontal bars from zero (negative to the left), with reference lines and an
+    optional shaded interval (e.g. a paired band a difference must clear)."""
+    if not items:
+        return empty_note(f"{label}: nothing to chart")
+    label_width = min(200.0, max(60.0, max(_text_width(_clip(b.label, 30)) for b in items) + 12))
+    row, gap, bottom, right = 20, 8, 34, 80
+    top = 22 + 14 * max(0, len(rules) - 1)  # one label row per reference line
+    height = top + len(items) * (row + gap) + bottom
+    values = [v for b in items for v in (b.value, b.low, b.high) if v is not None and math.isfinite(v)]
+    values += [r.value for r in rules] + (list(shade) if shade else []) + [0.0]
+    span = max(abs(min(values)), abs(max(values))) or 1.0
+    ticks = nice_ticks(-span, span, 6)
+    low, high = ticks[0], ticks[-1]
+    plot_left, plot_w = label_width, width - label_width - right
+
+    def x(value: float) -> float:
+        return plot_left + plot_w * (min(max(value, low), high) - low) / ((high - low) or 1)
+
+    axis_y = top + len(items) * (row + gap)
+    parts = [_svg_open(width, height, label, "diverging")]
+    if shade:
+        parts.append(f'<rect class="band" x="{x(shade[0]):.1f}" y="{top - 6}" '
+                     f'width="{max(1.0, x(shade[1]) - x(shade[0])):.1f}" height="{axis_y - top + 6:.1f}">'
+                     f'<title>{escape(shade_label)}</title></rect>')
+    for tick in ticks:
+        tx = x(tick)
+        parts.append(f'<line class="grid" x1="{tx:.1f}" y1="{top - 4}" x2="{tx:.1f}" y2="{axis_y:.1f}"/>'
+                     f'<text class="tick" x="{tx:.1f}" y="{axis_y + 16:.1f}" text-anchor="middle">'
+                     f'{escape(f"{tick:+g}" if tick else "0")}</text>')
+    zero = x(0.0)
+    for index, item in enumerate(items):
+        y = top + index * (row + gap)
+        parts.append(f'<g class="bar-row"><title>{escape(item.note or item.label)}</title>'
+                     f'<text class="bar-label" x="{plot_left - 8:.1f}" y="{y + row / 2 + 4:.1f}" '
+                     f'text-anchor="end">{escape(_clip(item.label, 30))}</text>')
+        if item.value is not None and math.isfinite(item.value):
+            end = x(item.value)
+            parts.append(f'<rect x="{min(zero, end):.1f}" y="{y:.1f}" width="{max(1.0, abs(end - zero)):.1f}" '
+                         f'height="{row}" rx="2" fill="{color(item.color)}"/>')
+            if item.low is not None and item.high is not None:
+                parts.append(_whisker_h(x(item.low), x(item.high), y + row / 2))
+            shown = item.value_text if item.value_text is not None else value_format.format(item.value)
+            anchor, text_x = ("start", max(end, zero) + 6) if item.value >= 0 else ("end", min(end, zero) - 6)
+            parts.append(f'<text class="bar-value" x="{text_x:.1f}" y="{y + row / 2 + 4:.1f}" '
+                         f'text-anchor="{anchor}">{escape(shown)}</text>')
+        parts.append("</g>")
+    parts.append(f'<line class="axis" x1="{zero:.1f}" y1="{top - 6}" x2="{zero:.1f}" y2="{axis_y:.1f}"/>')
+    for index, rule in enumerate(rules):
+        rx = x(rule.value)
+        label_y = top - 12 - 14 * index
+        dash = ' stroke-dasharray="5 3"' if rule.dashed else ""
+        parts.append(f'<line x1="{rx:.1f}" y1="{label_y + 2}" x2="{rx:.1f}" y2="{axis_y:.1f}" '
+                     f'stroke="{color(rule.color)}" stroke-width="1.6"{dash}><title>{escape(rule.label)}</title></line>'
+                     f'<text class="rule-label" x="{rx:.1f}" y="{label_y}" text-anchor="middle" '
+                     f'fill="{color(rule.color)}">{escape(_clip(rule.label, 28))}</text>')
+    if unit:
+        parts.append(f'<text class="axis-label" x="{plot_left + plot_w:.1f}" y="{axis_y + 30:.1f}" '
+                     f'text-anchor="end">{escape(unit)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
 class Series:
     name: str
     color: str
@@ -267,6 +342,13 @@ def grouped_bars(groups: Sequence[str], series: Sequence[Series],
     if not groups or not series:
         return empty_note(f"{label}: nothing to chart")
     top, bottom, left, right = 34, 54, 52, 12
+    cluster = (width - left - right) / len(groups)
+    longest = max(_text_width(_clip(g, 32)) for g in groups)
+    rotate = longest > cluster - 6
+    if rotate:  # slanted labels need room below the axis; the plot keeps its height
+        extra = int(longest * 0.6) + 24 - bottom  # sin(35°) of the label, plus its line
+        bottom += extra
+        height += extra
     plot_h = height - top - bottom
     plot_w = width - left - right
     finite = [v for bar in values.values() for v in (bar.value, bar.high)
@@ -291,7 +373,6 @@ def grouped_bars(groups: Sequence[str], series: Sequence[Series],
     if unit:
         parts.append(f'<text class="axis-label" x="12" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
                      f'transform="rotate(-90 12 {top + plot_h / 2:.1f})">{escape(unit)}</text>')
-    cluster = plot_w / len(groups)
     bar_w = min(44.0, cluster * 0.8 / len(series))
     for g_index, group in enumerate(groups):
         cx = left + cluster * g_index + cluster / 2
@@ -310,15 +391,20 @@ def grouped_bars(groups: Sequence[str], series: Sequence[Series],
                          f'height="{max(0.0, top + plot_h - by):.1f}" rx="2" fill="{color(item.color)}"/>')
             if bar.low is not None and bar.high is not None:
                 parts.append(_whisker_v(bx + bar_w / 2, y(bar.high), y(bar.low), half=min(5.0, bar_w / 3)))
-            if bar_w >= 18:
-                shown = bar.value_text if bar.value_text is not None else value_format.format(bar.value)
+            shown = bar.value_text if bar.value_text is not None else value_format.format(bar.value)
+            if _text_width(shown, 11) <= bar_w + 4:
                 label_y = min(by, y(bar.high) if bar.high is not None else by) - 4
                 parts.append(f'<text class="col-value" x="{bx + bar_w / 2:.1f}" y="{label_y:.1f}" '
                              f'text-anchor="middle">{escape(shown)}</text>')
             parts.append('</g>')
-        parts.append(f'<text class="group-label" x="{cx:.1f}" y="{top + plot_h + 18:.1f}" '
-                     f'text-anchor="middle">{escape(_clip(group, max(4, int(cluster / 7))))}'
-                     f'<title>{escape(group)}</title></text>')
+        if rotate:
+            ly = top + plot_h + 14
+            parts.append(f'<text class="group-label" x="{cx:.1f}" y="{ly:.1f}" text-anchor="end" '
+                         f'transform="rotate(-35 {cx:.1f} {ly:.1f})">{escape(_clip(group, 32))}'
+                         f'<title>{escape(group)}</title></text>')
+        else:
+            parts.append(f'<text class="group-label" x="{cx:.1f}" y="{top + plot_h + 18:.1f}" '
+                         f'text-anchor="middle">{escape(group)}<title>{escape(group)}</title></text>')
     parts.append(f'<line class="axis" x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" '
                  f'y2="{top + plot_h}"/></svg>')
     return "".join(parts)
@@ -629,6 +715,7 @@ border-radius:8px}
 .intro{color:var(--muted);margin:0 0 14px;max-width:80ch}
 .note{color:var(--muted);font-size:13px;margin:6px 0}
 .muted{color:var(--muted)}
+.alert{background:#ffebe9;border:1px solid #ffcecb;border-radius:8px;padding:10px 14px;color:#82071e}
 dl.facts{display:grid;grid-template-columns:repeat(auto-fill,minmax(230px,1fr));gap:8px 22px;margin:0}
 dl.facts div{min-width:0}
 dl.facts dt{font-size:12px;color:var(--muted);text-transform:uppercase;letter-spacing:.5px}
@@ -645,7 +732,8 @@ th{font-size:12px;text-transform:uppercase;letter-spacing:.4px;color:var(--muted
 border-bottom:2px solid var(--line);white-space:nowrap}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tbody tr:hover{background:#f6f8fa}
-td:first-child{white-space:nowrap}
+td{overflow-wrap:anywhere}
+.nowrap{white-space:nowrap}
 .legend{list-style:none;display:flex;flex-wrap:wrap;gap:6px 20px;padding:0;margin:8px 0 12px;font-size:13px}
 .legend li{display:flex;align-items:center;gap:6px}
 .legend strong{font-weight:600}
@@ -659,7 +747,8 @@ svg .tick,svg .axis-label{font-size:11px;fill:var(--muted)}
 svg .bar-label,svg .row-head,svg .lane-label{font-size:12px;fill:var(--fg)}
 svg .lane-label{font-size:11px}
 svg .col-head,svg .group-label{font-size:12px;fill:var(--fg);font-weight:600}
-svg .bar-value,svg .col-value{font-size:12px;fill:var(--fg);font-variant-numeric:tabular-nums}
+svg .bar-value{font-size:12px;fill:var(--fg);font-variant-numeric:tabular-nums}
+svg .col-value{font-size:11px;fill:var(--fg);font-variant-numeric:tabular-nums}
 svg .legend-text{font-size:12px;fill:var(--fg)}
 svg .whisker line{stroke:#24292f;stroke-width:1.4}
 svg .marker{stroke:var(--bad);stroke-width:1.5;stroke-dasharray:5 3}
@@ -670,6 +759,8 @@ svg .cell-empty{fill:none;stroke:var(--line);stroke-dasharray:3 3}
 svg a.cell-link rect{transition:opacity .1s}
 svg a.cell-link:hover rect{opacity:.8;stroke:#24292f;stroke-width:2}
 svg .muted{fill:var(--muted)}
+svg .band{fill:#fff1e5;stroke:#f0c79a;stroke-dasharray:3 3}
+svg .rule-label{font-size:11px;font-weight:600}
 details.drill{border:1px solid var(--line);border-radius:8px;margin:8px 0;background:#fff}
 details.drill>summary{cursor:pointer;padding:8px 12px;display:flex;flex-wrap:wrap;gap:6px 12px;align-items:center;
 list-style:none}
@@ -749,8 +840,9 @@ def page(*, title: str, report: Mapping[str, Any], sections: Sequence[tuple[str,
 
 
 __all__ = [
-    "ACCENT", "BAD", "Bar", "FAINT", "GOOD", "GridCell", "Lane", "MUTED", "SERIES_COLORS",
+    "ACCENT", "BAD", "Bar", "FAINT", "GOOD", "GridCell", "Lane", "MUTED", "Rule", "SERIES_COLORS",
     "Segment", "Series", "WARN", "anchor_id", "badge", "bar_chart", "color", "details",
+    "diverging_bars",
     "empty_note", "escape", "facts", "fmt_number", "fmt_percent", "grid", "grouped_bars",
     "highlight", "json_for_script", "legend", "nice_ticks", "page", "pre", "pre_text",
     "run_facts", "section", "stat_tiles", "table", "timeline", "verdict_banner",

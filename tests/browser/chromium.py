@@ -110,7 +110,8 @@ class _DevTools:
 
 
 async def _visit(binary: str, page: Path, expressions: dict[str, str], screenshot: Path | None,
-                 full_page: Path | None, width: int, height: int, settle_s: float) -> PageVisit:
+                 full_page: Path | None, width: int, height: int, settle_s: float,
+                 fragment: str = "") -> PageVisit:
     profile = tempfile.mkdtemp(prefix="bw-chromium-")
     process = subprocess.Popen(
         [binary, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
@@ -140,7 +141,7 @@ async def _visit(binary: str, page: Path, expressions: dict[str, str], screensho
                         await tools.call(f"{domain}.enable")
                     await tools.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
                                      deviceScaleFactor=1, mobile=False)
-                    await tools.call("Page.navigate", url=page.resolve().as_uri())
+                    await tools.call("Page.navigate", url=page.resolve().as_uri() + fragment)
                     await tools.wait_for("Page.loadEventFired")
                     await asyncio.sleep(settle_s)  # let late handlers (img onerror, timers) run
                     if screenshot is not None:  # before any interaction moves the page
@@ -175,9 +176,11 @@ async def _visit(binary: str, page: Path, expressions: dict[str, str], screensho
 
 
 def visit_page(page: Path, expressions: dict[str, str], *, screenshot: Path | None = None,
-               full_page: Path | None = None, width: int = 1400, height: int = 2000, settle_s: float = 0.3) -> PageVisit:
+               full_page: Path | None = None, width: int = 1400, height: int = 2000, settle_s: float = 0.3,
+               fragment: str = "") -> PageVisit:
     binary = chromium_path()
     if binary is None:
         raise RuntimeError("no chromium binary")
     return asyncio.run(asyncio.wait_for(
-        _visit(binary, page, expressions, screenshot, full_page, width, height, settle_s), 90))
+        _visit(binary, page, expressions, screenshot, full_page, width, height, settle_s,
+               fragment), 90))

@@ -121,7 +121,7 @@ def _headline_section(report: Mapping[str, Any], colors: Mapping[str, str]) -> s
         arm = str(row.get("arm"))
         rows.append((
             f'<span class="swatch" style="background:{h.color(colors.get(arm, h.MUTED))}"></span> '
-            f"<strong>{h.escape(arm)}</strong>",
+            f'<strong class="nowrap">{h.escape(arm)}</strong>',
             h.escape(h.fmt_number(row.get("samples"))),
             h.escape(_rate_text(row.get("success"))),
             h.escape(_mean_text(row.get("cost_equivalent"))),
