@@ -182,6 +182,7 @@ class AgentContext:
     toolbox: Toolbox
     limits: Limits
     seed: int | None = None
+    trial: int = 1
 
 
 # -- the OpenAI-compatible tool-calling loop -------------------------------------
@@ -344,6 +345,7 @@ class CommandDriver:
         env = dict(os.environ)
         env.update({
             "BENCHWARDEN_TASK_ID": context.task_id,
+            "BENCHWARDEN_TRIAL": str(context.trial),
             "BENCHWARDEN_TASK_PROMPT": context.task_prompt,
             "BENCHWARDEN_SYSTEM_PROMPT": context.system_prompt,
             "BENCHWARDEN_BOOTSTRAP": context.arm.bootstrap,

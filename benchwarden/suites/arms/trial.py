@@ -90,7 +90,7 @@ def run_trial(job: TrialJob) -> TrialResult:
         toolbox = Toolbox(arm, workdir, environment.agent_env(), environment.functions(),
                           environment.call_function, job.limits.command_timeout)
         context = AgentContext(suite.prompt_for(arm), task.intent, arm, task.id, workdir,
-                               toolbox, job.limits, job.seed)
+                               toolbox, job.limits, job.seed, job.trial)
         started = time.time()
         episode = job.driver.run(context)
         ended = time.time()

@@ -1,0 +1,70 @@
+"""A scripted external agent for the `command` driver (it follows docs/arms.md).
+
+Usage: `python scripted_agent.py MODE`. It reads the task from BENCHWARDEN_TASK_ID,
+runs a fixed solution with the agent environment from BENCHWARDEN_AGENT_ENV in
+BENCHWARDEN_WORKDIR, and prints one JSON result. Modes:
+- `solve`: run the solution, report honestly;
+- `leak`: also run `python3 -c pass` (outside any allow-list) and report it;
+- `leak-first`: leak on trial 1 only, solve otherwise;
+- `crash`: exit with status 3; `garbage`: print something that is not JSON;
+- `sleep`: never finish (the wall clock must stop it);
+- `turncap`: report that the turn cap was hit.
+Tokens are invented but fixed: per command 100 fresh input, 50 cache read, 20 output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+SOLUTIONS = {
+    "close-issue": ["tracker issue close 2"],
+    "open-issue-count": ["tracker issue list --state open | wc -l"],
+    "shopping-list": ['cat "$NOTES/shopping.txt"'],
+    "add-todo": ['echo "call the plumber" > "$NOTES/todo.txt"'],
+}
+
+
+def main() -> int:
+    mode = sys.argv[1]
+    if mode == "crash":
+        print("scripted crash", file=sys.stderr)
+        return 3
+    if mode == "garbage":
+        print("this is not JSON")
+        return 0
+    if mode == "sleep":
+        time.sleep(120)
+        return 0
+    task = os.environ["BENCHWARDEN_TASK_ID"]
+    agent_env = json.loads(os.environ["BENCHWARDEN_AGENT_ENV"])
+    allowed = set(os.environ["BENCHWARDEN_ALLOWED_COMMANDS"].split())
+    commands = list(SOLUTIONS[task])
+    if mode == "leak" or (mode == "leak-first" and os.environ["BENCHWARDEN_TRIAL"] == "1"):
+        commands.insert(0, "python3 -c pass")
+    transcript, output = [], ""
+    for command in commands:
+        run = subprocess.run(["/bin/bash", "-c", command], env=agent_env, capture_output=True,
+                             text=True, cwd=os.environ["BENCHWARDEN_WORKDIR"], timeout=60)
+        output = run.stdout
+        transcript.append({"kind": "shell", "command": command})
+    assert "cat" in allowed
+    report = output.strip() if task in ("shopping-list",) else (
+        f"There are {output.split()[0]} open issues." if task == "open-issue-count" else "Done.")
+    print(json.dumps({
+        "final_report": report,
+        "turns": len(commands) + 1,
+        "tokens": {"fresh_input": 100 * len(commands), "cache_creation": 0,
+                   "cache_read": 50 * len(commands), "output": 20 * len(commands)},
+        "transcript": transcript,
+        "hit_turn_cap": mode == "turncap",
+        "model": "scripted",
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
