@@ -248,8 +248,6 @@ class _StreamState:
         if data == "[DONE]":
             self.saw_done = True
             return
-        if not data.strip():
-            return
         try:
             chunk = _chunk_decoder.decode(data)
         except msgspec.ValidationError as exc:
@@ -257,6 +255,8 @@ class _StreamState:
                 f"frame {self.frames + 1} is not a chat-completion chunk ({exc}): "
                 f"{data[:_EXCERPT]}") from None
         except msgspec.DecodeError as exc:
+            if not data.strip():
+                return  # an empty data line carries nothing
             raise _StreamFailure(
                 f"invalid JSON in frame {self.frames + 1} after {self.content_deltas} "
                 f"deltas ({exc}): {data[:_EXCERPT]}") from None

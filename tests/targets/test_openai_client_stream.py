@@ -248,3 +248,8 @@ def test_many_concurrent_streams_on_one_client():
 
     outcomes = asyncio.run(scenario())
     assert all(ok(outcome).text == "Hello" for outcome in outcomes)
+
+
+def test_empty_data_lines_are_skipped_not_errors():
+    frames = ["data: \n\n", "data:\n\n", chunk("a"), chunk(finish_reason="stop")]
+    assert ok(stream(sse_body(frames))).text == "a"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -122,7 +124,7 @@ def render(events, ending: str) -> bytes:
     return "".join(line + ending for line in lines).encode()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(_event, max_size=6), st.sampled_from(["\n", "\r\n", "\r"]),
        st.lists(st.integers(min_value=0, max_value=10_000), max_size=12))
 def test_any_split_of_the_stream_gives_the_events_that_were_written(events, ending, cuts):
@@ -138,3 +140,54 @@ def test_byte_by_byte_feeding_equals_one_chunk_for_arbitrary_bytes(raw):
     whole = parse(raw, finish=True)
     one_at_a_time = parse(*(raw[i:i + 1] for i in range(len(raw))), finish=True)
     assert one_at_a_time == whole
+
+
+def reference_parse(raw: bytes) -> list[SSEEvent]:
+    """The parsing rules written out the slow, obvious way, on the whole stream at once
+    (ending as `finish` does: a last block of complete lines is dispatched)."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    complete_lines = re.split(rb"\r\n|\r|\n", raw)[:-1]
+    events: list[SSEEvent] = []
+    data: list[bytes] = []
+    event = event_id = None
+    other: list[tuple[str, str]] = []
+    seen = False
+    for line in [*complete_lines, b""]:
+        if line == b"":
+            if seen:
+                events.append(SSEEvent(
+                    b"\n".join(data).decode("utf-8", "replace") if data else None,
+                    None if event is None else event.decode("utf-8", "replace"),
+                    None if event_id is None else event_id.decode("utf-8", "replace"),
+                    tuple(other)))
+            data, event, event_id, other, seen = [], None, None, [], False
+        elif line.startswith(b":"):
+            continue
+        else:
+            name, _, value = line.partition(b":")
+            value = value[1:] if value.startswith(b" ") else value
+            seen = True
+            if name == b"data":
+                data.append(value)
+            elif name == b"event":
+                event = value
+            elif name == b"id":
+                if b"\0" not in value:
+                    event_id = value
+            else:
+                other.append((name.decode("utf-8", "replace"), value.decode("utf-8", "replace")))
+    return events
+
+
+_sse_ish_bytes = st.lists(st.sampled_from([
+    b"data", b"data:", b"data: ", b"event: ", b"id: 1", b"retry: 5", b"error: {}", b": c",
+    b":", b" ", b"x", b"{\"a\": 1}", "é世🙂".encode(), b"\xff", b"\x00", b"\xef\xbb\xbf",
+    b"\n", b"\n", b"\n\n", b"\r", b"\r\n", b"\r\n\r\n",
+]), max_size=40).map(b"".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_sse_ish_bytes, st.lists(st.integers(min_value=0, max_value=10_000), max_size=12))
+def test_the_parser_agrees_with_the_obvious_reference_on_any_split(raw, cuts):
+    assert parse(*split_at(raw, cuts), finish=True) == reference_parse(raw)

@@ -1,0 +1,208 @@
+"""Client CPU per streamed token: benchwarden's ChatClient against the openai SDK.
+
+A separate server process streams pre-rendered chat-completion replies (N content
+chunks, a finish chunk, a usage chunk, `[DONE]`) as fast as it can; this process runs
+S concurrent streams through one client and measures its own CPU time (user + system,
+`time.process_time`) per streamed token. The server's CPU is not counted. Both clients
+get the same load in the same run, alternating; each measured round follows an
+unmeasured warm-up round on the same client (so its connection pool is full), and every reply is checked to have all its tokens.
+
+    python bench/client_overhead.py                      # 256 streams x 256 tokens
+    python bench/client_overhead.py --per-token-writes   # one server write per token
+    python bench/client_overhead.py --streams 1024 --tokens 64 --repeats 3
+
+See bench/README.md for how to read the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+# --- the server (runs in its own process) ---
+
+def render_reply(tokens: int) -> list[bytes]:
+    """The SSE frames of one reply: one per token, then finish, usage and [DONE]."""
+    frames = []
+    for number in range(tokens):
+        frames.append({"id": "chatcmpl-bench", "object": "chat.completion.chunk",
+                       "created": 1764460800, "model": "bench-model",
+                       "choices": [{"index": 0, "delta": {"content": f" word{number}"},
+                                    "logprobs": None, "finish_reason": None}]})
+    frames.append({"id": "chatcmpl-bench", "object": "chat.completion.chunk",
+                   "created": 1764460800, "model": "bench-model",
+                   "choices": [{"index": 0, "delta": {}, "logprobs": None,
+                                "finish_reason": "length"}]})
+    frames.append({"id": "chatcmpl-bench", "object": "chat.completion.chunk",
+                   "created": 1764460800, "model": "bench-model", "choices": [],
+                   "usage": {"prompt_tokens": 12, "completion_tokens": tokens,
+                             "total_tokens": 12 + tokens}})
+    rendered = [f"data: {json.dumps(frame, separators=(',', ':'))}\n\n".encode()
+                for frame in frames]
+    rendered.append(b"data: [DONE]\n\n")
+    return rendered
+
+
+def serve(tokens: int, per_token_writes: bool) -> None:
+    from aiohttp import web
+
+    frames = render_reply(tokens)
+    whole = b"".join(frames)
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                               "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        if per_token_writes:
+            for frame in frames:
+                await response.write(frame)
+                await asyncio.sleep(0)  # let other streams' writes interleave
+        else:
+            await response.write(whole)
+        await response.write_eof()
+        return response
+
+    async def main() -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", chat)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
+        await site.start()
+        print(f"PORT {runner.addresses[0][1]}", flush=True)
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+# --- the clients ---
+
+BODY = {"model": "bench-model", "stream": True, "max_tokens": 4096,
+        "messages": [{"role": "user", "content": "Say many words."}],
+        "stream_options": {"include_usage": True}}
+
+
+async def run_benchwarden(url: str, streams: int, rounds: int) -> list[tuple]:
+    from benchwarden.targets.openai_client import ChatClient
+
+    async with ChatClient(url, max_connections=streams) as client:
+        async def one() -> int:
+            outcome = await client.stream_chat(BODY)
+            if not outcome.ok:
+                raise SystemExit(f"benchwarden stream failed: {outcome.error}")
+            return outcome.reply.text.count(" word")
+
+        return [await measured(lambda: asyncio.gather(*(one() for _ in range(streams))))
+                for _ in range(rounds)]
+
+
+async def run_openai(url: str, streams: int, rounds: int) -> list[tuple]:
+    import openai
+
+    limits = type(openai.DEFAULT_CONNECTION_LIMITS)(
+        max_connections=streams, max_keepalive_connections=streams)
+    # A long connect timeout: under this load the SDK's busy event loop can take more
+    # than its default 5 s to get round to finishing a connect.
+    client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="bench", max_retries=0,
+                                timeout=openai.Timeout(600.0, connect=300.0),
+                                http_client=openai.DefaultAsyncHttpxClient(limits=limits))
+    async with client:
+        async def one() -> int:
+            stream = await client.chat.completions.create(
+                model=BODY["model"], messages=BODY["messages"], max_tokens=BODY["max_tokens"],
+                stream=True, stream_options={"include_usage": True})
+            words = 0
+            async for chunk in stream:
+                for choice in chunk.choices:
+                    if choice.delta.content:
+                        words += 1
+            return words
+
+        return [await measured(lambda: asyncio.gather(*(one() for _ in range(streams))))
+                for _ in range(rounds)]
+
+
+async def measured(start_round) -> tuple[float, float, int]:
+    """One round: (CPU seconds of this process, wall seconds, tokens received)."""
+    cpu_before = time.process_time()
+    wall_before = time.perf_counter()
+    counts = await start_round()
+    cpu = time.process_time() - cpu_before
+    wall = time.perf_counter() - wall_before
+    return (cpu, wall, sum(counts))
+
+
+def report(name: str, results, streams: int, tokens: int) -> float:
+    expected = streams * tokens
+    per_token = []
+    for cpu, wall, counted in results:
+        if counted != expected:
+            raise SystemExit(f"{name}: received {counted} tokens, expected {expected}")
+        per_token.append(cpu / counted * 1e6)
+    median = statistics.median(per_token)
+    runs = ", ".join(f"{value:.1f}" for value in per_token)
+    walls = ", ".join(f"{wall:.2f}" for _, wall, _ in results)
+    print(f"  {name:<12} {median:8.2f} µs CPU/token (median; rounds: {runs}; wall s: {walls})")
+    return median
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--streams", type=int, default=256, help="concurrent streams per round")
+    parser.add_argument("--tokens", type=int, default=256, help="content chunks per reply")
+    parser.add_argument("--per-token-writes", action="store_true",
+                        help="the server writes each chunk separately (default: one write)")
+    parser.add_argument("--repeats", type=int, default=2, help="measured rounds per client")
+    parser.add_argument("--only", choices=["benchwarden", "openai"], help="measure one client")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.serve:
+        serve(options.tokens, options.per_token_writes)
+        return
+
+    command = [sys.executable, os.path.abspath(__file__), "--serve",
+               "--tokens", str(options.tokens)]
+    if options.per_token_writes:
+        command.append("--per-token-writes")
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline()
+        if not line.startswith("PORT "):
+            raise SystemExit("the bench server did not start")
+        url = f"http://127.0.0.1:{int(line.split()[1])}"
+        mode = "one write per token" if options.per_token_writes else "one write per reply"
+        print(f"client CPU per streamed token: {options.streams} concurrent streams x "
+              f"{options.tokens} tokens, server {mode}, {options.repeats} measured rounds each")
+        medians = {}
+        clients = {"benchwarden": run_benchwarden, "openai SDK": run_openai}
+        if options.only:
+            clients = {k: v for k, v in clients.items() if k.startswith(options.only)}
+        results = {name: [] for name in clients}
+        for _ in range(options.repeats):  # alternate, so drift hits both alike
+            for name, run in clients.items():
+                # Two rounds on one client: the first (unmeasured) opens the connections.
+                warm_up, measured_round = asyncio.run(run(url, options.streams, 2))
+                results[name].append(measured_round)
+        for name in clients:
+            medians[name] = report(name, results[name], options.streams, options.tokens)
+        if len(medians) == 2:
+            ratio = medians["openai SDK"] / medians["benchwarden"]
+            print(f"  openai SDK / benchwarden = {ratio:.0f}×")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
