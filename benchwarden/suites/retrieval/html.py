@@ -7,7 +7,8 @@ carries a champion/challenger comparison (`comparison: {champion, challenger, de
 or the same three keys at the top level, each side a retrieval report and `decision` the
 scoring module's `Decision.to_json_dict()`), the page adds both strategies to the
 charts and draws the per-seed differences against the paired band; a `ledger` (or
-`history`) list of decisions becomes the ladder history.
+`history`) list of decisions becomes the ladder history. `enrich(store, report)` adds
+both from the ladder folder a ladder-scored run names (called by `benchwarden report`).
 
 Invariants: strategy names, questions, grading reasons and failure reasons (all of which
 can come from a strategy's code or output) reach the page only through the escaping
@@ -337,18 +338,69 @@ def _ledger_section(report: Mapping[str, Any]) -> str:
                 value = value.get("name") or value.get("strategy")
             return str(value) if value not in (None, "") else "—"
         dethroned = merged.get("dethroned")
-        outcome = (h.badge("dethroned", h.GOOD) if dethroned is True
-                   else h.badge("holds", h.MUTED) if dethroned is False else "—")
+        word = str(merged.get("outcome") or merged.get("kind") or "")
+        if word == "dethroned" or (not word and dethroned is True):
+            outcome = h.badge("dethroned", h.GOOD)
+        elif word in ("held", "holds") or (not word and dethroned is False):
+            outcome = h.badge("champion holds", h.MUTED)
+        elif word == "error":
+            outcome = h.badge("error", h.BAD)
+        elif word == "genesis":
+            outcome = h.badge("first champion", h.ACCENT)
+        else:
+            outcome = h.escape(word or "—")
+        source = merged.get("public_value") or merged.get("seed_source") or " ".join(
+            str(merged[k]) for k in ("base", "date") if merged.get(k))
         rows.append((h.escape(_when(merged.get("decided_at") or merged.get("at") or merged.get("timestamp"))),
                      h.escape(name("champion")), h.escape(name("challenger")), outcome,
                      h.escape(_fmt(merged.get("mean_diff"))), h.escape(_fmt(merged.get("band"))),
                      h.escape(merged.get("n") if merged.get("n") is not None else len(merged.get("seeds") or []) or "—"),
-                     h.escape(merged.get("public_value") or merged.get("seed_source") or "—"),
+                     h.escape(source or "—"),
                      h.escape(merged.get("reason") or "")))
-    return h.section("ladder", "Ladder history", h.table(
+    problem = report.get("ledger_problem")
+    warning = f'<p class="alert">{h.escape(problem)}</p>' if problem else ""
+    return h.section("ladder", "Ladder history", warning + h.table(
         ("decided", "champion", "challenger", "outcome", "mean diff", "band", "seeds", "seeds from", "reason"),
         rows, numeric=(4, 5, 6), row_html=True),
         intro="Every decision appended to the ledger, oldest first, with its numbers.")
+
+
+def enrich(store: Any, report: Mapping[str, Any]) -> dict[str, Any]:
+    """For a run a ladder scored: the ledger, and the decision it took part in with both
+    sides' reports (read from the ladder folder named in the run's configuration and
+    from the store). Any other report is returned as it is."""
+    enriched = dict(report)
+    run = report.get("run") if isinstance(report.get("run"), Mapping) else {}
+    directory = (run.get("config") or {}).get("ladder")
+    if not directory or "ledger" in enriched:
+        return enriched
+    from benchwarden.core.store import StoreError
+    from benchwarden.suites.retrieval.ladder import Ladder, LedgerError
+    from benchwarden.suites.retrieval.report import build_report
+
+    try:
+        entries = Ladder(directory).entries()
+    except (LedgerError, OSError) as error:
+        enriched["ledger_problem"] = f"ladder history unavailable: {error}"
+        return enriched
+    enriched["ledger"] = entries
+    for entry in reversed(entries):
+        champion = entry.get("champion") if isinstance(entry.get("champion"), Mapping) else {}
+        challenger = entry.get("challenger") if isinstance(entry.get("challenger"), Mapping) else {}
+        if entry.get("kind") != "decision" or run.get("id") not in (champion.get("run_id"),
+                                                                    challenger.get("run_id")):
+            continue
+        try:
+            enriched["comparison"] = {
+                "champion": build_report(store, str(champion.get("run_id"))),
+                "challenger": build_report(store, str(challenger.get("run_id"))),
+                "decision": {"dethroned": entry.get("outcome") == "dethroned",
+                             "reason": entry.get("reason"), "verdict": entry.get("verdict"),
+                             "decide_on": entry.get("decide_on", "composite")}}
+        except (StoreError, ValueError) as error:
+            enriched["ledger_problem"] = f"the other side of this decision is not in the store: {error}"
+        break
+    return enriched
 
 
 def _failed_section(strategies: Sequence[_Strategy]) -> str:

@@ -40,7 +40,7 @@ import traceback  # noqa: E402
 
 import msgspec  # noqa: E402
 
-from benchwarden.suites.retrieval.api import Session, coerce_pack  # noqa: E402
+from benchwarden.suites.retrieval.api import PackError, Session, coerce_pack  # noqa: E402
 
 EXIT_REFUSED = 70
 _encoder = msgspec.json.Encoder()
@@ -157,6 +157,8 @@ def _read_message():
 def _failure(error):
     if isinstance(error, MemoryError):
         return {"ok": False, "kind": "memory", "error": "MemoryError: address-space cap reached"}
+    if isinstance(error, PackError):
+        return {"ok": False, "kind": "protocol", "error": f"unreadable pack: {error}"[:300]}
     if isinstance(error, RecursionError):
         return {"ok": False, "kind": "crash", "error": "RecursionError"}
     if isinstance(error, OSError) and error.errno == errno.EMFILE:

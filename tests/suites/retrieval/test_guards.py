@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from benchwarden.suites.retrieval import guards
 
@@ -27,6 +27,7 @@ def test_efficiency_degenerate_inputs():
     assert guards.efficiency([5], 0) == 0.5             # zero budget, anything used is all
 
 
+@settings(deadline=None)  # never a wall-time assertion
 @given(st.lists(st.integers(min_value=0, max_value=10_000), max_size=50),
        st.integers(min_value=0, max_value=5000))
 def test_efficiency_stays_between_floor_and_one(used, budget):
@@ -34,6 +35,7 @@ def test_efficiency_stays_between_floor_and_one(used, budget):
     assert 0.5 <= value <= 1.0
 
 
+@settings(deadline=None)  # never a wall-time assertion
 @given(st.integers(min_value=1, max_value=5000), st.integers(min_value=0, max_value=5000),
        st.integers(min_value=0, max_value=5000))
 def test_efficiency_never_rewards_using_more(budget, a, b):
@@ -70,6 +72,7 @@ def test_composite_is_the_plain_mean_of_non_empty_category_means():
     assert guards.composite({}) == 0.0
 
 
+@settings(deadline=None)  # never a wall-time assertion
 @given(st.dictionaries(st.text(min_size=1, max_size=5),
                        st.one_of(st.none(), st.floats(min_value=0, max_value=1)), max_size=14))
 def test_composite_never_changes_meaning(means):

@@ -1,0 +1,292 @@
+"""The king-of-the-hill ladder: public seeds, paired decisions, an append-only ledger.
+
+A ladder is a folder holding `ledger.jsonl` (every decision, hash-chained), the
+champions it promoted (`champions/NNN-name.py`, each with a provenance header) and, by
+default, the store of the runs it scored (`store.sqlite`).
+
+Invariants:
+- Seeds come from a public value: seed i = int(first 12 hex digits of
+  sha256(f"{base}:{date}:{i}")), so anyone can re-derive and re-run a decision.
+- The ledger is append-only and tamper-evident: each line carries the hash of the
+  previous line and its own hash over that link plus its canonical JSON body. Reading
+  it checks the chain and names the first broken line.
+- The first entry (genesis) names the initial champion; the current champion is the
+  challenger of the latest decision that dethroned, else the genesis champion.
+- A challenger whose run failed (sandbox limit, refusal, crash) holds by construction:
+  it is recorded and can never be promoted.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import msgspec
+
+import benchwarden
+from benchwarden.core.provenance import git_sha
+from benchwarden.core.records import canonical_json
+from benchwarden.core.store import Store
+from benchwarden.suites.retrieval.driver import RunSettings, run_strategy
+from benchwarden.suites.retrieval.report import build_report
+from benchwarden.suites.retrieval.sandbox import SandboxLimits
+from benchwarden.suites.retrieval.scoring import BENCH_VERSION, DECIDE_ON, decide
+from benchwarden.suites.retrieval.strategies import StrategySpec, parse_strategy
+
+LEDGER_NAME = "ledger.jsonl"
+CHAMPIONS_DIR = "champions"
+DEFAULT_CHAMPION = "bm25"
+DEFAULT_SEED_COUNT = 12
+GENESIS_HASH = "0" * 64
+EXIT_DETHRONED = 0
+EXIT_ERROR = 1
+EXIT_HELD = 3
+
+_decoder = msgspec.json.Decoder()
+
+
+class LedgerError(ValueError):
+    """The ledger cannot be trusted or used; the message is one line."""
+
+
+def derive_seeds(base: str, date: str, count: int = DEFAULT_SEED_COUNT) -> list[int]:
+    """Seeds anyone can recompute from the public base (a commit sha) and the date."""
+    if count < 1:
+        raise ValueError("a ladder needs at least one seed")
+    return [int(hashlib.sha256(f"{base}:{date}:{i}".encode()).hexdigest()[:12], 16)
+            for i in range(count)]
+
+
+def entry_hash(previous: str, body: Mapping[str, Any]) -> str:
+    digest = hashlib.sha256()
+    digest.update(previous.encode("ascii"))
+    digest.update(b"\x00")
+    digest.update(canonical_json(dict(body)))
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class ChallengeResult:
+    exit_code: int
+    outcome: str  # "dethroned" | "held" | "error"
+    reason: str
+    entry: dict[str, Any]
+
+
+class Ladder:
+    """One ladder folder. Reading verifies the chain; appending holds a file lock."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory).expanduser()
+        self.ledger_path = self.directory / LEDGER_NAME
+
+    # -- ledger --------------------------------------------------------------
+    def entries(self) -> list[dict[str, Any]]:
+        if not self.ledger_path.exists():
+            return []
+        entries: list[dict[str, Any]] = []
+        previous = GENESIS_HASH
+        with open(self.ledger_path, "rb") as stream:
+            for number, raw in enumerate(stream, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    entry = _decoder.decode(raw)
+                except msgspec.DecodeError:
+                    raise LedgerError(f"{self.ledger_path} line {number} is not JSON") from None
+                body = {k: v for k, v in entry.items() if k != "hash"}
+                if entry.get("prev_hash") != previous:
+                    raise LedgerError(f"{self.ledger_path} line {number}: chain broken "
+                                      "(a line was removed, reordered or inserted)")
+                if entry_hash(previous, body) != entry.get("hash"):
+                    raise LedgerError(f"{self.ledger_path} line {number}: contents do not "
+                                      "match their hash (edited after it was written)")
+                previous = entry["hash"]
+                entries.append(entry)
+        return entries
+
+    def append(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with open(self.ledger_path, "ab") as stream:
+            fcntl.flock(stream.fileno(), fcntl.LOCK_EX)
+            try:
+                existing = self.entries()
+                previous = existing[-1]["hash"] if existing else GENESIS_HASH
+                entry = dict(body)
+                entry["seq"] = len(existing)
+                entry["prev_hash"] = previous
+                entry["hash"] = entry_hash(previous, entry)
+                stream.write(canonical_json(entry) + b"\n")
+                stream.flush()
+                os.fsync(stream.fileno())
+            finally:
+                fcntl.flock(stream.fileno(), fcntl.LOCK_UN)
+        return entry
+
+    def ensure_genesis(self, champion: str = DEFAULT_CHAMPION) -> None:
+        if self.entries():
+            return
+        spec = parse_strategy(champion)
+        self.append({"kind": "genesis", "at": time.time(),
+                     "champion": self._describe(spec), "bench_version": BENCH_VERSION})
+
+    # -- champions -------------------------------------------------------------
+    def champion(self) -> dict[str, Any]:
+        """The current champion's description (as written in the ledger)."""
+        entries = self.entries()
+        if not entries:
+            raise LedgerError(f"{self.ledger_path} has no entries; run a challenge first")
+        current = entries[0]["champion"]
+        for entry in entries[1:]:
+            if entry.get("kind") == "decision" and entry.get("outcome") == "dethroned":
+                current = entry["promoted"]
+        return current
+
+    def champion_spec(self) -> StrategySpec:
+        champion = self.champion()
+        if champion.get("builtin"):
+            return parse_strategy(champion["name"])
+        path = self.directory / champion["path"]
+        spec = parse_strategy(f"{path}:{champion['object']}")
+        if champion.get("source_sha256") and spec.source_sha256 != champion["source_sha256"]:
+            raise LedgerError(f"champion file {path} changed since it was promoted "
+                              "(its sha256 no longer matches the ledger)")
+        return spec
+
+    def _describe(self, spec: StrategySpec) -> dict[str, Any]:
+        description = spec.describe()
+        if spec.path and Path(spec.path).is_relative_to(self.directory.resolve()):
+            description["path"] = str(Path(spec.path).relative_to(self.directory.resolve()))
+        return description
+
+    def promote(self, spec: StrategySpec, header: str) -> dict[str, Any]:
+        """Copy a winning file into the ladder with a provenance header; describe it."""
+        if spec.builtin:
+            return spec.describe()
+        assert spec.path is not None and spec.attribute is not None
+        folder = self.directory / CHAMPIONS_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        number = len(list(folder.glob("*.py"))) + 1
+        stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in Path(spec.path).stem)
+        target = folder / f"{number:03d}-{stem}.py"
+        source = Path(spec.path).read_text(encoding="utf-8")
+        temporary = target.with_suffix(".py.tmp")
+        temporary.write_text(header + source, encoding="utf-8")
+        os.replace(temporary, target)
+        promoted = parse_strategy(f"{target}:{spec.attribute}")
+        description = promoted.describe()
+        description["path"] = str(target.relative_to(self.directory))
+        description["name"] = spec.name
+        description["original_sha256"] = spec.source_sha256
+        return description
+
+
+def _header(spec: StrategySpec, base: str, date: str, seeds: list[int], decide_on: str,
+            decision: Any) -> str:
+    verdict = decision.verdict
+    lines = [
+        "# Promoted to champion by `benchwarden ladder challenge`.",
+        f"# decided {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} on {decide_on}, "
+        f"bench_version {BENCH_VERSION}, benchwarden {benchwarden.__version__}",
+        f"# seeds: {len(seeds)} derived from sha256(f'{{base}}:{{date}}:{{i}}') with "
+        f"base {base} and date {date}",
+        f"# mean_diff {verdict.mean_diff:+.6f} >= band {verdict.band:.6f} (se {verdict.se:.6f})",
+        f"# original: {spec.path} ({spec.attribute}), sha256 {spec.source_sha256}",
+        "",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def default_base() -> str | None:
+    sha = git_sha()
+    return sha.split("+")[0] if sha else None
+
+
+def challenge(ladder: Ladder, challenger_text: str, *, store: Store, base: str, date: str,
+              seed_count: int = DEFAULT_SEED_COUNT, decide_on: str = "composite",
+              limits: SandboxLimits = SandboxLimits(), limit: int = 10,
+              budget_chars: int = 2000, initial_champion: str = DEFAULT_CHAMPION,
+              on_progress: Callable[[str, int], None] | None = None) -> ChallengeResult:
+    """Score champion and challenger on the derived seeds, decide, record, maybe promote."""
+    if decide_on not in DECIDE_ON:
+        raise ValueError(f"decide on composite or composite_guarded, not {decide_on!r}")
+    challenger_spec = parse_strategy(challenger_text)
+    ladder.ensure_genesis(initial_champion)
+    champion_spec = ladder.champion_spec()
+    seeds = derive_seeds(base, date, seed_count)
+    settings = RunSettings(limit=limit, budget_chars=budget_chars, sandbox=True,
+                           sandbox_limits=limits)
+    extra = {"ladder": str(ladder.directory), "base": base, "date": date}
+
+    def score(spec: StrategySpec, role: str) -> dict[str, Any]:
+        progress = (lambda n: on_progress(role, n)) if on_progress else None
+        run_id = run_strategy(store, spec, seeds, settings, on_progress=progress,
+                              extra_config={**extra, "role": role})
+        return build_report(store, run_id)
+
+    champion_report = score(champion_spec, "champion")
+    challenger_report = score(challenger_spec, "challenger")
+    entry: dict[str, Any] = {
+        "kind": "decision", "at": time.time(), "base": base, "date": date, "seeds": seeds,
+        "decide_on": decide_on, "bench_version": BENCH_VERSION,
+        "benchwarden_version": benchwarden.__version__, "harness_git_sha": git_sha(),
+        "settings": settings.to_json_dict(),
+        "champion": {**ladder.champion(), "run_id": champion_report["run"]["id"],
+                     **_scores(champion_report)},
+        "challenger": {**ladder._describe(challenger_spec),
+                       "run_id": challenger_report["run"]["id"], **_scores(challenger_report)},
+    }
+    try:
+        decision = decide(champion_report, challenger_report, decide_on)
+    except ValueError as error:
+        entry.update(outcome="error", reason=str(error), verdict=None)
+        return ChallengeResult(EXIT_ERROR, "error", str(error), ladder.append(entry))
+    entry["verdict"] = decision.verdict.to_json_dict() if decision.verdict else None
+    entry["reason"] = decision.reason
+    if decision.dethroned:
+        entry["outcome"] = "dethroned"
+        entry["promoted"] = ladder.promote(
+            challenger_spec, _header(challenger_spec, base, date, seeds, decide_on, decision))
+        return ChallengeResult(EXIT_DETHRONED, "dethroned", decision.reason, ladder.append(entry))
+    entry["outcome"] = "held"
+    return ChallengeResult(EXIT_HELD, "held", decision.reason, ladder.append(entry))
+
+
+def _scores(report: Mapping[str, Any]) -> dict[str, Any]:
+    blocks = report.get("seeds") or []
+    return {
+        "composite": [block["composite"] for block in blocks],
+        "composite_guarded": [block["composite_guarded"] for block in blocks],
+        "scored_seeds": [block["seed"] for block in blocks],
+        "failure": report.get("failure"),
+    }
+
+
+def leaderboard(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each reign in order: who, since when, how many defences, the winning margin."""
+    if not entries:
+        return []
+    reigns = [{"champion": entries[0]["champion"]["name"], "since": entries[0]["at"],
+               "date": None, "mean": None, "margin": None, "defences": 0, "decide_on": None}]
+    for entry in entries[1:]:
+        if entry.get("kind") != "decision":
+            continue
+        if entry.get("outcome") == "dethroned":
+            scores = entry["challenger"].get(entry["decide_on"]) or []
+            reigns.append({
+                "champion": entry["promoted"]["name"], "since": entry["at"],
+                "date": entry["date"], "decide_on": entry["decide_on"],
+                "mean": (sum(scores) / len(scores)) if scores else None,
+                "margin": (entry.get("verdict") or {}).get("mean_diff"), "defences": 0})
+        elif entry.get("outcome") == "held":
+            reigns[-1]["defences"] += 1
+    return reigns
+
+
+__all__ = ["EXIT_DETHRONED", "EXIT_ERROR", "EXIT_HELD", "ChallengeResult", "Ladder",
+           "LedgerError", "challenge", "default_base", "derive_seeds", "leaderboard"]
