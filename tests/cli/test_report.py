@@ -71,3 +71,17 @@ def test_report_refuses_a_folder_as_output(tmp_path) -> None:
     result = CliRunner().invoke(cli, ["report", "--latest", "--store", str(store),
                                       "--html", str(tmp_path)])
     assert result.exit_code == 2
+
+
+def test_report_of_an_arms_run_carries_every_trial(tmp_path) -> None:
+    from tests.suites.arms.test_html import sample_report as arms_sample
+
+    expected = arms_sample(tmp_path)  # writes tmp_path/arms.sqlite
+    out = tmp_path / "arms.html"
+    result = CliRunner().invoke(cli, ["report", "arms-run-1", "--store", str(tmp_path / "arms.sqlite"),
+                                      "--html", str(out)])
+    assert result.exit_code == 0, result.output
+    page = out.read_text(encoding="utf-8")
+    assert len(re.findall(r'<details class="drill " id="trial-', page)) == len(expected["trials"])
+    assert "<script>document.title" not in page
+
