@@ -98,49 +98,50 @@ def normalise_base_url(url: str) -> str:
 
 
 # --- The wire shapes, decoded by msgspec. Unknown keys are ignored; every field is
-# optional because servers differ in what they send and when. ---
+# optional because servers differ in what they send and when. `gc=False`: decoded
+# chunks hold no reference cycles, so the garbage collector need not track them. ---
 
 
-class _Function(msgspec.Struct):
+class _Function(msgspec.Struct, gc=False):
     name: str | None = None
     arguments: Any = None  # a string fragment; a JSON object from a few servers
 
 
-class _ToolCallDelta(msgspec.Struct):
+class _ToolCallDelta(msgspec.Struct, gc=False):
     index: int | None = None
     id: str | None = None
     function: _Function | None = None
 
 
-class _Delta(msgspec.Struct):
+class _Delta(msgspec.Struct, gc=False):
     content: str | None = None
     reasoning_content: str | None = None  # SGLang, llama.cpp
     reasoning: str | None = None  # vLLM (late 2025 on), Ollama
     tool_calls: list[_ToolCallDelta] | None = None
 
 
-class _Choice(msgspec.Struct):
+class _Choice(msgspec.Struct, gc=False):
     index: int | None = 0
     delta: _Delta | None = None
     finish_reason: str | None = None
 
 
-class _PromptDetails(msgspec.Struct):
+class _PromptDetails(msgspec.Struct, gc=False):
     cached_tokens: int | None = None
 
 
-class _CompletionDetails(msgspec.Struct):
+class _CompletionDetails(msgspec.Struct, gc=False):
     reasoning_tokens: int | None = None
 
 
-class _Usage(msgspec.Struct):
+class _Usage(msgspec.Struct, gc=False):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     prompt_tokens_details: _PromptDetails | None = None
     completion_tokens_details: _CompletionDetails | None = None
 
 
-class _Chunk(msgspec.Struct):
+class _Chunk(msgspec.Struct, gc=False):
     choices: list[_Choice] | None = None
     usage: _Usage | None = None
     error: Any = None
@@ -232,17 +233,16 @@ class _StreamState:
         self.last_byte_at: float | None = None
 
     def take(self, event: SSEEvent, read_at: float) -> None:
-        if event.other:
-            for name, value in event.other:
+        data, kind, _, other = event  # unpacking is cheaper than attribute reads
+        if other:
+            for name, value in other:
                 if name == "error":  # older llama.cpp: a non-standard `error:` line
                     raise _StreamFailure(self._in_band(_error_text_from_body(value.encode())))
-        kind = event.event
         if kind is not None and kind != "message":
             if kind == "error":
                 raise _StreamFailure(self._in_band(
-                    _error_text_from_body((event.data or "").encode()) or "event: error"))
+                    _error_text_from_body((data or "").encode()) or "event: error"))
             return  # an event type a chat stream does not define
-        data = event.data
         if data is None:
             return
         if data == "[DONE]":
