@@ -49,21 +49,30 @@ def escape(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def _visible_control(match: re.Match[str]) -> str:
-    code = ord(match.group(0))
-    symbol = chr(0x2400 + code) if code < 0x20 else "\u2421"
-    return f'<span class="ctl" title="U+{code:04X}">{symbol}</span>'
+# Names rather than the U+2400 pictures: those glyphs are missing from many fonts.
+_CONTROL_NAMES = ("NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI DLE DC1 DC2 DC3 "
+                  "DC4 NAK SYN ETB CAN EM SUB ESC FS GS RS US").split()
 
 
-def pre_text(value: Any) -> str:
-    """Verbatim text for a <pre>: escaped, with control characters drawn as symbols.
+def _chip(code: int, label: str) -> str:
+    return f'<span class="ctl" title="U+{code:04X}">{escape(label)}</span>'
 
-    U+2028/U+2029 are harmless in HTML text but invisible, so they are marked too.
+
+def pre_text(value: Any, labels: Mapping[str, str] | None = None) -> str:
+    """Verbatim text for a <pre>: escaped, with control characters drawn as named chips.
+
+    `labels` names particular characters (e.g. a suite's field separators). U+2028 and
+    U+2029 are harmless in HTML text but invisible, so they are marked too.
     """
-    escaped = escape(value)
-    escaped = _CONTROL.sub(_visible_control, escaped)
-    return (escaped.replace("\u2028", '<span class="ctl" title="U+2028">⏎</span>')
-            .replace("\u2029", '<span class="ctl" title="U+2029">¶</span>'))
+    labels = labels or {}
+
+    def visible(match: re.Match[str]) -> str:
+        char = match.group(0)
+        code = ord(char)
+        return _chip(code, labels.get(char) or (_CONTROL_NAMES[code] if code < 0x20 else "DEL"))
+    escaped = _CONTROL.sub(visible, escape(value))
+    return (escaped.replace("\u2028", _chip(0x2028, labels.get("\u2028", "LS")))
+            .replace("\u2029", _chip(0x2029, labels.get("\u2029", "PS"))))
 
 
 def json_for_script(value: Any) -> str:
@@ -603,7 +612,8 @@ def pre(value: Any, css_class: str = "") -> str:
     return f'<pre class="text {escape(css_class)}">{pre_text(value)}</pre>'
 
 
-def highlight(text: str, spans: Sequence[tuple[int, int, str]]) -> str:
+def highlight(text: str, spans: Sequence[tuple[int, int, str]],
+              labels: Mapping[str, str] | None = None) -> str:
     """Verbatim text with character ranges wrapped in <mark class=...> (escaped pieces).
 
     Spans are (start, end, css_class) in characters of `text`; overlapping spans are
@@ -616,10 +626,10 @@ def highlight(text: str, spans: Sequence[tuple[int, int, str]]) -> str:
         end = min(end, len(text))
         if start >= end:
             continue
-        pieces.append(pre_text(text[cursor:start]))
-        pieces.append(f'<mark class="{escape(css_class)}">{pre_text(text[start:end])}</mark>')
+        pieces.append(pre_text(text[cursor:start], labels))
+        pieces.append(f'<mark class="{escape(css_class)}">{pre_text(text[start:end], labels)}</mark>')
         cursor = end
-    pieces.append(pre_text(text[cursor:]))
+    pieces.append(pre_text(text[cursor:], labels))
     return "".join(pieces)
 
 
@@ -772,7 +782,8 @@ details.drill:target,details.drill.flash{box-shadow:0 0 0 3px rgba(0,114,178,.35
 .drill-body{padding:10px 14px}
 pre.text{font-family:var(--mono);font-size:12.5px;line-height:1.45;background:#f6f8fa;border:1px solid #eaeef2;
 border-radius:6px;padding:10px 12px;margin:4px 0 10px;white-space:pre-wrap;overflow-wrap:anywhere;max-height:420px;overflow:auto}
-.ctl{color:#fff;background:#8c959f;border-radius:3px;padding:0 2px;font-size:11px}
+.ctl{color:#fff;background:#8c959f;border-radius:3px;padding:0 4px;margin:0 2px;font:600 10px/1.6 var(--sans);
+vertical-align:1px;white-space:nowrap}
 mark{border-radius:2px;padding:0 1px}
 mark.same{background:none;color:var(--muted)}
 mark.diverge{background:#ffd8b5;color:#6b2b00;outline:2px solid #d55e00}

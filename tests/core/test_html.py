@@ -125,9 +125,10 @@ def test_highlight_marks_ranges_and_escapes_each_piece() -> None:
 
 
 def test_control_characters_are_drawn_not_hidden() -> None:
-    out = h.pre_text("a\x01b\x04")
-    assert "\x01" not in out and "\x04" not in out
-    assert "␁" in out and "␄" in out
+    out = h.pre_text("a\x01b\x04\u2028")
+    assert "\x01" not in out and "\x04" not in out and "\u2028" not in out
+    assert ">SOH<" in out and ">EOT<" in out and ">LS<" in out
+    assert ">reasoning end<" in h.pre_text("\x01", {"\x01": "reasoning end"})
 
 
 def test_charts_are_svg_with_escaped_labels() -> None:

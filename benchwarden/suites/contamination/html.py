@@ -35,6 +35,8 @@ BALLAST = "#6e9fc6"
 
 SEPARATORS = {"\x01": "end of reasoning", "\x02": "tool call", "\x03": "its arguments",
               "\x04": "finish reason"}
+SEPARATOR_CHIPS = {"\x01": "reasoning ▸ text", "\x02": "tool call", "\x03": "arguments",
+                   "\x04": "finish"}
 
 REFERENCE_LEGS = ("ref_a", "ref_b")
 
@@ -134,7 +136,7 @@ def _canaries(report: Mapping[str, Any]) -> dict[int, str]:
 # ---------------------------------------------------------------------------- views
 
 def _stream_html(canonical: str, marks: Sequence[tuple[int, int, str]]) -> str:
-    return f'<pre class="text stream">{h.highlight(canonical, marks)}</pre>'
+    return f'<pre class="text stream">{h.highlight(canonical, marks, SEPARATOR_CHIPS)}</pre>'
 
 
 def _divergence_marks(text: str, at: int) -> list[tuple[int, int, str]]:
@@ -231,11 +233,12 @@ def _cell_detail(cell: Mapping[str, Any], column: str, probe_name: str,
         left = _reply_block("solo reference", reference, marks)
         right = _reply_block(f"reply in {column}", got, marks)
     body.append(f'<div class="side">{left}{right}</div>')
-    body.append('<p class="note">Streams are shown in compared form: '
-                + " · ".join(f'<span class="ctl">{chr(0x2400 + ord(k))}</span> {h.escape(v)}'
-                             for k, v in SEPARATORS.items())
-                + ". <mark class=\"diverge\">x</mark> first differing character, "
-                  "<mark class=\"foreign\">canary</mark> another probe's canary.</p>")
+    body.append('<p class="note">Streams are shown in the compared form: reasoning, '
+                f'{h.pre_text(chr(1), SEPARATOR_CHIPS)} text, then each '
+                f'{h.pre_text(chr(2), SEPARATOR_CHIPS)} name {h.pre_text(chr(3), SEPARATOR_CHIPS)} '
+                f'raw arguments, then {h.pre_text(chr(4), SEPARATOR_CHIPS)} finish reason. '
+                '<mark class="diverge">x</mark> first differing character, '
+                '<mark class="foreign">canary</mark> another probe\'s canary.</p>')
     element_id = h.anchor_id("cell", cell.get("probe"), column)
     return h.details(summary, "".join(body), element_id=element_id)
 
