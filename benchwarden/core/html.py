@@ -700,6 +700,7 @@ _CSS = """
 --sans:system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,"Noto Sans",sans-serif}
 *{box-sizing:border-box}
 html{scroll-behavior:smooth}
+[id]{scroll-margin-top:52px}
 body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.5 var(--sans)}
 header.top{background:#24292f;color:#fff;padding:20px 0 16px}
 header.top .wrap{display:flex;flex-wrap:wrap;align-items:baseline;gap:6px 18px}
@@ -814,7 +815,7 @@ _SCRIPT = """
     while(node){ if(node.tagName === "DETAILS"){ node.open = true; } node = node.parentElement; }
     el.classList.add("flash");
     setTimeout(function(){ el.classList.remove("flash"); }, 1600);
-    el.scrollIntoView({block: "start"});
+    el.scrollIntoView({block: "start", behavior: "instant"});
   }
   window.addEventListener("hashchange", openTarget);
   document.addEventListener("DOMContentLoaded", openTarget);
