@@ -127,8 +127,8 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     """Round axis ticks covering [low, high]."""
     if not math.isfinite(low) or not math.isfinite(high):
         return [0.0, 1.0]
-    if high <= low:
-        high = low + (abs(low) or 1.0)
+    if high - low < 1e-6:  # flat (or sub-micro) data: draw a unit-wide axis around it
+        high = low + max(abs(low), 1.0)
     raw_step = (high - low) / max(1, count)
     magnitude = 10 ** math.floor(math.log10(raw_step))
     for factor in (1, 2, 2.5, 5, 10):
