@@ -116,16 +116,26 @@ def render_terminal(report: Mapping[str, Any], console: Console) -> None:
                            _number(guards["efficiency"]), _number(guards["consistency"]),
                            _number(guards["canary"], 1), _number(guards["canary_tripped"]),
                            _number(guards["canary_leak_rate"]), _number(block["composite_guarded"]))
+        console.print(scores)
         summary = report.get("summary")
         if summary and len(blocks) > 1:
+            overall = Table(title=f"over {len(blocks)} seeds", title_justify="left")
+            for column in ("measure", "mean", "SE", "95% interval"):
+                overall.add_column(column, justify="right" if column != "measure" else "left")
             guards = summary["guards"]
-            scores.add_row("mean±SE", _estimate(summary["composite"]),
-                           _estimate(guards["efficiency"]), _estimate(guards["consistency"]),
-                           _estimate(guards["canary"]),
-                           f"{guards['canary_tripped_seeds']}/{len(blocks)}",
-                           _estimate(guards["canary_leak_rate"]),
-                           _estimate(summary["composite_guarded"]), style="bold")
-        console.print(scores)
+            for label, estimate in (("composite", summary["composite"]),
+                                    ("composite_guarded", summary["composite_guarded"]),
+                                    ("efficiency", guards["efficiency"]),
+                                    ("consistency", guards["consistency"]),
+                                    ("canary", guards["canary"]),
+                                    ("canary_leak_rate", guards["canary_leak_rate"])):
+                interval = ("—" if estimate.get("low") is None
+                            else f"{estimate['low']:.4f} – {estimate['high']:.4f}")
+                overall.add_row(label, _number(estimate.get("mean")), _number(estimate.get("se")),
+                                interval, style="bold" if label.startswith("composite") else None)
+            overall.add_row("canary tripped", f"{guards['canary_tripped_seeds']} of {len(blocks)} seeds",
+                            "", "")
+            console.print(overall)
 
         templates: dict[str, list[float]] = defaultdict(list)
         for block in blocks:

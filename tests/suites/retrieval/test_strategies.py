@@ -129,3 +129,18 @@ def test_an_oversized_pack_is_cut_by_the_harness_not_trusted(tmp_path):
     for _, payload, _, _ in result.cases:
         assert payload["used_chars"] == 2000 and payload["truncated"]
         assert len(payload["items"]) == 3
+
+
+def test_fanning_seeds_out_through_an_executor_records_the_same_scores(tmp_path):
+    from benchwarden.core.executors import make_executor
+    from benchwarden.core.store import open_store
+    from benchwarden.suites.retrieval.driver import run_strategy
+    from benchwarden.suites.retrieval.report import build_report
+
+    spec = parse_strategy("fts5")
+    with open_store(tmp_path / "s.sqlite") as store:
+        plain = build_report(store, run_strategy(store, spec, [1, 2], RunSettings()))
+        with make_executor("local") as executor:
+            fanned = build_report(store, run_strategy(store, spec, [1, 2], RunSettings(),
+                                                      executor=executor))
+    assert plain["seeds"] == fanned["seeds"]

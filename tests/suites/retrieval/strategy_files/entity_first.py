@@ -1,11 +1,11 @@
 """Worked example of a retrieval strategy (docs/retrieval.md walks through it).
 
-Three ideas, none specific to one question:
+Three ideas, none tied to one question:
 - entity filter: a line must name every person the question names;
-- rare-term hop: lines sharing a rare word (not from the question) with a kept line
-  come along, which answers multi-hop questions;
-- supersede by subject: when several lines state "<subject> is <value>", only the latest
-  is current. Unless the question asks about the past, older ones are left out.
+- rare-term hop: lines sharing a rare word (one the question does not use) with a
+  kept line come along, which answers multi-hop questions;
+- supersede by subject: when several lines state "<subject> is <value>", only the
+  latest is current; unless the question asks about the past, older ones stay out.
 """
 
 import re
@@ -13,15 +13,15 @@ import re
 from benchwarden.suites.retrieval.api import Item
 
 WORD = re.compile(r"[A-Za-z0-9]+(?:-[0-9]+)?")
-NAME = re.compile(r"\b([A-Z][a-z]+)(?='s\b|\b)")
-STATEMENT = re.compile(r"^(?:Update: )?(?P<subject>.+?) is (?:now )?(?P<value>\S+)\.$")
+CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
+STATEMENT = re.compile(r"^(?:Update: )?(?P<subject>.+?) is (?:now )?\S+\.$")
 PAST = {"was", "before", "first", "originally", "earlier"}
-QUESTION_WORDS = {"what", "which", "who", "when", "where", "how", "could", "quick"}
+NOT_NAMES = {"What", "Which", "Who", "When", "Where", "How", "Could"}
 
 
 class EntityFirst:
     def index(self, sessions):
-        self.lines = []  # (session, start, end, text)
+        self.lines = []  # (session, start, end, text): the span each item will cite
         for session in sessions:
             start = 0
             for text in session.text.split("\n"):
@@ -33,28 +33,24 @@ class EntityFirst:
             for word in set(WORD.findall(text.lower())):
                 counts[word] = counts.get(word, 0) + 1
         self.rare = {word for word, count in counts.items() if count <= 2 and len(word) >= 5}
-        self.names = {m for *_, text in self.lines for m in NAME.findall(text)}
-        # the latest statement about each subject is current; earlier ones are superseded
-        latest = {}
+        self.names = {name for *_, text in self.lines for name in CAPITALISED.findall(text)}
+        latest = {}  # subject -> position of its last statement (sessions are in time order)
         for position, (*_, text) in enumerate(self.lines):
             match = STATEMENT.match(text)
             if match:
                 latest[match["subject"].lower()] = position
-        self.superseded = set()
-        for position, (*_, text) in enumerate(self.lines):
-            match = STATEMENT.match(text)
-            if match and latest[match["subject"].lower()] != position:
-                self.superseded.add(position)
+        self.superseded = {
+            position for position, (*_, text) in enumerate(self.lines)
+            if (match := STATEMENT.match(text)) and latest[match["subject"].lower()] != position}
 
     def pack(self, question, limit, budget_chars):
-        people = [n for n in NAME.findall(question) if n in self.names
-                  and n.lower() not in QUESTION_WORDS]
-        asks_past = bool(PAST & set(WORD.findall(question.lower())))
-        kept = [p for p, (*_, text) in enumerate(self.lines)
-                if people and all(re.search(rf"\b{n}\b", text) for n in people)]
         asked = set(WORD.findall(question.lower()))
-        hops = {w for p in kept for w in WORD.findall(self.lines[p][3].lower())
-                if w in self.rare and w not in asked}
+        people = [name for name in CAPITALISED.findall(question)
+                  if name in self.names and name not in NOT_NAMES]
+        kept = [position for position, (*_, text) in enumerate(self.lines)
+                if people and all(re.search(rf"\b{name}\b", text) for name in people)]
+        hops = {word for position in kept for word in WORD.findall(self.lines[position][3].lower())
+                if word in self.rare and word not in asked}
         for position, (*_, text) in enumerate(self.lines):
             if position not in kept and hops & set(WORD.findall(text.lower())):
                 kept.append(position)
@@ -62,7 +58,7 @@ class EntityFirst:
         for position in kept:
             session, start, end, text = self.lines[position]
             old = position in self.superseded
-            if old and not asks_past:
+            if old and not PAST & asked:
                 continue
             if len(items) == limit or used + len(text) > budget_chars:
                 break
