@@ -173,7 +173,7 @@ class Bar:
     value: float | None
     low: float | None = None
     high: float | None = None
-    color: str = ACCENT
+    color: str | None = None  # default: the accent colour, or the series' in grouped bars
     note: str = ""
     value_text: str | None = None  # what is printed at the bar's end (default: value)
 
@@ -243,7 +243,7 @@ def bar_chart(bars: Sequence[Bar], *, label: str, unit: str = "", width: int = 7
             continue
         end = x(bar.value)
         parts.append(f'<rect x="{plot_left:.1f}" y="{y:.1f}" width="{max(0.0, end - plot_left):.1f}" '
-                     f'height="{row}" rx="3" fill="{color(bar.color)}"/>')
+                     f'height="{row}" rx="3" fill="{color(bar.color or ACCENT)}"/>')
         text_x = end
         if bar.low is not None and bar.high is not None:
             parts.append(_whisker_h(x(bar.low), x(bar.high), y + row / 2))
@@ -313,7 +313,7 @@ def diverging_bars(items: Sequence[Bar], *, label: str, rules: Sequence[Rule] = 
         if item.value is not None and math.isfinite(item.value):
             end = x(item.value)
             parts.append(f'<rect x="{min(zero, end):.1f}" y="{y:.1f}" width="{max(1.0, abs(end - zero)):.1f}" '
-                         f'height="{row}" rx="2" fill="{color(item.color)}"/>')
+                         f'height="{row}" rx="2" fill="{color(item.color or ACCENT)}"/>')
             if item.low is not None and item.high is not None:
                 parts.append(_whisker_h(x(item.low), x(item.high), y + row / 2))
             shown = item.value_text if item.value_text is not None else value_format.format(item.value)
@@ -397,7 +397,8 @@ def grouped_bars(groups: Sequence[str], series: Sequence[Series],
                 hover += f" ({bar.note})"
             parts.append(f'<g class="bar-col"><title>{escape(hover)}</title>'
                          f'<rect x="{bx + 1:.1f}" y="{by:.1f}" width="{max(1.0, bar_w - 2):.1f}" '
-                         f'height="{max(0.0, top + plot_h - by):.1f}" rx="2" fill="{color(item.color)}"/>')
+                         f'height="{max(0.0, top + plot_h - by):.1f}" rx="2" '
+                         f'fill="{color(bar.color or item.color)}"/>')
             if bar.low is not None and bar.high is not None:
                 parts.append(_whisker_v(bx + bar_w / 2, y(bar.high), y(bar.low), half=min(5.0, bar_w / 3)))
             shown = bar.value_text if bar.value_text is not None else value_format.format(bar.value)
@@ -604,7 +605,8 @@ def details(summary_html: str, body_html: str, *, element_id: str | None = None,
             open_: bool = False, css_class: str = "") -> str:
     ident = f' id="{escape(element_id)}"' if element_id else ""
     opened = " open" if open_ else ""
-    return (f'<details class="drill {escape(css_class)}"{ident}{opened}><summary>{summary_html}</summary>'
+    classes = " ".join(filter(None, ("drill", escape(css_class))))
+    return (f'<details class="{classes}"{ident}{opened}><summary>{summary_html}</summary>'
             f'<div class="drill-body">{body_html}</div></details>')
 
 

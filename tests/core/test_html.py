@@ -190,3 +190,28 @@ def test_numbers_for_people() -> None:
     assert h.fmt_number(0.12345) == "0.12"
     assert h.fmt_percent(0.5) == "50.0%"
     assert stdlib_html.unescape(h.escape("<&>\"'")) == "<&>\"'"
+
+
+def test_diverging_bars_put_negative_values_left_of_zero_and_shade_the_band() -> None:
+    chart = h.diverging_bars([h.Bar("up", 0.02), h.Bar("down", -0.01)], label="diffs",
+                             rules=[h.Rule(0.007, "band")], shade=(-0.007, 0.007))
+    assert chart.count('class="band"') == 1
+    zero = float(re.search(r'<line class="axis" x1="([\d.]+)"', chart).group(1))
+    bars = re.findall(r'<rect x="([\d.]+)" y="[\d.]+" width="([\d.]+)"', chart)
+    (up_x, up_w), (down_x, down_w) = [(float(x), float(w)) for x, w in bars]
+    assert abs(up_x - zero) < 0.2 and up_w > 0
+    assert abs(down_x + down_w - zero) < 0.2
+
+
+def test_a_bar_colour_overrides_its_series_colour_in_grouped_bars() -> None:
+    chart = h.grouped_bars(["g"], [h.Series("s", h.ACCENT)], {("g", "s"): h.Bar("g", 1.0, color=h.BAD)},
+                           label="x")
+    assert f'fill="{h.BAD}"' in chart
+    plain = h.grouped_bars(["g"], [h.Series("s", h.WARN)], {("g", "s"): h.Bar("g", 1.0)}, label="x")
+    assert plain.count(f'fill="{h.WARN}"') == 2  # legend swatch and bar
+
+
+def test_details_are_linkable_and_escaped() -> None:
+    out = h.details("<b>s</b>", "body", element_id='x" onclick="y')
+    assert 'id="x&quot; onclick=&quot;y"' in out
+    assert out.startswith('<details class="drill"')

@@ -366,7 +366,7 @@ def _fidelity_section(report: Mapping[str, Any]) -> str:
                      "—" if not isinstance(skew, (int, float)) else f"{skew:,.1f}", state))
     chart = h.grouped_bars(groups, series, values, label="peak in flight against requested concurrency",
                            unit="requests at once", height=300)
-    note = h.legend([("#b6c6d6", "requested", "slots fired at once"),
+    note = h.legend([("#b6c6d6", "requested", "the rung's concurrency"),
                      (h.ACCENT, "peak in flight", "replies streaming at the same instant"),
                      (h.WARN, "below requested", "the server's observed parallelism"),
                      (h.BAD, "1", "nothing ran together: the rung cannot speak to contamination")])

@@ -185,3 +185,18 @@ def test_an_almost_empty_report_still_renders() -> None:
 def test_a_pass_shows_a_pass_banner() -> None:
     page = render_html(sample_report(verdict_kind="pass"))
     assert 'class="verdict verdict-pass"' in page
+
+
+def test_scored_timeline_lanes_link_to_their_cells(page: str) -> None:
+    timelines = re.findall(r'<svg class="chart timeline".*?</svg>', page, re.S)
+    links = [href for svg in timelines for href in re.findall(r'<a href="#([^"]+)">', svg)]
+    assert len(links) == 4 * 3  # the scored slot of each probe in each rung
+    assert all(f'id="{link}"' in page for link in links)
+
+
+def test_a_serialising_server_shows_its_rungs_as_not_concurrent() -> None:
+    report = sample_report()
+    for rung in report["rungs"]:
+        rung["peak_in_flight"] = 1
+    page = render_html(report)
+    assert page.count("not concurrent: cells unmeasured") == 3
