@@ -102,6 +102,20 @@ def test_correct_solutions_pass_on_every_arm_and_tokens_are_summed(fake, tmp_pat
     assert "headline per arm" in output and "paired" in output
     code, output = arms("compare", "cli", "tools", "--store", str(store), "--floor", "1")
     assert code == 0 and "over 3 tasks both covered" in output
+    # `benchwarden show` re-renders an arms run through the suite registry
+    shown = CliRunner().invoke(cli, ["show", "--latest", "--store", str(store)],
+                               catch_exceptions=False, env={"COLUMNS": "200"})
+    assert shown.exit_code == 0 and "run tally" in shown.output
+
+
+def test_trials_fan_out_over_worker_processes(fake, tmp_path):
+    store = tmp_path / "store.sqlite"
+    code, output = run(fake, store, "solve", "cli,tools", "close-issue", "--executor", "local:2")
+    assert code == 0, output
+    found = records(store)
+    assert sorted((r.arm, r.outcome) for r in found) == [("cli", "pass"), ("tools", "pass")]
+    with open_store(store) as opened:
+        assert "LocalExecutor(workers=2)" in opened.runs("arms")[-1].run.config["executor"]
 
 
 def test_a_wrong_solution_is_incorrect_with_the_reasons(fake, tmp_path):
