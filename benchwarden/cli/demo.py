@@ -43,7 +43,7 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 
 @click.command()
-@click.option("--probes", default=4, show_default=True, type=click.IntRange(min=1),
+@click.option("--probes", default=4, show_default=True, type=click.IntRange(min=2),
               help="Probe prompts per leg.")
 @click.option("--concurrency", default="2,4,8", show_default=True, callback=parse_concurrency,
               help="Concurrency rungs, comma-separated.")
@@ -60,35 +60,33 @@ def demo(ctx: click.Context, probes: int, concurrency: tuple[int, ...], max_toke
          seed: int | None, store_location: str, json_path: str | None) -> None:
     """Run the contamination suite against a local llama.cpp engine (built on first use)."""
     try:
-        from benchwarden.suites.contamination.driver import ContaminationConfig, run_contamination
+        from benchwarden.suites.contamination.driver import (ContaminationConfig, TargetUnreachable,
+                                                             run_contamination)
         from benchwarden.suites.contamination.report import render_terminal
     except ImportError as error:
         raise ConfigError(f"the contamination suite is not available: {error}") from None
-    console = make_console()
     target = Path(json_path).expanduser() if json_path else reports_dir() / DEMO_REPORT_NAME
     previous_handler = signal.signal(signal.SIGTERM, _interrupt)
     engine: local_engine.EngineProcess | None = None
     try:
         install = local_engine.ensure_engine(echo_progress)
-        engine = local_engine.start_engine(install, slots=slots, context=2048 * slots, threads=2,
-                                           die_with_parent=True)
+        engine = local_engine.start_engine(install, slots=slots, context=2048 * slots, die_with_parent=True)
         echo_progress(f"llama-server ready at {engine.api_url} (pid {engine.pid}, {slots} slots, "
-                      f"model {engine.model})")
-        try:
-            config = ContaminationConfig(url=engine.api_url, model=engine.model, concurrency=concurrency,
-                                         probes=probes, max_tokens=max_tokens, seed=seed, preset="llamacpp")
-        except ValueError as error:
-            raise ConfigError(str(error)) from None
+                      f"{engine.threads} threads, model {engine.model})")
+        config = ContaminationConfig(url=engine.api_url, model=engine.model, concurrency=concurrency,
+                                     probes=probes, max_tokens=max_tokens, seed=seed, preset="llamacpp")
         with open_store_or_exit(store_location) as store:
-            report = run_contamination(config, store, progress=True, console=console)
-    except local_engine.EngineError as error:
+            report = run_contamination(config, store, progress=True, console=make_console(stderr=True))
+    except (local_engine.EngineError, ValueError) as error:
         raise ConfigError(str(error)) from None
+    except TargetUnreachable as error:
+        raise ConfigError(f"the local engine did not answer: {error}") from None
     finally:
         if engine is not None:
             engine.stop()
             echo_progress(f"llama-server stopped (pid {engine.pid})")
         signal.signal(signal.SIGTERM, previous_handler)
-    render_terminal(report, console)
+    render_terminal(report, make_console())
     written = write_json(target, report)
     click.echo(f"report written to {written}")
     ctx.exit(EXIT_FAIL if report.get("verdict", {}).get("kind") == "fail" else EXIT_OK)

@@ -45,11 +45,12 @@ def build() -> None:
               help="Parallel slots (-np): requests the server decodes together.")
 @click.option("--context", default=8192, show_default=True, type=click.IntRange(min=1),
               help="Total context (-c), shared by the slots.")
-@click.option("--threads", default=2, show_default=True, type=click.IntRange(min=1), help="CPU threads (-t).")
+@click.option("--threads", default=None, type=click.IntRange(min=1),
+              help="CPU threads (-t) [default: CPU count - 1, at most 4, at least 1].")
 @click.option("--port", default=None, type=click.IntRange(1, 65535), help="Loopback port [default: a free one].")
 @click.option("--alias", default=local_engine.DEFAULT_ALIAS, show_default=True,
               help="Model name the server answers to.")
-def start(slots: int, context: int, threads: int, port: int | None, alias: str) -> None:
+def start(slots: int, context: int, threads: int | None, port: int | None, alias: str) -> None:
     """Start the engine in the background and print its base URL (OpenAI API under /v1)."""
     running = local_engine.running_engine()
     if running is not None:
@@ -63,7 +64,8 @@ def start(slots: int, context: int, threads: int, port: int | None, alias: str) 
     except local_engine.EngineError as error:
         raise ConfigError(str(error)) from None
     local_engine.write_state(process)
-    click.echo(f"engine: pid {process.pid}, model {alias}, {slots} slots, log {process.log_path}", err=True)
+    click.echo(f"engine: pid {process.pid}, model {alias}, {slots} slots, {process.threads} threads, "
+               f"log {process.log_path}", err=True)
     click.echo(process.base_url)
 
 

@@ -330,7 +330,7 @@ def real_install() -> eng.EngineInstall:
 @pytest.fixture(scope="module")
 def real_engine(real_install, tmp_path_factory):
     log = tmp_path_factory.mktemp("engine") / "server.log"
-    with eng.start_engine(real_install, slots=4, context=8192, threads=2, log_path=log,
+    with eng.start_engine(real_install, slots=4, context=8192, log_path=log,
                           die_with_parent=True) as engine:
         yield engine
 

@@ -1,0 +1,76 @@
+"""The full contamination suite, through the CLI, against the real llama.cpp engine.
+
+This asserts that the report is complete and self-consistent and that every rung really
+ran requests together; it does not assert the verdict (that is a finding about the
+engine, printed for the record).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from benchwarden.targets import engine as eng
+from tests.conftest import require
+
+PROBES = 4
+CONCURRENCY = (2, 4, 8)
+CLASS_COUNTERS = ("identical", "diverged", "contaminated", "persistent", "alone_unstable", "unmeasured")
+
+
+@pytest.fixture(scope="module")
+def real_engine(tmp_path_factory):
+    install = eng.installed_engine()
+    require(install is not None, "the llama.cpp engine in the cache",
+            "run `make engine` or `benchwarden engine build`")
+    log = tmp_path_factory.mktemp("engine") / "server.log"
+    with eng.start_engine(install, slots=4, context=8192, log_path=log,
+                          die_with_parent=True) as engine:
+        yield engine
+
+
+def check_report_is_complete(report: dict) -> None:
+    """Every probe × leg cell present, counters consistent with the cells, rungs listed."""
+    score, cells, rungs = report["score"], report["cells"], report["rungs"]
+    assert score["prompts"] == PROBES
+    assert score["rungs"] == len(CONCURRENCY)
+    assert [rung["concurrency"] for rung in rungs] == list(CONCURRENCY)
+    measured_legs = [rung["label"] for rung in rungs] + ["post"]
+    by_probe: dict[int, list[str]] = {}
+    for cell in cells:
+        by_probe.setdefault(cell["probe"], []).append(cell["leg"])
+    assert sorted(by_probe) == list(range(PROBES))
+    for probe, legs in by_probe.items():
+        # a probe with a usable solo reference has one cell per rung and the post-check;
+        # one without has a single `ref` cell saying why
+        assert legs == ["ref"] or sorted(legs) == sorted(measured_legs), (probe, legs)
+    assert sum(score[name] for name in CLASS_COUNTERS) == len(cells)
+    assert score["compared"] == sum(1 for cell in cells if cell["leg"] != "ref")
+    for name in CLASS_COUNTERS:
+        assert score[name] == sum(1 for cell in cells if cell["class"].replace("-", "_") == name)
+    assert report["verdict"]["kind"] in ("pass", "fail") and report["verdict"]["reason"]
+
+
+@pytest.mark.engine
+def test_full_suite_against_llama_server(real_engine, tmp_path, output_dir):
+    report_path = output_dir / "contamination-llama-server.json"
+    command = [sys.executable, "-m", "benchwarden", "contamination", "--url", real_engine.api_url,
+               "--model", real_engine.model, "--probes", str(PROBES),
+               "--concurrency", ",".join(map(str, CONCURRENCY)), "--max-tokens", "64",
+               "--preset", "llamacpp", "--store", str(tmp_path / "store.sqlite"),
+               "--json", str(report_path)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "COLUMNS": "160"})
+    print(result.stdout)
+    print(result.stderr[-2000:])
+    assert result.returncode in (0, 1), result.stderr
+    report = json.loads(report_path.read_text())
+    check_report_is_complete(report)
+    assert result.returncode == (1 if report["verdict"]["kind"] == "fail" else 0)
+    for rung in report["rungs"]:
+        assert rung["peak_in_flight"] >= 2, rung
+    print(f"VERDICT against llama-server -np 4: {report['verdict']['kind']}: {report['verdict']['reason']}")
