@@ -35,7 +35,7 @@ _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
 
 FAILURE_KINDS = ("wall_clock", "cpu", "memory", "open_files", "network", "subprocess",
-                 "native_code", "file_write", "limits", "crash", "protocol", "load_error",
+                 "native_code", "file_write", "file_read", "limits", "crash", "protocol", "load_error",
                  "strategy_error")
 
 
@@ -66,11 +66,17 @@ class SandboxFailure(Exception):
             "wall_clock": "wall-clock limit", "cpu": "CPU limit", "memory": "address-space cap",
             "open_files": "open-file cap", "network": "refused network access",
             "subprocess": "refused a subprocess", "native_code": "refused native code",
-            "file_write": "refused a file write", "limits": "refused a limit change",
+            "file_write": "refused a file write", "file_read": "refused a file read",
+            "limits": "refused a limit change",
             "crash": "crashed", "protocol": "broke the protocol",
             "load_error": "could not be loaded", "strategy_error": "raised an error",
         }
         return f"sandbox: {labels.get(self.kind, self.kind)}: {self.detail}"
+
+
+def _child_environment() -> dict[str, str]:
+    """Nothing of the harness's environment (API keys live there) reaches the child."""
+    return {"PATH": os.defpath, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 
 
 class SandboxedStrategy:
@@ -141,7 +147,7 @@ class SandboxedStrategy:
         try:
             self.process = subprocess.Popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                cwd="/", start_new_session=True)
+                cwd="/", start_new_session=True, env=_child_environment())
         except OSError as error:
             raise SandboxFailure("crash", f"could not start the sandbox: {error}") from None
         self.deadline = time.monotonic() + self.limits.wall_seconds

@@ -102,12 +102,29 @@ def _extension_outside_stdlib(name):
     return not _under(origin, _STDLIB_DIRS) or _under(origin, _PACKAGE_DIRS)
 
 
+_READ_ROOTS = []  # filled in by main(): the interpreter, sys.path and the strategy's folder
+_READ_FILES = frozenset({"/dev/null", "/dev/urandom", "/dev/random"})
+
+
+def _readable(path):
+    if isinstance(path, int):
+        return True  # an already-open descriptor; the cap on those is RLIMIT_NOFILE
+    try:
+        real = os.path.realpath(os.path.join("/", os.fsdecode(path)))
+    except (TypeError, ValueError):
+        return False
+    return real in _READ_FILES or _under(real, _READ_ROOTS)
+
+
 def _audit(event, args):
     if event == "open":
         path, mode, flags = (tuple(args) + (None, None, None))[:3]
         if (isinstance(mode, str) and any(c in mode for c in "wax+")) or \
                 (isinstance(flags, int) and flags & _WRITE_FLAGS):
             _refuse("file_write", f"open {path!r} for writing")
+        if not _readable(path):
+            _refuse("file_read", f"open {path!r}: only the interpreter's files and the "
+                                 "strategy's own folder are readable")
     elif event.startswith("socket."):
         _refuse("network", event)
     elif event in _PROCESS_EVENTS or event.startswith(("os.exec", "os.spawn")):
@@ -183,6 +200,9 @@ def main(argv):
     limits = _decoder.decode(argv[1].encode())
     path, attribute = argv[2], argv[3]
     _apply_limits(limits)
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, _ROOT, os.path.dirname(path),
+             *(entry for entry in sys.path if entry)}
+    _READ_ROOTS.extend(sorted(os.path.realpath(root) for root in roots))
     for name in list(sys.modules):
         if name.split(".")[0] in _NATIVE_MODULES:
             del sys.modules[name]

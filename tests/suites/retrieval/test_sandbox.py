@@ -40,6 +40,7 @@ def run_hostile(name: str, limits: SandboxLimits = LIMITS) -> SandboxFailure:
     ("CallsSystem", "subprocess"),
     ("WritesFile", "file_write"),
     ("RemovesFile", "file_write"),
+    ("ReadsSecrets", "file_read"),
     ("ImportsCtypes", "native_code"),
     ("ImportsNumpy", "native_code"),
     ("AllocatesWithoutBound", "memory"),
@@ -89,3 +90,13 @@ def test_a_sandbox_failure_ends_the_run_with_a_recorded_reason_not_an_exception(
     assert result.cases == []
     assert result.failure["kind"] == "network"
     assert "refused network access" in result.failure["reason"]
+
+
+def test_the_harness_environment_does_not_reach_the_strategy(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-should-not-leak")
+    strategy = SandboxedStrategy(str(HOSTILE), "ReadsEnvironment", LIMITS)
+    with strategy:
+        strategy.index(SESSIONS)
+        items = strategy.pack("q", 10, 2000)
+    assert "sk-test-should-not-leak" not in items[0].text
+    assert "OPENAI_API_KEY" not in items[0].text

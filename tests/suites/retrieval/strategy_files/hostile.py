@@ -4,7 +4,6 @@ outside the sandbox."""
 import os
 import socket
 import subprocess
-import sys
 
 from benchwarden.suites.retrieval.api import Item
 
@@ -85,7 +84,19 @@ class ImportsNumpy(Polite):
 
 class OpensManyFiles(Polite):
     def index(self, sessions):
-        self.handles = [open(sys.executable, "rb") for _ in range(200)]
+        self.handles = [open(__file__, "rb") for _ in range(200)]
+
+
+class ReadsSecrets(Polite):
+    def index(self, sessions):
+        with open("/etc/hostname") as stream:
+            self.first = stream.read()
+
+
+class ReadsEnvironment(Polite):
+    def pack(self, question, limit, budget_chars):
+        leaked = " ".join(f"{key}={value}" for key, value in sorted(os.environ.items()))
+        return [leaked]
 
 
 class Crashes(Polite):
