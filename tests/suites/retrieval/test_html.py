@@ -141,3 +141,16 @@ def test_no_external_reference(ladder: str) -> None:
 def test_an_empty_report_still_renders() -> None:
     page = render_html({"suite": "retrieval", "verdict": {"kind": "fail", "reason": "nothing measured: no seed"}})
     assert "no seed was scored" in page
+
+
+def test_a_bare_comparison_renders_both_sides() -> None:
+    """What `retrieval compare` has: two reports and a decision, no run of its own."""
+    champion, challenger = strategy_report("bm25", 0.6), strategy_report("fts5", 0.7)
+    decision = decide(champion, challenger).to_json_dict()
+    page = render_html({"suite": "retrieval", "bench_version": "2",
+                        "verdict": {"kind": "info", "reason": decision["reason"]},
+                        "comparison": {"champion": champion, "challenger": challenger,
+                                       "decision": decision}})
+    assert "champion bm25" in page and "challenger fts5" in page
+    assert 'class="chart diverging"' in page
+    assert "Strategy fts5" in page
