@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
 from rich.table import Table
 
 from benchwarden.cli.common import ConfigError, config_errors, open_store_or_exit, store_option
@@ -117,16 +118,18 @@ def gen(seed: int, as_json: bool) -> None:
         out.print(f"[bold]{session.title}[/bold]")
         for line in session.text.split("\n"):
             out.print(f"  {line}", markup=False)
-    key = Table(title=f"answer key, seed {seed}", title_justify="left")
-    for column in ("case", "question", "expected", "required", "forbidden / stale"):
-        key.add_column(column)
+    out.print(f"[bold]answer key, seed {seed}[/bold]")
     for case in corpus.cases:
-        key.add_row(case.id, case.question, case.expected or "(none: abstain)",
-                    ", ".join(case.required) or "—",
-                    ", ".join([*case.forbidden, *(f"{s} (stale)" for s in case.stale)]) or "—")
-    out.print(key)
-    out.print(f"canary: [bold]{corpus.canary}[/bold] in {corpus.sessions[corpus.canary_line.session].title}: "
-              f"{corpus.canary_line.text}", highlight=False)
+        out.print(f"  [bold]{case.id}[/bold]  {escape(case.question)}")
+        wanted = [("expected", case.expected or "none (the answer is not in the notes)")]
+        if case.required:
+            wanted = [("required", ", ".join(case.required))]
+        for label, values in (*wanted, ("forbidden", ", ".join(case.forbidden)),
+                              ("stale", ", ".join(case.stale)), ("payload", case.payload or "")):
+            if values:
+                out.print(f"      {label}: {escape(values)}")
+    out.print(f"[bold]canary[/bold] {escape(corpus.canary)} in "
+              f"{corpus.sessions[corpus.canary_line.session].title}: {escape(corpus.canary_line.text)}")
 
 
 @retrieval.command()

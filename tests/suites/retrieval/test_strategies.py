@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from benchwarden.suites.retrieval.api import Item, coerce_pack, enforce_limits, PackError
 from benchwarden.suites.retrieval.corpus import generate
@@ -144,3 +145,24 @@ def test_fanning_seeds_out_through_an_executor_records_the_same_scores(tmp_path)
             fanned = build_report(store, run_strategy(store, spec, [1, 2], RunSettings(),
                                                       executor=executor))
     assert plain["seeds"] == fanned["seeds"]
+
+
+@settings(max_examples=200, deadline=None)  # never a wall-time assertion
+@given(st.lists(st.tuples(st.text(max_size=300), st.booleans()), max_size=30),
+       st.integers(min_value=0, max_value=40), st.integers(min_value=0, max_value=3000))
+def test_enforce_limits_never_lets_a_pack_exceed_limit_or_budget(raw, limit, budget):
+    items = [Item(text, (0, 10, 10 + len(text)) if exact else (0, 0, 1)) for text, exact in raw]
+    kept, cut = enforce_limits(items, limit, budget)
+    assert len(kept) <= limit
+    assert sum(len(item.text) for item in kept) <= budget
+    remaining = iter(items)
+    for item in kept:  # each kept item is a prefix of the next original, in order
+        original = next(o for o in remaining if o.text.startswith(item.text) and item.text)
+        if original.source == (0, 10, 10 + len(original.text)):
+            assert item.source == (0, 10, 10 + len(item.text))
+        else:
+            assert item.source == original.source
+    if not cut:
+        assert kept == [item for item in items if item.text]
+    if len(items) <= limit and sum(len(item.text) for item in items) <= budget:
+        assert not cut
