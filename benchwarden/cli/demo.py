@@ -49,6 +49,9 @@ def _interrupt(signum: int, frame: Any) -> None:
               help="Concurrency rungs, comma-separated.")
 @click.option("--max-tokens", default=64, show_default=True, type=click.IntRange(min=2),
               help="Tokens per reply (more tokens, more chances to diverge, longer run).")
+@click.option("--min-completion-tokens", default=8, show_default=True, type=click.IntRange(min=1),
+              help="Replies shorter than this are unmeasured. Lower than the suite's 16 because "
+                   "SmolLM2-135M often answers in one short sentence.")
 @click.option("--slots", default=4, show_default=True, type=click.IntRange(min=1),
               help="Parallel slots of the engine (-np).")
 @click.option("--seed", default=None, type=int, help="Seed for the canaries [default: random, recorded].")
@@ -56,7 +59,8 @@ def _interrupt(signum: int, frame: Any) -> None:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help=f"Where to write the JSON report [default: ~/.benchwarden/reports/{DEMO_REPORT_NAME}].")
 @click.pass_context
-def demo(ctx: click.Context, probes: int, concurrency: tuple[int, ...], max_tokens: int, slots: int,
+def demo(ctx: click.Context, probes: int, concurrency: tuple[int, ...], max_tokens: int,
+         min_completion_tokens: int, slots: int,
          seed: int | None, store_location: str, json_path: str | None) -> None:
     """Run the contamination suite against a local llama.cpp engine (built on first use)."""
     try:
@@ -71,10 +75,11 @@ def demo(ctx: click.Context, probes: int, concurrency: tuple[int, ...], max_toke
     try:
         install = local_engine.ensure_engine(echo_progress)
         engine = local_engine.start_engine(install, slots=slots, context=2048 * slots, die_with_parent=True)
-        echo_progress(f"llama-server ready at {engine.api_url} (pid {engine.pid}, {slots} slots, "
-                      f"{engine.threads} threads, model {engine.model})")
+        echo_progress(f"llama-server ready at {engine.api_url} (pid {engine.pid}, slots {slots}, "
+                      f"threads {engine.threads}, model {engine.model})")
         config = ContaminationConfig(url=engine.api_url, model=engine.model, concurrency=concurrency,
-                                     probes=probes, max_tokens=max_tokens, seed=seed, preset="llamacpp")
+                                     probes=probes, max_tokens=max_tokens,
+                                     min_completion_tokens=min_completion_tokens, seed=seed, preset="llamacpp")
         with open_store_or_exit(store_location) as store:
             report = run_contamination(config, store, progress=True, console=make_console(stderr=True))
     except (local_engine.EngineError, ValueError) as error:
