@@ -593,12 +593,15 @@ def facts(items: Iterable[tuple[str, Any]]) -> str:
 
 
 def stat_tiles(items: Iterable[tuple[str, Any, str]]) -> str:
-    """Big numbers: (label, value, colour)."""
-    tiles = "".join(
-        f'<div class="tile" style="border-top-color:{color(c)}"><div class="tile-value">'
-        f'{escape(v if isinstance(v, str) else fmt_number(v))}</div><div class="tile-label">{escape(k)}</div></div>'
-        for k, v, c in items)
-    return f'<div class="tiles">{tiles}</div>'
+    """Big numbers: (label, value, colour). A "mean ± se" value shows its ± part smaller."""
+    tiles = []
+    for label, value, tone in items:
+        text = value if isinstance(value, str) else fmt_number(value)
+        main, sep, error = text.partition(" ± ")
+        shown = escape(main) + (f' <span class="tile-se">± {escape(error)}</span>' if sep else "")
+        tiles.append(f'<div class="tile" style="border-top-color:{color(tone)}"><div class="tile-value">'
+                     f'{shown}</div><div class="tile-label">{escape(label)}</div></div>')
+    return f'<div class="tiles">{"".join(tiles)}</div>'
 
 
 def details(summary_html: str, body_html: str, *, element_id: str | None = None,
@@ -733,9 +736,10 @@ dl.facts{display:grid;grid-template-columns:repeat(auto-fill,minmax(230px,1fr));
 dl.facts div{min-width:0}
 dl.facts dt{font-size:12px;color:var(--muted);text-transform:uppercase;letter-spacing:.5px}
 dl.facts dd{margin:0;font-family:var(--mono);font-size:13px;overflow-wrap:anywhere}
-.tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(140px,1fr));gap:10px;margin:4px 0 14px}
+.tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:10px;margin:4px 0 14px}
 .tile{border:1px solid var(--line);border-top:4px solid var(--accent);border-radius:8px;padding:8px 12px;background:#fff}
-.tile-value{font-size:22px;font-weight:650;font-variant-numeric:tabular-nums}
+.tile-value{font-size:20px;font-weight:650;font-variant-numeric:tabular-nums;white-space:nowrap}
+.tile-se{font-size:13px;font-weight:500;color:var(--muted)}
 .tile-label{font-size:12px;color:var(--muted)}
 .table-wrap{overflow-x:auto;margin:6px 0 10px}
 table{border-collapse:collapse;font-size:14px;min-width:50%}
