@@ -48,6 +48,9 @@ _decoder = msgspec.json.Decoder()
 _pending = bytearray()
 
 _NATIVE_MODULES = frozenset({"ctypes", "_ctypes", "cffi", "_cffi_backend"})
+# `subprocess` raises its audit event in Python code; the C helper underneath it does not,
+# so the helper itself may not be imported at all.
+_PROCESS_MODULES = frozenset({"_posixsubprocess", "subprocess", "multiprocessing"})
 _PROCESS_EVENTS = frozenset({
     "subprocess.Popen", "os.system", "os.fork", "os.forkpty", "os.kill", "os.killpg",
     "pty.spawn", "os.startfile", "os.posix_spawn", "os.posix_spawnp",
@@ -135,6 +138,8 @@ def _audit(event, args):
         name = str(args[0])
         if name.split(".")[0] in _NATIVE_MODULES:
             _refuse("native_code", f"import {name}")
+        if name.split(".")[0] in _PROCESS_MODULES:
+            _refuse("subprocess", f"import {name}")
         if _extension_outside_stdlib(name):
             _refuse("native_code", f"import of extension module {name} from outside the stdlib")
     elif event in _FILE_EVENTS:
@@ -203,8 +208,8 @@ def main(argv):
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, _ROOT, os.path.dirname(path),
              *(entry for entry in sys.path if entry)}
     _READ_ROOTS.extend(sorted(os.path.realpath(root) for root in roots))
-    for name in list(sys.modules):
-        if name.split(".")[0] in _NATIVE_MODULES:
+    for name in list(sys.modules):  # so importing them again raises the import event
+        if name.split(".")[0] in _NATIVE_MODULES | _PROCESS_MODULES:
             del sys.modules[name]
     sys.addaudithook(_audit)
     try:

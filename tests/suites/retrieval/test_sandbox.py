@@ -38,6 +38,7 @@ def run_hostile(name: str, limits: SandboxLimits = LIMITS) -> SandboxFailure:
     ("SwallowsRefusal", "network"),
     ("SpawnsProcess", "subprocess"),
     ("CallsSystem", "subprocess"),
+    ("UsesForkHelper", "subprocess"),
     ("WritesFile", "file_write"),
     ("RemovesFile", "file_write"),
     ("ReadsSecrets", "file_read"),

@@ -3,7 +3,6 @@ outside the sandbox."""
 
 import os
 import socket
-import subprocess
 
 from benchwarden.suites.retrieval.api import Item
 
@@ -32,7 +31,13 @@ class SwallowsRefusal(Polite):
 
 class SpawnsProcess(Polite):
     def index(self, sessions):
+        import subprocess
         subprocess.run(["true"], check=False)
+
+
+class UsesForkHelper(Polite):
+    def index(self, sessions):
+        import _posixsubprocess  # noqa: F401  (forks without an audit event of its own)
 
 
 class CallsSystem(Polite):
