@@ -20,7 +20,7 @@ import copy
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 from benchwarden.suites.arms.model import CheckResult, State
 

@@ -19,7 +19,7 @@ Invariants:
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Protocol, Sequence
 
@@ -127,7 +127,6 @@ class Suite:
     environment: EnvironmentFactory
     tiers: tuple[str, ...] = DEFAULT_TIERS
     description: str = ""
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for kind, names in (("arm", [a.name for a in self.arms]),

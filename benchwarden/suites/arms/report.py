@@ -133,13 +133,11 @@ COMPONENTS = ("fresh_input", "cache_creation", "cache_read", "output")
 
 
 def render_terminal(report: Mapping[str, Any], console: Console) -> None:
-    from benchwarden.core.verdicts import Verdict as _Verdict
-
     verdict = report.get("verdict")
     console.print(f"[bold]arms[/bold] suite [bold]{report.get('scope')}[/bold] "
                   f"({report.get('bench_version')}), floor {report.get('floor')} samples per cell")
     if verdict:
-        console.print(verdict_text(_Verdict(verdict["kind"], verdict["reason"])))
+        console.print(verdict_text(Verdict(verdict["kind"], verdict["reason"])))
     weights = report.get("weights", {})
     console.print("cost-equivalent weights: " + ", ".join(f"{k}={v:g}" for k, v in weights.items()))
 

@@ -21,8 +21,8 @@ from collections import defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
-from benchwarden.core.stats import (Estimate, clustered_mean_se, mde_proportions,
-                                    paired_difference, wilson_interval)
+from benchwarden.core.stats import (clustered_mean_se, mde_proportions, paired_difference,
+                                    wilson_interval)
 from benchwarden.suites.arms.model import FAILURE_TAGS, FLOOR, PASS
 
 COMPONENTS = ("fresh_input", "cache_creation", "cache_read", "output")
@@ -238,6 +238,6 @@ def arms_and_tasks(records: Sequence[Record],
     return list(arms), list(tasks), list(tiers)
 
 
-__all__ = ["COMPONENTS", "Estimate", "FLOOR", "all_pairs", "arms_and_tasks", "by_arm",
+__all__ = ["COMPONENTS", "FLOOR", "all_pairs", "arms_and_tasks", "by_arm",
            "cell_counts", "compare", "coverage", "coverage_class", "failure_tags",
            "headline", "per_component", "per_tier"]

@@ -8,7 +8,6 @@ Errors answer `{"error": "..."}` with 400/404/405; nothing here raises into the 
 from __future__ import annotations
 
 import json
-import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
