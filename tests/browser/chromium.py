@@ -120,7 +120,7 @@ async def _visit(binary: str, page: Path, expressions: dict[str, str], screensho
     visit = PageVisit()
     try:
         port_file = Path(profile) / "DevToolsActivePort"
-        for _ in range(300):
+        for _ in range(1200):  # a loaded CI machine can take a while to start a browser
             if port_file.exists() and port_file.read_text().strip():
                 break
             if process.poll() is not None:
@@ -141,8 +141,18 @@ async def _visit(binary: str, page: Path, expressions: dict[str, str], screensho
                         await tools.call(f"{domain}.enable")
                     await tools.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
                                      deviceScaleFactor=1, mobile=False)
+                    tools.events.pop("Page.loadEventFired", None)  # only our page's load counts
                     await tools.call("Page.navigate", url=page.resolve().as_uri() + fragment)
                     await tools.wait_for("Page.loadEventFired")
+                    for _ in range(100):
+                        state = await tools.call(
+                            "Runtime.evaluate", returnByValue=True,
+                            expression="location.protocol + document.readyState")
+                        if state.get("result", {}).get("value") == "file:complete":
+                            break
+                        await asyncio.sleep(0.05)
+                    else:
+                        raise RuntimeError("the page did not finish loading")
                     await asyncio.sleep(settle_s)  # let late handlers (img onerror, timers) run
                     if screenshot is not None:  # before any interaction moves the page
                         shot = await tools.call("Page.captureScreenshot", format="png")
