@@ -74,7 +74,8 @@ def demo(ctx: click.Context, probes: int, concurrency: tuple[int, ...], max_toke
     engine: local_engine.EngineProcess | None = None
     try:
         install = local_engine.ensure_engine(echo_progress)
-        engine = local_engine.start_engine(install, slots=slots, context=2048 * slots, die_with_parent=True)
+        engine = local_engine.start_engine(install, slots=slots, context=2048 * slots, die_with_parent=True,
+                                           log_path=local_engine.state_path().parent / "demo-server.log")
         echo_progress(f"llama-server ready at {engine.api_url} (pid {engine.pid}, slots {slots}, "
                       f"threads {engine.threads}, model {engine.model})")
         config = ContaminationConfig(url=engine.api_url, model=engine.model, concurrency=concurrency,

