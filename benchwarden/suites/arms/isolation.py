@@ -31,8 +31,7 @@ BASE_UTILITIES: frozenset[str] = frozenset({
     "cat", "echo", "printf", "head", "tail", "grep", "egrep", "fgrep", "wc", "sort",
     "uniq", "cut", "tr", "paste", "column", "comm", "diff", "nl", "fold", "fmt", "rev",
     "tac", "jq", "ls", "pwd", "date", "true", "false", "test", "[", "seq", "tee",
-    "basename", "dirname", "mkdir", "touch", "cp", "mv", "rm", "which", "sleep",
-    "expr", "join",
+    "basename", "dirname", "mkdir", "touch", "which", "sleep", "expr", "join",
 })
 
 INTERPRETERS = frozenset({

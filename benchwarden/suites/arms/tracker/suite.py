@@ -64,9 +64,14 @@ class TrackerEnvironment:
         self.bin.mkdir(exist_ok=True)
         self.server: TrackerServer | None = None
         if arm.name == "cli":
+            # The program carries the database path and import path itself, so the
+            # agent's environment names neither.
+            package_root = Path(__file__).resolve().parents[4]
             program = self.bin / "tracker"
             program.write_text(
                 "#!/bin/sh\n"
+                f"TRACKER_DB={shlex.quote(str(self.database))} "
+                f"PYTHONPATH={shlex.quote(str(package_root))} "
                 f"exec {shlex.quote(sys.executable)} -m benchwarden.suites.arms.tracker.cli \"$@\"\n")
             program.chmod(program.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         if arm.name == "http":
@@ -85,11 +90,6 @@ class TrackerEnvironment:
     def agent_env(self) -> Mapping[str, str]:
         env = {"PATH": os.pathsep.join([str(self.bin), "/usr/local/bin", "/usr/bin", "/bin"]),
                "TRACKER_USER": AGENT}
-        if self.arm.name == "cli":
-            env["TRACKER_DB"] = str(self.database)
-            # the program must import this package even from a source checkout
-            package_root = Path(__file__).resolve().parents[4]
-            env["PYTHONPATH"] = str(package_root)
         if self.server is not None:
             env["TRACKER_URL"] = self.server.url
         return env
