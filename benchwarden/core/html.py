@@ -509,7 +509,7 @@ def grid(rows: Sequence[str], columns: Sequence[str], cells: Mapping[tuple[str, 
     """A heat-map grid; missing cells are drawn as an empty outline."""
     if not rows or not columns:
         return empty_note(f"{label}: nothing to chart")
-    left = min(220.0, max(56.0, max(_text_width(_clip(r, 28)) for r in rows) + 14))
+    left = min(280.0, max(56.0, max(_text_width(_clip(r, 36)) for r in rows) + 14))
     top = 40 if column_header else 26
     width = left + len(columns) * cell_width + 8
     height = top + len(rows) * cell_height + 8
@@ -525,7 +525,7 @@ def grid(rows: Sequence[str], columns: Sequence[str], cells: Mapping[tuple[str, 
     for r_index, row_name in enumerate(rows):
         y = top + r_index * cell_height
         parts.append(f'<text class="row-head" x="{left - 8:.1f}" y="{y + cell_height / 2 + 4:.1f}" '
-                     f'text-anchor="end">{escape(_clip(row_name, 28))}<title>{escape(row_name)}</title></text>')
+                     f'text-anchor="end">{escape(_clip(row_name, 36))}<title>{escape(row_name)}</title></text>')
         for c_index, column in enumerate(columns):
             x = left + c_index * cell_width
             cell = cells.get((row_name, column))

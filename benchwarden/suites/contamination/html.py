@@ -294,7 +294,8 @@ def _grid_section(report: Mapping[str, Any], cells: list[Mapping[str, Any]],
     for cell in cells:
         counts[str(cell.get("class", ""))] += 1
     chart = h.grid([names.get(p, f"probe {p}") for p in probes], columns, grid_cells,
-                   label="probe by leg classification", cell_width=max(58, min(96, 900 // max(1, len(columns)))),
+                   label="probe by leg classification", cell_width=max(58, min(120, 900 // max(1, len(columns)))),
+                   cell_height=38,
                    row_header="probe", column_header="leg →")
     key = h.legend((colour, f"{name.replace('_', ' ')} ({counts.get(name, 0)})", meaning)
                    for name, (colour, _, meaning) in CLASS_STYLE.items())
