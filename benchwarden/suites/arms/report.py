@@ -114,6 +114,15 @@ def _mean(estimate: Mapping[str, Any] | None, digits: int = 0) -> str:
     return text
 
 
+def _bootstrap(estimate: Mapping[str, Any] | None) -> str:
+    if not estimate or estimate.get("mean") is None:
+        return DASH
+    text = f"{estimate['mean']:,.0f}"
+    if estimate.get("low") is not None:
+        text += f" [{estimate['low']:,.0f}–{estimate['high']:,.0f}]"
+    return text
+
+
 def _signed(value: float | None, digits: int, percent: bool = False) -> str:
     if value is None:
         return DASH
@@ -142,13 +151,15 @@ def render_terminal(report: Mapping[str, Any], console: Console) -> None:
     console.print("cost-equivalent weights: " + ", ".join(f"{k}={v:g}" for k, v in weights.items()))
 
     table = Table(title="headline per arm (mean ± SE clustered by task; success with Wilson 95 % CI)")
-    for column in ("arm", "samples", "success", "cost-eq tokens", "raw tokens", "turns",
+    for column in ("arm", "samples", "success", "cost-eq tokens", "per task [BCa 95 %]",
+                   "raw tokens", "turns",
                    "duration s", "covered/partial/missing", "imputed $"):
         table.add_column(column, justify="left" if column == "arm" else "right")
     for row in report.get("headline", []):
         cov = row["coverage"]
         table.add_row(row["arm"], str(row["samples"]), _rate(row["success"]),
-                      _mean(row["cost_equivalent"]), _mean(row["raw_tokens"]),
+                      _mean(row["cost_equivalent"]), _bootstrap(row.get("cost_equivalent_per_task")),
+                      _mean(row["raw_tokens"]),
                       _mean(row["turns"], 1), _mean(row["duration_s"], 1),
                       f"{cov['covered']}/{cov['partial']}/{cov['missing']} of {cov['cells']}",
                       _mean(row["imputed_cost_usd"], 4))

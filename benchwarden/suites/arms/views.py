@@ -21,7 +21,7 @@ from collections import defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
-from benchwarden.core.stats import (clustered_mean_se, mde_proportions, paired_difference,
+from benchwarden.core.stats import (bootstrap_mean_ci, clustered_mean_se, mde_proportions, paired_difference,
                                     wilson_interval)
 from benchwarden.suites.arms.model import FAILURE_TAGS, FLOOR, PASS
 
@@ -32,6 +32,19 @@ def _estimate(values: Sequence[float], clusters: Sequence[str]) -> dict[str, Any
     if not values:
         return None
     return clustered_mean_se(list(values), list(clusters)).to_json_dict()
+
+
+def _per_task_bootstrap(records: Sequence[Record], weights: TokenWeights) -> dict[str, Any] | None:
+    """Mean over tasks of each task's mean cost, with a BCa bootstrap interval over
+    tasks: every task weighs the same however deep its cell, and a skewed task mix
+    is not forced into a t interval."""
+    by_task: dict[str, list[float]] = defaultdict(list)
+    for record in records:
+        by_task[record.task].append(record.tokens.cost_equivalent(weights))
+    if not by_task:
+        return None
+    means = [sum(values) / len(values) for values in by_task.values()]
+    return bootstrap_mean_ci(means).to_json_dict()
 
 
 def _success(records: Sequence[Record]) -> dict[str, Any] | None:
@@ -95,6 +108,7 @@ def headline(records: Sequence[Record], arms: Sequence[str], tasks: Sequence[str
             "success": _success(group),
             "cost_equivalent": _estimate([r.tokens.cost_equivalent(weights) for r in priced],
                                          [r.task for r in priced]),
+            "cost_equivalent_per_task": _per_task_bootstrap(priced, weights),
             "raw_tokens": _estimate([float(r.tokens.raw_total) for r in priced],
                                     [r.task for r in priced]),
             "turns": _estimate([float(r.payload.get("turns", 0)) for r in group],

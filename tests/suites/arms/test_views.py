@@ -96,6 +96,9 @@ def test_token_standard_error_is_clustered_by_task():
     assert estimate["mean"] == 200
     assert estimate["se"] == pytest.approx(math.sqrt(2 * (200**2 + 200**2)) / 4)
     assert estimate["method"] == "cluster-robust t"
+    per_task = views.headline(records, ["a"], ["t1", "t2"])[0]["cost_equivalent_per_task"]
+    assert per_task["mean"] == 200 and per_task["n"] == 2
+    assert per_task["low"] <= 200 <= per_task["high"]
 
 
 def paired_records() -> list[Record]:
