@@ -487,6 +487,8 @@ class ChatClient:
         request-level failure. With `cancel_after_deltas=k` the connection is closed
         after k content deltas and the outcome says so (`extra={"cancelled": True}`)."""
         session = self._require_session()
+        if cancel_after_deltas is not None and cancel_after_deltas < 1:
+            raise ValueError(f"cancel_after_deltas must be at least 1, got {cancel_after_deltas}")
         payload = _encoder.encode(body)
         state = _StreamState()
         status: int | None = None

@@ -191,3 +191,12 @@ def test_using_the_client_outside_async_with_is_a_caller_bug():
 
     with pytest.raises(RuntimeError, match="async with"):
         asyncio.run(scenario())
+
+
+def test_cancelling_after_zero_deltas_is_a_caller_bug():
+    async def scenario():
+        async with ChatClient("http://127.0.0.1:1") as client:
+            await client.stream_chat(BODY, cancel_after_deltas=0)
+
+    with pytest.raises(ValueError, match="at least 1"):
+        asyncio.run(scenario())
