@@ -17,7 +17,7 @@ from rich.table import Table
 from benchwarden.cli.common import ConfigError, config_errors, open_store_or_exit, store_option
 from benchwarden.core.reports import console, read_json, write_json
 from benchwarden.suites.retrieval.corpus import CATEGORIES, generate
-from benchwarden.suites.retrieval.driver import RunSettings, run_strategy
+from benchwarden.suites.retrieval.driver import RunSettings, resume_run, run_strategy
 from benchwarden.suites.retrieval.report import build_report, render_terminal
 from benchwarden.suites.retrieval.sandbox import SandboxLimits
 from benchwarden.suites.retrieval.scoring import DECIDE_ON, decide, normalise_report
@@ -133,7 +133,7 @@ def gen(seed: int, as_json: bool) -> None:
 
 
 @retrieval.command()
-@click.option("--strategy", "strategy_text", required=True,
+@click.option("--strategy", "strategy_text", default=None,
               help="A built-in (substring, fts5, bm25, dump) or path/to/file.py:object.")
 @click.option("--seeds", "seeds_text", default="1-6", show_default=True, help="e.g. 1-6 or 1,2,3.")
 @click.option("--limit", type=int, default=10, show_default=True, help="Items per pack.")
@@ -143,21 +143,51 @@ def gen(seed: int, as_json: bool) -> None:
               help="Run a strategy file in the sandboxed child interpreter.")
 @click.option("--executor", "executor_spec", default="local", show_default=True,
               help="Where seeds run: local, local:N, ray, ray://host:port.")
+@click.option("--resume", "resume_id", default=None,
+              help="Finish a killed run (its id): score only the seeds it has no records for.")
 @store_option
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the JSON report here.")
 @config_errors
-def run(strategy_text: str, seeds_text: str, limit: int, budget_chars: int, sandbox: bool,
-        executor_spec: str, store_location: str, json_path: str | None) -> None:
+def run(strategy_text: str | None, seeds_text: str, limit: int, budget_chars: int,
+        sandbox: bool, executor_spec: str, resume_id: str | None, store_location: str,
+        json_path: str | None) -> None:
     """Score one strategy: category means, composite, guards, guarded composite."""
-    seeds = parse_seeds(seeds_text)
-    report = score_strategy(store_location, strategy_text, seeds,
-                            _settings(limit, budget_chars, sandbox), executor_spec)
+    if resume_id:
+        if strategy_text:
+            raise ConfigError("--resume continues a run as it was configured; drop --strategy")
+        report = _resume(store_location, resume_id, executor_spec)
+    else:
+        if not strategy_text:
+            raise ConfigError("give --strategy NAME|path/to/file.py:object (or --resume RUN)")
+        seeds = parse_seeds(seeds_text)
+        report = score_strategy(store_location, strategy_text, seeds,
+                                _settings(limit, budget_chars, sandbox), executor_spec)
     render_terminal(report, console())
     if json_path:
         click.echo(f"report written to {write_json(json_path, report)}")
     if report.get("failure") or not report.get("seeds"):
         raise SystemExit(1)
+
+
+def _resume(store_location: str, run_id: str, executor_spec: str | None) -> dict[str, Any]:
+    executor = _executor(executor_spec)
+    progress = Progress(TextColumn("[bold]resuming[/bold]"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("cases"), TimeElapsedColumn(), console=console(stderr=True),
+                        transient=True)
+    try:
+        with open_store_or_exit(store_location) as store, progress:
+            task = progress.add_task("scoring", total=None)
+            try:
+                finished, missing = resume_run(store, run_id, executor=executor,
+                                               on_progress=lambda n: progress.advance(task, n))
+            except (ValueError, StrategyLoadError) as error:
+                raise ConfigError(str(error)) from None
+            console(stderr=True).print(f"resumed {finished}: scored seeds {missing or 'none'}")
+            return build_report(store, finished)
+    finally:
+        if executor is not None:
+            executor.close()
 
 
 def _side(text: str, label: str, store_location: str, seeds: list[int] | None,

@@ -10,7 +10,8 @@ Invariants:
   ends its run: one `error` record names the seed and the reason, the run ends
   `failed`, and nothing else is raised to the caller. Seeds already scored stay recorded.
 - A seed's records are appended in one batch, after the whole seed was scored, so a
-  seed is either wholly in the store or not at all.
+  seed is either wholly in the store or not at all; a killed run (no end recorded) is
+  finished by `resume_run`, which scores only the seeds with no records.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from benchwarden.suites.retrieval.corpus import (
 from benchwarden.suites.retrieval.grading import contains_value, grade_pack, pack_text
 from benchwarden.suites.retrieval.sandbox import SandboxFailure, SandboxLimits, SandboxedStrategy
 from benchwarden.suites.retrieval.scoring import BENCH_VERSION, CaseOutcome, PackMeasure
-from benchwarden.suites.retrieval.strategies import StrategyLoadError, StrategySpec, make_strategy
+from benchwarden.suites.retrieval.strategies import (
+    StrategyLoadError, StrategySpec, make_strategy, parse_strategy)
 
 SUITE = "retrieval"
 FAILURE_TASK = "__run__"
@@ -159,29 +161,63 @@ def run_strategy(store: Store, spec: StrategySpec, seeds: Sequence[int], setting
     run = stamp_run(suite=SUITE, bench_version=BENCH_VERSION, config=config, seeds=seeds,
                     target={"strategy": spec.name}, run_id=run_id)
     store.begin_run(run)
+    _score_into(store, run.run_id, spec, list(seeds), settings, on_progress, executor)
+    return run.run_id
+
+
+def resume_run(store: Store, run_id: str, *, on_progress: ProgressCallback | None = None,
+               executor: Any = None) -> tuple[str, list[int]]:
+    """Finish a run that was killed: score only the seeds it has no records for.
+
+    Refuses (ValueError, one line) a run that already ended, one of another suite or
+    version, and one whose strategy file changed since (its SHA-256 no longer matches).
+    Returns the run id and the seeds that were still missing.
+    """
+    info = store.run_info(run_id)
+    run = info.run
+    if run.suite != SUITE or run.bench_version != BENCH_VERSION:
+        raise ValueError(f"run {run.run_id} is {run.suite} version {run.bench_version}, "
+                         f"not {SUITE} version {BENCH_VERSION}")
+    if info.end is not None:
+        raise ValueError(f"run {run.run_id} already ended ({info.end.status}); nothing to resume")
+    recorded = dict(run.config.get("strategy") or {})
+    if recorded.get("builtin"):
+        spec = parse_strategy(str(recorded.get("name")))
+    else:
+        spec = parse_strategy(f"{recorded.get('path')}:{recorded.get('object')}")
+        if spec.source_sha256 != recorded.get("source_sha256"):
+            raise ValueError(f"strategy file {spec.path} changed since run {run.run_id} "
+                             "started; start a new run instead")
+    saved = dict(run.config.get("settings") or {})
+    settings = RunSettings(limit=int(saved.get("limit", 10)),
+                           budget_chars=int(saved.get("budget_chars", 2000)),
+                           sandbox=bool(saved.get("sandbox", False)),
+                           sandbox_limits=SandboxLimits(**(saved.get("sandbox_limits") or {})))
+    done = {record.trial for record in store.records(run_id=run.run_id)}
+    missing = [seed for seed in run.seeds if seed not in done]
+    _score_into(store, run.run_id, spec, missing, settings, on_progress, executor)
+    return run.run_id, missing
+
+
+def _score_into(store: Store, run_id: str, spec: StrategySpec, seeds: list[int],
+                settings: RunSettings, on_progress: ProgressCallback | None,
+                executor: Any) -> None:
     tasks = [SeedTask(spec, int(seed), settings) for seed in seeds]
     failure: dict[str, Any] | None = None
-    status = "completed"
-    try:
-        if executor is None:
-            results = (score_one_seed(task, on_progress) for task in tasks)
-        else:
-            results = _fan_out(executor, tasks, on_progress)
-        for result in results:
-            _record_seed(store, run.run_id, spec, result)
-            if result.failure and failure is None:
-                failure = result.failure
-                if executor is None:
-                    break  # in order: later seeds would only repeat the failure
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    finally:
-        if failure and status == "completed":
-            status = "failed"
-        store.finish_run(RunEnd(run.run_id, time.time(), status,
-                                {"failure": failure} if failure else {}))
-    return run.run_id
+    if executor is None:
+        results = (score_one_seed(task, on_progress) for task in tasks)
+    else:
+        results = _fan_out(executor, tasks, on_progress)
+    for result in results:
+        _record_seed(store, run_id, spec, result)
+        if result.failure and failure is None:
+            failure = result.failure
+            if executor is None:
+                break  # in order: later seeds would only repeat the failure
+    # Only here: a run killed above (Ctrl-C, a dead machine) keeps no end, so
+    # `resume_run` can finish it later.
+    store.finish_run(RunEnd(run_id, time.time(), "failed" if failure else "completed",
+                            {"failure": failure} if failure else {}))
 
 
 def _fan_out(executor: Any, tasks: Sequence[SeedTask], on_progress: ProgressCallback | None):

@@ -168,3 +168,31 @@ def test_ladder_challenge_and_show_through_the_cli(tmp_path):
 def test_ladder_show_on_an_empty_folder_is_a_one_line_error(tmp_path):
     done = CliRunner().invoke(cli, ["ladder", "show", "--ladder", str(tmp_path)])
     assert done.exit_code == 2 and "no entries" in done.output
+
+
+def test_run_resume_finishes_a_killed_run(tmp_path, monkeypatch):
+    from benchwarden.suites.retrieval import driver
+
+    store_path = tmp_path / "s.sqlite"
+    real = driver.score_one_seed
+
+    def dies_on_seed_two(task, on_case=None):
+        if task.seed == 2:
+            raise KeyboardInterrupt
+        return real(task, on_case)
+
+    monkeypatch.setattr(driver, "score_one_seed", dies_on_seed_two)
+    with open_store(store_path) as store:
+        with pytest.raises(KeyboardInterrupt):
+            driver.run_strategy(store, driver.parse_strategy("bm25"), [1, 2, 3],
+                                driver.RunSettings(), run_id="retrieval-cut-short")
+    monkeypatch.setattr(driver, "score_one_seed", real)
+    runner = CliRunner()
+    done = runner.invoke(cli, ["retrieval", "run", "--resume", "retrieval-cut-short",
+                               "--store", str(store_path), "--json", str(tmp_path / "r.json")])
+    assert done.exit_code == 0, done.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [block["seed"] for block in report["seeds"]] == [1, 2, 3]
+    again = runner.invoke(cli, ["retrieval", "run", "--resume", "retrieval-cut-short",
+                                "--store", str(store_path)])
+    assert again.exit_code == 2 and "already ended" in again.output

@@ -166,3 +166,35 @@ def test_enforce_limits_never_lets_a_pack_exceed_limit_or_budget(raw, limit, bud
         assert kept == [item for item in items if item.text]
     if len(items) <= limit and sum(len(item.text) for item in items) <= budget:
         assert not cut
+
+
+def test_a_killed_run_resumes_with_only_the_missing_seeds(tmp_path, monkeypatch):
+    from benchwarden.core.store import open_store
+    from benchwarden.suites.retrieval import driver
+    from benchwarden.suites.retrieval.report import build_report
+
+    real = driver.score_one_seed
+    calls = []
+
+    def dies_on_seed_three(task, on_case=None):
+        if task.seed == 3:
+            raise KeyboardInterrupt
+        calls.append(task.seed)
+        return real(task, on_case)
+
+    spec = parse_strategy("substring")
+    with open_store(tmp_path / "s.sqlite") as store:
+        monkeypatch.setattr(driver, "score_one_seed", dies_on_seed_three)
+        with pytest.raises(KeyboardInterrupt):
+            driver.run_strategy(store, spec, [1, 2, 3, 4], RunSettings(), run_id="retrieval-killed")
+        assert store.run_info("retrieval-killed").end is None
+        monkeypatch.setattr(driver, "score_one_seed", real)
+        run_id, missing = driver.resume_run(store, "retrieval-killed")
+        assert missing == [3, 4]
+        resumed = build_report(store, run_id)
+        fresh = build_report(store, driver.run_strategy(store, spec, [1, 2, 3, 4], RunSettings()))
+        assert resumed["seeds"] == fresh["seeds"]
+        assert store.run_info(run_id).end.status == "completed"
+        with pytest.raises(ValueError, match="already ended"):
+            driver.resume_run(store, run_id)
+    assert calls == [1, 2]
