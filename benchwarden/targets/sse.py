@@ -107,13 +107,17 @@ class SSEParser:
             self._skip_leading_lf = True  # an LF opening the next chunk ends this line
         complete = self._pending + chunk[: end + 1] if self._pending else chunk[: end + 1]
         self._pending = chunk[end + 1:]
-        if self._has_fields or b"\r" in complete:
-            # bytes.splitlines splits on exactly LF, CRLF and CR (unlike str.splitlines).
-            return self._lines(complete.splitlines())
-        return self._blocks(complete)
+        if not self._has_fields:
+            if b"\r" not in complete:
+                return self._blocks(complete)
+            lf_only = complete.replace(b"\r\n", b"\n")  # CRLF streams (sse-starlette)
+            if b"\r" not in lf_only:
+                return self._blocks(lf_only)
+        # bytes.splitlines splits on exactly LF, CRLF and CR (unlike str.splitlines).
+        return self._lines(complete.splitlines())
 
     def _blocks(self, complete: bytes) -> list[SSEEvent]:
-        """LF-only text starting at a block boundary: the usual shape of a chat stream.
+        """LF-only lines starting at a block boundary: the usual shape of a chat stream.
 
         Splitting on blank lines first makes the common block, one `data: ...` line,
         one Python step instead of two; anything else goes through `_lines`.
@@ -125,6 +129,9 @@ class SSEParser:
             if block.startswith(b"data: ") and b"\n" not in block:
                 events.append(_new_event(
                     SSEEvent, (block[6:].decode("utf-8", "replace"), None, None, ())))
+            elif block.startswith(b"data:") and b"\n" not in block:
+                events.append(_new_event(
+                    SSEEvent, (block[5:].decode("utf-8", "replace"), None, None, ())))
             else:
                 lines = block.split(b"\n")
                 lines.append(b"")
