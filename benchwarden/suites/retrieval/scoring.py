@@ -15,7 +15,7 @@ Invariants:
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from benchwarden.core.stats import PairedVerdict, mean_se, paired_verdict
@@ -220,7 +220,6 @@ class Decision:
     champion_scores: tuple[float, ...]
     challenger_scores: tuple[float, ...]
     decide_on: str = "composite"
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"dethroned": self.dethroned, "reason": self.reason,
@@ -241,12 +240,11 @@ def decide(champion: Mapping[str, Any], challenger: Mapping[str, Any],
     if champion.get("failure"):
         raise ValueError(f"champion run failed: {champion['failure'].get('reason')}")
     if challenger.get("failure"):
-        return Decision(False, f"challenger failed, champion holds: "
-                               f"{challenger['failure'].get('reason')}", None,
-                        tuple(sorted(int(b['seed']) for b in champion['seeds'])),
-                        tuple(seed_scores(champion, decide_on)[s]
-                              for s in sorted(seed_scores(champion, decide_on))),
-                        (), decide_on)
+        held = seed_scores(champion, decide_on)
+        seeds = tuple(sorted(held))
+        return Decision(False, "challenger failed, champion holds: "
+                               f"{challenger['failure'].get('reason')}", None, seeds,
+                        tuple(held[seed] for seed in seeds), (), decide_on)
     comparable(champion, challenger)
     old, new = seed_scores(champion, decide_on), seed_scores(challenger, decide_on)
     seeds = tuple(sorted(old))
