@@ -15,6 +15,7 @@ Invariants:
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from benchwarden.core.records import RunEnd
 from benchwarden.core.provenance import stamp_run
-from benchwarden.core.store import Store
+from benchwarden.core.store import DuplicateRecord, Store
 from benchwarden.suites.arms.drivers import CommandDriver, Limits, OpenAIDriver
 from benchwarden.suites.arms.model import FLOOR, Suite
 from benchwarden.suites.arms.trial import SUITE_NAME, TrialJob, TrialResult, run_trial
@@ -164,7 +165,7 @@ def run_arms(store: Store, suite: Suite, suite_spec: str, *, arms: Sequence[str]
     try:
         for result in _execute(jobs, executor):
             if result.record is not None:
-                store.append([result.record])
+                result = _append(store, result)
             tally.take(result)
             if on_result:
                 on_result(result)
@@ -175,6 +176,23 @@ def run_arms(store: Store, suite: Suite, suite_spec: str, *, arms: Sequence[str]
     finally:
         store.finish_run(RunEnd(run.run_id, time.time(), status, tally.to_json_dict()))
     return tally
+
+
+def _append(store: Store, result: TrialResult) -> TrialResult:
+    """Append a sample; if another run took its trial number meanwhile (two runs
+    deepening one cell at once), renumber it after the highest number now used."""
+    record = result.record
+    assert record is not None
+    for _ in range(5):
+        try:
+            store.append([record])
+            return result if record is result.record else dataclasses.replace(
+                result, trial=record.trial, record=record)
+        except DuplicateRecord:
+            highest = store.highest_trial(record.suite, record.scope, record.arm, record.task)
+            record = dataclasses.replace(record, trial=max(highest, record.trial) + 1)
+    store.append([record])  # still contended: let the refusal surface
+    return dataclasses.replace(result, trial=record.trial, record=record)
 
 
 def _execute(jobs: Sequence[TrialJob], executor: Any) -> Iterable[TrialResult]:

@@ -142,3 +142,23 @@ def test_the_documented_example_suite_runs_as_written(tmp_path, monkeypatch):
                                      {"shopping.txt": "eggs\nflour\n",
                                       "ideas.txt": "a tracker in SQLite\n"}.items()}},
         final=environment.capture_state()).passed
+
+
+def test_a_concurrent_run_taking_a_trial_number_gets_the_sample_renumbered(tmp_path):
+    from benchwarden.suites.arms.drivers import CommandDriver, Limits
+    from benchwarden.suites.arms.runner import run_arms
+
+    with SQLiteStore(tmp_path / "s.sqlite") as store:
+        def another_run_takes_trial_1(plans):
+            assert plans[0].trials == (1,)
+            store.begin_run(stamp_run(suite="arms", bench_version="x", config={}, run_id="other"))
+            store.append([Record(suite="arms", scope="tracker", arm="cli", task="close-issue",
+                                 trial=1, run_id="other", outcome="fail", started_at=0,
+                                 ended_at=1)])
+
+        tally = run_arms(store, SUITE, "tracker", arms=["cli"], tasks=["close-issue"], trials=1,
+                         driver=CommandDriver(f"{sys.executable} {AGENT} solve"),
+                         limits=Limits(wall_clock=120), on_start=another_run_takes_trial_1)
+        mine = store.records(run_id=tally.run_id)
+    assert tally.recorded == 1
+    assert [(r.trial, r.outcome) for r in mine] == [(2, "pass")]
