@@ -59,14 +59,16 @@ def _discover_model(url: str, api_key_env: str | None) -> str:
 @click.option("--task", "task_names", required=True, help="Task ids, comma-separated, or all.")
 @click.option("--trials", type=int, default=3, show_default=True,
               help="Samples wanted per cell; only the missing ones run (deepen with a larger N).")
-@click.option("--driver", type=click.Choice(["openai", "command"]), required=True)
+@click.option("--driver", type=click.Choice(["openai", "command"]), required=True,
+              help="openai: a tool-calling loop against --url; command: your agent program.")
 @click.option("--url", default=None, help="OpenAI-compatible base URL (openai driver).")
 @click.option("--model", default=None, help="Model name (default: the server's first model).")
 @click.option("--api-key-env", default=None,
               help="Name of the environment variable holding the API key (never the key).")
 @click.option("--command", "agent_command", default=None,
               help="The external agent program and its arguments (command driver).")
-@click.option("--turn-cap", type=int, default=40, show_default=True)
+@click.option("--turn-cap", type=int, default=40, show_default=True,
+              help="Model turns before an episode is stopped and recorded as confused.")
 @click.option("--wall-clock", type=float, default=300.0, show_default=True,
               help="Seconds before an episode is killed and recorded as hung.")
 @click.option("--command-timeout", type=float, default=60.0, show_default=True,
@@ -205,7 +207,8 @@ def report(store_location: str, scope: str | None, weights: str | None, floor: i
 @click.option("--weights", default=None, help="Cost-equivalent weights (see `arms report`).")
 @click.option("--floor", type=int, default=3, show_default=True,
               help="Samples each arm needs in a task for the task to be paired.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None)
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write the comparison as JSON here.")
 @config_errors
 def compare(arm_a: str, arm_b: str, store_location: str, scope: str | None,
             weights: str | None, floor: int, json_path: str | None) -> None:

@@ -190,3 +190,12 @@ def test_configuration_errors_are_one_line_and_exit_2(fake, tmp_path):
     assert code == 2 and "shell arms only" in output
     code, output = arms("report", "--store", store, "--weights", "output=lots")
     assert code == 2 and "not a number" in output
+
+
+def test_every_arms_command_has_help():
+    group = cli.get_command(None, "arms")
+    for name in ("run", "report", "compare"):
+        command = group.get_command(None, name)
+        assert command.help and command.help.strip()
+        assert all(option.help for option in command.params
+                   if hasattr(option, "help") and option.param_type_name == "option"), name

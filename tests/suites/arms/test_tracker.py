@@ -89,6 +89,11 @@ def test_refusals_are_one_line_answers_on_every_interface(seeded):
         tools.call_function("add_labels", {"number": 1, "labels": ["nope"]})
     with pytest.raises(ValueError, match="unknown arguments"):
         tools.call_function("close_issue", {"number": 1, "force": True})
+    with pytest.raises(ValueError, match="labels must be a list of strings"):
+        tools.call_function("add_labels", {"number": 1, "labels": "bug"})
+    with pytest.raises(ValueError, match="kind must be one of"):
+        tools.call_function("review_pull", {"number": 9, "kind": "lgtm"})
+    assert json.loads(tools.call_function("show_issue", {"number": "2"}))["number"] == 2
 
 
 def test_operations_enforce_their_rules(tmp_path):

@@ -63,6 +63,28 @@ FUNCTIONS: tuple[FunctionTool, ...] = (
 _BY_NAME = {tool.name: tool for tool in FUNCTIONS}
 
 
+def _typed(function: str, key: str, value: Any, schema: Mapping[str, Any]) -> Any:
+    """Check one argument against its schema's type; integers may arrive as strings."""
+    kind = schema.get("type")
+    if kind == "integer":
+        if isinstance(value, bool):
+            raise ValueError(f"{function}: {key} must be an integer")
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{function}: {key} must be an integer") from None
+    if kind == "array":
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise ValueError(f"{function}: {key} must be a list of strings")
+        return value
+    if kind == "string":
+        if not isinstance(value, str):
+            raise ValueError(f"{function}: {key} must be a string")
+        if "enum" in schema and value not in schema["enum"]:
+            raise ValueError(f"{function}: {key} must be one of {', '.join(schema['enum'])}")
+    return value
+
+
 def call(tracker: Tracker, name: str, arguments: Mapping[str, Any]) -> str:
     """Run one function call; a bad call raises ValueError with a one-line message."""
     tool = _BY_NAME.get(name)
@@ -78,11 +100,8 @@ def call(tracker: Tracker, name: str, arguments: Mapping[str, Any]) -> str:
             ([f"unknown arguments {unknown}"] if unknown else [])
             + ([f"missing arguments {missing}"] if missing else [])))
     kwargs = dict(arguments)
-    if "number" in kwargs:
-        try:
-            kwargs["number"] = int(kwargs["number"])
-        except (TypeError, ValueError):
-            raise ValueError(f"{name}: number must be an integer") from None
+    for key, value in kwargs.items():
+        kwargs[key] = _typed(name, key, value, tool.parameters["properties"][key])
     try:
         return dumps(getattr(tracker, name)(**kwargs))
     except TrackerError as error:
