@@ -16,8 +16,9 @@ from benchwarden.suites.retrieval.strategies import parse_strategy
 HOSTILE = Path(__file__).with_name("strategy_files") / "hostile.py"
 EXAMPLE = Path(__file__).with_name("strategy_files") / "entity_first.py"
 # small limits keep the suite fast; the wall clock is generous because the CI machine
-# is shared, and CPU seconds are what a busy loop exhausts first
-LIMITS = SandboxLimits(wall_seconds=60, cpu_seconds=1, memory_mb=512, open_files=32)
+# is shared, so CPU seconds are what a busy loop exhausts first
+LIMITS = SandboxLimits(wall_seconds=60, cpu_seconds=5, memory_mb=512, open_files=32)
+TIGHT_CPU = SandboxLimits(wall_seconds=60, cpu_seconds=1, memory_mb=512, open_files=32)
 SESSIONS = list(generate(1).sessions)
 
 
@@ -53,7 +54,7 @@ def run_hostile(name: str, limits: SandboxLimits = LIMITS) -> SandboxFailure:
     ("Missing", "load_error"),
 ])
 def test_hostile_strategy_is_stopped_with_the_right_reason(name, kind):
-    failure = run_hostile(name)
+    failure = run_hostile(name, TIGHT_CPU if kind == "cpu" else LIMITS)
     assert failure.kind == kind, failure.reason
     assert failure.reason.startswith("sandbox: ") and "\n" not in failure.reason
 
