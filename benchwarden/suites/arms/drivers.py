@@ -125,6 +125,8 @@ class Toolbox:
             self.transcript.append({"kind": "invalid", "name": name, "arguments": raw_arguments,
                                     "denied": True, "reason": "arguments are not JSON"})
             return f"error: the arguments are not valid JSON ({error.msg}); send a JSON object"
+        if isinstance(arguments, str) and self.arm.channel == "shell" and name == "shell":
+            arguments = {"command": arguments}  # small models often send the bare command
         if not isinstance(arguments, dict):
             arguments = {}
         if self.arm.channel == "shell" and name == "shell":
