@@ -216,6 +216,24 @@ def challenge(ladder: Ladder, challenger_text: str, *, store: Store, base: str, 
     if decide_on not in DECIDE_ON:
         raise ValueError(f"decide on composite or composite_guarded, not {decide_on!r}")
     challenger_spec = parse_strategy(challenger_text)
+    ladder.directory.mkdir(parents=True, exist_ok=True)
+    # One challenge at a time per ladder: a decision is only meaningful against the
+    # champion it was scored against, so a second challenger waits for the first.
+    with open(ladder.directory / ".challenge.lock", "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            return _challenge_locked(ladder, challenger_spec, store=store, base=base, date=date,
+                                     seed_count=seed_count, decide_on=decide_on, limits=limits,
+                                     limit=limit, budget_chars=budget_chars,
+                                     initial_champion=initial_champion, on_progress=on_progress)
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def _challenge_locked(ladder: Ladder, challenger_spec: StrategySpec, *, store: Store, base: str,
+                      date: str, seed_count: int, decide_on: str, limits: SandboxLimits,
+                      limit: int, budget_chars: int, initial_champion: str,
+                      on_progress: Callable[[str, int], None] | None) -> ChallengeResult:
     ladder.ensure_genesis(initial_champion)
     champion_spec = ladder.champion_spec()
     seeds = derive_seeds(base, date, seed_count)

@@ -119,3 +119,29 @@ def test_a_champion_file_changed_after_promotion_is_refused(tmp_path):
     promoted.write_text(promoted.read_text() + "\n# sneaky edit\n")
     with pytest.raises(LedgerError, match="changed since it was promoted"):
         ladder.champion_spec()
+
+
+def test_two_challenges_at_once_are_decided_one_after_the_other(tmp_path):
+    import threading
+
+    ladder_dir = tmp_path / "ladder"
+    results = {}
+
+    def run(name: str, challenger: str) -> None:
+        with open_store(tmp_path / f"{name}.sqlite") as store:
+            results[name] = challenge(Ladder(ladder_dir), challenger, store=store, base="feedface",
+                                      date="2026-11-30", seed_count=2, limits=LIMITS)
+
+    threads = [threading.Thread(target=run, args=("a", EXAMPLE)),
+               threading.Thread(target=run, args=("b", EXAMPLE))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    entries = Ladder(ladder_dir).entries()
+    assert [e["kind"] for e in entries] == ["genesis", "decision", "decision"]
+    # the second decision was scored against the champion the first one promoted
+    assert entries[1]["outcome"] == "dethroned"
+    assert entries[2]["champion"]["name"] == "entity_first:EntityFirst"
+    assert entries[2]["outcome"] == "held"
+    assert len(list((ladder_dir / "champions").glob("*.py"))) == 1
