@@ -41,7 +41,7 @@ BEHAVIOURS = ("clean", "leak", "drift", "persistent", "unstable", "serialising",
               "usage_mismatch", "http500")
 
 _CANARY = re.compile(r"\b[A-Z]{2}-[A-Z]+-[A-Z]+-\d{2}\b")
-_TOPIC = re.compile(r"topic: (.+?)\. ")
+_TOPIC = re.compile(r"(?im)^topic: (.+)$")
 _VOCABULARY = ("steady", "river", "stone", "light", "harbour", "field", "morning", "craft",
                "season", "careful", "patient", "signal", "shelter", "journey", "work",
                "village", "water", "evening", "simple", "useful", "bright", "quiet")

@@ -218,9 +218,12 @@ async def _fire_rung(client: ChatClient, plan: Plan, level: int,
     return list(await asyncio.gather(*tasks))
 
 
-async def _drive(client: ChatClient, plan: Plan, store: Store,
+async def _drive(open_client: Callable[[], ChatClient], plan: Plan, store: Store,
                  done: set[tuple[str, str, int]], advance: Tick,
                  warn: Callable[[str], None]) -> None:
+    """Run the legs. Every solo request and every rung gets a fresh client (so fresh
+    connections): a server that closes keep-alive connections between replies
+    (llama-server does) must not turn a reused, dead connection into a failed request."""
     run_id = plan.run_id
 
     async def solo(leg: str) -> None:
@@ -228,7 +231,8 @@ async def _drive(client: ChatClient, plan: Plan, store: Store,
             if (leg, str(probe), 1) in done:
                 advance(leg, 1)
                 continue
-            outcome = await client.stream_chat(body)
+            async with open_client() as client:
+                outcome = await client.stream_chat(body)
             store.append([make_record(plan, run_id, leg, str(probe), 1, probe, probe,
                                       outcome, None)])
             advance(leg, 1)
@@ -245,7 +249,8 @@ async def _drive(client: ChatClient, plan: Plan, store: Store,
             if (label, "0", repetition) in done:  # rungs are written whole
                 advance(label, slots)
                 continue
-            outcomes = await _fire_rung(client, plan, level, lambda: advance(label, 1))
+            async with open_client() as client:
+                outcomes = await _fire_rung(client, plan, level, lambda: advance(label, 1))
             store.append([
                 make_record(plan, run_id, label,
                             str(index) if index < plan.probes else f"ballast-{index}",
@@ -340,11 +345,12 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
         def warn(message: str) -> None:
             console.print(f"[yellow]warning:[/] {message}")
 
+        def open_client() -> ChatClient:
+            return ChatClient(config.url, api_key=api_key, request_timeout=config.request_timeout,
+                              max_connections=max(1024, 2 * MAX_CONCURRENCY))
+
         async def drive() -> None:
-            async with ChatClient(config.url, api_key=api_key,
-                                  request_timeout=config.request_timeout,
-                                  max_connections=max(1024, 2 * MAX_CONCURRENCY)) as client:
-                await _drive(client, plan, store, done, advance, warn)
+            await _drive(open_client, plan, store, done, advance, warn)
 
         try:
             asyncio.run(drive())

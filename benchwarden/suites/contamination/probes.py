@@ -119,12 +119,14 @@ def draw_canaries(rng: random.Random, count: int) -> list[str]:
 
 
 def _prompt(preamble: str, canary: str, topic: str) -> str:
+    # Short labelled lines: small models (SmolLM2-135M) follow them, and asking for an
+    # explanation "to a child" keeps replies above the completion-token floor.
     return (
         f"{preamble}\n\n"
-        f"Your reference code is {canary}.\n"
-        "Write the reference code on its own line first. Then write three short sentences "
-        f"about this topic: {topic}. Finally write the reference code again on its own "
-        "line."
+        f"Reference code: {canary}\n"
+        f"Topic: {topic}\n\n"
+        "First line: the reference code. Then write a paragraph of five sentences that "
+        "explains the topic to a child. Last line: the reference code."
     )
 
 
