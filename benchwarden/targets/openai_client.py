@@ -42,10 +42,14 @@ from benchwarden.targets.replies import (
 )
 from benchwarden.targets.sse import SSEEvent, SSEParser
 
-__all__ = [
+__all__ = [  # the values are re-exported from replies.py for callers' convenience
     "ChatClient",
+    "ChatCompletion",
+    "RequestOutcome",
     "TargetError",
     "TargetUnreachable",
+    "ToolCall",
+    "Usage",
     "normalise_base_url",
     "now",
     "one_line_error",
