@@ -81,6 +81,11 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
     if run.suite != SUITE:
         raise ValueError(f"run {run.run_id} is a {run.suite} run, not a contamination run")
     config = run.config
+    absent = [key for key in ("scope", "probe_set", "concurrency", "repeat",
+                               "min_completion_tokens", "request_bodies") if key not in config]
+    if absent:
+        raise ValueError(f"run {run.run_id} was not stored by this version of the "
+                         f"contamination suite (its config lacks {', '.join(absent)})")
     records = store.records(suite=SUITE, scope=str(config["scope"]))
     legs = legs_from_records(records, config)
     result = scoring.score(legs)
