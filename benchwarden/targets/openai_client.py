@@ -16,6 +16,9 @@ Invariants:
 - Tool-call arguments are concatenated exactly as streamed, never re-serialised (a
   server that sends a JSON object instead of a string gets it compactly encoded).
 - Unknown JSON keys and unknown SSE fields are ignored; an `error` anywhere fails.
+- A request is sent again only in one case: its pooled keep-alive connection turned
+  out to be closed before any response came (the server never saw it). The retry uses
+  a new connection and the outcome says so (`extra["reconnected"]`).
 
 The base URL may be given with or without a trailing `/v1` (and trailing slashes): it
 is normalised to the part before `/v1`, and requests go to `{base}/v1/...`.
@@ -24,6 +27,7 @@ is normalised to the part before `/v1`, and requests go to `{base}/v1/...`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import time
 from typing import Any
@@ -162,6 +166,25 @@ _DRAIN_SECONDS = 0.25
 
 class _StreamFailure(Exception):
     """Raised inside the read loop; becomes the outcome's error line."""
+
+
+class _StaleConnection(Exception):
+    """A pooled connection the server had already closed: retry once on a new one."""
+
+
+def _is_stale_connection(exc: BaseException) -> bool:
+    """Did the connection die before any response, as a reused keep-alive one does?
+
+    llama.cpp's server, for one, closes the connection after each streamed reply while
+    announcing keep-alive; a request sent on it before the close is noticed fails on
+    write or with a disconnect, and the server never saw it, so sending it again on a
+    new connection is safe. A refused or timed-out connect is not this case.
+    """
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return True
+    if isinstance(exc, aiohttp.ClientConnectorError) or isinstance(exc, TimeoutError):
+        return False
+    return isinstance(exc, (aiohttp.ClientOSError, ConnectionResetError, BrokenPipeError))
 
 
 def _error_text(value: Any) -> str:
@@ -426,24 +449,28 @@ class ChatClient:
         self._json_headers = {"Content-Type": "application/json",
                               "Accept": "application/json", **auth}
         self._session: aiohttp.ClientSession | None = None
+        self._fresh_session: aiohttp.ClientSession | None = None
 
     def __repr__(self) -> str:  # never shows the API key
         return f"ChatClient({self.base_url!r})"
 
     async def __aenter__(self) -> "ChatClient":
         connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0)
-        self._session = aiohttp.ClientSession(
-            connector=connector,
-            timeout=aiohttp.ClientTimeout(total=self.request_timeout,
-                                          sock_connect=self.connect_timeout,
-                                          sock_read=self.stall_timeout),
-        )
+        timeout = aiohttp.ClientTimeout(total=self.request_timeout,
+                                        sock_connect=self.connect_timeout,
+                                        sock_read=self.stall_timeout)
+        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout)
+        # Retries after a stale pooled connection go here: always a new connection.
+        self._fresh_session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=self.max_connections, force_close=True),
+            timeout=timeout)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        for session in (self._session, self._fresh_session):
+            if session is not None:
+                await session.close()
+        self._session = self._fresh_session = None
 
     def _require_session(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -494,6 +521,17 @@ class ChatClient:
         if cancel_after_deltas is not None and cancel_after_deltas < 1:
             raise ValueError(f"cancel_after_deltas must be at least 1, got {cancel_after_deltas}")
         payload = _encoder.encode(body)
+        try:
+            return await self._stream_once(session, payload, cancel_after_deltas, True)
+        except _StaleConnection:
+            assert self._fresh_session is not None
+            outcome = await self._stream_once(self._fresh_session, payload,
+                                              cancel_after_deltas, False)
+            return dataclasses.replace(outcome, extra={**outcome.extra, "reconnected": True})
+
+    async def _stream_once(self, session: aiohttp.ClientSession, payload: bytes,
+                           cancel_after_deltas: int | None,
+                           may_retry: bool) -> RequestOutcome:
         state = _StreamState()
         status: int | None = None
         sent_at = now()
@@ -547,6 +585,8 @@ class ChatClient:
         except asyncio.CancelledError:
             raise
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            if may_retry and status is None and _is_stale_connection(exc):
+                raise _StaleConnection() from None
             return self._failed(state, sent_at, status,
                                 self._transport_error("POST", self._chat_url, exc,
                                                       self.request_timeout, state))
@@ -600,15 +640,23 @@ class ChatClient:
         session = self._require_session()
         payload = _encoder.encode(body)
         url = self._chat_url
-        try:
-            async with session.post(url, data=payload, headers=self._json_headers) as response:
-                raw = await response.read()
-                status = response.status
-        except asyncio.CancelledError:
-            raise
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            raise TargetError(self._transport_error("POST", url, exc,
-                                                    self.request_timeout)) from None
+        for attempt_session in (session, self._fresh_session):
+            assert attempt_session is not None
+            status: int | None = None
+            try:
+                async with attempt_session.post(url, data=payload,
+                                                headers=self._json_headers) as response:
+                    status = response.status
+                    raw = await response.read()
+                break
+            except asyncio.CancelledError:
+                raise
+            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                if (attempt_session is session and status is None
+                        and _is_stale_connection(exc)):
+                    continue
+                raise TargetError(self._transport_error("POST", url, exc,
+                                                        self.request_timeout)) from None
         if status != 200:
             detail = _error_text_from_body(raw[:_ERROR_BODY_LIMIT])
             raise TargetError(f"HTTP {status} from POST {url}: {detail or 'no message'}"

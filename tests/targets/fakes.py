@@ -193,3 +193,54 @@ def stalling() -> Handler:
 def models_listing(ids: list[str]) -> Handler:
     payload = {"object": "list", "data": [{"id": i, "object": "model"} for i in ids]}
     return answering(200, json.dumps(payload))
+
+
+class FakeOneShotKeepAliveServer:
+    """Announces keep-alive but answers only the first request of each connection: a
+    later request on the same connection is read and the connection closed unanswered,
+    as when a server has closed an idle keep-alive connection the client reuses.
+    With `answer_nothing`, no request is ever answered."""
+
+    def __init__(self, body: bytes, *, answer_nothing: bool = False) -> None:
+        self._body = body
+        self._answer_nothing = answer_nothing
+        self.requests_seen = 0
+        self.requests_answered = 0
+        self._server: asyncio.AbstractServer | None = None
+        self.url = ""
+
+    async def __aenter__(self) -> "FakeOneShotKeepAliveServer":
+        self._server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    async def _connection(self, reader: asyncio.StreamReader,
+                          writer: asyncio.StreamWriter) -> None:
+        answered_here = 0
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                await reader.readexactly(length)
+                self.requests_seen += 1
+                if self._answer_nothing or answered_here:
+                    break  # close without a response
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                             b"Connection: keep-alive\r\n"
+                             b"Content-Length: %d\r\n\r\n" % len(self._body) + self._body)
+                await writer.drain()
+                answered_here += 1
+                self.requests_answered += 1
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()

@@ -11,6 +11,7 @@ from benchwarden.targets.openai_client import ChatClient
 from benchwarden.targets.replies import RequestOutcome, ToolCall
 
 from .fakes import (
+    FakeOneShotKeepAliveServer,
     FakeOpenAIServer,
     chunk,
     endless_deltas,
@@ -253,3 +254,40 @@ def test_many_concurrent_streams_on_one_client():
 def test_empty_data_lines_are_skipped_not_errors():
     frames = ["data: \n\n", "data:\n\n", chunk("a"), chunk(finish_reason="stop")]
     assert ok(stream(sse_body(frames))).text == "a"
+
+
+def test_a_reused_connection_the_server_closed_is_retried_once_on_a_new_one():
+    async def scenario():
+        async with FakeOneShotKeepAliveServer(sse_body(LLAMACPP_LIKE)) as server:
+            async with ChatClient(server.url) as client:
+                first = await client.stream_chat(BODY)
+                second = await client.stream_chat(BODY)  # goes out on the pooled connection
+            return first, second, server
+
+    first, second, server = asyncio.run(scenario())
+    assert ok(first).text == "Hello" and "reconnected" not in first.extra
+    assert ok(second).text == "Hello" and second.extra == {"reconnected": True}
+    assert (server.requests_seen, server.requests_answered) == (3, 2)
+
+
+def test_a_server_that_always_drops_the_connection_is_not_retried_forever():
+    async def scenario():
+        async with FakeOneShotKeepAliveServer(b"", answer_nothing=True) as server:
+            async with ChatClient(server.url) as client:
+                return await client.stream_chat(BODY), server.requests_seen
+
+    outcome, seen = asyncio.run(scenario())
+    assert not outcome.ok and "server closed the connection" in outcome.error
+    assert outcome.extra == {"reconnected": True} and seen == 2
+
+
+def test_complete_chat_also_survives_a_stale_connection():
+    document = json.dumps({"choices": [{"message": {"content": "hi"},
+                                        "finish_reason": "stop"}]}).encode()
+
+    async def scenario():
+        async with FakeOneShotKeepAliveServer(document) as server:
+            async with ChatClient(server.url) as client:
+                return [await client.complete_chat({"model": "m"}) for _ in range(3)]
+
+    assert [completion.content for completion in asyncio.run(scenario())] == ["hi"] * 3
