@@ -33,7 +33,7 @@ class Timings:
     """Client-side clock readings for one request (None when it never happened)."""
 
     sent_at: float
-    first_byte_at: float | None = None
+    first_byte_at: float | None = None  # response headers received
     first_content_at: float | None = None  # first non-empty content/reasoning/tool delta
     last_byte_at: float | None = None
 
