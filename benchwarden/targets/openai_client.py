@@ -489,8 +489,10 @@ class ChatClient:
                 timeout=aiohttp.ClientTimeout(total=timeout,
                                               sock_connect=min(timeout, self.connect_timeout)),
             ) as response:
-                body = await _read_capped(response)
-                if response.status != 200:
+                if response.status == 200:
+                    body = await response.read()  # listings can be large (routers, hubs)
+                else:
+                    body = await _read_capped(response)
                     detail = _error_text_from_body(body) or (response.reason or "")
                     raise TargetUnreachable(
                         f"GET {url} answered HTTP {response.status}: {detail}"

@@ -52,6 +52,11 @@ def test_list_models_returns_the_ids_and_sends_the_key():
     assert requests[0].headers["Authorization"] == "Bearer sk-1"
 
 
+def test_list_models_reads_a_listing_larger_than_an_error_body():
+    ids = [f"vendor/model-{number:05d}-with-a-long-descriptive-name" for number in range(3000)]
+    assert models_from(models_listing(ids))[0] == ids
+
+
 def test_list_models_unreachable_server():
     port = free_port_nobody_listens_on()
 
