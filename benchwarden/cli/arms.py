@@ -15,8 +15,8 @@ from typing import Any
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from benchwarden.cli.common import (EXIT_FAIL, ConfigError, config_errors, open_store_or_exit,
-                                    store_option)
+from benchwarden.cli.common import (EXIT_FAIL, ConfigError, config_errors, html_option,
+                                    open_store_or_exit, store_option, write_html_report)
 from benchwarden.core.records import DEFAULT_WEIGHTS, TokenWeights
 from benchwarden.core.reports import console, write_json
 
@@ -80,13 +80,14 @@ def _discover_model(url: str, api_key_env: str | None) -> str:
               help="Fan trials out: local:N (processes) or ray. Default: one at a time.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the report of the suite after this run.")
+@html_option
 @store_option
 @config_errors
 def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: str,
         url: str | None, model: str | None, api_key_env: str | None, agent_command: str | None,
         turn_cap: int, wall_clock: float, command_timeout: float, max_tokens: int,
         seed: int | None, executor_spec: str | None, json_path: str | None,
-        store_location: str) -> None:
+        html_path: str | None, store_location: str) -> None:
     """Run the missing trials of each (arm, task) cell and append their records."""
     from benchwarden.suites.arms.drivers import CommandDriver, Limits, OpenAIDriver
     from benchwarden.suites.arms.model import load_suite
@@ -167,9 +168,12 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
         render_tally(tally.to_json_dict(), out)
         out.print(f"run {tally.run_id} recorded in {store_location}; "
                   f"`benchwarden arms report --store {store_location}` shows the views")
-        if json_path:
+        if json_path or html_path:
             report = build_report(store, tally.run_id)
+        if json_path:
             out.print(f"report written to {write_json(json_path, report)}")
+    if html_path:
+        write_html_report(store_location, report, html_path)
     if tally.harness_errors:
         sys.exit(EXIT_FAIL)
 

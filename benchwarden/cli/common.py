@@ -61,3 +61,23 @@ def config_errors(function: F) -> F:
             raise ConfigError(str(error)) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def html_option(function: F) -> F:
+    return click.option(
+        "--html", "html_path", type=click.Path(dir_okay=False), default=None,
+        help="Also write a self-contained HTML report here (no network needed to view it).",
+    )(function)
+
+
+def write_html_report(store_location: str, report: Any, html_path: str) -> None:
+    """Write the run's page: the same renderer `benchwarden report --html` uses."""
+    from benchwarden.cli.report import enrich_for_html, write_report_html
+
+    with open_store_or_exit(store_location) as store:
+        page_report = enrich_for_html(store, report)
+    try:
+        written = write_report_html(html_path, page_report)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    click.echo(f"HTML report written to {written}")

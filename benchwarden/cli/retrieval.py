@@ -14,7 +14,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.markup import escape
 from rich.table import Table
 
-from benchwarden.cli.common import ConfigError, config_errors, open_store_or_exit, store_option
+from benchwarden.cli.common import (ConfigError, config_errors, html_option, open_store_or_exit,
+                                    store_option, write_html_report)
 from benchwarden.core.reports import console, read_json, write_json
 from benchwarden.suites.retrieval.corpus import CATEGORIES, generate
 from benchwarden.suites.retrieval.driver import RunSettings, resume_run, run_strategy
@@ -148,10 +149,11 @@ def gen(seed: int, as_json: bool) -> None:
 @store_option
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the JSON report here.")
+@html_option
 @config_errors
 def run(strategy_text: str | None, seeds_text: str, limit: int, budget_chars: int,
         sandbox: bool, executor_spec: str, resume_id: str | None, store_location: str,
-        json_path: str | None) -> None:
+        json_path: str | None, html_path: str | None) -> None:
     """Score one strategy: category means, composite, guards, guarded composite."""
     if resume_id:
         if strategy_text:
@@ -166,6 +168,8 @@ def run(strategy_text: str | None, seeds_text: str, limit: int, budget_chars: in
     render_terminal(report, console())
     if json_path:
         click.echo(f"report written to {write_json(json_path, report)}")
+    if html_path:
+        write_html_report(store_location, report, html_path)
     if report.get("failure") or not report.get("seeds"):
         raise SystemExit(1)
 
