@@ -48,13 +48,16 @@ def _extra_body(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option("--concurrency", default="2,4,8", show_default=True, callback=_levels,
               help="Concurrency rungs, comma-separated, each 2..512.")
 @click.option("--probes", default=4, show_default=True, type=int, help="Probe prompts (2..32).")
-@click.option("--max-tokens", default=256, show_default=True, type=int)
+@click.option("--max-tokens", default=256, show_default=True, type=int,
+              help="Completion-token limit of every request.")
 @click.option("--min-completion-tokens", default=16, show_default=True, type=int,
               help="Replies shorter than this are unmeasured (must be below --max-tokens).")
 @click.option("--seed", default=None, type=int, help="Seed for canaries and topics "
               "[default: drawn and recorded].")
 @click.option("--scenario", default="shared-prefix", show_default=True,
-              help=f"Cache scenario: {' | '.join(SCENARIOS)}.")
+              help=f"Cache scenario ({' | '.join(SCENARIOS)}): one shared preamble, a "
+                   "different preamble per probe, or shared with half the ballast of every "
+                   "rung cancelled mid-stream.")
 @click.option("--repeat", default=1, show_default=True, type=int,
               help="Run the rungs this many times to catch rare races.")
 @click.option("--request-timeout", default=300.0, show_default=True, type=float,
