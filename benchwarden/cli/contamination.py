@@ -11,7 +11,8 @@ import json
 import click
 
 from benchwarden.cli.common import (EXIT_FAIL, EXIT_OK, ConfigError, config_errors,
-                                    open_store_or_exit, store_option)
+                                    html_option, open_store_or_exit, store_option,
+                                    write_html_report)
 from benchwarden.core.reports import console as make_console
 from benchwarden.core.reports import write_json
 from benchwarden.suites.contamination.presets import PRESETS
@@ -70,6 +71,7 @@ def _extra_body(ctx: click.Context, param: click.Parameter, value: str | None) -
 @store_option
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the JSON report here.")
+@html_option
 @click.option("--resume", default=None, metavar="RUN",
               help="Continue a killed run: only missing requests are sent, with its stored "
                    "configuration (--url and --api-key-env may point elsewhere).")
@@ -79,7 +81,8 @@ def contamination(url: str | None, model: str | None, api_key_env: str | None,
                   concurrency: tuple[int, ...], probes: int, max_tokens: int,
                   min_completion_tokens: int, seed: int | None, scenario: str, repeat: int,
                   request_timeout: float, preset: str, extra_body: dict, store_location: str,
-                  json_path: str | None, resume: str | None, no_progress: bool) -> None:
+                  json_path: str | None, html_path: str | None, resume: str | None,
+                  no_progress: bool) -> None:
     """Does concurrency change what an OpenAI-compatible server answers, or leak one
     request into another? Exit 0 on pass, 1 on fail, 2 on a usage error."""
     from benchwarden.suites.contamination.driver import (ContaminationConfig, TargetUnreachable,
@@ -108,4 +111,6 @@ def contamination(url: str | None, model: str | None, api_key_env: str | None,
     render_terminal(report, make_console())
     if json_path:
         click.echo(f"report written to {write_json(json_path, report)}")
+    if html_path:
+        write_html_report(store_location, report, html_path)
     raise SystemExit(EXIT_FAIL if report["verdict"]["kind"] == "fail" else EXIT_OK)

@@ -56,3 +56,18 @@ def test_a_folder_given_as_html_path_is_refused_before_anything_runs(tmp_path):
     assert result.exit_code == 2
     assert "'--html'" in result.output and "is a directory" in result.output
     assert not store.exists()
+
+
+def test_contamination_run_writes_the_page_with_its_verdict(tmp_path):
+    from tests.fakes import FakeOpenAIServer
+    from tests.suites.contamination.helpers import contamination_args
+
+    store, page = tmp_path / "s.sqlite", tmp_path / "contamination.html"
+    with FakeOpenAIServer("leak") as server:
+        result = invoke(*contamination_args(server.url, store, tmp_path / "r.json"),
+                        "--html", str(page))
+    assert result.exit_code == 1, result.output
+    with open_store(store) as opened:
+        run_id = opened.latest_run("contamination").run.run_id
+    markup = assert_self_contained_page(page, run_id)
+    assert "CONTAMINATED" in markup.upper() and "FAIL" in markup.upper()
