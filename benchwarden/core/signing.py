@@ -27,7 +27,6 @@ import json
 import os
 import re
 import stat
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +40,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 )
 
 from benchwarden.core import paths
+from benchwarden.core.provenance import git_sha
 
 SIDECAR_VERSION = 1
 SIDECAR_SUFFIX = ".sig"
@@ -357,22 +357,6 @@ def report_git_sha(data: bytes) -> tuple[bool, str | None]:
     return True, sha if isinstance(sha, str) and sha else None
 
 
-def working_tree_sha(directory: Path) -> str | None:
-    """`git rev-parse HEAD` of `directory`, `+dirty` when tracked files are modified."""
-    try:
-        head = subprocess.run(["git", "-C", str(directory), "rev-parse", "HEAD"],
-                              capture_output=True, text=True, timeout=10)
-        if head.returncode != 0:
-            return None
-        status = subprocess.run(["git", "-C", str(directory), "status", "--porcelain",
-                                 "--untracked-files=no"],
-                                capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    dirty = "+dirty" if status.returncode == 0 and status.stdout.strip() else ""
-    return head.stdout.strip() + dirty
-
-
 def resolve_sha(data: bytes, explicit: str | None, allow_dirty: bool,
                 cwd: Path | None = None) -> str:
     """The commit the file was produced at: `--sha`, else the report's, else HEAD."""
@@ -385,7 +369,7 @@ def resolve_sha(data: bytes, explicit: str | None, allow_dirty: bool,
                                "git checkout); name the commit with --sha")
         return check_sha(recorded, allow_dirty)
     directory = cwd or Path.cwd()
-    head = working_tree_sha(directory)
+    head = git_sha(directory)
     if head is None:
         raise SigningError(f"{directory} is not in a git checkout, so the commit is "
                            f"unknown; name it with --sha")
