@@ -9,6 +9,7 @@ test, so CI can never pass by skipping the real parts.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,18 @@ def isolated_home(tmp_path, monkeypatch):
     """No test touches the user's ~/.benchwarden; the engine cache stays shared."""
     monkeypatch.setenv("BENCHWARDEN_HOME", str(tmp_path / "bw-home"))
     monkeypatch.delenv("BENCHWARDEN_STORE", raising=False)
+
+
+@contextmanager
+def running_real_engine(tmp_path_factory, **options):
+    """The cached llama.cpp engine, started for a test module and always stopped.
+
+    `options` go to `start_engine` (slots, context, threads, extra_args, ...)."""
+    from benchwarden.targets import engine
+
+    install = engine.installed_engine()
+    require(install is not None, "the llama.cpp engine in the cache",
+            "run `make engine` or `benchwarden engine build`")
+    log = tmp_path_factory.mktemp("engine") / "server.log"
+    with engine.start_engine(install, log_path=log, die_with_parent=True, **options) as running:
+        yield running

@@ -24,7 +24,7 @@ import html
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 # Okabe–Ito: distinguishable with the common colour-vision deficiencies.

@@ -371,7 +371,7 @@ def _trials_section(report: Mapping[str, Any]) -> str:
             tier = next((t.get("tier") for t in items if t.get("tier")), None)
             summary = (f"<strong>{h.escape(task)}</strong>"
                        + (f'<span class="muted">{h.escape(tier)}</span>' if tier else "")
-                       + f'<span class="chips">'
+                       + '<span class="chips">'
                        + "".join(f'<span class="swatch" title="trial {h.escape(t.get("trial"))}: '
                                  f'{h.escape(t.get("failure") or t.get("outcome"))}" style="background:'
                                  f'{h.color(OUTCOME_COLORS.get(str(t.get("failure") or t.get("outcome")), h.MUTED))}"></span>'

@@ -16,22 +16,17 @@ from click.testing import CliRunner
 from benchwarden.cli.main import cli
 from benchwarden.core.store import open_store
 from benchwarden.suites.arms.model import FAILURE_TAGS
-from benchwarden.targets import engine as eng
-from tests.conftest import require
+from tests.conftest import running_real_engine
 
 CELLS = (("cli", "open-issue-count"), ("tools", "close-issue"))
 
 
 @pytest.fixture(scope="module")
 def real_engine(tmp_path_factory):
-    install = eng.installed_engine()
-    require(install is not None, "the llama.cpp engine in the cache",
-            "run `make engine` or `benchwarden engine build`")
-    log = tmp_path_factory.mktemp("engine") / "server.log"
     # --jinja: tool calling needs the Jinja chat templates (this build's default; said
     # explicitly so a build with another default still accepts `tools`).
-    with eng.start_engine(install, slots=1, context=4096, threads=2, log_path=log,
-                          extra_args=["--jinja"], die_with_parent=True) as engine:
+    with running_real_engine(tmp_path_factory, slots=1, context=4096, threads=2,
+                             extra_args=["--jinja"]) as engine:
         yield engine
 
 

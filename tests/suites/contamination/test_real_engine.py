@@ -14,8 +14,7 @@ import sys
 
 import pytest
 
-from benchwarden.targets import engine as eng
-from tests.conftest import require
+from tests.conftest import running_real_engine
 
 PROBES = 4
 CONCURRENCY = (2, 4, 8)
@@ -24,12 +23,7 @@ CLASS_COUNTERS = ("identical", "diverged", "contaminated", "persistent", "alone_
 
 @pytest.fixture(scope="module")
 def real_engine(tmp_path_factory):
-    install = eng.installed_engine()
-    require(install is not None, "the llama.cpp engine in the cache",
-            "run `make engine` or `benchwarden engine build`")
-    log = tmp_path_factory.mktemp("engine") / "server.log"
-    with eng.start_engine(install, slots=4, context=8192, log_path=log,
-                          die_with_parent=True) as engine:
+    with running_real_engine(tmp_path_factory, slots=4, context=8192) as engine:
         yield engine
 
 
