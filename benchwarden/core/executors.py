@@ -150,6 +150,9 @@ class LocalExecutor:
         self.close()
 
 
+LOOPBACK_ONLY_VARIABLE = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
 class RayExecutor:
     """On a Ray cluster: a local one started here (`address=None`), an existing one
     (`"auto"`), or a remote one through Ray Client (`"ray://host:10001"`).
@@ -161,6 +164,11 @@ class RayExecutor:
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None, *,
                  cpus_per_task: float = 1, max_in_flight: int | None = None) -> None:
+        if address is None:
+            # A cluster started here is this one machine: keep it on loopback. Ray
+            # otherwise registers the host's interface address and talks to itself
+            # through it; this switch (read when Ray is imported) makes it use 127.0.0.1.
+            os.environ.setdefault(LOOPBACK_ONLY_VARIABLE, "0")
         try:
             import ray
         except ImportError:

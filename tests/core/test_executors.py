@@ -3,6 +3,7 @@ results whichever executor runs them (in-process loop, process pool, real Ray cl
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 
@@ -130,15 +131,21 @@ def test_make_executor_refuses_unknown_specs_in_one_line(spec):
 @pytest.fixture(scope="module")
 def on_ray():
     """One local two-CPU cluster for the module, started (and stopped) by the executor."""
-    try:
-        import ray
-    except ImportError:
-        ray = None
-    require(ray is not None, "Ray", "pip install -e '.[ray]'")
+    # not imported before the executor: it sets Ray's loopback switch first
+    require(importlib.util.find_spec("ray") is not None, "Ray", "pip install -e '.[ray]'")
     executor = RayExecutor(num_cpus=2)
+    import ray
+
     yield executor
     executor.close()
     assert not ray.is_initialized()
+
+
+@pytest.mark.ray
+def test_a_cluster_started_here_stays_on_loopback(on_ray):
+    import ray
+
+    assert {node["NodeManagerAddress"] for node in ray.nodes()} == {"127.0.0.1"}
 
 
 @pytest.mark.ray
