@@ -54,3 +54,23 @@ def running_real_engine(tmp_path_factory, **options):
     log = tmp_path_factory.mktemp("engine") / "server.log"
     with engine.start_engine(install, log_path=log, die_with_parent=True, **options) as running:
         yield running
+
+
+@contextmanager
+def fresh_postgres_database(prefix: str = "bw_test"):
+    """A new database on the test PostgreSQL server, dropped afterwards; yields its URL."""
+    url = os.environ.get("BENCHWARDEN_TEST_POSTGRES_URL", "")
+    require(bool(url), "PostgreSQL (BENCHWARDEN_TEST_POSTGRES_URL)",
+            "run `bash scripts/test-services.sh start` and source .test-services.env")
+    import secrets
+
+    import psycopg
+
+    name = f"{prefix}_{os.getpid()}_{secrets.token_hex(3)}"
+    with psycopg.connect(url, autocommit=True, connect_timeout=5) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield url.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with psycopg.connect(url, autocommit=True, connect_timeout=5) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
