@@ -238,6 +238,22 @@ def _reserved_vocabulary() -> set[str]:
     return words
 
 
+class _AnswerKey:
+    """Cases and their facts in the order they are drawn (that order is part of the pin)."""
+
+    def __init__(self) -> None:
+        self.cases: list[Case] = []
+        self.facts: list[Fact] = []
+
+    def add(self, category: str, question: str, **answer: Any) -> None:
+        number = CATEGORIES.index(category) + 1
+        self.cases.append(Case(id=f"{number:02d}-{category}", category=category,
+                               question=question, **answer))
+
+    def fact(self, category: str, session: int, text: str) -> None:
+        self.facts.append(Fact(category, session, text))
+
+
 def _distinct_sessions(rng: random.Random, count: int) -> list[int]:
     """`count` different sessions in increasing order."""
     pool = list(range(SESSION_COUNT))
@@ -253,16 +269,8 @@ def _early_categories(rng: random.Random, mint: _Mint) -> tuple[list[Case], list
     rng.shuffle(attributes)
     people = iter(names)
     nouns = iter(attributes)
-    cases: list[Case] = []
-    facts: list[Fact] = []
-
-    def add(category: str, question: str, **key: Any) -> None:
-        number = CATEGORIES.index(category) + 1
-        cases.append(Case(id=f"{number:02d}-{category}", category=category,
-                          question=question, **key))
-
-    def fact(category: str, session: int, text: str) -> None:
-        facts.append(Fact(category, session, text))
+    key = _AnswerKey()
+    add, fact = key.add, key.fact
 
     # 1 single-session recall
     person, (noun, kind) = next(people), next(nouns)
@@ -340,7 +348,7 @@ def _early_categories(rng: random.Random, mint: _Mint) -> tuple[list[Case], list
     fact("supersede_hygiene", new_session, f"Update: {person}'s {noun} is now {new}.")
     add("supersede_hygiene", f"What is {person}'s current {noun}?", expected=new, stale=(old,))
 
-    return cases, facts, list(people)
+    return key.cases, key.facts, list(people)
 
 
 def _later_categories(rng: random.Random, mint: _Mint,
@@ -349,32 +357,27 @@ def _later_categories(rng: random.Random, mint: _Mint,
     names = list(free_names)
     rng.shuffle(names)
     people = iter(names)
-    cases: list[Case] = []
-    facts: list[Fact] = []
-
-    def add(category: str, question: str, **key: Any) -> None:
-        number = CATEGORIES.index(category) + 1
-        cases.append(Case(id=f"{number:02d}-{category}", category=category,
-                          question=question, **key))
+    key = _AnswerKey()
+    add, fact = key.add, key.fact
 
     # 11 consolidation: one phrase in three parts, each in its own session
     person = next(people)
     parts = [mint.value("word") for _ in range(3)]
     sessions = _distinct_sessions(rng, 3)
-    facts.append(Fact("consolidation", sessions[0],
-                      f"{person}'s recovery phrase has three parts, noted separately."))
+    fact("consolidation", sessions[0],
+                      f"{person}'s recovery phrase has three parts, noted separately.")
     for ordinal, session, part in zip(("one", "two", "three"), sessions, parts):
-        facts.append(Fact("consolidation", session,
-                          f"Part {ordinal} of {person}'s recovery phrase: {part}."))
+        fact("consolidation", session,
+                          f"Part {ordinal} of {person}'s recovery phrase: {part}.")
     add("consolidation", f"What is the full recovery phrase of {person}?", required=tuple(parts))
 
     # 12 multi-hop: person -> project -> region; the second line never names the person
     person = next(people)
     project, region = mint.value("word"), mint.value("word")
     hop_sessions = [rng.randrange(SESSION_COUNT), rng.randrange(SESSION_COUNT)]
-    facts.append(Fact("multi_hop", hop_sessions[0], f"{person} is assigned to project {project}."))
-    facts.append(Fact("multi_hop", hop_sessions[1],
-                      f"Project {project} deploys from the {region} region."))
+    fact("multi_hop", hop_sessions[0], f"{person} is assigned to project {project}.")
+    fact("multi_hop", hop_sessions[1],
+                      f"Project {project} deploys from the {region} region.")
     add("multi_hop", f"Which region does the project of {person} deploy from?", expected=region)
 
     # 13 temporal depth: four versions; asks for the one after the first update
@@ -384,7 +387,7 @@ def _later_categories(rng: random.Random, mint: _Mint,
     for index, (session, version) in enumerate(zip(_distinct_sessions(rng, 4), versions)):
         text = (f"{person}'s {noun} is {version}." if index == 0
                 else f"Update: {person}'s {noun} is now {version}.")
-        facts.append(Fact("temporal_depth", session, text))
+        fact("temporal_depth", session, text)
     add("temporal_depth", f"What was {person}'s {noun} right after its first update?",
         expected=versions[1])
 
@@ -393,12 +396,12 @@ def _later_categories(rng: random.Random, mint: _Mint,
     members = [mint.value("word") for _ in range(3)]
     decoy_member = mint.value("word")
     for session, member in zip(_distinct_sessions(rng, 3), members):
-        facts.append(Fact("aggregation", session, f"{person}'s team adopted {member} as a tool."))
-    facts.append(Fact("aggregation", rng.randrange(SESSION_COUNT),
-                      f"{decoy}'s team adopted {decoy_member} as a tool."))
+        fact("aggregation", session, f"{person}'s team adopted {member} as a tool.")
+    fact("aggregation", rng.randrange(SESSION_COUNT),
+                      f"{decoy}'s team adopted {decoy_member} as a tool.")
     add("aggregation", f"Which tools has {person}'s team adopted?", required=tuple(members),
         forbidden=(decoy_member,))
-    return cases, facts
+    return key.cases, key.facts
 
 
 def _canary(rng: random.Random, mint: _Mint, questions: Sequence[str]) -> tuple[str, Fact]:
