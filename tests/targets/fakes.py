@@ -1,6 +1,6 @@
 """Fake OpenAI-compatible servers for the client tests (loopback, free port).
 
-`FakeOpenAIServer` answers `POST /v1/chat/completions` and `GET /v1/models` with
+`ScriptedOpenAIServer` (a fake: the handlers are scripted per test) answers `POST /v1/chat/completions` and `GET /v1/models` with
 handlers a test supplies, and records every request it received, so a test can check
 what the client sent. The helpers below build the reply shapes of real servers.
 """
@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Callable
 
 from aiohttp import web
 
-Handler = Callable[["FakeOpenAIServer", web.Request], Awaitable[web.StreamResponse]]
+Handler = Callable[["ScriptedOpenAIServer", web.Request], Awaitable[web.StreamResponse]]
 
 
 @dataclass
@@ -26,7 +26,7 @@ class SeenRequest:
     body: bytes
 
 
-class FakeOpenAIServer:
+class ScriptedOpenAIServer:
     def __init__(self, chat: Handler | None = None, models: Handler | None = None) -> None:
         self._chat = chat
         self._models = models or models_listing(["fake-model"])
@@ -36,7 +36,7 @@ class FakeOpenAIServer:
         self._runner: web.AppRunner | None = None
         self.url = ""
 
-    async def __aenter__(self) -> "FakeOpenAIServer":
+    async def __aenter__(self) -> "ScriptedOpenAIServer":
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._handle_chat)
         app.router.add_get("/v1/models", self._handle_models)
@@ -130,7 +130,7 @@ def streaming(raw: bytes, *, bytewise: bool = False,
     `then` is "finish" (end the body properly), "drop" (close the socket mid-body) or
     "stall" (keep the response open until the test ends)."""
 
-    async def handler(server: FakeOpenAIServer, request: web.Request) -> web.StreamResponse:
+    async def handler(server: ScriptedOpenAIServer, request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         if bytewise:
@@ -154,7 +154,7 @@ def streaming(raw: bytes, *, bytewise: bool = False,
 def endless_deltas() -> Handler:
     """Content deltas until the client goes away (which the server then records)."""
 
-    async def handler(server: FakeOpenAIServer, request: web.Request) -> web.StreamResponse:
+    async def handler(server: ScriptedOpenAIServer, request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         try:
@@ -172,7 +172,7 @@ def endless_deltas() -> Handler:
 
 def answering(status: int, body: bytes | str,
               content_type: str = "application/json") -> Handler:
-    async def handler(server: FakeOpenAIServer, request: web.Request) -> web.StreamResponse:
+    async def handler(server: ScriptedOpenAIServer, request: web.Request) -> web.StreamResponse:
         return web.Response(status=status,
                             body=body.encode() if isinstance(body, str) else body,
                             headers={"Content-Type": content_type})
@@ -183,7 +183,7 @@ def answering(status: int, body: bytes | str,
 def stalling() -> Handler:
     """Accepts the request and answers nothing until the test ends."""
 
-    async def handler(server: FakeOpenAIServer, request: web.Request) -> web.StreamResponse:
+    async def handler(server: ScriptedOpenAIServer, request: web.Request) -> web.StreamResponse:
         await server.release.wait()
         return web.Response(status=503)
 

@@ -20,7 +20,7 @@ from benchwarden.targets.openai_client import (
 from benchwarden.targets.replies import ChatCompletion, ToolCall, Usage
 
 from .fakes import (
-    FakeOpenAIServer,
+    ScriptedOpenAIServer,
     answering,
     free_port_nobody_listens_on,
     models_listing,
@@ -30,7 +30,7 @@ from .fakes import (
 
 def models_from(handler, *, timeout: float = 10.0, api_key: str | None = None):
     async def scenario():
-        async with FakeOpenAIServer(models=handler) as server:
+        async with ScriptedOpenAIServer(models=handler) as server:
             async with ChatClient(server.url + "/v1", api_key=api_key) as client:
                 return await client.list_models(timeout=timeout), server.requests
 
@@ -72,7 +72,7 @@ def test_list_models_unreachable_server():
 def test_list_models_non_200():
     async def scenario():
         await_models = answering(503, json.dumps({"error": {"message": "Loading model"}}))
-        async with FakeOpenAIServer(models=await_models) as server:
+        async with ScriptedOpenAIServer(models=await_models) as server:
             async with ChatClient(server.url) as client:
                 await client.list_models()
 
@@ -82,7 +82,7 @@ def test_list_models_non_200():
 
 def test_list_models_that_does_not_answer_in_time():
     async def scenario():
-        async with FakeOpenAIServer(models=stalling()) as server:
+        async with ScriptedOpenAIServer(models=stalling()) as server:
             async with ChatClient(server.url) as client:
                 await client.list_models(timeout=0.3)
 
@@ -91,7 +91,7 @@ def test_list_models_that_does_not_answer_in_time():
 
 def test_list_models_answering_something_else():
     async def scenario():
-        async with FakeOpenAIServer(models=answering(200, "<html>hi</html>", "text/html")) as s:
+        async with ScriptedOpenAIServer(models=answering(200, "<html>hi</html>", "text/html")) as s:
             async with ChatClient(s.url) as client:
                 await client.list_models()
 
@@ -100,7 +100,7 @@ def test_list_models_answering_something_else():
 
 def complete(handler, body=None):
     async def scenario():
-        async with FakeOpenAIServer(chat=handler) as server:
+        async with ScriptedOpenAIServer(chat=handler) as server:
             async with ChatClient(server.url) as client:
                 return await client.complete_chat(body or {"model": "m", "messages": []}), \
                     server.requests

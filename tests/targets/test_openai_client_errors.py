@@ -11,7 +11,7 @@ from benchwarden.targets.openai_client import ChatClient
 from benchwarden.targets.replies import ERROR_LIMIT, RequestOutcome
 
 from .fakes import (
-    FakeOpenAIServer,
+    ScriptedOpenAIServer,
     answering,
     chunk,
     free_port_nobody_listens_on,
@@ -25,7 +25,7 @@ BODY = {"model": "fake-model", "stream": True, "messages": [{"role": "user", "co
 
 def outcome_from(handler, **client_options) -> RequestOutcome:
     async def scenario() -> RequestOutcome:
-        async with FakeOpenAIServer(chat=handler) as server:
+        async with ScriptedOpenAIServer(chat=handler) as server:
             async with ChatClient(server.url, **client_options) as client:
                 return await client.stream_chat(BODY)
 

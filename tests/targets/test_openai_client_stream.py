@@ -12,7 +12,7 @@ from benchwarden.targets.replies import RequestOutcome, ToolCall
 
 from .fakes import (
     FakeOneShotKeepAliveServer,
-    FakeOpenAIServer,
+    ScriptedOpenAIServer,
     chunk,
     endless_deltas,
     sse_body,
@@ -27,7 +27,7 @@ BODY = {"model": "fake-model", "stream": True, "temperature": 0, "max_tokens": 1
 
 def stream(raw: bytes, *, bytewise: bool = False, **client_options) -> RequestOutcome:
     async def scenario() -> RequestOutcome:
-        async with FakeOpenAIServer(chat=streaming(raw, bytewise=bytewise)) as server:
+        async with ScriptedOpenAIServer(chat=streaming(raw, bytewise=bytewise)) as server:
             async with ChatClient(server.url, **client_options) as client:
                 return await client.stream_chat(BODY)
 
@@ -211,7 +211,7 @@ def test_frames_split_across_tcp_writes_byte_by_byte(line_ending):
 
 def test_the_body_is_sent_exactly_as_given_with_the_api_key_as_a_header():
     async def scenario():
-        async with FakeOpenAIServer(chat=streaming(sse_body(LLAMACPP_LIKE))) as server:
+        async with ScriptedOpenAIServer(chat=streaming(sse_body(LLAMACPP_LIKE))) as server:
             async with ChatClient(server.url + "/v1/", api_key="sk-secret") as client:
                 assert "sk-secret" not in repr(client)
                 await client.stream_chat(BODY)
@@ -228,7 +228,7 @@ def test_the_body_is_sent_exactly_as_given_with_the_api_key_as_a_header():
 
 def test_cancel_after_k_deltas_closes_the_connection():
     async def scenario():
-        async with FakeOpenAIServer(chat=endless_deltas()) as server:
+        async with ScriptedOpenAIServer(chat=endless_deltas()) as server:
             async with ChatClient(server.url) as client:
                 outcome = await client.stream_chat(BODY, cancel_after_deltas=3)
                 # The server notices the closed connection on one of its next writes.
@@ -243,7 +243,7 @@ def test_cancel_after_k_deltas_closes_the_connection():
 
 def test_many_concurrent_streams_on_one_client():
     async def scenario():
-        async with FakeOpenAIServer(chat=streaming(sse_body(LLAMACPP_LIKE))) as server:
+        async with ScriptedOpenAIServer(chat=streaming(sse_body(LLAMACPP_LIKE))) as server:
             async with ChatClient(server.url, max_connections=8) as client:
                 return await asyncio.gather(*(client.stream_chat(BODY) for _ in range(40)))
 
