@@ -2,8 +2,8 @@
 
 It makes (first use) or reuses the local llama.cpp engine, starts it on a free loopback
 port with several parallel slots, runs the contamination suite against it, prints the
-report, writes the JSON to `~/.benchwarden/reports/demo-latest.json` (or `--json`), and
-exits with the verdict's code.
+report, writes the JSON to `~/.benchwarden/reports/demo-latest.json` (or `--json`) and the
+HTML page beside it (same name, `.html`), and exits with the verdict's code.
 
 Invariant: the server this command starts is stopped before it returns, whatever
 happens (verdict, error, Ctrl-C or SIGTERM); if this process is killed outright, the
@@ -18,7 +18,8 @@ from typing import Any
 
 import click
 
-from benchwarden.cli.common import EXIT_FAIL, EXIT_OK, ConfigError, open_store_or_exit, store_option
+from benchwarden.cli.common import (EXIT_FAIL, EXIT_OK, ConfigError, open_store_or_exit,
+                                    store_option, write_html_report)
 from benchwarden.cli.engine import echo_progress
 from benchwarden.core.paths import reports_dir
 from benchwarden.core.reports import console as make_console
@@ -95,4 +96,5 @@ def demo(ctx: click.Context, probes: int, concurrency: tuple[int, ...], max_toke
     render_terminal(report, make_console())
     written = write_json(target, report)
     click.echo(f"report written to {written}")
+    write_html_report(store_location, report, str(written.with_suffix(".html")))
     ctx.exit(EXIT_FAIL if report.get("verdict", {}).get("kind") == "fail" else EXIT_OK)

@@ -60,6 +60,9 @@ def test_demo_writes_the_report_and_leaves_no_engine_behind(cached_engine, tmp_p
     assert result.returncode == (1 if report["verdict"]["kind"] == "fail" else 0)
     assert report["score"]["prompts"] == 2
     assert [rung["concurrency"] for rung in report["rungs"]] == [2, 4]
+    page = report_path.with_suffix(".html")
+    assert f"HTML report written to {page}" in result.stdout
+    assert report["run"]["id"] in page.read_text(encoding="utf-8")
     assert "building" not in result.stderr  # the cached engine was reused
     pids = engine_pids(result.stderr)
     assert len(pids) == 1
