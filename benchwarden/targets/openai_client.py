@@ -513,6 +513,28 @@ class ChatClient:
                 f"({type(exc).__name__}: {exc}): {body[:_EXCERPT].decode('utf-8', 'replace')}"
             ) from None
 
+    async def open_connections(self, count: int, timeout: float = 10.0) -> int:
+        """Open up to `count` pooled connections before a burst, so that firing the burst
+        costs each request only its write, not a TCP connect: it is the connect that makes
+        a single event loop slow to launch hundreds of requests at once. Each connection is
+        opened by a `GET /v1/models` whose answer, whatever it is, is read and dropped.
+        Returns how many connections answered; a failure only loses the head start."""
+        session = self._require_session()
+
+        async def one() -> bool:
+            try:
+                async with session.get(self._models_url, headers=self._json_headers,
+                                       timeout=aiohttp.ClientTimeout(total=timeout)) as response:
+                    await response.read()
+                    return True
+            except asyncio.CancelledError:
+                raise
+            except (aiohttp.ClientError, TimeoutError, OSError):
+                return False
+
+        answered = await asyncio.gather(*(one() for _ in range(min(count, self.max_connections))))
+        return sum(answered)
+
     # --- streamed chat ---
 
     async def stream_chat(self, body: dict, *,

@@ -22,9 +22,12 @@ from benchwarden.targets.replies import ChatCompletion, ToolCall, Usage
 from .fakes import (
     ScriptedOpenAIServer,
     answering,
+    chunk,
     free_port_nobody_listens_on,
     models_listing,
+    sse_body,
     stalling,
+    streaming,
 )
 
 
@@ -202,3 +205,32 @@ def test_the_clock_is_epoch_anchored_and_monotonic():
     readings = [now() for _ in range(1000)]
     assert readings == sorted(readings)
     assert abs(readings[0] - time.time()) < 5
+
+
+# --- opening connections before a burst ---
+
+def test_open_connections_opens_the_pool_before_a_burst():
+    reply = sse_body([chunk("hi", role="assistant"), chunk(finish_reason="stop")])
+
+    async def scenario():
+        async with ScriptedOpenAIServer(chat=streaming(reply),
+                                        models=answering(404, '{"error": "no models here"}')) as server:
+            async with ChatClient(server.url) as client:
+                opened = await client.open_connections(5)
+                outcomes = await asyncio.gather(*(client.stream_chat({"stream": True})
+                                                  for _ in range(5)))
+            return opened, outcomes, server.requests
+
+    opened, outcomes, seen = asyncio.run(scenario())
+    assert opened == 5  # any answer opens a connection, even a 404
+    assert [r.method for r in seen].count("GET") == 5
+    assert all(outcome.ok and outcome.reply.text == "hi" for outcome in outcomes)
+    assert not any(outcome.extra.get("reconnected") for outcome in outcomes)
+
+
+def test_open_connections_to_nobody_loses_only_the_head_start():
+    async def scenario():
+        async with ChatClient(f"http://127.0.0.1:{free_port_nobody_listens_on()}") as client:
+            return await client.open_connections(3, timeout=2)
+
+    assert asyncio.run(scenario()) == 0
