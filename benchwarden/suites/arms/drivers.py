@@ -34,7 +34,8 @@ from typing import Any, Literal, Mapping, Sequence
 import msgspec
 
 from benchwarden.core.records import TokenComponents
-from benchwarden.suites.arms.isolation import check_command, check_function_call, permitted_names
+from benchwarden.suites.arms.isolation import (NetworkChannel, check_command, check_function_call,
+                                               permitted_names)
 from benchwarden.suites.arms.model import Arm, FunctionTool
 
 OUTPUT_LIMIT = 16_000
@@ -96,8 +97,10 @@ class Toolbox:
 
     def __init__(self, arm: Arm, workdir: Path, agent_env: Mapping[str, str],
                  functions: Sequence[FunctionTool], call_function: Any,
-                 command_timeout: float = 60.0) -> None:
+                 command_timeout: float = 60.0,
+                 channel: NetworkChannel = NetworkChannel()) -> None:
         self.arm = arm
+        self.channel = channel
         self.workdir = workdir
         self.env = _shell_env(agent_env, workdir)
         self.functions = tuple(functions)
@@ -147,7 +150,7 @@ class Toolbox:
             return f"error: {error}"
 
     async def _shell(self, command: str, deadline: float) -> str:
-        decision = check_command(command, self.arm)
+        decision = check_command(command, self.arm, self.channel)
         entry: dict[str, Any] = {"kind": "shell", "command": command}
         if not decision.allowed:
             entry.update(denied=True, reason=decision.message)

@@ -13,13 +13,18 @@ Invariants:
   all denied.
 - The same `check_command` decides before a call runs and in the post-run audit, so
   the gate and the audit cannot drift apart.
+- A network tool reaches only the arm's own channel: with a `NetworkChannel` (the
+  trial's origins, e.g. the tracker's loopback URL), every destination of the tool must
+  lie under an origin, literally or through a variable that holds one (`$TRACKER_URL/…`),
+  and options that reroute traffic (proxies, `--resolve`, `--connect-to`, config files,
+  unix sockets) are denied.
 - Pure: nothing here runs a command.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import bashlex
 import bashlex.errors
@@ -61,6 +66,105 @@ NETWORK_TOOLS = frozenset({
     "podman", "kubectl",
 })
 ALWAYS_DENIED: frozenset[str] = INTERPRETERS | SHELLS | LAUNCHERS | NETWORK_TOOLS
+
+
+# curl options whose next word is a value, not a destination (short ones also as the last
+# letter of a cluster such as `-sX POST`).
+_CURL_VALUE_OPTIONS = frozenset({
+    "-d", "--data", "--data-raw", "--data-binary", "--data-urlencode", "--data-ascii", "--json",
+    "-H", "--header", "-X", "--request", "-o", "--output", "-w", "--write-out", "-u", "--user",
+    "-A", "--user-agent", "-e", "--referer", "-b", "--cookie", "-c", "--cookie-jar", "-F",
+    "--form", "--form-string", "-m", "--max-time", "--connect-timeout", "-T", "--upload-file",
+    "-r", "--range", "-C", "--continue-at", "--retry", "--retry-delay", "--retry-max-time",
+    "-D", "--dump-header", "--limit-rate", "-Y", "--speed-limit", "-y", "--speed-time",
+    "-z", "--time-cond", "--max-filesize", "--oauth2-bearer", "--variable", "--url-query",
+    "--max-redirs", "--expect100-timeout", "--keepalive-time",
+})
+_CURL_SHORT_VALUE_LETTERS = frozenset(option[1] for option in _CURL_VALUE_OPTIONS
+                                      if len(option) == 2)
+# Options that would send traffic somewhere else than the URL says, or read more options.
+_CURL_REROUTING_OPTIONS = frozenset({
+    "-x", "--proxy", "--preproxy", "--noproxy", "--socks4", "--socks4a", "--socks5",
+    "--socks5-hostname", "--proxy1.0", "-K", "--config", "--resolve", "--connect-to",
+    "--unix-socket", "--abstract-unix-socket", "--doh-url", "--interface", "--dns-servers",
+})
+_CURL_REROUTING_LETTERS = frozenset({"x", "K"})
+
+
+@dataclass(frozen=True)
+class NetworkChannel:
+    """Where an arm's network tools may go in one trial. Empty: not restricted."""
+
+    origins: tuple[str, ...] = ()
+    """URL prefixes, e.g. `http://127.0.0.1:43117`."""
+    variables: frozenset[str] = frozenset()
+    """Environment variables of the agent whose value is one of the origins."""
+
+    @classmethod
+    def of(cls, origins: Iterable[str], agent_env: Mapping[str, str]) -> "NetworkChannel":
+        cleaned = tuple(origin.rstrip("/") for origin in origins if origin)
+        variables = frozenset(name for name, value in agent_env.items()
+                              if value.rstrip("/") in cleaned)
+        return cls(cleaned, variables)
+
+    def allows(self, destination: str) -> bool:
+        for origin in self.origins:
+            if destination == origin or destination.startswith((origin + "/", origin + "?")):
+                return True
+        for name in self.variables:
+            for lead in (f"${name}", f"${{{name}}}"):
+                if destination == lead or destination.startswith((lead + "/", lead + "?")):
+                    return True
+        return False
+
+
+def _command_nodes(node: Any) -> Iterator[Any]:
+    """Every `command` node of a bashlex tree, substitutions included."""
+    if getattr(node, "kind", None) == "command":
+        yield node
+    for attribute in ("parts", "list"):
+        for child in getattr(node, attribute, []) or []:
+            yield from _command_nodes(child)
+    for attribute in ("command", "output"):
+        child = getattr(node, attribute, None)
+        if child is not None and hasattr(child, "kind"):
+            yield from _command_nodes(child)
+
+
+def _destination_problems(tool: str, words: Sequence[Any], channel: NetworkChannel) -> list[str]:
+    """Why the arguments of network tool `tool` may leave the channel (empty: they do not).
+    Every positional word is a destination (curl takes a bare `host` as a URL too)."""
+    where = " or ".join(channel.origins)
+    problems: list[str] = []
+
+    def destination(text: str) -> None:
+        if not channel.allows(text):
+            problems.append(f"{tool} may reach only {where}, not {text!r}")
+
+    expecting: str | None = None  # "value" or "destination": what the next word is
+    for word in words:
+        text = word.word
+        if expecting is not None:
+            if expecting == "destination":
+                destination(text)
+            expecting = None
+            continue
+        if text.startswith("-") and len(text) > 1 and not getattr(word, "parts", None):
+            name, has_value, value = text.partition("=")
+            cluster = "" if text.startswith("--") else text[1:]
+            if name in _CURL_REROUTING_OPTIONS or set(cluster) & _CURL_REROUTING_LETTERS:
+                problems.append(f"{tool} option {name} would reroute traffic off the arm's channel")
+            elif name == "--url":
+                if has_value:
+                    destination(value)
+                else:
+                    expecting = "destination"
+            elif not has_value and (name in _CURL_VALUE_OPTIONS
+                                    or (cluster and cluster[-1] in _CURL_SHORT_VALUE_LETTERS)):
+                expecting = "value"
+            continue
+        destination(text)
+    return problems
 
 
 @dataclass(frozen=True)
@@ -166,8 +270,10 @@ def command_names(command: str) -> tuple[list[str], list[str]]:
     return names, problems
 
 
-def check_command(command: str, arm: Arm) -> CommandCheck:
-    """Allow a shell command for `arm` only when every command name in it is permitted."""
+def check_command(command: str, arm: Arm,
+                  channel: NetworkChannel = NetworkChannel()) -> CommandCheck:
+    """Allow a shell command for `arm` only when every command name in it is permitted
+    and, when `channel` names origins, every network tool stays on them."""
     if arm.channel != "shell":
         return CommandCheck(False, (), (f"arm {arm.name} has no shell",))
     try:
@@ -184,6 +290,12 @@ def check_command(command: str, arm: Arm) -> CommandCheck:
                            "network tool)")
         elif name not in allowed:
             reasons.append(f"{name!r} is not on arm {arm.name}'s allow-list")
+    if channel.origins and arm.network_commands:
+        for tree in bashlex.parse(command):  # parsed once already: it cannot fail here
+            for node in _command_nodes(tree):
+                words = [part for part in node.parts if getattr(part, "kind", None) == "word"]
+                if words and words[0].word in arm.network_commands:
+                    reasons.extend(_destination_problems(words[0].word, words[1:], channel))
     if not names and not reasons:
         reasons.append("no command found")
     unique = tuple(dict.fromkeys(reasons))
@@ -208,7 +320,8 @@ class AuditFinding:
 
 
 def audit_transcript(transcript: Sequence[Mapping[str, Any]], arm: Arm,
-                     function_names: Iterable[str]) -> list[AuditFinding]:
+                     function_names: Iterable[str],
+                     channel: NetworkChannel = NetworkChannel()) -> list[AuditFinding]:
     """Re-check every call that ran. A finding is a leak: the trial is invalid.
 
     Entries the gate denied (`denied: true`) did not run and reached nothing, so they
@@ -221,7 +334,7 @@ def audit_transcript(transcript: Sequence[Mapping[str, Any]], arm: Arm,
             continue
         kind = entry.get("kind")
         if kind == "shell":
-            decision = check_command(str(entry.get("command", "")), arm)
+            decision = check_command(str(entry.get("command", "")), arm, channel)
         elif kind == "function":
             decision = check_function_call(str(entry.get("name", "")), arm, functions)
         else:

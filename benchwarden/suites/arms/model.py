@@ -92,7 +92,11 @@ class Arm:
 
 
 class Environment(Protocol):
-    """One fresh instance of the system under test, for exactly one trial."""
+    """One fresh instance of the system under test, for exactly one trial.
+
+    Optional: `network_origins() -> Sequence[str]`, the URL prefixes an arm's network
+    tools may reach in this trial (e.g. the REST server of the http arm); when given,
+    every destination of a network tool must lie under one of them."""
 
     def seed(self) -> None: ...
 

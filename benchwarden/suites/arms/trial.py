@@ -29,7 +29,7 @@ from benchwarden.core.records import Record
 from benchwarden.core.verdicts import one_line
 from benchwarden.suites.arms.drivers import (AgentContext, CommandDriver, Episode, HarnessError,
                                              Limits, OpenAIDriver, Toolbox)
-from benchwarden.suites.arms.isolation import audit_transcript
+from benchwarden.suites.arms.isolation import NetworkChannel, audit_transcript
 from benchwarden.suites.arms.model import FAIL, PASS, Suite, load_suite
 
 SUITE_NAME = "arms"
@@ -87,15 +87,19 @@ def run_trial(job: TrialJob) -> TrialResult:
         seeded = environment.capture_state()
         workdir = root / "work"
         workdir.mkdir()
-        toolbox = Toolbox(arm, workdir, environment.agent_env(), environment.functions(),
-                          environment.call_function, job.limits.command_timeout)
+        agent_env = environment.agent_env()
+        # optional for user environments: without it, network tools are gated by name only
+        origins = getattr(environment, "network_origins", lambda: ())()
+        channel = NetworkChannel.of(origins, agent_env)
+        toolbox = Toolbox(arm, workdir, agent_env, environment.functions(),
+                          environment.call_function, job.limits.command_timeout, channel)
         context = AgentContext(suite.prompt_for(arm), task.intent, arm, task.id, workdir,
                                toolbox, job.limits, job.seed, job.trial)
         started = time.time()
         episode = job.driver.run(context)
         ended = time.time()
         findings = audit_transcript(episode.transcript, arm,
-                                    (f.name for f in environment.functions()))
+                                    (f.name for f in environment.functions()), channel)
         if findings:
             return TrialResult(arm.name, task.id, job.trial, "invalid",
                                reason=f"isolation leak: {findings[0].reason}",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from benchwarden.suites.arms.isolation import (ALWAYS_DENIED, BASE_UTILITIES, audit_transcript,
+from benchwarden.suites.arms.isolation import (ALWAYS_DENIED, BASE_UTILITIES, NetworkChannel,
+                                               audit_transcript,
                                                check_command, check_function_call, command_names,
                                                permitted_names)
 from benchwarden.suites.arms.model import Arm
@@ -153,3 +154,61 @@ def test_arbitrary_text_never_crashes_the_gate(text):
     assert decision.allowed == (not decision.reasons)
     if decision.allowed:
         assert decision.names and all(n in permitted_names(CLI) for n in decision.names)
+
+
+# -- the http arm's curl reaches only its own channel -------------------------------------------
+ORIGIN = "http://127.0.0.1:43117"
+CHANNEL = NetworkChannel.of([ORIGIN + "/"], {"TRACKER_URL": ORIGIN, "PATH": "/usr/bin"})
+
+
+def test_the_channel_knows_its_origin_and_the_variables_that_hold_it():
+    assert CHANNEL.origins == (ORIGIN,)
+    assert CHANNEL.variables == frozenset({"TRACKER_URL"})
+    assert NetworkChannel.of([], {"TRACKER_URL": ORIGIN}) == NetworkChannel()
+
+
+@pytest.mark.parametrize("command", [
+    'curl -s "$TRACKER_URL/issues?state=open" | jq length',
+    'curl -s ${TRACKER_URL}/issues',
+    f"curl -s {ORIGIN}/issues/2",
+    f"curl -sX PATCH {ORIGIN}/issues/2 -d '{{\"state\": \"closed\"}}'",
+    "curl -s -X POST \"$TRACKER_URL/issues/5/comments\" -H 'Content-Type: application/json' "
+    "-d '{\"body\": \"see http://example.com\"}'",
+    f"curl --url {ORIGIN}/labels -o labels.json",
+    f"curl --url={ORIGIN}/labels",
+])
+def test_curl_to_the_trial_server_is_allowed(command):
+    decision = check_command(command, HTTP, CHANNEL)
+    assert decision.allowed, decision.message
+
+
+@pytest.mark.parametrize("command, fragment", [
+    ("curl -s http://example.com/", "may reach only http://127.0.0.1:43117, not 'http://example.com/'"),
+    ("curl example.com", "not 'example.com'"),
+    ("curl -s http://127.0.0.1:54329/", "not 'http://127.0.0.1:54329/'"),
+    (f"curl -s {ORIGIN}.evil.test/", "not"),  # a prefix of the host is not the origin
+    ('curl -s "$HOME/x"', "not '$HOME/x'"),
+    ('curl -s "$(cat target)"', "not"),
+    (f"curl -x http://proxy:3128 {ORIGIN}/issues", "option -x would reroute"),
+    (f"curl -sx http://proxy:3128 {ORIGIN}/issues", "option -sx would reroute"),
+    (f"curl --resolve tracker:80:10.0.0.1 {ORIGIN}/", "option --resolve would reroute"),
+    (f"curl -K cfg {ORIGIN}/", "option -K would reroute"),
+    ("curl --url http://example.com", "not 'http://example.com'"),
+    (f"ls && curl -s {ORIGIN}/ && echo $(curl -s http://example.com)", "not 'http://example.com'"),
+])
+def test_curl_anywhere_else_is_denied(command, fragment):
+    decision = check_command(command, HTTP, CHANNEL)
+    assert not decision.allowed
+    assert fragment in decision.message
+
+
+def test_without_a_channel_curl_is_gated_by_name_only():
+    assert check_command("curl -s http://example.com/", HTTP).allowed
+
+
+def test_the_audit_applies_the_same_channel():
+    transcript = [{"kind": "shell", "command": f"curl -s {ORIGIN}/issues"},
+                  {"kind": "shell", "command": "curl -s http://example.com/"}]
+    findings = audit_transcript(transcript, HTTP, (), CHANNEL)
+    assert [finding.index for finding in findings] == [1]
+    assert audit_transcript(transcript, HTTP, ()) == []

@@ -166,6 +166,20 @@ def test_forbidden_commands_are_denied_and_never_run(fake, tmp_path):
     assert record.payload["failure"] == "incorrect"  # it never closed the issue
 
 
+def test_the_http_arms_curl_reaches_only_its_own_trial_server(fake, tmp_path):
+    store = tmp_path / "store.sqlite"
+    code, output = run(fake, store, "forbidden", "http", "close-issue")
+    assert code == 0, output
+    (record,) = records(store)
+    transcript = record.payload["transcript"]
+    assert all(entry["denied"] for entry in transcript)
+    curl = [entry for entry in transcript if entry["command"].startswith("curl")]
+    assert len(curl) == 1
+    assert "curl may reach only http://127.0.0.1:" in curl[0]["reason"]
+    assert "not 'http://127.0.0.1:9/'" in curl[0]["reason"]
+    assert not Path(fake.marker).exists()
+
+
 def test_a_failing_model_server_is_a_harness_error_not_a_sample(fake, tmp_path):
     store = tmp_path / "store.sqlite"
     code, output = run(fake, store, "http500", "tools", "close-issue")

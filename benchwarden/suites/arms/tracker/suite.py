@@ -94,6 +94,10 @@ class TrackerEnvironment:
             env["TRACKER_URL"] = self.server.url
         return env
 
+    def network_origins(self) -> Sequence[str]:
+        """The one place the http arm's curl may go: this trial's REST server."""
+        return (self.server.url,) if self.server is not None else ()
+
     def functions(self) -> Sequence[FunctionTool]:
         return functions.FUNCTIONS if self.arm.channel == "functions" else ()
 
