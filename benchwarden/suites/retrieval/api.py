@@ -113,8 +113,10 @@ def enforce_limits(items: Sequence[Item], limit: int, budget_chars: int) -> tupl
     cut = len(items) > max(0, limit)
     for item in list(items)[: max(0, limit)]:
         if remaining <= 0:
-            cut = True
-            break
+            if item.text:  # an empty item loses nothing when the budget is spent
+                cut = True
+                break
+            continue
         if len(item.text) <= remaining:
             kept.append(item)
             remaining -= len(item.text)

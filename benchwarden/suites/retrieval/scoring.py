@@ -18,7 +18,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from benchwarden.core.stats import PairedVerdict, mean_se, paired_verdict
+from benchwarden.core.stats import (PairedComparison, PairedVerdict, mean_se,
+                                    paired_difference, paired_verdict)
 from benchwarden.suites.retrieval import guards as guard_math
 from benchwarden.suites.retrieval.corpus import CATEGORIES
 
@@ -220,13 +221,17 @@ class Decision:
     champion_scores: tuple[float, ...]
     challenger_scores: tuple[float, ...]
     decide_on: str = "composite"
+    paired: PairedComparison | None = None
+    """The same per-seed differences as a paired t analysis: interval, p-value and the
+    minimum detectable effect, so that "held" is read as "not shown", not "no better"."""
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"dethroned": self.dethroned, "reason": self.reason,
                 "verdict": self.verdict.to_json_dict() if self.verdict else None,
                 "seeds": list(self.seeds), "champion_scores": list(self.champion_scores),
                 "challenger_scores": list(self.challenger_scores),
-                "decide_on": self.decide_on}
+                "decide_on": self.decide_on,
+                "paired": self.paired.to_json_dict() if self.paired else None}
 
 
 def decide(champion: Mapping[str, Any], challenger: Mapping[str, Any],
@@ -251,10 +256,15 @@ def decide(champion: Mapping[str, Any], challenger: Mapping[str, Any],
     old_scores = tuple(old[s] for s in seeds)
     new_scores = tuple(new[s] for s in seeds)
     verdict = paired_verdict(old_scores, new_scores)
+    paired = paired_difference(dict(zip(seeds, old_scores)), dict(zip(seeds, new_scores)))
     if verdict.dethroned:
         reason = (f"challenger dethrones: mean {decide_on} difference {verdict.mean_diff:+.4f} "
                   f">= band {verdict.band:.4f} over {verdict.n} seeds")
     else:
         reason = (f"champion holds: mean {decide_on} difference {verdict.mean_diff:+.4f} "
                   f"< band {verdict.band:.4f} over {verdict.n} seeds")
-    return Decision(verdict.dethroned, reason, verdict, seeds, old_scores, new_scores, decide_on)
+        if paired.mde:
+            reason += (f"; {verdict.n} seeds detect differences of about {paired.mde:.4f} "
+                       "or more (80 % power)")
+    return Decision(verdict.dethroned, reason, verdict, seeds, old_scores, new_scores, decide_on,
+                    paired)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from benchwarden.core.stats import minimum_detectable_effect
+
 from benchwarden.suites.retrieval.corpus import CATEGORIES
 from benchwarden.suites.retrieval.scoring import (
     CaseOutcome, PackMeasure, comparable, decide, normalise_report, run_seeds, score_seed)
@@ -108,6 +110,19 @@ def test_paired_verdict_on_known_numbers():
     assert verdict.se == pytest.approx(0.01 / 3 ** 0.5)
     assert verdict.band == pytest.approx(1.96 * 0.01 / 3 ** 0.5)
     assert verdict.dethroned and decision.dethroned
+
+
+def test_a_held_decision_says_how_large_a_difference_its_seeds_could_detect():
+    champion = report("2", {1: 0.60, 2: 0.62, 3: 0.64, 4: 0.60})
+    challenger = report("2", {1: 0.62, 2: 0.60, 3: 0.66, 4: 0.58})  # diffs +.02 -.02 +.02 -.02
+    decision = decide(champion, challenger)
+    assert not decision.dethroned
+    paired = decision.paired
+    assert paired.n == 4 and paired.mean_diff == pytest.approx(0.0, abs=1e-12)
+    assert paired.mde == pytest.approx(minimum_detectable_effect(paired.sd, 4))
+    assert paired.mde > abs(paired.mean_diff)
+    assert f"detect differences of about {paired.mde:.4f}" in decision.reason
+    assert decision.to_json_dict()["paired"]["mde"] == pytest.approx(paired.mde)
 
 
 def test_paired_verdict_with_zero_se_is_decided_by_the_floor():

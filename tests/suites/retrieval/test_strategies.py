@@ -168,6 +168,15 @@ def test_enforce_limits_never_lets_a_pack_exceed_limit_or_budget(raw, limit, bud
         assert not cut
 
 
+def test_an_empty_item_after_the_budget_is_spent_is_not_a_cut():
+    # found by the property above: a pack that fits exactly, then an empty item
+    items = [Item("abc", (0, 0, 3)), Item("de", (0, 3, 5)), Item("", (0, 5, 5))]
+    kept, cut = enforce_limits(items, limit=3, budget_chars=5)
+    assert [item.text for item in kept] == ["abc", "de"] and not cut
+    _, cut_when_text_remains = enforce_limits(items + [Item("f", None)], limit=4, budget_chars=5)
+    assert cut_when_text_remains
+
+
 def test_a_killed_run_resumes_with_only_the_missing_seeds(tmp_path, monkeypatch):
     from benchwarden.core.store import open_store
     from benchwarden.suites.retrieval import driver
