@@ -13,8 +13,18 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 OUTPUT_DIR = Path(__file__).resolve().parent.parent / "test-output"
+
+# Property tests explore new random examples on a developer's machine; under CI they
+# replay a fixed sequence, so CI's verdict on a commit never depends on the dice. Wall
+# time is never asserted (no deadline). `HYPOTHESIS_PROFILE=thorough` digs deeper.
+settings.register_profile("dev", deadline=None)
+settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
+settings.register_profile("thorough", deadline=None, max_examples=2000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
+                      or ("ci" if os.environ.get("CI", "").lower() in ("1", "true", "yes") else "dev"))
 
 
 def require(condition: bool, what: str, how: str) -> None:
