@@ -33,3 +33,4 @@ test: test-deps engine services
 bench: test-deps engine
 	$(PYTHON) bench/client_overhead.py
 	$(PYTHON) bench/store_append.py
+	$(PYTHON) bench/rung_launch.py
