@@ -19,7 +19,6 @@ from a path or URL, so suites never know which they write to.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import sqlite3
 import threading
@@ -31,10 +30,10 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import msgspec
 
+from benchwarden.core.chain import GENESIS_HASH, link_hash
 from benchwarden.core.records import Record, Run, RunEnd, canonical_json
 
 SCHEMA_VERSION = 1
-GENESIS_HASH = "0" * 64
 
 _record_decoder = msgspec.json.Decoder(Record)
 _run_decoder = msgspec.json.Decoder(Run)
@@ -101,13 +100,7 @@ def _as_bytes(body: Any) -> bytes:
 
 
 def _entry_hash(previous: str, kind: str, address: Sequence[Any], body: bytes) -> str:
-    digest = hashlib.sha256()
-    digest.update(previous.encode("ascii"))
-    digest.update(b"\x00")
-    digest.update(canonical_json([kind, *address]))
-    digest.update(b"\x00")
-    digest.update(body)
-    return digest.hexdigest()
+    return link_hash(previous, canonical_json([kind, *address]), body)
 
 
 @dataclass(frozen=True)

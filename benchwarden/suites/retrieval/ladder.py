@@ -29,6 +29,8 @@ from typing import Any, Callable, Mapping
 import msgspec
 
 import benchwarden
+from benchwarden.core.chain import GENESIS_HASH, link_hash
+from benchwarden.core.files import write_text_atomically
 from benchwarden.core.provenance import git_sha
 from benchwarden.core.records import canonical_json
 from benchwarden.core.store import Store
@@ -42,7 +44,6 @@ LEDGER_NAME = "ledger.jsonl"
 CHAMPIONS_DIR = "champions"
 DEFAULT_CHAMPION = "bm25"
 DEFAULT_SEED_COUNT = 12
-GENESIS_HASH = "0" * 64
 EXIT_DETHRONED = 0
 EXIT_ERROR = 1
 EXIT_HELD = 3
@@ -63,11 +64,7 @@ def derive_seeds(base: str, date: str, count: int = DEFAULT_SEED_COUNT) -> list[
 
 
 def entry_hash(previous: str, body: Mapping[str, Any]) -> str:
-    digest = hashlib.sha256()
-    digest.update(previous.encode("ascii"))
-    digest.update(b"\x00")
-    digest.update(canonical_json(dict(body)))
-    return digest.hexdigest()
+    return link_hash(previous, canonical_json(dict(body)))
 
 
 @dataclass(frozen=True)
@@ -175,9 +172,7 @@ class Ladder:
         stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in Path(spec.path).stem)
         target = folder / f"{number:03d}-{stem}.py"
         source = Path(spec.path).read_text(encoding="utf-8")
-        temporary = target.with_suffix(".py.tmp")
-        temporary.write_text(header + source, encoding="utf-8")
-        os.replace(temporary, target)
+        write_text_atomically(target, header + source, mode=0o644)
         promoted = parse_strategy(f"{target}:{spec.attribute}")
         description = promoted.describe()
         description["path"] = str(target.relative_to(self.directory))
