@@ -11,8 +11,6 @@ report)`, which adds what only the page shows, such as arms' per-trial transcrip
 from __future__ import annotations
 
 import importlib
-import os
-import tempfile
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Mapping
@@ -20,6 +18,7 @@ from typing import Any, Mapping
 import click
 
 from benchwarden.cli.common import ConfigError, config_errors, open_store_or_exit, store_option
+from benchwarden.core.files import write_text_atomically
 from benchwarden.core.store import Store, StoreError
 from benchwarden.suites import SUITE_REPORTS, report_module
 
@@ -59,17 +58,7 @@ def write_report_html(path: str | Path, report: Mapping[str, Any]) -> Path:
     target = Path(path).expanduser()
     if target.is_dir():
         raise ValueError(f"--html {path} is a folder; give a file name such as report.html")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(markup)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return target
+    return write_text_atomically(target, markup, mode=0o644)
 
 
 @click.command()

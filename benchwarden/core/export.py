@@ -37,14 +37,13 @@ half-written file in place of a good one.
 from __future__ import annotations
 
 import csv
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import msgspec
 
+from benchwarden.core.files import replaced_atomically
 from benchwarden.core.records import Record, TokenComponents, canonical_json
 from benchwarden.core.store import Store
 
@@ -175,15 +174,8 @@ def write_export(records: Iterable[Record], path: str | Path, format: str, *,
     target = Path(path).expanduser()
     if target.is_dir():
         raise ExportError(f"export target {target} is a directory; give a file path")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    os.close(handle)
-    try:
-        writer(rows, Path(temporary))
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with replaced_atomically(target) as temporary:
+        writer(rows, temporary)
     return len(rows)
 
 

@@ -10,14 +10,13 @@ Invariants:
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
 from rich.console import Console
 from rich.text import Text
 
+from benchwarden.core.files import write_text_atomically
 from benchwarden.core.records import Run, RunEnd
 from benchwarden.core.verdicts import Verdict
 
@@ -62,18 +61,8 @@ def envelope(*, suite: str, bench_version: str, run: Run | None, end: RunEnd | N
 
 
 def write_json(path: str | Path, report: Mapping[str, Any]) -> Path:
-    target = Path(path).expanduser()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(report, stream, indent=2, ensure_ascii=False, sort_keys=False)
-            stream.write("\n")
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return target
+    text = json.dumps(report, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+    return write_text_atomically(Path(path).expanduser(), text)
 
 
 def read_json(path: str | Path) -> dict[str, Any]:

