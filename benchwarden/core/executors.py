@@ -26,6 +26,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol, Sequence, TypeVar
 
+from benchwarden.core.verdicts import one_line
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -41,8 +43,7 @@ class TaskFailure:
 
 
 def _one_line(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= _MESSAGE_LIMIT else line[:_MESSAGE_LIMIT - 1] + "…"
+    return one_line(text, _MESSAGE_LIMIT)
 
 
 def describe_exception(error: BaseException) -> str:

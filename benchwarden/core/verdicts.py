@@ -16,7 +16,7 @@ def one_line(text: str, limit: int | None = None) -> str:
     """Fold whitespace runs (newlines included) into single spaces; cut to `limit`."""
     folded = " ".join(str(text).split())
     if limit is not None and len(folded) > limit:
-        folded = folded[: max(0, limit - 1)] + "…"
+        folded = folded[: max(0, limit - 1)].rstrip() + "…"
     return folded
 
 

@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import re
 import time
 from typing import Any
 
 import aiohttp
 import msgspec
 
+from benchwarden.core.verdicts import one_line
 from benchwarden.targets.replies import (
     ERROR_LIMIT,
     ChatCompletion,
@@ -71,15 +71,9 @@ def now() -> float:
     return _EPOCH_AT_IMPORT + (time.perf_counter() - _PERF_AT_IMPORT)
 
 
-_WHITESPACE = re.compile(r"\s+")
-
-
 def one_line_error(text: str) -> str:
     """Squash whitespace (newlines included) to single spaces; cut to 300 characters."""
-    line = _WHITESPACE.sub(" ", str(text)).strip()
-    if len(line) > ERROR_LIMIT:
-        line = line[: ERROR_LIMIT - 1].rstrip() + "…"
-    return line or "unknown error"
+    return one_line(text, ERROR_LIMIT) or "unknown error"
 
 
 class TargetUnreachable(Exception):
