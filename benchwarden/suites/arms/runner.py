@@ -130,9 +130,6 @@ def select(names: str, known: Sequence[str], what: str) -> list[str]:
     return list(dict.fromkeys(chosen))
 
 
-ProgressHook = Callable[[list[CellPlan]], Any]
-
-
 def run_arms(store: Store, suite: Suite, suite_spec: str, *, arms: Sequence[str],
              tasks: Sequence[str], trials: int, driver: OpenAIDriver | CommandDriver,
              limits: Limits = Limits(), seed: int | None = None, executor: Any = None,

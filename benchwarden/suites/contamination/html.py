@@ -33,8 +33,6 @@ UNKNOWN_STYLE = ("#57606a", "·", "")
 WAITING = "#c8d1da"
 BALLAST = "#6e9fc6"
 
-SEPARATORS = {"\x01": "end of reasoning", "\x02": "tool call", "\x03": "its arguments",
-              "\x04": "finish reason"}
 SEPARATOR_CHIPS = {"\x01": "reasoning ▸ text", "\x02": "tool call", "\x03": "arguments",
                    "\x04": "finish"}
 

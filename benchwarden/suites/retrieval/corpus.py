@@ -175,10 +175,6 @@ class Corpus:
             return self.sessions[index].text
         return None
 
-    @property
-    def total_chars(self) -> int:
-        return sum(len(session.text) for session in self.sessions)
-
     def to_json_dict(self) -> dict[str, Any]:
         return {
             "seed": self.seed,

@@ -244,14 +244,6 @@ class Tracker:
             self._touch(db, number)
             return self._summary(db, self._item(db, number))
 
-    def unassign(self, number: int, user: str) -> dict[str, Any]:
-        login = self.user if user in ("@me", "me", "self") else user
-        with self._db() as db:
-            self._item(db, number)
-            db.execute("DELETE FROM assignees WHERE number = ? AND login = ?", (number, login))
-            self._touch(db, number)
-            return self._summary(db, self._item(db, number))
-
     def comment(self, number: int, body: str) -> dict[str, Any]:
         if not body.strip():
             raise TrackerError("a comment needs a body")
