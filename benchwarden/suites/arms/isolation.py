@@ -250,24 +250,32 @@ def _command(node: Any, names: list[str], problems: list[str]) -> None:
             _walk(part, names, problems)
 
 
-def command_names(command: str) -> tuple[list[str], list[str]]:
-    """(command names, structural problems) of a shell command; raises `_Unsafe` when
-    the command cannot be parsed."""
+def _parse(command: str) -> list[Any]:
+    """bashlex trees of a shell command; raises `_Unsafe` when it cannot be parsed."""
     if not command.strip():
         raise _Unsafe("empty command")
     if "\x00" in command:
         raise _Unsafe("command contains a NUL byte")
     try:
-        trees = bashlex.parse(command)
+        return bashlex.parse(command)
     except (bashlex.errors.ParsingError, NotImplementedError, AssertionError,
             IndexError, ValueError, TypeError, AttributeError) as error:
         detail = " ".join(str(error).split())[:120] or type(error).__name__
         raise _Unsafe(f"the shell parser cannot read this command ({detail})") from None
+
+
+def _names_in(trees: Sequence[Any]) -> tuple[list[str], list[str]]:
     names: list[str] = []
     problems: list[str] = []
     for tree in trees:
         _walk(tree, names, problems)
     return names, problems
+
+
+def command_names(command: str) -> tuple[list[str], list[str]]:
+    """(command names, structural problems) of a shell command; raises `_Unsafe` when
+    the command cannot be parsed."""
+    return _names_in(_parse(command))
 
 
 def check_command(command: str, arm: Arm,
@@ -277,9 +285,10 @@ def check_command(command: str, arm: Arm,
     if arm.channel != "shell":
         return CommandCheck(False, (), (f"arm {arm.name} has no shell",))
     try:
-        names, problems = command_names(command)
+        trees = _parse(command)
     except _Unsafe as unsafe:
         return CommandCheck(False, (), (str(unsafe),))
+    names, problems = _names_in(trees)
     reasons = list(problems)
     allowed = permitted_names(arm)
     for name in names:
@@ -291,7 +300,7 @@ def check_command(command: str, arm: Arm,
         elif name not in allowed:
             reasons.append(f"{name!r} is not on arm {arm.name}'s allow-list")
     if channel.origins and arm.network_commands:
-        for tree in bashlex.parse(command):  # parsed once already: it cannot fail here
+        for tree in trees:
             for node in _command_nodes(tree):
                 words = [part for part in node.parts if getattr(part, "kind", None) == "word"]
                 if words and words[0].word in arm.network_commands:
