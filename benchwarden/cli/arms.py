@@ -15,8 +15,9 @@ from typing import Any
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from benchwarden.cli.common import (EXIT_FAIL, ConfigError, config_errors, html_option,
-                                    open_store_or_exit, store_option, write_html_report)
+from benchwarden.cli.common import (EXIT_FAIL, ConfigError, config_errors, executor_or_exit,
+                                    html_option, open_store_or_exit, store_option,
+                                    write_html_report)
 from benchwarden.core.records import DEFAULT_WEIGHTS, TokenWeights
 from benchwarden.core.reports import console, write_json
 
@@ -123,13 +124,7 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
             raise ConfigError(f"the command driver runs shell arms only; "
                               f"{', '.join(function_arms)} uses function tools")
         agent_driver = CommandDriver(agent_command)
-    executor = None
-    if executor_spec:
-        from benchwarden.core.executors import make_executor
-        try:
-            executor = make_executor(executor_spec)
-        except ValueError as error:
-            raise ConfigError(str(error)) from None
+    executor = executor_or_exit(executor_spec)
 
     out = console()
     limits = Limits(turn_cap=turn_cap, wall_clock=wall_clock, command_timeout=command_timeout)

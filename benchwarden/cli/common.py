@@ -81,3 +81,16 @@ def write_html_report(store_location: str, report: Any, html_path: str) -> None:
     except ValueError as error:
         raise ConfigError(str(error)) from None
     click.echo(f"HTML report written to {written}")
+
+
+def executor_or_exit(spec: str | None) -> Any:
+    """The executor a `--executor` spec names, or None for the in-process default
+    (nothing or `local`); a bad spec is a one-line usage error."""
+    if not spec or spec == "local":
+        return None
+    from benchwarden.core.executors import make_executor
+
+    try:
+        return make_executor(spec)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None

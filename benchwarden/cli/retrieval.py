@@ -14,8 +14,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.markup import escape
 from rich.table import Table
 
-from benchwarden.cli.common import (ConfigError, config_errors, html_option, open_store_or_exit,
-                                    store_option, write_html_report)
+from benchwarden.cli.common import (ConfigError, config_errors, executor_or_exit, html_option,
+                                    open_store_or_exit, store_option, write_html_report)
 from benchwarden.core.reports import console, read_json, write_json
 from benchwarden.suites.retrieval.corpus import CATEGORIES, generate
 from benchwarden.suites.retrieval.driver import RunSettings, resume_run, run_strategy
@@ -62,17 +62,6 @@ def _settings(limit: int, budget_chars: int, sandbox: bool) -> RunSettings:
                        sandbox_limits=SandboxLimits())
 
 
-def _executor(spec: str | None) -> Any:
-    if not spec or spec == "local":
-        return None
-    from benchwarden.core.executors import make_executor
-
-    try:
-        return make_executor(spec)
-    except ValueError as error:
-        raise ConfigError(str(error)) from None
-
-
 def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
                    settings: RunSettings, executor_spec: str | None = None) -> dict[str, Any]:
     """Run one strategy with a progress bar over seeds x cases; return its report."""
@@ -81,7 +70,7 @@ def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
     except StrategyLoadError as error:
         raise ConfigError(str(error)) from None
     total = len(seeds) * len(CATEGORIES)
-    executor = _executor(executor_spec)
+    executor = executor_or_exit(executor_spec)
     progress = Progress(TextColumn(f"[bold]{spec.name}[/bold]"), BarColumn(),
                         MofNCompleteColumn(), TextColumn("cases"), TimeElapsedColumn(),
                         console=console(stderr=True), transient=True)
@@ -175,7 +164,7 @@ def run(strategy_text: str | None, seeds_text: str, limit: int, budget_chars: in
 
 
 def _resume(store_location: str, run_id: str, executor_spec: str | None) -> dict[str, Any]:
-    executor = _executor(executor_spec)
+    executor = executor_or_exit(executor_spec)
     progress = Progress(TextColumn("[bold]resuming[/bold]"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("cases"), TimeElapsedColumn(), console=console(stderr=True),
                         transient=True)
