@@ -7,12 +7,12 @@ code, and the JSON report must carry the documented keys.
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
 from benchwarden.core.store import SQLiteStore
 from tests.fakes import FakeOpenAIServer
+from tests.targets.fakes import free_port_nobody_listens_on
 from tests.suites.contamination.helpers import contamination_args, invoke
 
 RUNG_LEGS = ("c2", "c4")
@@ -211,15 +211,9 @@ def test_configuration_errors_exit_2_with_one_line(tmp_path, extra, message):
     assert len(result.output.strip().splitlines()) == 1
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_unreachable_server_exits_2_and_records_nothing(tmp_path):
     store = tmp_path / "s.sqlite"
-    result = invoke(contamination_args(f"http://127.0.0.1:{free_port()}", store, None))
+    result = invoke(contamination_args(f"http://127.0.0.1:{free_port_nobody_listens_on()}", store, None))
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "unreachable" in lines[0] and "connection refused" in lines[0]
