@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs (when missing) and starts what the tests talk to over real connections:
-# a PostgreSQL server on a loopback port and Debian's headless Chromium.
+# a PostgreSQL server on a loopback port and Debian's headless Chromium; and
+# bubblewrap, the sandbox the isolation tests run for real.
 # Writes .test-services.env with the URLs the tests read. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,8 @@ for candidate in /usr/lib/postgresql/*/bin; do
 done
 [ -n "$pg_bin" ] || need_apt+=(postgresql)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+# The OS-level boundary for agent commands, trial servers and ladder challengers.
+command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
 if [ "$action" = start ] && [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq
