@@ -68,7 +68,7 @@ def test_clean_server_passes_with_a_complete_report(tmp_path):
 @pytest.mark.parametrize("behaviour, leg_class, reason", [
     ("leak", "contaminated", "CONTAMINATED"),
     ("drift", "diverged", "diverged; earliest divergence at char"),
-    ("truncated", "unmeasured", "stream ended without [DONE] or finish_reason"),
+    ("truncated", "unmeasured", "rung c2: 2 of 2 requests failed: truncated stream ×2"),
     ("usage_mismatch", "diverged", "diverged"),
     ("serialising", "unmeasured", "rung c2 not concurrent: peak in flight 1"),
 ])
