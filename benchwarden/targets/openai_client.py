@@ -16,6 +16,11 @@ Invariants:
 - Tool-call arguments are concatenated exactly as streamed, never re-serialised (a
   server that sends a JSON object instead of a string gets it compactly encoded).
 - Unknown JSON keys and unknown SSE fields are ignored; an `error` anywhere fails.
+- Server text is byte-exact: bytes that are not valid UTF-8 reach the reply as lone
+  surrogates (see replies.py), never as U+FFFD, and error lines show them as `\\xNN`.
+  Valid frames take msgspec's fast path; only a frame holding invalid UTF-8 goes
+  through the slower decoder that keeps those bytes, which rejects the same JSON
+  (lone `\\uDxxx` escapes included) as the fast path does.
 - A request is sent again only in one case: the pooled keep-alive connection it went
   out on failed before any response came, the sign of a connection the server had
   already closed. The retry uses a new connection and the outcome says so
@@ -29,6 +34,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
+import re
 import time
 from typing import Any
 
@@ -44,6 +51,7 @@ from benchwarden.targets.replies import (
     Timings,
     ToolCall,
     Usage,
+    escape_invalid_utf8,
 )
 from benchwarden.targets.sse import SSEEvent, SSEParser
 
@@ -72,8 +80,9 @@ def now() -> float:
 
 
 def one_line_error(text: str) -> str:
-    """Squash whitespace (newlines included) to single spaces; cut to 300 characters."""
-    return one_line(text, ERROR_LIMIT) or "unknown error"
+    """Squash whitespace (newlines included) to single spaces; cut to 300 characters;
+    bytes that were not valid UTF-8 shown as `\\xNN` (so the line is valid text)."""
+    return one_line(escape_invalid_utf8(text), ERROR_LIMIT) or "unknown error"
 
 
 class TargetUnreachable(Exception):
@@ -205,12 +214,12 @@ def _error_text(value: Any) -> str:
 
 
 def _error_text_from_body(body: bytes) -> str:
-    text = body.decode("utf-8", "replace").strip()
+    text = body.decode("utf-8", "surrogateescape").strip()
     if not text:
         return ""
     try:
         return _error_text(_any_decoder.decode(body))
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeEncodeError, RecursionError):
         return text
 
 
@@ -219,7 +228,50 @@ def _arguments_text(arguments: Any) -> str:
         return ""
     if isinstance(arguments, str):
         return arguments
-    return _encoder.encode(arguments).decode()
+    try:
+        return _encoder.encode(arguments).decode()
+    except UnicodeEncodeError:  # holds invalid UTF-8 from the server: keep those bytes
+        return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+
+
+_RAW_BYTE = re.compile("[\udc80-\udcff]")  # what an invalid byte decodes to
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _surrogates_in(value: Any) -> int:
+    """How many lone surrogates the strings (keys too) of a decoded document hold."""
+    if isinstance(value, str):
+        return 0 if value.isascii() else len(_SURROGATE.findall(value))
+    if isinstance(value, dict):
+        return sum(_surrogates_in(key) + _surrogates_in(item) for key, item in value.items())
+    if isinstance(value, list):
+        return sum(_surrogates_in(item) for item in value)
+    return 0
+
+
+def _decode_chunk(data: str) -> _Chunk:
+    """One frame as a chunk: msgspec's fast path, or (for a frame holding bytes that
+    were not UTF-8, which msgspec cannot take) the stdlib decoder, which keeps them.
+
+    Raises msgspec.DecodeError / ValidationError for what the fast path rejects. The
+    stdlib decoder also accepts lone `\\uDxxx` escapes, which msgspec refuses: any
+    surrogate in the result that is not one of the frame's raw bytes came from one.
+    """
+    try:
+        return _chunk_decoder.decode(data)
+    except UnicodeEncodeError:
+        pass
+    try:
+        document = json.loads(data, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise msgspec.DecodeError(f"JSON is malformed: {type(exc).__name__}: {exc}") from None
+    if _surrogates_in(document) != len(_RAW_BYTE.findall(data)):
+        raise msgspec.DecodeError("JSON is malformed: invalid utf-16 surrogate pair")
+    return msgspec.convert(document, _Chunk)
 
 
 class _CallBuilder:
@@ -259,11 +311,13 @@ class _StreamState:
         if other:
             for name, value in other:
                 if name == "error":  # older llama.cpp: a non-standard `error:` line
-                    raise _StreamFailure(self._in_band(_error_text_from_body(value.encode())))
+                    raise _StreamFailure(self._in_band(_error_text_from_body(
+                        value.encode("utf-8", "surrogateescape"))))
         if kind is not None and kind != "message":
             if kind == "error":
                 raise _StreamFailure(self._in_band(
-                    _error_text_from_body((data or "").encode()) or "event: error"))
+                    _error_text_from_body((data or "").encode("utf-8", "surrogateescape"))
+                    or "event: error"))
             return  # an event type a chat stream does not define
         if data is None:
             return
@@ -271,7 +325,7 @@ class _StreamState:
             self.saw_done = True
             return
         try:
-            chunk = _chunk_decoder.decode(data)
+            chunk = _decode_chunk(data)
         except msgspec.ValidationError as exc:
             raise _StreamFailure(
                 f"frame {self.frames + 1} is not a chat-completion chunk ({exc}): "

@@ -20,8 +20,12 @@ data line has `data=None`, so a standard consumer just skips those.
 
 Invariants: the events returned never depend on how the byte stream was split into
 chunks, and bytes are only decoded as UTF-8 once a whole line is present, so a
-multi-byte character split across chunks decodes correctly. The work per chunk is a
-few `bytes` operations plus one Python step per line: there is no per-byte loop.
+multi-byte character split across chunks decodes correctly. Decoding is byte-exact:
+each byte that is not part of valid UTF-8 becomes the lone surrogate U+DC80..U+DCFF
+("surrogateescape"), so `\\xff` and `\\xfe` stay different and
+`text.encode("utf-8", "surrogateescape")` gives back exactly the bytes the server sent.
+The work per chunk is a few `bytes` operations plus one Python step per line: there
+is no per-byte loop.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ _new_event = tuple.__new__
 
 
 def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")
+    return raw.decode("utf-8", "surrogateescape")
 
 
 class SSEParser:
@@ -128,10 +132,10 @@ class SSEParser:
         for block in blocks:
             if block.startswith(b"data: ") and b"\n" not in block:
                 events.append(_new_event(
-                    SSEEvent, (block[6:].decode("utf-8", "replace"), None, None, ())))
+                    SSEEvent, (block[6:].decode("utf-8", "surrogateescape"), None, None, ())))
             elif block.startswith(b"data:") and b"\n" not in block:
                 events.append(_new_event(
-                    SSEEvent, (block[5:].decode("utf-8", "replace"), None, None, ())))
+                    SSEEvent, (block[5:].decode("utf-8", "surrogateescape"), None, None, ())))
             else:
                 lines = block.split(b"\n")
                 lines.append(b"")
@@ -162,9 +166,9 @@ class SSEParser:
                         if not data:
                             text = None
                         elif len(data) == 1:
-                            text = data[0].decode("utf-8", "replace")
+                            text = data[0].decode("utf-8", "surrogateescape")
                         else:
-                            text = b"\n".join(data).decode("utf-8", "replace")
+                            text = b"\n".join(data).decode("utf-8", "surrogateescape")
                         events.append(_new_event(SSEEvent, (text, None, None, ())))
                         data = self._data = []
                     else:

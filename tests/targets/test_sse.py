@@ -79,8 +79,19 @@ def test_unicode_line_separators_inside_data_do_not_split_lines():
     assert parse("data: a\u2028b\x85c\x0cd\n\n".encode()) == [SSEEvent("a\u2028b\x85c\x0cd")]
 
 
-def test_invalid_utf8_is_replaced_not_fatal():
-    assert parse(b"data: \xff\n\n") == [SSEEvent("\ufffd")]
+def test_invalid_utf8_bytes_are_kept_exactly_not_replaced():
+    assert parse(b"data: \xff\n\n") == [SSEEvent("\udcff")]
+    assert parse(b"data: \xfe\n\n") == [SSEEvent("\udcfe")]  # not the same as \xff
+    # A multi-byte character cut short keeps its bytes; the valid one after it decodes.
+    assert parse(b"data: \xe4\xb8 \xe4\xb8\x96\n\n") == [SSEEvent("\udce4\udcb8 \u4e16")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=64).filter(lambda raw: not set(raw) & {0x0A, 0x0D}))
+def test_any_data_bytes_come_back_exactly(raw):
+    (event,) = parse(b"data:" + raw + b"\n\n")
+    expected = raw[1:] if raw[:1] == b" " else raw
+    assert event.data.encode("utf-8", "surrogateescape") == expected
 
 
 def test_finish_dispatches_a_block_whose_blank_line_never_came():
@@ -157,9 +168,9 @@ def reference_parse(raw: bytes) -> list[SSEEvent]:
         if line == b"":
             if seen:
                 events.append(SSEEvent(
-                    b"\n".join(data).decode("utf-8", "replace") if data else None,
-                    None if event is None else event.decode("utf-8", "replace"),
-                    None if event_id is None else event_id.decode("utf-8", "replace"),
+                    b"\n".join(data).decode("utf-8", "surrogateescape") if data else None,
+                    None if event is None else event.decode("utf-8", "surrogateescape"),
+                    None if event_id is None else event_id.decode("utf-8", "surrogateescape"),
                     tuple(other)))
             data, event, event_id, other, seen = [], None, None, [], False
         elif line.startswith(b":"):
@@ -176,7 +187,7 @@ def reference_parse(raw: bytes) -> list[SSEEvent]:
                 if b"\0" not in value:
                     event_id = value
             else:
-                other.append((name.decode("utf-8", "replace"), value.decode("utf-8", "replace")))
+                other.append((name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape")))
     return events
 
 
