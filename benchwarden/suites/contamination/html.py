@@ -14,9 +14,9 @@ Invalid UTF-8: per-request outcomes are read back through `RequestOutcome.from_j
 (the client's exact stored form), so a byte the server sent that was not UTF-8 is a lone
 surrogate U+DC80..U+DCFF here. In a reply stream it is drawn as a boxed chip `\\xff`
 (titled "invalid UTF-8 byte 0xFF"); literal text is never boxed, so a reply that wrote
-the four characters `\\xff` stays distinguishable. Anywhere else (error lines) text goes
-through `scoring.display_text` (`\\xNN`, backslashes doubled). The page is always valid
-UTF-8: never U+FFFD in place of a byte.
+the four characters `\\xff` stays distinguishable. Error lines are the client's own
+(already valid text); any lone surrogate left anywhere else is written as `\\xNN`
+text, so the page is always valid UTF-8: never U+FFFD in place of a byte.
 """
 
 from __future__ import annotations
@@ -200,8 +200,7 @@ def _reply_facts(outcome: Mapping[str, Any] | None) -> str:
     sent = timings.get("sent_at")
     bits = []
     if outcome.get("error"):
-        bits.append(f'<strong class="err">error:</strong> '
-                    f'{h.escape(display_text(str(outcome["error"])))}')
+        bits.append(f'<strong class="err">error:</strong> {h.escape(outcome["error"])}')
     if reply:
         bits.append(f"{h.fmt_number(reply.get('completion_tokens'))} completion tokens")
         bits.append(f"finish {h.escape(reply.get('finish_reason') or '—')}")

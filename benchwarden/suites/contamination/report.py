@@ -96,7 +96,7 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
     verdict = scoring.verdict(result)
     prime_failures = [r for r in records if r.arm == "prime" and r.outcome != "ok"]
     warnings = [f"prime of probe {r.task} failed "
-                f"({scoring.display_text(_outcome(r).error or 'no reply')}); "
+                f"({_outcome(r).error or 'no reply'}); "
                 "later legs may have started cache-cold"
                 for r in prime_failures]
     missing = any(scoring.NOT_RECORDED in getattr(cell.result, "why", "")

@@ -31,7 +31,8 @@ Why it is shaped this way:
   characters of the canonical string, where each invalid byte is one character.
 - Model text is shown through `display_text`, one rule everywhere (terminal, JSON
   excerpts): an invalid byte as `\xNN`, a literal backslash doubled (`\\`), so the
-  two can never be confused; never U+FFFD.
+  two can never be confused; never U+FFFD. Error lines are the client's own, already
+  valid text (it shows an invalid byte there as `\xNN` too).
 
 Invariants:
 - Each cell increments exactly one class counter (identical, diverged, contaminated,
@@ -240,7 +241,7 @@ def classify(reference: Reply, got: Outcome, own_canary: str, canaries: Sequence
     if got is None:
         return Unmeasured(NOT_RECORDED)
     if not got.ok or got.reply is None:
-        own = f"request failed: {display_text(got.error or 'no reply')}"
+        own = f"request failed: {got.error or 'no reply'}"  # the client's line: valid text
         return Unmeasured(f"{rung_unmeasured} (this one: {own})" if rung_unmeasured else own)
     reply = got.reply
     if reply.completion_tokens < floor:
@@ -270,8 +271,7 @@ def _reference(a: Outcome, b: Outcome, floor: int) -> Reply | CellClass:
         if outcome is None:
             return Unmeasured(f"solo reference {name} {NOT_RECORDED}")
         if not outcome.ok or outcome.reply is None:
-            return Unmeasured(f"solo reference {name} failed: "
-                              f"{display_text(outcome.error or 'no reply')}")
+            return Unmeasured(f"solo reference {name} failed: {outcome.error or 'no reply'}")
     assert a is not None and b is not None and a.reply is not None and b.reply is not None
     if min(a.reply.completion_tokens, b.reply.completion_tokens) < floor:
         return Unmeasured(
