@@ -176,10 +176,11 @@ class RungFidelity:
         elif peak == 1:
             ran = "peak in flight 1: the server ran them one at a time"
         elif peak < self.concurrency:
-            ran = (f"peak in flight {peak}: the server's observed parallelism, below the "
-                   f"label's {self.concurrency}")
+            ran = (f"peak in flight {peak}: the server's observed parallelism (the most "
+                   f"it streamed at once), below the label's {self.concurrency}")
         elif peak < self.requests_sent:
-            ran = f"peak in flight {peak} of {self.requests_sent}"
+            ran = (f"peak in flight {peak} of {self.requests_sent}: the most the server "
+                   "streamed at once")
         else:
             ran = f"peak in flight {peak}: all ran together"
         skew = ("" if self.launch_skew_ms is None
