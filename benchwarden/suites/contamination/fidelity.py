@@ -73,6 +73,7 @@ _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
 _NUMBER = re.compile(r"\d[\d,.]*")
 # (what the client's error line says, the kind it is counted as); the first match wins
 _KNOWN_KINDS = (
+    ("server error in stream", "in-band server error"),  # first: it quotes the server
     ("timed out", "timeout"),
     ("stalled", "stall"),
     ("stream ended without", "truncated stream"),

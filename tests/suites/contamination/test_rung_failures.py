@@ -116,6 +116,8 @@ def test_failure_kinds_read_the_clients_error_lines():
         "truncated stream"
     assert error("POST u failed: connection refused — is the server running?") == \
         "connection refused"
+    assert error("server error in stream after 3 deltas: request timed out (x)") == \
+        "in-band server error"
     # unknown lines are grouped by their first words, with URLs and numbers blanked out
     assert error("weird thing 12 at http://h:1/v1/x happened") == "weird thing N at URL happened"
     assert error("weird thing 99 at http://h:2/v1/y happened") == "weird thing N at URL happened"
