@@ -53,8 +53,9 @@ class ByteServer(FakeOpenAIServer):
     ALONE = b"\xff"
     TOGETHER = b"\xfe"
 
-    def __init__(self, **options: Any) -> None:
-        super().__init__("clean", **options)
+    def __init__(self, *, settle: float = 0.1, **options: Any) -> None:
+        # a longer settle than the base server's, so a rung's requests surely meet
+        super().__init__("clean", settle=settle, **options)
         self.bytes_sent: list[bytes] = []
 
     async def _stream(self, request: web.Request, body: dict[str, Any], deltas: list[str],
