@@ -40,7 +40,8 @@ CLASS_STYLE: dict[str, tuple[str, str, str]] = {
     "contaminated": ("#cf222e", "LEAK", "another probe's canary appears in the reply"),
     "persistent": ("#8250df", "P≠", "differs in the solo post-check, after the rungs"),
     "alone_unstable": ("#9a6700", "A≠B", "the two solo references disagree"),
-    "unmeasured": ("#8c959f", "?", "failed, too short, or the rung was not concurrent"),
+    "unmeasured": ("#8c959f", "?", "failed, too short, or its rung had a failed request "
+                                    "or ran nothing together"),
 }
 UNKNOWN_STYLE = ("#57606a", "·", "")
 WAITING = "#c8d1da"
@@ -414,7 +415,7 @@ def _fidelity_section(report: Mapping[str, Any]) -> str:
                            unit="requests at once", height=300)
     note = h.legend([("#b6c6d6", "label", "the concurrency the rung is named for"),
                      (h.ACCENT, "peak in flight", "replies streaming at the same instant"),
-                     (h.WARN, "below requested", "the server's observed parallelism"),
+                     (h.WARN, "below the label", "the server's observed parallelism"),
                      (h.BAD, "1", "nothing ran together: the rung cannot speak to contamination")])
     return h.section(
         "fidelity", "Rung fidelity", note + chart + h.table(
