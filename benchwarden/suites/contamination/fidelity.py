@@ -83,8 +83,9 @@ _KNOWN_KINDS = (
     ("invalid json", "invalid JSON frame"),
     ("not a chat-completion chunk", "invalid frame"),
     ("instead of an event stream", "not an event stream"),
+    ("(--max-reply-bytes)", "reply over the byte cap"),
+    ("chunks for max_tokens", "too many chunks for max_tokens"),
     ("exceeded", "reply over a cap"),
-    ("for max_tokens", "reply over a cap"),
 )
 
 

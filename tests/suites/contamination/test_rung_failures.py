@@ -118,6 +118,10 @@ def test_failure_kinds_read_the_clients_error_lines():
         "connection refused"
     assert error("server error in stream after 3 deltas: request timed out (x)") == \
         "in-band server error"
+    assert error("reply exceeded the 4 MiB cap (--max-reply-bytes) after 9 deltas; kept its "
+                 "first 4,096 bytes, sha256 ab") == "reply over the byte cap"
+    assert error("server streamed 2,600 chunks for max_tokens 256 (cap 1,100: 4 per token "
+                 "+ 76, --max-chunks-per-token)") == "too many chunks for max_tokens"
     # unknown lines are grouped by their first words, with URLs and numbers blanked out
     assert error("weird thing 12 at http://h:1/v1/x happened") == "weird thing N at URL happened"
     assert error("weird thing 99 at http://h:2/v1/y happened") == "weird thing N at URL happened"
