@@ -56,8 +56,14 @@ class SSEEvent(NamedTuple):
 _new_event = tuple.__new__
 
 
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "surrogateescape")
+# A line at least this long is finished without the split and slice copies of the usual
+# path (its `data` value is kept as a view into the joined line): fewer passes over a
+# huge line, and fewer fresh buffers of its size.
+LARGE_LINE = 1 << 20
+
+
+def _text(raw: bytes | memoryview) -> str:
+    return str(raw, "utf-8", "surrogateescape")
 
 
 class SSEParser:
@@ -75,7 +81,7 @@ class SSEParser:
         self._reset_block()
 
     def _reset_block(self) -> None:
-        self._data: list[bytes] = []
+        self._data: list[bytes | memoryview] = []
         self._event: bytes | None = None
         self._id: bytes | None = None
         self._other: list[tuple[str, str]] = []
@@ -132,6 +138,8 @@ class SSEParser:
             self._hold(chunk)
             return []
         self.progress += 1
+        if self._pending_size >= LARGE_LINE:
+            return self._end_large_line(chunk)
         if chunk[end] == 0x0D and end == len(chunk) - 1:
             self._skip_leading_lf = True  # an LF opening the next chunk ends this line
         if self._pending_size:
@@ -148,6 +156,32 @@ class SSEParser:
                 return self._blocks(lf_only)
         # bytes.splitlines splits on exactly LF, CRLF and CR (unlike str.splitlines).
         return self._lines(complete.splitlines())
+
+    def _end_large_line(self, chunk: bytes) -> list[SSEEvent]:
+        """The held-back line is huge and ends in `chunk` (which has a line ending): join
+        it once and keep a `data` value as a view into it; the rest of the chunk goes
+        through `feed` as usual."""
+        newline, carriage = chunk.find(b"\n"), chunk.find(b"\r")
+        first = min(newline, carriage) if newline >= 0 and carriage >= 0 else max(newline,
+                                                                                   carriage)
+        self._pending.append(chunk[:first])
+        line = b"".join(self._pending)
+        self._pending = []
+        self._pending_size = 0
+        rest = chunk[first + 1:]
+        if chunk[first] == 0x0D:
+            if rest[:1] == b"\n":
+                rest = rest[1:]
+            elif not rest:
+                self._skip_leading_lf = True  # an LF opening the next chunk ends this line
+        if line.startswith(b"data:"):
+            start = 6 if line[5:6] == b" " else 5
+            self._data.append(memoryview(line)[start:])  # type: ignore[arg-type]
+            self._has_fields = True
+            events: list[SSEEvent] = []
+        else:
+            events = self._lines([line])
+        return events + self.feed(rest) if rest else events
 
     def _blocks(self, complete: bytes) -> list[SSEEvent]:
         """LF-only lines starting at a block boundary: the usual shape of a chat stream.
@@ -195,7 +229,9 @@ class SSEParser:
                         if not data:
                             text = None
                         elif len(data) == 1:
-                            text = data[0].decode("utf-8", "surrogateescape")
+                            first = data[0]
+                            text = (first.decode("utf-8", "surrogateescape")
+                                    if first.__class__ is bytes else _text(first))
                         else:
                             text = b"\n".join(data).decode("utf-8", "surrogateescape")
                         events.append(_new_event(SSEEvent, (text, None, None, ())))

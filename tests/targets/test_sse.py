@@ -7,6 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchwarden.targets import sse
 from benchwarden.targets.sse import SSEEvent, SSEParser
 
 
@@ -232,3 +233,17 @@ def test_progress_counts_chunks_that_complete_a_line_comments_included():
 def test_a_long_line_split_anywhere_gives_the_same_event(length, cuts):
     raw = b"data: " + b"\xe4\xb8\x96" * length + b"\r\n\r\n"
     assert parse(*split_at(raw, cuts)) == [SSEEvent("\u4e16" * length)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_sse_ish_bytes, st.lists(st.integers(min_value=0, max_value=10_000), max_size=12),
+       st.integers(min_value=1, max_value=12))
+def test_the_large_line_path_agrees_with_the_reference(raw, cuts, threshold):
+    # Lines of `threshold` bytes or more take the join-once path: lowered here so that
+    # every shape of line (data or not, any line ending, split anywhere) goes through it.
+    saved = sse.LARGE_LINE
+    sse.LARGE_LINE = threshold
+    try:
+        assert parse(*split_at(raw, cuts), finish=True) == reference_parse(raw)
+    finally:
+        sse.LARGE_LINE = saved
