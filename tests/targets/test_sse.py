@@ -7,6 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchwarden.targets import sse
 from benchwarden.targets.sse import SSEEvent, SSEParser
 
 
@@ -202,3 +203,47 @@ _sse_ish_bytes = st.lists(st.sampled_from([
 @given(_sse_ish_bytes, st.lists(st.integers(min_value=0, max_value=10_000), max_size=12))
 def test_the_parser_agrees_with_the_obvious_reference_on_any_split(raw, cuts):
     assert parse(*split_at(raw, cuts), finish=True) == reference_parse(raw)
+
+
+# --- linear time and progress on long lines ---
+
+def test_a_long_line_in_many_pieces_is_one_event_and_its_size_is_tracked():
+    parser = SSEParser()
+    line = b"data: " + b"x" * 100_000
+    for start in range(0, len(line), 1000):
+        assert parser.feed(line[start:start + 1000]) == []
+    assert parser.partial_line_size == len(line) and parser.progress == 0
+    assert parser.feed(b"\n\n") == [SSEEvent("x" * 100_000)]
+    assert parser.partial_line_size == 0 and parser.progress == 1
+
+
+def test_progress_counts_chunks_that_complete_a_line_comments_included():
+    parser = SSEParser()
+    parser.feed(b": ping")
+    assert parser.progress == 0
+    parser.feed(b"\n")
+    parser.feed(b"data: a")
+    assert parser.progress == 1
+    parser.feed(b"\n\ndata: b\n")
+    assert parser.progress == 2
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(min_value=1, max_value=5000), st.lists(st.integers(0, 10_000), max_size=30))
+def test_a_long_line_split_anywhere_gives_the_same_event(length, cuts):
+    raw = b"data: " + b"\xe4\xb8\x96" * length + b"\r\n\r\n"
+    assert parse(*split_at(raw, cuts)) == [SSEEvent("\u4e16" * length)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_sse_ish_bytes, st.lists(st.integers(min_value=0, max_value=10_000), max_size=12),
+       st.integers(min_value=1, max_value=12))
+def test_the_large_line_path_agrees_with_the_reference(raw, cuts, threshold):
+    # Lines of `threshold` bytes or more take the join-once path: lowered here so that
+    # every shape of line (data or not, any line ending, split anywhere) goes through it.
+    saved = sse.LARGE_LINE
+    sse.LARGE_LINE = threshold
+    try:
+        assert parse(*split_at(raw, cuts), finish=True) == reference_parse(raw)
+    finally:
+        sse.LARGE_LINE = saved
