@@ -61,6 +61,7 @@ FINISH = "\x04"
 
 REFERENCE_LEG = "ref"
 POST_LEG = "post"
+MAX_RUNGS_NAMED = 8  # in the verdict line; the report lists every rung
 NOT_RECORDED = "not recorded: the run stopped before this request (resume it with --resume)"
 
 
@@ -380,7 +381,9 @@ def _problems(result: Score) -> list[str]:
     problems = []
     if result.unmeasured:
         rungs = result.unmeasured_rungs
-        reasons = list(rungs)
+        reasons = list(rungs[:MAX_RUNGS_NAMED])
+        if len(rungs) > MAX_RUNGS_NAMED:  # --repeat can make hundreds: keep the line readable
+            reasons.append(f"and {len(rungs) - MAX_RUNGS_NAMED} more rungs, see the report")
         others = [c for c in result.cells if isinstance(c.result, Unmeasured)
                   and not any(c.result.why.startswith(reason) for reason in rungs)]
         if others:  # name one other cause, so the line says what to look at

@@ -184,3 +184,11 @@ def test_a_rung_with_any_failed_request_never_yields_an_identical_cell(case):
     for fit in result.fidelity:
         assert (fit.requests_failed > 0) == (fit.label in failing)
         assert fit.requests_failed == sum(count for _, count in fit.failures)
+
+
+def test_the_verdict_line_names_a_bounded_number_of_failed_rungs():
+    rungs = [rung("c2", [good(0), good(1)], [http_error(500)], repeat=r) for r in range(1, 21)]
+    outcome = verdict(score(legs(rungs)))
+    assert "rung c2 #8: 1 of 3 requests failed" in outcome.reason
+    assert "rung c2 #9:" not in outcome.reason
+    assert "and 12 more rungs, see the report" in outcome.reason
