@@ -384,8 +384,10 @@ def _problems(result: Score) -> list[str]:
         reasons = list(rungs[:MAX_RUNGS_NAMED])
         if len(rungs) > MAX_RUNGS_NAMED:  # --repeat can make hundreds: keep the line readable
             reasons.append(f"and {len(rungs) - MAX_RUNGS_NAMED} more rungs, see the report")
+        # a cell of such a rung says exactly its rung's reason, or that + " (this one: ...)"
+        rung_reasons = set(rungs)
         others = [c for c in result.cells if isinstance(c.result, Unmeasured)
-                  and not any(c.result.why.startswith(reason) for reason in rungs)]
+                  and c.result.why.partition(" (this one: ")[0] not in rung_reasons]
         if others:  # name one other cause, so the line says what to look at
             first = others[0]
             assert isinstance(first.result, Unmeasured)
