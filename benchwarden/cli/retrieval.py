@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -19,9 +18,9 @@ from benchwarden.cli.common import (ConfigError, config_errors, executor_or_exit
 from benchwarden.core.reports import console, read_json, write_json
 from benchwarden.suites.retrieval.corpus import CATEGORIES, generate
 from benchwarden.suites.retrieval.driver import RunSettings, resume_run, run_strategy
-from benchwarden.suites.retrieval.report import build_report, render_terminal
+from benchwarden.suites.retrieval.report import RetrievalReport, build_report, render_terminal
 from benchwarden.suites.retrieval.sandbox import SandboxLimits
-from benchwarden.suites.retrieval.scoring import DECIDE_ON, decide, normalise_report
+from benchwarden.suites.retrieval.scoring import DECIDE_ON, decide
 from benchwarden.suites.retrieval.strategies import StrategyLoadError, parse_strategy
 
 MAX_SEEDS = 10_000
@@ -63,7 +62,7 @@ def _settings(limit: int, budget_chars: int, sandbox: bool) -> RunSettings:
 
 
 def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
-                   settings: RunSettings, executor_spec: str | None = None) -> dict[str, Any]:
+                   settings: RunSettings, executor_spec: str | None = None) -> RetrievalReport:
     """Run one strategy with a progress bar over seeds x cases; return its report."""
     try:
         spec = parse_strategy(strategy_text)
@@ -159,11 +158,11 @@ def run(strategy_text: str | None, seeds_text: str, limit: int, budget_chars: in
         click.echo(f"report written to {write_json(json_path, report)}")
     if html_path:
         write_html_report(store_location, report, html_path)
-    if report.get("failure") or not report.get("seeds"):
+    if report.failure or not report.seeds:
         raise SystemExit(1)
 
 
-def _resume(store_location: str, run_id: str, executor_spec: str | None) -> dict[str, Any]:
+def _resume(store_location: str, run_id: str, executor_spec: str | None) -> RetrievalReport:
     executor = executor_or_exit(executor_spec)
     progress = Progress(TextColumn("[bold]resuming[/bold]"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("cases"), TimeElapsedColumn(), console=console(stderr=True),
@@ -184,16 +183,16 @@ def _resume(store_location: str, run_id: str, executor_spec: str | None) -> dict
 
 
 def _side(text: str, label: str, store_location: str, seeds: list[int] | None,
-          settings: RunSettings) -> dict[str, Any]:
+          settings: RunSettings) -> RetrievalReport:
     if text.endswith(".json"):
         try:
-            report = normalise_report(read_json(text))
+            report = RetrievalReport.from_json(read_json(text), scored=True)
         except ValueError as error:
             raise ConfigError(f"{label} {error}") from None
         return report
     if seeds is None:
         raise ConfigError(f"{label} {text!r} is a strategy: give --seeds to score it on")
-    return normalise_report(score_strategy(store_location, text, seeds, settings))
+    return score_strategy(store_location, text, seeds, settings)  # typed: not normalised again
 
 
 @retrieval.command()
@@ -220,8 +219,8 @@ def compare(champion: str, challenger: str, seeds_text: str | None, decide_on: s
     new = _side(challenger, "challenger", store_location, seeds, settings)
     if seeds is not None:
         for label, report in (("champion", old), ("challenger", new)):
-            have = sorted(int(b["seed"]) for b in report["seeds"])
-            if not report.get("failure") and have != sorted(seeds):
+            have = sorted(block.seed for block in report.seeds)
+            if not report.failure and have != sorted(seeds):
                 raise ConfigError(f"refusing to compare: the {label} report covers seeds {have}, "
                                   f"not {sorted(seeds)}")
     try:
@@ -244,8 +243,8 @@ def compare(champion: str, challenger: str, seeds_text: str | None, decide_on: s
                   f"dethroned {'yes' if v.dethroned else 'no'}  (n = {v.n})")
     out.print(decision.reason, markup=False)
     if json_path:
-        body = {"suite": "retrieval", "bench_version": old["bench_version"],
-                "champion": (old.get("strategy") or {}).get("name", champion),
-                "challenger": (new.get("strategy") or {}).get("name", challenger),
+        body = {"suite": "retrieval", "bench_version": old.bench_version,
+                "champion": old.strategy.get("name", champion),
+                "challenger": new.strategy.get("name", challenger),
                 **decision.to_json_dict()}
         click.echo(f"decision written to {write_json(Path(json_path), body)}")

@@ -665,9 +665,8 @@ def run_facts(report: Mapping[str, Any]) -> str:
     run = report.get("run") or {}
     target = run.get("target") or {}
     host = run.get("host") or {}
-    started, ended = run.get("started_at"), run.get("ended_at")
-    duration = (formatting.duration(ended - started) if isinstance(started, (int, float))
-                and isinstance(ended, (int, float)) else formatting.DASH)
+    started = run.get("started_at")
+    duration = formatting.duration(run.get("duration_s"))  # the report's, never computed here
     items: list[tuple[str, Any]] = [
         ("run", run.get("id") or "—"),
         ("suite", f"{report.get('suite', '—')} · bench {report.get('bench_version', '—')}"),

@@ -44,6 +44,7 @@ def run_block(run: Run, end: RunEnd | None) -> dict[str, Any]:
         "host": dict(run.host),
         "started_at": run.started_at,
         "ended_at": end.ended_at if end else None,
+        "duration_s": max(0.0, end.ended_at - run.started_at) if end else None,
         "status": end.status if end else "incomplete",
         "resumed_from": run.resumed_from,
     }
@@ -89,6 +90,8 @@ class RunBlock(msgspec.Struct, frozen=True, kw_only=True):
     """Unix time the run began."""
     ended_at: float | None = None
     """Unix time the run ended; None while incomplete."""
+    duration_s: float | None = None
+    """Seconds from start to end (None while incomplete, and in reports written before it)."""
     status: str = "incomplete"
     """completed, interrupted, failed or incomplete."""
     resumed_from: str | None = None
