@@ -303,3 +303,53 @@ def test_a_retrieval_json_file_reads_back_to_the_same_page(retrieval) -> None:
     _, compared = retrieval
     again = retrieval_report.RetrievalReport.from_json(json.loads(json.dumps(compared.to_json())))
     assert retrieval_html(again) == retrieval_html(compared)
+
+
+# ---------------------------------------------------------------------------- JSON shape
+
+ARMS_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "scope", "floor", "weights",
+             "arms", "tasks", "tiers", "samples", "headline", "coverage", "per_tier",
+             "per_component", "failure_tags", "comparisons", "tally", "runs"]
+RETRIEVAL_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "strategy", "settings",
+                  "seeds", "summary", "failure"]
+
+
+def test_the_typed_reports_keep_the_json_field_names(arms, retrieval) -> None:
+    plain = arms.to_json()
+    assert list(plain) == ARMS_KEYS + ["trials"]
+    assert list(msgspec.structs.replace(arms, trials=None).to_json()) == ARMS_KEYS
+    assert list(plain["failure_tags"][0]) == ["arm", "samples", "pass", "incorrect", "confused",
+                                             "hung", "denied_calls"]
+    assert list(plain["comparisons"][0]["success_difference"])[-2:] == ["mde_binomial",
+                                                                        "samples_per_arm"]
+    assert "mde_binomial" not in plain["comparisons"][0]["cost_equivalent_difference"]
+    single, compared = retrieval
+    assert list(single.to_json()) == RETRIEVAL_KEYS
+    assert list(compared.to_json()) == RETRIEVAL_KEYS + ["comparison", "ledger"]
+    assert json.loads(msgspec.json.encode(single)) == single.to_json()
+
+
+def test_a_partial_or_foreign_file_reads_or_fails_in_one_line() -> None:
+    empty = arms_report.ArmsReport.from_json({"suite": "arms"})
+    assert empty.headline == [] and empty.trials is None and empty.tally is None
+    with pytest.raises(ValueError, match="not an arms report"):
+        arms_report.ArmsReport.from_json({"suite": "retrieval"})
+    with pytest.raises(ValueError, match="does not read as a report") as caught:
+        arms_report.ArmsReport.from_json({"suite": "arms", "headline": "many"})
+    assert "\n" not in str(caught.value)
+    with pytest.raises(ValueError, match="no per-seed scores"):
+        retrieval_report.RetrievalReport.from_json({"suite": "retrieval", "bench_version": "2"},
+                                                   scored=True)
+
+
+def test_compare_does_not_normalise_a_typed_report_again(retrieval, monkeypatch) -> None:
+    from benchwarden.suites.retrieval import scoring
+
+    single, compared = retrieval
+    expected = decide(single.to_json(), compared.to_json())
+
+    def refuse(report: Any) -> Any:
+        raise AssertionError("a typed report was normalised again")
+
+    monkeypatch.setattr(scoring, "normalise_report", refuse)
+    assert decide(single, compared) == expected

@@ -293,48 +293,51 @@ class Trial(msgspec.Struct, frozen=True, kw_only=True):
     """The agent driver."""
 
 
-class ArmsReport(msgspec.Struct, frozen=True, kw_only=True):
-    """The arms report of one scope: headline, breakdowns, comparisons and a run's tally."""
+class ArmsReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The arms report of one scope: headline, breakdowns, comparisons and a run's tally.
 
-    schema: str = REPORT_SCHEMA
+    Fields without a default are always in the JSON; `run`, `verdict` and `trials` are
+    left out when absent, as the dict reports before this type did."""
+
+    schema: str
     """The envelope's version."""
-    suite: str = SUITE_NAME
+    suite: str
     """Always `arms`."""
-    bench_version: str = ""
+    bench_version: str
     """The suite's bench version."""
     run: RunBlock | None = None
     """The run the report was built for (absent for a scope without runs)."""
     verdict: VerdictBlock | None = None
     """INFO with the sample count, or nothing measured."""
-    scope: str = ""
+    scope: str
     """The suite definition (e.g. `tracker`) whose records are pooled."""
-    floor: int = FLOOR
+    floor: int
     """Samples that make a cell covered."""
-    weights: dict[str, float] = msgspec.field(default_factory=dict)
+    weights: dict[str, float]
     """Cost-equivalent weight per token component."""
-    arms: list[str] = msgspec.field(default_factory=list)
+    arms: list[str]
     """Arms shown, planned or recorded, in first-seen order."""
-    tasks: list[str] = msgspec.field(default_factory=list)
+    tasks: list[str]
     """Tasks shown."""
-    tiers: list[str] = msgspec.field(default_factory=list)
+    tiers: list[str]
     """Task tiers shown."""
-    samples: int = 0
+    samples: int
     """Samples in the scope."""
-    headline: list[HeadlineRow] = msgspec.field(default_factory=list)
+    headline: list[HeadlineRow]
     """One row per arm."""
-    coverage: dict[str, ArmCoverage] = msgspec.field(default_factory=dict)
+    coverage: dict[str, ArmCoverage]
     """Per arm: covered / partial / missing cells and samples per task."""
-    per_tier: list[TierRow] = msgspec.field(default_factory=list)
+    per_tier: list[TierRow]
     """One row per arm and tier."""
-    per_component: list[ComponentRow] = msgspec.field(default_factory=list)
+    per_component: list[ComponentRow]
     """One row per arm."""
-    failure_tags: list[FailureRow] = msgspec.field(default_factory=list)
+    failure_tags: list[FailureRow]
     """One row per arm."""
-    comparisons: list[Comparison] = msgspec.field(default_factory=list)
+    comparisons: list[Comparison]
     """Every pair of arms, in order."""
-    tally: Tally | None = None
+    tally: Tally | None
     """The run's tally (None when the run has not ended)."""
-    runs: list[str] = msgspec.field(default_factory=list)
+    runs: list[str]
     """Ids of the scope's runs."""
     trials: list[Trial] | None = None
     """Every trial of the scope, when the report was built `with_trials` (for the page)."""
@@ -348,7 +351,15 @@ class ArmsReport(msgspec.Struct, frozen=True, kw_only=True):
         """Read a report file's JSON (any arms report this package wrote)."""
         if data.get("suite", SUITE_NAME) != SUITE_NAME:
             raise ValueError(f"not an arms report (suite {data.get('suite')!r})")
-        return convert(dict(data), cls, "arms report")  # type: ignore[no-any-return]
+        return convert({**_empty_report(), **data}, cls, "arms report")  # type: ignore[no-any-return]
+
+
+def _empty_report() -> dict[str, Any]:
+    """What a report that measured nothing holds: fills the gaps of a partial file."""
+    return {"schema": REPORT_SCHEMA, "suite": SUITE_NAME, "bench_version": "", "scope": "",
+            "floor": FLOOR, "weights": {}, "arms": [], "tasks": [], "tiers": [], "samples": 0,
+            "headline": [], "coverage": {}, "per_tier": [], "per_component": [],
+            "failure_tags": [], "comparisons": [], "tally": None, "runs": []}
 
 
 def as_report(report: "ArmsReport | Mapping[str, Any]") -> ArmsReport:

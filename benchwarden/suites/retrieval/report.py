@@ -187,28 +187,31 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
     """Per seed on `decision.decide_on`: both scores and challenger − champion."""
 
 
-class RetrievalReport(msgspec.Struct, frozen=True, kw_only=True):
-    """One strategy's retrieval report (and, for a ladder run, its comparison and ledger)."""
+class RetrievalReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One strategy's retrieval report (and, for a ladder run, its comparison and ledger).
 
-    schema: str = REPORT_SCHEMA
+    Fields without a default are always in the JSON; the others are left out when they
+    hold their default, so a fresh report's JSON is the dict report's of before."""
+
+    schema: str
     """The envelope's version."""
-    suite: str = SUITE
+    suite: str
     """Always `retrieval`."""
-    bench_version: str = ""
+    bench_version: str
     """What the numbers mean: "2" has guards, "1" did not."""
     run: RunBlock | None = None
     """The run (absent for a bare comparison)."""
     verdict: VerdictBlock | None = None
     """INFO with the composites, FAIL when the strategy failed or nothing was scored."""
-    strategy: dict[str, Any] = msgspec.field(default_factory=dict)
+    strategy: dict[str, Any]
     """The strategy's name, version and source."""
-    settings: dict[str, Any] = msgspec.field(default_factory=dict)
+    settings: dict[str, Any]
     """limit, budget_chars and how it ran."""
-    seeds: list[SeedBlock] = msgspec.field(default_factory=list)
+    seeds: list[SeedBlock]
     """One block per seed."""
-    summary: Summary | None = None
+    summary: Summary | None
     """Over seeds (None when no seed was scored)."""
-    failure: dict[str, Any] | None = None
+    failure: dict[str, Any] | None
     """Why the strategy failed (seed, reason), or None."""
     legacy_guards: bool = False
     """A version-1 report read with neutral guards."""
@@ -244,6 +247,8 @@ class RetrievalReport(msgspec.Struct, frozen=True, kw_only=True):
             plain.pop(key, None)
         if scored or plain.get("seeds") is not None:
             plain = normalise_report(plain)  # a one-line ValueError when it cannot be read
+        plain = {"schema": REPORT_SCHEMA, "suite": SUITE, "bench_version": "", "strategy": {},
+                 "settings": {}, "seeds": [], "summary": None, "failure": None, **plain}
         report: RetrievalReport = convert(plain, cls, "retrieval report")
         extra: dict[str, Any] = {}
         holder = data.get("comparison") if isinstance(data.get("comparison"), Mapping) else data
