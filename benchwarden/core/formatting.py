@@ -98,32 +98,29 @@ def interval(low: Any, high: Any, digits: int = 2, *, scale: float = 1.0,
 
 def estimate(value: EstimateLike | None, digits: int = 2) -> str:
     """`mean ± se` (the ± part only when the standard error is known)."""
-    if value is None or _real(value.mean) is None:
+    mean = None if value is None else _real(value.mean)
+    if value is None or mean is None:
         return DASH
-    text = number(float(value.mean), digits)  # type: ignore[arg-type]
-    if _real(value.se) is not None:
-        text += f" ± {number(float(value.se), digits)}"  # type: ignore[arg-type]
-    return text
+    se = _real(value.se)
+    return number(mean, digits) + ("" if se is None else f" ± {number(se, digits)}")
 
 
 def estimate_interval(value: EstimateLike | None, digits: int = 2) -> str:
-    """`mean [low, high]`: the mean with its interval (a dash for the unknown interval)."""
-    if value is None or _real(value.mean) is None:
+    """`mean [low, high]`: the mean with its interval (left out while unknown)."""
+    mean = None if value is None else _real(value.mean)
+    if value is None or mean is None:
         return DASH
-    text = number(float(value.mean), digits)  # type: ignore[arg-type]
-    if _real(value.low) is not None and _real(value.high) is not None:
-        text += " " + interval(value.low, value.high, digits)
-    return text
+    bounds = interval(value.low, value.high, digits)
+    return number(mean, digits) + ("" if bounds == DASH else f" {bounds}")
 
 
 def rate(value: EstimateLike | None, digits: int = 0) -> str:
     """A rate with its interval, in percent: `57% [40, 72]`."""
-    if value is None or _real(value.mean) is None:
+    mean = None if value is None else _real(value.mean)
+    if value is None or mean is None:
         return DASH
-    text = percent(value.mean, digits)
-    if _real(value.low) is not None and _real(value.high) is not None:
-        text += " " + interval(value.low, value.high, digits, scale=100)
-    return text
+    bounds = interval(value.low, value.high, digits, scale=100)
+    return percent(mean, digits) + ("" if bounds == DASH else f" {bounds}")
 
 
 def duration(seconds: Any, digits: int = 1) -> str:

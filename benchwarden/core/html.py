@@ -367,7 +367,7 @@ def grouped_bars(groups: Sequence[str], series: Sequence[Series],
         return top + plot_h * (1 - min(max(value, 0.0), upper) / (upper or 1))
 
     parts = [_svg_open(width, height, label, "grouped")]
-    legend_x = left
+    legend_x: float = left
     for item in series:
         parts.append(f'<rect x="{legend_x:.1f}" y="6" width="12" height="12" rx="2" fill="{color(item.color)}"/>'
                      f'<text class="legend-text" x="{legend_x + 16:.1f}" y="16">{escape(_clip(item.name, 28))}</text>')

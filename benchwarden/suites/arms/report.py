@@ -547,9 +547,8 @@ def render_terminal(report: "ArmsReport | Mapping[str, Any]", console: Console) 
         render_tally(report.tally, console)
 
 
-def render_comparison(comparison: "Comparison | Mapping[str, Any]", console: Console) -> None:
-    if not isinstance(comparison, Comparison):
-        comparison = comparison_of(comparison)
+def render_comparison(given: "Comparison | Mapping[str, Any]", console: Console) -> None:
+    comparison = given if isinstance(given, Comparison) else comparison_of(given)
     success = comparison.success_difference
     cost = comparison.cost_equivalent_difference
     table = Table(title=f"paired: {comparison.b} − {comparison.a} over "
@@ -573,9 +572,8 @@ def render_comparison(comparison: "Comparison | Mapping[str, Any]", console: Con
                       f"(--trials {comparison.floor})")
 
 
-def render_tally(tally: "Tally | Mapping[str, Any]", console: Console) -> None:
-    if not isinstance(tally, Tally):
-        tally = convert(dict(tally), Tally, "run tally")
+def render_tally(given: "Tally | Mapping[str, Any]", console: Console) -> None:
+    tally: Tally = given if isinstance(given, Tally) else convert(dict(given), Tally, "run tally")
     table = Table(title=f"run tally: {tally.recorded} recorded, {tally.invalid} invalid "
                         f"(isolation leaks), {tally.harness_errors} harness errors")
     for column in ("arm", "task", "samples before → after", "pass", "fail", "invalid",

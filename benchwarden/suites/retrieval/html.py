@@ -253,9 +253,9 @@ def _ledger_section(report: RetrievalReport) -> str:
     for entry in entries:
         if not isinstance(entry, Mapping):
             continue
-        verdict = entry.get("verdict") if isinstance(entry.get("verdict"), Mapping) else {}
-        decision = entry.get("decision") if isinstance(entry.get("decision"), Mapping) else {}
-        merged = {**decision, **verdict, **entry}
+        verdict, decision = entry.get("verdict"), entry.get("decision")
+        merged = {**(decision if isinstance(decision, Mapping) else {}),
+                  **(verdict if isinstance(verdict, Mapping) else {}), **entry}
 
         def name(side: str) -> str:
             value = merged.get(side)
@@ -311,8 +311,9 @@ def enrich(store: Any, report: RetrievalReport | Mapping[str, Any]) -> Retrieval
         return msgspec.structs.replace(typed, ledger_problem=f"ladder history unavailable: {error}")
     changes: dict[str, Any] = {"ledger": [dict(e) for e in entries]}
     for entry in reversed(entries):
-        champion = entry.get("champion") if isinstance(entry.get("champion"), Mapping) else {}
-        challenger = entry.get("challenger") if isinstance(entry.get("challenger"), Mapping) else {}
+        sides = entry.get("champion"), entry.get("challenger")
+        champion: Mapping[str, Any] = sides[0] if isinstance(sides[0], Mapping) else {}
+        challenger: Mapping[str, Any] = sides[1] if isinstance(sides[1], Mapping) else {}
         if entry.get("kind") != "decision" or run.id not in (champion.get("run_id"),
                                                              challenger.get("run_id")):
             continue

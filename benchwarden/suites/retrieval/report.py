@@ -251,14 +251,16 @@ class RetrievalReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
                  "settings": {}, "seeds": [], "summary": None, "failure": None, **plain}
         report: RetrievalReport = convert(plain, cls, "retrieval report")
         extra: dict[str, Any] = {}
-        holder = data.get("comparison") if isinstance(data.get("comparison"), Mapping) else data
-        if isinstance(holder.get("champion"), Mapping) and isinstance(holder.get("challenger"), Mapping):
-            extra["comparison"] = comparison(cls.from_json(holder["champion"], scored=True),
-                                             cls.from_json(holder["challenger"], scored=True),
+        nested = data.get("comparison")
+        holder: Mapping[str, Any] = nested if isinstance(nested, Mapping) else data
+        champion, challenger = holder.get("champion"), holder.get("challenger")
+        if isinstance(champion, Mapping) and isinstance(challenger, Mapping):
+            extra["comparison"] = comparison(cls.from_json(champion, scored=True),
+                                             cls.from_json(challenger, scored=True),
                                              holder.get("decision") or {})
-        if isinstance(data.get("ledger") or data.get("history"), list):
-            extra["ledger"] = [dict(e) for e in (data.get("ledger") or data.get("history"))
-                               if isinstance(e, Mapping)]
+        entries = data.get("ledger") or data.get("history")
+        if isinstance(entries, list):
+            extra["ledger"] = [dict(e) for e in entries if isinstance(e, Mapping)]
         if data.get("ledger_problem"):
             extra["ledger_problem"] = str(data["ledger_problem"])
         return msgspec.structs.replace(report, **extra) if extra else report
@@ -275,18 +277,18 @@ def comparison(champion: RetrievalReport, challenger: RetrievalReport,
 
     The pairs come from the decision's scores when it has them, else from the seeds
     both sides scored (a ledger entry carries no per-seed scores)."""
-    if not isinstance(decision, DecisionBlock):
-        decision = convert(dict(decision), DecisionBlock, "decision")
-    decide_on = decision.decide_on
-    if decision.seeds and decision.challenger_scores:
-        triples = list(zip(decision.seeds, decision.champion_scores, decision.challenger_scores))
+    typed: DecisionBlock = (decision if isinstance(decision, DecisionBlock)
+                            else convert(dict(decision), DecisionBlock, "decision"))
+    decide_on = typed.decide_on
+    if typed.seeds and typed.challenger_scores:
+        triples = list(zip(typed.seeds, typed.champion_scores, typed.challenger_scores))
     else:
         mine = {b.seed: getattr(b, decide_on) for b in champion.seeds}
         theirs = {b.seed: getattr(b, decide_on) for b in challenger.seeds}
         triples = [(seed, mine[seed], theirs[seed]) for seed in mine if seed in theirs]
     pairs = [SeedPair(seed=int(seed), champion=float(a), challenger=float(b),
                       difference=float(b) - float(a)) for seed, a, b in triples]
-    return Comparison(champion=champion, challenger=challenger, decision=decision, pairs=pairs)
+    return Comparison(champion=champion, challenger=challenger, decision=typed, pairs=pairs)
 
 
 # -- building ---------------------------------------------------------------------
