@@ -353,3 +353,23 @@ def test_compare_does_not_normalise_a_typed_report_again(retrieval, monkeypatch)
 
     monkeypatch.setattr(scoring, "normalise_report", refuse)
     assert decide(single, compared) == expected
+
+
+def test_every_field_of_every_typed_report_says_what_it_holds() -> None:
+    import ast
+    import inspect
+
+    from benchwarden.core import reports
+
+    undocumented = []
+    for module in (reports, arms_report, retrieval_report):
+        for node in ast.parse(inspect.getsource(module)).body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for index, statement in enumerate(node.body):
+                if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+                    after = node.body[index + 1] if index + 1 < len(node.body) else None
+                    if not (isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                            and isinstance(after.value.value, str) and after.value.value.strip()):
+                        undocumented.append(f"{module.__name__}.{node.name}.{statement.target.id}")
+    assert not undocumented
