@@ -11,7 +11,8 @@ What a `Boundary` promises the code inside it:
 - only the paths in `writable` can be written; paths in `read_only` are re-mounted
   read-only even when they lie inside a writable one (an arm's own program inside its
   trial folder); paths in `hidden` are replaced by an empty directory (stores, ledgers,
-  credentials in the invoking user's home);
+  credentials in the invoking user's home), or, for a file, covered by an unreadable
+  one (applied last, so no writable or read-only bind can show it again);
 - no network but its own loopback (a fresh network namespace: a listener outside is
   unreachable, and a server started inside is reachable only from inside);
 - its own pid namespace (it cannot see or signal anything outside, and when the
@@ -92,14 +93,21 @@ class Boundary:
                 "--new-session", "--cap-drop", "ALL", "--clearenv"]
         if not self.network:
             argv.append("--unshare-net")
-        for path in _existing(_default_hidden() + [Path(p) for p in self.hidden]):
-            argv += ["--tmpfs", str(path)]
+        hidden = _existing(_default_hidden() + [Path(p) for p in self.hidden])
+        for path in hidden:
+            if path.is_dir():
+                argv += ["--tmpfs", str(path)]
         # Writable binds after the hidden ones, so a scratch folder may live under a hidden
         # parent; read-only re-binds last, so they win over a writable parent.
         for path in _existing(self.writable):
             argv += ["--bind", str(path), str(path)]
         for path in _existing(self.read_only):
             argv += ["--ro-bind", str(path), str(path)]
+        # A hidden *file* (a store, a ledger) is covered last, so no bind above can
+        # show it again; /dev/null on a read-only bind cannot even be opened.
+        for path in hidden:
+            if not path.is_dir():
+                argv += ["--ro-bind", "/dev/null", str(path)]
         for name, value in sorted(self.environment.items()):
             argv += ["--setenv", name, value]
         if self.working_directory is not None:
