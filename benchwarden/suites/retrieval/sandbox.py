@@ -143,6 +143,7 @@ class SandboxedStrategy:
         self.deadline = 0.0
         self.killed_for_time = False
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=20)
+        self._stderr_reader: threading.Thread | None = None
         self._buffer = bytearray()
 
     # -- strategy API --------------------------------------------------------
@@ -221,7 +222,9 @@ class SandboxedStrategy:
             self._stop()
             raise SandboxFailure("crash", f"could not start the sandbox: {error}") from None
         self.deadline = time.monotonic() + self.limits.wall_seconds
-        threading.Thread(target=self._drain_stderr, args=(self.process,), daemon=True).start()
+        self._stderr_reader = threading.Thread(target=self._drain_stderr, args=(self.process,),
+                                               daemon=True)
+        self._stderr_reader.start()
         os.set_blocking(self.process.stdout.fileno(), False)  # type: ignore[union-attr]
         self._expect_reply()  # the "ready" line, or why loading failed
 
@@ -299,7 +302,8 @@ class SandboxedStrategy:
             code = self.process.wait(timeout=2.0)
         except subprocess.TimeoutExpired:
             self._fail("crash", "closed its output but did not exit")
-        time.sleep(0.05)  # let the stderr drain catch the last words
+        if self._stderr_reader is not None:  # the child's last words, up to its EOF
+            self._stderr_reader.join(timeout=2.0)
         last = self._stderr_tail[-1] if self._stderr_tail else "no output"
         number = self._exit_signal(code)
         if number in (signal.SIGXCPU, signal.SIGKILL) and not self.killed_for_time:

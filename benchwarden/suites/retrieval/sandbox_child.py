@@ -74,6 +74,20 @@ def _where(error):
 
 
 def _failure(error):
+    """The reply for a failure; never raises (even with the address space nearly full)."""
+    try:
+        return _describe_failure(error)
+    except BaseException:  # noqa: BLE001 - a reply must go out whatever happened
+        kind = "memory" if isinstance(error, MemoryError) else "strategy_error"
+        return {"ok": False, "kind": kind, "error": type(error).__name__, "where": "",
+                "traceback": ""}
+
+
+def _describe_failure(error):
+    if isinstance(error, MemoryError) and error.__traceback__ is not None:
+        # Free what the failing frames hold (the hoard that filled the address space)
+        # before formatting anything; file names and line numbers survive.
+        traceback.clear_frames(error.__traceback__)
     if isinstance(error, MemoryError):
         kind, message = "memory", "MemoryError: address-space cap reached"
     elif isinstance(error, PackError):

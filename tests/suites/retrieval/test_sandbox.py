@@ -1,31 +1,23 @@
 """The retrieval sandbox, for real: strategies run inside bubblewrap, and every hostile
 act is proven absent by a marker file or a listener that must stay untouched. What
 real memory systems need (C extensions, threads, files in the scratch folder) works.
-
-The arena (marker, listener, ledger, store) lives under /var/tmp, not /tmp: inside
-the boundary /tmp is a private empty folder, which would hide a write by accident
-and prove nothing about the boundary.
+The arena (marker, listener, ledger, store) is in `arena.py`.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import tempfile
-import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from benchwarden.core import sandbox as core_sandbox
-from benchwarden.core.errors import IsolationUnavailable
 from benchwarden.suites.retrieval.corpus import generate
-from benchwarden.suites.retrieval.driver import RunSettings, SeedTask, score_one_seed, store_files
+from benchwarden.suites.retrieval.driver import RunSettings, SeedTask, score_one_seed
 from benchwarden.suites.retrieval.sandbox import SandboxFailure, SandboxedStrategy, SandboxLimits
 from benchwarden.suites.retrieval.strategies import parse_strategy
+from tests.suites.retrieval.arena import SECRET, Arena, bwrap_or_skip, make_arena
 
 FILES = Path(__file__).with_name("strategy_files")
 MISBEHAVING = FILES / "misbehaving.py"
@@ -34,98 +26,12 @@ EXAMPLE = FILES / "entity_first.py"
 # is shared, so CPU seconds are what a busy loop exhausts first.
 LIMITS = SandboxLimits(wall_seconds=90, cpu_seconds=10, memory_mb=1024, open_files=64)
 SESSIONS = list(generate(1).sessions)
-SECRET = "benchwarden-secret-5f1e-never-readable"
-
-
-def bwrap_or_skip() -> None:
-    try:
-        core_sandbox.require_bubblewrap()
-    except IsolationUnavailable as error:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(error))
-
-
-class Listener:
-    """A TCP listener outside the sandbox that records every connection it accepts."""
-
-    def __init__(self) -> None:
-        self.socket = socket.socket()
-        self.socket.bind(("127.0.0.1", 0))
-        self.socket.listen()
-        self.socket.settimeout(0.2)
-        self.port = self.socket.getsockname()[1]
-        self.accepted: list[tuple[str, int]] = []
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-        self.thread.start()
-
-    def _accept(self) -> None:
-        while not self.stopping.is_set():
-            try:
-                connection, address = self.socket.accept()
-            except OSError:
-                continue
-            self.accepted.append(address)
-            connection.close()
-
-    def close(self) -> None:
-        self.stopping.set()
-        self.thread.join()
-        self.socket.close()
-
-
-@dataclass
-class Arena:
-    root: Path
-    strategy: Path  # the copy of hostile.py, with hostile_targets.py beside it
-    marker: Path
-    listener: Listener
-    ladder: Path
-    store: Path
-
-    def hidden(self) -> list[str]:
-        return [str(self.ladder), *store_files_of(self.store)]
-
-    def untouched(self) -> None:
-        assert not self.marker.exists(), self.marker.read_text()
-        assert self.listener.accepted == []
-
-
-def store_files_of(path: Path) -> list[str]:
-    class Located:
-        location = str(path)
-
-    return store_files(Located())  # type: ignore[arg-type]
 
 
 @pytest.fixture()
-def arena() -> Arena:
-    bwrap_or_skip()
-    root = Path(tempfile.mkdtemp(prefix="benchwarden-arena-", dir="/var/tmp"))
-    listener = Listener()
-    try:
-        (root / "outside").mkdir()
-        ladder = root / "ladder"
-        ladder.mkdir()
-        (ladder / "ledger.jsonl").write_text(f'{{"kind": "genesis", "note": "{SECRET}"}}\n')
-        stores = root / "stores"
-        stores.mkdir()
-        store = stores / "store.sqlite"
-        store.write_text(f"SQLite format 3 {SECRET}")
-        strategy_dir = root / "strategy"
-        strategy_dir.mkdir()
-        shutil.copy(FILES / "hostile.py", strategy_dir / "hostile.py")
-        marker = root / "outside" / "marker"
-        (ladder / "secret.txt").write_text(SECRET)
-        secrets = [ladder / "ledger.jsonl", store, ladder / "secret.txt"]
-        (strategy_dir / "hostile_targets.py").write_text(
-            f"MARKER = {str(marker)!r}\nPORT = {listener.port}\n"
-            f"SECRETS = {[str(path) for path in secrets]!r}\n")
-        yield Arena(root, strategy_dir / "hostile.py", marker, listener, ladder, store)
-    finally:
-        listener.close()
-        shutil.rmtree(root, ignore_errors=True)
+def arena():
+    with make_arena() as made:
+        yield made
 
 
 def hostile(arena: Arena, name: str, limits: SandboxLimits = LIMITS) -> SandboxedStrategy:
@@ -193,7 +99,7 @@ def test_ctypes_writing_through_a_bad_pointer_crashes_only_the_child(arena):
 def test_the_ledger_and_the_store_are_hidden(arena):
     items = run_contained(hostile(arena, "ReadsSecrets"))
     text = items[0].text
-    assert SECRET not in text and "SQLite" not in text
+    assert SECRET not in text and "SQLite" not in text and "prev_hash" not in text
     assert text.count("unreadable") == 3, text
 
 
