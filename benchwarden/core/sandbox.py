@@ -14,7 +14,11 @@ What a `Boundary` promises the code inside it:
   credentials in the invoking user's home), or, for a file, covered by an unreadable
   one (applied last, so no writable or read-only bind can show it again);
 - no network but its own loopback (a fresh network namespace: a listener outside is
-  unreachable, and a server started inside is reachable only from inside);
+  unreachable, and a server started inside is reachable only from inside). Unix
+  sockets are files, not network: one bound outside (a database's, a container
+  engine's) would stay connectable through the read-only root, so every filesystem
+  Unix socket bound in the harness's network namespace (`/proc/net/unix`) is covered
+  like a hidden file (`hide_unix_sockets`, on by default);
 - its own pid namespace (it cannot see or signal anything outside, and when the
   sandbox's first process dies every process inside dies with it), no capabilities, a
   new session (no terminal injection), killed when its parent dies;
@@ -34,6 +38,7 @@ import functools
 import os
 import resource
 import shutil
+import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +88,7 @@ class Boundary:
     environment: Mapping[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
     network: bool = False  # True keeps the host's network (no caller in the package uses it)
+    hide_unix_sockets: bool = True  # cover the host's filesystem Unix sockets (see above)
 
     def argv(self, command: Sequence[str], bwrap: str | None = None) -> list[str]:
         """The full command line that runs `command` inside this boundary."""
@@ -105,9 +111,11 @@ class Boundary:
             argv += ["--ro-bind", str(path), str(path)]
         # A hidden *file* (a store, a ledger) is covered last, so no bind above can
         # show it again; /dev/null on a read-only bind cannot even be opened.
-        for path in hidden:
-            if not path.is_dir():
-                argv += ["--ro-bind", "/dev/null", str(path)]
+        covered = [path for path in hidden if not path.is_dir()]
+        if self.hide_unix_sockets:
+            covered += [path for path in listening_unix_sockets() if path not in covered]
+        for path in covered:
+            argv += ["--ro-bind", "/dev/null", str(path)]
         for name, value in sorted(self.environment.items()):
             argv += ["--setenv", name, value]
         if self.working_directory is not None:
@@ -119,6 +127,30 @@ class Boundary:
     def preexec(self) -> Callable[[], None]:
         """A `preexec_fn` that applies the limits in the child before bwrap starts."""
         return self.limits.apply
+
+
+def listening_unix_sockets(table: str = "/proc/net/unix") -> list[Path]:
+    """Filesystem Unix sockets bound in this network namespace, as `/proc/net/unix`
+    lists them (abstract ones, `@name`, belong to the namespace and are already out of
+    reach; those under /tmp are too, since /tmp is private inside a boundary)."""
+    try:
+        lines = Path(table).read_text(encoding="utf-8", errors="replace").splitlines()[1:]
+    except OSError:
+        return []
+    found: set[Path] = set()
+    for line in lines:
+        fields = line.split(None, 7)
+        if len(fields) < 8 or fields[7].startswith("@"):
+            continue
+        path = fields[7]
+        if path == "/tmp" or path.startswith("/tmp/"):
+            continue
+        try:
+            if stat.S_ISSOCK(os.stat(path).st_mode):
+                found.add(Path(path))
+        except OSError:
+            continue
+    return sorted(found)
 
 
 def _default_hidden() -> list[Path]:
@@ -176,4 +208,4 @@ def check_isolation_mode(mode: str) -> str:
 
 
 __all__ = ["DEFAULT_HIDDEN_IN_HOME", "INSTALL_HINT", "ISOLATION_MODES", "Boundary", "Limits",
-           "check_isolation_mode", "require_bubblewrap"]
+           "check_isolation_mode", "listening_unix_sockets", "require_bubblewrap"]

@@ -40,15 +40,20 @@ def bwrap_or_skip() -> None:
 
 
 class Listener:
-    """A TCP listener outside the sandbox that records every connection it accepts."""
+    """A listener outside the sandbox that records every connection it accepts: TCP on
+    loopback, or a filesystem Unix socket when `unix_path` is given."""
 
-    def __init__(self) -> None:
-        self.socket = socket.socket()
-        self.socket.bind(("127.0.0.1", 0))
+    def __init__(self, unix_path: Path | None = None) -> None:
+        if unix_path is None:
+            self.socket = socket.socket()
+            self.socket.bind(("127.0.0.1", 0))
+        else:
+            self.socket = socket.socket(socket.AF_UNIX)
+            self.socket.bind(str(unix_path))
         self.socket.listen()
         self.socket.settimeout(0.2)
-        self.port = self.socket.getsockname()[1]
-        self.accepted: list[tuple[str, int]] = []
+        self.port = self.socket.getsockname()[1] if unix_path is None else 0
+        self.accepted: list[object] = []
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
@@ -80,9 +85,12 @@ class Arena:
     def hidden(self) -> list[str]:
         return [str(self.ladder), *store_files_of(self.store)]
 
+    unix_listener: Listener
+
     def untouched(self) -> None:
         assert not self.marker.exists(), self.marker.read_text()
         assert self.listener.accepted == []
+        assert self.unix_listener.accepted == []
 
 
 def store_files_of(path: Path) -> list[str]:
@@ -97,6 +105,7 @@ def make_arena() -> Iterator[Arena]:
     bwrap_or_skip()
     root = Path(tempfile.mkdtemp(prefix="benchwarden-arena-", dir="/var/tmp"))
     listener = Listener()
+    unix_listener = Listener(root / "service.sock")
     try:
         (root / "outside").mkdir()
         ladder = root / "ladder"
@@ -116,10 +125,13 @@ def make_arena() -> Iterator[Arena]:
         secrets = [ladder / "ledger.jsonl", store, ladder / "secret.txt"]
         (strategy_dir / "hostile_targets.py").write_text(
             f"MARKER = {str(marker)!r}\nPORT = {listener.port}\n"
+            f"UNIX_SOCKET = {str(root / 'service.sock')!r}\n"
             f"SECRETS = {[str(path) for path in secrets]!r}\n")
-        yield Arena(root, strategy_dir / "hostile.py", marker, listener, ladder, store)
+        yield Arena(root, strategy_dir / "hostile.py", marker, listener, ladder, store,
+                    unix_listener)
     finally:
         listener.close()
+        unix_listener.close()
         shutil.rmtree(root, ignore_errors=True)
 
 

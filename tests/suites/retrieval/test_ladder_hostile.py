@@ -29,6 +29,7 @@ def arena():
 @pytest.mark.parametrize("challenger, failed", [
     ("hostile:WritesOutsideScratch", "Read-only file system"),
     ("hostile:ConnectsOut", "Connection refused"),
+    ("hostile:ConnectsToUnixSocket", "Connection refused"),
     ("hostile:SubprocessEscapes", None),  # contained: it runs, reaches nothing, scores low
     ("hostile:CtypesSystem", None),
     ("hostile:ReadsSecrets", None),

@@ -78,6 +78,12 @@ def test_a_socket_to_a_listener_outside_never_connects(arena):
     arena.untouched()
 
 
+def test_a_unix_socket_outside_is_not_connectable(arena):
+    failure = run_to_failure(hostile(arena, "ConnectsToUnixSocket"))
+    assert "Connection refused" in failure.reason
+    arena.untouched()
+
+
 def test_a_subprocess_that_tries_to_escape_runs_contained_and_dies_with_the_sandbox(arena):
     items = run_contained(hostile(arena, "SubprocessEscapes"))
     assert items  # the strategy went on: its child ran, and reached nothing
@@ -252,6 +258,7 @@ def test_an_unknown_isolation_mode_is_refused():
     ("SubprocessEscapes", "marker"),
     ("CtypesSystem", "marker"),
     ("ConnectsOut", "listener"),
+    ("ConnectsToUnixSocket", "unix listener"),
     ("ReadsSecrets", "secret"),
 ])
 def test_without_the_boundary_the_same_hostile_acts_succeed(arena, name, evidence):
@@ -262,10 +269,11 @@ def test_without_the_boundary_the_same_hostile_acts_succeed(arena, name, evidenc
     items = run_contained(strategy)
     if evidence == "marker":
         assert arena.marker.exists()
-    elif evidence == "listener":
+    elif evidence in ("listener", "unix listener"):
+        listener = arena.listener if evidence == "listener" else arena.unix_listener
         deadline = time.monotonic() + 10
-        while not arena.listener.accepted and time.monotonic() < deadline:
+        while not listener.accepted and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert arena.listener.accepted
+        assert listener.accepted
     else:
         assert SECRET in items[0].text

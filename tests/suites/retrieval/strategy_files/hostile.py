@@ -9,6 +9,7 @@ proves the strategy's own folder is on the import path):
 
     MARKER   a path outside the scratch folder the test watches (must stay absent)
     PORT     a port the test listens on, outside the sandbox (must see no connection)
+    UNIX_SOCKET  a Unix socket the test listens on, outside (must see no connection)
     SECRETS  paths the strategy must not read (ledger, store, a secret file)
 """
 
@@ -48,6 +49,16 @@ class ConnectsOut(Polite):
     def index(self, sessions):
         super().index(sessions)
         socket.create_connection(("127.0.0.1", targets.PORT), timeout=3).sendall(b"escaped")
+
+
+class ConnectsToUnixSocket(Polite):
+    """A service's Unix socket outside (a database, a container engine) is a file."""
+
+    def index(self, sessions):
+        super().index(sessions)
+        client = socket.socket(socket.AF_UNIX)
+        client.connect(targets.UNIX_SOCKET)
+        client.sendall(b"escaped")
 
 
 class SubprocessEscapes(Polite):
