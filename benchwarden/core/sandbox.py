@@ -89,12 +89,15 @@ class Boundary:
     limits: Limits = field(default_factory=Limits)
     network: bool = False  # True keeps the host's network (no caller in the package uses it)
     hide_unix_sockets: bool = True  # cover the host's filesystem Unix sockets (see above)
+    tmp_size_bytes: int | None = None  # cap the private /tmp (RAM-backed); None: bwrap's default
 
     def argv(self, command: Sequence[str], bwrap: str | None = None) -> list[str]:
         """The full command line that runs `command` inside this boundary."""
         executable = bwrap or require_bubblewrap()
+        tmp_size = (["--size", str(int(self.tmp_size_bytes))]
+                    if self.tmp_size_bytes is not None and _supports_size(executable) else [])
         argv = [executable, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                "--tmpfs", "/tmp", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                *tmp_size, "--tmpfs", "/tmp", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent",
                 "--new-session", "--cap-drop", "ALL", "--clearenv"]
         if not self.network:
@@ -116,6 +119,12 @@ class Boundary:
             covered += [path for path in listening_unix_sockets() if path not in covered]
         for path in covered:
             argv += ["--ro-bind", "/dev/null", str(path)]
+        # Last, once every mount point inside them exists: the empty folders that hide
+        # a path become read-only, so they cannot serve as RAM-backed storage either
+        # (non-recursive: a writable bind inside one stays writable).
+        for path in hidden:
+            if path.is_dir():
+                argv += ["--remount-ro", str(path)]
         for name, value in sorted(self.environment.items()):
             argv += ["--setenv", name, value]
         if self.working_directory is not None:
@@ -166,6 +175,17 @@ def _existing(paths: Sequence[Path]) -> list[Path]:
         if resolved.exists() and resolved not in seen:
             seen.append(resolved)
     return seen
+
+
+@functools.lru_cache(maxsize=4)
+def _supports_size(executable: str) -> bool:
+    """bwrap 0.7+ can cap a tmpfs (`--size`); older ones reject the option."""
+    try:
+        result = subprocess.run([executable, "--help"], capture_output=True, timeout=30,
+                                check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--size" in result.stdout + result.stderr
 
 
 @functools.lru_cache(maxsize=1)

@@ -164,3 +164,19 @@ def test_a_unix_socket_bound_outside_is_not_connectable(trial: Path) -> None:
         shutil.rmtree(folder)
     assert "connected" not in result.stdout
     assert accepted == []
+
+
+def test_hidden_folders_cannot_be_written_and_tmp_can_be_capped(trial: Path, tmp_path: Path) -> None:
+    secret_dir = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    try:
+        boundary = Boundary(writable=[trial], hidden=[secret_dir], tmp_size_bytes=1024 * 1024,
+                            environment={"PATH": "/usr/bin:/bin"})
+        result = _run(boundary, f"echo x > {secret_dir}/planted && echo wrote-hidden; "
+                                "echo small > /tmp/small && echo wrote-small; "
+                                "head -c 4000000 /dev/zero > /tmp/big && echo wrote-big")
+    finally:
+        shutil.rmtree(secret_dir)
+    assert "wrote-hidden" not in result.stdout
+    if sandbox._supports_size(require_bubblewrap()):
+        assert "wrote-big" not in result.stdout
+    assert "wrote-small" in result.stdout

@@ -55,6 +55,7 @@ from benchwarden.suites.retrieval.api import Item, Session, coerce_pack
 CHILD_SCRIPT = Path(__file__).with_name("sandbox_child.py")
 MAX_REPLY_BYTES = 8 * 1024 * 1024
 CLOSE_SECONDS = 5.0
+MAX_STDERR_LINE = 4096
 ISOLATION_MODES = boundary_module.ISOLATION_MODES
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
@@ -198,7 +199,8 @@ class SandboxedStrategy:
                 read_only.append(folder)
         return Boundary(writable=[Path(scratch)], read_only=read_only, hidden=self.hidden,
                         working_directory=Path(scratch),
-                        environment=_child_environment(scratch), limits=self.limits.rlimits())
+                        environment=_child_environment(scratch), limits=self.limits.rlimits(),
+                        tmp_size_bytes=int(self.limits.file_size_mb) * 1024 * 1024)
 
     def _ensure_started(self) -> None:
         if self.process is not None:
@@ -229,13 +231,24 @@ class SandboxedStrategy:
         self._expect_reply()  # the "ready" line, or why loading failed
 
     def _drain_stderr(self, process: subprocess.Popen[bytes]) -> None:
+        """Keep the last lines the child wrote to stderr, in bounded memory (a child
+        that writes gigabytes without a newline cannot grow the harness)."""
+        pending = b""
         try:
-            for raw in iter(process.stderr.readline, b""):  # type: ignore[union-attr]
-                text = raw.decode("utf-8", "replace").strip()
-                if text:
-                    self._stderr_tail.append(text)
+            descriptor = process.stderr.fileno()  # type: ignore[union-attr]
+            while chunk := os.read(descriptor, 1 << 16):
+                *lines, pending = (pending + chunk).split(b"\n")
+                pending = pending[-MAX_STDERR_LINE:]
+                for raw in lines:
+                    self._keep_stderr_line(raw)
+            self._keep_stderr_line(pending)
         except (OSError, ValueError):
             pass
+
+    def _keep_stderr_line(self, raw: bytes) -> None:
+        text = raw[-MAX_STDERR_LINE:].decode("utf-8", "replace").strip()
+        if text:
+            self._stderr_tail.append(text)
 
     def _call(self, message: dict[str, Any]) -> dict[str, Any]:
         assert self.process is not None and self.process.stdin is not None

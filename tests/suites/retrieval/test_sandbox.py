@@ -277,3 +277,11 @@ def test_without_the_boundary_the_same_hostile_acts_succeed(arena, name, evidenc
         assert listener.accepted
     else:
         assert SECRET in items[0].text
+
+
+def test_a_flood_on_stderr_is_kept_bounded_and_the_last_words_survive():
+    bwrap_or_skip()
+    strategy = SandboxedStrategy(str(MISBEHAVING), "FloodsStderr", LIMITS)
+    failure = run_to_failure(strategy)
+    assert failure.kind == "crash" and "last words" in failure.reason
+    assert all(len(line) <= 4096 for line in strategy._stderr_tail)

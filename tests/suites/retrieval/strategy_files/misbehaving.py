@@ -103,3 +103,17 @@ class Closes(Polite):
     def close(self):
         with open(os.path.join(os.environ["BENCHWARDEN_SCRATCH"], "closed"), "w") as stream:
             stream.write("closed")
+
+
+class FloodsStderr(Polite):
+    """Writes far more than the harness keeps, without a newline, then crashes."""
+
+    def index(self, sessions):
+        import sys
+
+        chunk = "x" * (1 << 20)
+        for _ in range(256):
+            sys.stderr.write(chunk)
+        sys.stderr.write("\nlast words\n")
+        sys.stderr.flush()
+        os._exit(3)
