@@ -110,6 +110,13 @@ def _child_environment(scratch: str) -> dict[str, str]:
             "TMPDIR": scratch, "BENCHWARDEN_SCRATCH": scratch}
 
 
+# Files outside HOME that hold secrets readable by root: covered too (the rest of the
+# file system is readable, and pack text ends up in the store).
+SYSTEM_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-",
+                  "/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key",
+                  "/etc/ssh/ssh_host_ed25519_key")
+
+
 def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
@@ -197,7 +204,8 @@ class SandboxedStrategy:
             # folder again, read-only. Hidden files stay covered (they are applied last).
             if any(_inside(folder, hidden) for hidden in hidden_dirs):
                 read_only.append(folder)
-        return Boundary(writable=[Path(scratch)], read_only=read_only, hidden=self.hidden,
+        hidden = [*self.hidden, *(Path(path) for path in SYSTEM_SECRETS)]
+        return Boundary(writable=[Path(scratch)], read_only=read_only, hidden=hidden,
                         working_directory=Path(scratch),
                         environment=_child_environment(scratch), limits=self.limits.rlimits(),
                         tmp_size_bytes=int(self.limits.file_size_mb) * 1024 * 1024)

@@ -109,6 +109,18 @@ def test_the_ledger_and_the_store_are_hidden(arena):
     assert text.count("unreadable") == 3, text
 
 
+def test_system_secrets_outside_home_are_covered():
+    bwrap_or_skip()
+    if not os.access("/etc/shadow", os.R_OK):
+        pytest.skip("/etc/shadow is not readable here anyway (not root)")
+    import subprocess
+
+    strategy = SandboxedStrategy(str(MISBEHAVING), "Polite", LIMITS)
+    inside = subprocess.run(strategy.boundary("/var/tmp").argv(["cat", "/etc/shadow"]),
+                            capture_output=True, text=True, timeout=60)
+    assert inside.returncode != 0 and inside.stdout == ""
+
+
 def test_an_endless_loop_hits_the_cpu_limit():
     bwrap_or_skip()
     limits = SandboxLimits(wall_seconds=90, cpu_seconds=1, memory_mb=1024, open_files=64)
