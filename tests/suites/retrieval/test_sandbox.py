@@ -7,6 +7,7 @@ The arena (marker, listener, ledger, store) is in `arena.py`.
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -85,10 +86,32 @@ def test_a_unix_socket_outside_is_not_connectable(arena):
 
 
 def test_a_subprocess_that_tries_to_escape_runs_contained_and_dies_with_the_sandbox(arena):
-    items = run_contained(hostile(arena, "SubprocessEscapes"))
-    assert items  # the strategy went on: its child ran, and reached nothing
-    time.sleep(3)  # the child's child would write the marker after 2 s if it had survived
+    strategy = hostile(arena, "SubprocessEscapes")
+    with strategy:
+        strategy.index(SESSIONS)
+        assert strategy.pack("q", 10, 2000)  # the strategy went on: its child ran, reached nothing
+        assert sleepers(), "the detached sleeper should be running while the seed runs"
+    deadline = time.monotonic() + 10
+    while sleepers() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not sleepers()  # the detached process died with the sandbox
     arena.untouched()
+
+
+def sleepers() -> list[str]:
+    """Processes anywhere on the machine still running the hostile `sleep 31.337`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as stream:
+                command = stream.read().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if command.startswith("sleep 31.337"):
+            found.append(entry)
+    return found
 
 
 def test_ctypes_calling_libc_system_is_contained(arena):
@@ -278,7 +301,11 @@ def test_without_the_boundary_the_same_hostile_acts_succeed(arena, name, evidenc
     (This is what --isolation none means, and why it is documented as unsafe.)"""
     strategy = SandboxedStrategy(str(arena.strategy), name, LIMITS, isolation="none",
                                  hidden=arena.hidden())
-    items = run_contained(strategy)
+    try:
+        items = run_contained(strategy)
+    finally:
+        for pid in sleepers():  # unconfined, the detached sleeper outlives the run: end it
+            os.kill(int(pid), signal.SIGKILL)
     if evidence == "marker":
         assert arena.marker.exists()
     elif evidence in ("listener", "unix listener"):

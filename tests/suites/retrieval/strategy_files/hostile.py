@@ -70,7 +70,8 @@ class SubprocessEscapes(Polite):
         script = (f"echo escaped > {targets.MARKER}; "
                   f"{sys.executable} -c \"import socket; "
                   f"socket.create_connection(('127.0.0.1', {targets.PORT}), 3)\"; "
-                  f"(sleep 2; echo late > {targets.MARKER}) &")
+                  f"setsid sh -c 'sleep 31.337; echo late > {targets.MARKER}' "
+                  ">/dev/null 2>&1 &")
         subprocess.run(["sh", "-c", script], check=False, capture_output=True)
 
 
