@@ -193,6 +193,7 @@ def run_strategy(store: Store, spec: StrategySpec, seeds: Sequence[int], setting
                  *, on_progress: ProgressCallback | None = None, executor: Any = None,
                  run_id: str | None = None, extra_config: dict[str, Any] | None = None) -> str:
     """Score `spec` on `seeds`, record everything in `store`, return the run id."""
+    settings = hiding_the_store(settings, store)
     config = {"strategy": spec.describe(), "settings": settings.to_json_dict(),
               **(extra_config or {})}
     run = stamp_run(suite=SUITE, bench_version=BENCH_VERSION, config=config, seeds=seeds,
@@ -241,9 +242,7 @@ def resume_run(store: Store, run_id: str, *, on_progress: ProgressCallback | Non
 def _score_into(store: Store, run_id: str, spec: StrategySpec, seeds: list[int],
                 settings: RunSettings, on_progress: ProgressCallback | None,
                 executor: Any) -> None:
-    if settings.sandbox:
-        settings = replace(settings, hidden=tuple(dict.fromkeys(
-            (*settings.hidden, *store_files(store)))))
+    settings = hiding_the_store(settings, store)
     tasks = [SeedTask(spec, int(seed), settings) for seed in seeds]
     failure: dict[str, Any] | None = None
     if executor is None:
@@ -260,6 +259,13 @@ def _score_into(store: Store, run_id: str, spec: StrategySpec, seeds: list[int],
     # `resume_run` can finish it later.
     store.finish_run(RunEnd(run_id, time.time(), "failed" if failure else "completed",
                             {"failure": failure} if failure else {}))
+
+
+def hiding_the_store(settings: RunSettings, store: Store) -> RunSettings:
+    """Sandboxed settings that also hide this store's files (idempotent)."""
+    if not settings.sandbox:
+        return settings
+    return replace(settings, hidden=tuple(dict.fromkeys((*settings.hidden, *store_files(store)))))
 
 
 def store_files(store: Store) -> list[str]:

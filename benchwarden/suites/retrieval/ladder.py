@@ -36,7 +36,7 @@ from benchwarden.core.files import write_text_atomically
 from benchwarden.core.provenance import git_sha
 from benchwarden.core.records import canonical_json
 from benchwarden.core.store import Store
-from benchwarden.suites.retrieval.driver import RunSettings, run_strategy
+from benchwarden.suites.retrieval.driver import RunSettings, hiding_the_store, run_strategy
 from benchwarden.suites.retrieval.report import build_report
 from benchwarden.suites.retrieval.sandbox import SandboxLimits
 from benchwarden.suites.retrieval.scoring import BENCH_VERSION, DECIDE_ON, decide
@@ -243,6 +243,7 @@ def _challenge_locked(ladder: Ladder, challenger_spec: StrategySpec, *, store: S
                            # strategy's own folder (shown read-only) is the ladder's
                            hidden=(str(ladder.directory.resolve()),
                                    str(ladder.ledger_path.resolve())))
+    settings = hiding_the_store(settings, store)
     extra = {"ladder": str(ladder.directory), "base": base, "date": date}
 
     def score(spec: StrategySpec, role: str) -> dict[str, Any]:

@@ -145,3 +145,12 @@ def test_two_challenges_at_once_are_decided_one_after_the_other(tmp_path):
     assert entries[2]["champion"]["name"] == "entity_first:EntityFirst"
     assert entries[2]["outcome"] == "held"
     assert len(list((ladder_dir / "champions").glob("*.py"))) == 1
+
+
+def test_the_isolation_and_what_was_hidden_are_recorded_in_the_decision(tmp_path):
+    ladder = Ladder(tmp_path / "ladder")
+    _challenge(ladder, "substring", tmp_path, isolation="none", initial_champion="substring")
+    settings = ladder.entries()[-1]["settings"]
+    assert settings["isolation"] == "none" and settings["sandbox"] is True
+    assert str(ladder.directory.resolve()) in settings["hidden"]
+    assert str((tmp_path / "store.sqlite").resolve()) in settings["hidden"]
