@@ -90,6 +90,9 @@ def test_a_subprocess_that_tries_to_escape_runs_contained_and_dies_with_the_sand
     with strategy:
         strategy.index(SESSIONS)
         assert strategy.pack("q", 10, 2000)  # the strategy went on: its child ran, reached nothing
+        deadline = time.monotonic() + 20  # it starts in the background: give it time
+        while not sleepers() and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert sleepers(), "the detached sleeper should be running while the seed runs"
     deadline = time.monotonic() + 10
     while sleepers() and time.monotonic() < deadline:
