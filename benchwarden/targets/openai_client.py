@@ -921,7 +921,7 @@ class ChatClient:
                 return self._failed(
                     state, sent_at, status,
                     f"reply exceeded the {size_text(byte_cap)} cap (--max-reply-bytes) after "
-                    f"{state.content_deltas} deltas; kept its first {len(head):,} bytes, "
+                    f"{state.content_deltas:,} deltas; kept its first {len(head):,} bytes, "
                     "length and SHA-256 as evidence",
                     extra=_evidence(received, hasher, head))
             events = parser.feed(piece)
