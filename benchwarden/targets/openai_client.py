@@ -666,10 +666,15 @@ class ChatClient:
         self._chat_url = f"{self.base_url}/v1/chat/completions"
         self._models_url = f"{self.base_url}/v1/models"
         auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # Uncompressed bodies: the byte cap then counts what the server sent, and a
+        # server cannot hand us a compression bomb (aiohttp would still inflate a
+        # compressed body a server sends anyway, in bounded steps the cap counts).
         self._stream_headers = {"Content-Type": "application/json",
-                                "Accept": "text/event-stream", **auth}
+                                "Accept": "text/event-stream",
+                                "Accept-Encoding": "identity", **auth}
         self._json_headers = {"Content-Type": "application/json",
-                              "Accept": "application/json", **auth}
+                              "Accept": "application/json",
+                              "Accept-Encoding": "identity", **auth}
         self._session: aiohttp.ClientSession | None = None
         self._fresh_session: aiohttp.ClientSession | None = None
 

@@ -14,6 +14,8 @@ Chat behaviours:
 - `overchunked`: `chunks_per_token` times `max_tokens` content chunks, then a proper end.
 - `overloaded`: the first `overloaded_requests` chat requests get HTTP 429 with
   `Retry-After: retry_after` (None: no header); later ones the normal reply.
+- `gzip_bomb`: `Content-Encoding: gzip` (although the client asks for identity): about
+  200 KB on the wire that inflate to a `reply_bytes` line of zeros.
 - `invalid_bytes`: the normal reply with one content delta holding the raw byte `\\xff`
   when the request runs alone and `\\xfe` when another overlaps it (issue 8, section 1).
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import zlib
 from typing import Any
 
 from aiohttp import web
@@ -34,7 +37,7 @@ from aiohttp import web
 from tests.fakes.openai_server import _CANARY, FakeOpenAIServer
 
 CHAT_BEHAVIOURS = ("clean", "endless", "slowloris", "huge_line", "huge_reply", "overchunked",
-                   "overloaded", "invalid_bytes")
+                   "overloaded", "invalid_bytes", "gzip_bomb")
 MODEL_BEHAVIOURS = ("clean", "nested", "huge", "not_list", "overloaded")
 
 
@@ -44,6 +47,17 @@ def _frame(content: str | None = None, finish: str | None = None, **extra: Any) 
              "model": "fake-model",
              "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
     return f"data: {json.dumps(chunk)}\n\n".encode()
+
+
+def _gzip_bomb(size: int) -> bytes:
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: the gzip container
+    parts = [packer.compress(b'data: {"choices": [{"index": 0, "delta": {"content": "')]
+    block = b"0" * (1024 * 1024)
+    for _ in range(size // len(block)):
+        parts.append(packer.compress(block))
+    parts.append(packer.compress(b'"}}]}\n\ndata: [DONE]\n\n'))
+    parts.append(packer.flush())
+    return b"".join(parts)
 
 
 class HostileServer(FakeOpenAIServer):
@@ -121,7 +135,10 @@ class HostileServer(FakeOpenAIServer):
             return await self._invalid_bytes(request)
         body = await request.json()
         self.chat_requests += 1
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        headers = {"Content-Type": "text/event-stream"}
+        if behaviour == "gzip_bomb":
+            headers["Content-Encoding"] = "gzip"
+        response = web.StreamResponse(headers=headers)
         await response.prepare(request)
         deadline = time.monotonic() + self.limit_seconds
         try:
@@ -149,6 +166,8 @@ class HostileServer(FakeOpenAIServer):
                     await self._write(response, frame * 16)
                     written += 16 * len(frame)
                 await self._write(response, _frame(None, "stop") + b"data: [DONE]\n\n")
+            elif behaviour == "gzip_bomb":
+                await self._write(response, _gzip_bomb(self.reply_bytes))
             elif behaviour == "overchunked":
                 tokens = int(body.get("max_tokens") or 16)
                 for _ in range(tokens * self.chunks_per_token // 16):

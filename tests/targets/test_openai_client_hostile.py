@@ -116,6 +116,30 @@ def test_one_huge_line_is_cut_with_its_length_and_sha256():
     assert found["excerpt"].encode() == body[:EVIDENCE_BYTES]
 
 
+def test_a_compression_bomb_is_cut_at_the_byte_cap_of_what_it_inflates_to():
+    with HostileServer("gzip_bomb", reply_bytes=200 * 1024 * 1024) as server:
+        outcome = outcome_from(server, max_reply_bytes=1024 * 1024)
+        wire = server.bytes_sent
+    assert wire < 1024 * 1024  # small on the wire, 200 MB inflated
+    assert failed(outcome).startswith("reply exceeded the 1 MiB cap")
+    assert evidence(outcome)["received_bytes"] < 8 * 1024 * 1024
+
+
+def test_the_client_asks_for_uncompressed_bodies():
+    from tests.targets.fakes import ScriptedOpenAIServer, chunk, sse_body, streaming
+
+    async def scenario():
+        raw = sse_body([chunk("a", finish_reason="stop")])
+        async with ScriptedOpenAIServer(chat=streaming(raw)) as server:
+            async with ChatClient(server.url) as client:
+                await client.list_models()
+                await client.stream_chat(BODY)
+            return server.requests
+
+    requests = asyncio.run(scenario())
+    assert [r.headers.get("Accept-Encoding") for r in requests] == ["identity", "identity"]
+
+
 def test_a_server_streaming_ten_chunks_per_token_is_cut():
     with HostileServer("overchunked", chunks_per_token=10) as server:
         error = failed(outcome_from(server))
