@@ -444,7 +444,8 @@ class _StreamState:
         )
 
 
-async def _read_capped(response: aiohttp.ClientResponse, limit: int = _ERROR_BODY_LIMIT) -> bytes:
+async def _read_capped(response: aiohttp.ClientResponse,
+                       limit: int = _ERROR_BODY_LIMIT) -> bytes:
     """The body, or its first `limit` bytes when a server sends more: memory stays
     bounded by the limit plus one network piece whatever the server sends."""
     parts: list[bytes] = []
