@@ -19,6 +19,8 @@ Chat behaviours:
 - `invalid_bytes`: the normal reply with one content delta holding the raw byte `\\xff`
   when the request runs alone and `\\xfe` when another overlaps it (issue 8, section 1).
 
+`TricklingServer` trickles the whole chat answer, status line and headers included.
+
 Model-list behaviours (`models=`): `nested` (an entry holding JSON nested 100,000 deep,
 past msgspec's recursion limit), `huge` (a
 64 MiB body), `not_list` (`data` is a string), `overloaded` (429 as above).
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 import zlib
 from typing import Any
@@ -223,3 +226,100 @@ class HostileServer(FakeOpenAIServer):
             return response
         finally:
             self._active_hostile -= 1
+
+
+class TricklingServer:
+    """A raw HTTP server (its own thread) whose chat answer, status line and headers
+    included, arrives one byte every `byte_interval` seconds: a slowloris that a
+    client watching only the body cannot see. `GET /v1/models` is answered at once.
+    Each trickle stops by itself after `limit_seconds`."""
+
+    def __init__(self, *, byte_interval: float = 0.2, limit_seconds: float = 60.0) -> None:
+        self.byte_interval = byte_interval
+        self.limit_seconds = limit_seconds
+        self.chat_requests = 0
+        self.bytes_sent = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self.port: int | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def _shutdown(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for writer in list(self._writers):
+            writer.close()
+        await asyncio.sleep(0)
+        for task in asyncio.all_tasks():
+            if task is not asyncio.current_task():
+                task.cancel()
+
+    def __enter__(self) -> "TricklingServer":
+        ready = threading.Event()
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+
+            async def start() -> None:
+                self._server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
+                self.port = self._server.sockets[0].getsockname()[1]
+
+            loop.run_until_complete(start())
+            ready.set()
+            loop.run_forever()
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, name="TricklingServer", daemon=True)
+        self._thread.start()
+        ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._loop is not None and self._thread is not None
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    async def _connection(self, reader: asyncio.StreamReader,
+                          writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                await reader.readexactly(length)
+                if head.startswith(b"GET /v1/models"):
+                    body = json.dumps({"object": "list",
+                                       "data": [{"id": "fake-model"}]}).encode()
+                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                 b"Content-Length: %d\r\n\r\n" % len(body) + body)
+                    await writer.drain()
+                    continue
+                self.chat_requests += 1
+                body = _frame("slow ") + _frame(None, "stop") + b"data: [DONE]\n\n"
+                answer = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                          b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+                deadline = time.monotonic() + self.limit_seconds
+                for position in range(len(answer)):
+                    if time.monotonic() >= deadline:
+                        break
+                    writer.write(answer[position:position + 1])
+                    await writer.drain()
+                    self.bytes_sent += 1
+                    await asyncio.sleep(self.byte_interval)
+                break
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            self._writers.discard(writer)
+            writer.close()

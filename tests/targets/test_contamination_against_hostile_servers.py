@@ -12,7 +12,7 @@ import pytest
 
 from benchwarden.core.store import SQLiteStore
 from benchwarden.targets.replies import RequestOutcome
-from tests.fakes.hostile_servers import HostileServer
+from tests.fakes.hostile_servers import HostileServer, TricklingServer
 from tests.suites.contamination.helpers import contamination_args, invoke
 
 
@@ -63,6 +63,15 @@ def test_a_slowloris_ends_each_request_at_the_stall_timeout(tmp_path):
     assert result.exit_code == 1, result.output
     errors = {o.error.split(" stalled")[1] for _, o in stored_outcomes(store)}
     assert errors == {": no complete line for 0.5 s after 0 deltas (stall timeout, "
+                      "--stall-timeout)"}
+
+
+def test_a_slowloris_trickling_its_headers_ends_at_the_stall_timeout(tmp_path):
+    server = TricklingServer(byte_interval=0.1, limit_seconds=60)
+    result, report, store = run_against(tmp_path, server, "--stall-timeout", "0.5")
+    assert result.exit_code == 1, result.output
+    errors = {o.error.split(" stalled")[1] for _, o in stored_outcomes(store)}
+    assert errors == {": no complete line for 0.5 s in the response headers (stall timeout, "
                       "--stall-timeout)"}
 
 
