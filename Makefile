@@ -37,3 +37,4 @@ bench: test-deps engine
 	$(PYTHON) bench/client_overhead.py
 	$(PYTHON) bench/store_append.py
 	$(PYTHON) bench/rung_launch.py
+	$(PYTHON) bench/hostile_client.py
