@@ -25,9 +25,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Hashable, Iterable, Mapping, Sequence, TypeVar
 
-import numpy as np
-from scipy import optimize
-from scipy import stats as scipy_stats
+from benchwarden.core.lazy import lazy_module
+
+# Imported on first use: scipy alone takes about a second, which commands that compute
+# no statistics (and every worker process of an executor) must not pay at start-up.
+np = lazy_module("numpy")
+optimize = lazy_module("scipy.optimize")
+scipy_stats = lazy_module("scipy.stats")
 
 Key = TypeVar("Key", bound=Hashable)
 
