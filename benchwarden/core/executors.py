@@ -14,6 +14,13 @@ Invariants:
 
 Functions and items must be picklable for the process pool (module-level functions);
 Ray uses cloudpickle, so closures work there too.
+
+The process pool is started once, when the executor is made: its workers are forked
+from this process while it has a single thread, so they start in milliseconds with
+every module already imported here (no per-worker interpreter start, no second scipy
+import). A process that already runs other threads (a progress bar, an event loop in a
+thread, Ray) could leave a fork child holding a lock copied mid-use, so there the pool
+falls back to the forkserver, which is slower to start but never copies a thread.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import concurrent.futures as futures
 import multiprocessing
 import os
 import sys
+import threading
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol, Sequence, TypeVar
@@ -80,8 +88,22 @@ def _guarded(function: Callable[[T], R], index: int, item: T) -> R | TaskFailure
         return TaskFailure(index, describe_exception(error))
 
 
+def _ready() -> None:
+    """A no-op task: submitting it makes the pool fork its workers right away."""
+
+
+def pool_start_method() -> str:
+    """`fork` while this process has one thread (cheap, and safe: no lock can be copied
+    mid-use), else `forkserver` (or `spawn` where there is none)."""
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return "fork"
+    return "forkserver" if "forkserver" in methods else "spawn"
+
+
 class LocalExecutor:
-    """On this machine: a plain loop (`workers=1`) or a pool of worker processes."""
+    """On this machine: a plain loop (`workers=1`) or a pool of worker processes,
+    started here (see the module's notes on why now)."""
 
     def __init__(self, workers: int = 1, *, max_in_flight: int | None = None) -> None:
         if workers < 1:
@@ -89,18 +111,21 @@ class LocalExecutor:
         self.workers = workers
         self.max_in_flight = max_in_flight or 2 * workers
         self._pool: futures.ProcessPoolExecutor | None = None
+        self.start_method: str | None = None
+        if workers > 1:
+            self._get_pool()
 
     def __repr__(self) -> str:
         return f"LocalExecutor(workers={self.workers})"
 
     def _get_pool(self) -> futures.ProcessPoolExecutor:
         if self._pool is None:
-            # forkserver: workers never inherit the threads (event loops, Ray, ...) of
-            # the parent, which plain fork would copy in a broken state.
-            method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() \
-                else "spawn"
+            self.start_method = pool_start_method()
             self._pool = futures.ProcessPoolExecutor(
-                self.workers, mp_context=multiprocessing.get_context(method))
+                self.workers, mp_context=multiprocessing.get_context(self.start_method))
+            # With fork, the first submit forks every worker before the pool's own
+            # management thread starts, so do it now, while this process is single-threaded.
+            self._pool.submit(_ready)
         return self._pool
 
     def map_unordered(self, function: Callable[[T], R],
