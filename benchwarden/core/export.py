@@ -45,7 +45,7 @@ import msgspec
 
 from benchwarden.core.files import replaced_atomically
 from benchwarden.core.records import Record, TokenComponents, canonical_json
-from benchwarden.core.store import Store
+from benchwarden.core.store import CorruptStore, Store
 
 EXPORT_VERSION = "1"
 FORMATS = ("jsonl", "parquet", "csv")
@@ -217,7 +217,11 @@ def iter_store_records(store: Store, *, run_id: str | None = None, suite: str | 
     """
     iterate = getattr(store, "iter_records", None)
     if iterate is not None:
-        yield from iterate(run_id=run_id, suite=suite, batch=batch)
+        try:
+            yield from iterate(run_id=run_id, suite=suite, batch=batch)
+        except msgspec.DecodeError as error:  # (ValidationError is a DecodeError)
+            raise CorruptStore(f"store {store.location} holds a record that cannot be read "
+                               f"({error}); `benchwarden verify --store` names it") from None
         return
     p = store.placeholder
     clauses, params = ["kind = 'record'"], []
@@ -230,9 +234,15 @@ def iter_store_records(store: Store, *, run_id: str | None = None, suite: str | 
     after = 0
     while True:
         rows = store._query(sql, (*params, after, batch))
-        for _, body in rows:
-            yield _record_decoder.decode(body.encode("utf-8") if isinstance(body, str)
-                                         else bytes(body))
+        for seq, body in rows:
+            try:
+                record = _record_decoder.decode(body.encode("utf-8") if isinstance(body, str)
+                                                else bytes(body))
+            except msgspec.DecodeError as error:
+                raise CorruptStore(f"store {store.location}: entry {seq} is not a readable "
+                                   f"record ({error}); `benchwarden verify --store` checks "
+                                   "the whole store") from None
+            yield record
         if len(rows) < batch:
             return
         after = int(rows[-1][0])
