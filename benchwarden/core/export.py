@@ -225,10 +225,14 @@ def iter_store_records(store: Store, *, run_id: str | None = None, suite: str | 
         return
     p = store.placeholder
     clauses, params = ["kind = 'record'"], []
-    for column, value in (("run_id", run_id), ("suite", suite)):
-        if value is not None:
-            clauses.append(f"{column} = {p}")
-            params.append(value)
+    if run_id is not None:
+        clauses.append(f"run_id = {p}")  # its index yields (run_id, kind, seq) in seq order
+        params.append(run_id)
+    if suite is not None:
+        # `|| ''` keeps the planner off the address index (suite first, not in seq
+        # order), which would sort every record of the suite again for each page.
+        clauses.append(f"suite || '' = {p}")
+        params.append(suite)
     sql = (f"SELECT seq, body FROM entries WHERE {' AND '.join(clauses)} AND seq > {p} "
            f"ORDER BY seq LIMIT {p}")
     after = 0
