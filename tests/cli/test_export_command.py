@@ -99,6 +99,11 @@ def test_export_from_a_postgres_store(tmp_path):
         result = invoke("--store", location, "--out", str(out))
         assert result.exit_code == 0, result.output
         assert read_export(out, "jsonl") == expected
+        one_run = tmp_path / "pg-beta.csv"
+        result = invoke("--store", location, "--suite", "demo", "--run", "run-beta",
+                        "--out", str(one_run))
+        assert result.exit_code == 0, result.output
+        assert read_export(one_run, "csv") == [r for r in expected if r.run_id == "run-beta"]
     finally:
         with psycopg.connect(url, autocommit=True) as admin:
             admin.execute(f"DROP SCHEMA {schema} CASCADE")
