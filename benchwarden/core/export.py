@@ -31,7 +31,10 @@ row, RFC 4180 quoting; an empty cell is "none" only in the two nullable columns)
 Invariants: `read_export(write_export(records))` gives back equal records in every
 format; the columns and their order change only with a new export version; an
 export is written to a temporary file and renamed, so a failed export never leaves a
-half-written file in place of a good one.
+half-written file in place of a good one; writing streams (records are read a page at
+a time and written `BATCH_ROWS` at a time), so an export's memory does not grow with
+the store, and its bytes are the same whatever the batch size (Parquet: the same
+table, one row group per batch).
 """
 
 from __future__ import annotations
