@@ -34,6 +34,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol, Sequence, TypeVar
 
+from benchwarden.core.errors import EnvironmentFailure
 from benchwarden.core.verdicts import one_line
 
 T = TypeVar("T")
@@ -121,11 +122,17 @@ class LocalExecutor:
     def _get_pool(self) -> futures.ProcessPoolExecutor:
         if self._pool is None:
             self.start_method = pool_start_method()
-            self._pool = futures.ProcessPoolExecutor(
-                self.workers, mp_context=multiprocessing.get_context(self.start_method))
-            # With fork, the first submit forks every worker before the pool's own
-            # management thread starts, so do it now, while this process is single-threaded.
-            self._pool.submit(_ready)
+            try:
+                pool = futures.ProcessPoolExecutor(
+                    self.workers, mp_context=multiprocessing.get_context(self.start_method))
+                # With fork, the first submit forks every worker before the pool's own
+                # management thread starts: do it now, while this process is single-threaded.
+                pool.submit(_ready)
+            except OSError as error:  # process or memory limits
+                raise EnvironmentFailure(
+                    f"cannot start {self.workers} worker processes ({self.start_method}): "
+                    f"{error.strerror or error}") from None
+            self._pool = pool
         return self._pool
 
     def map_unordered(self, function: Callable[[T], R],

@@ -204,6 +204,24 @@ def test_the_start_method_follows_the_thread_count():
         helper.join()
 
 
+def test_a_pool_the_os_refuses_is_one_line_environment_failure(monkeypatch):
+    import errno
+
+    import benchwarden.core.executors as executors
+    from benchwarden.core.errors import EXIT_ENVIRONMENT, EnvironmentFailure
+
+    def refuse(*args, **kwargs):
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(executors.futures, "ProcessPoolExecutor", refuse)
+    with pytest.raises(EnvironmentFailure) as caught:
+        LocalExecutor(2)
+    assert caught.value.exit_code == EXIT_ENVIRONMENT
+    assert str(caught.value) == ("cannot start 2 worker processes "
+                                 f"({executors.pool_start_method()}): "
+                                 "Resource temporarily unavailable")
+
+
 # -- choosing an executor by name --------------------------------------------------------
 
 @pytest.mark.parametrize("spec, workers", [("local", 1), ("local:3", 3), ("", 1),
