@@ -164,6 +164,32 @@ def test_a_single_threaded_process_forks_warm_workers_that_import_nothing_again(
     assert len((tmp_path / "imports.log").read_text().split()) == 1
 
 
+def test_preloaded_modules_are_imported_once_in_the_parent_before_the_fork(tmp_path):
+    (tmp_path / "warm_module.py").write_text(WARM_MODULE)
+    output = _run_python(tmp_path, """
+        import sys
+        from benchwarden.core.executors import make_executor, run_all
+
+        def uses_the_module(value):
+            import warm_module  # what a strategy's index() does on its first seed
+            return warm_module.work(value)
+
+        if __name__ == "__main__":
+            executor = make_executor("local:2", preload=["warm_module"])
+            print("warm_module" in sys.modules)
+            print(sorted(value for value, _ in run_all(executor, uses_the_module, [1, 2, 3])))
+            executor.close()
+    """)
+    assert output.split("\n")[:2] == ["True", "[2, 4, 6]"]
+    assert len((tmp_path / "imports.log").read_text().split()) == 1  # the parent's only
+
+
+def test_a_preload_that_cannot_be_imported_is_a_one_line_usage_error():
+    with pytest.raises(ValueError) as caught:
+        make_executor("local:2", preload=["no_such_module_anywhere"])
+    assert "no_such_module_anywhere" in str(caught.value) and "\n" not in str(caught.value)
+
+
 def test_a_process_with_other_threads_never_forks_and_still_gets_every_result(tmp_path):
     (tmp_path / "warm_module.py").write_text(WARM_MODULE)
     output = _run_python(tmp_path, """
