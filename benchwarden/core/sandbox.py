@@ -10,8 +10,8 @@ What a `Boundary` promises the code inside it:
   shared libraries load as they do outside), with a private empty /tmp;
 - only the paths in `writable` can be written; paths in `read_only` are re-mounted
   read-only even when they lie inside a writable one (an arm's own program inside its
-  trial folder); paths in `hidden` are replaced by an empty directory (stores, ledgers,
-  credentials in the invoking user's home);
+  trial folder); paths in `hidden` are replaced by an empty directory, or an empty
+  file when they are files (stores, ledgers, credentials in the invoking user's home);
 - no network but its own loopback (a fresh network namespace: a listener outside is
   unreachable, and a server started inside is reachable only from inside);
 - its own pid namespace (it cannot see or signal anything outside, and when the
@@ -93,7 +93,8 @@ class Boundary:
         if not self.network:
             argv.append("--unshare-net")
         for path in _existing(_default_hidden() + [Path(p) for p in self.hidden]):
-            argv += ["--tmpfs", str(path)]
+            # a hidden folder becomes an empty tmpfs; a hidden file reads as empty (/dev/null)
+            argv += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         # Writable binds after the hidden ones, so a scratch folder may live under a hidden
         # parent; read-only re-binds last, so they win over a writable parent.
         for path in _existing(self.writable):
