@@ -192,6 +192,11 @@ class _Unsafe(Exception):
     pass
 
 
+# What bashlex raises on text it cannot read (all mean: deny).
+_PARSER_ERRORS = (bashlex.errors.ParsingError, NotImplementedError, AssertionError, IndexError,
+                  ValueError, TypeError, AttributeError, RecursionError)
+
+
 def _walk(node: Any, names: list[str], problems: list[str], depth: int = 0,
           commands: list[Any] | None = None) -> None:
     kind = getattr(node, "kind", None)
@@ -283,10 +288,11 @@ def _parameter(value: str, names: list[str], problems: list[str], depth: int,
     if operator is None:
         problems.append(f"parameter expansion {shown} cannot be read")
         return
+    operand = rest[len(operator):]
     # `_` glues the operand to a word and `#` is never a comment inside ${...}: neither
     # may hide a substitution from the second parse.
-    _reparse("echo _" + rest[len(operator):].replace("#", "_"), shown, names, problems, depth,
-             unquote_single=True, commands=commands)
+    _reparse("echo _" + operand.replace("#", "_"), operand, shown, names, problems, depth,
+             commands)
 
 
 def _heredoc(value: str, names: list[str], problems: list[str], depth: int,
@@ -296,37 +302,74 @@ def _heredoc(value: str, names: list[str], problems: list[str], depth: int,
     body = value.rsplit("\n", 1)[0] if "\n" in value else value
     if not any(mark in body for mark in ("$", "`")):
         return
-    _reparse('echo "' + body.replace('"', "'") + '"', "a here-document", names, problems,
-             depth, unquote_single=False, commands=commands)
+    _reparse('echo "' + body.replace('"', '\\"') + '"', body, "a here-document", names,
+             problems, depth, commands)
 
 
-def _reparse(text: str, where: str, names: list[str], problems: list[str], depth: int,
-             unquote_single: bool, commands: list[Any] | None = None) -> None:
-    """Parse raw text bashlex left unparsed and walk it; fail closed when it cannot."""
-    if not any(mark in text for mark in _SUBSTITUTION_MARKS):
+_HIDING_MARKS = ("$(", "`", "<(", ">(", "${")
+
+
+def _reparse(exact: str, raw: str, where: str, names: list[str], problems: list[str],
+             depth: int, commands: list[Any] | None = None) -> None:
+    """Parse text bashlex left unparsed and walk it; fail closed when it cannot.
+
+    Two readings, both must pass: `exact` (the text as bash most likely reads it, every
+    name in it judged like the command's own) and `raw` with every quote removed and
+    `#` and newlines neutralised, so no quoting, comment or line break can hide a
+    substitution; only what lies inside substitutions is judged in that second reading
+    (an over-approximation: what it finds may be denied although bash would not run it).
+    """
+    if not any(mark in exact for mark in _SUBSTITUTION_MARKS):
         return
     if depth >= _MAX_DEPTH:
         problems.append(f"substitutions nested too deeply in {where}")
         return
-    variants = [text]
-    if unquote_single and "'" in text:
-        # Inside double quotes, single quotes in ${x:-'...'} do not quote: check both readings.
-        variants.append(text.replace("'", '"'))
-    for variant in variants:
-        try:
-            trees = bashlex.parse(variant)
-        except (bashlex.errors.ParsingError, NotImplementedError, AssertionError,
-                IndexError, ValueError, TypeError, AttributeError) as error:
-            problems.append(f"the substitution inside {where} cannot be read ("
-                            f"{_parser_detail(error)}); denied")
-            return
-        found: list[str] = []
-        inner_commands: list[Any] = []
-        for tree in trees:
-            _walk(tree, found, problems, depth + 1, inner_commands)
-        names.extend(found[1:])  # the first name is the `echo` this function put in front
-        if commands is not None:
-            commands.extend(inner_commands[1:])
+    try:
+        trees = bashlex.parse(exact)
+    except _PARSER_ERRORS as error:
+        problems.append(f"the substitution inside {where} cannot be read ("
+                        f"{_parser_detail(error)}); denied")
+        return
+    found: list[str] = []
+    inner_commands: list[Any] = []
+    for tree in trees:
+        _walk(tree, found, problems, depth + 1, inner_commands)
+    names.extend(found[1:])  # the first name is the `echo` this function put in front
+    if commands is not None:
+        commands.extend(inner_commands[1:])
+    if not any(mark in raw for mark in _HIDING_MARKS):
+        return
+    stripped = ("echo _" + raw.replace("'", "").replace('"', "").replace("#", "_")
+                .replace("\n", ";"))
+    try:
+        trees = bashlex.parse(stripped)
+    except _PARSER_ERRORS as error:
+        problems.append(f"the substitution inside {where} cannot be read without its quotes ("
+                        f"{_parser_detail(error)}); denied")
+        return
+    extra: list[str] = []
+    for tree in trees:
+        _substitutions_only(tree, extra, problems, depth + 1, commands)
+    names.extend(name for name in extra if name not in names)
+
+
+def _substitutions_only(node: Any, names: list[str], problems: list[str], depth: int,
+                        commands: list[Any] | None) -> None:
+    """Walk only what lies inside substitutions and parameter expansions of a tree."""
+    kind = getattr(node, "kind", None)
+    if kind in ("commandsubstitution", "processsubstitution"):
+        _walk(node.command, names, problems, depth, commands)
+        return
+    if kind == "parameter":
+        _parameter(str(getattr(node, "value", "") or ""), names, problems, depth, commands)
+        return
+    for attribute in ("parts", "list"):
+        for child in getattr(node, attribute, []) or []:
+            _substitutions_only(child, names, problems, depth, commands)
+    for attribute in ("command", "output", "heredoc"):
+        child = getattr(node, attribute, None)
+        if child is not None and hasattr(child, "kind"):
+            _substitutions_only(child, names, problems, depth, commands)
 
 
 def _parser_detail(error: BaseException) -> str:
@@ -377,8 +420,7 @@ def _parse(command: str) -> list[Any]:
         raise _Unsafe("command contains a NUL byte")
     try:
         return bashlex.parse(command)
-    except (bashlex.errors.ParsingError, NotImplementedError, AssertionError,
-            IndexError, ValueError, TypeError, AttributeError, RecursionError) as error:
+    except _PARSER_ERRORS as error:
         raise _Unsafe(f"the shell parser cannot read this command ({_parser_detail(error)})") \
             from None
 
