@@ -37,11 +37,12 @@ import os
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from benchwarden.core.sandbox import Boundary, Limits, check_isolation_mode, require_bubblewrap
+from benchwarden.suites.arms.model import Service
 
 SUPERVISOR = Path(__file__).resolve().with_name("supervisor.py")
 DEFAULT_OUTPUT_LIMIT = 256 * 1024
@@ -49,19 +50,6 @@ DEFAULT_OUTPUT_LIMIT = 256 * 1024
 
 class SandboxFailure(Exception):
     """The trial's supervisor or boundary failed (a harness error). One line."""
-
-
-@dataclass(frozen=True)
-class Service:
-    """A process an environment needs running inside the trial's boundary for the whole
-    trial (e.g. its REST server). `ready_port`: the trial waits until 127.0.0.1:port
-    accepts connections inside the boundary before the agent starts."""
-
-    name: str
-    argv: Sequence[str]
-    env: Mapping[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    ready_port: int | None = None
 
 
 @dataclass(frozen=True)
