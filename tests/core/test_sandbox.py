@@ -131,3 +131,16 @@ def test_a_missing_bwrap_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> No
 def test_an_unknown_isolation_mode_is_refused() -> None:
     with pytest.raises(IsolationUnavailable, match="--isolation must be one of"):
         sandbox.check_isolation_mode("docker")
+
+
+def test_a_hidden_file_reads_as_empty(trial: Path) -> None:
+    secret = Path.home() / ".cache" / "benchwarden-hidden-file-test.sqlite"
+    secret.parent.mkdir(parents=True, exist_ok=True)
+    secret.write_text("SQLite format 3 secret rows")
+    try:
+        boundary = Boundary(writable=[trial], hidden=[secret], environment={"PATH": "/usr/bin:/bin"})
+        result = _run(boundary, f"cat {secret}; echo tampered > {secret}")
+        assert "secret rows" not in result.stdout
+        assert secret.read_text() == "SQLite format 3 secret rows"
+    finally:
+        secret.unlink()
