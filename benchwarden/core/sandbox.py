@@ -82,6 +82,10 @@ class Boundary:
     environment: Mapping[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
     network: bool = False  # True keeps the host's network (no caller in the package uses it)
+    as_pid_1: bool = False
+    """True: the command itself is pid 1 of the sandbox (no bwrap reaper in between). A
+    supervisor that talks to the host over its stdin/stdout needs this: bwrap's reaper
+    would hold those pipes where any process inside could open them through /proc."""
 
     def argv(self, command: Sequence[str], bwrap: str | None = None) -> list[str]:
         """The full command line that runs `command` inside this boundary."""
@@ -92,6 +96,8 @@ class Boundary:
                 "--new-session", "--cap-drop", "ALL", "--clearenv"]
         if not self.network:
             argv.append("--unshare-net")
+        if self.as_pid_1:
+            argv.append("--as-pid-1")
         for path in _existing(_default_hidden() + [Path(p) for p in self.hidden]):
             # a hidden folder becomes an empty tmpfs; a hidden file reads as empty (/dev/null)
             argv += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]

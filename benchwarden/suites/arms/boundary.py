@@ -105,7 +105,7 @@ class TrialSandbox:
         return Boundary(writable=[self.root], read_only=list(self.read_only),
                         hidden=list(self.hidden), working_directory=self.root,
                         environment={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
-                        limits=self.limits, network=self.host_network)
+                        limits=self.limits, network=self.host_network, as_pid_1=True)
 
     def argv(self) -> list[str]:
         supervisor = [sys.executable, "-I", "-S", str(SUPERVISOR)]

@@ -1,8 +1,9 @@
 """The per-trial supervisor: runs INSIDE the trial's boundary and executes what the host asks.
 
 Started once per trial (`python -I -S supervisor.py`, standard library only, so it
-needs nothing from the harness's import path) as the first process of the trial's
-bubblewrap sandbox, or directly on the host under `--isolation none`. It speaks JSON
+needs nothing from the harness's import path) as pid 1 of the trial's bubblewrap
+sandbox (`--as-pid-1`: no bwrap reaper holds the pipes to the host; orphans it does
+not reap stay zombies until the trial ends, when the namespace dies with it), or directly on the host under `--isolation none`. It speaks JSON
 lines: requests on stdin, answers on stdout.
 
 1. The first line is the trial's configuration: `{"services": [{"name", "argv", "env",
@@ -24,6 +25,9 @@ Invariants:
   bytes are kept; the rest is counted as truncated.
 - Environment variables arrive over the pipe, never on a command line (so secrets a
   command driver passes are not visible in the host's process list).
+- This process is made non-dumpable, so commands (same user) cannot reach its pipes
+  through /proc. They can still signal it; a supervisor that dies ends the trial as a
+  harness error, never as an agent outcome.
 """
 
 from __future__ import annotations
@@ -170,7 +174,22 @@ def _stop_everything() -> None:
         _kill_group(process)
 
 
+def _not_dumpable() -> None:
+    """PR_SET_DUMPABLE 0: a command of the same user cannot open /proc/<this pid>/fd/* and
+    forge answers on the pipe to the host (commands start dumpable again at exec)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 def main() -> int:
+    _not_dumpable()
+    # Under bwrap this is pid 1 of the sandbox: only signals it handles reach it from
+    # inside, so it handles none (Python's SIGINT handler would let a command stop it).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     first = sys.stdin.buffer.readline()
     try:
         config = json.loads(first or b"{}")

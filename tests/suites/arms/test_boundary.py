@@ -121,3 +121,18 @@ def test_the_store_and_its_companions_are_what_gets_hidden(tmp_path):
         "s.sqlite", "s.sqlite-wal", "s.sqlite-shm", "s.sqlite-journal"}
     assert hidden_store_paths("postgresql://u@h/db") == []
     assert hidden_store_paths(None) == []
+
+
+def test_a_command_cannot_forge_answers_on_the_pipe_to_the_host(tmp_path):
+    """The supervisor is pid 1 of the sandbox (no bwrap reaper holding the host's pipes)
+    and not dumpable: no process inside can open its stdout through /proc."""
+    if "bwrap" not in _modes():
+        pytest.skip("bubblewrap is not available here")
+    forged = '{"id": 1, "exit_status": 0, "output": "forged"}'
+    with TrialSandbox("bwrap", tmp_path) as sandbox:
+        sandbox.start()
+        outcome = sandbox.run(command=f"for pid in 1 2; do echo '{forged}' > /proc/$pid/fd/1 "
+                                      "&& echo wrote $pid; done; echo done",
+                              env=PATH, cwd=tmp_path, timeout=10)
+    assert outcome.output != "forged"  # the host took no forged answer for this command
+    assert "wrote" not in outcome.output and outcome.output.endswith("done\n")
