@@ -20,6 +20,9 @@ Invariants:
   transformations (`${x@P}` runs a prompt expansion), array subscripts and computed
   substring offsets (both are arithmetic that re-evaluates variables), and the builtin
   forms that assign or test a subscripted name (`printf -v`, `test -v`).
+- Options of allowed programs that run another program are denied, with whatever
+  could produce them (`sort --compress-program=sh` and its abbreviations, braces,
+  globs and computed words given to sort; `curl --engine`).
 - The same `check_command` decides before a call runs and in the post-run audit, so
   the gate and the audit cannot drift apart.
 - A network tool reaches only the arm's own channel: with a `NetworkChannel` (the
@@ -381,6 +384,33 @@ def _parser_detail(error: BaseException) -> str:
 
 # Builtin options that assign to or test a name whose subscript bash evaluates.
 _SUBSCRIPT_OPTIONS = {"printf": ("-v",), "test": ("-v", "-R"), "[": ("-v", "-R")}
+# Allowed programs with an option that runs (or loads) another program, and whether the
+# program accepts abbreviated long options (GNU getopt_long does: `--compress-prog=sh`).
+_PROGRAM_OPTIONS = {"sort": ("compress-program", True), "curl": ("engine", False)}
+_EXPANDING = ("{", "*", "?", "[")
+
+
+def _program_option_problems(name: str, words: Sequence[Any]) -> list[str]:
+    """Arguments that could make `name` run another program: the option itself (or an
+    abbreviation of it), or a word bash turns into other words (braces, globs; for
+    programs that take abbreviations, also any computed word)."""
+    option, abbreviates = _PROGRAM_OPTIONS[name]
+    problems: list[str] = []
+    for word in words:
+        text = word.word
+        computed = bool(getattr(word, "parts", None))
+        option_like = text.startswith("-")
+        if (option_like or abbreviates) and any(mark in text for mark in _EXPANDING):
+            problems.append(f"{name} argument {text!r} expands to other words (braces or "
+                            "globs could produce an option that runs a program)")
+        elif abbreviates and computed:
+            problems.append(f"{name} argument {text!r} is computed (it could become "
+                            f"--{option})")
+        elif text.startswith("--"):
+            given = text[2:].split("=", 1)[0]
+            if given == option or (abbreviates and len(given) >= 2 and option.startswith(given)):
+                problems.append(f"{name} --{option} runs another program")
+    return problems
 
 
 def _command(node: Any, names: list[str], problems: list[str], depth: int = 0,
@@ -406,10 +436,15 @@ def _command(node: Any, names: list[str], problems: list[str], depth: int = 0,
                 names.append(part.word)
                 name = part.word
         else:
-            if kind == "word" and part.word in _SUBSCRIPT_OPTIONS.get(name, ()):
+            if kind == "word" and any(part.word == option or
+                                      (name == "printf" and part.word.startswith(option))
+                                      for option in _SUBSCRIPT_OPTIONS.get(name, ())):
                 problems.append(f"{name} {part.word} is not allowed (it evaluates a "
                                 "subscripted name)")
             _walk(part, names, problems, depth, commands)
+    if name in _PROGRAM_OPTIONS:
+        words = [part for part in node.parts if getattr(part, "kind", None) == "word"][1:]
+        problems.extend(_program_option_problems(name, words))
 
 
 def _parse(command: str) -> list[Any]:

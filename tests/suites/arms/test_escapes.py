@@ -78,6 +78,14 @@ GATE_ESCAPES = [
     ("printf -v 'a[$(touch M)]' %s 1", "printf -v is not allowed"),
     ("test -v 'a[$(touch M)]'", "test -v is not allowed"),
     ("[ -v 'a[$(touch M)]' ]", "[ -v is not allowed"),
+    ("printf -vx 'a[$(touch M)]' 1", "printf -vx is not allowed"),
+    # allowed programs that run another program
+    ("tracker issue list | sort -S 1K --compress-program=sh", "sort --compress-program runs"),
+    ("sort -S 1K --compress-prog=sh f", "sort --compress-program runs"),
+    ("sort --co=sh f", "sort --compress-program runs"),
+    ("sort --{compress-program,x}=sh f", "expands to other words"),
+    ("sort --c* f", "expands to other words"),
+    ("for o in --compress-program=sh; do sort $o f; done", "is computed"),
     # here-documents and here-strings
     ("cat <<EOF\n$(sh -c 'echo ran > M')\nEOF", "'sh' is never allowed"),
     ("cat <<EOF\n${x:-$(sh)}\nEOF", "'sh' is never allowed"),
@@ -104,6 +112,26 @@ def test_the_gate_and_the_audit_refuse_every_escape_with_a_reason(command, fragm
     # the audit applies the same check to a call that claims it ran
     findings = audit_transcript([{"kind": "shell", "command": command}], CLI, ())
     assert len(findings) == 1 and findings[0].reason == decision.message
+
+
+def test_sorts_compress_program_really_runs_code_and_the_gate_refuses_it(tmp_path):
+    """Why sort's option is on the list: in a plain bash it runs the data as commands."""
+    marker = tmp_path / "sorted-and-ran"
+    command = (f"seq 1 30000 | sed 's|.*|touch {marker}|' | sort -S 64K "
+               "--compress-program=sh > /dev/null")
+    subprocess.run(["/bin/bash", "-c", command], cwd=tmp_path, capture_output=True, timeout=60)
+    assert marker.exists()
+    gated = command.replace(f"sed 's|.*|touch {marker}|'", "tracker issue list")
+    assert not check_command(gated, CLI).allowed
+
+
+@pytest.mark.parametrize("command", [
+    "curl --engine ./evil.so \"$TRACKER_URL/\"",
+    "curl --{config,x}=cfg \"$TRACKER_URL/\"",
+    "curl --conf* \"$TRACKER_URL/\"",
+])
+def test_curl_options_that_load_code_or_expand_into_options_are_refused(command):
+    assert not check_command(command, HTTP, CHANNEL).allowed
 
 
 @pytest.mark.parametrize("command", [
