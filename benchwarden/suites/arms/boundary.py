@@ -14,8 +14,9 @@ What the boundary holds for a trial (see `trial_boundary`):
 - read-only: the environment's `read_only_paths()` (the arm's own program and its
   configuration) and the agent's HOME, an empty folder (a written ~/.curlrc, .wgetrc or
   .netrc cannot exist);
-- hidden: the store the run writes, plus core.sandbox's defaults in the user's home
-  (~/.benchwarden, ~/.ssh, ...);
+- hidden: the store the run writes, core.sandbox's defaults in the user's home
+  (~/.benchwarden, ~/.ssh, ...), and /run, where services keep their unix sockets (a
+  network namespace does not separate those);
 - network: loopback of its own (none of the host's listeners), except when a caller
   asks for the host network (the command driver's agent needs its model endpoint);
 - rlimits on CPU, address space, open files and file size, inherited by everything.
@@ -46,6 +47,7 @@ from benchwarden.suites.arms.model import Service
 
 SUPERVISOR = Path(__file__).resolve().with_name("supervisor.py")
 DEFAULT_OUTPUT_LIMIT = 256 * 1024
+SOCKET_FOLDERS = ("/run", "/var/run")
 
 
 class SandboxFailure(Exception):
@@ -102,8 +104,12 @@ class TrialSandbox:
 
     # -- lifecycle -------------------------------------------------------------
     def boundary(self) -> Boundary:
+        # A network namespace does not separate unix sockets that live in the file
+        # system: hide where services keep theirs (PostgreSQL, Docker, D-Bus, systemd).
+        # Not with the host's network, whose name resolution may live in /run.
+        system = [] if self.host_network else [Path(p) for p in SOCKET_FOLDERS]
         return Boundary(writable=[self.root], read_only=list(self.read_only),
-                        hidden=list(self.hidden), working_directory=self.root,
+                        hidden=[*system, *self.hidden], working_directory=self.root,
                         environment={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
                         limits=self.limits, network=self.host_network, as_pid_1=True)
 

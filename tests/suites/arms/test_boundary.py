@@ -136,3 +136,32 @@ def test_a_command_cannot_forge_answers_on_the_pipe_to_the_host(tmp_path):
                               env=PATH, cwd=tmp_path, timeout=10)
     assert outcome.output != "forged"  # the host took no forged answer for this command
     assert "wrote" not in outcome.output and outcome.output.endswith("done\n")
+
+
+def test_unix_sockets_in_run_are_out_of_reach(tmp_path):
+    """A network namespace does not cut unix sockets that live in the file system: the
+    boundary hides /run, where services keep them (PostgreSQL, Docker, D-Bus)."""
+    import socket
+    import uuid
+
+    path = Path("/run") / f"benchwarden-test-{uuid.uuid4().hex[:8]}.sock"
+    try:
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind(str(path))
+    except OSError as error:
+        pytest.skip(f"cannot create a socket in /run here: {error}")
+    listener.listen()
+    probe = (f"{sys.executable} -c \"import socket; s = socket.socket(socket.AF_UNIX); "
+             f"s.connect('{path}'); print('connected')\"")
+    try:
+        for mode in _modes():
+            with TrialSandbox(mode, tmp_path) as sandbox:
+                sandbox.start()
+                outcome = sandbox.run(command=probe, env=PATH, cwd=tmp_path, timeout=30)
+            if mode == "bwrap":
+                assert "connected" not in outcome.output
+            else:  # control: without the boundary the socket answers
+                assert "connected" in outcome.output
+    finally:
+        listener.close()
+        path.unlink()
