@@ -37,6 +37,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,7 +124,9 @@ class TrialSandbox:
         """Start the supervisor and the services; returns when every service is ready."""
         if self._process is not None:
             raise SandboxFailure("this trial's sandbox was already started")
-        self._log = open(self.root / "supervisor.log", "wb")
+        # The supervisor's stderr: an unnamed file outside the trial folder, so nothing
+        # inside can swap it for a link to a host file the harness would then quote.
+        self._log = tempfile.TemporaryFile()
         environment = ({"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
                        if self.isolation == "none" else None)
         try:
@@ -174,8 +177,6 @@ class TrialSandbox:
                         stream.close()
                 except OSError:
                     pass
-        if self._log is not None:
-            self._log.close()
         self._fail_pending()
 
     def __enter__(self) -> "TrialSandbox":
@@ -299,11 +300,22 @@ class TrialSandbox:
             finish(None)
 
     def _log_tail(self) -> str:
+        if self._log is None or self._log.closed:
+            return ""
         try:
-            text = (self.root / "supervisor.log").read_bytes()[-400:].decode("utf-8", "replace")
-        except OSError:
+            self._log.seek(0, os.SEEK_END)
+            self._log.seek(max(0, self._log.tell() - 400))
+            text = self._log.read().decode("utf-8", "replace")
+        except (OSError, ValueError):
             return ""
         return " ".join(text.split())[-200:]
+
+    def __del__(self) -> None:
+        if self._log is not None:
+            try:
+                self._log.close()
+            except Exception:
+                pass
 
 
 __all__ = ["DEFAULT_OUTPUT_LIMIT", "RunOutcome", "SandboxFailure", "Service", "TrialSandbox",
