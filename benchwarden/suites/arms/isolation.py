@@ -217,9 +217,24 @@ def _walk(node: Any, names: list[str], problems: list[str], depth: int = 0,
     if kind == "heredoc":
         _heredoc(str(getattr(node, "value", "") or ""), names, problems, depth, commands)
         return
+    if kind == "tilde":
+        # bashlex keeps `~$(cmd)` whole as a tilde prefix; bash runs the substitution
+        value = str(getattr(node, "value", "") or "")[1:]
+        _reparse("echo _" + value.replace("#", "_"), value, "a ~ expansion", names,
+                 problems, depth, commands)
+        return
+    if kind not in _KNOWN_KINDS:
+        problems.append(f"the shell construct {kind!r} cannot be checked")
+        return
     if kind == "word":
-        for part in getattr(node, "parts", []) or []:
+        parts = getattr(node, "parts", []) or []
+        for part in parts:
             _walk(part, names, problems, depth, commands)
+        text = str(getattr(node, "word", "") or "")
+        if not parts and any(mark in text for mark in _HIDING_MARKS):
+            # Either quoted text, or a form bashlex flattened (it reads `~$(cmd 'a')` as
+            # one plain word): judge what would run if it were not quoted.
+            _reparse(None, text, f"the word {text[:40]!r}", names, problems, depth, commands)
         return
     if kind in ("commandsubstitution", "processsubstitution"):
         _walk(node.command, names, problems, depth, commands)
@@ -248,6 +263,11 @@ def _redirect(node: Any, names: list[str], problems: list[str], depth: int,
         _walk(heredoc, names, problems, depth, commands)
 
 
+# Every node kind bashlex produces that the walk understands; anything else is refused.
+_KNOWN_KINDS = frozenset({"command", "pipeline", "list", "compound", "if", "for", "while",
+                          "until", "function", "word", "parameter", "tilde", "heredoc",
+                          "commandsubstitution", "processsubstitution", "assignment",
+                          "redirect", "reservedword", "operator", "pipe"})
 # Text that starts a substitution bash would run; raw text holding one is parsed again.
 _SUBSTITUTION_MARKS = ("$", "`", "<(", ">(")
 _MAX_DEPTH = 8
@@ -263,7 +283,7 @@ def _parameter(value: str, names: list[str], problems: list[str], depth: int,
     shown = "${" + value + "}"
     if not value:
         return  # `$'...'`/`$"..."` quoting read by bashlex as an empty parameter: no expansion
-    if value.startswith("!"):
+    if value.startswith("!") and value != "!":  # `$!` is the last background job's pid
         problems.append(f"indirect expansion {shown} is not allowed (what it reads cannot be "
                         "checked)")
         return
@@ -312,34 +332,34 @@ def _heredoc(value: str, names: list[str], problems: list[str], depth: int,
 _HIDING_MARKS = ("$(", "`", "<(", ">(", "${")
 
 
-def _reparse(exact: str, raw: str, where: str, names: list[str], problems: list[str],
+def _reparse(exact: str | None, raw: str, where: str, names: list[str], problems: list[str],
              depth: int, commands: list[Any] | None = None) -> None:
     """Parse text bashlex left unparsed and walk it; fail closed when it cannot.
 
-    Two readings, both must pass: `exact` (the text as bash most likely reads it, every
+    Two readings, both must pass (`exact` may be None: only the second): `exact` (the
+    text as bash most likely reads it, every
     name in it judged like the command's own) and `raw` with every quote removed and
     `#` and newlines neutralised, so no quoting, comment or line break can hide a
     substitution; only what lies inside substitutions is judged in that second reading
     (an over-approximation: what it finds may be denied although bash would not run it).
     """
-    if not any(mark in exact for mark in _SUBSTITUTION_MARKS):
-        return
     if depth >= _MAX_DEPTH:
         problems.append(f"substitutions nested too deeply in {where}")
         return
-    try:
-        trees = bashlex.parse(exact)
-    except _PARSER_ERRORS as error:
-        problems.append(f"the substitution inside {where} cannot be read ("
-                        f"{_parser_detail(error)}); denied")
-        return
-    found: list[str] = []
-    inner_commands: list[Any] = []
-    for tree in trees:
-        _walk(tree, found, problems, depth + 1, inner_commands)
-    names.extend(found[1:])  # the first name is the `echo` this function put in front
-    if commands is not None:
-        commands.extend(inner_commands[1:])
+    if exact is not None and any(mark in exact for mark in _SUBSTITUTION_MARKS):
+        try:
+            trees = bashlex.parse(exact)
+        except _PARSER_ERRORS as error:
+            problems.append(f"the substitution inside {where} cannot be read ("
+                            f"{_parser_detail(error)}); denied")
+            return
+        found: list[str] = []
+        inner_commands: list[Any] = []
+        for tree in trees:
+            _walk(tree, found, problems, depth + 1, inner_commands)
+        names.extend(found[1:])  # the first name is the `echo` this function put in front
+        if commands is not None:
+            commands.extend(inner_commands[1:])
     if not any(mark in raw for mark in _HIDING_MARKS):
         return
     stripped = ("echo _" + raw.replace("'", "").replace('"', "").replace("#", "_")

@@ -63,6 +63,10 @@ GATE_ESCAPES = [
     ("echo ${x:-${y:-$(sh)}}", "cannot be read"),
     ("echo ${x:-$(echo $(sh))}", "'sh' is never allowed"),
     ("tracker issue list ${x:-$(tracker issue close 2 | sh)}", "'sh' is never allowed"),
+    # bashlex keeps a tilde prefix whole; bash still runs what follows the ~
+    ("echo ~$(sh -c 'echo ran > M')", "'sh' is never allowed"),
+    ("echo ~`sh`", "'sh' is never allowed"),
+    ("echo ~${x:-$(sh)}", "'sh' is never allowed"),
     # arithmetic: bashlex cannot read it, so it is refused with the reason
     ("echo $(( $(sh) + 1 ))", "$((...)) and $[...] cannot be checked"),
     ("echo $((1 + 2))", "cannot be checked"),
@@ -170,7 +174,8 @@ def hidden_substitutions(draw: Any) -> str:
     for _ in range(draw(st.integers(1, 2))):
         syntax = draw(st.sampled_from(["$({})", "`{}`", "\"$({})\"", "${{x{op}$({})}}",
                                        "\"${{x{op}$({})}}\"", "${{x{op}'$({})'}}",
-                                       "\"${{x{op}'$({})'}}\""]))
+                                       "\"${{x{op}'$({})'}}\"", "~$({})", "~`{}`",
+                                       "~${{x{op}$({})}}"]))
         operator = draw(st.sampled_from(_OPERATORS))
         inner = syntax.format(inner if inner == name else f"echo {inner}", op=operator)
     shape = draw(st.sampled_from(["echo {}", "cat <<EOF\n{}\nEOF", "cat <<< {}",
