@@ -178,9 +178,12 @@ def hidden_substitutions(draw: Any) -> str:
                                        "~${{x{op}$({})}}"]))
         operator = draw(st.sampled_from(_OPERATORS))
         inner = syntax.format(inner if inner == name else f"echo {inner}", op=operator)
+    # glue quoted or special text around it: bashlex has flattened such words before
+    prefix = draw(st.sampled_from(["", "~", "a", "'q'", '"q"', "x=", "--o=", "$'q'", "~/"]))
+    suffix = draw(st.sampled_from(["", "a", "'q'", '"q"', "/", "$'q'"]))
     shape = draw(st.sampled_from(["echo {}", "cat <<EOF\n{}\nEOF", "cat <<< {}",
-                                  "echo a | cat {}"]))
-    return shape.format(inner)
+                                  "echo a | cat {}", "echo {} {}"]))
+    return shape.format(prefix + inner + suffix, inner)
 
 
 @pytest.fixture(scope="module")
