@@ -139,6 +139,10 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
     executor = executor_or_exit(executor_spec)
 
     out = console()
+    if isolation == "none":
+        click.echo("warning: --isolation none: agent commands and the trial's server run "
+                   "WITHOUT a boundary (they can write, read and connect wherever you can)",
+                   err=True)
     limits = Limits(turn_cap=turn_cap, wall_clock=wall_clock, command_timeout=command_timeout)
     with open_store_or_exit(store_location) as store, Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

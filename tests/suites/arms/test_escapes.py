@@ -452,3 +452,17 @@ def test_the_command_drivers_agent_cannot_write_outside_or_tamper(tmp_path, outs
     else:
         assert marker.exists()
         assert record.outcome == "pass"  # control: the tampered program closed the issue
+
+
+def test_isolation_none_is_said_out_loud_and_recorded(fake, tmp_path):
+    store = tmp_path / "s.sqlite"
+    result = CliRunner().invoke(cli, [
+        "arms", "run", "--arm", "cli", "--task", "close-issue", "--trials", "1",
+        "--driver", "openai", "--url", fake.url, "--model", "solve", "--isolation", "none",
+        "--store", str(store)], catch_exceptions=False, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "WITHOUT a boundary" in result.output
+    with open_store(store) as opened:
+        (record,) = opened.records(suite="arms")
+        assert opened.runs("arms")[-1].run.config["isolation"] == "none"
+    assert record.payload["isolation"] == "none" and record.outcome == "pass"
