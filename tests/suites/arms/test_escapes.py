@@ -466,3 +466,11 @@ def test_isolation_none_is_said_out_loud_and_recorded(fake, tmp_path):
         (record,) = opened.records(suite="arms")
         assert opened.runs("arms")[-1].run.config["isolation"] == "none"
     assert record.payload["isolation"] == "none" and record.outcome == "pass"
+
+
+def test_data_the_agent_wrecked_fails_its_trial_with_the_reason(fake, tmp_path):
+    record, answers = run_script(fake, tmp_path / "s.sqlite", "cli",
+                                 ["echo -n > ../environment/tracker.sqlite",
+                                  "tracker issue close 2"], "bwrap")
+    assert record.outcome == "fail" and record.payload["failure"] == "incorrect"
+    assert any("final state cannot be read" in reason for reason in record.payload["reasons"])
