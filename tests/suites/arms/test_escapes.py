@@ -182,7 +182,9 @@ def hidden_substitutions(draw: Any) -> str:
     prefix = draw(st.sampled_from(["", "~", "a", "'q'", '"q"', "x=", "--o=", "$'q'", "~/"]))
     suffix = draw(st.sampled_from(["", "a", "'q'", '"q"', "/", "$'q'"]))
     shape = draw(st.sampled_from(["echo {}", "cat <<EOF\n{}\nEOF", "cat <<< {}",
-                                  "echo a | cat {}", "echo {} {}"]))
+                                  "echo a | cat {}", "echo {} {}", "echo > {}", "cat < {}",
+                                  "for i in {}; do echo $i; done", "if echo {}; then echo; fi",
+                                  "cat <<-EOF\n\t{}\n\tEOF", "echo \"x {} y\"", "( echo {} )"]))
     return shape.format(prefix + inner + suffix, inner)
 
 
