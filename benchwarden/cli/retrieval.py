@@ -24,9 +24,9 @@ from benchwarden.core.reports import console, read_json, write_json
 from benchwarden.core.sandbox import ISOLATION_MODES, check_isolation_mode
 from benchwarden.suites.retrieval.corpus import CATEGORIES, generate
 from benchwarden.suites.retrieval.driver import RunSettings, resume_run, run_strategy
-from benchwarden.suites.retrieval.report import build_report, render_terminal
+from benchwarden.suites.retrieval.report import RetrievalReport, build_report, render_terminal
 from benchwarden.suites.retrieval.sandbox import SandboxLimits
-from benchwarden.suites.retrieval.scoring import DECIDE_ON, decide, normalise_report
+from benchwarden.suites.retrieval.scoring import DECIDE_ON, decide
 from benchwarden.suites.retrieval.strategies import StrategyLoadError, parse_strategy
 
 MAX_SEEDS = 10_000
@@ -108,7 +108,7 @@ def _settings(limit: int, budget_chars: int, sandbox: bool,
 
 
 def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
-                   settings: RunSettings, executor_spec: str | None = None) -> dict[str, Any]:
+                   settings: RunSettings, executor_spec: str | None = None) -> RetrievalReport:
     """Run one strategy with a progress bar over seeds x cases; return its report."""
     try:
         spec = parse_strategy(strategy_text)
@@ -203,17 +203,17 @@ def run(strategy_text: str | None, seeds_text: str, limit: int, budget_chars: in
         report = score_strategy(store_location, strategy_text, seeds,
                                 _settings(limit, budget_chars, sandbox, isolation), executor_spec)
     render_terminal(report, console())
-    if report.get("failure") and show_traceback:
-        print_traceback(report["failure"])
+    if report.failure and show_traceback:
+        print_traceback(report.failure)
     if json_path:
         click.echo(f"report written to {write_json(json_path, report)}")
     if html_path:
         write_html_report(store_location, report, html_path)
-    if report.get("failure") or not report.get("seeds"):
+    if report.failure or not report.seeds:
         raise SystemExit(1)
 
 
-def _resume(store_location: str, run_id: str, executor_spec: str | None) -> dict[str, Any]:
+def _resume(store_location: str, run_id: str, executor_spec: str | None) -> RetrievalReport:
     executor = executor_or_exit(executor_spec)
     progress = Progress(TextColumn("[bold]resuming[/bold]"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("cases"), TimeElapsedColumn(), console=console(stderr=True),
@@ -234,16 +234,16 @@ def _resume(store_location: str, run_id: str, executor_spec: str | None) -> dict
 
 
 def _side(text: str, label: str, store_location: str, seeds: list[int] | None,
-          settings: RunSettings) -> dict[str, Any]:
+          settings: RunSettings) -> RetrievalReport:
     if text.endswith(".json"):
         try:
-            report = normalise_report(read_json(text))
+            report = RetrievalReport.from_json(read_json(text), scored=True)
         except ValueError as error:
             raise ConfigError(f"{label} {error}") from None
         return report
     if seeds is None:
         raise ConfigError(f"{label} {text!r} is a strategy: give --seeds to score it on")
-    return normalise_report(score_strategy(store_location, text, seeds, settings))
+    return score_strategy(store_location, text, seeds, settings)  # typed: not normalised again
 
 
 @retrieval.command()
@@ -272,8 +272,8 @@ def compare(champion: str, challenger: str, seeds_text: str | None, decide_on: s
     new = _side(challenger, "challenger", store_location, seeds, settings)
     if seeds is not None:
         for label, report in (("champion", old), ("challenger", new)):
-            have = sorted(int(b["seed"]) for b in report["seeds"])
-            if not report.get("failure") and have != sorted(seeds):
+            have = sorted(block.seed for block in report.seeds)
+            if not report.failure and have != sorted(seeds):
                 raise ConfigError(f"refusing to compare: the {label} report covers seeds {have}, "
                                   f"not {sorted(seeds)}")
     try:
@@ -296,8 +296,8 @@ def compare(champion: str, challenger: str, seeds_text: str | None, decide_on: s
                   f"dethroned {'yes' if v.dethroned else 'no'}  (n = {v.n})")
     out.print(decision.reason, markup=False)
     if json_path:
-        body = {"suite": "retrieval", "bench_version": old["bench_version"],
-                "champion": (old.get("strategy") or {}).get("name", champion),
-                "challenger": (new.get("strategy") or {}).get("name", challenger),
+        body = {"suite": "retrieval", "bench_version": old.bench_version,
+                "champion": old.strategy.get("name", champion),
+                "challenger": new.strategy.get("name", challenger),
                 **decision.to_json_dict()}
         click.echo(f"decision written to {write_json(Path(json_path), body)}")
