@@ -17,6 +17,12 @@ Invariants:
   the run records the variable's name only.
 - Resuming appends a new run entry (`resumed_from`) whose records go into the original
   run's scope; only missing requests are sent, with the exact bodies stored at the start.
+  A scope with nothing left to send (a completed run) is refused, not resumed empty.
+- A signal (SIGINT/SIGTERM/SIGHUP, see `core.interrupts`) or any error after the run
+  entry is written ends the run "interrupted" with its resume command; a signal then
+  surfaces as `RunInterrupted` (exit 130).
+- The API key is remembered by the process scrubber (`core.secrets`), so a server that
+  echoes it cannot put it into a record or onto the terminal.
 """
 
 from __future__ import annotations
@@ -34,8 +40,12 @@ from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                            TimeElapsedColumn)
 
+from benchwarden.core import secrets as credentials
+from benchwarden.core.errors import ConfigurationError, RunInterrupted
+from benchwarden.core.interrupts import last_signal_name, signals_deferred
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, Run, RunEnd, TokenComponents
+from benchwarden.core.secrets import refuse_url_credentials
 from benchwarden.core.store import Store
 from benchwarden.suites.contamination.presets import PRESETS, check_extra_body, request_body
 from benchwarden.suites.contamination.probes import MAX_PROBES, SCENARIOS, Probe, make_probes
@@ -74,6 +84,7 @@ class ContaminationConfig:
 
     def validate(self) -> None:
         """Raise ValueError with one line naming what to fix."""
+        refuse_url_credentials(self.url)
         normalise_base_url(self.url)
         if not 2 <= self.probes <= MAX_PROBES:
             raise ValueError(f"--probes must be between 2 and {MAX_PROBES}, not {self.probes}")
@@ -274,7 +285,35 @@ def _api_key(config: ContaminationConfig) -> str | None:
     if not key:
         raise ValueError(f"environment variable {config.api_key_env} (from --api-key-env) "
                          "is not set or empty")
+    # from here on, the store and the terminal replace the key wherever it shows up
+    credentials.remember(key, source=f"the key in {config.api_key_env} (--api-key-env)")
     return key
+
+
+def resume_hint(run_id: str) -> str:
+    return f"benchwarden contamination --resume {run_id}"
+
+
+def refuse_finished_scope(store: Store, original: Run) -> None:
+    """`--resume` of a run with nothing left to measure is a usage error, not a new,
+    empty run: the run (or a later resume of it) completed, or every request is stored."""
+    scope = str(original.config.get("scope", original.run_id))
+    completed = [info.run.run_id for info in store.runs(SUITE)
+                 if info.end is not None and info.end.status == "completed"
+                 and str(info.run.config.get("scope", info.run.run_id)) == scope]
+    if completed:
+        finished_by = "" if completed == [original.run_id] else f" (by run {completed[-1]})"
+        raise ConfigurationError(
+            f"run {original.run_id} is already complete{finished_by}; nothing to resume "
+            f"(`benchwarden show {completed[-1]}` shows its report)")
+    config = original.config
+    plan = Plan(original.run_id, scope, tuple(config.get("request_bodies") or ()),
+                tuple(config.get("concurrency") or ()), int(config.get("repeat", 1)),
+                str(config.get("scenario", "shared-prefix")))
+    stored = len(store.records(suite=SUITE, scope=scope))
+    if plan.probes and stored >= plan.total_requests():
+        raise ConfigurationError(f"run {original.run_id} already holds all {stored} "
+                                 "requests it plans; nothing to resume")
 
 
 def run_contamination(config: ContaminationConfig, store: Store, *, progress: bool = True,
@@ -297,6 +336,7 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
         if original.suite != SUITE:
             raise ValueError(f"run {original.run_id} is a {original.suite} run, "
                              "not a contamination run")
+        refuse_finished_scope(store, original)
         stored = config_from_run(original)
         config = dataclasses.replace(stored, url=config.url, api_key_env=config.api_key_env,
                                      request_timeout=config.request_timeout)
@@ -346,7 +386,7 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
             bar.update(task, description=leg, advance=count)
 
         def warn(message: str) -> None:
-            console.print(f"[yellow]warning:[/] {message}")
+            console.print(f"[yellow]warning:[/] {credentials.scrub(message)}", markup=False)
 
         def open_client() -> ChatClient:
             return ChatClient(config.url, api_key=api_key, request_timeout=config.request_timeout,
@@ -357,12 +397,27 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
 
         try:
             asyncio.run(drive())
-        except BaseException as error:  # Ctrl-C, a store error: keep what was measured
-            store.finish_run(RunEnd(run.run_id, time.time(), "interrupted",
-                                    {"error": f"{type(error).__name__}: {error}"[:300],
-                                     "resume": f"benchwarden contamination --resume {run.run_id}"}))
+            report = build_report(store, run.run_id)
+        except BaseException as error:  # a signal, a store error: keep what was measured
+            _end_interrupted(store, run.run_id, resume_hint(plan.scope), error)
+            if isinstance(error, KeyboardInterrupt):
+                raise RunInterrupted(
+                    f"run {run.run_id} stopped; what it measured is kept; resume with "
+                    f"`{resume_hint(plan.scope)}`") from None
             raise
-    report = build_report(store, run.run_id)
     store.finish_run(RunEnd(run.run_id, time.time(), "completed",
                             {"verdict": report["verdict"], "score": report["score"]}))
     return build_report(store, run.run_id)
+
+
+def _end_interrupted(store: Store, run_id: str, hint: str, error: BaseException) -> None:
+    """Record the run end "interrupted" (signals held back while it is written); a store
+    that refuses it too leaves the run without an end, which `--resume` also accepts."""
+    reason = (f"signal {last_signal_name()}" if isinstance(error, KeyboardInterrupt)
+              else f"{type(error).__name__}: {error}")
+    with signals_deferred():
+        try:
+            store.finish_run(RunEnd(run_id, time.time(), "interrupted",
+                                    {"error": reason[:300], "resume": hint}))
+        except Exception:  # noqa: BLE001 - the original error is the one to report
+            pass
