@@ -2,7 +2,8 @@
 
 Exit codes: 0 when the run completed without harness errors, 1 when any trial hit a
 harness error (driver, server or environment failure; never an agent outcome), 2 on
-a usage or configuration error.
+a usage or configuration error (a --url with user:key@ included), 130 interrupted (the
+run ends "interrupted"; the same command again runs only the missing trials).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from benchwarden.cli.common import (EXIT_FAIL, ConfigError, config_errors, executor_or_exit,
-                                    html_option, open_store_or_exit, store_option,
+                                    html_option, open_store_or_exit,
+                                    refuse_url_with_credentials, store_option,
                                     write_html_report)
+from benchwarden.core import secrets
 from benchwarden.core.records import DEFAULT_WEIGHTS, TokenWeights
 from benchwarden.core.reports import console, write_json
 
@@ -62,7 +65,8 @@ def _discover_model(url: str, api_key_env: str | None) -> str:
               help="Samples wanted per cell; only the missing ones run (deepen with a larger N).")
 @click.option("--driver", type=click.Choice(["openai", "command"]), required=True,
               help="openai: a tool-calling loop against --url; command: your agent program.")
-@click.option("--url", default=None, help="OpenAI-compatible base URL (openai driver).")
+@click.option("--url", default=None, callback=refuse_url_with_credentials,
+              help="OpenAI-compatible base URL (openai driver); never with user:key@.")
 @click.option("--model", default=None, help="Model name (default: the server's first model).")
 @click.option("--api-key-env", default=None,
               help="Name of the environment variable holding the API key (never the key).")
@@ -106,6 +110,10 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
                           "--command-timeout must be positive")
     if api_key_env and api_key_env not in os.environ:
         raise ConfigError(f"--api-key-env {api_key_env}: that environment variable is not set")
+    if api_key_env:
+        # records are written here, whichever process ran the trial: scrub here
+        secrets.remember(os.environ[api_key_env],
+                         source=f"the key in {api_key_env} (--api-key-env)")
     agent_driver: Any
     if driver == "openai":
         if not url:

@@ -1,6 +1,9 @@
 """`benchwarden retrieval`: generate the corpus, score a strategy, compare two.
 
 Thin: options are parsed here, the work is done by `benchwarden.suites.retrieval`.
+A signal stops `run` with exit 130 and the `--resume` command; the stopped run keeps
+no run end (retrieval resumes a run in place, and a run has one end), so `runs` lists
+it as incomplete until it is resumed.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from rich.table import Table
 
 from benchwarden.cli.common import (ConfigError, config_errors, executor_or_exit, html_option,
                                     open_store_or_exit, store_option, write_html_report)
+from benchwarden.core.errors import RunInterrupted
+from benchwarden.core.provenance import new_run_id
 from benchwarden.core.reports import console, read_json, write_json
 from benchwarden.suites.retrieval.corpus import CATEGORIES, generate
 from benchwarden.suites.retrieval.driver import RunSettings, resume_run, run_strategy
@@ -74,12 +79,15 @@ def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
     progress = Progress(TextColumn(f"[bold]{spec.name}[/bold]"), BarColumn(),
                         MofNCompleteColumn(), TextColumn("cases"), TimeElapsedColumn(),
                         console=console(stderr=True), transient=True)
+    run_id = new_run_id("retrieval")
     try:
         with open_store_or_exit(store_location) as store, progress:
             task = progress.add_task("scoring", total=total)
-            run_id = run_strategy(store, spec, seeds, settings, executor=executor,
-                                  on_progress=lambda n: progress.advance(task, n))
+            run_strategy(store, spec, seeds, settings, executor=executor, run_id=run_id,
+                         on_progress=lambda n: progress.advance(task, n))
             return build_report(store, run_id)
+    except KeyboardInterrupt:  # a signal: the run keeps no end, so it stays resumable
+        raise RunInterrupted(_resume_line(run_id)) from None
     finally:
         if executor is not None:
             executor.close()
@@ -163,6 +171,11 @@ def run(strategy_text: str | None, seeds_text: str, limit: int, budget_chars: in
         raise SystemExit(1)
 
 
+def _resume_line(run_id: str) -> str:
+    return (f"run {run_id} stopped; the seeds it finished are kept; resume with "
+            f"`benchwarden retrieval run --resume {run_id}`")
+
+
 def _resume(store_location: str, run_id: str, executor_spec: str | None) -> dict[str, Any]:
     executor = executor_or_exit(executor_spec)
     progress = Progress(TextColumn("[bold]resuming[/bold]"), BarColumn(), MofNCompleteColumn(),
@@ -178,6 +191,8 @@ def _resume(store_location: str, run_id: str, executor_spec: str | None) -> dict
                 raise ConfigError(str(error)) from None
             console(stderr=True).print(f"resumed {finished}: scored seeds {missing or 'none'}")
             return build_report(store, finished)
+    except KeyboardInterrupt:
+        raise RunInterrupted(_resume_line(run_id)) from None
     finally:
         if executor is not None:
             executor.close()
