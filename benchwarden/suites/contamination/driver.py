@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                            TimeElapsedColumn)
 
@@ -312,8 +313,10 @@ def refuse_finished_scope(store: Store, original: Run) -> None:
                 str(config.get("scenario", "shared-prefix")))
     stored = len(store.records(suite=SUITE, scope=scope))
     if plan.probes and stored >= plan.total_requests():
-        raise ConfigurationError(f"run {original.run_id} already holds all {stored} "
-                                 "requests it plans; nothing to resume")
+        raise ConfigurationError(
+            f"run {original.run_id} already holds all {stored} requests it plans (it "
+            f"stopped before recording its end); nothing to resume: `benchwarden show "
+            f"{original.run_id}` shows its report")
 
 
 def run_contamination(config: ContaminationConfig, store: Store, *, progress: bool = True,
@@ -386,7 +389,7 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
             bar.update(task, description=leg, advance=count)
 
         def warn(message: str) -> None:
-            console.print(f"[yellow]warning:[/] {credentials.scrub(message)}", markup=False)
+            console.print(f"[yellow]warning:[/] {escape(credentials.scrub(message))}")
 
         def open_client() -> ChatClient:
             return ChatClient(config.url, api_key=api_key, request_timeout=config.request_timeout,
