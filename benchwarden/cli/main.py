@@ -67,8 +67,11 @@ class ScrubbingStream:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        self._stream.write(secrets.scrub(text) if isinstance(text, str) else text)
-        return len(text)
+        written = len(text)
+        if isinstance(text, str):
+            text = secrets.mask_url_passwords(secrets.scrub(text))
+        self._stream.write(text)
+        return written  # what the caller handed over, whatever the scrubber cut
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
@@ -122,6 +125,13 @@ def run_command(group: click.Group, args: list[str], prog_name: str) -> int:
         if code is None or isinstance(code, int):
             return int(code or 0)
         _say(f"benchwarden: error: {code}")
+        return EXIT_FAIL
+    except BrokenPipeError:  # the reader went away (`benchwarden runs | head`): say nothing
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.__stdout__.fileno())
+        except (OSError, AttributeError, ValueError):
+            pass
         return EXIT_FAIL
     except (OSError, sqlite3.Error) as error:
         if _wants_traceback(args):

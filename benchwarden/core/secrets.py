@@ -45,7 +45,7 @@ from benchwarden.core.errors import ConfigurationError
 __all__ = ["CREDENTIAL_NAME_PARTS", "CREDENTIAL_VALUE", "MARKER", "MIN_SECRET_LENGTH",
            "NOT_CREDENTIALS", "Scrubber", "credential_paths", "forget_all",
            "is_credential_name", "looks_like_credential_value", "process_scrubber",
-           "refuse_url_credentials", "remember", "scrub", "scrub_value",
+           "mask_url_passwords", "refuse_url_credentials", "remember", "scrub", "scrub_value",
            "url_credential_problem"]
 
 MARKER = "[redacted]"
@@ -269,6 +269,15 @@ def forget_all() -> None:
 
 def scrub(text: str) -> str:
     return _PROCESS.scrub(text)
+
+
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s/:@]*):([^\s/@]+)@")
+
+
+def mask_url_passwords(text: str) -> str:
+    """`scheme://user:password@host` shown as `scheme://user:***@host`: for text the
+    scrubber was never told about (a store written by an older version, say)."""
+    return _URL_PASSWORD.sub(r"\1:***@", text) if "@" in text else text
 
 
 def scrub_value(value: Any) -> Any:

@@ -154,3 +154,11 @@ def test_urls_carrying_credentials_are_refused(url):
                                  "http://host/v1?model=x", "http://[::1]:9/v1"])
 def test_plain_urls_pass(url):
     assert url_credential_problem(url) is None
+
+
+def test_url_passwords_are_masked_for_display():
+    from benchwarden.core.secrets import mask_url_passwords
+
+    text = "runs in postgresql://bob:hunter2@h:5/db; target http://u:sk-1@x/v1; a@b"
+    assert mask_url_passwords(text) == ("runs in postgresql://bob:***@h:5/db; "
+                                        "target http://u:***@x/v1; a@b")
