@@ -17,7 +17,7 @@ from typing import Any, Callable, TypeVar
 import click
 
 from benchwarden.core import secrets
-from benchwarden.core.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE
+from benchwarden.core.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE, BenchwardenError
 from benchwarden.core.paths import default_store
 from benchwarden.core.store import Store, StoreError, open_store
 
@@ -85,13 +85,16 @@ def open_store_or_exit(location: str) -> Store:
 
 
 def config_errors(function: F) -> F:
-    """Turn ValueError/StoreError raised while configuring into exit-2 one-liners."""
+    """Turn a StoreError raised while configuring into an exit-2 one-liner, unless it
+    already carries its own exit code (a `BenchwardenError`: `cli.main` prints it)."""
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return function(*args, **kwargs)
         except StoreError as error:
+            if isinstance(error, BenchwardenError):
+                raise
             raise ConfigError(str(error)) from None
 
     return wrapper  # type: ignore[return-value]
