@@ -148,13 +148,23 @@ def gen(seed: int, as_json: bool) -> None:
               help="Also write the JSON report here.")
 @html_option
 @config_errors
-def run(strategy_text: str | None, seeds_text: str, limit: int, budget_chars: int,
-        sandbox: bool, executor_spec: str, resume_id: str | None, store_location: str,
-        json_path: str | None, html_path: str | None) -> None:
+@click.pass_context
+def run(ctx: click.Context, strategy_text: str | None, seeds_text: str, limit: int,
+        budget_chars: int, sandbox: bool, executor_spec: str, resume_id: str | None,
+        store_location: str, json_path: str | None, html_path: str | None) -> None:
     """Score one strategy: category means, composite, guards, guarded composite."""
     if resume_id:
-        if strategy_text:
-            raise ConfigError("--resume continues a run as it was configured; drop --strategy")
+        from click.core import ParameterSource
+
+        # what the run measures is stored with it; silently ignoring a new value would
+        # let a user believe it applied
+        given = [param.opts[0] for param in ctx.command.params
+                 if param.name in ("strategy_text", "seeds_text", "limit", "budget_chars",
+                                   "sandbox")
+                 and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE]
+        if given:
+            raise ConfigError(f"--resume continues a run as it was configured; drop "
+                              f"{', '.join(given)}")
         report = _resume(store_location, resume_id, executor_spec)
     else:
         if not strategy_text:

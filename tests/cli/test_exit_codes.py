@@ -214,14 +214,17 @@ def test_resume_refuses_a_completed_run_and_adds_nothing(tmp_path):
         assert len(opened.runs()) == 1
 
 
-@pytest.mark.parametrize("option, value, named", [
+CONFLICTS = [
     ("--probes", "3", "--probes 3 (the run was made with 2)"),
     ("--concurrency", "2,8", "--concurrency [2, 8] (the run was made with [2, 4])"),
     ("--seed", "6", "--seed 6 (the run was made with 5)"),
     ("--extra-body", '{"seed": 1}', "--extra-body"),
     ("--scenario", "cancel", "--scenario"),
-])
-def test_resume_refuses_options_that_conflict_with_the_stored_run(tmp_path, option, value, named):
+    ("--max-tokens", "32", "--max-tokens 32 (the run was made with 64)"),
+]
+
+
+def test_resume_refuses_options_that_conflict_with_the_stored_run(tmp_path):
     store = tmp_path / "s.sqlite"
     with FakeOpenAIServer("clean", delta_delay=0.02) as server:
         process = subprocess.Popen(
@@ -238,15 +241,33 @@ def test_resume_refuses_options_that_conflict_with_the_stored_run(tmp_path, opti
         with SQLiteStore(store) as opened:
             run_id = opened.runs()[0].run.run_id
         sent = server.chat_requests
-        refused = benchwarden("contamination", "--resume", run_id, "--store", str(store),
-                              option, value)
+        for option, value, named in CONFLICTS:
+            refused = benchwarden("contamination", "--resume", run_id, "--store", str(store),
+                                  option, value)
+            assert refused.returncode == 2, (option, refused.stderr)
+            assert named in refused.stderr, refused.stderr
+            assert len(refused.stderr.strip().splitlines()) == 1
+        assert server.chat_requests == sent
+        with SQLiteStore(store) as opened:
+            assert len(opened.runs()) == 1  # nothing was added by the refusals
         same = benchwarden("contamination", "--resume", run_id, "--store", str(store),
                            "--probes", "2", "--url", server.url, "--request-timeout", "60",
                            "--no-progress")
-    assert refused.returncode == 2, refused.stderr
-    assert named in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
     assert same.returncode == 0, same.stderr  # the same value, or a client option: fine
     assert server.chat_requests > sent
+
+
+@pytest.mark.parametrize("option", [["--seeds", "1-3"], ["--limit", "3"], ["--sandbox"],
+                                    ["--strategy", "bm25"]])
+def test_retrieval_resume_refuses_options_it_would_ignore(tmp_path, option):
+    from click.testing import CliRunner
+
+    from benchwarden.cli.main import cli
+
+    done = CliRunner().invoke(cli, ["retrieval", "run", "--resume", "some-run", *option,
+                                    "--store", str(tmp_path / "s.sqlite")])
+    assert done.exit_code == 2
+    assert f"drop {option[0]}" in done.output and len(done.output.strip().splitlines()) == 1
 
 
 def test_an_arms_run_ends_interrupted_on_sigterm(tmp_path):
