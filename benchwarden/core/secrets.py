@@ -89,28 +89,33 @@ def looks_like_credential_value(value: object) -> bool:
     return isinstance(value, str) and CREDENTIAL_VALUE.match(value) is not None
 
 
-def credential_paths(value: Any, path: str = "", *, names_of_variables_ok: bool = False) -> list[str]:
+def credential_paths(value: Any, path: str = "", *, for_storage: bool = False) -> list[str]:
     """Paths inside `value` (JSON-like) whose key name or string value looks like a
-    credential. With `names_of_variables_ok`, a key ending in `_env` (the NAME of an
-    environment variable, such as `api_key_env`) is not one."""
+    credential.
+
+    `for_storage` is the store's backstop on a run's configuration, where names are also
+    the program's own keys (task ids in `task_tiers`, say): a key ending in `_env` (the
+    NAME of an environment variable, such as `api_key_env`) is not one, and a
+    credential-like name counts only when it holds a non-empty string (anything else
+    is looked into)."""
     found: list[str] = []
     if isinstance(value, Mapping):
         for key, item in value.items():
             here = f"{path}.{key}" if path else str(key)
             name = str(key)
-            if names_of_variables_ok and name.lower().endswith("_env"):
-                found.extend(credential_paths(item, here, names_of_variables_ok=True)
-                             if not isinstance(item, str) else [])
+            if for_storage and name.lower().endswith("_env"):
+                if not isinstance(item, str):
+                    found.extend(credential_paths(item, here, for_storage=True))
                 continue
-            if is_credential_name(name) and item not in (None, "", False):
+            holds_value = (isinstance(item, str) and item != "") if for_storage else \
+                item not in (None, "", False)
+            if is_credential_name(name) and holds_value:
                 found.append(here)
             else:
-                found.extend(credential_paths(item, here,
-                                              names_of_variables_ok=names_of_variables_ok))
+                found.extend(credential_paths(item, here, for_storage=for_storage))
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
-            found.extend(credential_paths(item, f"{path}[{index}]",
-                                          names_of_variables_ok=names_of_variables_ok))
+            found.extend(credential_paths(item, f"{path}[{index}]", for_storage=for_storage))
     elif looks_like_credential_value(value):
         found.append(path or "<value>")
     return found

@@ -75,8 +75,9 @@ class RunInfo:
 
 def find_secrets(value: Any, path: str = "") -> list[str]:
     """Paths inside `value` whose key or value looks like a credential, by the one rule
-    in `core.secrets` (the NAME of an environment variable, `*_env`, is not one)."""
-    return credential_paths(value, path, names_of_variables_ok=True)
+    in `core.secrets` (as stored: the NAME of an environment variable, `*_env`, is not
+    one, and a credential-like name must hold a string)."""
+    return credential_paths(value, path, for_storage=True)
 
 
 def _as_bytes(body: Any) -> bytes:

@@ -162,3 +162,11 @@ def test_url_passwords_are_masked_for_display():
     text = "runs in postgresql://bob:hunter2@h:5/db; target http://u:sk-1@x/v1; a@b"
     assert mask_url_passwords(text) == ("runs in postgresql://bob:***@h:5/db; "
                                         "target http://u:***@x/v1; a@b")
+
+
+def test_the_store_backstop_reads_names_that_hold_no_string_as_the_programs_own():
+    # arms stores {task id: tier}: a task called "rotate-api-key" is not a credential
+    assert find_secrets({"task_tiers": {"rotate-api-key": 1, "auth-login": 2}}) == []
+    assert find_secrets({"extra": {"auth": {"user": "me", "token": "abc"}}}) == ["extra.auth.token"]
+    # a request field is refused for any value: a nested object may hold the credential
+    assert credential_paths({"auth": {"user": "me"}}) == ["auth"]
