@@ -162,3 +162,24 @@ def test_a_key_too_short_to_scrub_is_refused(tmp_path):
                            env_extra={"BW_SHORT": "abc"})
         assert server.chat_requests == 0
     assert done.returncode == 2 and "at least 8" in done.stderr
+
+
+def test_the_arms_openai_driver_keeps_an_echoed_key_out_of_the_store_and_output(tmp_path):
+    store = tmp_path / "arms.sqlite"
+    with CredentialEchoServer() as server:
+        done = benchwarden("arms", "run", "--arm", "all", "--task", "open-issue-count",
+                           "--trials", "1", "--driver", "openai", "--url", server.url,
+                           "--model", "fake-model", "--api-key-env", KEY_VARIABLE,
+                           "--store", str(store), "--json", str(tmp_path / "arms.json"))
+        assert server.authorizations == {f"Bearer {KEY}"}
+    assert done.returncode in (0, 1), done.stderr
+    assert_no_key("output", done.stdout + done.stderr)
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert_no_key(str(path), path.read_bytes())
+    # the server's 401 echo reached the run's tally (its harness errors), scrubbed
+    from benchwarden.core.store import SQLiteStore
+
+    with SQLiteStore(store) as opened:
+        (info,) = opened.runs()
+    assert info.end is not None and f"Bearer {MARKER}" in json.dumps(dict(info.end.summary))
