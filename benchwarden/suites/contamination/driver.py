@@ -408,8 +408,9 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
                     f"run {run.run_id} stopped; what it measured is kept; resume with "
                     f"`{resume_hint(plan.scope)}`") from None
             raise
-    store.finish_run(RunEnd(run.run_id, time.time(), "completed",
-                            {"verdict": report["verdict"], "score": report["score"]}))
+    with signals_deferred():  # a signal now lands after the end is recorded, not inside it
+        store.finish_run(RunEnd(run.run_id, time.time(), "completed",
+                                {"verdict": report["verdict"], "score": report["score"]}))
     return build_report(store, run.run_id)
 
 
