@@ -18,9 +18,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from benchwarden.cli.common import (EXIT_FAIL, ConfigError, config_errors, executor_or_exit,
                                     html_option, open_store_or_exit,
-                                    refuse_url_with_credentials, store_option,
-                                    write_html_report)
+                                    refuse_url_with_credentials, release_executor,
+                                    store_option, write_html_report)
 from benchwarden.core import secrets
+from benchwarden.core.errors import RunInterrupted
 from benchwarden.core.records import DEFAULT_WEIGHTS, TokenWeights
 from benchwarden.core.reports import console, write_json
 
@@ -160,13 +161,16 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
             progress.update(bars[key], advance=1,
                             outcomes=" ".join(f"{k} {v}" for k, v in sorted(counts[key].items())))
 
+        interrupted = False
         try:
             tally = run_arms(store, suite, suite_spec, arms=arm_list, tasks=task_list,
                              trials=trials, driver=agent_driver, limits=limits, seed=seed,
                              executor=executor, on_start=on_start, on_result=on_result)
+        except (RunInterrupted, KeyboardInterrupt):
+            interrupted = True
+            raise
         finally:
-            if executor is not None:
-                executor.close()
+            release_executor(executor, interrupted=interrupted)
         progress.stop()
         render_tally(tally.to_json_dict(), out)
         out.print(f"run {tally.run_id} recorded in {store_location}; "

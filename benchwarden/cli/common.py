@@ -120,6 +120,16 @@ def write_html_report(store_location: str, report: Any, html_path: str) -> None:
     click.echo(f"HTML report written to {written}")
 
 
+def release_executor(executor: Any, *, interrupted: bool) -> None:
+    """Close an executor; after a signal, without waiting for the tasks it runs."""
+    if executor is None:
+        return
+    if interrupted and hasattr(executor, "abandon"):
+        executor.abandon()
+    else:
+        executor.close()
+
+
 def executor_or_exit(spec: str | None) -> Any:
     """The executor a `--executor` spec names, or None for the in-process default
     (nothing or `local`); a bad spec is a one-line usage error."""

@@ -18,7 +18,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchwarden.cli.common import (ConfigError, config_errors, executor_or_exit, html_option,
-                                    open_store_or_exit, store_option, write_html_report)
+                                    open_store_or_exit, release_executor, store_option,
+                                    write_html_report)
 from benchwarden.core.errors import RunInterrupted
 from benchwarden.core.provenance import new_run_id
 from benchwarden.core.reports import console, read_json, write_json
@@ -80,6 +81,7 @@ def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
                         MofNCompleteColumn(), TextColumn("cases"), TimeElapsedColumn(),
                         console=console(stderr=True), transient=True)
     run_id = new_run_id("retrieval")
+    interrupted = False
     try:
         with open_store_or_exit(store_location) as store, progress:
             task = progress.add_task("scoring", total=total)
@@ -87,10 +89,10 @@ def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
                          on_progress=lambda n: progress.advance(task, n))
             return build_report(store, run_id)
     except KeyboardInterrupt:  # a signal: the run keeps no end, so it stays resumable
+        interrupted = True
         raise RunInterrupted(_resume_line(run_id)) from None
     finally:
-        if executor is not None:
-            executor.close()
+        release_executor(executor, interrupted=interrupted)
 
 
 @click.group()
@@ -188,6 +190,7 @@ def _resume_line(run_id: str) -> str:
 
 def _resume(store_location: str, run_id: str, executor_spec: str | None) -> dict[str, Any]:
     executor = executor_or_exit(executor_spec)
+    interrupted = False
     progress = Progress(TextColumn("[bold]resuming[/bold]"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("cases"), TimeElapsedColumn(), console=console(stderr=True),
                         transient=True)
@@ -202,10 +205,10 @@ def _resume(store_location: str, run_id: str, executor_spec: str | None) -> dict
             console(stderr=True).print(f"resumed {finished}: scored seeds {missing or 'none'}")
             return build_report(store, finished)
     except KeyboardInterrupt:
+        interrupted = True
         raise RunInterrupted(_resume_line(run_id)) from None
     finally:
-        if executor is not None:
-            executor.close()
+        release_executor(executor, interrupted=interrupted)
 
 
 def _side(text: str, label: str, store_location: str, seeds: list[int] | None,

@@ -293,6 +293,30 @@ def test_an_arms_run_ends_interrupted_on_sigterm(tmp_path):
     assert info.end is not None and info.end.status == "interrupted"
 
 
+def test_an_arms_run_on_worker_processes_does_not_wait_for_its_trials_after_sigterm(tmp_path):
+    store = tmp_path / "s.sqlite"
+    # replies that never end within the test: closing the pool politely would hang
+    with FakeOpenAIServer("clean", delta_delay=1000) as server:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "benchwarden", "arms", "run", "--arm", "all", "--task",
+             "open-issue-count", "--trials", "2", "--driver", "openai", "--url", server.url,
+             "--model", "fake-model", "--executor", "local:2", "--wall-clock", "900",
+             "--store", str(store)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True, preexec_fn=ignore_sigint)
+        try:
+            wait_for(lambda: server.chat_requests >= 2, process)
+            process.send_signal(signal.SIGTERM)
+            _, err = process.communicate(timeout=90)  # a hang detector, not a timing
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 130, err
+    assert len(err.strip().splitlines()) == 1 and "interrupted by SIGTERM" in err
+    with SQLiteStore(store) as opened:
+        (info,) = opened.runs()
+    assert info.end is not None and info.end.status == "interrupted"
+
+
 SLOW_STRATEGY = '''
 import os, time
 
