@@ -78,6 +78,10 @@ class ScrubbingStream:
             self.write(line)
 
     def __getattr__(self, name: str) -> Any:
+        if name == "buffer":
+            # no way round the scrubber: click writes to a text stream's binary buffer
+            # when it finds one (a misconfigured locale, say)
+            raise AttributeError(name)
         return getattr(self._stream, name)
 
 

@@ -183,3 +183,22 @@ def test_the_arms_openai_driver_keeps_an_echoed_key_out_of_the_store_and_output(
     with SQLiteStore(store) as opened:
         (info,) = opened.runs()
     assert info.end is not None and f"Bearer {MARKER}" in json.dumps(dict(info.end.summary))
+
+
+def test_the_terminal_streams_scrub_and_offer_no_way_around():
+    import io
+
+    from benchwarden.cli.main import ScrubbingStream
+    from benchwarden.core import secrets
+
+    underlying = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    stream = ScrubbingStream(underlying)
+    secrets.remember(KEY)
+    try:
+        stream.write(f"401: Bearer {KEY}; store postgresql://bob:hunter2hunter2@db/x\n")
+    finally:
+        secrets.forget_all()
+    stream.flush()
+    written = underlying.buffer.getvalue().decode()
+    assert written == f"401: Bearer {MARKER}; store postgresql://bob:***@db/x\n"
+    assert not hasattr(stream, "buffer")  # click would write bytes past the scrubber
