@@ -5,8 +5,9 @@ Exit codes: 0 pass, 1 fail, 2 a usage or configuration error or an unreachable s
 
 `--resume RUN` continues a run with its stored configuration: only the options in
 `RESUME_MAY_CHANGE` (where the server is, its key, the client's limits, where reports
-go) may be given; any other option given with a value other than the stored one is
-refused, naming it, rather than silently ignored.
+go) may be given, and those given apply (the client's limits not given stay the stored
+ones); any other option given with a value other than the stored one is refused, naming
+it, rather than silently ignored.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ from benchwarden.suites.contamination.probes import SCENARIOS
 
 # Options a resumed run may take afresh: where the server is now, its key, the client's
 # limits and timeouts, where the reports go. Everything else is the stored configuration.
-RESUME_MAY_CHANGE = frozenset({"url", "api_key_env", "request_timeout", "store_location",
-                               "json_path", "html_path", "resume", "no_progress"})
-_CLIENT_LIMIT = re.compile(r"timeout|^max_reply|^max_chunk|stall|connect|retry")
+CLIENT_LIMITS = ("request_timeout", "max_reply_bytes", "max_chunks_per_token", "stall_timeout",
+                 "retry_429_max_wait")
+RESUME_MAY_CHANGE = frozenset({"url", "api_key_env", "store_location", "json_path",
+                               "html_path", "resume", "no_progress", *CLIENT_LIMITS})
 
 
 def _as_stored(value: Any) -> Any:
@@ -44,7 +46,7 @@ def resume_conflicts(ctx: click.Context, stored: dict[str, Any]) -> list[str]:
     conflicts = []
     for param in ctx.command.params:
         name = param.name or ""
-        if name in RESUME_MAY_CHANGE or _CLIENT_LIMIT.search(name):
+        if name in RESUME_MAY_CHANGE:
             continue
         if ctx.get_parameter_source(name) not in (ParameterSource.COMMANDLINE,
                                                   ParameterSource.ENVIRONMENT):
@@ -80,6 +82,19 @@ def _extra_body(ctx: click.Context, param: click.Parameter, value: str | None) -
     return parsed
 
 
+_SIZE = re.compile(r"(?i)\s*(\d+)\s*(b|kib|k|mib|m|gib|g)?\s*")
+_UNITS = {None: 1, "b": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2,
+          "g": 1024**3, "gib": 1024**3}
+
+
+def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    match = _SIZE.fullmatch(value)
+    if not match:
+        raise ConfigError(f"--max-reply-bytes expects a size like 16MiB, 512KiB or 1048576, "
+                          f"not {value!r}")
+    return int(match.group(1)) * _UNITS[(match.group(2) or "").lower() or None]
+
+
 @click.command()
 @click.option("--url", default=None, callback=refuse_url_with_credentials,
               help="Base URL of the OpenAI-compatible server (with or without /v1). "
@@ -104,6 +119,20 @@ def _extra_body(ctx: click.Context, param: click.Parameter, value: str | None) -
               help="Run the rungs this many times to catch rare races.")
 @click.option("--request-timeout", default=300.0, show_default=True, type=float,
               help="Seconds allowed for one whole request.")
+@click.option("--max-reply-bytes", default="16MiB", show_default=True, callback=_byte_size,
+              metavar="SIZE", help="Cut off a reply whose body exceeds this (KiB/MiB/GiB or "
+              "bytes); its record keeps the first 4 KiB, the length and the SHA-256.")
+@click.option("--max-chunks-per-token", default=4.0, show_default=True, type=float,
+              help="Cut off a reply that streams more than this many chunks per requested "
+                   "token (+64 for role, finish and usage chunks).")
+@click.option("--stall-timeout", default=60.0, show_default=True, type=float,
+              metavar="SECONDS", help="Fail a reply whose body, once begun, completes no "
+                                      "line for this long (0: off; --request-timeout still "
+                                      "bounds the whole request).")
+@click.option("--retry-429-max-wait", default=30.0, show_default=True, type=float,
+              metavar="SECONDS", help="Honour HTTP 429 Retry-After by resending a request "
+                                      "while its waits stay within this bound; beyond it "
+                                      "the request fails as overloaded (0: never retry).")
 @click.option("--preset", default="none", show_default=True,
               help=f"Engine preset ({' | '.join(PRESETS)}): the explicit sampling fields "
                    "that make temperature 0 greedy on that engine.")
@@ -123,7 +152,9 @@ def _extra_body(ctx: click.Context, param: click.Parameter, value: str | None) -
 def contamination(ctx: click.Context, url: str | None, model: str | None, api_key_env: str | None,
                   concurrency: tuple[int, ...], probes: int, max_tokens: int,
                   min_completion_tokens: int, seed: int | None, scenario: str, repeat: int,
-                  request_timeout: float, preset: str, extra_body: dict, store_location: str,
+                  request_timeout: float, max_reply_bytes: int, max_chunks_per_token: float,
+                  stall_timeout: float, retry_429_max_wait: float, preset: str,
+                  extra_body: dict, store_location: str,
                   json_path: str | None, html_path: str | None, resume: str | None,
                   no_progress: bool) -> None:
     """Does concurrency change what an OpenAI-compatible server answers, or leak one
@@ -142,6 +173,14 @@ def contamination(ctx: click.Context, url: str | None, model: str | None, api_ke
             stored = config_from_run(stored_run)
             url = url or stored.url
             api_key_env = api_key_env or stored.api_key_env
+            # the client's limits: the stored ones, unless given again now
+            limits = {name: getattr(stored, name) for name in CLIENT_LIMITS
+                      if ctx.get_parameter_source(name) is not ParameterSource.COMMANDLINE}
+            request_timeout = limits.get("request_timeout", request_timeout)
+            max_reply_bytes = limits.get("max_reply_bytes", max_reply_bytes)
+            max_chunks_per_token = limits.get("max_chunks_per_token", max_chunks_per_token)
+            stall_timeout = limits.get("stall_timeout", stall_timeout)
+            retry_429_max_wait = limits.get("retry_429_max_wait", retry_429_max_wait)
         if not url:
             raise ConfigError("--url is required: the base URL of an OpenAI-compatible server")
         try:
@@ -149,7 +188,9 @@ def contamination(ctx: click.Context, url: str | None, model: str | None, api_ke
                 url=url, model=model, api_key_env=api_key_env, concurrency=concurrency,
                 probes=probes, max_tokens=max_tokens, min_completion_tokens=min_completion_tokens,
                 seed=seed, scenario=scenario, repeat=repeat, request_timeout=request_timeout,
-                preset=preset, extra_body=extra_body)
+                preset=preset, extra_body=extra_body,
+                max_reply_bytes=max_reply_bytes, max_chunks_per_token=max_chunks_per_token,
+                stall_timeout=stall_timeout, retry_429_max_wait=retry_429_max_wait)
             report = run_contamination(config, store, progress=not no_progress, resume=resume,
                                        console=make_console(stderr=True))
         except ValueError as error:

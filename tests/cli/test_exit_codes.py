@@ -229,8 +229,8 @@ def test_resume_refuses_options_that_conflict_with_the_stored_run(tmp_path):
     with FakeOpenAIServer("clean", delta_delay=0.02) as server:
         process = subprocess.Popen(
             [sys.executable, "-m", "benchwarden", "contamination", "--url", server.url,
-             *SMALL_RUN, "--store", str(store)], stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, text=True)
+             *SMALL_RUN, "--stall-timeout", "45", "--store", str(store)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
             wait_for(lambda: stored_records(store) >= 1, process)
             process.send_signal(signal.SIGTERM)
@@ -255,6 +255,10 @@ def test_resume_refuses_options_that_conflict_with_the_stored_run(tmp_path):
                            "--no-progress")
     assert same.returncode == 0, same.stderr  # the same value, or a client option: fine
     assert server.chat_requests > sent
+    with SQLiteStore(store) as opened:
+        resumed = opened.runs()[-1].run
+    # a client limit given again applies; one not given stays the stored one
+    assert resumed.config["request_timeout"] == 60 and resumed.config["stall_timeout"] == 45
 
 
 @pytest.mark.parametrize("option", [["--seeds", "1-3"], ["--limit", "3"], ["--sandbox"],
