@@ -165,7 +165,10 @@ class LazyGroup(click.Group):
             return super().main(args=args, prog_name=prog_name, complete_var=complete_var,
                                 standalone_mode=False, **extra)
         argv = list(sys.argv[1:] if args is None else args)
-        with installed_handlers(), _scrubbed_output():
+        # The process itself (args None, not an in-process caller such as a test): once
+        # everything is recorded and said, a late signal must not turn the exit code into
+        # a death by signal, so the way out ignores them instead of restoring defaults.
+        with installed_handlers(restore=args is not None), _scrubbed_output():
             try:
                 code = run_command(self, argv, prog_name or "benchwarden")
             finally:

@@ -13,7 +13,8 @@ Invariants:
 - `signals_deferred()` holds the three signals back while a run end is written, so a
   second Ctrl-C cannot leave a run with neither records nor an end.
 - The handlers a caller had are restored when `installed_handlers` exits (tests run the
-  CLI in-process many times).
+  CLI in-process many times); the process itself ignores the signals on its way out
+  instead, so a late signal cannot turn a decided exit code into a death by signal.
 """
 
 from __future__ import annotations
@@ -58,8 +59,11 @@ def _on_other(signum: int, frame: FrameType | None) -> None:
 
 
 @contextmanager
-def installed_handlers() -> Iterator[None]:
-    """Handle SIGINT, SIGTERM and SIGHUP as interrupts for the duration (main thread only)."""
+def installed_handlers(*, restore: bool = True) -> Iterator[None]:
+    """Handle SIGINT, SIGTERM and SIGHUP as interrupts for the duration (main thread only).
+
+    Afterwards the previous handlers come back (`restore`), or, for a process that is
+    about to exit with a code it has already decided, the signals are ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -75,6 +79,8 @@ def installed_handlers() -> Iterator[None]:
         yield
     finally:
         for number, handler in previous.items():
+            if not restore:
+                handler = signal.SIG_IGN
             try:
                 signal.signal(number, handler if handler is not None else signal.SIG_DFL)
             except (TypeError, ValueError):

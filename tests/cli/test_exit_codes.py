@@ -197,6 +197,28 @@ def test_a_signal_ends_the_run_interrupted_with_a_resume_line_and_exit_130(tmp_p
     assert report["verdict"]["kind"] == "pass" and report["run"]["resumed_from"] == info.run.run_id
 
 
+@pytest.mark.parametrize("pause", [0.0, 0.05, 0.2])
+def test_a_second_signal_while_stopping_still_ends_the_run_once_with_exit_130(tmp_path, pause):
+    store = tmp_path / "s.sqlite"
+    with FakeOpenAIServer("clean", delta_delay=0.02) as server:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "benchwarden", "contamination", "--url", server.url,
+             *SMALL_RUN, "--store", str(store)], stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True, preexec_fn=ignore_sigint)
+        try:
+            wait_for(lambda: stored_records(store) >= 1, process)
+            process.send_signal(signal.SIGINT)
+            time.sleep(pause)  # the second lands while stopping, or on the way out
+            process.send_signal(signal.SIGTERM)
+            _, err = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 130, err
+    assert "benchwarden: interrupted by SIG" in err and "Traceback" not in err
+    assert stored_records(store, "run_end") == 1
+
+
 def test_resume_refuses_a_completed_run_and_adds_nothing(tmp_path):
     store = tmp_path / "s.sqlite"
     with FakeOpenAIServer("clean") as server:
