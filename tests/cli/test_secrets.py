@@ -202,3 +202,12 @@ def test_the_terminal_streams_scrub_and_offer_no_way_around():
     written = underlying.buffer.getvalue().decode()
     assert written == f"401: Bearer {MARKER}; store postgresql://bob:***@db/x\n"
     assert not hasattr(stream, "buffer")  # click would write bytes past the scrubber
+
+
+def test_a_model_name_that_looks_like_a_key_is_refused(tmp_path):
+    with FakeOpenAIServer() as server:
+        done = benchwarden("contamination", "--url", server.url, "--model", KEY, *SMALL_RUN,
+                           "--store", str(tmp_path / "s.sqlite"))
+        assert server.chat_requests == 0
+    assert done.returncode == 2 and "--model looks like a credential" in done.stderr
+    assert_no_key("output", done.stdout + done.stderr)

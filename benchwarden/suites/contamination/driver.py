@@ -150,6 +150,9 @@ class ContaminationConfig:
                              "holds the key, not the key itself")
         if self.model is not None and not self.model.strip():
             raise ValueError("--model must not be empty")
+        if self.model is not None and credentials.looks_like_credential_value(self.model):
+            raise ConfigurationError("--model looks like a credential (it would be sent and "
+                                     "stored as the model name); pass keys with --api-key-env")
         check_extra_body(self.extra_body)
         self._validate_client_bounds()
 
