@@ -11,7 +11,7 @@ install:
 	$(PIP) install -q -e .
 
 test-deps:
-	$(PIP) install -q -e '.[test,postgres,ray]'
+	$(PIP) install -q -e '.[test,postgres,ray,vouch]'
 
 # The build needs cmake, ninja and g++ (present on a fresh machine of the CI's kind);
 # install them only when missing and only where apt-get can.
@@ -37,3 +37,4 @@ bench: test-deps engine
 	$(PYTHON) bench/client_overhead.py
 	$(PYTHON) bench/store_append.py
 	$(PYTHON) bench/rung_launch.py
+	$(PYTHON) bench/hostile_client.py
