@@ -185,6 +185,20 @@ class LocalExecutor:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
+    def abandon(self) -> None:
+        """Stop now, after a signal: queued tasks are cancelled and running ones ended
+        with their workers (`close` would wait for them, up to a trial's wall clock)."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        workers = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for worker in workers:
+            if worker.is_alive():
+                worker.terminate()
+        for worker in workers:
+            worker.join(5)
+
     def __enter__(self) -> "LocalExecutor":
         return self
 
@@ -269,6 +283,11 @@ class RayExecutor:
         if self._owns_session and self._ray.is_initialized():
             self._ray.shutdown()
         self._owns_session = False
+
+    def abandon(self) -> None:
+        """After a signal: a cluster started here is shut down with its workers; tasks
+        already sent to a cluster this process joined run on there."""
+        self.close()
 
     def __enter__(self) -> "RayExecutor":
         return self
