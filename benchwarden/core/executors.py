@@ -29,6 +29,7 @@ import concurrent.futures as futures
 import importlib
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import traceback
@@ -94,6 +95,18 @@ def _ready() -> None:
     """A no-op task: submitting it makes the pool fork its workers right away."""
 
 
+def _worker_signals() -> None:
+    """In each worker: the parent decides what a signal means. A forked worker would
+    otherwise inherit the CLI's handlers, turn `terminate()` into a KeyboardInterrupt
+    that the pool reports as a task result, and live on (the parent then waits for it
+    forever at exit). So SIGTERM and SIGHUP kill a worker, and Ctrl-C, which a terminal
+    sends to the whole process group, is left to the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+
+
 def pool_start_method() -> str:
     """`fork` while this process has one thread (cheap, and safe: no lock can be copied
     mid-use), else `forkserver` (or `spawn` where there is none)."""
@@ -133,7 +146,8 @@ class LocalExecutor:
             self.start_method = pool_start_method()
             try:
                 pool = futures.ProcessPoolExecutor(
-                    self.workers, mp_context=multiprocessing.get_context(self.start_method))
+                    self.workers, mp_context=multiprocessing.get_context(self.start_method),
+                    initializer=_worker_signals)
                 # With fork, the first submit forks every worker before the pool's own
                 # management thread starts: do it now, while this process is single-threaded.
                 pool.submit(_ready)
@@ -198,6 +212,9 @@ class LocalExecutor:
                 worker.terminate()
         for worker in workers:
             worker.join(5)
+            if worker.is_alive():
+                worker.kill()
+                worker.join(5)
 
     def __enter__(self) -> "LocalExecutor":
         return self
