@@ -12,7 +12,7 @@ from typing import Any, Callable, TypeVar
 
 import click
 
-from benchwarden.core.paths import default_store
+from benchwarden.core.paths import default_store, is_home_store
 from benchwarden.core.store import Store, StoreError, open_store
 
 EXIT_OK = 0
@@ -41,11 +41,33 @@ def store_option(function: F) -> F:
     )(function)
 
 
-def open_store_or_exit(location: str) -> Store:
+class StoreFailure(click.ClickException):
+    """A store error on its way out: one line, and the error's own exit code (4 when the
+    OS or the database refused, 2 when there is no store or no such run)."""
+
+    def __init__(self, error: StoreError) -> None:
+        super().__init__(str(error))
+        self.exit_code = error.exit_code
+
+    def format_message(self) -> str:
+        return " ".join(self.message.split())
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"benchwarden: error: {self.format_message()}", err=True)
+
+
+def open_store_or_exit(location: str, *, create: bool) -> Store:
+    """Open the store for a command, or exit with one line.
+
+    `create=False` for every command that only reads (runs, show, report, export, verify,
+    compare): nothing is created, a missing store is "no store at PATH" (exit 2).
+    `create=True` for commands that append: a new store file is made when its folder
+    exists, and the folder itself only for the default store (~/.benchwarden)."""
     try:
-        return open_store(location)
+        return open_store(location, create=create,
+                          create_parents=create and is_home_store(location))
     except StoreError as error:
-        raise ConfigError(str(error)) from None
+        raise StoreFailure(error) from None
     except ImportError as error:
         raise ConfigError(f"this store needs an optional dependency: {error}") from None
 
@@ -58,7 +80,7 @@ def config_errors(function: F) -> F:
         try:
             return function(*args, **kwargs)
         except StoreError as error:
-            raise ConfigError(str(error)) from None
+            raise StoreFailure(error) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -74,7 +96,7 @@ def write_html_report(store_location: str, report: Any, html_path: str) -> None:
     """Write the run's page: the same renderer `benchwarden report --html` uses."""
     from benchwarden.cli.report import enrich_for_html, write_report_html
 
-    with open_store_or_exit(store_location) as store:
+    with open_store_or_exit(store_location, create=False) as store:
         page_report = enrich_for_html(store, report)
     try:
         written = write_report_html(html_path, page_report)

@@ -89,7 +89,7 @@ def contamination(url: str | None, model: str | None, api_key_env: str | None,
                                                          config_from_run, run_contamination)
     from benchwarden.suites.contamination.report import render_terminal
 
-    with open_store_or_exit(store_location) as store:
+    with open_store_or_exit(store_location, create=True) as store:
         if resume is not None:
             stored = config_from_run(store.run_info(resume).run)
             url = url or stored.url

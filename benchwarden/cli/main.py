@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "ladder": "benchwarden.cli.ladder:ladder",
     "report": "benchwarden.cli.report:report",
     "sign": "benchwarden.cli.sign:sign",
+    "store": "benchwarden.cli.store:store_group",
 }
 
 
