@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchwarden.core.records import DEFAULT_WEIGHTS, TokenWeights
-from benchwarden.core.reports import dash_if_empty, envelope, verdict_text
+from benchwarden.core.reports import dash_if_empty, envelope, store_head_block, verdict_text
 from benchwarden.core.store import Store, StoreError
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.arms.model import FLOOR
@@ -91,7 +91,8 @@ def _report(store: Store, scope: str, info: Any, weights: TokenWeights,
     }
     return envelope(suite=SUITE_NAME, bench_version=bench_version,
                     run=info.run if info is not None else None,
-                    end=info.end if info is not None else None, verdict=verdict, body=body)
+                    end=info.end if info is not None else None, verdict=verdict, body=body,
+                    store_head=store_head_block(store))
 
 
 # -- terminal ------------------------------------------------------------------

@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from benchwarden.core.records import Record
-from benchwarden.core.reports import envelope, verdict_text
+from benchwarden.core.reports import envelope, store_head_block, verdict_text
 from benchwarden.core.store import Store
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.contamination import scoring
@@ -114,7 +114,7 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         "requests": _request_entries(records, len(config["probe_set"])),
     }
     return envelope(suite=SUITE, bench_version=BENCH_VERSION, run=run, end=info.end,
-                    verdict=verdict, body=body)
+                    verdict=verdict, body=body, store_head=store_head_block(store))
 
 
 # -- terminal --------------------------------------------------------------------------------

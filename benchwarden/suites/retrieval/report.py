@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from rich.console import Console
 from rich.table import Table
 
-from benchwarden.core.reports import envelope, verdict_text
+from benchwarden.core.reports import envelope, store_head_block, verdict_text
 from benchwarden.core.store import Store
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.retrieval.corpus import CATEGORIES
@@ -53,7 +53,7 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         verdict = Verdict.info(f"composite {composite:.4f}, guarded {guarded:.4f} "
                                f"over {len(blocks)} seed(s)")
     return envelope(suite=SUITE, bench_version=run.bench_version, run=run, end=info.end,
-                    verdict=verdict, body={
+                    verdict=verdict, store_head=store_head_block(store), body={
                         "strategy": dict(run.config.get("strategy") or {}),
                         "settings": settings,
                         "seeds": blocks,
