@@ -205,6 +205,10 @@ def compare_with_witnesses(first_hash: str | None, last_seq: int | None,
     for witness in witnesses:
         head, source = witness.head, witness.source
         hint = ""
+        if head.seq == 0:
+            lines.append(f"head witness {source}: agrees (it was written when the store was "
+                         "still empty)")
+            continue
         if first_hash is not None and head.first != first_hash:
             finding = (f"head witness {source} belongs to another store (the first entry it "
                        "records is not this store's first entry)")
@@ -303,9 +307,7 @@ class Store(ABC):
         if target is None:
             return
         with self._transaction() as cursor:
-            head = self._head_in(cursor)
-            if head is None:
-                return
+            head = self._head_in(cursor) or StoreHead.empty()
             try:
                 write_witness(target, head)
             except OSError as error:
@@ -536,7 +538,7 @@ class Store(ABC):
         lines, tail_problem = compare_with_witnesses(first_hash, last_seq, hashes_at, consulted)
         if own_line is not None and (checked or own_problem is not None):
             lines.insert(0, own_line)
-        if own_problem is not None and checked and not consulted:
+        if own_problem is not None and not consulted:
             tail_problem = tail_problem or own_problem
         return ChainReport(tail_problem is None, checked, None, last_seq=last_seq,
                            witness_lines=tuple(lines), tail_problem=tail_problem)
@@ -612,6 +614,20 @@ def sqlite_failure(location: str, error: sqlite3.Error, doing: str = "") -> Stor
     return StoreError(f"{where} refused{action}: {reason}")
 
 
+def _is_read_only(path: Path) -> bool:
+    """True when `path` (or its folder, for a new file) cannot be written: a read-only
+    filesystem, or permissions that refuse this user."""
+    try:
+        folder = path if path.is_dir() else path.parent
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return True
+        if path.exists():
+            return not os.access(path, os.W_OK) or not os.access(folder, os.W_OK)
+        return not os.access(folder, os.W_OK)
+    except OSError:
+        return False
+
+
 def _oserror_failure(location: str, error: OSError) -> StoreError:
     return StoreError(f"store {location}: {error.strerror or error} "
                       f"({getattr(error, 'filename', None) or location})")
@@ -680,17 +696,34 @@ class SQLiteStore(Store):
         fresh = self._check_path(create, create_parents)
         if not fresh:
             self._refuse_foreign_early()
-        try:
-            self._connection = sqlite3.connect(
-                _sqlite_uri(self._path, "ro" if self.read_only else "rwc"), uri=True,
-                isolation_level=None, check_same_thread=False, timeout=self._timeout)
-        except sqlite3.Error as error:
-            raise sqlite_failure(self.location, error, "opening it") from None
+        self._connect(immutable=False)
         try:
             self._open_existing() if self.read_only else self._open_for_writing()
+        except StoreError as error:
+            self._connection.close()
+            if not (self.read_only and _is_read_only(self._path)
+                    and "cannot be opened" in str(error)):
+                raise
+            # A WAL store on a read-only filesystem (or in a folder this user cannot
+            # write) cannot get the -shm file a reader needs; nobody can write it there
+            # either, so reading it as immutable is safe.
+            self._connect(immutable=True)
+            try:
+                self._open_existing()
+            except BaseException:
+                self._connection.close()
+                raise
         except BaseException:
             self._connection.close()
             raise
+
+    def _connect(self, *, immutable: bool) -> None:
+        try:
+            self._connection = sqlite3.connect(
+                _sqlite_uri(self._path, "ro" if self.read_only else "rwc", immutable), uri=True,
+                isolation_level=None, check_same_thread=False, timeout=self._timeout)
+        except sqlite3.Error as error:
+            raise self._failure(error, "opening it") from None
 
     # -- opening ---------------------------------------------------------------
     def _check_path(self, create: bool, create_parents: bool) -> bool:
@@ -752,6 +785,16 @@ class SQLiteStore(Store):
             f"store {self.location} is not a benchwarden store: it is an SQLite database of "
             f"another application ({kind.detail}); refused and left untouched")
 
+    def _failure(self, error: sqlite3.Error, doing: str) -> StoreError:
+        """`sqlite_failure`, but a write refused by a read-only file or filesystem says so
+        (SQLite often reports it only as "unable to open database file")."""
+        if not self.read_only and _is_read_only(self._path):
+            reason = " ".join(str(error).split())
+            return StoreError(f"store {self.location} is read-only while {doing} ({reason}); "
+                              "check the file's, its folder's and the filesystem's write "
+                              "permission")
+        return sqlite_failure(self.location, error, doing)
+
     def _inspect_or_fail(self, doing: str) -> _Kind:
         try:
             return _inspect(self._connection)
@@ -772,7 +815,7 @@ class SQLiteStore(Store):
         try:
             self._connection.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as error:
-            raise sqlite_failure(self.location, error, "opening it for writing") from None
+            raise self._failure(error, "opening it for writing") from None
         try:
             kind = self._inspect_or_fail("reading its header")
             if kind.name == "foreign":
@@ -789,10 +832,12 @@ class SQLiteStore(Store):
                 self._connection.execute("PRAGMA journal_mode=WAL")
             self._connection.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.Error as error:
-            raise sqlite_failure(self.location, error, "switching it to WAL") from None
+            raise self._failure(error, "switching it to WAL") from None
         self._keeps_sidecar = True
-        if kind.name == "legacy":
-            self._update_witness()  # a store from before witnesses: start one now
+        if kind.name in ("empty", "legacy"):
+            # a new store starts its witness (at entry 0, replacing any left by a store once
+            # at this path); a store from before witnesses starts one from its head
+            self._update_witness()
 
     def _initialise(self, kind: str) -> None:
         """Inside the open transaction: make an empty database a store, or mark an
@@ -843,7 +888,7 @@ class SQLiteStore(Store):
                 cursor = self._connection.cursor()
                 cursor.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as error:
-                raise sqlite_failure(self.location, error, "appending") from None
+                raise self._failure(error, "appending") from None
             try:
                 yield cursor
             except BaseException as error:
@@ -853,7 +898,7 @@ class SQLiteStore(Store):
                     except sqlite3.Error:
                         pass  # SQLite already rolled back (it does on a full disk)
                 if isinstance(error, sqlite3.Error) and not self._is_unique_violation(error):
-                    raise sqlite_failure(self.location, error, "appending") from None
+                    raise self._failure(error, "appending") from None
                 raise
             try:
                 cursor.execute("COMMIT")
@@ -863,7 +908,7 @@ class SQLiteStore(Store):
                         self._connection.execute("ROLLBACK")
                     except sqlite3.Error:
                         pass
-                raise sqlite_failure(self.location, error, "committing an append") from None
+                raise self._failure(error, "committing an append") from None
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:

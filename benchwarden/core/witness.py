@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from benchwarden.core.chain import GENESIS_HASH
 from benchwarden.core.files import write_text_atomically
 
 WITNESS_SCHEMA = "benchwarden.store-head/1"
@@ -60,13 +61,18 @@ class StoreHead:
             raise WitnessError(f"unsupported witness schema {schema!r} "
                                f"(this benchwarden reads {WITNESS_SCHEMA})")
         seq = data.get("seq")
-        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
-            raise WitnessError("`seq` is not a positive integer")
+        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
+            raise WitnessError("`seq` is not a whole number")
         for name in ("hash", "first"):
             value = data.get(name)
             if not isinstance(value, str) or not _HASH.match(value):
                 raise WitnessError(f"`{name}` is not a SHA-256 hex digest")
         return cls(seq, data["hash"], data["first"])
+
+    @classmethod
+    def empty(cls) -> "StoreHead":
+        """The witness of a store with no entries yet."""
+        return cls(0, GENESIS_HASH, GENESIS_HASH)
 
 
 @dataclass(frozen=True)

@@ -309,7 +309,7 @@ def test_witness_text_is_a_witness_file_or_a_report_carrying_one():
     report = {"schema": "benchwarden.report/1", "store_head": head.to_json_dict()}
     assert parse_witness_text(json.dumps(report)) == head
     for bad, why in (("{", "not JSON"), ("[]", "not a JSON object"),
-                     ('{"seq": 0, "hash": "x", "first": "y"}', "positive"),
+                     ('{"seq": -1, "hash": "x", "first": "y"}', "whole number"),
                      (json.dumps({**head.to_json_dict(), "hash": "A" * 64}), "hash"),
                      ('{"schema": "benchwarden.report/1"}', "carries no")):
         with pytest.raises(WitnessError, match=why):
