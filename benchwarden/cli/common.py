@@ -56,16 +56,18 @@ class StoreFailure(click.ClickException):
         click.echo(f"benchwarden: error: {self.format_message()}", err=True)
 
 
-def open_store_or_exit(location: str, *, create: bool) -> Store:
+def open_store_or_exit(location: str, *, create: bool, own_default: bool = False) -> Store:
     """Open the store for a command, or exit with one line.
 
     `create=False` for every command that only reads (runs, show, report, export, verify,
     compare): nothing is created, a missing store is "no store at PATH" (exit 2).
     `create=True` for commands that append: a new store file is made when its folder
-    exists, and the folder itself only for the default store (~/.benchwarden)."""
+    exists, and the folder itself only for a default location: the default store
+    (~/.benchwarden), or a command's own default the user did not type (`own_default`,
+    e.g. the store inside a ladder folder)."""
     try:
         return open_store(location, create=create,
-                          create_parents=create and is_home_store(location))
+                          create_parents=create and (own_default or is_home_store(location)))
     except StoreError as error:
         raise StoreFailure(error) from None
     except ImportError as error:

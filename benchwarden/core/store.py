@@ -355,7 +355,7 @@ class Store(ABC):
     def begin_run(self, run: Run) -> None:
         secrets = find_secrets({"config": run.config, "target": run.target})
         if secrets:
-            raise StoreError(
+            raise StoreUsageError(
                 f"refusing to store run {run.run_id}: {', '.join(secrets)} looks like a "
                 "credential (pass keys through an environment variable instead)")
         self._append([_Entry("run", run.suite, "", "", "", 0, run.run_id, canonical_json(run))])

@@ -42,7 +42,7 @@ from psycopg import errors as pg_errors
 
 from benchwarden.core import paths
 from benchwarden.core.store import (SCHEMA_VERSION, CorruptStore, NoStore, Store, StoreError,
-                                    lock_timeout)
+                                    StoreUsageError, lock_timeout)
 
 # First key of the advisory lock ("BWST"); the second is the `entries` table's oid,
 # so stores in different schemas of one database do not wait for each other.
@@ -157,7 +157,8 @@ class PostgresStore(Store):
         except psycopg.Error as error:
             raise _connection_error(self.location, error) from None
         except Exception as error:  # a malformed URL is caught by libpq's parser
-            raise StoreError(f"PostgreSQL store {self.location}: {_first_line(error)}") from None
+            raise StoreUsageError(
+                f"PostgreSQL store {self.location}: {_first_line(error)}") from None
         self._connection.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
         try:
             # bounded wait for the append lock (0 would mean forever in PostgreSQL)

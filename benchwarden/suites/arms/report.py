@@ -15,7 +15,7 @@ from rich.table import Table
 
 from benchwarden.core.records import DEFAULT_WEIGHTS, TokenWeights
 from benchwarden.core.reports import dash_if_empty, envelope, store_head_block, verdict_text
-from benchwarden.core.store import Store, StoreError
+from benchwarden.core.store import Store, StoreUsageError
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.arms.model import FLOOR
 from benchwarden.suites.arms.trial import SUITE_NAME
@@ -39,12 +39,12 @@ def build_scope_report(store: Store, scope: str | None = None,
     runs = store.runs(SUITE_NAME)
     if scope is None:
         if not runs:
-            raise StoreError(f"no arms runs in {store.location}")
+            raise StoreUsageError(f"no arms runs in {store.location}")
         scope = str(runs[-1].run.config.get("scope", ""))
     mine = [info for info in runs if info.run.config.get("scope") == scope]
     if not mine and not store.records(suite=SUITE_NAME, scope=scope):
         known = sorted({str(i.run.config.get("scope")) for i in runs})
-        raise StoreError(f"no arms records for suite {scope!r} in {store.location}"
+        raise StoreUsageError(f"no arms records for suite {scope!r} in {store.location}"
                          + (f" (suites: {', '.join(known)})" if known else ""))
     return _report(store, scope, mine[-1] if mine else None, weights, floor)
 
