@@ -56,7 +56,8 @@ class StoreFailure(click.ClickException):
         click.echo(f"benchwarden: error: {self.format_message()}", err=True)
 
 
-def open_store_or_exit(location: str, *, create: bool, own_default: bool = False) -> Store:
+def open_store_or_exit(location: str, *, create: bool, read_only: bool | None = None,
+                       own_default: bool = False) -> Store:
     """Open the store for a command, or exit with one line.
 
     `create=False` for every command that only reads (runs, show, report, export, verify,
@@ -64,9 +65,10 @@ def open_store_or_exit(location: str, *, create: bool, own_default: bool = False
     `create=True` for commands that append: a new store file is made when its folder
     exists, and the folder itself only for a default location: the default store
     (~/.benchwarden), or a command's own default the user did not type (`own_default`,
-    e.g. the store inside a ladder folder)."""
+    e.g. the store inside a ladder folder). `create=False, read_only=False` for resuming a
+    run: the store must exist and is appended to."""
     try:
-        return open_store(location, create=create,
+        return open_store(location, create=create, read_only=read_only,
                           create_parents=create and (own_default or is_home_store(location)))
     except StoreError as error:
         raise StoreFailure(error) from None

@@ -89,7 +89,8 @@ def contamination(url: str | None, model: str | None, api_key_env: str | None,
                                                          config_from_run, run_contamination)
     from benchwarden.suites.contamination.report import render_terminal
 
-    with open_store_or_exit(store_location, create=True) as store:
+    # a resumed run's store must already exist: a typo must not make an empty one
+    with open_store_or_exit(store_location, create=resume is None, read_only=False) as store:
         if resume is not None:
             stored = config_from_run(store.run_info(resume).run)
             url = url or stored.url

@@ -169,7 +169,7 @@ def _resume(store_location: str, run_id: str, executor_spec: str | None) -> dict
                         TextColumn("cases"), TimeElapsedColumn(), console=console(stderr=True),
                         transient=True)
     try:
-        with open_store_or_exit(store_location, create=True) as store, progress:
+        with open_store_or_exit(store_location, create=False, read_only=False) as store, progress:
             task = progress.add_task("scoring", total=None)
             try:
                 finished, missing = resume_run(store, run_id, executor=executor,

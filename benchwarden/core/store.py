@@ -675,14 +675,18 @@ class SQLiteStore(Store):
 
     `create=True` (writers) creates the file when its folder exists (the folder too only
     with `create_parents`) and initialises an empty file; `create=False` (readers) opens an
-    existing store read-only and writes nothing at all."""
+    existing store read-only and writes nothing at all; `create=False, read_only=False`
+    (resuming) opens an existing store for appending and never creates one."""
 
     placeholder = "?"
 
-    def __init__(self, path: str | Path, *, create: bool = True,
+    def __init__(self, path: str | Path, *, create: bool = True, read_only: bool | None = None,
                  create_parents: bool = False, timeout: float | None = None) -> None:
         self.location = str(path)
-        self.read_only = not create
+        self.read_only = (not create) if read_only is None else read_only
+        if create and self.read_only:
+            raise ValueError("a store cannot be both created and read-only")
+        self._create = create
         self._lock = threading.RLock()
         self._timeout = lock_timeout() if timeout is None else timeout
         self._memory = str(path) == ":memory:"
@@ -820,6 +824,9 @@ class SQLiteStore(Store):
             kind = self._inspect_or_fail("reading its header")
             if kind.name == "foreign":
                 raise self._foreign(kind)
+            if kind.name == "empty" and not self._create:
+                raise NoStore(f"no store at {self.location}: it is an empty SQLite database, "
+                              "nothing was ever written to it")
             self._initialise(kind.name)
             self._connection.execute("COMMIT")
         except BaseException:
@@ -985,7 +992,7 @@ def is_url(location: str | Path) -> bool:
     return str(location).startswith(("postgresql://", "postgres://"))
 
 
-def open_store(location: str | Path, *, create: bool = True,
+def open_store(location: str | Path, *, create: bool = True, read_only: bool | None = None,
                create_parents: bool = False) -> Store:
     """A store from a file path (SQLite) or a `postgresql://` URL.
 
@@ -993,9 +1000,11 @@ def open_store(location: str | Path, *, create: bool = True,
     benchwarden store, and nothing at all is created or written (a missing path raises
     `NoStore`). `create=True` (writers) creates a new SQLite file when its folder exists;
     `create_parents` also creates the folder (the CLI asks for it only for the default
-    store under ~/.benchwarden)."""
+    store under ~/.benchwarden). `read_only` defaults to `not create`; `create=False,
+    read_only=False` is for resuming: the store must exist, and can be appended to."""
     text = str(location)
     if is_url(text):
         from benchwarden.core.store_postgres import PostgresStore
-        return PostgresStore(text, create=create)
-    return SQLiteStore(Path(text).expanduser(), create=create, create_parents=create_parents)
+        return PostgresStore(text, create=create, read_only=read_only)
+    return SQLiteStore(Path(text).expanduser(), create=create, read_only=read_only,
+                       create_parents=create_parents)

@@ -145,9 +145,10 @@ class PostgresStore(Store):
 
     placeholder = "%s"
 
-    def __init__(self, url: str, *, create: bool = True, connect_timeout: float = 10) -> None:
+    def __init__(self, url: str, *, create: bool = True, read_only: bool | None = None,
+                 connect_timeout: float = 10) -> None:
         self.location = redact(url)
-        self.read_only = not create
+        self.read_only = (not create) if read_only is None else read_only
         self._lock = threading.RLock()
         timeout = lock_timeout()
         try:

@@ -160,6 +160,14 @@ def test_verify_without_a_path_checks_the_same_default_store_as_every_command(tm
     assert result.returncode == 0 and "8 entries verified" in result.stdout
 
 
+def test_resuming_from_a_mistyped_store_creates_nothing(tmp_path):
+    typo = tmp_path / "typo.sqlite"
+    result = bw("contamination", "--resume", "contamination-x", "--store", str(typo),
+                "--no-progress")
+    assert_one_line_error(result, 2, f"no store at {typo}")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_writing_command_does_not_create_a_typed_folder(tmp_path):
     target = tmp_path / "nonexistent" / "dir" / "x.sqlite"
     result = bw("contamination", "--url", DEAD_URL, "--store", str(target), "--no-progress")

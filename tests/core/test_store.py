@@ -76,6 +76,25 @@ def test_reading_a_missing_store_creates_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_resuming_needs_an_existing_store_and_can_append_to_it(tmp_path):
+    path = tmp_path / "s.sqlite"
+    with pytest.raises(NoStore):
+        open_store(path, create=False, read_only=False)
+    path.touch()
+    with pytest.raises(NoStore, match="empty"):
+        open_store(path, create=False, read_only=False)
+    assert list(tmp_path.iterdir()) == [path] and path.stat().st_size == 0
+    path.unlink()
+    _store_with(path, 1)
+    with open_store(path, create=False, read_only=False) as store:
+        assert not store.read_only
+        store.append([make_record(task="resumed")])
+    with open_store(path, create=False) as store:
+        assert [r.task for r in store.records()] == ["0", "resumed"] and store.verify().ok
+    with pytest.raises(ValueError):
+        open_store(path, create=True, read_only=True)
+
+
 def test_writing_creates_the_file_but_only_asked_for_folders(tmp_path):
     with pytest.raises(NoStore, match="folder .* does not exist"):
         open_store(tmp_path / "deep" / "store.sqlite")
