@@ -643,7 +643,12 @@ class _Kind:
     """What an SQLite database is, judged from its header and schema without writing."""
 
     name: str  # "ours" | "legacy" (ours, before the application id) | "empty" | "foreign"
+    #            | "damaged" (our id, but not our tables)
     detail: str = ""
+
+
+# columns a store made before the application id must have to be recognised as ours
+_CHAIN_COLUMNS = {"seq", "kind", "run_id", "body", "prev_hash", "hash"}
 
 
 def _inspect(connection: sqlite3.Connection) -> _Kind:
@@ -653,9 +658,13 @@ def _inspect(connection: sqlite3.Connection) -> _Kind:
         "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
     ).fetchall()
     tables = {name for kind, name in objects if kind == "table"}
+    ours_by_shape = {"entries", "meta"} <= tables and _CHAIN_COLUMNS <= {
+        row[1] for row in connection.execute("PRAGMA table_info(entries)")}
     if application_id == APPLICATION_ID:
-        return _Kind("ours")
-    if application_id == 0 and {"entries", "meta"} <= tables:
+        if not ours_by_shape and objects:
+            return _Kind("damaged", "it carries benchwarden's application id but not its tables")
+        return _Kind("ours" if objects else "empty")
+    if application_id == 0 and ours_by_shape:
         row = connection.execute(
             "SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
         if row is not None:
@@ -781,10 +790,13 @@ class SQLiteStore(Store):
             return
         finally:
             probe.close()
-        if kind.name == "foreign":
+        if kind.name in ("foreign", "damaged"):
             raise self._foreign(kind)
 
-    def _foreign(self, kind: _Kind) -> ForeignDatabase:
+    def _foreign(self, kind: _Kind) -> CorruptStore:
+        if kind.name == "damaged":
+            return CorruptStore(f"store {self.location} is damaged: {kind.detail}; refused and "
+                                "left untouched")
         return ForeignDatabase(
             f"store {self.location} is not a benchwarden store: it is an SQLite database of "
             f"another application ({kind.detail}); refused and left untouched")
@@ -807,7 +819,7 @@ class SQLiteStore(Store):
 
     def _open_existing(self) -> None:
         kind = self._inspect_or_fail("reading its header")
-        if kind.name == "foreign":
+        if kind.name in ("foreign", "damaged"):
             raise self._foreign(kind)
         if kind.name == "empty":
             raise NoStore(f"no store at {self.location}: it is an empty SQLite database, "
@@ -822,7 +834,7 @@ class SQLiteStore(Store):
             raise self._failure(error, "opening it for writing") from None
         try:
             kind = self._inspect_or_fail("reading its header")
-            if kind.name == "foreign":
+            if kind.name in ("foreign", "damaged"):
                 raise self._foreign(kind)
             if kind.name == "empty" and not self._create:
                 raise NoStore(f"no store at {self.location}: it is an empty SQLite database, "

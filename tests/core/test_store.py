@@ -144,6 +144,33 @@ def test_an_empty_sqlite_database_with_another_application_id_is_foreign(tmp_pat
     assert _fingerprint(tmp_path) == before
 
 
+def test_tables_named_like_ours_do_not_make_a_store(tmp_path):
+    """Another application's `entries` and `meta` tables (even with a schema_version)
+    are not a store from before the application id: our chain columns are missing."""
+    foreign = tmp_path / "app.db"
+    raw = sqlite3.connect(foreign)
+    raw.execute("CREATE TABLE entries (id INTEGER PRIMARY KEY, text TEXT)")
+    raw.execute("CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT)")
+    raw.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    raw.commit()
+    raw.close()
+    before = _fingerprint(tmp_path)
+    with pytest.raises(ForeignDatabase, match="entries, meta"):
+        open_store(foreign)
+    assert _fingerprint(tmp_path) == before
+
+
+def test_our_application_id_without_our_tables_is_damage(tmp_path):
+    odd = tmp_path / "odd.db"
+    raw = sqlite3.connect(odd)
+    raw.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    raw.execute("CREATE TABLE something (x)")
+    raw.commit()
+    raw.close()
+    with pytest.raises(CorruptStore, match="damaged: it carries benchwarden's application id"):
+        open_store(odd, create=False)
+
+
 def test_an_empty_file_is_a_new_store_for_writers_and_no_store_for_readers(tmp_path):
     empty = tmp_path / "made-by-mktemp"
     empty.touch()
