@@ -11,8 +11,9 @@ Invariants:
 - A record address (suite, scope, arm, task, trial) is unique: a partial unique index
   refuses a second one, and the refusal names the address.
 - Every append is one transaction; a batch either lands whole or not at all. After it
-  commits, the head witness beside the store is rewritten under the append lock, so it
-  only moves forward and never names an entry that was not committed.
+  commits, the head witness beside the store is rewritten from the head read inside
+  that transaction, so it never names an entry that was not committed, and only moves
+  forward (core/witness.py serialises concurrent writers).
 - No credential is ever stored: runs are checked for secret-looking keys first.
 - Opening never changes what it should not: a store opened with `create=False` is read
   only (nothing is created or written), and a database that is not a benchwarden store
@@ -294,37 +295,46 @@ class Store(ABC):
                     rows.append((entry.kind, *entry.address, entry.body, previous, current))
                     previous = current
                 cursor.executemany(insert, rows)
+                head = self._head_in(cursor) if self.witness_path is not None else None
         except Exception as error:  # translate the backend's refusal into ours
             if self._is_unique_violation(error):
                 raise DuplicateRecord(self._explain_duplicate(entries)) from None
             raise
-        self._update_witness()
+        if head is not None:  # only once committed: a crash before this leaves it behind,
+            self._committed_first_hash = head.first  # never ahead of the store
+            self._write_witness(head, forward_only=True)
 
-    def _update_witness(self) -> None:
-        """Rewrite the head witness from the committed head, under the append lock, so a
-        slower writer can never move it back past a faster one's entries."""
+    def _write_witness(self, head: StoreHead, *, forward_only: bool) -> None:
         target = self.witness_path
         if target is None:
             return
+        try:
+            write_witness(target, head, forward_only=forward_only)
+        except OSError as error:
+            raise StoreError(
+                f"store {self.location}: the append was stored, but its head witness "
+                f"{target} could not be written ({error.strerror or error}); "
+                "free space or fix permissions, then resume") from None
+
+    def _update_witness(self) -> None:
+        """Start the witness from the committed head (a new store: entry 0, replacing any
+        witness a store once at this path left; a store from before witnesses: its head)."""
+        if self.witness_path is None:
+            return
         with self._transaction() as cursor:
             head = self._head_in(cursor) or StoreHead.empty()
-            try:
-                write_witness(target, head)
-            except OSError as error:
-                raise StoreError(
-                    f"store {self.location}: the append was stored, but its head witness "
-                    f"{target} could not be written ({error.strerror or error}); "
-                    "free space or fix permissions, then resume") from None
+        self._write_witness(head, forward_only=False)
 
-    @staticmethod
-    def _head_in(cursor: Any) -> StoreHead | None:
+    def _head_in(self, cursor: Any) -> StoreHead | None:
         cursor.execute("SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1")
         last = cursor.fetchone()
         if last is None:
             return None
-        cursor.execute("SELECT hash FROM entries ORDER BY seq LIMIT 1")
-        first = cursor.fetchone()
-        return StoreHead(int(last[0]), str(last[1]), str(first[0]))
+        first = getattr(self, "_committed_first_hash", None)
+        if first is None:  # the first entry never changes once committed: cached below
+            cursor.execute("SELECT hash FROM entries ORDER BY seq LIMIT 1")
+            first = str(cursor.fetchone()[0])
+        return StoreHead(int(last[0]), str(last[1]), first)
 
     def head(self) -> StoreHead | None:
         """The chain's last entry (and first hash): what reports embed as `store_head`."""
@@ -978,7 +988,8 @@ class SQLiteStore(Store):
                 copy.close()
             if witness_text is not None:
                 from benchwarden.core.files import write_text_atomically
-                write_text_atomically(sidecar_for(target), witness_text, mode=0o644)
+                write_text_atomically(sidecar_for(target), witness_text, mode=0o644,
+                                      encoding="utf-8")
             os.replace(partial, target)
         except sqlite3.Error as error:
             _remove_quietly(partial)

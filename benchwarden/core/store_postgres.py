@@ -178,6 +178,15 @@ class PostgresStore(Store):
         digest = hashlib.sha256(self.location.encode("utf-8")).hexdigest()[:16]
         return paths.home() / "witnesses" / f"postgresql-{digest}.head"
 
+    def _write_witness(self, head: Any, *, forward_only: bool) -> None:
+        target = self.witness_path
+        if target is not None:
+            try:  # the folder is benchwarden's own default location
+                target.parent.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                pass  # the write below reports it in one line
+        super()._write_witness(head, forward_only=forward_only)
+
     def _prepare_schema(self, create: bool) -> None:
         with self._connection.transaction():
             # Creating the schema while another process does the same would race in

@@ -367,3 +367,29 @@ def test_an_in_memory_store_keeps_no_witness():
         store.begin_run(stamp_run(suite="demo", bench_version="1", config={}, run_id="r"))
         assert store.witness_path is None and store.verify().ok
     assert not os.path.exists(":memory:.head")
+
+
+def test_a_slower_writer_never_moves_the_witness_back(tmp_path):
+    from benchwarden.core.witness import WITNESS_BLOCK, read_witness, write_witness
+
+    path = tmp_path / "s.sqlite.head"
+    newer, older = StoreHead(9, "a" * 64, "f" * 64), StoreHead(4, "b" * 64, "f" * 64)
+    assert write_witness(path, newer)
+    assert not write_witness(path, older)  # the commit that finished first, written last
+    assert read_witness(path) == newer and path.stat().st_size == WITNESS_BLOCK
+    other_chain = StoreHead(2, "c" * 64, "e" * 64)
+    assert write_witness(path, other_chain)  # a different chain is not "later"
+    assert write_witness(path, older, forward_only=False) and read_witness(path) == older
+    path.write_text("garbage left by someone" * 40)
+    assert write_witness(path, newer) and read_witness(path) == newer
+    assert path.stat().st_size == WITNESS_BLOCK
+
+
+def test_a_failed_first_append_does_not_poison_the_witness(tmp_path):
+    path = tmp_path / "s.sqlite"
+    with open_store(path) as store:
+        with pytest.raises(StoreError):
+            store.append([make_record(task="x"), make_record(task="x")])  # refused whole
+        store.begin_run(stamp_run(suite="demo", bench_version="1", config={}, run_id="r"))
+        store.append([make_record(run_id="r", task="y")])
+        assert store.verify().ok
