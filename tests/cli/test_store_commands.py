@@ -409,3 +409,33 @@ def test_store_backup_refuses_in_one_line(tmp_path):
                              str(tmp_path / "b.sqlite")), 2, "pg_dump")
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("store")) == [
         "taken.sqlite"]
+
+
+# -- the same promises on a PostgreSQL store ------------------------------------------------------
+
+@pytest.mark.postgres
+def test_postgres_read_only_commands_create_nothing_and_a_removed_tail_is_found(tmp_path):
+    from tests.conftest import fresh_postgres_database
+
+    import psycopg
+
+    with fresh_postgres_database("bw_test_damage") as url:
+        for command in (["verify"], ["runs"], ["show", "--latest"]):
+            assert_one_line_error(bw(*command, "--store", url), 2, "no benchwarden store")
+        with psycopg.connect(url, autocommit=True) as raw:
+            assert raw.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+                               ).fetchone()[0] == 0
+        with FakeOpenAIServer("clean") as server:
+            for _ in range(2):
+                assert bw(*contamination_args(server.url, url)).returncode == 0
+        verified = bw("verify", "--store", url)
+        assert verified.returncode == 0 and "agrees" in verified.stdout, verified.stdout
+        with psycopg.connect(url, autocommit=True) as raw:  # a superuser cuts the newest run
+            raw.execute("ALTER TABLE entries DISABLE TRIGGER entries_refuse_change")
+            raw.execute("DELETE FROM entries WHERE run_id = (SELECT run_id FROM entries "
+                        "WHERE kind = 'run' ORDER BY seq DESC LIMIT 1)")
+            raw.execute("ALTER TABLE entries ENABLE TRIGGER entries_refuse_change")
+        result = bw("verify", "--store", url)
+        assert result.returncode == 1 and "removed from its tail" in result.stdout
+        backup = bw("store", "backup", url, str(tmp_path / "copy.sqlite"))
+        assert_one_line_error(backup, 2, "pg_dump")
