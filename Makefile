@@ -24,9 +24,12 @@ engine: test-deps
 services:
 	bash scripts/test-services.sh start
 
+# The PostgreSQL that `services` started for this checkout is stopped afterwards,
+# whatever pytest's result.
 test: test-deps engine services
 	@. ./.test-services.env 2>/dev/null; \
 	$(PYTHON) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	bash scripts/test-services.sh stop; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: the test tree is missing or everything was deselected" >&2; exit 1; fi; \
 	exit $$rc
 

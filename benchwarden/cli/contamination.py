@@ -7,6 +7,7 @@ Exit codes: 0 pass, 1 fail, 2 a usage or configuration error or an unreachable s
 from __future__ import annotations
 
 import json
+import re
 
 import click
 
@@ -40,6 +41,19 @@ def _extra_body(ctx: click.Context, param: click.Parameter, value: str | None) -
     return parsed
 
 
+_SIZE = re.compile(r"(?i)\s*(\d+)\s*(b|kib|k|mib|m|gib|g)?\s*")
+_UNITS = {None: 1, "b": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2,
+          "g": 1024**3, "gib": 1024**3}
+
+
+def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    match = _SIZE.fullmatch(value)
+    if not match:
+        raise ConfigError(f"--max-reply-bytes expects a size like 16MiB, 512KiB or 1048576, "
+                          f"not {value!r}")
+    return int(match.group(1)) * _UNITS[(match.group(2) or "").lower() or None]
+
+
 @click.command()
 @click.option("--url", default=None, help="Base URL of the OpenAI-compatible server "
               "(with or without /v1). Required unless --resume.")
@@ -63,6 +77,20 @@ def _extra_body(ctx: click.Context, param: click.Parameter, value: str | None) -
               help="Run the rungs this many times to catch rare races.")
 @click.option("--request-timeout", default=300.0, show_default=True, type=float,
               help="Seconds allowed for one whole request.")
+@click.option("--max-reply-bytes", default="16MiB", show_default=True, callback=_byte_size,
+              metavar="SIZE", help="Cut off a reply whose body exceeds this (KiB/MiB/GiB or "
+              "bytes); its record keeps the first 4 KiB, the length and the SHA-256.")
+@click.option("--max-chunks-per-token", default=4.0, show_default=True, type=float,
+              help="Cut off a reply that streams more than this many chunks per requested "
+                   "token (+64 for role, finish and usage chunks).")
+@click.option("--stall-timeout", default=60.0, show_default=True, type=float,
+              metavar="SECONDS", help="Fail a reply whose body, once begun, completes no "
+                                      "line for this long (0: off; --request-timeout still "
+                                      "bounds the whole request).")
+@click.option("--retry-429-max-wait", default=30.0, show_default=True, type=float,
+              metavar="SECONDS", help="Honour HTTP 429 Retry-After by resending a request "
+                                      "while its waits stay within this bound; beyond it "
+                                      "the request fails as overloaded (0: never retry).")
 @click.option("--preset", default="none", show_default=True,
               help=f"Engine preset ({' | '.join(PRESETS)}): the explicit sampling fields "
                    "that make temperature 0 greedy on that engine.")
@@ -80,7 +108,9 @@ def _extra_body(ctx: click.Context, param: click.Parameter, value: str | None) -
 def contamination(url: str | None, model: str | None, api_key_env: str | None,
                   concurrency: tuple[int, ...], probes: int, max_tokens: int,
                   min_completion_tokens: int, seed: int | None, scenario: str, repeat: int,
-                  request_timeout: float, preset: str, extra_body: dict, store_location: str,
+                  request_timeout: float, max_reply_bytes: int, max_chunks_per_token: float,
+                  stall_timeout: float, retry_429_max_wait: float, preset: str,
+                  extra_body: dict, store_location: str,
                   json_path: str | None, html_path: str | None, resume: str | None,
                   no_progress: bool) -> None:
     """Does concurrency change what an OpenAI-compatible server answers, or leak one
@@ -102,7 +132,9 @@ def contamination(url: str | None, model: str | None, api_key_env: str | None,
                 url=url, model=model, api_key_env=api_key_env, concurrency=concurrency,
                 probes=probes, max_tokens=max_tokens, min_completion_tokens=min_completion_tokens,
                 seed=seed, scenario=scenario, repeat=repeat, request_timeout=request_timeout,
-                preset=preset, extra_body=extra_body)
+                preset=preset, extra_body=extra_body,
+                max_reply_bytes=max_reply_bytes, max_chunks_per_token=max_chunks_per_token,
+                stall_timeout=stall_timeout, retry_429_max_wait=retry_429_max_wait)
             report = run_contamination(config, store, progress=not no_progress, resume=resume,
                                        console=make_console(stderr=True))
         except ValueError as error:

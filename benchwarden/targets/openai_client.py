@@ -16,6 +16,11 @@ Invariants:
 - Tool-call arguments are concatenated exactly as streamed, never re-serialised (a
   server that sends a JSON object instead of a string gets it compactly encoded).
 - Unknown JSON keys and unknown SSE fields are ignored; an `error` anywhere fails.
+- Server text is byte-exact: bytes that are not valid UTF-8 reach the reply as lone
+  surrogates (see replies.py), never as U+FFFD, and error lines show them as `\\xNN`.
+  Valid frames take msgspec's fast path; only a frame holding invalid UTF-8 goes
+  through the slower decoder that keeps those bytes, which rejects the same JSON
+  (lone `\\uDxxx` escapes included) as the fast path does.
 - A request is sent again only in one case: the pooled keep-alive connection it went
   out on failed before any response came, the sign of a connection the server had
   already closed. The retry uses a new connection and the outcome says so
@@ -29,12 +34,19 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
+import email.utils
+import hashlib
+import json
+import math
+import re
 import time
 from typing import Any
 
 import aiohttp
 import msgspec
 
+from benchwarden.core.errors import TargetUnreachableError
 from benchwarden.core.verdicts import one_line
 from benchwarden.targets.replies import (
     ERROR_LIMIT,
@@ -44,6 +56,7 @@ from benchwarden.targets.replies import (
     Timings,
     ToolCall,
     Usage,
+    escape_invalid_utf8,
 )
 from benchwarden.targets.sse import SSEEvent, SSEParser
 
@@ -72,11 +85,12 @@ def now() -> float:
 
 
 def one_line_error(text: str) -> str:
-    """Squash whitespace (newlines included) to single spaces; cut to 300 characters."""
-    return one_line(text, ERROR_LIMIT) or "unknown error"
+    """Squash whitespace (newlines included) to single spaces; cut to 300 characters;
+    bytes that were not valid UTF-8 shown as `\\xNN` (so the line is valid text)."""
+    return one_line(escape_invalid_utf8(text), ERROR_LIMIT) or "unknown error"
 
 
-class TargetUnreachable(Exception):
+class TargetUnreachable(TargetUnreachableError):
     """The server did not answer `GET /v1/models` with 200 in time (one-line message)."""
 
     def __init__(self, message: str) -> None:
@@ -205,12 +219,12 @@ def _error_text(value: Any) -> str:
 
 
 def _error_text_from_body(body: bytes) -> str:
-    text = body.decode("utf-8", "replace").strip()
+    text = body.decode("utf-8", "surrogateescape").strip()
     if not text:
         return ""
     try:
         return _error_text(_any_decoder.decode(body))
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeEncodeError, RecursionError):
         return text
 
 
@@ -219,7 +233,52 @@ def _arguments_text(arguments: Any) -> str:
         return ""
     if isinstance(arguments, str):
         return arguments
-    return _encoder.encode(arguments).decode()
+    try:
+        return _encoder.encode(arguments).decode()
+    except UnicodeEncodeError:  # holds invalid UTF-8 from the server: keep those bytes
+        return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+
+
+_RAW_BYTE = re.compile("[\udc80-\udcff]")  # what an invalid byte decodes to
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _surrogates_in(value: Any) -> int:
+    """How many lone surrogates the strings (keys too) of a decoded document hold."""
+    if isinstance(value, str):
+        return 0 if value.isascii() else len(_SURROGATE.findall(value))
+    if isinstance(value, dict):
+        return sum(_surrogates_in(key) + _surrogates_in(item) for key, item in value.items())
+    if isinstance(value, list):
+        return sum(_surrogates_in(item) for item in value)
+    return 0
+
+
+def _decode_chunk(data: str) -> _Chunk:
+    """One frame as a chunk: msgspec's fast path, or (for a frame holding bytes that
+    were not UTF-8, which msgspec cannot take) the stdlib decoder, which keeps them.
+
+    Raises msgspec.DecodeError / ValidationError for what the fast path rejects. The
+    stdlib decoder also accepts lone `\\uDxxx` escapes, which msgspec refuses: any
+    surrogate in the result that is not one of the frame's raw bytes came from one.
+    """
+    try:
+        return _chunk_decoder.decode(data)
+    except UnicodeEncodeError:
+        pass
+    except RecursionError:  # nesting deeper than msgspec follows (an unknown key's value)
+        raise msgspec.DecodeError("JSON is malformed: nested too deeply") from None
+    try:
+        document = json.loads(data, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise msgspec.DecodeError(f"JSON is malformed: {type(exc).__name__}: {exc}") from None
+    if _surrogates_in(document) != len(_RAW_BYTE.findall(data)):
+        raise msgspec.DecodeError("JSON is malformed: invalid utf-16 surrogate pair")
+    return msgspec.convert(document, _Chunk)
 
 
 class _CallBuilder:
@@ -259,11 +318,13 @@ class _StreamState:
         if other:
             for name, value in other:
                 if name == "error":  # older llama.cpp: a non-standard `error:` line
-                    raise _StreamFailure(self._in_band(_error_text_from_body(value.encode())))
+                    raise _StreamFailure(self._in_band(_error_text_from_body(
+                        value.encode("utf-8", "surrogateescape"))))
         if kind is not None and kind != "message":
             if kind == "error":
                 raise _StreamFailure(self._in_band(
-                    _error_text_from_body((data or "").encode()) or "event: error"))
+                    _error_text_from_body((data or "").encode("utf-8", "surrogateescape"))
+                    or "event: error"))
             return  # an event type a chat stream does not define
         if data is None:
             return
@@ -271,7 +332,7 @@ class _StreamState:
             self.saw_done = True
             return
         try:
-            chunk = _chunk_decoder.decode(data)
+            chunk = _decode_chunk(data)
         except msgspec.ValidationError as exc:
             raise _StreamFailure(
                 f"frame {self.frames + 1} is not a chat-completion chunk ({exc}): "
@@ -383,16 +444,17 @@ class _StreamState:
         )
 
 
-async def _read_capped(response: aiohttp.ClientResponse) -> bytes:
-    """The body, or its first 64 KiB when a server sends an unbounded one."""
+async def _read_capped(response: aiohttp.ClientResponse, limit: int = _ERROR_BODY_LIMIT) -> bytes:
+    """The body, or its first `limit` bytes when a server sends more: memory stays
+    bounded by the limit plus one network piece whatever the server sends."""
     parts: list[bytes] = []
     size = 0
     async for piece in response.content.iter_any():
         parts.append(piece)
         size += len(piece)
-        if size >= _ERROR_BODY_LIMIT:
+        if size >= limit:
             break
-    return b"".join(parts)[:_ERROR_BODY_LIMIT]
+    return b"".join(parts)[:limit]
 
 
 async def _drain_after_done(response: aiohttp.ClientResponse) -> None:
@@ -417,25 +479,190 @@ def _status_hint(status: int) -> str:
     return ""
 
 
+# --- Bounds on what one hostile or broken server can cost (docs/hostile-servers.md).
+# Generous for every real server: a 256-token reply is 30-100 KB on the wire, and even
+# top-20 logprobs (about 2.5 KB a token) keep a 4,096-token reply near 10 MB. ---
+
+DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024
+"""Bytes of one reply body (all of it: frames, pings, usage) before it is cut off."""
+DEFAULT_STALL_TIMEOUT = 60.0
+"""Seconds without a completed line, once the body has begun, before a read fails."""
+DEFAULT_CHUNKS_PER_TOKEN = 4.0
+"""Events allowed per requested token (Ollama splits a step in two; 4 leaves room)."""
+CHUNK_ALLOWANCE = 64
+"""Events allowed on top: role, finish, usage chunks, [DONE], stray empty deltas."""
+DEFAULT_RETRY_429_MAX_WAIT = 30.0
+"""Seconds of Retry-After waits honoured per request before overload is reported."""
+EVIDENCE_BYTES = 4096
+"""How much of a rejected body an error outcome keeps (with its length and SHA-256)."""
+MODELS_BODY_LIMIT = 8 * 1024 * 1024
+"""The largest `GET /v1/models` body read (3,000 long model ids are about 200 KB)."""
+MAX_429_RETRIES = 20
+"""Retries of one request after HTTP 429, whatever the waits (Retry-After: 0 loops)."""
+_MIN_429_PAUSE = 0.05
+
+
+def size_text(size: int) -> str:
+    """`16 MiB`, `4 KiB` or `1,234 bytes`: a byte count as a person reads it."""
+    for unit, name in ((1024 * 1024 * 1024, "GiB"), (1024 * 1024, "MiB"), (1024, "KiB")):
+        if size >= unit and size % unit == 0:
+            return f"{size // unit} {name}"
+    return f"{size:,} bytes"
+
+
+def chunk_cap(body: Any, chunks_per_token: float | None) -> tuple[int, int] | None:
+    """(most events a reply may stream, the token limit it derives from) for a request
+    body; None when the body sets no token limit or the cap is off.
+
+    The limit is `max_completion_tokens` (OpenAI's newer name) or `max_tokens`, times
+    `n` when several choices are asked for."""
+    if chunks_per_token is None or not isinstance(body, dict):
+        return None
+    limit = body.get("max_completion_tokens") or body.get("max_tokens")
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        return None
+    choices = body.get("n")
+    if not isinstance(choices, int) or isinstance(choices, bool) or choices < 1:
+        choices = 1
+    return math.ceil(chunks_per_token * limit * choices) + CHUNK_ALLOWANCE, limit
+
+
+_DELTA_SECONDS = re.compile(r"\d{1,12}(\.\d{1,6})?")
+
+
+def retry_after_seconds(value: str | None, now_epoch: float) -> float | None:
+    """The wait a `Retry-After` header asks for: delay-seconds or an HTTP-date (RFC 9110
+    §10.2.3); a date in the past is 0; None when absent or unreadable."""
+    if value is None:
+        return None
+    text = value.strip()
+    if _DELTA_SECONDS.fullmatch(text):
+        return float(text)
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:  # "-0000" means UTC with no zone information
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return max(0.0, when.timestamp() - now_epoch)
+
+
+def _seconds_text(seconds: float) -> str:
+    return f"{round(seconds, 1):g}"
+
+
+def overload_pause(retry_after: str | None, *, waited: float, retries: int, bound: float,
+                   now_epoch: float) -> float | str:
+    """How long to wait before retrying after HTTP 429, or why not to (the error line's
+    opening). Pure: the caller supplies the clock."""
+    delay = retry_after_seconds(retry_after, now_epoch)
+    if delay is None:
+        shown = "" if retry_after is None else f" {retry_after.strip()[:40]!r}"
+        return f"server overloaded: HTTP 429 without a usable Retry-After{shown}"
+    if retries >= MAX_429_RETRIES:
+        return (f"server overloaded: HTTP 429 again after {retries} retries "
+                f"({_seconds_text(waited)} s waited)")
+    if waited + delay > bound:
+        if waited:
+            return (f"server overloaded: HTTP 429, Retry-After {_seconds_text(delay)} s would "
+                    f"exceed the {_seconds_text(bound)} s bound after {_seconds_text(waited)} s"
+                    f" already waited (--retry-429-max-wait)")
+        return (f"server overloaded: HTTP 429, Retry-After {_seconds_text(delay)} s exceeds "
+                f"the {_seconds_text(bound)} s bound (--retry-429-max-wait)")
+    return max(delay, _MIN_429_PAUSE)
+
+
+class _Overloaded(Exception):
+    """HTTP 429: the caller waits as Retry-After asks (within its bound) and retries."""
+
+    def __init__(self, retry_after: str | None, detail: str,
+                 outcome: RequestOutcome | None = None) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after
+        self.detail = detail
+        self.outcome = outcome
+
+
+class _StallWatch:
+    """Fails a streamed read when no line completes for `seconds` once the body began.
+
+    One timer per request, re-armed only when it fires: the read loop merely notes
+    when its last line completed, so watching costs the hot path one assignment. On a
+    stall it expires the request's `asyncio.timeout` guard, which cancels the read and
+    surfaces as TimeoutError with `fired` set.
+    """
+
+    __slots__ = ("seconds", "guard", "last_progress_at", "handle", "fired")
+
+    def __init__(self, seconds: float, guard: asyncio.Timeout) -> None:
+        self.seconds = seconds
+        self.guard = guard
+        self.last_progress_at = 0.0
+        self.handle: asyncio.TimerHandle | None = None
+        self.fired = False
+
+    def arm(self, at: float) -> None:
+        self.last_progress_at = at
+        self.handle = asyncio.get_running_loop().call_later(self.seconds, self._check)
+
+    def _check(self) -> None:
+        loop = asyncio.get_running_loop()
+        quiet = now() - self.last_progress_at
+        if quiet >= self.seconds:
+            self.fired = True
+            self.guard.reschedule(loop.time())
+        else:
+            self.handle = loop.call_later(self.seconds - quiet, self._check)
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+
+
+class _ModelEntry(msgspec.Struct, gc=False):
+    id: str
+
+
+class _ModelListing(msgspec.Struct, gc=False):
+    data: list[_ModelEntry]
+
+
+_listing_decoder = msgspec.json.Decoder(_ModelListing)
+
+
 class ChatClient:
     """One aiohttp session talking to one OpenAI-compatible server.
 
     Use as `async with ChatClient(url) as client:`; requests from many tasks share the
     session's connection pool (at most `max_connections` open at once; more queue).
-    `request_timeout` bounds each whole request; `stall_timeout`, when set, fails a
-    request whose server sends no byte for that long (by default only the whole
-    request is bounded, because a server that queues requests sends nothing while a
-    request waits for a slot).
+
+    Every bound has a default a user never has to think about (the constants above):
+    `request_timeout` bounds each whole request, the wait for the first byte included
+    (a server that queues requests legitimately sends nothing while one waits);
+    `stall_timeout` fails a reply whose body, once begun, completes no line for that
+    long (a slowloris trickling bytes of one line is stalled too); `max_reply_bytes`
+    and `max_chunks_per_token` cut off a server that streams far more than was asked
+    for, keeping evidence (the first 4 KiB, the length and the SHA-256), never the
+    flood; HTTP 429 is retried as its Retry-After asks while the waits of one request
+    stay within `retry_429_max_wait` seconds. A retry is that request's own business:
+    a burst fired together is not held back for it. None turns a bound off.
     """
 
     def __init__(self, base_url: str, *, api_key: str | None = None,
                  request_timeout: float = 300.0, connect_timeout: float = 10.0,
-                 max_connections: int = 1024, stall_timeout: float | None = None) -> None:
+                 max_connections: int = 1024,
+                 stall_timeout: float | None = DEFAULT_STALL_TIMEOUT,
+                 max_reply_bytes: int | None = DEFAULT_MAX_REPLY_BYTES,
+                 max_chunks_per_token: float | None = DEFAULT_CHUNKS_PER_TOKEN,
+                 retry_429_max_wait: float = DEFAULT_RETRY_429_MAX_WAIT) -> None:
         self.base_url = normalise_base_url(base_url)
         self.request_timeout = request_timeout
         self.connect_timeout = connect_timeout
         self.stall_timeout = stall_timeout
         self.max_connections = max_connections
+        self.max_reply_bytes = max_reply_bytes
+        self.max_chunks_per_token = max_chunks_per_token
+        self.retry_429_max_wait = retry_429_max_wait
         self._chat_url = f"{self.base_url}/v1/chat/completions"
         self._models_url = f"{self.base_url}/v1/models"
         auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -452,8 +679,7 @@ class ChatClient:
     async def __aenter__(self) -> "ChatClient":
         connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0)
         timeout = aiohttp.ClientTimeout(total=self.request_timeout,
-                                        sock_connect=self.connect_timeout,
-                                        sock_read=self.stall_timeout)
+                                        sock_connect=self.connect_timeout)
         self._session = aiohttp.ClientSession(connector=connector, timeout=timeout)
         # Retries after a stale pooled connection go here: always a new connection.
         self._fresh_session = aiohttp.ClientSession(
@@ -472,10 +698,35 @@ class ChatClient:
             raise RuntimeError("use ChatClient inside `async with ChatClient(url) as client:`")
         return self._session
 
+    async def _pause_or_reason(self, overload: _Overloaded, waited: float,
+                               retries: int) -> float | str:
+        """Sleep as the 429 asks and return the pause, or return why not to retry."""
+        pause = overload_pause(overload.retry_after, waited=waited, retries=retries,
+                               bound=self.retry_429_max_wait, now_epoch=time.time())
+        if isinstance(pause, float):
+            await asyncio.sleep(pause)
+        return pause
+
     # --- reachability ---
 
     async def list_models(self, timeout: float = 10.0) -> list[str]:
-        """Model ids from `GET {base}/v1/models`; TargetUnreachable unless 200 in time."""
+        """Model ids from `GET {base}/v1/models`; TargetUnreachable unless 200 in time.
+
+        HTTP 429 is retried within `retry_429_max_wait`; any body that is not a model
+        list (too large, nested too deeply, not JSON, a wrong shape) is one line."""
+        waited, retries = 0.0, 0
+        while True:
+            try:
+                return await self._list_models_once(timeout)
+            except _Overloaded as overload:
+                pause = await self._pause_or_reason(overload, waited, retries)
+                if isinstance(pause, str):
+                    raise TargetUnreachable(f"{pause} from GET {self._models_url}: "
+                                            f"{overload.detail}") from None
+                waited += pause
+                retries += 1
+
+    async def _list_models_once(self, timeout: float) -> list[str]:
         session = self._require_session()
         url = self._models_url
         try:
@@ -485,27 +736,35 @@ class ChatClient:
                                               sock_connect=min(timeout, self.connect_timeout)),
             ) as response:
                 if response.status == 200:
-                    body = await response.read()  # listings can be large (routers, hubs)
+                    # Listings can be large (routers, hubs), but not without end.
+                    body = await _read_capped(response, MODELS_BODY_LIMIT + 1)
                 else:
                     body = await _read_capped(response)
                     detail = _error_text_from_body(body) or (response.reason or "")
+                    if response.status == 429:
+                        raise _Overloaded(response.headers.get("Retry-After"), detail)
                     raise TargetUnreachable(
                         f"GET {url} answered HTTP {response.status}: {detail}"
                         f"{_status_hint(response.status)}")
-        except TargetUnreachable:
+        except (TargetUnreachable, _Overloaded):
             raise
         except asyncio.CancelledError:
             raise
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise TargetUnreachable(self._transport_error("GET", url, exc, timeout)) from None
-        try:
-            listing = _any_decoder.decode(body)
-            return [str(entry["id"]) for entry in listing["data"]]
-        except (msgspec.DecodeError, KeyError, TypeError) as exc:
+        if len(body) > MODELS_BODY_LIMIT:
             raise TargetUnreachable(
-                f"GET {url} answered 200 but not an OpenAI model list "
-                f"({type(exc).__name__}: {exc}): {body[:_EXCERPT].decode('utf-8', 'replace')}"
-            ) from None
+                f"GET {url} answered 200 with a body over {size_text(MODELS_BODY_LIMIT)}: "
+                "not a model list this client reads")
+        try:
+            listing = _listing_decoder.decode(body)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            reason = ("nested too deeply" if isinstance(exc, RecursionError)
+                      else f"{type(exc).__name__}: {exc}")
+            raise TargetUnreachable(
+                f"GET {url} answered 200 but not an OpenAI model list ({reason}): "
+                f"{body[:_EXCERPT].decode('utf-8', 'surrogateescape')}") from None
+        return [entry.id for entry in listing.data]
 
     async def open_connections(self, count: int, timeout: float = 10.0) -> int:
         """Open up to `count` pooled connections before a burst, so that firing the burst
@@ -519,7 +778,7 @@ class ChatClient:
             try:
                 async with session.get(self._models_url, headers=self._json_headers,
                                        timeout=aiohttp.ClientTimeout(total=timeout)) as response:
-                    await response.read()
+                    await _read_capped(response, MODELS_BODY_LIMIT)
                     return True
             except asyncio.CancelledError:
                 raise
@@ -535,24 +794,53 @@ class ChatClient:
                           cancel_after_deltas: int | None = None) -> RequestOutcome:
         """POST the body (as given) and record the streamed reply; never raises for a
         request-level failure. With `cancel_after_deltas=k` the connection is closed
-        after k content deltas and the outcome says so (`extra={"cancelled": True}`)."""
+        after k content deltas and the outcome says so (`extra={"cancelled": True}`).
+        After HTTP 429 the request is sent again as Retry-After asks, within
+        `retry_429_max_wait`; the outcome then counts the retries and the wait
+        (`extra["http_429_retries"]`, `extra["http_429_waited_s"]`)."""
         session = self._require_session()
         if cancel_after_deltas is not None and cancel_after_deltas < 1:
             raise ValueError(f"cancel_after_deltas must be at least 1, got {cancel_after_deltas}")
         payload = _encoder.encode(body)
+        cap = chunk_cap(body, self.max_chunks_per_token)
+        waited, retries = 0.0, 0
+        while True:
+            try:
+                outcome = await self._stream_reconnecting(session, payload,
+                                                          cancel_after_deltas, cap)
+            except _Overloaded as overload:
+                assert overload.outcome is not None
+                pause = await self._pause_or_reason(overload, waited, retries)
+                if isinstance(pause, str):
+                    outcome = overload.outcome
+                    return dataclasses.replace(
+                        outcome, error=one_line_error(f"{pause}: {overload.detail}"),
+                        extra={**outcome.extra, **_retry_note(retries, waited)})
+                waited += pause
+                retries += 1
+                continue
+            if retries:
+                outcome = dataclasses.replace(
+                    outcome, extra={**outcome.extra, **_retry_note(retries, waited)})
+            return outcome
+
+    async def _stream_reconnecting(self, session: aiohttp.ClientSession, payload: bytes,
+                                   cancel_after_deltas: int | None,
+                                   cap: tuple[int, int] | None) -> RequestOutcome:
         try:
-            return await self._stream_once(session, payload, cancel_after_deltas, True)
+            return await self._stream_once(session, payload, cancel_after_deltas, cap, True)
         except _StaleConnection:
             assert self._fresh_session is not None
             outcome = await self._stream_once(self._fresh_session, payload,
-                                              cancel_after_deltas, False)
+                                              cancel_after_deltas, cap, False)
             return dataclasses.replace(outcome, extra={**outcome.extra, "reconnected": True})
 
     async def _stream_once(self, session: aiohttp.ClientSession, payload: bytes,
-                           cancel_after_deltas: int | None,
+                           cancel_after_deltas: int | None, cap: tuple[int, int] | None,
                            may_retry: bool) -> RequestOutcome:
         state = _StreamState()
         status: int | None = None
+        watch: _StallWatch | None = None
         sent_at = now()
         try:
             async with session.post(self._chat_url, data=payload,
@@ -562,10 +850,14 @@ class ChatClient:
                 if status != 200:
                     detail = _error_text_from_body(await _read_capped(response))
                     state.last_byte_at = now()
-                    return self._failed(
+                    outcome = self._failed(
                         state, sent_at, status,
                         f"HTTP {status} from POST {self._chat_url}: "
                         f"{detail or response.reason or 'no message'}{_status_hint(status)}")
+                    if status == 429:
+                        raise _Overloaded(response.headers.get("Retry-After"),
+                                          detail or response.reason or "no message", outcome)
+                    return outcome
                 if response.content_type == "application/json":
                     # Not a stream: a server that ignored stream=true, or an error object.
                     detail = _error_text_from_body(await _read_capped(response))
@@ -574,36 +866,28 @@ class ChatClient:
                         state, sent_at, status,
                         "server answered application/json instead of an event stream "
                         f"(does it support stream=true?): {detail}")
-                parser = SSEParser()
-                take = state.take
-                async for piece in response.content.iter_any():
-                    read_at = state.last_byte_at = now()
-                    for event in parser.feed(piece):
-                        take(event, read_at)
-                        if state.saw_done:
-                            await _drain_after_done(response)
-                            return self._complete(state, sent_at, status)
-                        if (cancel_after_deltas is not None
-                                and state.content_deltas >= cancel_after_deltas):
-                            response.close()
-                            return self._failed(
-                                state, sent_at, status,
-                                f"cancelled by client after {state.content_deltas} deltas",
-                                extra={"cancelled": True})
-                for event in parser.finish():
-                    take(event, state.last_byte_at)
-                if state.saw_done or state.finish_reason:
-                    return self._complete(state, sent_at, status)
-                cut = " (its last line was cut off)" if parser.has_partial_line else ""
-                return self._failed(
-                    state, sent_at, status,
-                    f"stream ended without [DONE] or finish_reason after "
-                    f"{state.content_deltas} deltas{cut}")
+                async with asyncio.timeout(None) as guard:
+                    if self.stall_timeout is not None:
+                        watch = _StallWatch(self.stall_timeout, guard)
+                    try:
+                        return await self._read_stream(response, state, sent_at, status,
+                                                       cancel_after_deltas, cap, watch)
+                    finally:
+                        if watch is not None:
+                            watch.stop()
         except _StreamFailure as failure:
             return self._failed(state, sent_at, status, str(failure))
+        except _Overloaded:
+            raise
         except asyncio.CancelledError:
             raise
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            if watch is not None and watch.fired:
+                return self._failed(
+                    state, sent_at, status,
+                    f"POST {self._chat_url} stalled: no complete line for "
+                    f"{self.stall_timeout:g} s after {state.content_deltas} deltas "
+                    "(stall timeout, --stall-timeout)")
             if may_retry and status is None and _is_stale_connection(exc):
                 raise _StaleConnection() from None
             return self._failed(state, sent_at, status,
@@ -613,6 +897,73 @@ class ChatClient:
             return self._failed(state, sent_at, status,
                                 f"unexpected client error on POST {self._chat_url}: "
                                 f"{type(exc).__name__}: {exc}")
+
+    async def _read_stream(self, response: aiohttp.ClientResponse, state: _StreamState,
+                           sent_at: float, status: int, cancel_after_deltas: int | None,
+                           cap: tuple[int, int] | None,
+                           watch: _StallWatch | None) -> RequestOutcome:
+        """The body of a 200 event stream, within the byte, chunk and stall bounds."""
+        parser = SSEParser()
+        take = state.take
+        byte_cap = self.max_reply_bytes
+        event_cap = None if cap is None else cap[0]
+        received = events_seen = progress_seen = 0
+        hasher = hashlib.sha256()  # of every byte received: evidence if the reply is cut
+        head = bytearray()
+        async for piece in response.content.iter_any():
+            read_at = state.last_byte_at = now()
+            received += len(piece)
+            hasher.update(piece)
+            if len(head) < EVIDENCE_BYTES:
+                head += piece[:EVIDENCE_BYTES - len(head)]
+            if byte_cap is not None and received > byte_cap:
+                response.close()
+                return self._failed(
+                    state, sent_at, status,
+                    f"reply exceeded the {size_text(byte_cap)} cap (--max-reply-bytes) after "
+                    f"{state.content_deltas} deltas; kept its first {len(head):,} bytes, "
+                    "length and SHA-256 as evidence",
+                    extra=_evidence(received, hasher, head))
+            events = parser.feed(piece)
+            if watch is not None:
+                if watch.handle is None:
+                    watch.arm(read_at)
+                if parser.progress != progress_seen:
+                    progress_seen = parser.progress
+                    watch.last_progress_at = read_at
+            if not events:
+                continue
+            events_seen += len(events)
+            if event_cap is not None and events_seen > event_cap:
+                response.close()
+                assert cap is not None
+                return self._failed(
+                    state, sent_at, status,
+                    f"server streamed {events_seen:,} chunks for max_tokens {cap[1]:,} "
+                    f"(cap {event_cap:,}: {self.max_chunks_per_token:g} per token + "
+                    f"{CHUNK_ALLOWANCE}, --max-chunks-per-token)",
+                    extra=_evidence(received, hasher, head))
+            for event in events:
+                take(event, read_at)
+                if state.saw_done:
+                    await _drain_after_done(response)
+                    return self._complete(state, sent_at, status)
+                if (cancel_after_deltas is not None
+                        and state.content_deltas >= cancel_after_deltas):
+                    response.close()
+                    return self._failed(
+                        state, sent_at, status,
+                        f"cancelled by client after {state.content_deltas} deltas",
+                        extra={"cancelled": True})
+        for event in parser.finish():
+            take(event, state.last_byte_at)
+        if state.saw_done or state.finish_reason:
+            return self._complete(state, sent_at, status)
+        cut = " (its last line was cut off)" if parser.has_partial_line else ""
+        return self._failed(
+            state, sent_at, status,
+            f"stream ended without [DONE] or finish_reason after "
+            f"{state.content_deltas} deltas{cut}")
 
     @staticmethod
     def _complete(state: _StreamState, sent_at: float, status: int) -> RequestOutcome:
@@ -631,9 +982,6 @@ class ChatClient:
         if isinstance(exc, aiohttp.ConnectionTimeoutError):
             return (f"{method} {url} failed: no connection within {self.connect_timeout:g} s"
                     " — is the host reachable?")
-        if isinstance(exc, aiohttp.SocketTimeoutError):
-            return (f"{method} {url} stalled: no byte for {self.stall_timeout:g} s"
-                    f"{progress} (stall_timeout)")
         if isinstance(exc, TimeoutError):
             quiet = ""
             if state is not None and state.last_byte_at is not None:
@@ -655,10 +1003,26 @@ class ChatClient:
     # --- non-streamed chat (the arms suite's agent loop) ---
 
     async def complete_chat(self, body: dict) -> ChatCompletion:
-        """POST the body (as given, not streamed); TargetError on any failure."""
+        """POST the body (as given, not streamed); TargetError on any failure. HTTP 429
+        is retried as for `stream_chat`; a body over `max_reply_bytes` is a failure."""
+        waited, retries = 0.0, 0
+        while True:
+            try:
+                return await self._complete_once(body)
+            except _Overloaded as overload:
+                pause = await self._pause_or_reason(overload, waited, retries)
+                if isinstance(pause, str):
+                    raise TargetError(f"{pause} from POST {self._chat_url}: "
+                                      f"{overload.detail}") from None
+                waited += pause
+                retries += 1
+
+    async def _complete_once(self, body: dict) -> ChatCompletion:
         session = self._require_session()
         payload = _encoder.encode(body)
         url = self._chat_url
+        limit = self.max_reply_bytes
+        retry_after: str | None = None
         for attempt_session in (session, self._fresh_session):
             assert attempt_session is not None
             status: int | None = None
@@ -666,7 +1030,13 @@ class ChatClient:
                 async with attempt_session.post(url, data=payload,
                                                 headers=self._json_headers) as response:
                     status = response.status
-                    raw = await response.read()
+                    retry_after = response.headers.get("Retry-After")
+                    if status != 200:
+                        raw = await _read_capped(response)
+                    elif limit is None:
+                        raw = await response.read()
+                    else:
+                        raw = await _read_capped(response, limit + 1)
                 break
             except asyncio.CancelledError:
                 raise
@@ -678,14 +1048,31 @@ class ChatClient:
                                                         self.request_timeout)) from None
         if status != 200:
             detail = _error_text_from_body(raw[:_ERROR_BODY_LIMIT])
+            if status == 429:
+                raise _Overloaded(retry_after, detail or "no message")
             raise TargetError(f"HTTP {status} from POST {url}: {detail or 'no message'}"
                               f"{_status_hint(status)}")
+        if limit is not None and len(raw) > limit:
+            raise TargetError(f"POST {url}: reply exceeded the {size_text(limit)} cap "
+                              "(--max-reply-bytes)")
         try:
             document = _any_decoder.decode(raw)
-        except msgspec.DecodeError as exc:
-            raise TargetError(f"POST {url} answered invalid JSON ({exc}): "
-                              f"{raw[:_EXCERPT].decode('utf-8', 'replace')}") from None
+        except (msgspec.DecodeError, RecursionError) as exc:
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise TargetError(f"POST {url} answered invalid JSON ({reason}): "
+                              f"{raw[:_EXCERPT].decode('utf-8', 'surrogateescape')}") from None
         return _completion_from(document, url)
+
+
+def _retry_note(retries: int, waited: float) -> dict[str, Any]:
+    return {"http_429_retries": retries, "http_429_waited_s": round(waited, 3)}
+
+
+def _evidence(received: int, hasher: Any, head: bytearray) -> dict[str, Any]:
+    """What an error outcome keeps of a body it cut off: the first bytes (as text,
+    invalid UTF-8 kept exactly), how many bytes came and their SHA-256."""
+    return {"evidence": {"received_bytes": received, "sha256": hasher.hexdigest(),
+                         "excerpt": bytes(head).decode("utf-8", "surrogateescape")}}
 
 
 def _completion_from(document: Any, url: str) -> ChatCompletion:

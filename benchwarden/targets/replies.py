@@ -9,16 +9,95 @@ Invariants:
   re-serialised.
 - A failed request is a `RequestOutcome` with `error` set to one line of at most 300
   characters, never an exception.
+- Server text is byte-exact: a byte that was not valid UTF-8 is held as the lone
+  surrogate U+DC80..U+DCFF (Python's "surrogateescape"), so
+  `text.encode("utf-8", "surrogateescape")` is what the server sent. Such a string
+  cannot be written as UTF-8 JSON, so `to_json_dict` stores it as
+  `{"utf8_bytes_base64": "<base64 of those bytes>"}` (and any other string holding
+  lone surrogates as `{"utf8_surrogatepass_base64": ...}`); `from_json_dict` turns
+  both back into the same string. Valid text is stored as itself, so records of
+  well-behaved servers look as they always did. `escape_invalid_utf8` is the one way
+  to show such text: each invalid byte as `\\xNN`, never collapsed to U+FFFD.
 """
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 ERROR_LIMIT = 300
+
+# The keys of the two stored forms of a string that is not valid Unicode text.
+BYTES_KEY = "utf8_bytes_base64"
+SURROGATEPASS_KEY = "utf8_surrogatepass_base64"
+
+
+def escape_invalid_utf8(text: str) -> str:
+    """`text` for display: each byte that was not valid UTF-8 shown as `\\xNN`.
+
+    Valid text comes back unchanged (and fast); a lone surrogate that did not come from
+    a byte is shown as `\\udNNN`. The result always encodes as UTF-8.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    shown = []
+    for character in text:
+        code = ord(character)
+        if 0xDC80 <= code <= 0xDCFF:
+            shown.append(f"\\x{code - 0xDC00:02x}")
+        elif 0xD800 <= code <= 0xDFFF:
+            shown.append(f"\\u{code:04x}")
+        else:
+            shown.append(character)
+    return "".join(shown)
+
+
+def _storable(value: Any) -> Any:
+    """`value` with every string that is not valid Unicode text in its stored form."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            pass
+        try:
+            raw = value.encode("utf-8", "surrogateescape")
+            if raw.decode("utf-8", "surrogateescape") == value:
+                return {BYTES_KEY: base64.b64encode(raw).decode("ascii")}
+        except UnicodeEncodeError:
+            pass  # a surrogate no byte decodes to: not from a server, kept all the same
+        raw = value.encode("utf-8", "surrogatepass")
+        return {SURROGATEPASS_KEY: base64.b64encode(raw).decode("ascii")}
+    if isinstance(value, dict):
+        return {key: _storable(item) for key, item in value.items()}  # our own keys
+    if isinstance(value, (list, tuple)):
+        return [_storable(item) for item in value]
+    return value
+
+
+def _restored(value: Any) -> Any:
+    """The inverse of `_storable`."""
+    if isinstance(value, dict):
+        if len(value) == 1:
+            (key, item), = value.items()
+            if key == BYTES_KEY and isinstance(item, str):
+                return base64.b64decode(item).decode("utf-8", "surrogateescape")
+            if key == SURROGATEPASS_KEY and isinstance(item, str):
+                return base64.b64decode(item).decode("utf-8", "surrogatepass")
+        return {key: _restored(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_restored(item) for item in value]
+    return value
 
 
 @dataclass(frozen=True)
@@ -65,11 +144,13 @@ class RequestOutcome:
         return self.error is None and self.reply is not None
 
     def to_json_dict(self) -> dict[str, Any]:
-        return msgspec.to_builtins(self)
+        """Plain JSON values, invalid UTF-8 in its stored form (see the module notes)."""
+        return _storable(msgspec.to_builtins(self))
 
     @classmethod
     def from_json_dict(cls, data: Any) -> "RequestOutcome":
-        return msgspec.convert(data, cls)
+        """The exact inverse of `to_json_dict`."""
+        return msgspec.convert(_restored(data), cls)
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,17 @@ data line has `data=None`, so a standard consumer just skips those.
 
 Invariants: the events returned never depend on how the byte stream was split into
 chunks, and bytes are only decoded as UTF-8 once a whole line is present, so a
-multi-byte character split across chunks decodes correctly. The work per chunk is a
-few `bytes` operations plus one Python step per line: there is no per-byte loop.
+multi-byte character split across chunks decodes correctly. Decoding is byte-exact:
+each byte that is not part of valid UTF-8 becomes the lone surrogate U+DC80..U+DCFF
+("surrogateescape"), so `\\xff` and `\\xfe` stay different and
+`text.encode("utf-8", "surrogateescape")` gives back exactly the bytes the server sent.
+The work per chunk is a few `bytes` operations plus one Python step per line: there
+is no per-byte loop. Time is linear in the input for any line length: the pieces of
+an unfinished line are kept in a list and joined once, when its line ending arrives
+(never `pending += chunk`, which copies the whole line again for every chunk and made
+an 80 MB line take half a minute). `progress` counts the chunks that completed at
+least one line, so a caller can tell a server that trickles bytes of one line from
+one that is streaming.
 """
 
 from __future__ import annotations
@@ -47,24 +56,32 @@ class SSEEvent(NamedTuple):
 _new_event = tuple.__new__
 
 
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")
+# A line at least this long is finished without the split and slice copies of the usual
+# path (its `data` value is kept as a view into the joined line): fewer passes over a
+# huge line, and fewer fresh buffers of its size.
+LARGE_LINE = 1 << 20
+
+
+def _text(raw: bytes | memoryview) -> str:
+    return str(raw, "utf-8", "surrogateescape")
 
 
 class SSEParser:
     """Turns byte chunks into `SSEEvent`s; one parser per response body."""
 
-    __slots__ = ("_pending", "_skip_leading_lf", "_at_start", "_data", "_event", "_id",
-                 "_other", "_has_fields")
+    __slots__ = ("_pending", "_pending_size", "_skip_leading_lf", "_at_start", "_data",
+                 "_event", "_id", "_other", "_has_fields", "progress")
 
     def __init__(self) -> None:
-        self._pending = b""  # bytes of an unfinished line
+        self._pending: list[bytes] = []  # the pieces of an unfinished line, joined once
+        self._pending_size = 0
         self._skip_leading_lf = False  # the previous chunk ended with CR
         self._at_start = True  # a byte-order mark may still arrive
+        self.progress = 0  # chunks that completed at least one line
         self._reset_block()
 
     def _reset_block(self) -> None:
-        self._data: list[bytes] = []
+        self._data: list[bytes | memoryview] = []
         self._event: bytes | None = None
         self._id: bytes | None = None
         self._other: list[tuple[str, str]] = []
@@ -73,7 +90,24 @@ class SSEParser:
     @property
     def has_partial_line(self) -> bool:
         """True when bytes of a line without its line ending are held back."""
-        return bool(self._pending)
+        return self._pending_size > 0
+
+    @property
+    def partial_line_size(self) -> int:
+        """How many bytes of an unfinished line are held back."""
+        return self._pending_size
+
+    def _take_pending(self) -> bytes:
+        pending = self._pending
+        joined = pending[0] if len(pending) == 1 else b"".join(pending)
+        self._pending = []
+        self._pending_size = 0
+        return joined
+
+    def _hold(self, piece: bytes) -> None:
+        if piece:
+            self._pending.append(piece)
+            self._pending_size += len(piece)
 
     @property
     def has_partial_event(self) -> bool:
@@ -83,10 +117,10 @@ class SSEParser:
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Consume one chunk of the body; return the events it completed, in order."""
         if self._at_start:
-            chunk = self._pending + chunk
-            self._pending = b""
+            if self._pending_size:
+                chunk = self._take_pending() + chunk  # at most two bytes held back
             if len(chunk) < len(_BOM) and _BOM.startswith(chunk):
-                self._pending = chunk  # might still become a byte-order mark
+                self._hold(chunk)  # might still become a byte-order mark
                 return []
             self._at_start = False
             if chunk.startswith(_BOM):
@@ -101,12 +135,19 @@ class SSEParser:
         # bytes here never cuts a UTF-8 character.
         end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
         if end < 0:
-            self._pending += chunk
+            self._hold(chunk)
             return []
+        self.progress += 1
+        if self._pending_size >= LARGE_LINE:
+            return self._end_large_line(chunk)
         if chunk[end] == 0x0D and end == len(chunk) - 1:
             self._skip_leading_lf = True  # an LF opening the next chunk ends this line
-        complete = self._pending + chunk[: end + 1] if self._pending else chunk[: end + 1]
-        self._pending = chunk[end + 1:]
+        if self._pending_size:
+            self._hold(chunk[: end + 1])
+            complete = self._take_pending()
+        else:
+            complete = chunk[: end + 1]
+        self._hold(chunk[end + 1:])
         if not self._has_fields:
             if b"\r" not in complete:
                 return self._blocks(complete)
@@ -115,6 +156,32 @@ class SSEParser:
                 return self._blocks(lf_only)
         # bytes.splitlines splits on exactly LF, CRLF and CR (unlike str.splitlines).
         return self._lines(complete.splitlines())
+
+    def _end_large_line(self, chunk: bytes) -> list[SSEEvent]:
+        """The held-back line is huge and ends in `chunk` (which has a line ending): join
+        it once and keep a `data` value as a view into it; the rest of the chunk goes
+        through `feed` as usual."""
+        newline, carriage = chunk.find(b"\n"), chunk.find(b"\r")
+        first = min(newline, carriage) if newline >= 0 and carriage >= 0 else max(newline,
+                                                                                   carriage)
+        self._pending.append(chunk[:first])
+        line = b"".join(self._pending)
+        self._pending = []
+        self._pending_size = 0
+        rest = chunk[first + 1:]
+        if chunk[first] == 0x0D:
+            if rest[:1] == b"\n":
+                rest = rest[1:]
+            elif not rest:
+                self._skip_leading_lf = True  # an LF opening the next chunk ends this line
+        if line.startswith(b"data:"):
+            start = 6 if line[5:6] == b" " else 5
+            self._data.append(memoryview(line)[start:])  # type: ignore[arg-type]
+            self._has_fields = True
+            events: list[SSEEvent] = []
+        else:
+            events = self._lines([line])
+        return events + self.feed(rest) if rest else events
 
     def _blocks(self, complete: bytes) -> list[SSEEvent]:
         """LF-only lines starting at a block boundary: the usual shape of a chat stream.
@@ -128,10 +195,10 @@ class SSEParser:
         for block in blocks:
             if block.startswith(b"data: ") and b"\n" not in block:
                 events.append(_new_event(
-                    SSEEvent, (block[6:].decode("utf-8", "replace"), None, None, ())))
+                    SSEEvent, (block[6:].decode("utf-8", "surrogateescape"), None, None, ())))
             elif block.startswith(b"data:") and b"\n" not in block:
                 events.append(_new_event(
-                    SSEEvent, (block[5:].decode("utf-8", "replace"), None, None, ())))
+                    SSEEvent, (block[5:].decode("utf-8", "surrogateescape"), None, None, ())))
             else:
                 lines = block.split(b"\n")
                 lines.append(b"")
@@ -162,9 +229,11 @@ class SSEParser:
                         if not data:
                             text = None
                         elif len(data) == 1:
-                            text = data[0].decode("utf-8", "replace")
+                            first = data[0]
+                            text = (first.decode("utf-8", "surrogateescape")
+                                    if first.__class__ is bytes else _text(first))
                         else:
-                            text = b"\n".join(data).decode("utf-8", "replace")
+                            text = b"\n".join(data).decode("utf-8", "surrogateescape")
                         events.append(_new_event(SSEEvent, (text, None, None, ())))
                         data = self._data = []
                     else:

@@ -291,3 +291,46 @@ def test_complete_chat_also_survives_a_stale_connection():
                 return [await client.complete_chat({"model": "m"}) for _ in range(3)]
 
     assert [completion.content for completion in asyncio.run(scenario())] == ["hi"] * 3
+
+
+# --- byte-exact text: invalid UTF-8 is kept, never collapsed to U+FFFD ---
+
+def raw_frame(delta: bytes, finish: bytes = b"null") -> bytes:
+    return (b'data: {"choices": [{"index": 0, "delta": ' + delta +
+            b', "finish_reason": ' + finish + b'}]}\n\n')
+
+
+def test_invalid_utf8_bytes_reach_the_reply_exactly_and_stay_distinct():
+    replies = []
+    for byte in (b"\xff", b"\xfe"):
+        raw = (raw_frame(b'{"content": "a' + byte + b'"}')
+               + raw_frame(b'{"reasoning_content": "r' + byte + b'\xe4\xb8"}')
+               + raw_frame(b'{}', b'"stop"') + b"data: [DONE]\n\n")
+        reply = ok(stream(raw))
+        assert reply.text.encode("utf-8", "surrogateescape") == b"a" + byte
+        assert reply.reasoning.encode("utf-8", "surrogateescape") == b"r" + byte + b"\xe4\xb8"
+        replies.append(reply)
+    assert replies[0].text != replies[1].text
+
+
+def test_invalid_utf8_in_tool_call_arguments_sent_as_a_json_object_is_kept():
+    raw = (raw_frame(b'{"tool_calls": [{"index": 0, "id": "c1", "function": '
+                     b'{"name": "f\xff", "arguments": {"k": "v\xfe"}}}]}', b'"tool_calls"')
+           + b"data: [DONE]\n\n")
+    (call,) = ok(stream(raw)).tool_calls
+    assert call.name.encode("utf-8", "surrogateescape") == b"f\xff"
+    assert call.arguments.encode("utf-8", "surrogateescape") == b'{"k":"v\xfe"}'
+
+
+@pytest.mark.parametrize("raw_byte", [b"", b"\xff"])
+def test_a_lone_surrogate_escape_is_invalid_json_with_or_without_raw_bytes(raw_byte):
+    raw = raw_frame(b'{"content": "x' + raw_byte + b'\\udcff"}', b'"stop"')
+    outcome = stream(raw)
+    assert outcome.error is not None and outcome.error.startswith("invalid JSON in frame 1")
+
+
+def test_an_error_line_shows_invalid_bytes_escaped():
+    raw = b'data: {"choices": \xff oops\n\n'
+    outcome = stream(raw)
+    assert outcome.error is not None and "\\xff oops" in outcome.error
+    outcome.error.encode("utf-8")  # valid text, storable anywhere

@@ -7,6 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchwarden.targets import sse
 from benchwarden.targets.sse import SSEEvent, SSEParser
 
 
@@ -79,8 +80,19 @@ def test_unicode_line_separators_inside_data_do_not_split_lines():
     assert parse("data: a\u2028b\x85c\x0cd\n\n".encode()) == [SSEEvent("a\u2028b\x85c\x0cd")]
 
 
-def test_invalid_utf8_is_replaced_not_fatal():
-    assert parse(b"data: \xff\n\n") == [SSEEvent("\ufffd")]
+def test_invalid_utf8_bytes_are_kept_exactly_not_replaced():
+    assert parse(b"data: \xff\n\n") == [SSEEvent("\udcff")]
+    assert parse(b"data: \xfe\n\n") == [SSEEvent("\udcfe")]  # not the same as \xff
+    # A multi-byte character cut short keeps its bytes; the valid one after it decodes.
+    assert parse(b"data: \xe4\xb8 \xe4\xb8\x96\n\n") == [SSEEvent("\udce4\udcb8 \u4e16")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=64).filter(lambda raw: not set(raw) & {0x0A, 0x0D}))
+def test_any_data_bytes_come_back_exactly(raw):
+    (event,) = parse(b"data:" + raw + b"\n\n")
+    expected = raw[1:] if raw[:1] == b" " else raw
+    assert event.data.encode("utf-8", "surrogateescape") == expected
 
 
 def test_finish_dispatches_a_block_whose_blank_line_never_came():
@@ -157,9 +169,9 @@ def reference_parse(raw: bytes) -> list[SSEEvent]:
         if line == b"":
             if seen:
                 events.append(SSEEvent(
-                    b"\n".join(data).decode("utf-8", "replace") if data else None,
-                    None if event is None else event.decode("utf-8", "replace"),
-                    None if event_id is None else event_id.decode("utf-8", "replace"),
+                    b"\n".join(data).decode("utf-8", "surrogateescape") if data else None,
+                    None if event is None else event.decode("utf-8", "surrogateescape"),
+                    None if event_id is None else event_id.decode("utf-8", "surrogateescape"),
                     tuple(other)))
             data, event, event_id, other, seen = [], None, None, [], False
         elif line.startswith(b":"):
@@ -176,7 +188,7 @@ def reference_parse(raw: bytes) -> list[SSEEvent]:
                 if b"\0" not in value:
                     event_id = value
             else:
-                other.append((name.decode("utf-8", "replace"), value.decode("utf-8", "replace")))
+                other.append((name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape")))
     return events
 
 
@@ -191,3 +203,47 @@ _sse_ish_bytes = st.lists(st.sampled_from([
 @given(_sse_ish_bytes, st.lists(st.integers(min_value=0, max_value=10_000), max_size=12))
 def test_the_parser_agrees_with_the_obvious_reference_on_any_split(raw, cuts):
     assert parse(*split_at(raw, cuts), finish=True) == reference_parse(raw)
+
+
+# --- linear time and progress on long lines ---
+
+def test_a_long_line_in_many_pieces_is_one_event_and_its_size_is_tracked():
+    parser = SSEParser()
+    line = b"data: " + b"x" * 100_000
+    for start in range(0, len(line), 1000):
+        assert parser.feed(line[start:start + 1000]) == []
+    assert parser.partial_line_size == len(line) and parser.progress == 0
+    assert parser.feed(b"\n\n") == [SSEEvent("x" * 100_000)]
+    assert parser.partial_line_size == 0 and parser.progress == 1
+
+
+def test_progress_counts_chunks_that_complete_a_line_comments_included():
+    parser = SSEParser()
+    parser.feed(b": ping")
+    assert parser.progress == 0
+    parser.feed(b"\n")
+    parser.feed(b"data: a")
+    assert parser.progress == 1
+    parser.feed(b"\n\ndata: b\n")
+    assert parser.progress == 2
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(min_value=1, max_value=5000), st.lists(st.integers(0, 10_000), max_size=30))
+def test_a_long_line_split_anywhere_gives_the_same_event(length, cuts):
+    raw = b"data: " + b"\xe4\xb8\x96" * length + b"\r\n\r\n"
+    assert parse(*split_at(raw, cuts)) == [SSEEvent("\u4e16" * length)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_sse_ish_bytes, st.lists(st.integers(min_value=0, max_value=10_000), max_size=12),
+       st.integers(min_value=1, max_value=12))
+def test_the_large_line_path_agrees_with_the_reference(raw, cuts, threshold):
+    # Lines of `threshold` bytes or more take the join-once path: lowered here so that
+    # every shape of line (data or not, any line ending, split anywhere) goes through it.
+    saved = sse.LARGE_LINE
+    sse.LARGE_LINE = threshold
+    try:
+        assert parse(*split_at(raw, cuts), finish=True) == reference_parse(raw)
+    finally:
+        sse.LARGE_LINE = saved

@@ -40,7 +40,9 @@ from benchwarden.core.store import Store
 from benchwarden.suites.contamination.presets import PRESETS, check_extra_body, request_body
 from benchwarden.suites.contamination.probes import MAX_PROBES, SCENARIOS, Probe, make_probes
 from benchwarden.suites.contamination.scoring import BENCH_VERSION
-from benchwarden.targets.openai_client import ChatClient, TargetUnreachable, normalise_base_url
+from benchwarden.targets.openai_client import (DEFAULT_CHUNKS_PER_TOKEN, DEFAULT_MAX_REPLY_BYTES,
+                                               DEFAULT_RETRY_429_MAX_WAIT, DEFAULT_STALL_TIMEOUT,
+                                               ChatClient, TargetUnreachable, normalise_base_url)
 from benchwarden.targets.replies import RequestOutcome
 
 __all__ = ["BENCH_VERSION", "SUITE", "ContaminationConfig", "TargetUnreachable",
@@ -71,6 +73,32 @@ class ContaminationConfig:
     request_timeout: float = 300.0
     preset: str = "none"
     extra_body: Mapping[str, Any] = field(default_factory=dict)
+    # Bounds on a hostile server (ChatClient's; 0 turns the stall timeout and 429 retries
+    # off). Stored with the run, so a resumed run keeps them.
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+    max_chunks_per_token: float = DEFAULT_CHUNKS_PER_TOKEN
+    stall_timeout: float = DEFAULT_STALL_TIMEOUT
+    retry_429_max_wait: float = DEFAULT_RETRY_429_MAX_WAIT
+
+    def client_bounds(self) -> dict[str, Any]:
+        """The ChatClient keyword arguments these bounds become."""
+        return {"max_reply_bytes": self.max_reply_bytes,
+                "max_chunks_per_token": self.max_chunks_per_token,
+                "stall_timeout": self.stall_timeout or None,
+                "retry_429_max_wait": self.retry_429_max_wait}
+
+    def _validate_client_bounds(self) -> None:
+        if isinstance(self.max_reply_bytes, bool) or not isinstance(self.max_reply_bytes, int) \
+                or self.max_reply_bytes < 1024:
+            raise ValueError(f"--max-reply-bytes must be at least 1 KiB, "
+                             f"not {self.max_reply_bytes}")
+        if not self.max_chunks_per_token >= 1:
+            raise ValueError("--max-chunks-per-token must be at least 1 (a real server sends "
+                             f"one chunk per token or fewer), not {self.max_chunks_per_token:g}")
+        if not self.stall_timeout >= 0:
+            raise ValueError("--stall-timeout must be a number of seconds (0 turns it off)")
+        if not self.retry_429_max_wait >= 0:
+            raise ValueError("--retry-429-max-wait must be a number of seconds (0: never retry)")
 
     def validate(self) -> None:
         """Raise ValueError with one line naming what to fix."""
@@ -111,6 +139,7 @@ class ContaminationConfig:
         if self.model is not None and not self.model.strip():
             raise ValueError("--model must not be empty")
         check_extra_body(self.extra_body)
+        self._validate_client_bounds()
 
     def to_json_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -302,8 +331,8 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
                                      request_timeout=config.request_timeout)
 
     async def reach() -> list[str]:
-        async with ChatClient(config.url, api_key=api_key,
-                              request_timeout=config.request_timeout) as client:
+        async with ChatClient(config.url, api_key=api_key, request_timeout=config.request_timeout,
+                              **config.client_bounds()) as client:
             return await _reach(client)
 
     models = asyncio.run(reach())
@@ -350,7 +379,8 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
 
         def open_client() -> ChatClient:
             return ChatClient(config.url, api_key=api_key, request_timeout=config.request_timeout,
-                              max_connections=max(1024, 2 * MAX_CONCURRENCY))
+                              max_connections=max(1024, 2 * MAX_CONCURRENCY),
+                              **config.client_bounds())
 
         async def drive() -> None:
             await _drive(open_client, plan, store, done, advance, warn)

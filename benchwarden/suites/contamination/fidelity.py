@@ -1,20 +1,36 @@
-"""Rung fidelity: did the server really run a rung's requests together?
+"""Rung fidelity: did the rung run as planned, all its requests served and together?
 
-A server that serialises requests passes a contamination test trivially, so every rung
-reports what the server ran at once, judged from client timings alone:
+A rung can only speak to contamination when every request it sent was answered and the
+server really ran them at once. So every rung reports, from its recorded outcomes alone:
 
+- `requests_sent`: every request the rung sent, scored and ballast (`max(c, probes)`,
+  or twice the probes in the `cancel` scenario), which can exceed the label's `c`.
+- `requests_failed` and `failures`: the requests that failed, counted by kind
+  (`failure_kind`: "HTTP 500", "transport: Too many open files", "timeout", ...). Any
+  failed request, scored or ballast, means the rung did not run as planned (a server
+  that refuses the requests beyond its capacity would otherwise pass on the few it
+  served), so every cell of the rung is unmeasured with `unmeasured_reason`. A ballast
+  request the client cut on purpose at its cancel point (the `cancel` scenario) is the
+  plan, not a failure; cut anywhere else, or failing otherwise, it is one.
 - `peak_in_flight`: the largest number of replies whose streaming intervals
-  (first content delta → last byte) overlap. Intervals are half-open [start, end), so
-  two replies that merely touch (one ends as the next begins) are not concurrent; a reply
-  always counts itself, even when its interval has zero length.
-- `launch_skew_ms`: last send minus first send over all slots, in milliseconds.
+  (first content delta → last byte) overlap: what the server ran together, its
+  observed parallelism. Intervals are half-open [start, end), so two replies that
+  merely touch are not concurrent; a reply always counts itself, even when its interval
+  has zero length. A peak of 1 makes the rung's cells unmeasured.
+- `launch_skew_ms`: last send minus first send over all requests, in milliseconds.
 
-Pure functions over recorded timings: no clock, no I/O.
+`describe()` is the one plain sentence the terminal and the HTML page both print.
+
+Pure functions over recorded outcomes: no clock, no I/O.
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import re
 from bisect import bisect_right
+from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -47,31 +63,146 @@ def streaming_interval(outcome: RequestOutcome) -> tuple[float, float] | None:
     return timings.first_content_at, timings.last_byte_at
 
 
+# -- failures ----------------------------------------------------------------------------
+# The operating system's own messages ("Too many open files", "Connection reset by
+# peer"): an error that carries one is a transport failure of that kind. Longest first,
+# so that a message containing a shorter one is named by the longer.
+_OS_MESSAGES = tuple(sorted({os.strerror(code) for code in errno.errorcode}
+                            - {"Success", "Unknown error"}, key=len, reverse=True))
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+_NUMBER = re.compile(r"\d[\d,.]*")
+# (what the client's error line says, the kind it is counted as); the first match wins
+_KNOWN_KINDS = (
+    ("server error in stream", "in-band server error"),  # first: it quotes the server
+    ("timed out", "timeout"),
+    ("stalled", "stall"),
+    ("stream ended without", "truncated stream"),
+    ("connection refused", "connection refused"),
+    ("closed the connection", "connection closed by the server"),
+    ("no connection within", "connect timeout"),
+    ("invalid json", "invalid JSON frame"),
+    ("not a chat-completion chunk", "invalid frame"),
+    ("instead of an event stream", "not an event stream"),
+    ("(--max-reply-bytes)", "reply over the byte cap"),
+    ("chunks for max_tokens", "too many chunks for max_tokens"),
+    ("exceeded", "reply over a cap"),
+)
+
+
+def failure_kind(outcome: RequestOutcome) -> str:
+    """A short, stable name for how a request failed, so failures can be counted by kind.
+
+    An HTTP status other than 200 is `HTTP <status>`; an operating-system error is
+    `transport: <its message>`; the client's known failures have fixed names; anything
+    else is the first words of its error line with URLs and numbers blanked out.
+    """
+    if outcome.extra.get("cancelled"):
+        return "cancelled off plan"
+    if outcome.status is not None and outcome.status != 200:
+        return f"HTTP {outcome.status}"
+    error = outcome.error or ("no reply" if outcome.reply is None else "")
+    for message in _OS_MESSAGES:  # as the client quotes it: "[Errno 24] ...", "(...)"
+        if f"] {message}" in error or f"({message}" in error:
+            return f"transport: {message}"
+    lowered = error.lower()
+    for needle, kind in _KNOWN_KINDS:
+        if needle in lowered:
+            return kind
+    general = _NUMBER.sub("N", _URL.sub("URL", error))
+    return " ".join(general.split()[:6]) or "unknown error"
+
+
+def request_failed(outcome: RequestOutcome, cancel_planned: bool) -> bool:
+    """Did this request of a rung fail? A planned cut at the cancel point did not."""
+    if cancel_planned and outcome.extra.get("cancelled"):
+        return False
+    return not outcome.ok or bool(outcome.extra.get("cancelled"))
+
+
+# -- one rung ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class RungFidelity:
     label: str
-    concurrency: int
+    concurrency: int  # the label's c
     repeat: int
-    slots: int
-    peak_in_flight: int
+    requests_sent: int  # every request of the rung, scored and ballast
+    peak_in_flight: int  # the server's observed parallelism
     launch_skew_ms: float | None
+    requests_failed: int = 0
+    failures: tuple[tuple[str, int], ...] = ()  # (kind, count), most frequent first
+
+    @property
+    def name(self) -> str:
+        return self.label if self.repeat == 1 else f"{self.label} #{self.repeat}"
 
     @property
     def concurrent(self) -> bool:
         return self.peak_in_flight >= 2
 
     @property
+    def failure_reason(self) -> str | None:
+        """'rung c32: 28 of 32 requests failed: HTTP 500 ×28', or None."""
+        if not self.requests_failed:
+            return None
+        kinds = ", ".join(f"{kind} ×{count}" for kind, count in self.failures)
+        return (f"rung {self.name}: {self.requests_failed} of {self.requests_sent} "
+                f"requests failed: {kinds}")
+
+    @property
     def not_concurrent_reason(self) -> str | None:
         # peak 0: nothing streamed at all, so every cell already says why it failed
         if self.peak_in_flight != 1:
             return None
-        return f"rung {self.label} not concurrent: peak in flight {self.peak_in_flight}"
+        return f"rung {self.name} not concurrent: peak in flight {self.peak_in_flight}"
+
+    @property
+    def unmeasured_reason(self) -> str | None:
+        """Why none of this rung's cells can be compared (failures first), or None."""
+        return self.failure_reason or self.not_concurrent_reason
+
+    @property
+    def exceeds_label(self) -> bool:
+        return self.requests_sent > self.concurrency
+
+    def describe(self) -> str:
+        """One plain sentence: what the rung sent, what the server ran at once, why not."""
+        sent = f"{self.requests_sent} requests sent in the rung"
+        if self.exceeds_label:
+            sent += (f" (more than the {self.concurrency} its label names: every probe "
+                     "runs in every rung)")
+        peak = self.peak_in_flight
+        if self.requests_sent == 0:
+            ran = "nothing recorded"
+        elif peak == 0:
+            ran = "no reply streamed"
+        elif peak == 1:
+            ran = "peak in flight 1: the server ran them one at a time"
+        elif peak < self.concurrency:
+            ran = (f"peak in flight {peak}: the server's observed parallelism (the most "
+                   f"it streamed at once), below the label's {self.concurrency}")
+        elif peak < self.requests_sent:
+            ran = (f"peak in flight {peak} of {self.requests_sent}: the most the server "
+                   "streamed at once")
+        else:
+            ran = f"peak in flight {peak}: all ran together"
+        skew = ("" if self.launch_skew_ms is None
+                else f"; launch skew {self.launch_skew_ms:.1f} ms")
+        verdict = ""
+        if self.failure_reason:
+            kinds = ", ".join(f"{kind} ×{count}" for kind, count in self.failures)
+            verdict = (f"; {self.requests_failed} of {self.requests_sent} requests failed "
+                       f"({kinds}): its cells are unmeasured")
+        elif self.not_concurrent_reason:
+            verdict = "; not concurrent: its cells are unmeasured"
+        return f"rung {self.name}: {sent}; {ran}{skew}{verdict}"
 
     def to_json_dict(self) -> dict[str, object]:
         return {"label": self.label, "concurrency": self.concurrency, "repeat": self.repeat,
-                "slots": self.slots, "peak_in_flight": self.peak_in_flight,
+                "requests_sent": self.requests_sent, "requests_failed": self.requests_failed,
+                "failures": dict(self.failures), "peak_in_flight": self.peak_in_flight,
+                "observed_parallelism": self.peak_in_flight,
                 "launch_skew_ms": self.launch_skew_ms,
-                "observed_parallelism": self.peak_in_flight}
+                "unmeasured_reason": self.unmeasured_reason, "description": self.describe()}
 
 
 def launch_skew_ms(outcomes: Sequence[RequestOutcome]) -> float | None:
@@ -82,8 +213,14 @@ def launch_skew_ms(outcomes: Sequence[RequestOutcome]) -> float | None:
 
 
 def rung_fidelity(label: str, concurrency: int, repeat: int,
-                  outcomes: Sequence[RequestOutcome]) -> RungFidelity:
-    """Fidelity of one rung from ALL its slots (ballast included)."""
+                  outcomes: Sequence[RequestOutcome],
+                  cancel_planned: Sequence[bool] = ()) -> RungFidelity:
+    """Fidelity of one rung from ALL its requests (ballast included); `cancel_planned[i]`
+    says request i was to be cut by the client (missing entries: not planned)."""
     intervals = [span for span in map(streaming_interval, outcomes) if span is not None]
+    planned = list(cancel_planned) + [False] * (len(outcomes) - len(cancel_planned))
+    kinds = Counter(failure_kind(outcome) for outcome, cut in zip(outcomes, planned)
+                    if request_failed(outcome, cut))
+    failures = tuple(sorted(kinds.items(), key=lambda item: (-item[1], item[0])))
     return RungFidelity(label, concurrency, repeat, len(outcomes), peak_overlap(intervals),
-                        launch_skew_ms(outcomes))
+                        launch_skew_ms(outcomes), sum(kinds.values()), failures)

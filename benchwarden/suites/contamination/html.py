@@ -9,15 +9,28 @@ against requested concurrency) and a per-request timeline per rung.
 Invariants: every reply, canary, error and server string reaches the page through the
 escaping helpers of `benchwarden.core.html`; the page needs no network. Missing optional
 parts of the report (per-request outcomes, probes) shrink the page, never break it.
+
+Invalid UTF-8: per-request outcomes are read back through `RequestOutcome.from_json_dict`
+(the client's exact stored form), so a byte the server sent that was not UTF-8 is a lone
+surrogate U+DC80..U+DCFF here. In a reply stream it is drawn as a boxed chip `\\xff`
+(titled "invalid UTF-8 byte 0xFF"); literal text is never boxed, so a reply that wrote
+the four characters `\\xff` stays distinguishable. Error lines are the client's own
+(already valid text); any lone surrogate left anywhere else is written as `\\xNN`
+text, so the page is always valid UTF-8: never U+FFFD in place of a byte.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
+import msgspec
+
 from benchwarden.core import html as h
+from benchwarden.suites.contamination.scoring import display_text
+from benchwarden.targets.replies import RequestOutcome
 
 # What each class means to a reader, in the order the legend lists them.
 CLASS_STYLE: dict[str, tuple[str, str, str]] = {
@@ -27,7 +40,8 @@ CLASS_STYLE: dict[str, tuple[str, str, str]] = {
     "contaminated": ("#cf222e", "LEAK", "another probe's canary appears in the reply"),
     "persistent": ("#8250df", "P≠", "differs in the solo post-check, after the rungs"),
     "alone_unstable": ("#9a6700", "A≠B", "the two solo references disagree"),
-    "unmeasured": ("#8c959f", "?", "failed, too short, or the rung was not concurrent"),
+    "unmeasured": ("#8c959f", "?", "failed, too short, or its rung had a failed request "
+                                    "or ran nothing together"),
 }
 UNKNOWN_STYLE = ("#57606a", "·", "")
 WAITING = "#c8d1da"
@@ -50,6 +64,7 @@ def _canonical(reply: Mapping[str, Any]) -> str:
 
 
 def _common_prefix(a: str, b: str) -> int:
+    """Longest common prefix in characters (an invalid byte is one character)."""
     limit = min(len(a), len(b))
     index = 0
     while index < limit and a[index] == b[index]:
@@ -62,6 +77,27 @@ def _int(value: Any, default: int = 0) -> int:
         return int(value)
     except (TypeError, ValueError):
         return default
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _byte_chip(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    if 0xDC80 <= code <= 0xDCFF:
+        return (f'<span class="ctl byte" title="invalid UTF-8 byte 0x{code - 0xDC00:02X}">'
+                f'\\x{code - 0xDC00:02x}</span>')
+    return f'<span class="ctl byte" title="lone surrogate U+{code:04X}">\\u{code:04x}</span>'
+
+
+def _restored(outcome: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A stored outcome with its strings as the client decoded them (invalid bytes as
+    lone surrogates); a shape the client does not know is kept as it is."""
+    try:
+        restored = msgspec.to_builtins(RequestOutcome.from_json_dict(dict(outcome)))
+    except (msgspec.ValidationError, TypeError, ValueError):
+        return outcome
+    return restored if isinstance(restored, Mapping) else outcome
 
 
 def _requests(report: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -80,7 +116,7 @@ def _requests(report: Mapping[str, Any]) -> list[dict[str, Any]]:
             "repeat": _int(entry.get("repeat"), 1) or 1,
             "slot": _int(entry.get("slot"), _int(entry.get("probe", entry.get("task")), 0)),
             "scored": bool(entry.get("scored", True)),
-            "outcome": outcome,
+            "outcome": _restored(outcome),
         })
     return found
 
@@ -134,7 +170,9 @@ def _canaries(report: Mapping[str, Any]) -> dict[int, str]:
 # ---------------------------------------------------------------------------- views
 
 def _stream_html(canonical: str, marks: Sequence[tuple[int, int, str]]) -> str:
-    return f'<pre class="text stream">{h.highlight(canonical, marks, SEPARATOR_CHIPS)}</pre>'
+    # escaping leaves lone surrogates alone; they become chips only here, inside <pre> text
+    marked = _SURROGATE.sub(_byte_chip, h.highlight(canonical, marks, SEPARATOR_CHIPS))
+    return f'<pre class="text stream">{marked}</pre>'
 
 
 def _divergence_marks(text: str, at: int) -> list[tuple[int, int, str]]:
@@ -342,7 +380,7 @@ def _fidelity_section(report: Mapping[str, Any]) -> str:
         return h.section("fidelity", "Rung fidelity", h.empty_note("no rung was run"))
     repeats = {_int(r.get("repeat"), 1) for r in rungs}
     groups, values = [], {}
-    series = [h.Series("requested concurrency", "#b6c6d6"), h.Series("peak in flight", h.ACCENT)]
+    series = [h.Series("label concurrency", "#b6c6d6"), h.Series("peak in flight", h.ACCENT)]
     rows = []
     for rung in rungs:
         name = _column(str(rung.get("label", "")), _int(rung.get("repeat"), 1), repeats)
@@ -354,27 +392,40 @@ def _fidelity_section(report: Mapping[str, Any]) -> str:
         if isinstance(peak, (int, float)):
             tone = h.BAD if peak <= 1 else (h.WARN if isinstance(requested, (int, float)) and peak < requested else h.ACCENT)
             values[(name, series[1].name)] = h.Bar(name, float(peak), color=tone, value_text=str(peak))
-        if isinstance(peak, (int, float)) and peak <= 1:
+        sent = rung.get("requests_sent", rung.get("slots"))  # `slots` before bench version 2
+        failed = rung.get("requests_failed")
+        if rung.get("requests_failed"):
+            state = f"{rung.get('unmeasured_reason') or 'requests failed'}: cells unmeasured"
+        elif isinstance(peak, (int, float)) and peak <= 1:
             state = "not concurrent: cells unmeasured"
         elif isinstance(peak, (int, float)) and isinstance(requested, (int, float)) and peak < requested:
-            state = f"server ran at most {peak} at once"
+            state = (f"the server ran at most {peak} at once: its observed parallelism, "
+                     f"below the label's {requested}")
+        elif isinstance(peak, (int, float)) and isinstance(sent, (int, float)) and peak < sent:
+            state = f"ran {peak} of {sent} at once"
         else:
-            state = "ran as requested"
+            state = "all ran together"
+        if isinstance(sent, (int, float)) and isinstance(requested, (int, float)) and sent > requested:
+            state += (f" · sent {sent} requests, more than the {requested} its label names "
+                      "(every probe runs in every rung)")
         skew = rung.get("launch_skew_ms")
-        rows.append((name, requested, rung.get("slots"), peak,
+        rows.append((name, requested, sent, "—" if failed is None else failed, peak,
                      "—" if not isinstance(skew, (int, float)) else f"{skew:,.1f}", state))
     chart = h.grouped_bars(groups, series, values, label="peak in flight against requested concurrency",
                            unit="requests at once", height=300)
-    note = h.legend([("#b6c6d6", "requested", "the rung's concurrency"),
+    note = h.legend([("#b6c6d6", "label", "the concurrency the rung is named for"),
                      (h.ACCENT, "peak in flight", "replies streaming at the same instant"),
-                     (h.WARN, "below requested", "the server's observed parallelism"),
+                     (h.WARN, "below the label", "the server's observed parallelism"),
                      (h.BAD, "1", "nothing ran together: the rung cannot speak to contamination")])
     return h.section(
         "fidelity", "Rung fidelity", note + chart + h.table(
-            ("rung", "requested", "slots", "peak in flight", "launch skew (ms)", "reading"),
-            rows, numeric=(1, 2, 3, 4)),
+            ("rung", "label concurrency", "requests sent in the rung", "requests failed",
+             "peak in flight (observed)", "launch skew (ms)", "reading"),
+            rows, numeric=(1, 2, 3, 4, 5)),
         intro="What the server really ran together, from client timings: the most replies whose "
-              "streaming intervals (first content delta → last byte) overlap. Launch skew is "
+              "streaming intervals (first content delta → last byte) overlap. A rung sends one "
+              "request per probe at least, so it can send more than its label. Any failed "
+              "request (scored or ballast) makes the rung's cells unmeasured. Launch skew is "
               "first to last send.")
 
 
@@ -491,7 +542,7 @@ def render_html(report: Mapping[str, Any]) -> str:
     target = run.get("target") or {}
     subtitle = " · ".join(str(x) for x in (target.get("model"), target.get("url") or target.get("base_url"),
                                            run.get("id")) if x)
-    return h.page(
+    page = h.page(
         title="contamination report",
         subtitle=subtitle,
         report=report,
@@ -502,3 +553,6 @@ def render_html(report: Mapping[str, Any]) -> str:
             ("timeline", "timeline", _timeline_section(report, requests, cells)),
             ("run", "run", _setup_section(report)),
         ])
+    # a lone surrogate left anywhere (a title attribute, a warning) becomes plain `\\xNN`
+    # text: safe inside attributes, and the page always encodes as UTF-8
+    return _SURROGATE.sub(lambda match: display_text(match.group(0)), page)

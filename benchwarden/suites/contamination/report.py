@@ -5,8 +5,11 @@ reports the union of the original and the resumed requests), rebuilds the legs, 
 scores them with the pure `scoring` module; `render_terminal` draws that JSON report.
 Neither talks to a server, so `benchwarden show RUN` works with the server gone.
 
-Invariant: the report is a function of stored data only; rendering reads only the
-report dict (so a report loaded from a JSON file renders the same).
+Invariants: the report is a function of stored data only; rendering reads only the
+report dict (so a report loaded from a JSON file renders the same). Every string in the
+report is valid UTF-8: model text and server messages are shown through
+`scoring.display_text` (an invalid byte as `\\xNN`), and per-request outcomes keep the
+client's stored form (`RequestOutcome.to_json_dict`), which round-trips exactly.
 """
 
 from __future__ import annotations
@@ -42,20 +45,21 @@ def legs_from_records(records: list[Record], config: Mapping[str, Any]) -> Legs:
         found = [by_address.get((leg, str(i), 1)) for i in range(probes)]
         return [_outcome(r) if r is not None else None for r in found]
 
-    slots_of: dict[tuple[str, int], list[Record]] = defaultdict(list)
+    requests_of: dict[tuple[str, int], list[Record]] = defaultdict(list)
     for record in records:
         if record.arm.startswith("c") and record.arm[1:].isdigit():
-            slots_of[(record.arm, record.trial)].append(record)
+            requests_of[(record.arm, record.trial)].append(record)
     rungs = []
     for repetition in range(1, int(config["repeat"]) + 1):
         for level in config["concurrency"]:
             label = f"c{level}"
-            slots = sorted(slots_of.get((label, repetition), []),
-                           key=lambda r: int(r.payload.get("slot", 0)))
+            sent = sorted(requests_of.get((label, repetition), []),
+                          key=lambda r: int(r.payload.get("slot", 0)))
             scored = [by_address.get((label, str(i), repetition)) for i in range(probes)]
-            rungs.append(RungOutcomes(label, int(level), repetition,
-                                      [_outcome(r) if r else None for r in scored],
-                                      [_outcome(r) for r in slots]))
+            rungs.append(RungOutcomes(
+                label, int(level), repetition, [_outcome(r) if r else None for r in scored],
+                [_outcome(r) for r in sent],
+                [r.payload.get("cancel_after_deltas") is not None for r in sent]))
     return Legs(ref_a=solo("ref_a"), ref_b=solo("ref_b"), rungs=rungs, post=solo("post"),
                 canaries=[p["canary"] for p in config["probe_set"]],
                 min_completion_tokens=int(config["min_completion_tokens"]))
@@ -92,7 +96,8 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
     verdict = scoring.verdict(result)
     prime_failures = [r for r in records if r.arm == "prime" and r.outcome != "ok"]
     warnings = [f"prime of probe {r.task} failed "
-                f"({r.payload['outcome'].get('error')}); later legs may have started cache-cold"
+                f"({_outcome(r).error or 'no reply'}); "
+                "later legs may have started cache-cold"
                 for r in prime_failures]
     missing = any(scoring.NOT_RECORDED in getattr(cell.result, "why", "")
                   for cell in result.cells)
@@ -113,11 +118,48 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         "warnings": warnings,
         "requests": _request_entries(records, len(config["probe_set"])),
     }
-    return envelope(suite=SUITE, bench_version=BENCH_VERSION, run=run, end=info.end,
-                    verdict=verdict, body=body, store_head=store_head_block(store))
+    return json_safe(envelope(suite=SUITE, bench_version=BENCH_VERSION, run=run,
+                              end=info.end, verdict=verdict, body=body,
+                              store_head=store_head_block(store)))
+
+
+def json_safe(value: Any) -> Any:
+    """`value` with any lone surrogate left in a string shown as `\\xNN`/`\\uNNNN`, so
+    the report always encodes as UTF-8 (strings without one are returned as they are)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return "".join(scoring.display_text(c) if 0xD800 <= ord(c) <= 0xDFFF else c
+                           for c in value)
+    if isinstance(value, dict):
+        return {json_safe(key): json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    return value
 
 
 # -- terminal --------------------------------------------------------------------------------
+def rung_line(rung: Mapping[str, Any], repeats: int = 1) -> Text:
+    """The rung's own sentence (`RungFidelity.describe`), coloured: red when its cells are
+    unmeasured, yellow when the server ran fewer at once than the label asked."""
+    peak, level = rung.get("peak_in_flight", 0) or 0, rung.get("concurrency")
+    sent = rung.get("requests_sent", rung.get("slots"))  # `slots` before bench version 2
+    line = rung.get("description")
+    if not line:  # a report from before bench version 2
+        skew = rung.get("launch_skew_ms")
+        line = (f"rung {rung.get('label')}" + (f" #{rung.get('repeat')}" if repeats > 1 else "")
+                + f": {sent} requests sent in the rung; peak in flight {peak}; launch skew "
+                + (f"{skew:.1f} ms" if isinstance(skew, (int, float)) else "—"))
+    style = ""
+    if rung.get("unmeasured_reason") or (sent and peak < 2):
+        style = "red"
+    elif isinstance(level, int) and peak < level:
+        style = "yellow"
+    return Text(str(line), style=style)
+
+
 def cell_text(cell: Mapping[str, Any]) -> Text:
     kind = cell.get("class")
     if kind == "identical":
@@ -177,19 +219,7 @@ def render_terminal(report: Mapping[str, Any], console: Console) -> None:
     console.print(table)
 
     for rung in report.get("rungs", []):
-        peak, level = rung.get("peak_in_flight", 0), rung.get("concurrency")
-        skew = rung.get("launch_skew_ms")
-        line = (f"rung {rung.get('label')}" + (f" #{rung.get('repeat')}" if repeats > 1 else "")
-                + f": {rung.get('slots')} slots, peak in flight {peak}, launch skew "
-                + (f"{skew:.1f} ms" if isinstance(skew, (int, float)) else "—"))
-        style = ""
-        if rung.get("slots") and peak < 2:
-            line += " — not concurrent: its cells are unmeasured"
-            style = "red"
-        elif isinstance(level, int) and peak < level:
-            line += f" — observed parallelism {peak} (below {level})"
-            style = "yellow"
-        console.print(Text(line, style=style))
+        console.print(rung_line(rung, repeats))
 
     score = report.get("score", {})
     console.print(" · ".join(f"{name} {'—' if score.get(name) is None else score.get(name)}"

@@ -1,4 +1,4 @@
-"""Scoring of the contamination suite: classify every probe in every leg, then judge.
+r"""Scoring of the contamination suite: classify every probe in every leg, then judge.
 
 Pure: the inputs are recorded outcomes (`Legs`), the outputs values (`Score`,
 `Verdict`). Nothing here reads a network, a file or a clock, so a stored run re-scores
@@ -17,8 +17,22 @@ Why it is shaped this way:
 - The canary check runs before the comparison: a foreign canary is leakage on its own
   evidence, a stronger statement than "differs from its reference", and it needs no
   reference and no proof of concurrency.
-- A rung whose peak in flight was 1 ran nothing together: its remaining cells are
-  `Unmeasured` with that reason, so a serialising server cannot pass.
+- A rung is judged as a whole: when any of its requests failed (scored or ballast, for
+  any reason: HTTP status, transport error, a local limit such as "Too many open files",
+  a timeout, a cut stream, a cap) it did not run as planned, and when its peak in flight
+  was 1 it ran nothing together. Either way its cells are `Unmeasured` with the rung's
+  reason ("rung c32: 28 of 32 requests failed: HTTP 500 ×28"), so neither a server that
+  refuses what it cannot serve nor a serialising one can pass. Only a foreign canary
+  still speaks (it is evidence on its own).
+- Replies are compared on the exact bytes the server sent: the client keeps each invalid
+  UTF-8 byte as a lone surrogate U+DC80..U+DCFF ("surrogateescape"), and `exact_bytes`
+  turns the canonical string back into those bytes, so `\xff` and `\xfe` differ even
+  though both would decode to U+FFFD. Positions (`at`, earliest divergence) count
+  characters of the canonical string, where each invalid byte is one character.
+- Model text is shown through `display_text`, one rule everywhere (terminal, JSON
+  excerpts): an invalid byte as `\xNN`, a literal backslash doubled (`\\`), so the
+  two can never be confused; never U+FFFD. Error lines are the client's own, already
+  valid text (it shows an invalid byte there as `\xNN` too).
 
 Invariants:
 - Each cell increments exactly one class counter (identical, diverged, contaminated,
@@ -36,7 +50,9 @@ from benchwarden.core.verdicts import Verdict, one_line
 from benchwarden.suites.contamination.fidelity import RungFidelity, rung_fidelity
 from benchwarden.targets.replies import Reply, RequestOutcome
 
-BENCH_VERSION = "1"
+# 2: rung failures make the rung unmeasured; byte-exact comparison; rungs report
+# `requests_sent` (was `slots`), `requests_failed` and `failures`.
+BENCH_VERSION = "2"
 
 REASONING_END = "\x01"
 TOOL_CALL = "\x02"
@@ -45,6 +61,7 @@ FINISH = "\x04"
 
 REFERENCE_LEG = "ref"
 POST_LEG = "post"
+MAX_RUNGS_NAMED = 8  # in the verdict line; the report lists every rung
 NOT_RECORDED = "not recorded: the run stopped before this request (resume it with --resume)"
 
 
@@ -123,8 +140,9 @@ class RungOutcomes:
     label: str
     concurrency: int
     repeat: int
-    scored: Sequence[Outcome]  # indexed by probe: the first n slots
-    slots: Sequence[RequestOutcome] = ()  # every slot, ballast included (fidelity)
+    scored: Sequence[Outcome]  # indexed by probe: the first n requests of the rung
+    requests: Sequence[RequestOutcome] = ()  # every request sent, ballast included
+    cancel_planned: Sequence[bool] = ()  # per request: to be cut by the client on purpose
 
 
 @dataclass(frozen=True)
@@ -145,6 +163,51 @@ def canonical(reply: Reply) -> str:
     return f"{reply.reasoning}{REASONING_END}{reply.text}{calls}{FINISH}{reply.finish_reason or ''}"
 
 
+def exact_bytes(text: str) -> bytes:
+    """The bytes a canonical string stands for: invalid UTF-8 bytes restored.
+
+    A lone surrogate outside U+DC80..U+DCFF came from no byte; a string holding one is
+    encoded with "surrogatepass" instead (see `same_stream`)."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
+def same_stream(a: str, b: str) -> bool:
+    """Byte-exact equality of two canonical forms (both encoded the same way, so the
+    comparison stays exact even for surrogates no server byte could produce)."""
+    try:
+        return a.encode("utf-8", "surrogateescape") == b.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return a.encode("utf-8", "surrogatepass") == b.encode("utf-8", "surrogatepass")
+
+
+_PICTURES = {REASONING_END: "␁", TOOL_CALL: "␂", TOOL_ARGUMENTS: "␃", FINISH: "␄",
+             "\n": "⏎", "\\": "\\\\"}
+
+
+def display_text(text: str) -> str:
+    """Model text for a terminal or a JSON excerpt, unambiguous and valid UTF-8.
+
+    An invalid byte (U+DC80..U+DCFF) is shown as `\\xNN` (NN always 80..ff); a literal
+    backslash as `\\\\`; any other control character or lone surrogate as `\\uNNNN`;
+    the canonical form's separators as ␁ ␂ ␃ ␄ and a newline as ⏎.
+    """
+    shown = []
+    for character in text:
+        code = ord(character)
+        if character in _PICTURES:
+            shown.append(_PICTURES[character])
+        elif 0xDC80 <= code <= 0xDCFF:
+            shown.append(f"\\x{code - 0xDC00:02x}")
+        elif code < 0x20 or 0x7F <= code <= 0x9F or 0xD800 <= code <= 0xDFFF:
+            shown.append(f"\\u{code:04x}")
+        else:
+            shown.append(character)
+    return "".join(shown)
+
+
 def foreign_canaries(reply: Reply, own: str, canaries: Sequence[str]) -> list[str]:
     """Other probes' canaries found in this reply, in order of first appearance."""
     form = canonical(reply)
@@ -162,36 +225,36 @@ def common_prefix(a: str, b: str) -> int:
     return index
 
 
-def _visible(text: str) -> str:
-    return (text.replace(REASONING_END, "␁").replace(TOOL_CALL, "␂")
-            .replace(TOOL_ARGUMENTS, "␃").replace(FINISH, "␄").replace("\n", "⏎"))
-
-
 def _divergence_detail(reference: str, got: str, at: int) -> str:
     start = max(0, at - 20)
     return (f"stream differs from its solo reference at char {at}: "
-            f"reference {_visible(reference[start:at + 20])!r} vs "
-            f"reply {_visible(got[start:at + 20])!r}")
+            f"reference \"{display_text(reference[start:at + 20])}\" vs "
+            f"reply \"{display_text(got[start:at + 20])}\"")
 
 
 # -- classification -----------------------------------------------------------------------
 def classify(reference: Reply, got: Outcome, own_canary: str, canaries: Sequence[str],
-             floor: int, *, persistent_leg: bool, not_concurrent: str | None = None) -> CellClass:
-    """One measured outcome against its probe's (stable) solo reference."""
+             floor: int, *, persistent_leg: bool, rung_unmeasured: str | None = None) -> CellClass:
+    """One measured outcome against its probe's (stable) solo reference.
+
+    `rung_unmeasured`: why the rung this outcome belongs to cannot be compared (failed
+    requests, not concurrent); then only a foreign canary still classifies the cell."""
     if got is None:
         return Unmeasured(NOT_RECORDED)
     if not got.ok or got.reply is None:
-        return Unmeasured(f"request failed: {got.error or 'no reply'}")
+        own = f"request failed: {got.error or 'no reply'}"  # the client's line: valid text
+        return Unmeasured(f"{rung_unmeasured} (this one: {own})" if rung_unmeasured else own)
     reply = got.reply
     if reply.completion_tokens < floor:
-        return Unmeasured(f"only {reply.completion_tokens} completion tokens (floor {floor})")
+        return Unmeasured(rung_unmeasured
+                          or f"only {reply.completion_tokens} completion tokens (floor {floor})")
     foreign = foreign_canaries(reply, own_canary, canaries)
     if foreign:
         return Contaminated(foreign[0])
-    if not_concurrent:
-        return Unmeasured(not_concurrent)
+    if rung_unmeasured:
+        return Unmeasured(rung_unmeasured)
     expected, actual = canonical(reference), canonical(reply)
-    if expected != actual:
+    if not same_stream(expected, actual):
         at = common_prefix(expected, actual)
         if persistent_leg:
             return Persistent(at)
@@ -215,7 +278,7 @@ def _reference(a: Outcome, b: Outcome, floor: int) -> Reply | CellClass:
         return Unmeasured(
             f"a solo reference was below the {floor} completion-token floor "
             f"({a.reply.completion_tokens} and {b.reply.completion_tokens} tokens)")
-    if canonical(a.reply) != canonical(b.reply) \
+    if not same_stream(canonical(a.reply), canonical(b.reply)) \
             or a.reply.completion_tokens != b.reply.completion_tokens:
         return AloneUnstable()
     return a.reply
@@ -248,8 +311,9 @@ class Score:
         return {name: getattr(self, name) for name in self.COUNTERS}
 
     @property
-    def not_concurrent(self) -> list[str]:
-        return [reason for reason in (f.not_concurrent_reason for f in self.fidelity) if reason]
+    def unmeasured_rungs(self) -> list[str]:
+        """Why each rung that could not be compared could not (one reason per rung)."""
+        return [reason for reason in (f.unmeasured_reason for f in self.fidelity) if reason]
 
 
 @dataclass
@@ -278,7 +342,8 @@ class _Tally:
 def score(legs: Legs) -> Score:
     floor = legs.min_completion_tokens
     canaries = list(legs.canaries)
-    fidelity = tuple(rung_fidelity(r.label, r.concurrency, r.repeat, list(r.slots))
+    fidelity = tuple(rung_fidelity(r.label, r.concurrency, r.repeat, list(r.requests),
+                                   list(r.cancel_planned))
                      for r in legs.rungs)
     tally = _Tally()
     for probe in range(len(legs.ref_a)):
@@ -290,13 +355,13 @@ def score(legs: Legs) -> Score:
             continue
         measured: list[tuple[str, int, Outcome, bool, str | None]] = [
             (rung.label, rung.repeat, rung.scored[probe] if probe < len(rung.scored) else None,
-             False, rung_fit.not_concurrent_reason)
+             False, rung_fit.unmeasured_reason)
             for rung, rung_fit in zip(legs.rungs, fidelity)]
         measured.append((POST_LEG, 1, legs.post[probe] if probe < len(legs.post) else None,
                          True, None))
-        for label, repeat, got, persistent_leg, not_concurrent in measured:
+        for label, repeat, got, persistent_leg, rung_unmeasured in measured:
             result = classify(reference, got, own, canaries, floor,
-                              persistent_leg=persistent_leg, not_concurrent=not_concurrent)
+                              persistent_leg=persistent_leg, rung_unmeasured=rung_unmeasured)
             foreign = 0
             if isinstance(result, Contaminated) and got is not None and got.reply is not None:
                 foreign = len(foreign_canaries(got.reply, own, canaries))
@@ -312,18 +377,22 @@ def score(legs: Legs) -> Score:
         earliest_divergence=tally.earliest, cells=tuple(tally.cells), fidelity=fidelity)
 
 
-def _first_unmeasured(result: Score) -> Cell:
-    return next(c for c in result.cells if isinstance(c.result, Unmeasured))
-
-
 def _problems(result: Score) -> list[str]:
     problems = []
     if result.unmeasured:
-        reasons = result.not_concurrent
-        if not reasons:  # name one cause, so the line says what to look at
-            first = _first_unmeasured(result)
+        rungs = result.unmeasured_rungs
+        reasons = list(rungs[:MAX_RUNGS_NAMED])
+        if len(rungs) > MAX_RUNGS_NAMED:  # --repeat can make hundreds: keep the line readable
+            reasons.append(f"and {len(rungs) - MAX_RUNGS_NAMED} more rungs, see the report")
+        # a cell of such a rung says exactly its rung's reason, or that + " (this one: ...)"
+        rung_reasons = set(rungs)
+        others = [c for c in result.cells if isinstance(c.result, Unmeasured)
+                  and c.result.why.partition(" (this one: ")[0] not in rung_reasons]
+        if others:  # name one other cause, so the line says what to look at
+            first = others[0]
             assert isinstance(first.result, Unmeasured)
-            reasons = [f"e.g. probe {first.probe} {first.leg}: {one_line(first.result.why, 120)}"]
+            reasons.append(f"e.g. probe {first.probe} {first.leg}: "
+                           f"{one_line(first.result.why, 120)}")
         problems.append(f"{result.unmeasured} unmeasured ({'; '.join(reasons)})")
     if result.alone_unstable:
         problems.append(f"{result.alone_unstable} not reproducible alone at temperature 0 "

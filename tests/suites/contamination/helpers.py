@@ -20,8 +20,29 @@ def ok(text: str, *, tokens: int = 32, reasoning: str = "", finish: str | None =
                                   last_byte_at=end), reply=reply)
 
 
-def failed(message: str = "connection refused", at: float = 0.0) -> RequestOutcome:
-    return RequestOutcome(Timings(sent_at=at), error=message)
+def failed(message: str = "connection refused", at: float = 0.0,
+           status: int | None = None) -> RequestOutcome:
+    return RequestOutcome(Timings(sent_at=at), error=message, status=status)
+
+
+def http_error(status: int = 500) -> RequestOutcome:
+    """What the client records for a non-200 answer."""
+    return failed(f"HTTP {status} from POST http://127.0.0.1:1/v1/chat/completions: "
+                  "fake internal error (server_error)", status=status)
+
+
+def too_many_files() -> RequestOutcome:
+    """What the client records when the process is out of file descriptors."""
+    return failed("POST http://127.0.0.1:1/v1/chat/completions failed: cannot connect "
+                  "(Too many open files)")
+
+
+def cancelled_by_client(probe: int, deltas: int = 4) -> RequestOutcome:
+    """A ballast request the client cut after `deltas` content deltas (cancel scenario)."""
+    return RequestOutcome(Timings(sent_at=0.0, first_byte_at=0.0, first_content_at=0.0,
+                                  last_byte_at=0.5),
+                          error=f"cancelled by client after {deltas} deltas",
+                          extra={"cancelled": True})
 
 
 def good(probe: int, **kwargs) -> RequestOutcome:

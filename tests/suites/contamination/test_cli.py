@@ -68,7 +68,7 @@ def test_clean_server_passes_with_a_complete_report(tmp_path):
 @pytest.mark.parametrize("behaviour, leg_class, reason", [
     ("leak", "contaminated", "CONTAMINATED"),
     ("drift", "diverged", "diverged; earliest divergence at char"),
-    ("truncated", "unmeasured", "stream ended without [DONE] or finish_reason"),
+    ("truncated", "unmeasured", "rung c2: 2 of 2 requests failed: truncated stream ×2"),
     ("usage_mismatch", "diverged", "diverged"),
     ("serialising", "unmeasured", "rung c2 not concurrent: peak in flight 1"),
 ])
@@ -145,7 +145,8 @@ def test_cancel_scenario_cuts_ballast_and_still_passes(tmp_path):
     cancelled = [r for r in ballast if r["status"] == "cancelled"]
     assert cancelled and len(cancelled) < len(ballast)
     assert all(r["cancel_after_deltas"] == 4 for r in cancelled)
-    assert {r["slots"] for r in report["rungs"]} == {4}
+    assert {r["requests_sent"] for r in report["rungs"]} == {4}
+    assert {r["requests_failed"] for r in report["rungs"]} == {0}  # planned cuts are the plan
 
 
 def test_distinct_prefix_prompts_differ_from_the_first_word(tmp_path):

@@ -200,3 +200,57 @@ def test_a_serialising_server_shows_its_rungs_as_not_concurrent() -> None:
         rung["peak_in_flight"] = 1
     page = render_html(report)
     assert page.count("not concurrent: cells unmeasured") == 3
+
+
+# -- bench version 2: requests sent, failures, invalid bytes -------------------------------
+XFF = b"\xff".decode("utf-8", "surrogateescape")
+
+
+def test_rung_failures_and_requests_sent_are_stated() -> None:
+    report = sample_report()
+    rung = report["rungs"][2]
+    rung.pop("slots")
+    rung.update(requests_sent=8, requests_failed=2, failures={"HTTP 500": 2},
+                unmeasured_reason="rung c8: 2 of 8 requests failed: HTTP 500 ×2")
+    report["rungs"][0].update(requests_sent=4)  # c2 sends one request per probe
+    page = render_html(report)
+    assert "requests sent in the rung" in page and ">slots<" not in page
+    assert "rung c8: 2 of 8 requests failed: HTTP 500 ×2: cells unmeasured" in page
+    assert "sent 4 requests, more than the 2 its label names" in page
+
+
+def test_a_report_from_bench_version_1_still_shows_its_request_counts() -> None:
+    page = render_html(sample_report())  # rungs carry `slots`
+    assert re.search(r"<td[^>]*>4</td>", page)
+
+
+def _with_byte_reply(text: str) -> dict[str, Any]:
+    from benchwarden.targets.replies import RequestOutcome
+
+    report = sample_report()
+    for request in report["requests"]:
+        if request["leg"] == "c8" and request["probe"] == 1 and request["scored"]:
+            outcome = RequestOutcome.from_json_dict(request["outcome"])
+            reply = dict(request["outcome"]["reply"], text=text)
+            stored = RequestOutcome.from_json_dict({**request["outcome"], "reply": reply})
+            request["outcome"] = stored.to_json_dict()  # the client's stored form
+            assert outcome.timings == stored.timings
+    return report
+
+
+def test_an_invalid_byte_in_a_reply_is_a_boxed_chip_never_a_replacement() -> None:
+    page = render_html(_with_byte_reply(_answer(1) + " byte " + XFF + " and \\xff as text"))
+    page.encode("utf-8")  # the page is always valid UTF-8
+    assert "\ufffd" not in page
+    assert '<span class="ctl byte" title="invalid UTF-8 byte 0xFF">\\xff</span>' in page
+    # the literal four characters are not boxed
+    assert "and \\xff as text" in page
+    assert page.count('title="invalid UTF-8 byte 0xFF"') == 1
+
+
+def test_a_lone_surrogate_anywhere_else_is_written_as_text() -> None:
+    report = sample_report()
+    report["warnings"] = ["server said " + XFF]
+    page = render_html(report)
+    page.encode("utf-8")
+    assert "server said \\xff" in page

@@ -93,10 +93,13 @@ def test_solo_instability_disqualifies_the_probe(second):
 
 
 def test_one_crashed_request_cannot_pass():
-    result = score(legs(REFS, rungs=[concurrent_rung("c2", [failed("HTTP 500: boom"), good(1)])]))
-    found = cell(result, 0, "c2")
-    assert isinstance(found, Unmeasured) and "HTTP 500: boom" in found.why
-    assert verdict(result).kind == "fail" and "1 unmeasured" in verdict(result).reason
+    result = score(legs(REFS, rungs=[concurrent_rung("c2", [failed("boom"), good(1)])]))
+    crashed, other = cell(result, 0, "c2"), cell(result, 1, "c2")
+    assert isinstance(crashed, Unmeasured) and "this one: request failed: boom" in crashed.why
+    assert other == Unmeasured("rung c2: 1 of 3 requests failed: boom ×1")
+    outcome = verdict(result)
+    assert outcome.kind == "fail"
+    assert "2 unmeasured (rung c2: 1 of 3 requests failed: boom ×1)" in outcome.reason
 
 
 def test_all_crashed_is_fail_not_clean():
@@ -194,7 +197,7 @@ def test_ballast_counts_for_fidelity_but_is_not_scored():
     ballast = [good(0, start=0.5, end=2.5)]
     rung = RungOutcomes("c3", 3, 1, scored, scored + ballast)
     result = score(legs(REFS, rungs=[rung]))
-    assert result.fidelity[0].peak_in_flight == 2 and result.fidelity[0].slots == 3
+    assert result.fidelity[0].peak_in_flight == 2 and result.fidelity[0].requests_sent == 3
     assert verdict(result).kind == "pass"
     assert len([c for c in result.cells if c.leg == "c3"]) == 2
 

@@ -1,0 +1,92 @@
+"""Replies are compared on the exact bytes the server sent; invalid bytes are shown escaped.
+
+The client keeps each byte that was not valid UTF-8 as a lone surrogate U+DC80..U+DCFF
+("surrogateescape"); these replies are built in memory holding such surrogates.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from benchwarden.suites.contamination.scoring import (
+    AloneUnstable, Diverged, Identical, Legs, RungOutcomes, canonical, display_text,
+    exact_bytes, same_stream, score, verdict)
+from tests.suites.contamination.helpers import CANARIES, good, ok, reply_text
+
+FLOOR = 16
+XFF = b"\xff".decode("utf-8", "surrogateescape")  # what the client holds for byte 0xFF
+XFE = b"\xfe".decode("utf-8", "surrogateescape")
+
+
+def with_byte(probe: int, byte: str):
+    return ok(reply_text(probe) + " end " + byte + " tail")
+
+
+def run(reference, in_rung):
+    other = good(1)
+    rung = RungOutcomes("c2", 2, 1, [in_rung, other], [in_rung, other, good(0)])
+    return score(Legs([reference, other], [reference, other], [rung], [reference, other],
+                      CANARIES[:2], FLOOR))
+
+
+def test_ff_alone_and_fe_batched_diverge_where_the_byte_is():
+    alone = with_byte(0, XFF)
+    result = run(alone, with_byte(0, XFE))
+    found = [c.result for c in result.cells if c.leg == "c2" and c.probe == 0][0]
+    assert isinstance(found, Diverged)
+    assert found.at == canonical(alone.reply).index(XFF)  # a character of the canonical form
+    assert "\\xff" in found.detail and "\\xfe" in found.detail
+    assert "\ufffd" not in found.detail
+    found.detail.encode("utf-8")  # always printable and storable
+    assert verdict(result).kind == "fail"
+
+
+def test_an_invalid_byte_never_equals_the_replacement_character():
+    result = run(with_byte(0, XFF), with_byte(0, "\ufffd"))
+    assert result.diverged == 1
+
+
+def test_the_same_invalid_byte_is_identical():
+    result = run(with_byte(0, XFF), with_byte(0, XFF))
+    assert result.identical == 4 and verdict(result).kind == "pass"
+
+
+def test_references_differing_in_one_byte_are_alone_unstable():
+    other = good(1)
+    rung = RungOutcomes("c2", 2, 1, [good(0), other], [good(0), other, good(0)])
+    result = score(Legs([with_byte(0, XFF), other], [with_byte(0, XFE), other], [rung],
+                        [good(0), other], CANARIES[:2], FLOOR))
+    assert [c.result for c in result.cells if c.probe == 0] == [AloneUnstable()]
+
+
+def test_display_escapes_invalid_bytes_and_doubles_real_backslashes():
+    assert display_text("a" + XFF + "b") == "a\\xffb"
+    assert display_text("a\\xffb") == "a\\\\xffb"  # the four characters \xff, as text
+    assert display_text("a" + XFF + "b") != display_text("a\\xffb")
+    assert display_text("x\x01y\nz\x07") == "x␁y⏎z\\u0007"
+
+
+raw_bytes = st.binary(max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw_bytes, raw_bytes)
+def test_comparison_is_byte_equality(a, b):
+    text_a = a.decode("utf-8", "surrogateescape")
+    text_b = b.decode("utf-8", "surrogateescape")
+    assert exact_bytes(text_a) == a
+    assert same_stream(text_a, text_b) == (a == b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw_bytes)
+def test_display_is_valid_utf8_and_never_a_replacement(a):
+    text = a.decode("utf-8", "surrogateescape")
+    shown = display_text(text)
+    shown.encode("utf-8")
+    assert shown.count("\ufffd") == text.count("\ufffd")  # only ones the server really sent
+
+
+def test_surrogates_no_byte_produces_still_compare_exactly():
+    assert same_stream("\ud800", "\ud800") and not same_stream("\ud800", "\ud801")
+    assert not same_stream("\ud800", XFF)
