@@ -388,18 +388,28 @@ class Store(ABC):
             raise ValueError("batch must be at least 1")
         p = self.placeholder
         clauses, params = ["kind = 'record'"], []
-        for column, value in (("run_id", run_id), ("suite", suite), ("scope", scope),
-                              ("arm", arm), ("task", task)):
+        if run_id is not None:  # its index yields (run_id, kind, seq) in seq order
+            clauses.append(f"run_id = {p}")
+            params.append(run_id)
+        for column, value in (("suite", suite), ("scope", scope), ("arm", arm), ("task", task)):
             if value is not None:
-                clauses.append(f"{column} = {p}")
+                # `|| ''` keeps the planner off the address index (not in seq order),
+                # which would sort every matching record again for each page
+                clauses.append(f"{column} || '' = {p}")
                 params.append(value)
         sql = (f"SELECT seq, body FROM entries WHERE {' AND '.join(clauses)} AND seq > {p} "
                f"ORDER BY seq LIMIT {p}")
         after = 0
         while True:
             rows = self._query(sql, (*params, after, batch))
-            for _seq, body in rows:
-                yield _record_decoder.decode(_as_bytes(body))
+            for seq, body in rows:
+                try:
+                    yield _record_decoder.decode(_as_bytes(body))
+                except msgspec.DecodeError as error:  # (ValidationError is one too)
+                    raise CorruptStore(
+                        f"store {self.location}: entry {seq} is not a readable record "
+                        f"({error}); `benchwarden verify --store` checks the whole store"
+                    ) from None
             if len(rows) < batch:
                 return
             after = int(rows[-1][0])

@@ -393,3 +393,17 @@ def test_a_failed_first_append_does_not_poison_the_witness(tmp_path):
         store.begin_run(stamp_run(suite="demo", bench_version="1", config={}, run_id="r"))
         store.append([make_record(run_id="r", task="y")])
         assert store.verify().ok
+
+
+def test_an_unreadable_record_body_is_named_not_a_traceback(tmp_path):
+    path = tmp_path / "s.sqlite"
+    _store_with(path, 3)
+    raw = sqlite3.connect(path)
+    raw.execute("DROP TRIGGER entries_refuse_update")
+    raw.execute("UPDATE entries SET body = CAST('{\"suite\": 7' AS BLOB) WHERE seq = 3")
+    raw.commit()
+    raw.close()
+    with open_store(path, create=False) as store:
+        with pytest.raises(CorruptStore, match="entry 3 is not a readable record"):
+            store.records()
+        assert not store.verify().ok
