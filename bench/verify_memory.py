@@ -10,7 +10,10 @@ Each measurement runs in a fresh child process (`python -m benchwarden verify --
 or the fetch-all reader), and its peak RSS is read from `wait4`; the baseline is the
 streaming `verify` on the small store. Ratios are what to read.
 
-    python bench/verify_memory.py [--small 20000] [--large 200000]
+    python bench/verify_memory.py [--small 20000] [--large 200000] [--json FILE]
+
+bench/scale_growth.py measures every read command's growth on cached stores; this
+script isolates `verify` and shows what streaming saves against reading everything.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.store_append import arm_record  # noqa: E402
+from _figures import Figure, add_json_option, emit  # noqa: E402
+from store_append import arm_record  # noqa: E402
 from benchwarden.core.provenance import stamp_run  # noqa: E402
 from benchwarden.core.store import open_store  # noqa: E402
 
@@ -64,6 +68,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--small", type=int, default=20_000)
     parser.add_argument("--large", type=int, default=200_000)
+    add_json_option(parser)
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bw-verify-bench-") as folder:
         stores = {}
@@ -79,15 +84,19 @@ def main() -> None:
                 [sys.executable, "-m", "benchwarden", "verify", "--store", str(path)])
             figures[("fetch-all", label)] = peak_rss_mb([sys.executable, "-c", FETCH_ALL, str(path)])
         baseline = figures[("verify", "small")][0]
-        print(f"\nbaseline: streaming verify of the small store, peak RSS {baseline:.0f} MB\n")
-        print(f"{'reader':<28}{'store':>10}{'peak RSS MB':>14}{'vs baseline':>14}{'exit':>6}")
-        for (reader, label), (rss, _seconds, code) in figures.items():
-            count = options.small if label == "small" else options.large
-            print(f"{reader:<28}{count:>10,}{rss:>14.0f}{rss / baseline:>13.2f}x{code:>6}")
-        growth = figures[("verify", "large")][0] / baseline
-        print(f"\nstreaming verify, {options.large // options.small}x the records: "
-              f"peak RSS {growth:.2f}x (target: at most 1.5x)")
-
+        failed = [reader for reader, (_rss, _seconds, code) in figures.items() if code != 0]
+        if failed:
+            raise SystemExit(f"verify_memory: a reader failed: {failed}")
+        growth = options.large // options.small
+        emit("verify_memory", [
+            Figure("verify_peak_rss_large", figures[("verify", "large")][0], baseline, "MB",
+                   f"streaming verify, {options.large:,} vs {options.small:,} records "
+                   f"({growth}x); target at most 1.5x"),
+            Figure("fetch_all_peak_rss_small", figures[("fetch-all", "small")][0], baseline,
+                   "MB", f"reading every entry at once, {options.small:,} records"),
+            Figure("fetch_all_peak_rss_large", figures[("fetch-all", "large")][0], baseline,
+                   "MB", f"reading every entry at once, {options.large:,} records"),
+        ], options.json_path)
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,8 @@
 
 Exit codes of `challenge`: 0 the challenger dethroned the champion, 3 the champion
 held (including a challenger that failed in the sandbox), 1 an error (the champion
-could not be scored), 2 bad options.
+could not be scored), 2 bad options (including `--isolation bwrap` where bubblewrap
+is missing: never a silent fallback).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from benchwarden.cli.common import ConfigError, config_errors, open_store_or_exit
+from benchwarden.cli.retrieval import isolation_option, print_traceback, require_isolation, traceback_option
 from benchwarden.core.reports import console
 from benchwarden.suites.retrieval.corpus import CATEGORIES
 from benchwarden.suites.retrieval.ladder import (
@@ -55,11 +57,17 @@ def ladder() -> None:
 @click.option("--cpu-seconds", type=int, default=SandboxLimits.cpu_seconds, show_default=True)
 @click.option("--memory-mb", type=int, default=SandboxLimits.memory_mb, show_default=True)
 @click.option("--open-files", type=int, default=SandboxLimits.open_files, show_default=True)
+@click.option("--file-size-mb", type=int, default=SandboxLimits.file_size_mb, show_default=True,
+              help="Largest file a strategy may write in its scratch folder.")
+@isolation_option
+@traceback_option
 @config_errors
 def challenge(challenger: str, ladder_dir: str, base: str | None, date: str | None,
               seed_count: int, decide_on: str, initial_champion: str, store_location: str | None,
-              wall_seconds: float, cpu_seconds: int, memory_mb: int, open_files: int) -> None:
+              wall_seconds: float, cpu_seconds: int, memory_mb: int, open_files: int,
+              file_size_mb: int, isolation: str | None, show_traceback: bool) -> None:
     """Score champion and challenger (sandboxed) on derived seeds and decide."""
+    isolation = require_isolation(isolation or "bwrap")
     base = base or default_base()
     if not base:
         raise ConfigError("no --base given and no git commit found to derive seeds from")
@@ -68,10 +76,11 @@ def challenge(challenger: str, ladder_dir: str, base: str | None, date: str | No
         raise ConfigError(f"--date {date!r} is not YYYY-MM-DD")
     if seed_count < 2:
         raise ConfigError("--seeds must be at least 2: one seed gives no standard error")
-    if min(wall_seconds, cpu_seconds, memory_mb, open_files) <= 0:
+    if min(wall_seconds, cpu_seconds, memory_mb, open_files, file_size_mb) <= 0:
         raise ConfigError("sandbox limits must be positive")
     limits = SandboxLimits(wall_seconds=wall_seconds, cpu_seconds=cpu_seconds,
-                           memory_mb=memory_mb, open_files=open_files)
+                           memory_mb=memory_mb, open_files=open_files,
+                           file_size_mb=file_size_mb)
     board = Ladder(ladder_dir)
     location = store_location or str(board.directory / "store.sqlite")
     progress = Progress(TextColumn("[bold]{task.description}[/bold]"), BarColumn(),
@@ -89,12 +98,21 @@ def challenge(challenger: str, ladder_dir: str, base: str | None, date: str | No
                                 own_default=store_location is None) as store, progress:
             result = run_challenge(board, challenger, store=store, base=base, date=date,
                                    seed_count=seed_count, decide_on=decide_on, limits=limits,
-                                   initial_champion=initial_champion, on_progress=advance)
+                                   initial_champion=initial_champion, isolation=isolation,
+                                   on_progress=advance)
     except (StrategyLoadError, LedgerError) as error:
         raise ConfigError(str(error)) from None
     out = console()
     entry = result.entry
     seeds = entry["seeds"]
+    if isolation == "none":
+        console(stderr=True).print("warning: --isolation none: strategies ran WITHOUT a "
+                                   "boundary (unsafe); the ledger records it", markup=False)
+    for role, failure in result.failures.items():
+        console(stderr=True).print(f"{role} failed on seed {failure.get('seed')}: "
+                                   f"{failure.get('reason')}", markup=False)
+        if show_traceback:
+            print_traceback(failure)
     out.print(f"seeds: {len(seeds)} from sha256('{base}:{date}:i'), deciding on {decide_on}")
     table = Table(title_justify="left")
     for column in ("seed", "champion", "challenger"):

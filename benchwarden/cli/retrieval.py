@@ -1,13 +1,16 @@
 """`benchwarden retrieval`: generate the corpus, score a strategy, compare two.
 
 Thin: options are parsed here, the work is done by `benchwarden.suites.retrieval`.
+`--sandbox` runs strategies in a child process inside the isolation `--isolation`
+names: `bwrap` (the default; a missing bubblewrap is a one-line exit-2 error, never a
+silent fallback) or `none` (no boundary at all: unsafe, for machines without bwrap).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -16,7 +19,9 @@ from rich.table import Table
 
 from benchwarden.cli.common import (ConfigError, config_errors, executor_or_exit, html_option,
                                     open_store_or_exit, store_option, write_html_report)
+from benchwarden.core.errors import IsolationUnavailable
 from benchwarden.core.reports import console, read_json, write_json
+from benchwarden.core.sandbox import ISOLATION_MODES, check_isolation_mode
 from benchwarden.suites.retrieval.corpus import CATEGORIES, generate
 from benchwarden.suites.retrieval.driver import RunSettings, resume_run, run_strategy
 from benchwarden.suites.retrieval.report import build_report, render_terminal
@@ -25,6 +30,39 @@ from benchwarden.suites.retrieval.scoring import DECIDE_ON, decide, normalise_re
 from benchwarden.suites.retrieval.strategies import StrategyLoadError, parse_strategy
 
 MAX_SEEDS = 10_000
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def isolation_option(function: F) -> F:
+    return click.option(
+        "--isolation", type=click.Choice(ISOLATION_MODES), default=None,
+        help="Boundary of sandboxed strategies: bwrap (default; bubblewrap must be "
+             "installed) or none (NO boundary: the strategy can read and write anything "
+             "you can; unsafe).")(function)
+
+
+def traceback_option(function: F) -> F:
+    return click.option(
+        "--traceback", "show_traceback", is_flag=True,
+        help="When a strategy fails, also print its traceback (file, line, the case).",
+    )(function)
+
+
+def require_isolation(mode: str) -> str:
+    """The isolation mode, checked to work here; a one-line exit-2 error otherwise."""
+    try:
+        return check_isolation_mode(mode)
+    except IsolationUnavailable as error:
+        raise ConfigError(str(error)) from None
+
+
+def print_traceback(failure: dict[str, Any]) -> None:
+    text = str(failure.get("traceback") or "").rstrip()
+    err = console(stderr=True)
+    if failure.get("case"):
+        err.print(f"failed on case {failure['case']} of seed {failure.get('seed')}", markup=False)
+    err.print(text or "(no traceback: the strategy was stopped from outside, "
+                      f"{failure.get('reason')})", markup=False, highlight=False)
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -55,11 +93,18 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def _settings(limit: int, budget_chars: int, sandbox: bool) -> RunSettings:
+def _settings(limit: int, budget_chars: int, sandbox: bool,
+              isolation: str | None = None) -> RunSettings:
     if limit < 0 or budget_chars < 0:
         raise ConfigError("--limit and --budget-chars must be non-negative")
+    if isolation is not None and not sandbox:
+        raise ConfigError("--isolation applies to sandboxed runs: add --sandbox")
+    mode = require_isolation(isolation or "bwrap") if sandbox else "bwrap"
+    if sandbox and mode == "none":
+        console(stderr=True).print("warning: --isolation none: the strategy runs WITHOUT a "
+                                   "boundary (unsafe)", markup=False)
     return RunSettings(limit=limit, budget_chars=budget_chars, sandbox=sandbox,
-                       sandbox_limits=SandboxLimits())
+                       sandbox_limits=SandboxLimits(), isolation=mode)
 
 
 def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
@@ -124,13 +169,15 @@ def gen(seed: int, as_json: bool) -> None:
 
 @retrieval.command()
 @click.option("--strategy", "strategy_text", default=None,
-              help="A built-in (substring, fts5, bm25, dump) or path/to/file.py:object.")
+              help="A built-in (substring, fts5, bm25, dump, vouch) or path/to/file.py:object.")
 @click.option("--seeds", "seeds_text", default="1-6", show_default=True, help="e.g. 1-6 or 1,2,3.")
 @click.option("--limit", type=int, default=10, show_default=True, help="Items per pack.")
 @click.option("--budget-chars", type=int, default=2000, show_default=True,
               help="Characters per pack.")
 @click.option("--sandbox/--no-sandbox", default=False, show_default=True,
-              help="Run a strategy file in the sandboxed child interpreter.")
+              help="Run the strategy in a child process inside the boundary (--isolation).")
+@isolation_option
+@traceback_option
 @click.option("--executor", "executor_spec", default="local", show_default=True,
               help="Where seeds run: local, local:N, ray, ray://host:port.")
 @click.option("--resume", "resume_id", default=None,
@@ -141,8 +188,9 @@ def gen(seed: int, as_json: bool) -> None:
 @html_option
 @config_errors
 def run(strategy_text: str | None, seeds_text: str, limit: int, budget_chars: int,
-        sandbox: bool, executor_spec: str, resume_id: str | None, store_location: str,
-        json_path: str | None, html_path: str | None) -> None:
+        sandbox: bool, isolation: str | None, show_traceback: bool, executor_spec: str,
+        resume_id: str | None, store_location: str, json_path: str | None,
+        html_path: str | None) -> None:
     """Score one strategy: category means, composite, guards, guarded composite."""
     if resume_id:
         if strategy_text:
@@ -153,8 +201,10 @@ def run(strategy_text: str | None, seeds_text: str, limit: int, budget_chars: in
             raise ConfigError("give --strategy NAME|path/to/file.py:object (or --resume RUN)")
         seeds = parse_seeds(seeds_text)
         report = score_strategy(store_location, strategy_text, seeds,
-                                _settings(limit, budget_chars, sandbox), executor_spec)
+                                _settings(limit, budget_chars, sandbox, isolation), executor_spec)
     render_terminal(report, console())
+    if report.get("failure") and show_traceback:
+        print_traceback(report["failure"])
     if json_path:
         click.echo(f"report written to {write_json(json_path, report)}")
     if html_path:
@@ -205,17 +255,19 @@ def _side(text: str, label: str, store_location: str, seeds: list[int] | None,
 @click.option("--limit", type=int, default=10, show_default=True)
 @click.option("--budget-chars", type=int, default=2000, show_default=True)
 @click.option("--sandbox/--no-sandbox", default=False, show_default=True,
-              help="Run strategy files in the sandboxed child interpreter.")
+              help="Run strategies in a child process inside the boundary (--isolation).")
+@isolation_option
 @store_option
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the decision as JSON here.")
 @config_errors
 def compare(champion: str, challenger: str, seeds_text: str | None, decide_on: str, limit: int,
-            budget_chars: int, sandbox: bool, store_location: str, json_path: str | None) -> None:
+            budget_chars: int, sandbox: bool, isolation: str | None, store_location: str,
+            json_path: str | None) -> None:
     """Paired verdict, challenger minus champion, over the same seeds."""
     any_strategy = not (champion.endswith(".json") and challenger.endswith(".json"))
     seeds = parse_seeds(seeds_text) if seeds_text else ([1, 2, 3, 4, 5, 6] if any_strategy else None)
-    settings = _settings(limit, budget_chars, sandbox)
+    settings = _settings(limit, budget_chars, sandbox, isolation)
     old = _side(champion, "champion", store_location, seeds, settings)
     new = _side(challenger, "challenger", store_location, seeds, settings)
     if seeds is not None:

@@ -11,9 +11,14 @@ What a `Boundary` promises the code inside it:
 - only the paths in `writable` can be written; paths in `read_only` are re-mounted
   read-only even when they lie inside a writable one (an arm's own program inside its
   trial folder); paths in `hidden` are replaced by an empty directory (stores, ledgers,
-  credentials in the invoking user's home);
+  credentials in the invoking user's home), or, for a file, covered by an unreadable
+  one (applied last, so no writable or read-only bind can show it again);
 - no network but its own loopback (a fresh network namespace: a listener outside is
-  unreachable, and a server started inside is reachable only from inside);
+  unreachable, and a server started inside is reachable only from inside). Unix
+  sockets are files, not network: one bound outside (a database's, a container
+  engine's) would stay connectable through the read-only root, so every filesystem
+  Unix socket bound in the harness's network namespace (`/proc/net/unix`) is covered
+  like a hidden file (`hide_unix_sockets`, on by default);
 - its own pid namespace (it cannot see or signal anything outside, and when the
   sandbox's first process dies every process inside dies with it), no capabilities, a
   new session (no terminal injection), killed when its parent dies;
@@ -33,6 +38,7 @@ import functools
 import os
 import resource
 import shutil
+import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,24 +88,43 @@ class Boundary:
     environment: Mapping[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
     network: bool = False  # True keeps the host's network (no caller in the package uses it)
+    hide_unix_sockets: bool = True  # cover the host's filesystem Unix sockets (see above)
+    tmp_size_bytes: int | None = None  # cap the private /tmp (RAM-backed); None: bwrap's default
 
     def argv(self, command: Sequence[str], bwrap: str | None = None) -> list[str]:
         """The full command line that runs `command` inside this boundary."""
         executable = bwrap or require_bubblewrap()
+        tmp_size = (["--size", str(int(self.tmp_size_bytes))]
+                    if self.tmp_size_bytes is not None and _supports_size(executable) else [])
         argv = [executable, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                "--tmpfs", "/tmp", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                *tmp_size, "--tmpfs", "/tmp", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                 "--unshare-cgroup-try", "--hostname", "sandbox", "--die-with-parent",
                 "--new-session", "--cap-drop", "ALL", "--clearenv"]
         if not self.network:
             argv.append("--unshare-net")
-        for path in _existing(_default_hidden() + [Path(p) for p in self.hidden]):
-            argv += ["--tmpfs", str(path)]
+        hidden = _existing(_default_hidden() + [Path(p) for p in self.hidden])
+        for path in hidden:
+            if path.is_dir():
+                argv += ["--tmpfs", str(path)]
         # Writable binds after the hidden ones, so a scratch folder may live under a hidden
         # parent; read-only re-binds last, so they win over a writable parent.
         for path in _existing(self.writable):
             argv += ["--bind", str(path), str(path)]
         for path in _existing(self.read_only):
             argv += ["--ro-bind", str(path), str(path)]
+        # A hidden *file* (a store, a ledger) is covered last, so no bind above can
+        # show it again; /dev/null on a read-only bind cannot even be opened.
+        covered = [path for path in hidden if not path.is_dir()]
+        if self.hide_unix_sockets:
+            covered += [path for path in listening_unix_sockets() if path not in covered]
+        for path in covered:
+            argv += ["--ro-bind", "/dev/null", str(path)]
+        # Last, once every mount point inside them exists: the empty folders that hide
+        # a path become read-only, so they cannot serve as RAM-backed storage either
+        # (non-recursive: a writable bind inside one stays writable).
+        for path in hidden:
+            if path.is_dir():
+                argv += ["--remount-ro", str(path)]
         for name, value in sorted(self.environment.items()):
             argv += ["--setenv", name, value]
         if self.working_directory is not None:
@@ -111,6 +136,30 @@ class Boundary:
     def preexec(self) -> Callable[[], None]:
         """A `preexec_fn` that applies the limits in the child before bwrap starts."""
         return self.limits.apply
+
+
+def listening_unix_sockets(table: str = "/proc/net/unix") -> list[Path]:
+    """Filesystem Unix sockets bound in this network namespace, as `/proc/net/unix`
+    lists them (abstract ones, `@name`, belong to the namespace and are already out of
+    reach; those under /tmp are too, since /tmp is private inside a boundary)."""
+    try:
+        lines = Path(table).read_text(encoding="utf-8", errors="replace").splitlines()[1:]
+    except OSError:
+        return []
+    found: set[Path] = set()
+    for line in lines:
+        fields = line.split(None, 7)
+        if len(fields) < 8 or fields[7].startswith("@"):
+            continue
+        path = fields[7]
+        if path == "/tmp" or path.startswith("/tmp/"):
+            continue
+        try:
+            if stat.S_ISSOCK(os.stat(path).st_mode):
+                found.add(Path(path))
+        except OSError:
+            continue
+    return sorted(found)
 
 
 def _default_hidden() -> list[Path]:
@@ -126,6 +175,17 @@ def _existing(paths: Sequence[Path]) -> list[Path]:
         if resolved.exists() and resolved not in seen:
             seen.append(resolved)
     return seen
+
+
+@functools.lru_cache(maxsize=4)
+def _supports_size(executable: str) -> bool:
+    """bwrap 0.7+ can cap a tmpfs (`--size`); older ones reject the option."""
+    try:
+        result = subprocess.run([executable, "--help"], capture_output=True, timeout=30,
+                                check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--size" in result.stdout + result.stderr
 
 
 @functools.lru_cache(maxsize=1)
@@ -168,4 +228,4 @@ def check_isolation_mode(mode: str) -> str:
 
 
 __all__ = ["DEFAULT_HIDDEN_IN_HOME", "INSTALL_HINT", "ISOLATION_MODES", "Boundary", "Limits",
-           "check_isolation_mode", "require_bubblewrap"]
+           "check_isolation_mode", "listening_unix_sockets", "require_bubblewrap"]

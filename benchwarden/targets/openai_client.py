@@ -33,6 +33,7 @@ is normalised to the part before `/v1`, and requests go to `{base}/v1/...`.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import datetime
 import email.utils
@@ -295,7 +296,7 @@ class _StreamState:
     """What one streamed reply has delivered so far."""
 
     __slots__ = ("text", "reasoning", "calls", "calls_by_index", "finish_reason", "usage",
-                 "counted_deltas", "content_deltas", "frames", "saw_done",
+                 "counted_deltas", "content_deltas", "frames", "saw_done", "status",
                  "first_byte_at", "first_content_at", "last_byte_at")
 
     def __init__(self) -> None:
@@ -309,6 +310,7 @@ class _StreamState:
         self.content_deltas = 0  # ... and tool-call fragments: what "N deltas" counts
         self.frames = 0
         self.saw_done = False
+        self.status: int | None = None  # the HTTP status, once the headers are in
         self.first_byte_at: float | None = None
         self.first_content_at: float | None = None
         self.last_byte_at: float | None = None
@@ -444,7 +446,8 @@ class _StreamState:
         )
 
 
-async def _read_capped(response: aiohttp.ClientResponse, limit: int = _ERROR_BODY_LIMIT) -> bytes:
+async def _read_capped(response: aiohttp.ClientResponse,
+                       limit: int = _ERROR_BODY_LIMIT) -> bytes:
     """The body, or its first `limit` bytes when a server sends more: memory stays
     bounded by the limit plus one network piece whatever the server sends."""
     parts: list[bytes] = []
@@ -486,7 +489,7 @@ def _status_hint(status: int) -> str:
 DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024
 """Bytes of one reply body (all of it: frames, pings, usage) before it is cut off."""
 DEFAULT_STALL_TIMEOUT = 60.0
-"""Seconds without a completed line, once the body has begun, before a read fails."""
+"""Seconds without a completed line, once the first byte came, before a read fails."""
 DEFAULT_CHUNKS_PER_TOKEN = 4.0
 """Events allowed per requested token (Ollama splits a step in two; 4 leaves room)."""
 CHUNK_ALLOWANCE = 64
@@ -584,15 +587,20 @@ class _Overloaded(Exception):
 
 
 class _StallWatch:
-    """Fails a streamed read when no line completes for `seconds` once the body began.
+    """Fails a streamed request when, once the server's first byte arrived, no line
+    completes for `seconds`: header lines first, then SSE lines.
 
-    One timer per request, re-armed only when it fires: the read loop merely notes
-    when its last line completed, so watching costs the hot path one assignment. On a
-    stall it expires the request's `asyncio.timeout` guard, which cancels the read and
-    surfaces as TimeoutError with `fired` set.
+    One timer per request, re-armed only when it fires: the readers merely note when a
+    line last completed. Until the headers are complete, the bytes are seen through a
+    hook on the connection's protocol (`attach`, installed by `_WatchingConnector`), so
+    a server trickling its status line is caught too; the hook is removed as soon as the
+    headers are in, and the body is watched by the SSE parser's `progress` at the cost
+    of one assignment per read. On a stall the watch expires the request's
+    `asyncio.timeout` guard, which cancels it and surfaces as TimeoutError with `fired`.
     """
 
-    __slots__ = ("seconds", "guard", "last_progress_at", "handle", "fired")
+    __slots__ = ("seconds", "guard", "last_progress_at", "handle", "fired", "protocol",
+                 "headers_in")
 
     def __init__(self, seconds: float, guard: asyncio.Timeout) -> None:
         self.seconds = seconds
@@ -600,6 +608,8 @@ class _StallWatch:
         self.last_progress_at = 0.0
         self.handle: asyncio.TimerHandle | None = None
         self.fired = False
+        self.protocol: Any = None
+        self.headers_in = False
 
     def arm(self, at: float) -> None:
         self.last_progress_at = at
@@ -614,9 +624,63 @@ class _StallWatch:
         else:
             self.handle = loop.call_later(self.seconds - quiet, self._check)
 
+    def attach(self, protocol: Any) -> None:
+        """See the bytes `protocol` receives until `headers_arrived` (an instance
+        attribute shadows the class's `data_received`; asyncio looks it up per call)."""
+        self.detach()
+        receive = type(protocol).data_received
+
+        def data_received(data: bytes) -> None:
+            at = now()
+            if self.handle is None:
+                self.arm(at)
+            elif b"\n" in data:
+                self.last_progress_at = at
+            receive(protocol, data)
+
+        try:
+            protocol.data_received = data_received
+        except AttributeError:  # a protocol without an instance dict: body-only watch
+            return
+        self.protocol = protocol
+
+    def detach(self) -> None:
+        if self.protocol is not None:
+            self.protocol.__dict__.pop("data_received", None)
+            self.protocol = None
+
+    def headers_arrived(self) -> None:
+        self.detach()
+        self.headers_in = True
+        at = now()
+        if self.handle is None:
+            self.arm(at)
+        else:
+            self.last_progress_at = at
+
     def stop(self) -> None:
+        self.detach()
         if self.handle is not None:
             self.handle.cancel()
+
+
+# The stall watch of the request the current task is sending: `_WatchingConnector`
+# reads it when it hands that request its connection (in the same task).
+_request_watch: contextvars.ContextVar[_StallWatch | None] = contextvars.ContextVar(
+    "benchwarden_request_watch", default=None)
+
+
+class _WatchingConnector(aiohttp.TCPConnector):
+    """A TCPConnector that lets the current request's stall watch see its connection's
+    bytes before the response headers are complete (aiohttp shows none until then)."""
+
+    async def connect(self, *args: Any, **kwargs: Any) -> Any:
+        connection = await super().connect(*args, **kwargs)
+        watch = _request_watch.get()
+        protocol = getattr(connection, "protocol", None)
+        if watch is not None and protocol is not None:
+            watch.attach(protocol)
+        return connection
 
 
 class _ModelEntry(msgspec.Struct, gc=False):
@@ -639,8 +703,9 @@ class ChatClient:
     Every bound has a default a user never has to think about (the constants above):
     `request_timeout` bounds each whole request, the wait for the first byte included
     (a server that queues requests legitimately sends nothing while one waits);
-    `stall_timeout` fails a reply whose body, once begun, completes no line for that
-    long (a slowloris trickling bytes of one line is stalled too); `max_reply_bytes`
+    `stall_timeout` fails a reply that, once its first byte came, completes no line
+    (header line, then SSE line) for that long, so a slowloris trickling bytes is
+    stalled too, in its status line as in its body; `max_reply_bytes`
     and `max_chunks_per_token` cut off a server that streams far more than was asked
     for, keeping evidence (the first 4 KiB, the length and the SHA-256), never the
     flood; HTTP 429 is retried as its Retry-After asks while the waits of one request
@@ -666,10 +731,15 @@ class ChatClient:
         self._chat_url = f"{self.base_url}/v1/chat/completions"
         self._models_url = f"{self.base_url}/v1/models"
         auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # Uncompressed bodies: the byte cap then counts what the server sent, and a
+        # server cannot hand us a compression bomb (aiohttp would still inflate a
+        # compressed body a server sends anyway, in bounded steps the cap counts).
         self._stream_headers = {"Content-Type": "application/json",
-                                "Accept": "text/event-stream", **auth}
+                                "Accept": "text/event-stream",
+                                "Accept-Encoding": "identity", **auth}
         self._json_headers = {"Content-Type": "application/json",
-                              "Accept": "application/json", **auth}
+                              "Accept": "application/json",
+                              "Accept-Encoding": "identity", **auth}
         self._session: aiohttp.ClientSession | None = None
         self._fresh_session: aiohttp.ClientSession | None = None
 
@@ -677,13 +747,13 @@ class ChatClient:
         return f"ChatClient({self.base_url!r})"
 
     async def __aenter__(self) -> "ChatClient":
-        connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0)
+        connector = _WatchingConnector(limit=self.max_connections, limit_per_host=0)
         timeout = aiohttp.ClientTimeout(total=self.request_timeout,
                                         sock_connect=self.connect_timeout)
         self._session = aiohttp.ClientSession(connector=connector, timeout=timeout)
         # Retries after a stale pooled connection go here: always a new connection.
         self._fresh_session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=self.max_connections, force_close=True),
+            connector=_WatchingConnector(limit=self.max_connections, force_close=True),
             timeout=timeout)
         return self
 
@@ -839,64 +909,76 @@ class ChatClient:
                            cancel_after_deltas: int | None, cap: tuple[int, int] | None,
                            may_retry: bool) -> RequestOutcome:
         state = _StreamState()
-        status: int | None = None
         watch: _StallWatch | None = None
         sent_at = now()
         try:
-            async with session.post(self._chat_url, data=payload,
-                                    headers=self._stream_headers) as response:
-                state.first_byte_at = state.last_byte_at = now()
-                status = response.status
-                if status != 200:
-                    detail = _error_text_from_body(await _read_capped(response))
-                    state.last_byte_at = now()
-                    outcome = self._failed(
-                        state, sent_at, status,
-                        f"HTTP {status} from POST {self._chat_url}: "
-                        f"{detail or response.reason or 'no message'}{_status_hint(status)}")
-                    if status == 429:
-                        raise _Overloaded(response.headers.get("Retry-After"),
-                                          detail or response.reason or "no message", outcome)
-                    return outcome
-                if response.content_type == "application/json":
-                    # Not a stream: a server that ignored stream=true, or an error object.
-                    detail = _error_text_from_body(await _read_capped(response))
-                    state.last_byte_at = now()
-                    return self._failed(
-                        state, sent_at, status,
-                        "server answered application/json instead of an event stream "
-                        f"(does it support stream=true?): {detail}")
-                async with asyncio.timeout(None) as guard:
-                    if self.stall_timeout is not None:
-                        watch = _StallWatch(self.stall_timeout, guard)
-                    try:
-                        return await self._read_stream(response, state, sent_at, status,
-                                                       cancel_after_deltas, cap, watch)
-                    finally:
-                        if watch is not None:
-                            watch.stop()
+            async with asyncio.timeout(None) as guard:
+                if self.stall_timeout is not None:
+                    watch = _StallWatch(self.stall_timeout, guard)
+                token = _request_watch.set(watch)
+                try:
+                    return await self._post_stream(session, payload, state, sent_at,
+                                                   cancel_after_deltas, cap, watch)
+                finally:
+                    _request_watch.reset(token)
+                    if watch is not None:
+                        watch.stop()
         except _StreamFailure as failure:
-            return self._failed(state, sent_at, status, str(failure))
+            return self._failed(state, sent_at, state.status, str(failure))
         except _Overloaded:
             raise
         except asyncio.CancelledError:
             raise
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            status = state.status
             if watch is not None and watch.fired:
+                where = (f"after {state.content_deltas} deltas" if watch.headers_in
+                         else "in the response headers")
                 return self._failed(
                     state, sent_at, status,
                     f"POST {self._chat_url} stalled: no complete line for "
-                    f"{self.stall_timeout:g} s after {state.content_deltas} deltas "
-                    "(stall timeout, --stall-timeout)")
+                    f"{self.stall_timeout:g} s {where} (stall timeout, --stall-timeout)")
             if may_retry and status is None and _is_stale_connection(exc):
                 raise _StaleConnection() from None
             return self._failed(state, sent_at, status,
                                 self._transport_error("POST", self._chat_url, exc,
                                                       self.request_timeout, state))
         except Exception as exc:  # a surprise must not end a run of many requests
-            return self._failed(state, sent_at, status,
+            return self._failed(state, sent_at, state.status,
                                 f"unexpected client error on POST {self._chat_url}: "
                                 f"{type(exc).__name__}: {exc}")
+
+    async def _post_stream(self, session: aiohttp.ClientSession, payload: bytes,
+                           state: _StreamState, sent_at: float,
+                           cancel_after_deltas: int | None, cap: tuple[int, int] | None,
+                           watch: _StallWatch | None) -> RequestOutcome:
+        async with session.post(self._chat_url, data=payload,
+                                headers=self._stream_headers) as response:
+            if watch is not None:
+                watch.headers_arrived()
+            state.first_byte_at = state.last_byte_at = now()
+            status = state.status = response.status
+            if status != 200:
+                detail = _error_text_from_body(await _read_capped(response))
+                state.last_byte_at = now()
+                outcome = self._failed(
+                    state, sent_at, status,
+                    f"HTTP {status} from POST {self._chat_url}: "
+                    f"{detail or response.reason or 'no message'}{_status_hint(status)}")
+                if status == 429:
+                    raise _Overloaded(response.headers.get("Retry-After"),
+                                      detail or response.reason or "no message", outcome)
+                return outcome
+            if response.content_type == "application/json":
+                # Not a stream: a server that ignored stream=true, or an error object.
+                detail = _error_text_from_body(await _read_capped(response))
+                state.last_byte_at = now()
+                return self._failed(
+                    state, sent_at, status,
+                    "server answered application/json instead of an event stream "
+                    f"(does it support stream=true?): {detail}")
+            return await self._read_stream(response, state, sent_at, status,
+                                           cancel_after_deltas, cap, watch)
 
     async def _read_stream(self, response: aiohttp.ClientResponse, state: _StreamState,
                            sent_at: float, status: int, cancel_after_deltas: int | None,
@@ -921,7 +1003,7 @@ class ChatClient:
                 return self._failed(
                     state, sent_at, status,
                     f"reply exceeded the {size_text(byte_cap)} cap (--max-reply-bytes) after "
-                    f"{state.content_deltas} deltas; kept its first {len(head):,} bytes, "
+                    f"{state.content_deltas:,} deltas; kept its first {len(head):,} bytes, "
                     "length and SHA-256 as evidence",
                     extra=_evidence(received, hasher, head))
             events = parser.feed(piece)

@@ -4,9 +4,11 @@ file or a listener that must stay untouched."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -131,3 +133,50 @@ def test_a_missing_bwrap_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> No
 def test_an_unknown_isolation_mode_is_refused() -> None:
     with pytest.raises(IsolationUnavailable, match="--isolation must be one of"):
         sandbox.check_isolation_mode("docker")
+
+
+def test_a_unix_socket_bound_outside_is_not_connectable(trial: Path) -> None:
+    folder = Path(tempfile.mkdtemp(dir="/var/tmp"))  # not /tmp: that is private inside anyway
+    path = folder / "service.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(path))
+    listener.listen()
+    listener.settimeout(0.5)
+    accepted: list[object] = []
+
+    def accept() -> None:
+        try:
+            accepted.append(listener.accept())
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=accept)
+    thread.start()
+    try:
+        assert path in sandbox.listening_unix_sockets()
+        boundary = Boundary(writable=[trial], environment={"PATH": "/usr/bin:/bin"})
+        script = (f"{sys.executable} -c \"import socket; "
+                  f"socket.socket(socket.AF_UNIX).connect('{path}')\" && echo connected")
+        result = _run(boundary, script)
+    finally:
+        thread.join()
+        listener.close()
+        shutil.rmtree(folder)
+    assert "connected" not in result.stdout
+    assert accepted == []
+
+
+def test_hidden_folders_cannot_be_written_and_tmp_can_be_capped(trial: Path, tmp_path: Path) -> None:
+    secret_dir = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    try:
+        boundary = Boundary(writable=[trial], hidden=[secret_dir], tmp_size_bytes=1024 * 1024,
+                            environment={"PATH": "/usr/bin:/bin"})
+        result = _run(boundary, f"echo x > {secret_dir}/planted && echo wrote-hidden; "
+                                "echo small > /tmp/small && echo wrote-small; "
+                                "head -c 4000000 /dev/zero > /tmp/big && echo wrote-big")
+    finally:
+        shutil.rmtree(secret_dir)
+    assert "wrote-hidden" not in result.stdout
+    if sandbox._supports_size(require_bubblewrap()):
+        assert "wrote-big" not in result.stdout
+    assert "wrote-small" in result.stdout

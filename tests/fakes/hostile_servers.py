@@ -14,8 +14,12 @@ Chat behaviours:
 - `overchunked`: `chunks_per_token` times `max_tokens` content chunks, then a proper end.
 - `overloaded`: the first `overloaded_requests` chat requests get HTTP 429 with
   `Retry-After: retry_after` (None: no header); later ones the normal reply.
+- `gzip_bomb`: `Content-Encoding: gzip` (although the client asks for identity): about
+  200 KB on the wire that inflate to a `reply_bytes` line of zeros.
 - `invalid_bytes`: the normal reply with one content delta holding the raw byte `\\xff`
   when the request runs alone and `\\xfe` when another overlaps it (issue 8, section 1).
+
+`TricklingServer` trickles the whole chat answer, status line and headers included.
 
 Model-list behaviours (`models=`): `nested` (an entry holding JSON nested 100,000 deep,
 past msgspec's recursion limit), `huge` (a
@@ -26,7 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
+import zlib
 from typing import Any
 
 from aiohttp import web
@@ -34,7 +40,7 @@ from aiohttp import web
 from tests.fakes.openai_server import _CANARY, FakeOpenAIServer
 
 CHAT_BEHAVIOURS = ("clean", "endless", "slowloris", "huge_line", "huge_reply", "overchunked",
-                   "overloaded", "invalid_bytes")
+                   "overloaded", "invalid_bytes", "gzip_bomb")
 MODEL_BEHAVIOURS = ("clean", "nested", "huge", "not_list", "overloaded")
 
 
@@ -44,6 +50,17 @@ def _frame(content: str | None = None, finish: str | None = None, **extra: Any) 
              "model": "fake-model",
              "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
     return f"data: {json.dumps(chunk)}\n\n".encode()
+
+
+def _gzip_bomb(size: int) -> bytes:
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: the gzip container
+    parts = [packer.compress(b'data: {"choices": [{"index": 0, "delta": {"content": "')]
+    block = b"0" * (1024 * 1024)
+    for _ in range(size // len(block)):
+        parts.append(packer.compress(block))
+    parts.append(packer.compress(b'"}}]}\n\ndata: [DONE]\n\n'))
+    parts.append(packer.flush())
+    return b"".join(parts)
 
 
 class HostileServer(FakeOpenAIServer):
@@ -121,7 +138,10 @@ class HostileServer(FakeOpenAIServer):
             return await self._invalid_bytes(request)
         body = await request.json()
         self.chat_requests += 1
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        headers = {"Content-Type": "text/event-stream"}
+        if behaviour == "gzip_bomb":
+            headers["Content-Encoding"] = "gzip"
+        response = web.StreamResponse(headers=headers)
         await response.prepare(request)
         deadline = time.monotonic() + self.limit_seconds
         try:
@@ -149,6 +169,8 @@ class HostileServer(FakeOpenAIServer):
                     await self._write(response, frame * 16)
                     written += 16 * len(frame)
                 await self._write(response, _frame(None, "stop") + b"data: [DONE]\n\n")
+            elif behaviour == "gzip_bomb":
+                await self._write(response, _gzip_bomb(self.reply_bytes))
             elif behaviour == "overchunked":
                 tokens = int(body.get("max_tokens") or 16)
                 for _ in range(tokens * self.chunks_per_token // 16):
@@ -204,3 +226,100 @@ class HostileServer(FakeOpenAIServer):
             return response
         finally:
             self._active_hostile -= 1
+
+
+class TricklingServer:
+    """A raw HTTP server (its own thread) whose chat answer, status line and headers
+    included, arrives one byte every `byte_interval` seconds: a slowloris that a
+    client watching only the body cannot see. `GET /v1/models` is answered at once.
+    Each trickle stops by itself after `limit_seconds`."""
+
+    def __init__(self, *, byte_interval: float = 0.2, limit_seconds: float = 60.0) -> None:
+        self.byte_interval = byte_interval
+        self.limit_seconds = limit_seconds
+        self.chat_requests = 0
+        self.bytes_sent = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self.port: int | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def _shutdown(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for writer in list(self._writers):
+            writer.close()
+        await asyncio.sleep(0)
+        for task in asyncio.all_tasks():
+            if task is not asyncio.current_task():
+                task.cancel()
+
+    def __enter__(self) -> "TricklingServer":
+        ready = threading.Event()
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+
+            async def start() -> None:
+                self._server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
+                self.port = self._server.sockets[0].getsockname()[1]
+
+            loop.run_until_complete(start())
+            ready.set()
+            loop.run_forever()
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, name="TricklingServer", daemon=True)
+        self._thread.start()
+        ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._loop is not None and self._thread is not None
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    async def _connection(self, reader: asyncio.StreamReader,
+                          writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                await reader.readexactly(length)
+                if head.startswith(b"GET /v1/models"):
+                    body = json.dumps({"object": "list",
+                                       "data": [{"id": "fake-model"}]}).encode()
+                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                 b"Content-Length: %d\r\n\r\n" % len(body) + body)
+                    await writer.drain()
+                    continue
+                self.chat_requests += 1
+                body = _frame("slow ") + _frame(None, "stop") + b"data: [DONE]\n\n"
+                answer = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                          b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+                deadline = time.monotonic() + self.limit_seconds
+                for position in range(len(answer)):
+                    if time.monotonic() >= deadline:
+                        break
+                    writer.write(answer[position:position + 1])
+                    await writer.drain()
+                    self.bytes_sent += 1
+                    await asyncio.sleep(self.byte_interval)
+                break
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            self._writers.discard(writer)
+            writer.close()

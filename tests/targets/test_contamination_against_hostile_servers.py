@@ -4,6 +4,7 @@ one-line exit 2 when the server cannot be listed), never a traceback."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import msgspec
@@ -11,7 +12,7 @@ import pytest
 
 from benchwarden.core.store import SQLiteStore
 from benchwarden.targets.replies import RequestOutcome
-from tests.fakes.hostile_servers import HostileServer
+from tests.fakes.hostile_servers import HostileServer, TricklingServer
 from tests.suites.contamination.helpers import contamination_args, invoke
 
 
@@ -62,6 +63,15 @@ def test_a_slowloris_ends_each_request_at_the_stall_timeout(tmp_path):
     assert result.exit_code == 1, result.output
     errors = {o.error.split(" stalled")[1] for _, o in stored_outcomes(store)}
     assert errors == {": no complete line for 0.5 s after 0 deltas (stall timeout, "
+                      "--stall-timeout)"}
+
+
+def test_a_slowloris_trickling_its_headers_ends_at_the_stall_timeout(tmp_path):
+    server = TricklingServer(byte_interval=0.1, limit_seconds=60)
+    result, report, store = run_against(tmp_path, server, "--stall-timeout", "0.5")
+    assert result.exit_code == 1, result.output
+    errors = {o.error.split(" stalled")[1] for _, o in stored_outcomes(store)}
+    assert errors == {": no complete line for 0.5 s in the response headers (stall timeout, "
                       "--stall-timeout)"}
 
 
@@ -117,3 +127,25 @@ def test_bad_bound_values_are_one_line_usage_errors(tmp_path, extra, message):
                                        *extra))
     assert result.exit_code == 2 and message in result.output, result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_the_bounds_are_stored_with_the_run_and_come_back_for_resume(tmp_path):
+    from benchwarden.suites.contamination.driver import config_from_run
+
+    result, report, store = run_against(
+        tmp_path, HostileServer("clean"), "--max-reply-bytes", "2MiB", "--stall-timeout", "7",
+        "--retry-429-max-wait", "3", "--max-chunks-per-token", "5")
+    assert result.exit_code == 0, result.output
+    with SQLiteStore(store) as opened:
+        run = opened.latest_run("contamination").run
+    assert config_from_run(run).client_bounds() == {
+        "max_reply_bytes": 2 * 1024 * 1024, "max_chunks_per_token": 5.0,
+        "stall_timeout": 7.0, "retry_429_max_wait": 3.0}
+    # A run stored before the bounds existed resumes with the defaults.
+    older = dataclasses.replace(run, config={
+        key: value for key, value in run.config.items()
+        if key not in ("max_reply_bytes", "max_chunks_per_token", "stall_timeout",
+                       "retry_429_max_wait")})
+    assert config_from_run(older).client_bounds() == {
+        "max_reply_bytes": 16 * 1024 * 1024, "max_chunks_per_token": 4.0,
+        "stall_timeout": 60.0, "retry_429_max_wait": 30.0}

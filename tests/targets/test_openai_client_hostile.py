@@ -22,7 +22,7 @@ from benchwarden.targets.openai_client import (
     TargetUnreachable,
 )
 from benchwarden.targets.replies import ERROR_LIMIT, RequestOutcome
-from tests.fakes.hostile_servers import HostileServer
+from tests.fakes.hostile_servers import HostileServer, TricklingServer
 
 BODY = {"model": "fake-model", "stream": True, "max_tokens": 16,
         "messages": [{"role": "user", "content": "topic: rivers\nXK-AZURE-HERON-41"}]}
@@ -116,6 +116,30 @@ def test_one_huge_line_is_cut_with_its_length_and_sha256():
     assert found["excerpt"].encode() == body[:EVIDENCE_BYTES]
 
 
+def test_a_compression_bomb_is_cut_at_the_byte_cap_of_what_it_inflates_to():
+    with HostileServer("gzip_bomb", reply_bytes=200 * 1024 * 1024) as server:
+        outcome = outcome_from(server, max_reply_bytes=1024 * 1024)
+        wire = server.bytes_sent
+    assert wire < 1024 * 1024  # small on the wire, 200 MB inflated
+    assert failed(outcome).startswith("reply exceeded the 1 MiB cap")
+    assert evidence(outcome)["received_bytes"] < 8 * 1024 * 1024
+
+
+def test_the_client_asks_for_uncompressed_bodies():
+    from tests.targets.fakes import ScriptedOpenAIServer, chunk, sse_body, streaming
+
+    async def scenario():
+        raw = sse_body([chunk("a", finish_reason="stop")])
+        async with ScriptedOpenAIServer(chat=streaming(raw)) as server:
+            async with ChatClient(server.url) as client:
+                await client.list_models()
+                await client.stream_chat(BODY)
+            return server.requests
+
+    requests = asyncio.run(scenario())
+    assert [r.headers.get("Accept-Encoding") for r in requests] == ["identity", "identity"]
+
+
 def test_a_server_streaming_ten_chunks_per_token_is_cut():
     with HostileServer("overchunked", chunks_per_token=10) as server:
         error = failed(outcome_from(server))
@@ -141,6 +165,24 @@ def test_a_slowloris_trickling_bytes_ends_at_the_stall_timeout():
     assert "stalled: no complete line for 0.5 s after 0 deltas" in error
     assert "--stall-timeout" in error
     assert outcome.timings.last_byte_at is not None
+
+
+def test_a_slowloris_trickling_its_status_line_ends_at_the_stall_timeout():
+    # The first byte comes at once, then one every 0.05 s: "HTTP/1.1 200 OK" alone
+    # takes longer than the 0.5 s allowed for a line.
+    with TricklingServer(byte_interval=0.05, limit_seconds=20) as server:
+        outcome = outcome_from(server, stall_timeout=0.5, request_timeout=20)
+        sent = server.bytes_sent
+    error = failed(outcome)
+    assert "stalled: no complete line for 0.5 s in the response headers" in error
+    assert outcome.status is None and sent < 17 + 10  # it gave up inside the status line
+
+
+def test_headers_that_arrive_line_by_line_in_time_are_not_a_stall():
+    with TricklingServer(byte_interval=0.002, limit_seconds=20) as server:
+        outcome = outcome_from(server, stall_timeout=5, request_timeout=20)
+    assert outcome.ok, outcome.error
+    assert outcome.reply.text == "slow "
 
 
 def test_a_slow_but_steady_server_is_not_a_stall():

@@ -188,7 +188,8 @@ def reference_parse(raw: bytes) -> list[SSEEvent]:
                 if b"\0" not in value:
                     event_id = value
             else:
-                other.append((name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape")))
+                other.append((name.decode("utf-8", "surrogateescape"),
+                              value.decode("utf-8", "surrogateescape")))
     return events
 
 

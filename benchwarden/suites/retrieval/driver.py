@@ -6,9 +6,12 @@ per case plus one per paraphrase template, hold every pack to the limit and budg
 case: scope = the run, arm = the strategy, task = the case id, trial = the seed.
 
 Invariants:
-- A strategy that fails (a sandbox limit or refusal, an exception, an unreadable pack)
-  ends its run: one `error` record names the seed and the reason, the run ends
+- A strategy that fails (a sandbox limit, a crash, an exception, an unreadable pack)
+  ends its run: one `error` record names the seed, the case it failed on, the reason
+  (one line, with the innermost file and line) and the traceback, the run ends
   `failed`, and nothing else is raised to the caller. Seeds already scored stay recorded.
+- With `sandbox`, every strategy (built-ins included) runs in `SandboxedStrategy`
+  under the chosen isolation, with the run's store file hidden from it.
 - A seed's records are appended in one batch, after the whole seed was scored, so a
   seed is either wholly in the store or not at all; a killed run (no end recorded) is
   finished by `resume_run`, which scores only the seeds with no records.
@@ -17,7 +20,9 @@ Invariants:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+import traceback
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from benchwarden.core.records import Record, RunEnd
@@ -44,10 +49,14 @@ class RunSettings:
     budget_chars: int = 2000
     sandbox: bool = False
     sandbox_limits: SandboxLimits = field(default_factory=SandboxLimits)
+    isolation: str = "bwrap"
+    hidden: tuple[str, ...] = ()  # paths a sandboxed strategy must not see (ledger, store)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"limit": self.limit, "budget_chars": self.budget_chars, "sandbox": self.sandbox,
-                "sandbox_limits": self.sandbox_limits.to_json_dict() if self.sandbox else None}
+                "sandbox_limits": self.sandbox_limits.to_json_dict() if self.sandbox else None,
+                "isolation": self.isolation if self.sandbox else None,
+                "hidden": list(self.hidden) if self.sandbox else None}
 
 
 @dataclass(frozen=True)
@@ -65,17 +74,33 @@ class SeedResult:
 
 
 class StrategyFailure(Exception):
-    def __init__(self, kind: str, reason: str) -> None:
+    def __init__(self, kind: str, reason: str, traceback_text: str = "",
+                 case: str | None = None) -> None:
         self.kind = kind
-        self.reason = one_line(reason, 300)
+        self.reason = one_line(reason, 400)
+        self.traceback_text = traceback_text[-MAX_TRACEBACK_CHARS:]
+        self.case = case
         super().__init__(self.reason)
+
+    def on_case(self, case: str) -> "StrategyFailure":
+        """The same failure, naming the case (and question form) it happened on."""
+        return StrategyFailure(self.kind, f"{self.reason} (on case {case})",
+                               self.traceback_text, case)
+
+
+MAX_TRACEBACK_CHARS = 6000
 
 
 def _new_strategy(spec: StrategySpec, settings: RunSettings) -> Any:
-    if settings.sandbox and not spec.builtin:
-        assert spec.path is not None and spec.attribute is not None
-        return SandboxedStrategy(spec.path, spec.attribute, settings.sandbox_limits)
+    if settings.sandbox:
+        return SandboxedStrategy(spec.path, spec.attribute or spec.name, settings.sandbox_limits,
+                                 isolation=settings.isolation, hidden=settings.hidden)
     return make_strategy(spec)
+
+
+def _innermost(error: BaseException) -> str:
+    frames = traceback.extract_tb(error.__traceback__)
+    return f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
 
 
 def _call(what: str, function: Callable[..., Any], *args: Any) -> Any:
@@ -83,12 +108,13 @@ def _call(what: str, function: Callable[..., Any], *args: Any) -> Any:
     try:
         return function(*args)
     except SandboxFailure as failure:
-        raise StrategyFailure(failure.kind, failure.reason) from None
+        raise StrategyFailure(failure.kind, failure.reason, failure.traceback_text) from None
     except StrategyLoadError as error:
         raise StrategyFailure("load_error", str(error)) from None
     except Exception as error:  # a strategy's bug ends its run, never the harness
         raise StrategyFailure("strategy_error",
-                              f"{what} raised {type(error).__name__}: {error}") from None
+                              f"{what} raised {type(error).__name__}: {error}{_innermost(error)}",
+                              "".join(traceback.format_exception(error))) from None
 
 
 def _measure(strategy: Any, corpus: Corpus, case: Case, question: str,
@@ -109,15 +135,25 @@ def score_corpus(strategy: Any, corpus: Corpus, settings: RunSettings,
                  on_case: ProgressCallback | None = None
                  ) -> list[tuple[str, dict[str, Any], float, float]]:
     """Index and query one strategy over one corpus; (case id, payload, start, end) rows."""
-    _call("index()", strategy.index, list(corpus.sessions))
+    try:
+        _call("index()", strategy.index, list(corpus.sessions))
+    except StrategyFailure as failure:
+        raise StrategyFailure(failure.kind, f"{failure.reason} (in index(), before any case)",
+                              failure.traceback_text) from None
     rows = []
     for case in corpus.cases:
         started = time.time()
-        original, items, cut = _measure(strategy, corpus, case, case.question, settings, None)
+        try:
+            original, items, cut = _measure(strategy, corpus, case, case.question, settings, None)
+        except StrategyFailure as failure:
+            raise failure.on_case(case.id) from None
         paraphrased = []
-        for template in PARAPHRASE_TEMPLATES:
-            measure, _, _ = _measure(strategy, corpus, case, paraphrase(case.question, template),
-                                     settings, template)
+        for number, template in enumerate(PARAPHRASE_TEMPLATES, start=1):
+            try:
+                measure, _, _ = _measure(strategy, corpus, case,
+                                         paraphrase(case.question, template), settings, template)
+            except StrategyFailure as failure:
+                raise failure.on_case(f"{case.id}, paraphrase {number}") from None
             paraphrased.append(measure)
         outcome = CaseOutcome(corpus.seed, case.id, case.category, case.question, original,
                               tuple(paraphrased))
@@ -141,7 +177,8 @@ def score_one_seed(task: SeedTask, on_case: ProgressCallback | None = None) -> S
         result.cases = score_corpus(strategy, corpus, task.settings, on_case)
     except StrategyFailure as failure:
         result.cases = []
-        result.failure = {"seed": task.seed, "kind": failure.kind, "reason": failure.reason}
+        result.failure = {"seed": task.seed, "kind": failure.kind, "reason": failure.reason,
+                          "case": failure.case, "traceback": failure.traceback_text}
     finally:
         close = getattr(strategy, "close", None)
         if callable(close):
@@ -156,6 +193,7 @@ def run_strategy(store: Store, spec: StrategySpec, seeds: Sequence[int], setting
                  *, on_progress: ProgressCallback | None = None, executor: Any = None,
                  run_id: str | None = None, extra_config: dict[str, Any] | None = None) -> str:
     """Score `spec` on `seeds`, record everything in `store`, return the run id."""
+    settings = hiding_the_store(settings, store)
     config = {"strategy": spec.describe(), "settings": settings.to_json_dict(),
               **(extra_config or {})}
     run = stamp_run(suite=SUITE, bench_version=BENCH_VERSION, config=config, seeds=seeds,
@@ -192,7 +230,9 @@ def resume_run(store: Store, run_id: str, *, on_progress: ProgressCallback | Non
     settings = RunSettings(limit=int(saved.get("limit", 10)),
                            budget_chars=int(saved.get("budget_chars", 2000)),
                            sandbox=bool(saved.get("sandbox", False)),
-                           sandbox_limits=SandboxLimits(**(saved.get("sandbox_limits") or {})))
+                           sandbox_limits=SandboxLimits(**(saved.get("sandbox_limits") or {})),
+                           isolation=str(saved.get("isolation") or "bwrap"),
+                           hidden=tuple(saved.get("hidden") or ()))
     done = {record.trial for record in store.records(run_id=run.run_id)}
     missing = [seed for seed in run.seeds if seed not in done]
     _score_into(store, run.run_id, spec, missing, settings, on_progress, executor)
@@ -202,6 +242,7 @@ def resume_run(store: Store, run_id: str, *, on_progress: ProgressCallback | Non
 def _score_into(store: Store, run_id: str, spec: StrategySpec, seeds: list[int],
                 settings: RunSettings, on_progress: ProgressCallback | None,
                 executor: Any) -> None:
+    settings = hiding_the_store(settings, store)
     tasks = [SeedTask(spec, int(seed), settings) for seed in seeds]
     failure: dict[str, Any] | None = None
     if executor is None:
@@ -218,6 +259,23 @@ def _score_into(store: Store, run_id: str, spec: StrategySpec, seeds: list[int],
     # `resume_run` can finish it later.
     store.finish_run(RunEnd(run_id, time.time(), "failed" if failure else "completed",
                             {"failure": failure} if failure else {}))
+
+
+def hiding_the_store(settings: RunSettings, store: Store) -> RunSettings:
+    """Sandboxed settings that also hide this store's files (idempotent)."""
+    if not settings.sandbox:
+        return settings
+    return replace(settings, hidden=tuple(dict.fromkeys((*settings.hidden, *store_files(store)))))
+
+
+def store_files(store: Store) -> list[str]:
+    """The files of a SQLite store (with its journal and WAL files): a sandboxed
+    strategy never sees them. A PostgreSQL store is out of reach already (no network)."""
+    location = str(getattr(store, "location", "") or "")
+    if not location or "://" in location:
+        return []
+    path = Path(location).expanduser().resolve()
+    return [str(path)] + [f"{path}{suffix}" for suffix in ("-wal", "-shm", "-journal")]
 
 
 def _fan_out(executor: Any, tasks: Sequence[SeedTask], on_progress: ProgressCallback | None):

@@ -12,8 +12,10 @@ Invariants:
   it checks the chain and names the first broken line.
 - The first entry (genesis) names the initial champion; the current champion is the
   challenger of the latest decision that dethroned, else the genesis champion.
-- A challenger whose run failed (sandbox limit, refusal, crash) holds by construction:
-  it is recorded and can never be promoted.
+- A challenger whose run failed (sandbox limit, crash, error, no boundary) holds by
+  construction: it is recorded with its one-line reason and can never be promoted.
+- Champion and challenger both run in the sandbox under the isolation the caller
+  chose (recorded in the decision), with the ladder folder and the store hidden.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import fcntl
 import hashlib
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -34,7 +36,7 @@ from benchwarden.core.files import write_text_atomically
 from benchwarden.core.provenance import git_sha
 from benchwarden.core.records import canonical_json
 from benchwarden.core.store import Store
-from benchwarden.suites.retrieval.driver import RunSettings, run_strategy
+from benchwarden.suites.retrieval.driver import RunSettings, hiding_the_store, run_strategy
 from benchwarden.suites.retrieval.report import build_report
 from benchwarden.suites.retrieval.sandbox import SandboxLimits
 from benchwarden.suites.retrieval.scoring import BENCH_VERSION, DECIDE_ON, decide
@@ -73,6 +75,7 @@ class ChallengeResult:
     outcome: str  # "dethroned" | "held" | "error"
     reason: str
     entry: dict[str, Any]
+    failures: dict[str, Any] = field(default_factory=dict)  # role -> failure, with traceback
 
 
 class Ladder:
@@ -206,6 +209,7 @@ def challenge(ladder: Ladder, challenger_text: str, *, store: Store, base: str, 
               seed_count: int = DEFAULT_SEED_COUNT, decide_on: str = "composite",
               limits: SandboxLimits = SandboxLimits(), limit: int = 10,
               budget_chars: int = 2000, initial_champion: str = DEFAULT_CHAMPION,
+              isolation: str = "bwrap",
               on_progress: Callable[[str, int], None] | None = None) -> ChallengeResult:
     """Score champion and challenger on the derived seeds, decide, record, maybe promote."""
     if decide_on not in DECIDE_ON:
@@ -220,20 +224,26 @@ def challenge(ladder: Ladder, challenger_text: str, *, store: Store, base: str, 
             return _challenge_locked(ladder, challenger_spec, store=store, base=base, date=date,
                                      seed_count=seed_count, decide_on=decide_on, limits=limits,
                                      limit=limit, budget_chars=budget_chars,
-                                     initial_champion=initial_champion, on_progress=on_progress)
+                                     initial_champion=initial_champion, isolation=isolation,
+                                     on_progress=on_progress)
         finally:
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
 def _challenge_locked(ladder: Ladder, challenger_spec: StrategySpec, *, store: Store, base: str,
                       date: str, seed_count: int, decide_on: str, limits: SandboxLimits,
-                      limit: int, budget_chars: int, initial_champion: str,
+                      limit: int, budget_chars: int, initial_champion: str, isolation: str,
                       on_progress: Callable[[str, int], None] | None) -> ChallengeResult:
     ladder.ensure_genesis(initial_champion)
     champion_spec = ladder.champion_spec()
     seeds = derive_seeds(base, date, seed_count)
     settings = RunSettings(limit=limit, budget_chars=budget_chars, sandbox=True,
-                           sandbox_limits=limits)
+                           sandbox_limits=limits, isolation=isolation,
+                           # the folder, and the ledger file itself in case the
+                           # strategy's own folder (shown read-only) is the ladder's
+                           hidden=(str(ladder.directory.resolve()),
+                                   str(ladder.ledger_path.resolve())))
+    settings = hiding_the_store(settings, store)
     extra = {"ladder": str(ladder.directory), "base": base, "date": date}
 
     def score(spec: StrategySpec, role: str) -> dict[str, Any]:
@@ -244,6 +254,9 @@ def _challenge_locked(ladder: Ladder, challenger_spec: StrategySpec, *, store: S
 
     champion_report = score(champion_spec, "champion")
     challenger_report = score(challenger_spec, "challenger")
+    failures = {role: report["failure"] for role, report in
+                (("champion", champion_report), ("challenger", challenger_report))
+                if report.get("failure")}
     entry: dict[str, Any] = {
         "kind": "decision", "at": time.time(), "base": base, "date": date, "seeds": seeds,
         "decide_on": decide_on, "bench_version": BENCH_VERSION,
@@ -258,16 +271,17 @@ def _challenge_locked(ladder: Ladder, challenger_spec: StrategySpec, *, store: S
         decision = decide(champion_report, challenger_report, decide_on)
     except ValueError as error:
         entry.update(outcome="error", reason=str(error), verdict=None)
-        return ChallengeResult(EXIT_ERROR, "error", str(error), ladder.append(entry))
+        return ChallengeResult(EXIT_ERROR, "error", str(error), ladder.append(entry), failures)
     entry["verdict"] = decision.verdict.to_json_dict() if decision.verdict else None
     entry["reason"] = decision.reason
     if decision.dethroned:
         entry["outcome"] = "dethroned"
         entry["promoted"] = ladder.promote(
             challenger_spec, _header(challenger_spec, base, date, seeds, decide_on, decision))
-        return ChallengeResult(EXIT_DETHRONED, "dethroned", decision.reason, ladder.append(entry))
+        return ChallengeResult(EXIT_DETHRONED, "dethroned", decision.reason, ladder.append(entry),
+                               failures)
     entry["outcome"] = "held"
-    return ChallengeResult(EXIT_HELD, "held", decision.reason, ladder.append(entry))
+    return ChallengeResult(EXIT_HELD, "held", decision.reason, ladder.append(entry), failures)
 
 
 def _scores(report: Mapping[str, Any]) -> dict[str, Any]:
@@ -276,8 +290,15 @@ def _scores(report: Mapping[str, Any]) -> dict[str, Any]:
         "composite": [block["composite"] for block in blocks],
         "composite_guarded": [block["composite_guarded"] for block in blocks],
         "scored_seeds": [block["seed"] for block in blocks],
-        "failure": report.get("failure"),
+        "failure": _failure_summary(report.get("failure")),
     }
+
+
+def _failure_summary(failure: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The ledger keeps the one-line reason and where; the traceback stays in the store."""
+    if not failure:
+        return None
+    return {key: value for key, value in failure.items() if key != "traceback"}
 
 
 def leaderboard(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

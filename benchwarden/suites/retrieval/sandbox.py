@@ -1,13 +1,32 @@
-"""Running a challenger's strategy in an isolated child interpreter.
+"""Running a strategy in a child interpreter inside the OS boundary (bubblewrap).
 
-`SandboxedStrategy` looks like any strategy (`index`, `pack`) but each call is a JSON
-line (msgspec) sent to a `python -I sandbox_child.py` process, which runs the user's
-code under CPU, address-space and open-file limits and an audit hook (see
-`sandbox_child.py`). This side enforces the wall clock.
+`SandboxedStrategy` looks like any strategy (`index`, `pack`, `close`) but each call
+is a JSON line (msgspec) sent to a `python -I sandbox_child.py` process. With
+isolation "bwrap" (the default) that process runs inside `core.sandbox.Boundary`:
 
-Invariant: whatever the child does (crash, hang, exhaust a limit, trip the audit hook,
-write garbage), the harness sees one `SandboxFailure` with a `kind` and a one-line
-detail, and the child is gone. Nothing the child does can raise anything else here.
+- the whole file system read-only (so interpreters, C extensions such as PyYAML's
+  `_yaml` or `pydantic_core`, and shared libraries load as they do outside);
+- one private writable scratch folder, fresh for each child (one child per seed) and
+  removed afterwards: it is the working directory, HOME, TMPDIR and
+  `BENCHWARDEN_SCRATCH`; /tmp is a private empty tmpfs;
+- the ledger and the store hidden (`hidden`), and the user's credentials in HOME;
+- no network but its own loopback, its own pid namespace (every process the
+  strategy starts dies with it), no capabilities, an environment holding only the
+  variables above;
+- CPU seconds, address space, open files and file size capped by rlimits; this side
+  enforces the wall clock.
+
+The corpus reaches the strategy only as the `index` request's copy of the sessions,
+so nothing the strategy does can change what the grader compares against.
+
+Isolation "none" runs the same child without the boundary (same limits, same
+scratch folder, cleared environment): the strategy can then read and write anything
+the harness can. It is for machines without bwrap and is documented as unsafe.
+
+Invariant: whatever the child does (crash, hang, exhaust a limit, write garbage),
+the harness sees one `SandboxFailure` with a `kind`, a one-line detail and, when the
+strategy raised, its traceback; the child and everything it started are gone.
+Nothing the child does can raise anything else here.
 """
 
 from __future__ import annotations
@@ -15,9 +34,11 @@ from __future__ import annotations
 import collections
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -26,72 +47,111 @@ from typing import Any, Sequence
 
 import msgspec
 
+from benchwarden.core import sandbox as boundary_module
+from benchwarden.core.sandbox import Boundary, Limits
 from benchwarden.core.verdicts import one_line
 from benchwarden.suites.retrieval.api import Item, Session, coerce_pack
 
 CHILD_SCRIPT = Path(__file__).with_name("sandbox_child.py")
 MAX_REPLY_BYTES = 8 * 1024 * 1024
+CLOSE_SECONDS = 5.0
+MAX_STDERR_LINE = 4096
+ISOLATION_MODES = boundary_module.ISOLATION_MODES
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
 
-FAILURE_KINDS = ("wall_clock", "cpu", "memory", "open_files", "network", "subprocess",
-                 "native_code", "file_write", "file_read", "limits", "crash", "protocol", "load_error",
-                 "strategy_error")
+FAILURE_KINDS = ("wall_clock", "cpu", "memory", "open_files", "crash", "protocol",
+                 "load_error", "strategy_error", "isolation")
+_LABELS = {
+    "wall_clock": "wall-clock limit", "cpu": "CPU limit", "memory": "address-space cap",
+    "open_files": "open-file cap", "crash": "crashed", "protocol": "broke the protocol",
+    "load_error": "could not be loaded", "strategy_error": "raised an error",
+    "isolation": "no boundary",
+}
 
 
 @dataclass(frozen=True)
 class SandboxLimits:
     """Per child (one child per seed)."""
 
-    wall_seconds: float = 20.0
+    wall_seconds: float = 60.0
     cpu_seconds: int = 15
     memory_mb: int = 2048
     open_files: int = 64
+    file_size_mb: int = 512
 
     def to_json_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def rlimits(self) -> Limits:
+        return Limits(cpu_seconds=max(1, int(self.cpu_seconds)),
+                      address_space_bytes=int(self.memory_mb) * 1024 * 1024,
+                      open_files=int(self.open_files),
+                      file_size_bytes=int(self.file_size_mb) * 1024 * 1024)
 
 
 class SandboxFailure(Exception):
     """The sandboxed strategy's run is over; `kind` says why (see FAILURE_KINDS)."""
 
-    def __init__(self, kind: str, detail: str) -> None:
+    def __init__(self, kind: str, detail: str, traceback_text: str = "") -> None:
         self.kind = kind
         self.detail = one_line(detail, 300)
+        self.traceback_text = traceback_text
         super().__init__(self.reason)
 
     @property
     def reason(self) -> str:
-        labels = {
-            "wall_clock": "wall-clock limit", "cpu": "CPU limit", "memory": "address-space cap",
-            "open_files": "open-file cap", "network": "refused network access",
-            "subprocess": "refused a subprocess", "native_code": "refused native code",
-            "file_write": "refused a file write", "file_read": "refused a file read",
-            "limits": "refused a limit change",
-            "crash": "crashed", "protocol": "broke the protocol",
-            "load_error": "could not be loaded", "strategy_error": "raised an error",
-        }
-        return f"sandbox: {labels.get(self.kind, self.kind)}: {self.detail}"
+        return f"sandbox: {_LABELS.get(self.kind, self.kind)}: {self.detail}"
 
 
-def _child_environment() -> dict[str, str]:
+def _child_environment(scratch: str) -> dict[str, str]:
     """Nothing of the harness's environment (API keys live there) reaches the child."""
-    return {"PATH": os.defpath, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+    return {"PATH": os.defpath, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": scratch,
+            "TMPDIR": scratch, "BENCHWARDEN_SCRATCH": scratch}
+
+
+# Files outside HOME that hold secrets readable by root: covered too (the rest of the
+# file system is readable, and pack text ends up in the store).
+SYSTEM_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-",
+                  "/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key",
+                  "/etc/ssh/ssh_host_ed25519_key")
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def hidden_home_folders() -> list[Path]:
+    home = Path(os.path.expanduser("~"))
+    return [home / name for name in boundary_module.DEFAULT_HIDDEN_IN_HOME]
 
 
 class SandboxedStrategy:
-    """A strategy from `path:attribute`, run in a child process started on first use."""
+    """A strategy run in a child process started on first use.
 
-    def __init__(self, path: str, attribute: str, limits: SandboxLimits = SandboxLimits(),
-                 python: str = sys.executable) -> None:
-        self.path = str(path)
+    `path` is the strategy file (`attribute` names the object in it), or None for a
+    built-in (`attribute` is then its registered name). `hidden` are extra paths the
+    child must not see (the ledger's folder, the store's file).
+    """
+
+    def __init__(self, path: str | None, attribute: str, limits: SandboxLimits = SandboxLimits(),
+                 python: str = sys.executable, *, isolation: str = "bwrap",
+                 hidden: Sequence[str | Path] = ()) -> None:
+        if isolation not in ISOLATION_MODES:
+            raise ValueError(f"isolation must be one of {', '.join(ISOLATION_MODES)}, "
+                             f"not {isolation!r}")
+        self.path = str(Path(path).resolve()) if path is not None else None
         self.attribute = attribute
         self.limits = limits
         self.python = python
+        self.isolation = isolation
+        self.hidden = [Path(p) for p in hidden]
         self.process: subprocess.Popen[bytes] | None = None
+        self.scratch: str | None = None
         self.deadline = 0.0
         self.killed_for_time = False
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=20)
+        self._stderr_reader: threading.Thread | None = None
         self._buffer = bytearray()
 
     # -- strategy API --------------------------------------------------------
@@ -111,26 +171,16 @@ class SandboxedStrategy:
             raise  # unreachable: _fail raises
 
     def close(self) -> None:
-        process, self.process = self.process, None
-        if process is None:
-            return
-        for stream in (process.stdin,):
+        """Let the strategy run its own `close()` (briefly), then end the child and
+        remove the scratch folder. Never raises."""
+        process = self.process
+        if process is not None and process.poll() is None and process.stdin is not None:
             try:
-                if stream:
-                    stream.close()
-            except OSError:
-                pass
-        try:
-            process.wait(timeout=0.5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        for stream in (process.stdout, process.stderr):
-            try:
-                if stream:
-                    stream.close()
-            except OSError:
-                pass
+                self.deadline = min(self.deadline, time.monotonic() + CLOSE_SECONDS)
+                self._call({"op": "close"})
+            except SandboxFailure:
+                pass  # already cleaned up by _fail
+        self._stop()
 
     def __enter__(self) -> "SandboxedStrategy":
         return self
@@ -139,30 +189,74 @@ class SandboxedStrategy:
         self.close()
 
     # -- plumbing --------------------------------------------------------------
+    def _command(self) -> list[str]:
+        kind, target = ("builtin", self.attribute) if self.path is None else ("file", self.path)
+        return [self.python, "-I", str(CHILD_SCRIPT), kind, target, self.attribute]
+
+    def boundary(self, scratch: str) -> Boundary:
+        """The boundary this child runs in (public so tests and benches can inspect it)."""
+        hidden_dirs = [p.resolve() for p in self.hidden + hidden_home_folders()
+                       if p.exists() and p.is_dir()]
+        read_only: list[Path] = []
+        if self.path is not None:
+            folder = Path(self.path).resolve().parent
+            # A promoted champion lives in the (hidden) ladder folder: show its own
+            # folder again, read-only. Hidden files stay covered (they are applied last).
+            if any(_inside(folder, hidden) for hidden in hidden_dirs):
+                read_only.append(folder)
+        hidden = [*self.hidden, *(Path(path) for path in SYSTEM_SECRETS)]
+        return Boundary(writable=[Path(scratch)], read_only=read_only, hidden=hidden,
+                        working_directory=Path(scratch),
+                        environment=_child_environment(scratch), limits=self.limits.rlimits(),
+                        tmp_size_bytes=int(self.limits.file_size_mb) * 1024 * 1024)
+
     def _ensure_started(self) -> None:
         if self.process is not None:
             return
-        command = [self.python, "-I", str(CHILD_SCRIPT),
-                   _encoder.encode(self.limits.to_json_dict()).decode(), self.path, self.attribute]
+        self.scratch = tempfile.mkdtemp(prefix="benchwarden-scratch-")
+        environment = _child_environment(self.scratch)
+        command = self._command()
+        limits = self.limits.rlimits()
         try:
+            if self.isolation == "bwrap":
+                boundary = self.boundary(self.scratch)
+                command = boundary.argv(command)
             self.process = subprocess.Popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                cwd="/", start_new_session=True, env=_child_environment())
+                cwd=self.scratch, start_new_session=True, env=environment,
+                preexec_fn=limits.apply)
+        except boundary_module.IsolationUnavailable as error:
+            self._stop()
+            raise SandboxFailure("isolation", str(error)) from None
         except OSError as error:
+            self._stop()
             raise SandboxFailure("crash", f"could not start the sandbox: {error}") from None
         self.deadline = time.monotonic() + self.limits.wall_seconds
-        threading.Thread(target=self._drain_stderr, args=(self.process,), daemon=True).start()
+        self._stderr_reader = threading.Thread(target=self._drain_stderr, args=(self.process,),
+                                               daemon=True)
+        self._stderr_reader.start()
         os.set_blocking(self.process.stdout.fileno(), False)  # type: ignore[union-attr]
         self._expect_reply()  # the "ready" line, or why loading failed
 
     def _drain_stderr(self, process: subprocess.Popen[bytes]) -> None:
+        """Keep the last lines the child wrote to stderr, in bounded memory (a child
+        that writes gigabytes without a newline cannot grow the harness)."""
+        pending = b""
         try:
-            for raw in iter(process.stderr.readline, b""):  # type: ignore[union-attr]
-                text = raw.decode("utf-8", "replace").strip()
-                if text:
-                    self._stderr_tail.append(text)
+            descriptor = process.stderr.fileno()  # type: ignore[union-attr]
+            while chunk := os.read(descriptor, 1 << 16):
+                *lines, pending = (pending + chunk).split(b"\n")
+                pending = pending[-MAX_STDERR_LINE:]
+                for raw in lines:
+                    self._keep_stderr_line(raw)
+            self._keep_stderr_line(pending)
         except (OSError, ValueError):
             pass
+
+    def _keep_stderr_line(self, raw: bytes) -> None:
+        text = raw[-MAX_STDERR_LINE:].decode("utf-8", "replace").strip()
+        if text:
+            self._stderr_tail.append(text)
 
     def _call(self, message: dict[str, Any]) -> dict[str, Any]:
         assert self.process is not None and self.process.stdin is not None
@@ -181,10 +275,9 @@ class SandboxedStrategy:
             self._fail("protocol", f"not a JSON line: {line[:80]!r}")
         if not isinstance(reply, dict):
             self._fail("protocol", f"reply is not an object: {line[:80]!r}")
-        if "refused" in reply:
-            self._fail(str(reply["refused"]), str(reply.get("detail", "")))
         if not reply.get("ok"):
-            self._fail(str(reply.get("kind", "strategy_error")), str(reply.get("error", "")))
+            self._fail(str(reply.get("kind", "strategy_error")), str(reply.get("error", "")),
+                       str(reply.get("traceback") or ""))
         return reply
 
     def _read_line(self) -> bytes:
@@ -215,26 +308,71 @@ class SandboxedStrategy:
         del self._buffer[:end + 1]
         return line
 
+    def _exit_signal(self, code: int) -> int | None:
+        """The signal that ended the child: negative codes directly; under bwrap, its
+        pid 1 reports a child killed by signal N as exit status 128 + N."""
+        if code < 0:
+            return -code
+        if self.isolation == "bwrap" and 128 < code < 128 + 65:
+            return code - 128
+        return None
+
     def _fail_from_exit(self) -> None:
         assert self.process is not None
         try:
             code = self.process.wait(timeout=2.0)
         except subprocess.TimeoutExpired:
             self._fail("crash", "closed its output but did not exit")
-        time.sleep(0.05)  # let the stderr drain catch the last words
+        if self._stderr_reader is not None:  # the child's last words, up to its EOF
+            self._stderr_reader.join(timeout=2.0)
         last = self._stderr_tail[-1] if self._stderr_tail else "no output"
-        if code in (-signal.SIGXCPU, -signal.SIGKILL) and not self.killed_for_time:
-            self._fail("cpu", f"killed by signal {-code} after {self.limits.cpu_seconds} s of CPU")
+        number = self._exit_signal(code)
+        if number in (signal.SIGXCPU, signal.SIGKILL) and not self.killed_for_time:
+            self._fail("cpu", f"killed by {signal.Signals(number).name} after "
+                              f"{self.limits.cpu_seconds} s of CPU")
         if "MemoryError" in " ".join(self._stderr_tail):
             self._fail("memory", last)
+        if number is not None:
+            try:
+                name = signal.Signals(number).name
+            except ValueError:
+                name = f"signal {number}"
+            self._fail("crash", f"killed by {name}: {last}")
         self._fail("crash", f"exited with code {code}: {last}")
 
-    def _fail(self, kind: str, detail: str) -> None:
+    def _stop(self) -> None:
+        """End the child and everything in its session, close pipes, drop the scratch."""
+        process, self.process = self.process, None
+        if process is not None:
+            if process.poll() is None:
+                try:
+                    process.stdin.close()  # type: ignore[union-attr]
+                except OSError:
+                    pass
+                try:
+                    process.wait(timeout=0.5)
+                except subprocess.TimeoutExpired:
+                    try:
+                        os.killpg(process.pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        process.kill()
+                    process.wait()
+            for stream in (process.stdin, process.stdout, process.stderr):
+                try:
+                    if stream:
+                        stream.close()
+                except OSError:
+                    pass
+        scratch, self.scratch = self.scratch, None
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _fail(self, kind: str, detail: str, traceback_text: str = "") -> None:
         process = self.process
         if process is not None and process.poll() is None:
             try:
                 os.killpg(process.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 process.kill()
-        self.close()
-        raise SandboxFailure(kind if kind in FAILURE_KINDS else "protocol", detail)
+        self._stop()
+        raise SandboxFailure(kind if kind in FAILURE_KINDS else "protocol", detail, traceback_text)

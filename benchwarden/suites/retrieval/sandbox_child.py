@@ -1,18 +1,21 @@
-"""The sandboxed interpreter that runs one challenger strategy (see `sandbox.py`).
+"""The interpreter that runs one strategy for the harness, inside the boundary (see `sandbox.py`).
 
-Started as `python -I sandbox_child.py LIMITS_JSON PATH OBJECT`. Order matters:
+Started as `python -I sandbox_child.py KIND TARGET OBJECT`, where KIND is `file`
+(TARGET is the strategy file) or `builtin` (TARGET is a built-in's name). The OS
+boundary around this process (bubblewrap: read-only file system, private scratch,
+no network, own pid namespace, rlimits) is what contains the strategy; this script
+only speaks the protocol:
+
 1. keep private copies of stdin/stdout for the protocol and point the strategy's
    stdout at stderr, so a stray print cannot corrupt the protocol;
-2. import what the harness side needs (msgspec, the strategy API) while that is
-   still allowed;
-3. set resource limits (CPU seconds, address space, open files);
-4. install the audit hook that refuses network, subprocesses, native code loading,
-   file writes and limit changes;
-5. only then import the strategy file.
+2. put the strategy file's own folder first on the import path, so it can import
+   helper modules kept beside it;
+3. answer `index` and `pack` requests, one JSON line each.
 
-A refusal writes one `{"refused": ...}` line and leaves at once with `os._exit`: the
-strategy cannot catch its way past it. Every other failure becomes an `{"ok": false}`
-reply naming what happened.
+Every failure becomes one `{"ok": false}` reply naming its kind, a one-line error,
+where it happened (innermost file and line) and the formatted traceback, which the
+harness shows with `--traceback`. Nothing here stops a strategy from doing anything:
+that is the boundary's job, and the tests prove it against hostile strategies.
 """
 
 import os
@@ -25,47 +28,24 @@ _devnull = os.open(os.devnull, os.O_RDONLY)
 os.dup2(_devnull, 0)
 os.close(_devnull)
 sys.stdout = sys.stderr
-sys.dont_write_bytecode = True
+sys.dont_write_bytecode = True  # the package folders are read-only inside the boundary
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 import errno  # noqa: E402
-import importlib.machinery  # noqa: E402
 import importlib.util  # noqa: E402
-import resource  # noqa: E402
-import sysconfig  # noqa: E402
 import traceback  # noqa: E402
 
 import msgspec  # noqa: E402
 
 from benchwarden.suites.retrieval.api import PackError, Session, coerce_pack  # noqa: E402
 
-EXIT_REFUSED = 70
+MAX_TRACEBACK_CHARS = 6000
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
 _pending = bytearray()
-
-_NATIVE_MODULES = frozenset({"ctypes", "_ctypes", "cffi", "_cffi_backend"})
-# `subprocess` raises its audit event in Python code; the C helper underneath it does not,
-# so the helper itself may not be imported at all.
-_PROCESS_MODULES = frozenset({"_posixsubprocess", "subprocess", "multiprocessing"})
-_PROCESS_EVENTS = frozenset({
-    "subprocess.Popen", "os.system", "os.fork", "os.forkpty", "os.kill", "os.killpg",
-    "pty.spawn", "os.startfile", "os.posix_spawn", "os.posix_spawnp",
-})
-_FILE_EVENTS = frozenset({
-    "os.remove", "os.unlink", "os.rename", "os.replace", "os.rmdir", "os.mkdir",
-    "os.makedirs", "os.chmod", "os.chown", "os.lchown", "os.truncate", "os.link",
-    "os.symlink", "os.utime", "os.mkfifo", "os.mknod", "os.chflags", "os.setxattr",
-    "os.removexattr", "shutil.rmtree", "shutil.move", "shutil.copyfile",
-    "shutil.copymode", "shutil.copystat", "shutil.chown",
-})
-_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
-_paths = sysconfig.get_paths()
-_STDLIB_DIRS = tuple(os.path.realpath(_paths[key]) for key in ("stdlib", "platstdlib"))
-_PACKAGE_DIRS = tuple(os.path.realpath(_paths[key]) for key in ("purelib", "platlib"))
 
 
 def _send(message):
@@ -73,94 +53,6 @@ def _send(message):
     while data:
         written = os.write(_PROTOCOL_OUT, data)
         data = data[written:]
-
-
-def _refuse(kind, detail):
-    try:
-        _send({"refused": kind, "detail": str(detail)[:300]})
-    finally:
-        os._exit(EXIT_REFUSED)
-
-
-def _under(path, directories):
-    return any(path == d or path.startswith(d + os.sep) for d in directories)
-
-
-def _extension_outside_stdlib(name):
-    """True when importing `name` would load native code that the stdlib did not ship."""
-    parent_name, _, _ = name.rpartition(".")
-    search_path = None
-    if parent_name:
-        parent = sys.modules.get(parent_name)
-        search_path = getattr(parent, "__path__", None)
-        if search_path is None:
-            return False
-    try:
-        spec = importlib.machinery.PathFinder.find_spec(name, search_path)
-    except Exception:
-        return False
-    if spec is None or not isinstance(spec.loader, importlib.machinery.ExtensionFileLoader):
-        return False
-    origin = os.path.realpath(spec.origin or "")
-    return not _under(origin, _STDLIB_DIRS) or _under(origin, _PACKAGE_DIRS)
-
-
-_READ_ROOTS = []  # filled in by main(): the interpreter, sys.path and the strategy's folder
-_READ_FILES = frozenset({"/dev/null", "/dev/urandom", "/dev/random"})
-
-
-def _readable(path):
-    if isinstance(path, int):
-        return True  # an already-open descriptor; the cap on those is RLIMIT_NOFILE
-    try:
-        real = os.path.realpath(os.path.join("/", os.fsdecode(path)))
-    except (TypeError, ValueError):
-        return False
-    return real in _READ_FILES or _under(real, _READ_ROOTS)
-
-
-def _audit(event, args):
-    if event == "open":
-        path, mode, flags = (tuple(args) + (None, None, None))[:3]
-        if (isinstance(mode, str) and any(c in mode for c in "wax+")) or \
-                (isinstance(flags, int) and flags & _WRITE_FLAGS):
-            _refuse("file_write", f"open {path!r} for writing")
-        if not _readable(path):
-            _refuse("file_read", f"open {path!r}: only the interpreter's files and the "
-                                 "strategy's own folder are readable")
-    elif event.startswith("socket."):
-        _refuse("network", event)
-    elif event in _PROCESS_EVENTS or event.startswith(("os.exec", "os.spawn")):
-        _refuse("subprocess", event)
-    elif event.startswith(("ctypes.", "cffi.")):
-        _refuse("native_code", event)
-    elif event == "import":
-        name = str(args[0])
-        if name.split(".")[0] in _NATIVE_MODULES:
-            _refuse("native_code", f"import {name}")
-        if name.split(".")[0] in _PROCESS_MODULES:
-            _refuse("subprocess", f"import {name}")
-        if _extension_outside_stdlib(name):
-            _refuse("native_code", f"import of extension module {name} from outside the stdlib")
-    elif event in _FILE_EVENTS:
-        _refuse("file_write", event)
-    elif event == "sqlite3.connect":
-        database = args[0] if args else None
-        if str(database) not in (":memory:", ""):
-            _refuse("file_write", f"sqlite3.connect({database!r}): only :memory: is allowed")
-    elif event in ("sqlite3.enable_load_extension", "sqlite3.load_extension"):
-        _refuse("native_code", event)
-    elif event in ("resource.setrlimit", "resource.prlimit"):
-        _refuse("limits", event)
-
-
-def _apply_limits(limits):
-    cpu = max(1, int(limits["cpu_seconds"]))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 2))
-    memory = int(limits["memory_mb"]) * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    files = int(limits["open_files"])
-    resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
 
 
 def _read_message():
@@ -176,19 +68,45 @@ def _read_message():
     return _decoder.decode(line)
 
 
+def _where(error):
+    frames = traceback.extract_tb(error.__traceback__) if error.__traceback__ else []
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+
+
 def _failure(error):
+    """The reply for a failure; never raises (even with the address space nearly full)."""
+    try:
+        return _describe_failure(error)
+    except BaseException:  # noqa: BLE001 - a reply must go out whatever happened
+        kind = "memory" if isinstance(error, MemoryError) else "strategy_error"
+        return {"ok": False, "kind": kind, "error": type(error).__name__, "where": "",
+                "traceback": ""}
+
+
+def _describe_failure(error):
+    if isinstance(error, MemoryError) and error.__traceback__ is not None:
+        # Free what the failing frames hold (the hoard that filled the address space)
+        # before formatting anything; file names and line numbers survive.
+        traceback.clear_frames(error.__traceback__)
     if isinstance(error, MemoryError):
-        return {"ok": False, "kind": "memory", "error": "MemoryError: address-space cap reached"}
-    if isinstance(error, PackError):
-        return {"ok": False, "kind": "protocol", "error": f"unreadable pack: {error}"[:300]}
-    if isinstance(error, RecursionError):
-        return {"ok": False, "kind": "crash", "error": "RecursionError"}
-    if isinstance(error, OSError) and error.errno == errno.EMFILE:
-        return {"ok": False, "kind": "open_files", "error": f"too many open files: {error}"}
-    last = traceback.extract_tb(error.__traceback__)[-1:] if error.__traceback__ else []
-    where = f" at {os.path.basename(last[0].filename)}:{last[0].lineno}" if last else ""
-    return {"ok": False, "kind": "strategy_error",
-            "error": f"{type(error).__name__}: {error}{where}"[:300]}
+        kind, message = "memory", "MemoryError: address-space cap reached"
+    elif isinstance(error, PackError):
+        kind, message = "protocol", f"unreadable pack: {error}"
+    elif isinstance(error, RecursionError):
+        kind, message = "crash", "RecursionError"
+    elif isinstance(error, OSError) and error.errno == errno.EMFILE:
+        kind, message = "open_files", f"too many open files: {error}"
+    else:
+        kind, message = "strategy_error", f"{type(error).__name__}: {error}"
+    where = _where(error)
+    if where:
+        message = f"{message} at {os.path.basename(where.split(':')[0])}:{where.rsplit(':', 1)[1]}"
+    try:
+        text = "".join(traceback.format_exception(error))[-MAX_TRACEBACK_CHARS:]
+    except Exception:  # a traceback that cannot even be formatted still gets a reply
+        text = ""
+    return {"ok": False, "kind": kind, "error": message[:300], "where": where,
+            "traceback": text}
 
 
 def _instantiate(candidate):
@@ -201,34 +119,26 @@ def _instantiate(candidate):
     return strategy
 
 
-def main(argv):
-    limits = _decoder.decode(argv[1].encode())
-    path, attribute = argv[2], argv[3]
-    _apply_limits(limits)
-    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, _ROOT, os.path.dirname(path),
-             *(entry for entry in sys.path if entry)}
-    _READ_ROOTS.extend(sorted(os.path.realpath(root) for root in roots))
-    for name in list(sys.modules):  # so importing them again raises the import event
-        if name.split(".")[0] in _NATIVE_MODULES | _PROCESS_MODULES:
-            del sys.modules[name]
-    sys.addaudithook(_audit)
-    try:
-        spec = importlib.util.spec_from_file_location("challenger_strategy", path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot import {path}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["challenger_strategy"] = module
-        spec.loader.exec_module(module)
-        if not hasattr(module, attribute):
-            raise AttributeError(f"{os.path.basename(path)} defines no {attribute!r}")
-        strategy = _instantiate(getattr(module, attribute))
-    except BaseException as error:  # noqa: BLE001 - every failure is reported, none escapes
-        reply = _failure(error)
-        if reply["kind"] == "strategy_error":
-            reply["kind"] = "load_error"
-        _send(reply)
-        return 1
-    _send({"ok": True, "ready": True})
+def _load(kind, target, attribute):
+    if kind == "builtin":
+        from benchwarden.suites.retrieval.strategies import BUILTIN_STRATEGIES
+
+        return _instantiate(BUILTIN_STRATEGIES[target])
+    folder = os.path.dirname(os.path.abspath(target))
+    if folder not in sys.path:
+        sys.path.insert(0, folder)  # the strategy's own folder, for its helper modules
+    spec = importlib.util.spec_from_file_location("challenger_strategy", target)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {target}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["challenger_strategy"] = module
+    spec.loader.exec_module(module)
+    if not hasattr(module, attribute):
+        raise AttributeError(f"{os.path.basename(target)} defines no {attribute!r}")
+    return _instantiate(getattr(module, attribute))
+
+
+def _serve(strategy):
     while True:
         try:
             message = _read_message()
@@ -249,14 +159,34 @@ def main(argv):
                 _send({"ok": True, "items": [
                     {"text": item.text, "source": list(item.source) if item.source else None,
                      "status": item.status} for item in items]})
+            elif message.get("op") == "close":
+                close = getattr(strategy, "close", None)
+                if callable(close):
+                    close()
+                _send({"ok": True})
+                return 0
             else:
                 _send({"ok": False, "kind": "protocol", "error": f"unknown op {message.get('op')!r}"})
                 return 1
-        except BaseException as error:  # noqa: BLE001
+        except BaseException as error:  # noqa: BLE001 - every failure is reported
             if isinstance(error, (KeyboardInterrupt, SystemExit)):
                 _send({"ok": False, "kind": "crash", "error": f"{type(error).__name__}"})
                 return 1
             _send(_failure(error))
+
+
+def main(argv):
+    kind, target, attribute = argv[1], argv[2], argv[3]
+    try:
+        strategy = _load(kind, target, attribute)
+    except BaseException as error:  # noqa: BLE001 - every failure is reported, none escapes
+        reply = _failure(error)
+        if reply["kind"] == "strategy_error":
+            reply["kind"] = "load_error"
+        _send(reply)
+        return 1
+    _send({"ok": True, "ready": True})
+    return _serve(strategy)
 
 
 if __name__ == "__main__":

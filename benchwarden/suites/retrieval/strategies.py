@@ -8,7 +8,9 @@ named on the command line, so nothing treats them specially:
 - `bm25`: the `bm25s` library over lines (Lucene BM25, English stopwords);
 - `dump`: no ranking at all, it returns as much of the corpus as the budget allows,
   starting at a place picked from the question. It exists so the guards have something
-  to catch: it must trip the canary and score efficiency near its floor of 0.5.
+  to catch: it must trip the canary and score efficiency near its floor of 0.5;
+- `vouch`: the vouch-kb 1.5.0 agent-memory library's context packs (optional extra
+  `benchwarden[vouch]`; see `vouch_adapter.py`).
 
 Every built-in quotes corpus lines exactly, so each item's source span verifies.
 Strategies hold state between `index` and `pack`; a fresh instance serves each seed.
@@ -199,12 +201,32 @@ class DumpStrategy:
         return items
 
 
+def VouchStrategy() -> Any:  # noqa: N802 - registered like the classes above
+    """vouch-kb's strategy, imported only when used (it is an optional extra)."""
+    from benchwarden.suites.retrieval.vouch_adapter import VouchStrategy as Strategy
+
+    return Strategy()
+
+
 BUILTIN_STRATEGIES: dict[str, Callable[[], Any]] = {
     "substring": SubstringStrategy,
     "fts5": Fts5Strategy,
     "bm25": Bm25Strategy,
     "dump": DumpStrategy,
+    "vouch": VouchStrategy,
 }
+
+
+def _check_builtin_available(name: str) -> None:
+    """Built-ins backed by an optional extra say how to install it, in one line."""
+    if name == "vouch":
+        from benchwarden.suites.retrieval.vouch_adapter import (VouchUnavailable,
+                                                                check_vouch_installed)
+
+        try:
+            check_vouch_installed()
+        except VouchUnavailable as error:
+            raise StrategyLoadError(str(error)) from None
 
 
 class StrategyLoadError(ValueError):
@@ -229,6 +251,7 @@ class StrategySpec:
 def parse_strategy(text: str) -> StrategySpec:
     """Resolve a strategy name or `file.py:object` without running any of its code."""
     if text in BUILTIN_STRATEGIES:
+        _check_builtin_available(text)
         return StrategySpec(name=text, builtin=True)
     path_text, sep, attribute = text.rpartition(":")
     if not sep or not path_text.endswith(".py") or not attribute.isidentifier():
@@ -262,6 +285,11 @@ def load_object(path: str, attribute: str) -> Any:
         raise StrategyLoadError(f"cannot import strategy file {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
+    folder = str(Path(path).resolve().parent)
+    if folder not in sys.path:
+        # The strategy's own folder, for helper modules kept beside it; appended, so
+        # in-process it can never shadow the harness's own imports.
+        sys.path.append(folder)
     try:
         spec.loader.exec_module(module)
     except Exception as error:

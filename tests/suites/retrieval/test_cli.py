@@ -138,13 +138,56 @@ def test_an_unknown_strategy_is_a_one_line_error(tmp_path):
 
 def test_a_failing_strategy_run_exits_one_and_keeps_the_reason(tmp_path):
     done = CliRunner().invoke(cli, [
-        "retrieval", "run", "--strategy", f"{FILES / 'hostile.py'}:OpensSocket", "--sandbox",
+        "retrieval", "run", "--strategy", f"{FILES / 'misbehaving.py'}:Crashes", "--sandbox",
         "--seeds", "1-2", "--store", str(tmp_path / "s.sqlite"),
         "--json", str(tmp_path / "r.json")], terminal_width=200)
     assert done.exit_code == 1
     report = json.loads((tmp_path / "r.json").read_text())
-    assert report["failure"]["kind"] == "network"
+    assert report["failure"]["kind"] == "crash"
     assert report["verdict"]["kind"] == "fail"
+
+
+@pytest.mark.parametrize("flag", [[], ["--traceback"]])
+def test_a_strategy_error_names_the_case_and_traceback_shows_file_and_line(tmp_path, flag):
+    done = benchwarden("retrieval", "run", "--strategy", f"{FILES / 'misbehaving.py'}:RaisesInPack",
+                       "--sandbox", "--seeds", "1", "--store", str(tmp_path / "s.sqlite"), *flag)
+    assert done.returncode == 1, done.stderr
+    out = " ".join((done.stdout + done.stderr).split())
+    assert "KeyError" in out and "misbehaving.py:" in out
+    assert "on case " in out  # the case it failed on, even without --traceback
+    if flag:
+        assert "Traceback (most recent call last)" in done.stderr
+        assert "in helper" in done.stderr  # the strategy's own frames, with their lines
+    else:
+        assert "Traceback (most recent call last)" not in done.stderr
+
+
+def test_isolation_needs_sandbox_and_a_missing_bwrap_is_a_one_line_error(tmp_path):
+    runner = CliRunner()
+    done = runner.invoke(cli, ["retrieval", "run", "--strategy", "substring", "--isolation", "none",
+                               "--store", str(tmp_path / "s.sqlite")])
+    assert done.exit_code == 2 and "add --sandbox" in done.output
+    env = {**os.environ, "BENCHWARDEN_BWRAP": "", "PATH": str(tmp_path)}  # no bwrap on PATH
+    for args in (["retrieval", "run", "--strategy", "substring", "--sandbox", "--seeds", "1"],
+                 ["ladder", "challenge", "--challenger", "substring", "--ladder",
+                  str(tmp_path / "ladder"), "--base", "x", "--date", "2026-11-30", "--seeds", "2"]):
+        missing = subprocess.run([sys.executable, "-m", "benchwarden", *args,
+                                  "--store", str(tmp_path / "s.sqlite")],
+                                 capture_output=True, text=True, env=env, timeout=120)
+        assert missing.returncode == 2, missing.stdout + missing.stderr
+        assert len(missing.stderr.strip().splitlines()) == 1, missing.stderr
+        assert "bubblewrap" in missing.stderr and "--isolation none" in missing.stderr
+    assert not (tmp_path / "ladder" / "ledger.jsonl").exists()  # nothing ran, nothing decided
+
+
+def test_isolation_none_runs_without_the_boundary_and_is_recorded(tmp_path):
+    report_path = tmp_path / "r.json"
+    done = benchwarden("retrieval", "run", "--strategy", f"{FILES / 'entity_first.py'}:EntityFirst",
+                       "--sandbox", "--isolation", "none", "--seeds", "1",
+                       "--store", str(tmp_path / "s.sqlite"), "--json", str(report_path))
+    assert done.returncode == 0, done.stderr
+    assert "WITHOUT a boundary" in done.stderr
+    assert json.loads(report_path.read_text())["settings"]["isolation"] == "none"
 
 
 def test_ladder_challenge_and_show_through_the_cli(tmp_path):
@@ -155,10 +198,10 @@ def test_ladder_challenge_and_show_through_the_cli(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "DETHRONED" in done.stdout
     held = benchwarden("ladder", "challenge", "--challenger",
-                       f"{FILES / 'hostile.py'}:SpawnsProcess", "--ladder", str(ladder_dir),
+                       f"{FILES / 'misbehaving.py'}:Crashes", "--ladder", str(ladder_dir),
                        "--base", "c0ffee", "--date", "2026-11-30", "--seeds", "3")
     assert held.returncode == 3, held.stdout + held.stderr
-    assert "refused a subprocess" in held.stdout
+    assert "crashed" in " ".join((held.stdout + held.stderr).split())
     shown = benchwarden("ladder", "show", "--ladder", str(ladder_dir))
     assert shown.returncode == 0, shown.stderr
     assert "entity_first:EntityFirst" in shown.stdout and "chain intact" in shown.stdout

@@ -89,11 +89,11 @@ def test_a_winning_challenger_is_promoted_with_provenance(tmp_path):
 
 def test_a_failed_challenger_holds_and_the_champion_stays(tmp_path):
     ladder = Ladder(tmp_path / "ladder")
-    result = _challenge(ladder, f"{FILES / 'hostile.py'}:OpensSocket", tmp_path)
+    result = _challenge(ladder, f"{FILES / 'misbehaving.py'}:Crashes", tmp_path)
     assert result.exit_code == EXIT_HELD and result.outcome == "held"
-    assert "refused network access" in result.reason
+    assert "crashed" in result.reason
     entry = ladder.entries()[-1]
-    assert entry["challenger"]["failure"]["kind"] == "network"
+    assert entry["challenger"]["failure"]["kind"] == "crash"
     assert entry["verdict"] is None
     assert ladder.champion()["name"] == "bm25"
     assert not (ladder.directory / "champions").exists()
@@ -145,3 +145,12 @@ def test_two_challenges_at_once_are_decided_one_after_the_other(tmp_path):
     assert entries[2]["champion"]["name"] == "entity_first:EntityFirst"
     assert entries[2]["outcome"] == "held"
     assert len(list((ladder_dir / "champions").glob("*.py"))) == 1
+
+
+def test_the_isolation_and_what_was_hidden_are_recorded_in_the_decision(tmp_path):
+    ladder = Ladder(tmp_path / "ladder")
+    _challenge(ladder, "substring", tmp_path, isolation="none", initial_champion="substring")
+    settings = ladder.entries()[-1]["settings"]
+    assert settings["isolation"] == "none" and settings["sandbox"] is True
+    assert str(ladder.directory.resolve()) in settings["hidden"]
+    assert str((tmp_path / "store.sqlite").resolve()) in settings["hidden"]
