@@ -18,7 +18,7 @@ import click
 
 from benchwarden.core import secrets
 from benchwarden.core.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE, BenchwardenError
-from benchwarden.core.paths import default_store
+from benchwarden.core.paths import default_store, is_home_store
 from benchwarden.core.store import Store, StoreError, open_store
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -75,11 +75,37 @@ def refuse_url_with_credentials(ctx: click.Context, param: click.Parameter,
     return value
 
 
-def open_store_or_exit(location: str) -> Store:
+class StoreFailure(click.ClickException):
+    """A store error on its way out: one line, and the error's own exit code (4 when the
+    OS or the database refused, 2 when there is no store or no such run)."""
+
+    def __init__(self, error: StoreError) -> None:
+        super().__init__(str(error))
+        self.exit_code = error.exit_code
+
+    def format_message(self) -> str:
+        return " ".join(self.message.split())
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"benchwarden: error: {self.format_message()}", err=True)
+
+
+def open_store_or_exit(location: str, *, create: bool, read_only: bool | None = None,
+                       own_default: bool = False) -> Store:
+    """Open the store for a command, or exit with one line.
+
+    `create=False` for every command that only reads (runs, show, report, export, verify,
+    compare): nothing is created, a missing store is "no store at PATH" (exit 2).
+    `create=True` for commands that append: a new store file is made when its folder
+    exists, and the folder itself only for a default location: the default store
+    (~/.benchwarden), or a command's own default the user did not type (`own_default`,
+    e.g. the store inside a ladder folder). `create=False, read_only=False` for resuming a
+    run: the store must exist and is appended to."""
     try:
-        return open_store(location)
+        return open_store(location, create=create, read_only=read_only,
+                          create_parents=create and (own_default or is_home_store(location)))
     except StoreError as error:
-        raise ConfigError(str(error)) from None
+        raise StoreFailure(error) from None
     except ImportError as error:
         raise ConfigError(f"this store needs an optional dependency: {error}") from None
 
@@ -111,7 +137,7 @@ def write_html_report(store_location: str, report: Any, html_path: str) -> None:
     """Write the run's page: the same renderer `benchwarden report --html` uses."""
     from benchwarden.cli.report import enrich_for_html, write_report_html
 
-    with open_store_or_exit(store_location) as store:
+    with open_store_or_exit(store_location, create=False) as store:
         page_report = enrich_for_html(store, report)
     try:
         written = write_report_html(html_path, page_report)

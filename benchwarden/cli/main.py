@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "ladder": "benchwarden.cli.ladder:ladder",
     "report": "benchwarden.cli.report:report",
     "sign": "benchwarden.cli.sign:sign",
+    "store": "benchwarden.cli.store:store_group",
 }
 TRACEBACK_ENV = "BENCHWARDEN_TRACEBACK"
 
