@@ -33,8 +33,7 @@ test: test-deps engine services
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: the test tree is missing or everything was deselected" >&2; exit 1; fi; \
 	exit $$rc
 
+# Every bench script (bench/README.md), figures merged into $(BENCH_JSON).
+BENCH_JSON ?= bench-figures.json
 bench: test-deps engine
-	$(PYTHON) bench/client_overhead.py
-	$(PYTHON) bench/store_append.py
-	$(PYTHON) bench/rung_launch.py
-	$(PYTHON) bench/hostile_client.py
+	$(PYTHON) bench/run.py --json $(BENCH_JSON)

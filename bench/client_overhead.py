@@ -28,6 +28,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from _figures import Figure, add_json_option, emit  # noqa: E402
+
 
 # --- the server (runs in its own process) ---
 
@@ -166,6 +168,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="measured rounds per client")
     parser.add_argument("--only", choices=["benchwarden", "openai"], help="measure one client")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    add_json_option(parser)
     options = parser.parse_args()
     if options.serve:
         serve(options.tokens, options.per_token_writes)
@@ -199,6 +202,11 @@ def main() -> None:
         if len(medians) == 2:
             ratio = medians["openai SDK"] / medians["benchwarden"]
             print(f"  openai SDK / benchwarden = {ratio:.0f}×")
+        mode_key = "per_token_writes" if options.per_token_writes else "one_write"
+        emit("client_overhead", [Figure(
+            f"cpu_us_per_token.{mode_key}", medians.get("benchwarden"),
+            medians.get("openai SDK"), "µs CPU/token", "benchwarden vs the openai SDK")],
+            options.json_path)
     finally:
         server.terminate()
         server.wait(timeout=10)

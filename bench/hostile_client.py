@@ -32,6 +32,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from _figures import Figure, add_json_option, emit  # noqa: E402
+
 PIECE = 64 * 1024
 RSS_LIMIT_MB = 200
 
@@ -175,7 +177,9 @@ def main() -> None:
     parser.add_argument("--client", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--parse", type=int, help=argparse.SUPPRESS)
+    add_json_option(parser)
     options = parser.parse_args()
+    collected = []
     if options.parse:
         parse_once(options.parse)
         return
@@ -213,6 +217,8 @@ def main() -> None:
                 verdict = "  ok" if peak < RSS_LIMIT_MB else f"  OVER {RSS_LIMIT_MB} MB"
                 failed |= peak >= RSS_LIMIT_MB
             print(f"  {label:<36} {peak:7.1f} MB {peak / baseline:6.2f}x{verdict}")
+            collected.append(Figure(f"peak_rss.{scenario}", peak, baseline, "MB",
+                                    f"{label}, vs an idle client"))
             print(f"      {figures['result'][:150]}")
     finally:
         server.terminate()
@@ -223,6 +229,9 @@ def main() -> None:
     print(f"  8 MB line   {small * 1000:8.1f} ms  ({small * 1000 / 8:.1f} ms/MB)")
     print(f"  80 MB line  {large * 1000:8.1f} ms  ({large * 1000 / 80:.1f} ms/MB)   "
           f"ratio {large / small:.1f} (10 = linear; quadratic would be 100)")
+    collected.append(Figure("sse_parse_seconds.80mb_vs_8mb", large, small, "s",
+                            "one data: line; 10x = linear"))
+    emit("hostile_client", collected, options.json_path)
     if failed:
         raise SystemExit(1)
 

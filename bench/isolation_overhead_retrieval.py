@@ -23,6 +23,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _figures import Figure, add_json_option, emit  # noqa: E402
 
 from benchwarden.suites.retrieval.driver import RunSettings, SeedTask, score_one_seed  # noqa: E402
 from benchwarden.suites.retrieval.sandbox import SandboxLimits  # noqa: E402
@@ -54,7 +57,9 @@ def main() -> None:
                         help="comma-separated strategies (vouch needs benchwarden[vouch])")
     parser.add_argument("--repeats", type=int, default=5, help="rounds per strategy")
     parser.add_argument("--seed", type=int, default=1)
+    add_json_option(parser)
     options = parser.parse_args()
+    figures: list[Figure] = []
     print(f"seed {options.seed}, {options.repeats} rounds per mode, median wall seconds per seed")
     header = f"{'strategy':<24}" + "".join(f"{mode:>20}" for mode in MODES)
     print(header + f"{'bwrap/no-boundary':>20}{'bwrap/in-process':>18}")
@@ -73,6 +78,10 @@ def main() -> None:
         print(f"{label:<24}" + "".join(f"{medians[mode]:>20.3f}" for mode in MODES)
               + f"{medians['child in bwrap'] / medians['child, no boundary']:>19.2f}x"
               + f"{medians['child in bwrap'] / medians['in-process']:>17.2f}x")
+        figures.append(Figure(f"{label}_bwrap_vs_no_boundary", medians["child in bwrap"],
+                              medians["child, no boundary"], "s/seed",
+                              "median seconds per seed in bwrap, against the same child unbounded"))
+    emit("isolation_overhead_retrieval", figures, options.json_path)
 
 
 if __name__ == "__main__":

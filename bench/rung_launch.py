@@ -21,6 +21,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchwarden.targets.openai_client import ChatClient  # noqa: E402
 
+from _figures import Figure, add_json_option, emit  # noqa: E402
+
 BODY = {"model": "bench-model", "stream": True, "max_tokens": 64,
         "messages": [{"role": "user", "content": "Say a few words."}],
         "stream_options": {"include_usage": True}}
@@ -51,7 +53,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--slots", default="8,64,256,512", help="rung sizes, comma-separated")
     parser.add_argument("--repeats", type=int, default=5, help="bursts per size and mode")
+    add_json_option(parser)
     options = parser.parse_args()
+    figures = []
     server_script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "client_overhead.py")
     server = subprocess.Popen([sys.executable, server_script, "--serve", "--tokens", "64"],
                               stdout=subprocess.PIPE, text=True)
@@ -70,6 +74,9 @@ def main() -> None:
             cold_ms, warm_ms = statistics.median(cold), statistics.median(warm)
             print(f"{slots:>6}  {cold_ms:>17.1f} ms  {warm_ms:>15.1f} ms  "
                   f"{cold_ms / warm_ms:>5.1f}x")
+            figures.append(Figure(f"skew_ms.c{slots}", warm_ms, cold_ms, "ms",
+                                  "pool opened first vs cold pool"))
+        emit("rung_launch", figures, options.json_path)
     finally:
         server.kill()
         server.wait()

@@ -28,6 +28,8 @@ from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, TokenComponents, canonical_json
 from benchwarden.core.store import Store, open_store
 
+from _figures import Figure, add_json_option, emit
+
 ARMS = ("cli", "mcp", "rest")
 
 
@@ -85,6 +87,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--dir", default=None, help="folder for the files (default: a temp dir)")
     parser.add_argument("--postgres", default=None, help="also measure a PostgreSQL store")
+    add_json_option(parser)
     options = parser.parse_args()
 
     size = len(canonical_json(arm_record(1, "bench-0123456789ab")))
@@ -123,6 +126,11 @@ def main() -> None:
     for name, median, low, high in results:
         print(f"{name:<42} {median:>11,.0f} {f'{low:,.0f}–{high:,.0f}':>19} "
               f"{median / baseline:>11.1f}x")
+    figure_names = ["jsonl_fsync", "sqlite_batch_1000", "sqlite_batch_1",
+                    "postgres_batch_1000", "postgres_batch_1"]
+    emit("store_append", [Figure(key, median, baseline, "records/s", name)
+                          for key, (name, median, _, _) in zip(figure_names, results)],
+         options.json_path)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Exit codes: 0 when the run completed without harness errors, 1 when any trial hit a
 harness error (driver, server or environment failure; never an agent outcome), 2 on
-a usage or configuration error.
+a usage or configuration error, including `--isolation bwrap` (the default) on a
+machine where bubblewrap is missing or cannot create a sandbox.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from benchwarden.cli.common import (EXIT_FAIL, ConfigError, config_errors, executor_or_exit,
                                     html_option, open_store_or_exit, store_option,
                                     write_html_report)
+from benchwarden.core.errors import IsolationUnavailable
 from benchwarden.core.records import DEFAULT_WEIGHTS, TokenWeights
+from benchwarden.core.sandbox import check_isolation_mode
 from benchwarden.core.reports import console, write_json
 
 
@@ -79,6 +82,11 @@ def _discover_model(url: str, api_key_env: str | None) -> str:
 @click.option("--seed", type=int, default=None, help="Sent to the model; also orders trials.")
 @click.option("--executor", "executor_spec", default=None,
               help="Fan trials out: local:N (processes) or ray. Default: one at a time.")
+@click.option("--isolation", type=click.Choice(["bwrap", "none"]), default="bwrap",
+              show_default=True,
+              help="bwrap: every shell command and the trial's server run inside a bubblewrap "
+                   "boundary (Debian package bubblewrap). none: NO boundary, UNSAFE, only for "
+                   "machines without bwrap and agents you trust.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the report of the suite after this run.")
 @html_option
@@ -87,7 +95,7 @@ def _discover_model(url: str, api_key_env: str | None) -> str:
 def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: str,
         url: str | None, model: str | None, api_key_env: str | None, agent_command: str | None,
         turn_cap: int, wall_clock: float, command_timeout: float, max_tokens: int,
-        seed: int | None, executor_spec: str | None, json_path: str | None,
+        seed: int | None, executor_spec: str | None, isolation: str, json_path: str | None,
         html_path: str | None, store_location: str) -> None:
     """Run the missing trials of each (arm, task) cell and append their records."""
     from benchwarden.suites.arms.drivers import CommandDriver, Limits, OpenAIDriver
@@ -104,6 +112,10 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
     if trials < 1 or turn_cap < 1 or wall_clock <= 0 or command_timeout <= 0:
         raise ConfigError("--trials and --turn-cap must be at least 1; --wall-clock and "
                           "--command-timeout must be positive")
+    try:
+        check_isolation_mode(isolation)
+    except IsolationUnavailable as error:
+        raise ConfigError(str(error)) from None
     if api_key_env and api_key_env not in os.environ:
         raise ConfigError(f"--api-key-env {api_key_env}: that environment variable is not set")
     agent_driver: Any
@@ -127,6 +139,10 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
     executor = executor_or_exit(executor_spec)
 
     out = console()
+    if isolation == "none":
+        click.echo("warning: --isolation none: agent commands and the trial's server run "
+                   "WITHOUT a boundary (they can write, read and connect wherever you can)",
+                   err=True)
     limits = Limits(turn_cap=turn_cap, wall_clock=wall_clock, command_timeout=command_timeout)
     with open_store_or_exit(store_location) as store, Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -155,7 +171,8 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
         try:
             tally = run_arms(store, suite, suite_spec, arms=arm_list, tasks=task_list,
                              trials=trials, driver=agent_driver, limits=limits, seed=seed,
-                             executor=executor, on_start=on_start, on_result=on_result)
+                             executor=executor, on_start=on_start, on_result=on_result,
+                             isolation=isolation)
         finally:
             if executor is not None:
                 executor.close()

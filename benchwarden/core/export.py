@@ -31,7 +31,10 @@ row, RFC 4180 quoting; an empty cell is "none" only in the two nullable columns)
 Invariants: `read_export(write_export(records))` gives back equal records in every
 format; the columns and their order change only with a new export version; an
 export is written to a temporary file and renamed, so a failed export never leaves a
-half-written file in place of a good one.
+half-written file in place of a good one; writing streams (records are read a page at
+a time and written `BATCH_ROWS` at a time), so an export's memory does not grow with
+the store, and its bytes are the same whatever the batch size (Parquet: the same
+table, one row group per batch).
 """
 
 from __future__ import annotations
@@ -39,13 +42,13 @@ from __future__ import annotations
 import csv
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping
 
 import msgspec
 
 from benchwarden.core.files import replaced_atomically
 from benchwarden.core.records import Record, TokenComponents, canonical_json
-from benchwarden.core.store import Store
+from benchwarden.core.store import CorruptStore, Store
 
 EXPORT_VERSION = "1"
 FORMATS = ("jsonl", "parquet", "csv")
@@ -63,6 +66,7 @@ COLUMN_NAMES: tuple[str, ...] = tuple(name for name, _ in COLUMNS)
 NULLABLE = frozenset({"bench_version", "tokens_reasoning"})
 
 _json_decoder = msgspec.json.Decoder()
+_record_decoder = msgspec.json.Decoder(Record)
 _row_encoder = msgspec.json.Encoder()  # keeps the column order of each row
 
 
@@ -121,6 +125,13 @@ def format_from_path(path: str | Path) -> str | None:
 
 
 # -- writing ---------------------------------------------------------------------------
+#
+# Exports stream: records are read from the store, turned into rows and written
+# `BATCH_ROWS` at a time (one Parquet row group per batch), so peak memory depends on
+# the batch, not on how many records the store holds.
+
+BATCH_ROWS = 5_000
+
 
 def _parquet_schema() -> Any:
     import pyarrow as pa
@@ -131,18 +142,22 @@ def _parquet_schema() -> Any:
                      metadata={"benchwarden.export_version": EXPORT_VERSION})
 
 
-def _write_jsonl(rows: Sequence[dict[str, Any]], target: Path) -> None:
+def _write_jsonl(batches: Iterable[list[dict[str, Any]]], target: Path) -> None:
     with open(target, "wb") as out:
-        for row in rows:
-            out.write(_row_encoder.encode(row))  # control characters are escaped: one line
-            out.write(b"\n")
+        for batch in batches:
+            lines = [_row_encoder.encode(row) for row in batch]  # control characters
+            lines.append(b"")                                    # are escaped: one line
+            out.write(b"\n".join(lines))
 
 
-def _write_parquet(rows: Sequence[dict[str, Any]], target: Path) -> None:
+def _write_parquet(batches: Iterable[list[dict[str, Any]]], target: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    pq.write_table(pa.Table.from_pylist(list(rows), schema=_parquet_schema()), target)
+    schema = _parquet_schema()
+    with pq.ParquetWriter(target, schema) as writer:
+        for batch in batches:
+            writer.write_table(pa.Table.from_pylist(batch, schema=schema))  # one row group
 
 
 def _csv_cell(value: Any) -> str:
@@ -153,40 +168,102 @@ def _csv_cell(value: Any) -> str:
     return str(value)
 
 
-def _write_csv(rows: Sequence[dict[str, Any]], target: Path) -> None:
+def _write_csv(batches: Iterable[list[dict[str, Any]]], target: Path) -> None:
     with open(target, "w", encoding="utf-8", newline="") as out:
         writer = csv.writer(out)
         writer.writerow(COLUMN_NAMES)
-        for row in rows:
-            writer.writerow([_csv_cell(row[name]) for name in COLUMN_NAMES])
+        for batch in batches:
+            writer.writerows([_csv_cell(row[name]) for name in COLUMN_NAMES] for row in batch)
 
 
 _WRITERS = {"jsonl": _write_jsonl, "parquet": _write_parquet, "csv": _write_csv}
 
 
+def _row_batches(records: Iterable[Record], versions: Mapping[str, str],
+                 counter: list[int]) -> Iterator[list[dict[str, Any]]]:
+    """Rows in lists of at most BATCH_ROWS; `counter[0]` counts the rows handed out."""
+    batch: list[dict[str, Any]] = []
+    for record in records:
+        batch.append(record_row(record, versions.get(record.run_id)))
+        if len(batch) >= BATCH_ROWS:
+            counter[0] += len(batch)
+            yield batch
+            batch = []
+    if batch:
+        counter[0] += len(batch)
+        yield batch
+
+
 def write_export(records: Iterable[Record], path: str | Path, format: str, *,
                  bench_versions: Mapping[str, str] | None = None) -> int:
-    """Write records to `path`; returns how many. `bench_versions` maps run id to the
-    run's `bench_version`, for the `bench_version` column."""
+    """Write records to `path`, streaming them in batches; returns how many.
+    `bench_versions` maps run id to the run's `bench_version`, for the `bench_version`
+    column."""
     writer = _WRITERS[_check_format(format)]
-    versions = bench_versions or {}
-    rows = [record_row(record, versions.get(record.run_id)) for record in records]
     target = Path(path).expanduser()
     if target.is_dir():
         raise ExportError(f"export target {target} is a directory; give a file path")
+    written = [0]
     with replaced_atomically(target) as temporary:
-        writer(rows, temporary)
-    return len(rows)
+        writer(_row_batches(records, bench_versions or {}, written), temporary)
+    return written[0]
+
+
+def iter_store_records(store: Store, *, run_id: str | None = None, suite: str | None = None,
+                       batch: int = BATCH_ROWS) -> Iterator[Record]:
+    """A store's records in store order, `batch` at a time (bounded memory).
+
+    TEMPORARY: uses the store's own `iter_records` when it has one (being added to
+    core/store.py on the store-damage branch); until then pages through `entries` by
+    sequence number (keyset pagination) with the store's query method. Remove the
+    fallback once `Store.iter_records` is on main.
+    """
+    iterate = getattr(store, "iter_records", None)
+    if iterate is not None:
+        try:
+            yield from iterate(run_id=run_id, suite=suite, batch=batch)
+        except msgspec.DecodeError as error:  # (ValidationError is a DecodeError)
+            raise CorruptStore(f"store {store.location} holds a record that cannot be read "
+                               f"({error}); `benchwarden verify --store` names it") from None
+        return
+    p = store.placeholder
+    clauses, params = ["kind = 'record'"], []
+    if run_id is not None:
+        clauses.append(f"run_id = {p}")  # its index yields (run_id, kind, seq) in seq order
+        params.append(run_id)
+    if suite is not None:
+        # `|| ''` keeps the planner off the address index (suite first, not in seq
+        # order), which would sort every record of the suite again for each page.
+        clauses.append(f"suite || '' = {p}")
+        params.append(suite)
+    sql = (f"SELECT seq, body FROM entries WHERE {' AND '.join(clauses)} AND seq > {p} "
+           f"ORDER BY seq LIMIT {p}")
+    after = 0
+    while True:
+        rows = store._query(sql, (*params, after, batch))
+        for seq, body in rows:
+            try:
+                record = _record_decoder.decode(body.encode("utf-8") if isinstance(body, str)
+                                                else bytes(body))
+            except msgspec.DecodeError as error:
+                raise CorruptStore(f"store {store.location}: entry {seq} is not a readable "
+                                   f"record ({error}); `benchwarden verify --store` checks "
+                                   "the whole store") from None
+            yield record
+        if len(rows) < batch:
+            return
+        after = int(rows[-1][0])
 
 
 def export_store(store: Store, path: str | Path, format: str, *, run_id: str | None = None,
                  suite: str | None = None) -> int:
-    """Export a store's records (one run's, one suite's, or all) in store order."""
+    """Export a store's records (one run's, one suite's, or all) in store order,
+    streaming: memory stays bounded however many records the store holds."""
     _check_format(format)
     if run_id is not None:
         run_id = store.run_info(run_id).run.run_id  # a unique prefix is enough
     versions = {info.run.run_id: info.run.bench_version for info in store.runs()}
-    return write_export(store.records(run_id=run_id, suite=suite), path, format,
+    return write_export(iter_store_records(store, run_id=run_id, suite=suite), path, format,
                         bench_versions=versions)
 
 

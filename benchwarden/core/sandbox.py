@@ -90,6 +90,10 @@ class Boundary:
     network: bool = False  # True keeps the host's network (no caller in the package uses it)
     hide_unix_sockets: bool = True  # cover the host's filesystem Unix sockets (see above)
     tmp_size_bytes: int | None = None  # cap the private /tmp (RAM-backed); None: bwrap's default
+    as_pid_1: bool = False
+    """True: the command itself is pid 1 of the sandbox (no bwrap reaper in between). A
+    supervisor that talks to the host over its stdin/stdout needs this: bwrap's reaper
+    would hold those pipes where any process inside could open them through /proc."""
 
     def argv(self, command: Sequence[str], bwrap: str | None = None) -> list[str]:
         """The full command line that runs `command` inside this boundary."""
@@ -102,6 +106,8 @@ class Boundary:
                 "--new-session", "--cap-drop", "ALL", "--clearenv"]
         if not self.network:
             argv.append("--unshare-net")
+        if self.as_pid_1:
+            argv.append("--as-pid-1")
         hidden = _existing(_default_hidden() + [Path(p) for p in self.hidden])
         for path in hidden:
             if path.is_dir():

@@ -25,9 +25,16 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Hashable, Iterable, Mapping, Sequence, TypeVar
 
-import numpy as np
-from scipy import optimize
-from scipy import stats as scipy_stats
+from benchwarden.core.lazy import lazy_module
+
+# Imported on first use: scipy alone takes about a second, which commands that compute
+# no statistics (and every worker process of an executor) must not pay at start-up.
+np = lazy_module("numpy")
+optimize = lazy_module("scipy.optimize")
+scipy_stats = lazy_module("scipy.stats")
+# The t quantile every report's interval needs comes from scipy.special (what
+# scipy.stats.t.ppf itself calls), about half the import cost of scipy.stats.
+scipy_special = lazy_module("scipy.special")
 
 Key = TypeVar("Key", bound=Hashable)
 
@@ -138,7 +145,7 @@ def _t_interval(mean: float, se: float, degrees_of_freedom: int,
                 confidence: float) -> tuple[float, float]:
     if se == 0.0:
         return mean, mean
-    half_width = float(scipy_stats.t.ppf(0.5 + confidence / 2.0, degrees_of_freedom)) * se
+    half_width = float(scipy_special.stdtrit(degrees_of_freedom, 0.5 + confidence / 2.0)) * se
     return mean - half_width, mean + half_width
 
 

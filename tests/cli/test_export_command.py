@@ -99,6 +99,36 @@ def test_export_from_a_postgres_store(tmp_path):
         result = invoke("--store", location, "--out", str(out))
         assert result.exit_code == 0, result.output
         assert read_export(out, "jsonl") == expected
+        one_run = tmp_path / "pg-beta.csv"
+        result = invoke("--store", location, "--suite", "demo", "--run", "run-beta",
+                        "--out", str(one_run))
+        assert result.exit_code == 0, result.output
+        assert read_export(one_run, "csv") == [r for r in expected if r.run_id == "run-beta"]
     finally:
         with psycopg.connect(url, autocommit=True) as admin:
             admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_a_record_that_cannot_be_read_mid_export_is_one_line_and_keeps_the_old_file(
+        tmp_path, store_path, monkeypatch):
+    """A damaged body found after earlier batches were written: one line naming the
+    entry, a non-zero exit, and the previous export left whole."""
+    import sqlite3
+
+    import benchwarden.core.export as export_module
+
+    monkeypatch.setattr(export_module, "BATCH_ROWS", 2)  # the damage is past the first batch
+    out = tmp_path / "out.jsonl"
+    assert invoke("--store", str(store_path), "--out", str(out)).exit_code == 0
+    before = out.read_bytes()
+    with sqlite3.connect(store_path) as connection:  # what a damaged disk or a hand edit does
+        connection.execute("DROP TRIGGER entries_refuse_update")
+        seq = connection.execute("SELECT seq FROM entries WHERE kind = 'record' ORDER BY seq "
+                                 "LIMIT 1 OFFSET 6").fetchone()[0]
+        connection.execute("UPDATE entries SET body = ? WHERE seq = ?", (b'{"suite": 1', seq))
+    result = CliRunner().invoke(cli, ["export", "--store", str(store_path), "--out", str(out)])
+    assert result.exit_code in (2, 4), result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "record" in lines[0] and "Traceback" not in result.output
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".out")) == []

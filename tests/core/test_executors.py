@@ -109,6 +109,145 @@ def test_a_dead_worker_fails_its_tasks_without_ending_the_map():
                                      for i, r in enumerate(results))
 
 
+# -- how the pool starts ------------------------------------------------------------------
+
+def _run_python(tmp_path, source: str) -> str:
+    """Run `source` in a fresh interpreter (this one may have threads of its own) with
+    the test's import path; return its stdout."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = tmp_path / "scenario.py"
+    script.write_text(textwrap.dedent(source))
+    environment = dict(os.environ)
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [str(tmp_path), *filter(None, [environment.get("PYTHONPATH")]),
+         os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))])
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=environment, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+WARM_MODULE = """
+import os
+with open(os.path.join(os.path.dirname(__file__), "imports.log"), "a") as log:
+    log.write(f"{os.getpid()}\\n")
+
+def work(value):
+    return value * 2, os.getpid()
+"""
+
+
+def test_a_single_threaded_process_forks_warm_workers_that_import_nothing_again(tmp_path):
+    """The pool forks its workers when it is made: they run the tasks (other pids) and
+    use the modules the parent had imported without importing them again."""
+    (tmp_path / "warm_module.py").write_text(WARM_MODULE)
+    output = _run_python(tmp_path, """
+        import os
+        import warm_module
+        from benchwarden.core.executors import LocalExecutor, run_all
+
+        with LocalExecutor(2) as executor:
+            print(executor.start_method)
+            results = run_all(executor, warm_module.work, list(range(8)))
+        print(sorted(value for value, _ in results))
+        print(len({pid for _, pid in results} - {os.getpid()}) >= 1,
+              all(pid != os.getpid() for _, pid in results))
+    """)
+    method, values, workers = output.split("\n")[:3]
+    assert method == "fork"
+    assert values == str([2 * value for value in range(8)])
+    assert workers == "True True"
+    # imported once, by the parent: no worker paid the import again
+    assert len((tmp_path / "imports.log").read_text().split()) == 1
+
+
+def test_preloaded_modules_are_imported_once_in_the_parent_before_the_fork(tmp_path):
+    (tmp_path / "warm_module.py").write_text(WARM_MODULE)
+    output = _run_python(tmp_path, """
+        import sys
+        from benchwarden.core.executors import make_executor, run_all
+
+        def uses_the_module(value):
+            import warm_module  # what a strategy's index() does on its first seed
+            return warm_module.work(value)
+
+        if __name__ == "__main__":
+            executor = make_executor("local:2", preload=["warm_module"])
+            print("warm_module" in sys.modules)
+            print(sorted(value for value, _ in run_all(executor, uses_the_module, [1, 2, 3])))
+            executor.close()
+    """)
+    assert output.split("\n")[:2] == ["True", "[2, 4, 6]"]
+    assert len((tmp_path / "imports.log").read_text().split()) == 1  # the parent's only
+
+
+def test_a_preload_that_cannot_be_imported_is_a_one_line_usage_error():
+    with pytest.raises(ValueError) as caught:
+        make_executor("local:2", preload=["no_such_module_anywhere"])
+    assert "no_such_module_anywhere" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_process_with_other_threads_never_forks_and_still_gets_every_result(tmp_path):
+    (tmp_path / "warm_module.py").write_text(WARM_MODULE)
+    output = _run_python(tmp_path, """
+        import threading
+        import warm_module
+        from benchwarden.core.executors import LocalExecutor, run_all
+
+        if __name__ == "__main__":  # a forkserver worker imports this script again
+            gate = threading.Event()
+            helper = threading.Thread(target=gate.wait)
+            helper.start()
+            try:
+                with LocalExecutor(2) as executor:
+                    print(executor.start_method)
+                    results = run_all(executor, warm_module.work, list(range(6)))
+                print(sorted(value for value, _ in results))
+            finally:
+                gate.set()
+                helper.join()
+    """)
+    method, values = output.split("\n")[:2]
+    assert method in ("forkserver", "spawn")
+    assert values == str([2 * value for value in range(6)])
+
+
+def test_the_start_method_follows_the_thread_count():
+    import threading
+
+    from benchwarden.core.executors import pool_start_method
+
+    gate = threading.Event()
+    helper = threading.Thread(target=gate.wait)
+    helper.start()
+    try:
+        assert pool_start_method() != "fork"
+    finally:
+        gate.set()
+        helper.join()
+
+
+def test_a_pool_the_os_refuses_is_one_line_environment_failure(monkeypatch):
+    import errno
+
+    import benchwarden.core.executors as executors
+    from benchwarden.core.errors import EXIT_ENVIRONMENT, EnvironmentFailure
+
+    def refuse(*args, **kwargs):
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(executors.futures, "ProcessPoolExecutor", refuse)
+    with pytest.raises(EnvironmentFailure) as caught:
+        LocalExecutor(2)
+    assert caught.value.exit_code == EXIT_ENVIRONMENT
+    assert str(caught.value) == ("cannot start 2 worker processes "
+                                 f"({executors.pool_start_method()}): "
+                                 "Resource temporarily unavailable")
+
+
 # -- choosing an executor by name --------------------------------------------------------
 
 @pytest.mark.parametrize("spec, workers", [("local", 1), ("local:3", 3), ("", 1),

@@ -180,3 +180,16 @@ def test_hidden_folders_cannot_be_written_and_tmp_can_be_capped(trial: Path, tmp
     if sandbox._supports_size(require_bubblewrap()):
         assert "wrote-big" not in result.stdout
     assert "wrote-small" in result.stdout
+
+
+def test_a_hidden_file_reads_as_empty(trial: Path) -> None:
+    secret = Path.home() / ".cache" / "benchwarden-hidden-file-test.sqlite"
+    secret.parent.mkdir(parents=True, exist_ok=True)
+    secret.write_text("SQLite format 3 secret rows")
+    try:
+        boundary = Boundary(writable=[trial], hidden=[secret], environment={"PATH": "/usr/bin:/bin"})
+        result = _run(boundary, f"cat {secret}; echo tampered > {secret}")
+        assert "secret rows" not in result.stdout
+        assert secret.read_text() == "SQLite format 3 secret rows"
+    finally:
+        secret.unlink()

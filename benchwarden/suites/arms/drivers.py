@@ -17,6 +17,12 @@ Invariants:
 - The wall clock is a hard backstop: the episode is cancelled, every process it
   started is killed (whole process group), and whatever tokens were already reported
   are kept.
+- Nothing the agent asks for runs in the harness's own process space: shell commands,
+  and the command driver's agent program, run through the trial's `TrialSandbox`
+  (inside its bubblewrap boundary unless `--isolation none` was chosen).
+- The agent's shell gets a minimal environment whose HOME (also CURL_HOME and
+  XDG_CONFIG_HOME) is an empty folder that is read-only inside the boundary, so no
+  ~/.curlrc, .wgetrc or .netrc the agent writes can reroute an allowed tool.
 """
 
 from __future__ import annotations
@@ -25,7 +31,6 @@ import asyncio
 import json
 import os
 import shlex
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,11 +39,13 @@ from typing import Any, Literal, Mapping, Sequence
 import msgspec
 
 from benchwarden.core.records import TokenComponents
+from benchwarden.suites.arms.boundary import SandboxFailure, TrialSandbox
 from benchwarden.suites.arms.isolation import (NetworkChannel, check_command, check_function_call,
                                                permitted_names)
 from benchwarden.suites.arms.model import Arm, FunctionTool
 
 OUTPUT_LIMIT = 16_000
+COMMAND_RESULT_LIMIT = 16 * 1024 * 1024
 Stop = Literal["finished", "turn_cap", "wall_clock"]
 
 
@@ -66,11 +73,13 @@ class Episode:
     model: str | None = None
 
 
-def _shell_env(agent_env: Mapping[str, str], workdir: Path) -> dict[str, str]:
-    """A minimal environment: nothing of the harness's own leaks into the agent's shell."""
-    env = {"HOME": str(workdir), "TMPDIR": str(workdir), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+def _shell_env(agent_env: Mapping[str, str], workdir: Path, home: Path) -> dict[str, str]:
+    """A minimal environment: nothing of the harness's own leaks into the agent's shell.
+    The configuration homes come last, so an environment cannot point them elsewhere."""
+    env = {"TMPDIR": str(workdir), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
            "PATH": "/usr/local/bin:/usr/bin:/bin"}
     env.update(agent_env)
+    env.update({"HOME": str(home), "CURL_HOME": str(home), "XDG_CONFIG_HOME": str(home)})
     return env
 
 
@@ -80,29 +89,21 @@ def _clip(text: str) -> str:
     return text[:OUTPUT_LIMIT] + f"\n[output cut at {OUTPUT_LIMIT} characters]"
 
 
-def kill_group(process: asyncio.subprocess.Process) -> None:
-    if process.returncode is not None:
-        return
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            process.kill()
-        except ProcessLookupError:
-            pass
-
-
 class Toolbox:
     """Gates and runs an agent's tool calls for one trial; keeps the transcript."""
 
     def __init__(self, arm: Arm, workdir: Path, agent_env: Mapping[str, str],
                  functions: Sequence[FunctionTool], call_function: Any,
                  command_timeout: float = 60.0,
-                 channel: NetworkChannel = NetworkChannel()) -> None:
+                 channel: NetworkChannel = NetworkChannel(),
+                 runner: TrialSandbox | None = None, home: Path | None = None) -> None:
         self.arm = arm
         self.channel = channel
         self.workdir = workdir
-        self.env = _shell_env(agent_env, workdir)
+        self.runner = runner
+        """Where commands run: the trial's sandbox (None: this toolbox runs no commands)."""
+        self.home = home if home is not None else workdir
+        self.env = _shell_env(agent_env, workdir, self.home)
         self.functions = tuple(functions)
         self._call_function = call_function
         self.command_timeout = command_timeout
@@ -158,23 +159,19 @@ class Toolbox:
             return f"refused (not run): {decision.message}"
         self.transcript.append(entry)
         timeout = max(0.1, min(self.command_timeout, deadline - time.monotonic()))
-        process = await asyncio.create_subprocess_exec(
-            "/bin/bash", "--noprofile", "--norc", "-c", command, cwd=str(self.workdir),
-            env=self.env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+        if self.runner is None:
+            raise HarnessError("no sandbox to run shell commands in (the trial starts one)")
         try:
-            output, _ = await asyncio.wait_for(process.communicate(), timeout)
-        except asyncio.TimeoutError:
-            kill_group(process)
-            await process.wait()
+            outcome = await self.runner.run_async(command=command, env=self.env, cwd=self.workdir,
+                                                  timeout=timeout, limit=OUTPUT_LIMIT)
+        except SandboxFailure as error:
+            raise HarnessError(str(error)) from None
+        if outcome.timed_out:
             entry["timed_out"] = True
             return f"[command killed after {timeout:.0f} s]"
-        except BaseException:
-            kill_group(process)
-            raise
-        entry["exit_status"] = process.returncode
-        text = output.decode("utf-8", "replace")
-        return _clip(text) + f"\n[exit status {process.returncode}]"
+        entry["exit_status"] = outcome.exit_status
+        text = outcome.output + (f"\n[output cut at {OUTPUT_LIMIT} bytes]" if outcome.truncated else "")
+        return _clip(text) + f"\n[exit status {outcome.exit_status}]"
 
 
 @dataclass(frozen=True)
@@ -363,26 +360,29 @@ class CommandDriver:
         })
         if context.seed is not None:
             env["BENCHWARDEN_SEED"] = str(context.seed)
+        runner = context.toolbox.runner
+        if runner is None:
+            raise HarnessError("no sandbox to run the agent program in (the trial starts one)")
         try:
-            process = await asyncio.create_subprocess_exec(
-                *argv, cwd=str(context.workdir), env=env, stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                start_new_session=True)
-        except OSError as error:
-            raise HarnessError(f"cannot start the agent program {argv[0]!r}: {error}") from None
-        try:
-            stdout, stderr = await asyncio.wait_for(process.communicate(), context.limits.wall_clock)
-        except asyncio.TimeoutError:
-            kill_group(process)
-            await process.wait()
+            outcome = await asyncio.wait_for(
+                runner.run_async(argv=argv, env=env, cwd=context.workdir,
+                                 timeout=context.limits.wall_clock, merge=False,
+                                 limit=COMMAND_RESULT_LIMIT),
+                context.limits.wall_clock + 30)
+        except asyncio.TimeoutError:  # the sandbox itself stopped answering
             return Episode("", TokenComponents(), False, 0, [], "wall_clock")
-        except BaseException:
-            kill_group(process)
-            raise
-        if process.returncode != 0:
-            tail = " ".join(stderr.decode("utf-8", "replace").split())[-200:]
-            raise HarnessError(f"the agent program exited with status {process.returncode}"
+        except SandboxFailure as error:
+            raise HarnessError(str(error)) from None
+        if outcome.timed_out:
+            return Episode("", TokenComponents(), False, 0, [], "wall_clock")
+        if outcome.exit_status != 0:
+            tail = " ".join(outcome.stderr.split())[-200:]
+            raise HarnessError(f"the agent program exited with status {outcome.exit_status}"
                                + (f": {tail}" if tail else ""))
+        if outcome.truncated:
+            raise HarnessError(f"the agent program printed more than {COMMAND_RESULT_LIMIT} "
+                               "bytes; it must print one JSON object")
+        stdout = outcome.output.encode("utf-8")
         result = parse_command_result(stdout)
         transcript = [{k: v for k, v in msgspec.to_builtins(entry).items()
                        if v is not None and not (k == "denied" and v is False)}

@@ -11,6 +11,18 @@ Invariants:
   (`$CMD`, `$(...)`), a name containing `/`, an environment assignment before a
   command, a function definition and a redirection to `/dev/tcp` or `/dev/udp` are
   all denied.
+- Substitutions are found wherever bash would run them, not only where bashlex puts a
+  node: bashlex leaves the inside of `${...}` and of here-documents as raw text, so
+  that text is parsed again (`${x:-$(cmd)}`, `${x/$(cmd)/}`, `<<EOF ... $(cmd)`), and
+  single quotes inside `${...}` are treated as not quoting (inside double quotes bash
+  runs `"${x:-'$(cmd)'}"`). Forms whose meaning cannot be read statically are denied
+  with their reason: arithmetic (`$((...))`, `$[...]`), indirect expansion (`${!x}`),
+  transformations (`${x@P}` runs a prompt expansion), array subscripts and computed
+  substring offsets (both are arithmetic that re-evaluates variables), and the builtin
+  forms that assign or test a subscripted name (`printf -v`, `test -v`).
+- Options of allowed programs that run another program are denied, with whatever
+  could produce them (`sort --compress-program=sh` and its abbreviations, braces,
+  globs and computed words given to sort; `curl --engine`).
 - The same `check_command` decides before a call runs and in the post-run audit, so
   the gate and the audit cannot drift apart.
 - A network tool reaches only the arm's own channel: with a `NetworkChannel` (the
@@ -23,8 +35,9 @@ Invariants:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import bashlex
 import bashlex.errors
@@ -118,19 +131,6 @@ class NetworkChannel:
         return False
 
 
-def _command_nodes(node: Any) -> Iterator[Any]:
-    """Every `command` node of a bashlex tree, substitutions included."""
-    if getattr(node, "kind", None) == "command":
-        yield node
-    for attribute in ("parts", "list"):
-        for child in getattr(node, attribute, []) or []:
-            yield from _command_nodes(child)
-    for attribute in ("command", "output"):
-        child = getattr(node, attribute, None)
-        if child is not None and hasattr(child, "kind"):
-            yield from _command_nodes(child)
-
-
 def _destination_problems(tool: str, words: Sequence[Any], channel: NetworkChannel) -> list[str]:
     """Why the arguments of network tool `tool` may leave the channel (empty: they do not).
     Every positional word is a destination (curl takes a bare `host` as a URL too)."""
@@ -195,59 +195,276 @@ class _Unsafe(Exception):
     pass
 
 
-def _walk(node: Any, names: list[str], problems: list[str]) -> None:
+# What bashlex raises on text it cannot read (all mean: deny).
+_PARSER_ERRORS = (bashlex.errors.ParsingError, NotImplementedError, AssertionError, IndexError,
+                  ValueError, TypeError, AttributeError, RecursionError)
+
+
+def _walk(node: Any, names: list[str], problems: list[str], depth: int = 0,
+          commands: list[Any] | None = None) -> None:
     kind = getattr(node, "kind", None)
     if kind == "command":
-        _command(node, names, problems)
+        _command(node, names, problems, depth, commands)
         return
     if kind == "function":
         problems.append("function definitions are not allowed")
     if kind == "redirect":
-        _redirect(node, names, problems)
+        _redirect(node, names, problems, depth, commands)
+        return
+    if kind == "parameter":
+        _parameter(str(getattr(node, "value", "") or ""), names, problems, depth, commands)
+        return
+    if kind == "heredoc":
+        _heredoc(str(getattr(node, "value", "") or ""), names, problems, depth, commands)
+        return
+    if kind == "tilde":
+        # bashlex keeps `~$(cmd)` whole as a tilde prefix; bash runs the substitution
+        value = str(getattr(node, "value", "") or "")[1:]
+        _reparse("echo _" + value.replace("#", "_"), value, "a ~ expansion", names,
+                 problems, depth, commands)
+        return
+    if kind not in _KNOWN_KINDS:
+        problems.append(f"the shell construct {kind!r} cannot be checked")
         return
     if kind == "word":
-        for part in getattr(node, "parts", []) or []:
-            _walk(part, names, problems)
+        parts = getattr(node, "parts", []) or []
+        for part in parts:
+            _walk(part, names, problems, depth, commands)
+        text = str(getattr(node, "word", "") or "")
+        if not parts and any(mark in text for mark in _HIDING_MARKS):
+            # Either quoted text, or a form bashlex flattened (it reads `~$(cmd 'a')` as
+            # one plain word): judge what would run if it were not quoted.
+            _reparse(None, text, f"the word {text[:40]!r}", names, problems, depth, commands)
         return
     if kind in ("commandsubstitution", "processsubstitution"):
-        _walk(node.command, names, problems)
+        _walk(node.command, names, problems, depth, commands)
         return
     for attribute in ("parts", "list"):
         for child in getattr(node, attribute, []) or []:
-            _walk(child, names, problems)
+            _walk(child, names, problems, depth, commands)
     command = getattr(node, "command", None)
     if command is not None and hasattr(command, "kind"):
-        _walk(command, names, problems)
+        _walk(command, names, problems, depth, commands)
+    heredoc = getattr(node, "heredoc", None)
+    if heredoc is not None and hasattr(heredoc, "kind"):
+        _walk(heredoc, names, problems, depth, commands)
 
 
-def _redirect(node: Any, names: list[str], problems: list[str]) -> None:
+def _redirect(node: Any, names: list[str], problems: list[str], depth: int,
+              commands: list[Any] | None = None) -> None:
     target = getattr(node, "output", None)
     if target is not None and hasattr(target, "kind"):
         word = getattr(target, "word", "")
         if isinstance(word, str) and word.startswith(("/dev/tcp", "/dev/udp")):
             problems.append(f"redirection to {word} opens a network connection")
-        _walk(target, names, problems)
+        _walk(target, names, problems, depth, commands)
+    heredoc = getattr(node, "heredoc", None)
+    if heredoc is not None and hasattr(heredoc, "kind"):
+        _walk(heredoc, names, problems, depth, commands)
 
 
-def _command(node: Any, names: list[str], problems: list[str]) -> None:
+# Every node kind bashlex produces that the walk understands; anything else is refused.
+_KNOWN_KINDS = frozenset({"command", "pipeline", "list", "compound", "if", "for", "while",
+                          "until", "function", "word", "parameter", "tilde", "heredoc",
+                          "commandsubstitution", "processsubstitution", "assignment",
+                          "redirect", "reservedword", "operator", "pipe"})
+# Text that starts a substitution bash would run; raw text holding one is parsed again.
+_SUBSTITUTION_MARKS = ("$", "`", "<(", ">(")
+_MAX_DEPTH = 8
+_PARAMETER_NAME = re.compile(r"#?([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!0-]|-)")
+_SUBSTRING = re.compile(r"\s*-?\s*[0-9]+\s*(:\s*-?\s*[0-9]+\s*)?")
+_OPERATORS = (":-", ":=", ":+", ":?", "##", "%%", "//", "/#", "/%", "^^", ",,",
+              "-", "=", "+", "?", "#", "%", "/", "^", ",")
+
+
+def _parameter(value: str, names: list[str], problems: list[str], depth: int,
+              commands: list[Any] | None = None) -> None:
+    """Check the raw text of one `${...}` (bashlex does not parse inside it)."""
+    shown = "${" + value + "}"
+    if not value:
+        return  # `$'...'`/`$"..."` quoting read by bashlex as an empty parameter: no expansion
+    if value.startswith("!") and value != "!":  # `$!` is the last background job's pid
+        problems.append(f"indirect expansion {shown} is not allowed (what it reads cannot be "
+                        "checked)")
+        return
+    match = _PARAMETER_NAME.match(value)
+    if match is None:
+        problems.append(f"parameter expansion {shown} cannot be read")
+        return
+    rest = value[match.end():]
+    if not rest:
+        return
+    if rest.startswith("["):
+        problems.append(f"array subscript in {shown} is not allowed (subscripts are arithmetic "
+                        "and re-evaluate variables)")
+        return
+    if rest.startswith("@"):
+        problems.append(f"transformation in {shown} is not allowed (${{x@P}} runs the "
+                        "substitutions in a value)")
+        return
+    if rest.startswith(":") and not rest.startswith((":-", ":=", ":+", ":?")):
+        if not _SUBSTRING.fullmatch(rest[1:]):
+            problems.append(f"substring offsets in {shown} must be plain numbers (they are "
+                            "arithmetic and re-evaluate variables)")
+        return
+    operator = next((op for op in _OPERATORS if rest.startswith(op)), None)
+    if operator is None:
+        problems.append(f"parameter expansion {shown} cannot be read")
+        return
+    operand = rest[len(operator):]
+    # `_` glues the operand to a word and `#` is never a comment inside ${...}: neither
+    # may hide a substitution from the second parse.
+    _reparse("echo _" + operand.replace("#", "_"), operand, shown, names, problems, depth,
+             commands)
+
+
+def _heredoc(value: str, names: list[str], problems: list[str], depth: int,
+              commands: list[Any] | None = None) -> None:
+    """A here-document's body (unquoted delimiter: bash expands it) is parsed again as the
+    inside of double quotes."""
+    body = value.rsplit("\n", 1)[0] if "\n" in value else value
+    if not any(mark in body for mark in ("$", "`")):
+        return
+    _reparse('echo "' + body.replace('"', '\\"') + '"', body, "a here-document", names,
+             problems, depth, commands)
+
+
+_HIDING_MARKS = ("$(", "`", "<(", ">(", "${")
+
+
+def _reparse(exact: str | None, raw: str, where: str, names: list[str], problems: list[str],
+             depth: int, commands: list[Any] | None = None) -> None:
+    """Parse text bashlex left unparsed and walk it; fail closed when it cannot.
+
+    Two readings, both must pass (`exact` may be None: only the second): `exact` (the
+    text as bash most likely reads it, every
+    name in it judged like the command's own) and `raw` with every quote removed and
+    `#` and newlines neutralised, so no quoting, comment or line break can hide a
+    substitution; only what lies inside substitutions is judged in that second reading
+    (an over-approximation: what it finds may be denied although bash would not run it).
+    """
+    if depth >= _MAX_DEPTH:
+        problems.append(f"substitutions nested too deeply in {where}")
+        return
+    if exact is not None and any(mark in exact for mark in _SUBSTITUTION_MARKS):
+        try:
+            trees = bashlex.parse(exact)
+        except _PARSER_ERRORS as error:
+            problems.append(f"the substitution inside {where} cannot be read ("
+                            f"{_parser_detail(error)}); denied")
+            return
+        found: list[str] = []
+        inner_commands: list[Any] = []
+        for tree in trees:
+            _walk(tree, found, problems, depth + 1, inner_commands)
+        names.extend(found[1:])  # the first name is the `echo` this function put in front
+        if commands is not None:
+            commands.extend(inner_commands[1:])
+    if not any(mark in raw for mark in _HIDING_MARKS):
+        return
+    stripped = ("echo _" + raw.replace("'", "").replace('"', "").replace("#", "_")
+                .replace("\n", ";"))
+    try:
+        trees = bashlex.parse(stripped)
+    except _PARSER_ERRORS as error:
+        problems.append(f"the substitution inside {where} cannot be read without its quotes ("
+                        f"{_parser_detail(error)}); denied")
+        return
+    extra: list[str] = []
+    for tree in trees:
+        _substitutions_only(tree, extra, problems, depth + 1, commands)
+    names.extend(name for name in extra if name not in names)
+
+
+def _substitutions_only(node: Any, names: list[str], problems: list[str], depth: int,
+                        commands: list[Any] | None) -> None:
+    """Walk only what lies inside substitutions and parameter expansions of a tree."""
+    kind = getattr(node, "kind", None)
+    if kind in ("commandsubstitution", "processsubstitution"):
+        _walk(node.command, names, problems, depth, commands)
+        return
+    if kind == "parameter":
+        _parameter(str(getattr(node, "value", "") or ""), names, problems, depth, commands)
+        return
+    for attribute in ("parts", "list"):
+        for child in getattr(node, attribute, []) or []:
+            _substitutions_only(child, names, problems, depth, commands)
+    for attribute in ("command", "output", "heredoc"):
+        child = getattr(node, attribute, None)
+        if child is not None and hasattr(child, "kind"):
+            _substitutions_only(child, names, problems, depth, commands)
+
+
+def _parser_detail(error: BaseException) -> str:
+    detail = " ".join(str(error).split())[:120] or type(error).__name__
+    if isinstance(error, NotImplementedError) and "arithmetic" in detail:
+        return f"{detail}: $((...)) and $[...] cannot be checked; use expr"
+    return detail
+
+
+# Builtin options that assign to or test a name whose subscript bash evaluates.
+_SUBSCRIPT_OPTIONS = {"printf": ("-v",), "test": ("-v", "-R"), "[": ("-v", "-R")}
+# Allowed programs with an option that runs (or loads) another program, and whether the
+# program accepts abbreviated long options (GNU getopt_long does: `--compress-prog=sh`).
+_PROGRAM_OPTIONS = {"sort": ("compress-program", True), "curl": ("engine", False)}
+_EXPANDING = ("{", "*", "?", "[")
+
+
+def _program_option_problems(name: str, words: Sequence[Any]) -> list[str]:
+    """Arguments that could make `name` run another program: the option itself (or an
+    abbreviation of it), or a word bash turns into other words (braces, globs; for
+    programs that take abbreviations, also any computed word)."""
+    option, abbreviates = _PROGRAM_OPTIONS[name]
+    problems: list[str] = []
+    for word in words:
+        text = word.word
+        computed = bool(getattr(word, "parts", None))
+        option_like = text.startswith("-")
+        if (option_like or abbreviates) and any(mark in text for mark in _EXPANDING):
+            problems.append(f"{name} argument {text!r} expands to other words (braces or "
+                            "globs could produce an option that runs a program)")
+        elif abbreviates and computed:
+            problems.append(f"{name} argument {text!r} is computed (it could become "
+                            f"--{option})")
+        elif text.startswith("--"):
+            given = text[2:].split("=", 1)[0]
+            if given == option or (abbreviates and len(given) >= 2 and option.startswith(given)):
+                problems.append(f"{name} --{option} runs another program")
+    return problems
+
+
+def _command(node: Any, names: list[str], problems: list[str], depth: int = 0,
+          commands: list[Any] | None = None) -> None:
+    if commands is not None:
+        commands.append(node)
     name_seen = False
+    name = ""
     for part in node.parts:
         kind = getattr(part, "kind", None)
         if kind == "assignment":
             if not name_seen:
                 problems.append(f"environment assignment {part.word!r} before a command")
             for inner in getattr(part, "parts", []) or []:
-                _walk(inner, names, problems)
+                _walk(inner, names, problems, depth, commands)
         elif kind == "word" and not name_seen:
             name_seen = True
             if getattr(part, "parts", None):
                 problems.append(f"command name {part.word!r} is computed, not literal")
                 for inner in part.parts:
-                    _walk(inner, names, problems)
+                    _walk(inner, names, problems, depth, commands)
             else:
                 names.append(part.word)
+                name = part.word
         else:
-            _walk(part, names, problems)
+            if kind == "word" and any(part.word == option or
+                                      (name == "printf" and part.word.startswith(option))
+                                      for option in _SUBSCRIPT_OPTIONS.get(name, ())):
+                problems.append(f"{name} {part.word} is not allowed (it evaluates a "
+                                "subscripted name)")
+            _walk(part, names, problems, depth, commands)
+    if name in _PROGRAM_OPTIONS:
+        words = [part for part in node.parts if getattr(part, "kind", None) == "word"][1:]
+        problems.extend(_program_option_problems(name, words))
 
 
 def _parse(command: str) -> list[Any]:
@@ -258,18 +475,24 @@ def _parse(command: str) -> list[Any]:
         raise _Unsafe("command contains a NUL byte")
     try:
         return bashlex.parse(command)
-    except (bashlex.errors.ParsingError, NotImplementedError, AssertionError,
-            IndexError, ValueError, TypeError, AttributeError) as error:
-        detail = " ".join(str(error).split())[:120] or type(error).__name__
-        raise _Unsafe(f"the shell parser cannot read this command ({detail})") from None
+    except _PARSER_ERRORS as error:
+        raise _Unsafe(f"the shell parser cannot read this command ({_parser_detail(error)})") \
+            from None
 
 
 def _names_in(trees: Sequence[Any]) -> tuple[list[str], list[str]]:
+    names, problems, _ = _scan(trees)
+    return names, problems
+
+
+def _scan(trees: Sequence[Any]) -> tuple[list[str], list[str], list[Any]]:
+    """(command names, structural problems, every command node, reparsed ones included)."""
     names: list[str] = []
     problems: list[str] = []
+    commands: list[Any] = []
     for tree in trees:
-        _walk(tree, names, problems)
-    return names, problems
+        _walk(tree, names, problems, 0, commands)
+    return names, problems, commands
 
 
 def command_names(command: str) -> tuple[list[str], list[str]]:
@@ -288,7 +511,7 @@ def check_command(command: str, arm: Arm,
         trees = _parse(command)
     except _Unsafe as unsafe:
         return CommandCheck(False, (), (str(unsafe),))
-    names, problems = _names_in(trees)
+    names, problems, commands = _scan(trees)
     reasons = list(problems)
     allowed = permitted_names(arm)
     for name in names:
@@ -300,11 +523,10 @@ def check_command(command: str, arm: Arm,
         elif name not in allowed:
             reasons.append(f"{name!r} is not on arm {arm.name}'s allow-list")
     if channel.origins and arm.network_commands:
-        for tree in trees:
-            for node in _command_nodes(tree):
-                words = [part for part in node.parts if getattr(part, "kind", None) == "word"]
-                if words and words[0].word in arm.network_commands:
-                    reasons.extend(_destination_problems(words[0].word, words[1:], channel))
+        for node in commands:
+            words = [part for part in node.parts if getattr(part, "kind", None) == "word"]
+            if words and words[0].word in arm.network_commands:
+                reasons.extend(_destination_problems(words[0].word, words[1:], channel))
     if not names and not reasons:
         reasons.append("no command found")
     unique = tuple(dict.fromkeys(reasons))

@@ -19,7 +19,7 @@ Invariants:
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Protocol, Sequence
 
@@ -91,12 +91,31 @@ class Arm:
     """Network tools this arm legitimately uses (e.g. `curl` for an HTTP arm)."""
 
 
+@dataclass(frozen=True)
+class Service:
+    """A process an environment needs running inside the trial's boundary for the whole
+    trial (e.g. its REST server). `ready_port`: the trial waits until 127.0.0.1:port
+    accepts connections inside the boundary before the agent starts."""
+
+    name: str
+    argv: Sequence[str]
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    ready_port: int | None = None
+
+
 class Environment(Protocol):
     """One fresh instance of the system under test, for exactly one trial.
 
-    Optional: `network_origins() -> Sequence[str]`, the URL prefixes an arm's network
-    tools may reach in this trial (e.g. the REST server of the http arm); when given,
-    every destination of a network tool must lie under one of them."""
+    Optional methods (looked up with getattr, so older environments keep working):
+    - `network_origins() -> Sequence[str]`: the URL prefixes an arm's network tools may
+      reach in this trial (e.g. the REST server of the http arm); when given, every
+      destination of a network tool must lie under one of them;
+    - `services() -> Sequence[Service]`: processes the trial starts INSIDE its boundary
+      before the agent begins (shell arms), e.g. the arm's own server: only the agent's
+      commands, in the same network namespace, can reach them;
+    - `read_only_paths() -> Sequence[Path]`: the arm's own program and its
+      configuration inside the environment's folder; read-only inside the boundary."""
 
     def seed(self) -> None: ...
 

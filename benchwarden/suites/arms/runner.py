@@ -9,6 +9,8 @@ cell stays short and a later run fills it.
 Invariants:
 - Only this module (in the parent process) writes the store: one record per finished
   sample, appended as soon as it arrives, so a killed run loses nothing recorded.
+- The isolation mode is part of the run's recorded configuration; it is checked
+  before anything is recorded (a missing bwrap stops the run, it never degrades).
 - Every run gets a `RunEnd` (completed / failed / interrupted) whose summary is the
   tally: recorded, invalid, harness errors, samples before → after per cell, floor.
 """
@@ -23,7 +25,9 @@ from typing import Any, Callable, Iterable, Sequence
 
 from benchwarden.core.records import RunEnd
 from benchwarden.core.provenance import stamp_run
+from benchwarden.core.sandbox import check_isolation_mode
 from benchwarden.core.store import DuplicateRecord, Store
+from benchwarden.suites.arms.boundary import hidden_store_paths
 from benchwarden.suites.arms.drivers import CommandDriver, Limits, OpenAIDriver
 from benchwarden.suites.arms.model import FLOOR, Suite
 from benchwarden.suites.arms.trial import SUITE_NAME, TrialJob, TrialResult, run_trial
@@ -135,24 +139,32 @@ def run_arms(store: Store, suite: Suite, suite_spec: str, *, arms: Sequence[str]
              limits: Limits = Limits(), seed: int | None = None, executor: Any = None,
              on_start: Callable[[list[CellPlan]], None] | None = None,
              on_result: Callable[[TrialResult], None] | None = None,
-             run_id: str | None = None) -> RunTally:
-    """Run the missing trials of every (arm, task) cell and append their records."""
+             run_id: str | None = None, isolation: str = "bwrap") -> RunTally:
+    """Run the missing trials of every (arm, task) cell and append their records.
+
+    `isolation`: "bwrap" runs every shell command and the trial's services inside a
+    bubblewrap boundary (IsolationUnavailable when bwrap cannot work here: never a
+    silent fallback); "none" runs them without one (explicit and unsafe)."""
     if trials < 1:
         raise ValueError("--trials must be at least 1")
+    check_isolation_mode(isolation)
+    hidden = tuple(str(path) for path in hidden_store_paths(getattr(store, "location", None)))
     plans = plan_cells(store, suite, arms, tasks, trials)
     config = {"suite_spec": suite_spec, "scope": suite.name, "arms": list(arms),
               "tasks": list(tasks), "all_tasks": [t.id for t in suite.tasks],
               "tiers": list(suite.tiers), "task_tiers": {t.id: t.tier for t in suite.tasks},
               "trials": trials, "turn_cap": limits.turn_cap, "wall_clock": limits.wall_clock,
               "command_timeout": limits.command_timeout, "seed": seed,
-              "executor": repr(executor) if executor is not None else "sequential"}
+              "executor": repr(executor) if executor is not None else "sequential",
+              "isolation": isolation}
     run = stamp_run(suite=SUITE_NAME, bench_version=suite.bench_version, config=config,
                     seeds=[seed] if seed is not None else [], target=driver.describe(),
                     run_id=run_id)
     store.begin_run(run)
     tally = RunTally(run.run_id, {(p.arm, p.task): CellTally(p.arm, p.task, p.before, p.before)
                                   for p in plans})
-    jobs = [TrialJob(suite_spec, plan.arm, plan.task, number, run.run_id, driver, limits, seed)
+    jobs = [TrialJob(suite_spec, plan.arm, plan.task, number, run.run_id, driver, limits, seed,
+                     isolation, hidden)
             for plan in plans for number in plan.trials]
     # Interleave cells so a drifting server or machine does not favour one arm.
     random.Random(seed if seed is not None else 0).shuffle(jobs)

@@ -1,9 +1,16 @@
 """One trial, start to finish: the lifecycle every sample goes through.
 
 fresh directory and environment (never reused) → seed → capture the seeded state →
-run the agent under the turn cap and the wall clock → audit the transcript → check →
-build the record → destroy the environment and delete the directory (always, in
-`finally`, whatever happened).
+start the trial's boundary (shell arms: one sandbox holding the environment's services
+and, later, every shell command; see `boundary`) → run the agent under the turn cap and
+the wall clock → stop the boundary (nothing the agent started survives) → audit the
+transcript → capture the final state from the data → check → build the record →
+destroy the environment and delete the directory (always, in `finally`, whatever
+happened).
+
+The final state is captured by the harness after the boundary is gone, from the data
+alone (never by running a program the agent could reach); when the agent left it
+unreadable, the trial fails as `incorrect` with that reason.
 
 A `TrialJob` is plain, picklable data (the suite travels as its spec string), so
 trials can fan out over any executor; the parent process alone writes the store.
@@ -27,10 +34,11 @@ from typing import Any, Literal
 
 from benchwarden.core.records import Record
 from benchwarden.core.verdicts import one_line
+from benchwarden.suites.arms.boundary import SandboxFailure, TrialSandbox, trial_limits
 from benchwarden.suites.arms.drivers import (AgentContext, CommandDriver, Episode, HarnessError,
                                              Limits, OpenAIDriver, Toolbox)
 from benchwarden.suites.arms.isolation import NetworkChannel, audit_transcript
-from benchwarden.suites.arms.model import FAIL, PASS, Suite, load_suite
+from benchwarden.suites.arms.model import FAIL, PASS, CheckResult, Suite, load_suite
 
 SUITE_NAME = "arms"
 TrialKind = Literal["sample", "invalid", "harness_error"]
@@ -46,6 +54,10 @@ class TrialJob:
     driver: OpenAIDriver | CommandDriver
     limits: Limits = Limits()
     seed: int | None = None
+    isolation: str = "bwrap"
+    """`bwrap` (the boundary) or `none` (explicitly chosen, unsafe)."""
+    hidden: tuple[str, ...] = ()
+    """Paths the boundary hides besides the defaults (the run's store)."""
 
 
 @dataclass(frozen=True)
@@ -81,23 +93,37 @@ def run_trial(job: TrialJob) -> TrialResult:
     task = suite.task(job.task)
     root = Path(tempfile.mkdtemp(prefix=f"bw-arms-{arm.name}-{task.id}-"))
     environment = None
+    sandbox: TrialSandbox | None = None
     try:
         environment = suite.environment(arm, root / "environment")
         environment.seed()
         seeded = environment.capture_state()
         workdir = root / "work"
         workdir.mkdir()
+        home = root / "home"  # empty and read-only inside the boundary
+        home.mkdir()
         agent_env = environment.agent_env()
         # optional for user environments: without it, network tools are gated by name only
         origins = getattr(environment, "network_origins", lambda: ())()
         channel = NetworkChannel.of(origins, agent_env)
+        if arm.channel == "shell":
+            read_only = [Path(p) for p in getattr(environment, "read_only_paths", lambda: ())()]
+            sandbox = TrialSandbox(
+                job.isolation, root, read_only=[*read_only, home],
+                hidden=[Path(p) for p in job.hidden], limits=trial_limits(job.limits.wall_clock),
+                # an external agent needs its model endpoint: see docs/arms.md
+                host_network=isinstance(job.driver, CommandDriver))
+            sandbox.start(getattr(environment, "services", lambda: ())())
         toolbox = Toolbox(arm, workdir, agent_env, environment.functions(),
-                          environment.call_function, job.limits.command_timeout, channel)
+                          environment.call_function, job.limits.command_timeout, channel,
+                          runner=sandbox, home=home)
         context = AgentContext(suite.prompt_for(arm), task.intent, arm, task.id, workdir,
                                toolbox, job.limits, job.seed, job.trial)
         started = time.time()
         episode = job.driver.run(context)
         ended = time.time()
+        if sandbox is not None:
+            sandbox.close()  # every process of the trial ends before its state is read
         findings = audit_transcript(episode.transcript, arm,
                                     (f.name for f in environment.functions()), channel)
         if findings:
@@ -106,8 +132,14 @@ def run_trial(job: TrialJob) -> TrialResult:
                                findings=tuple(f"call {f.index + 1}: {f.reason}" for f in findings))
         check = None
         if episode.stopped == "finished":
-            check = task.checker.check(report=episode.final_report, seeded=seeded,
-                                       final=environment.capture_state())
+            try:
+                final = environment.capture_state()
+            except Exception as error:  # the agent damaged its own data: its failure
+                check = CheckResult(False, (one_line(
+                    f"the final state cannot be read ({type(error).__name__}: {error})", 300),))
+            else:
+                check = task.checker.check(report=episode.final_report, seeded=seeded,
+                                           final=final)
         outcome, failure, reasons = outcome_of(episode, check)
         record = Record(
             suite=SUITE_NAME, scope=suite.name, arm=arm.name, task=task.id, trial=job.trial,
@@ -126,15 +158,18 @@ def run_trial(job: TrialJob) -> TrialResult:
                 "imputed_cost_usd": episode.imputed_cost_usd,
                 "driver": job.driver.name,
                 "model": episode.model,
+                "isolation": job.isolation if arm.channel == "shell" else "no shell",
                 "bench_version": suite.bench_version,
             })
         return TrialResult(arm.name, task.id, job.trial, "sample", record=record)
-    except HarnessError as error:
+    except (HarnessError, SandboxFailure) as error:
         return TrialResult(arm.name, task.id, job.trial, "harness_error", reason=one_line(str(error), 300))
     except Exception as error:  # an environment or checker crash is the harness's fault too
         return TrialResult(arm.name, task.id, job.trial, "harness_error",
                            reason=one_line(f"{type(error).__name__}: {error}", 300))
     finally:
+        if sandbox is not None:
+            sandbox.close()
         if environment is not None:
             try:
                 environment.destroy()

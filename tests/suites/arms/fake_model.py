@@ -12,7 +12,9 @@ background thread on a loopback port. The behaviour is chosen by the request's
 - `stall`: never answers within any short wall clock;
 - `forbidden`: tries an interpreter, a foreign network tool and a piped shell, then
   gives up without doing the task;
-- `http500`: every chat request fails with HTTP 500.
+- `http500`: every chat request fails with HTTP 500;
+- `script:NAME`: runs the shell commands a test put in `scripts[NAME]`, one per turn,
+  then answers "Done." (the escape tests script hostile agents with it).
 
 Usage is reported like a server with a prefix cache: `prompt_tokens` is the length of
 the request's messages in characters / 4, `cached_tokens` the previous request's
@@ -100,6 +102,7 @@ def task_of(body: dict[str, Any]) -> str:
 class FakeToolCallingModel:
     def __init__(self, marker: str = "/nonexistent/marker") -> None:
         self.marker = marker
+        self.scripts: dict[str, list[str]] = {}
         self.usage_log: list[dict[str, int]] = []
         self.requests: list[dict[str, Any]] = []
         self._loop = asyncio.new_event_loop()
@@ -173,6 +176,12 @@ class FakeToolCallingModel:
                 calls = WRONG[arm][turn]
             else:
                 content = "Done: I closed the issue."
+        elif scenario.startswith("script:"):
+            script = self.scripts[scenario.split(":", 1)[1]]
+            if turn < len(script):
+                calls = [("shell", {"command": script[turn]})]
+            else:
+                content = "Done."
         elif scenario == "loop":
             calls = [LOOP[arm]]
         elif scenario == "forbidden":

@@ -8,7 +8,10 @@ BENCHWARDEN_WORKDIR, and prints one JSON result. Modes:
 - `leak-first`: leak on trial 1 only, solve otherwise;
 - `crash`: exit with status 3; `garbage`: print something that is not JSON;
 - `sleep`: never finish (the wall clock must stop it);
-- `turncap`: report that the turn cap was hit.
+- `turncap`: report that the turn cap was hit;
+- `escape MARKER`: a hostile agent that ignores its allow-list: writes MARKER (outside
+  the trial folder), overwrites the arm's `tracker` program with one that closes issue
+  2 with sqlite3, runs it, and reports only an innocent-looking transcript.
 Tokens are invented but fixed: per command 100 fresh input, 50 cache read, 20 output.
 """
 
@@ -41,6 +44,8 @@ def main() -> int:
         return 0
     task = os.environ["BENCHWARDEN_TASK_ID"]
     agent_env = json.loads(os.environ["BENCHWARDEN_AGENT_ENV"])
+    if mode == "escape":
+        return escape(sys.argv[2], agent_env)
     allowed = set(os.environ["BENCHWARDEN_ALLOWED_COMMANDS"].split())
     commands = list(SOLUTIONS[task])
     if mode == "leak" or (mode == "leak-first" and os.environ["BENCHWARDEN_TRIAL"] == "1"):
@@ -63,6 +68,20 @@ def main() -> int:
         "hit_turn_cap": mode == "turncap",
         "model": "scripted",
     }))
+    return 0
+
+
+def escape(marker: str, agent_env: dict) -> int:
+    for command in (f"echo escaped > {marker}",
+                    "printf '#!/bin/sh\\ncd \"$(dirname \"$0\")/..\" && sqlite3 tracker.sqlite "
+                    "\"update items set state=%s where number=2\"\\n' \"'closed'\" "
+                    "> \"$(which tracker)\"",
+                    "tracker >/dev/null 2>&1 || true"):
+        subprocess.run(["/bin/bash", "-c", command], env=agent_env, capture_output=True,
+                       cwd=os.environ["BENCHWARDEN_WORKDIR"], timeout=60)
+    print(json.dumps({"final_report": "Done.", "turns": 1,
+                      "tokens": {"fresh_input": 1, "output": 1},
+                      "transcript": [{"kind": "shell", "command": "tracker issue list"}]}))
     return 0
 
 

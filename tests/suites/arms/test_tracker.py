@@ -9,6 +9,7 @@ import urllib.request
 
 import pytest
 
+from benchwarden.suites.arms.boundary import TrialSandbox
 from benchwarden.suites.arms.model import DEFAULT_TIERS
 from benchwarden.suites.arms.tracker import functions
 from benchwarden.suites.arms.tracker.operations import Tracker, TrackerError
@@ -17,16 +18,26 @@ from benchwarden.suites.arms.tracker.suite import SUITE, make_environment
 
 @pytest.fixture
 def seeded(tmp_path):
+    """Fresh seeded environments; the http arm's REST server is started the way a trial
+    starts it (a service of the trial's supervisor; no boundary here, so the test, on
+    the host, can reach it)."""
     environments = []
+    sandboxes = []
 
     def make(arm_name: str):
         folder = tmp_path / f"{arm_name}-{len(environments)}"
         environment = make_environment(SUITE.arm(arm_name), folder)
         environment.seed()
         environments.append(environment)
+        if environment.services():
+            sandbox = TrialSandbox("none", folder)
+            sandboxes.append(sandbox)
+            sandbox.start(environment.services())
         return environment
 
     yield make
+    for sandbox in sandboxes:
+        sandbox.close()
     for environment in environments:
         environment.destroy()
 

@@ -1,7 +1,10 @@
 """The tracker's REST API (the `http` arm): JSON over HTTP on a loopback port.
 
-One server per trial, on a free port chosen by the OS, bound to 127.0.0.1 only,
-serving from a daemon thread of the harness. `GET /` lists the routes.
+One server per trial, bound to 127.0.0.1 only. In a trial it runs as its own process
+(`python -m benchwarden.suites.arms.tracker.server --database DB --port N`) inside the
+trial's boundary, so only the agent's commands, in the same network namespace, can
+reach it; `TrackerServer` (a daemon thread) serves tests and library use. `GET /`
+lists the routes.
 Errors answer `{"error": "..."}` with 400/404/405; nothing here raises into the harness.
 """
 
@@ -169,3 +172,24 @@ class TrackerServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve one tracker database on 127.0.0.1:PORT until killed (the trial's service,
+    started by the supervisor inside the trial's boundary)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="tracker-server")
+    parser.add_argument("--database", required=True)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--user", default="agent")
+    args = parser.parse_args(argv)
+    handler = type("BoundHandler", (_Handler,), {"tracker": Tracker(args.database, args.user)})
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), handler)
+    server.daemon_threads = True
+    server.serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -2,24 +2,30 @@
 
 Each trial gets a fresh tracker in its own directory: a new SQLite file, a `bin`
 folder holding the `tracker` program (cli arm) and, for the http arm, a REST server
-on a free loopback port. `destroy` stops the server; the trial removes the directory.
+(a `Service`) that the trial starts inside its boundary, next to the agent's commands.
+
+Invariants: the `bin` folder (the program and the database path written into it) is
+declared read-only, so an agent cannot rewrite the program it is asked to use; the
+state the checker reads is captured from the database file by the harness, never by
+running anything the agent could have changed, and only from a regular file (a
+symbolic link planted in its place is refused).
 """
 
 from __future__ import annotations
 
 import os
 import shlex
+import socket
 import stat
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from benchwarden.suites.arms.isolation import BASE_UTILITIES
-from benchwarden.suites.arms.model import Arm, FunctionTool, State, Suite
+from benchwarden.suites.arms.model import Arm, FunctionTool, Service, State, Suite
 from benchwarden.suites.arms.tracker import functions
 from benchwarden.suites.arms.tracker.operations import Tracker
 from benchwarden.suites.arms.tracker.seed import seed
-from benchwarden.suites.arms.tracker.server import TrackerServer
 from benchwarden.suites.arms.tracker.tasks import AGENT, TASKS
 
 BENCH_VERSION = "tracker-1"
@@ -62,11 +68,12 @@ class TrackerEnvironment:
         self.tracker = Tracker.create(self.database, user=AGENT)
         self.bin = self.directory / "bin"
         self.bin.mkdir(exist_ok=True)
-        self.server: TrackerServer | None = None
+        self.port: int | None = None
+        self.package_root = Path(__file__).resolve().parents[4]
         if arm.name == "cli":
             # The program carries the database path and import path itself, so the
             # agent's environment names neither.
-            package_root = Path(__file__).resolve().parents[4]
+            package_root = self.package_root
             program = self.bin / "tracker"
             program.write_text(
                 "#!/bin/sh\n"
@@ -75,34 +82,63 @@ class TrackerEnvironment:
                 f"exec {shlex.quote(sys.executable)} -m benchwarden.suites.arms.tracker.cli \"$@\"\n")
             program.chmod(program.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         if arm.name == "http":
-            self.server = TrackerServer(self.tracker)
+            # Any port works inside the boundary's own network namespace; a free one on
+            # the host keeps `--isolation none` working too.
+            self.port = free_port()
+
+    @property
+    def url(self) -> str | None:
+        return f"http://127.0.0.1:{self.port}" if self.port is not None else None
 
     def seed(self) -> None:
         seed(self.tracker)
 
     def capture_state(self) -> State:
+        mode = os.lstat(self.database).st_mode
+        if not stat.S_ISREG(mode):
+            raise ValueError(f"{self.database.name} is no longer a regular file")
         return self.tracker.capture_state()
 
     def destroy(self) -> None:
-        if self.server is not None:
-            self.server.stop()
+        pass  # the trial's boundary ends the server; the trial removes the directory
+
+    def services(self) -> Sequence[Service]:
+        """The http arm's REST server, run inside the trial's boundary."""
+        if self.port is None:
+            return ()
+        return (Service("tracker-rest", [sys.executable, "-m", "benchwarden.suites.arms.tracker.server",
+                                         "--database", str(self.database),
+                                         "--port", str(self.port), "--user", AGENT],
+                        env={"PYTHONPATH": str(self.package_root), "PATH": "/usr/bin:/bin",
+                             "LANG": "C.UTF-8"},
+                        cwd=str(self.directory), ready_port=self.port),)
+
+    def read_only_paths(self) -> Sequence[Path]:
+        """The arm's own program and its configuration: never writable by the agent."""
+        return (self.bin,)
 
     def agent_env(self) -> Mapping[str, str]:
         env = {"PATH": os.pathsep.join([str(self.bin), "/usr/local/bin", "/usr/bin", "/bin"]),
                "TRACKER_USER": AGENT}
-        if self.server is not None:
-            env["TRACKER_URL"] = self.server.url
+        if self.url is not None:
+            env["TRACKER_URL"] = self.url
         return env
 
     def network_origins(self) -> Sequence[str]:
         """The one place the http arm's curl may go: this trial's REST server."""
-        return (self.server.url,) if self.server is not None else ()
+        return (self.url,) if self.url is not None else ()
 
     def functions(self) -> Sequence[FunctionTool]:
         return functions.FUNCTIONS if self.arm.channel == "functions" else ()
 
     def call_function(self, name: str, arguments: Mapping[str, Any]) -> str:
         return functions.call(self.tracker, name, arguments)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def make_environment(arm: Arm, directory: Path) -> TrackerEnvironment:

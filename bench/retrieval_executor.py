@@ -1,0 +1,145 @@
+"""Does `retrieval run --executor local:2` beat one process? (issue 12)
+
+Measured in one run, alternating the two so drift on a shared machine hits both alike:
+
+- **command**: the whole `benchwarden retrieval run --strategy bm25 --seeds 1-12` as a
+  user runs it (its own process, fresh store), `--executor local:2` against the
+  in-process default (the baseline). Start-up, the report and its statistics are
+  serial in both, so this ratio cannot reach 0.5 however cheap the pool is.
+- **scoring**: only the part an executor changes, timed inside a fresh process after
+  the command's modules are imported: make the executor, score and store the 12 seeds
+  (`run_strategy`), close it. The baseline is the same call with no executor.
+- **warm scoring**: the same, after one other seed was scored in that process, so the
+  strategy's own imports (bm25s pulls in scipy.sparse) are done before the clock
+  starts and the forked workers inherit them: what the pool does to the work alone.
+- **pool start**: making a two-worker `LocalExecutor` and getting one trivial task back,
+  forked (what the executor does in a single-threaded process) against the forkserver
+  it falls back to when other threads run.
+
+The goal (issue 12): local:2 at most 0.6x the one-process wall time.
+
+    python bench/retrieval_executor.py [--seeds 1-12] [--repeats 3] [--strategy bm25]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _figures import Figure, add_json_option, emit
+
+
+def command_seconds(strategy: str, seeds: str, executor: str) -> float:
+    with tempfile.TemporaryDirectory(prefix="bw-exec-") as folder:
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "benchwarden", "retrieval", "run",
+                        "--strategy", strategy, "--seeds", seeds, "--executor", executor,
+                        "--store", str(Path(folder) / "store.sqlite")],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return time.perf_counter() - started
+
+
+def phase_seconds(mode: str, strategy: str, seeds: str, executor: str) -> float:
+    """Runs `--phase` of this script in a fresh process; returns what it measured."""
+    output = subprocess.run([sys.executable, os.path.abspath(__file__), "--phase", mode,
+                             "--strategy", strategy, "--seeds", seeds, "--executor", executor],
+                            check=True, capture_output=True, text=True).stdout
+    return float(json.loads(output.strip().splitlines()[-1])["seconds"])
+
+
+def _trivial(value: int) -> int:
+    return value
+
+
+def run_phase(mode: str, strategy: str, seeds: str, executor_spec: str) -> float:
+    from benchwarden.cli.retrieval import parse_seeds  # noqa: F401 (the command's imports)
+    from benchwarden.core.executors import LocalExecutor, make_executor
+    from benchwarden.core.store import open_store
+    from benchwarden.suites.retrieval.driver import RunSettings, run_strategy
+    from benchwarden.suites.retrieval.strategies import parse_strategy
+
+    if mode == "pool-fork" or mode == "pool-forkserver":
+        if mode == "pool-forkserver":
+            import threading
+            gate = threading.Event()
+            threading.Thread(target=gate.wait, daemon=True).start()  # a second thread
+        started = time.perf_counter()
+        executor = LocalExecutor(2)
+        assert executor.start_method == mode.removeprefix("pool-"), executor.start_method
+        list(executor.map_unordered(_trivial, [1, 2]))
+        elapsed = time.perf_counter() - started
+        executor.close()
+        return elapsed
+    spec = parse_strategy(strategy)
+    numbers = parse_seeds(seeds)
+    if mode == "scoring-warm":
+        # Score one other seed first, in this process: every import the strategy needs
+        # is done before the clock starts (and before a pool forks its workers).
+        from benchwarden.suites.retrieval.driver import SeedTask, score_one_seed
+        score_one_seed(SeedTask(spec, max(numbers) + 1, RunSettings()))
+    with tempfile.TemporaryDirectory(prefix="bw-exec-") as folder, \
+            open_store(Path(folder) / "store.sqlite") as store:
+        started = time.perf_counter()
+        executor = None if executor_spec == "local" else make_executor(executor_spec)
+        try:
+            run_strategy(store, spec, numbers, RunSettings(), executor=executor)
+        finally:
+            if executor is not None:
+                executor.close()
+        return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", default="1-12")
+    parser.add_argument("--strategy", default="bm25")
+    parser.add_argument("--executor", default="local:2", help="the executor to compare")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--phase", default=None, help=argparse.SUPPRESS)
+    add_json_option(parser)
+    options = parser.parse_args()
+    if options.phase:
+        seconds = run_phase(options.phase, options.strategy, options.seeds, options.executor)
+        print(json.dumps({"seconds": seconds}))
+        return
+
+    timings: dict[str, list[float]] = {key: [] for key in (
+        "command.local", "command.parallel", "scoring.local", "scoring.parallel",
+        "warm.local", "warm.parallel", "pool.fork", "pool.forkserver")}
+    for round_number in range(options.repeats):
+        for executor, key in (("local", "local"), (options.executor, "parallel")):
+            timings[f"command.{key}"].append(
+                command_seconds(options.strategy, options.seeds, executor))
+            timings[f"scoring.{key}"].append(
+                phase_seconds("scoring", options.strategy, options.seeds, executor))
+            timings[f"warm.{key}"].append(
+                phase_seconds("scoring-warm", options.strategy, options.seeds, executor))
+        for method in ("fork", "forkserver"):
+            timings[f"pool.{method}"].append(
+                phase_seconds(f"pool-{method}", options.strategy, options.seeds, "local:2"))
+        print(f"  round {round_number + 1}: " + ", ".join(
+            f"{key} {values[-1]:.2f} s" for key, values in timings.items()), flush=True)
+
+    median = {key: statistics.median(values) for key, values in timings.items()}
+    label = f"{options.executor}, {options.strategy}, seeds {options.seeds}"
+    emit("retrieval_executor", [
+        Figure("command_seconds", median["command.parallel"], median["command.local"], "s",
+               f"whole command, {label}, vs in-process; goal ratio <= 0.6"),
+        Figure("scoring_seconds", median["scoring.parallel"], median["scoring.local"], "s",
+               f"executor made + seeds scored and stored, {label}, vs in-process"),
+        Figure("warm_scoring_seconds", median["warm.parallel"], median["warm.local"], "s",
+               f"as scoring, the strategy's imports done first (the work alone), {label}"),
+        Figure("pool_start_seconds", median["pool.fork"], median["pool.forkserver"], "s",
+               "two-worker pool, first results back: fork vs forkserver"),
+    ], options.json_path)
+
+
+if __name__ == "__main__":
+    main()

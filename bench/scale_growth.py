@@ -1,0 +1,117 @@
+"""How time and peak memory of the read commands grow with the store (issue 12).
+
+Runs each command as its own process, as a user would (`python -m benchwarden ...`),
+against cached synthetic arms stores (bench/scale_store.py: 3 arms x 200 tasks, about
+1 KB per record) of each size, and reads the child's wall time and peak RSS (the
+child's own rusage through `os.wait4`, so nothing else on the machine is counted).
+
+Figures: for every command, the time and the peak RSS at the largest size against the
+next smaller size (the baseline) in the same run; their ratio is the growth. Streaming
+commands (export, verify) should keep peak RSS flat (ratio near 1); a command that
+reads everything into memory grows with the records (about 10x for 100k -> 1M).
+
+    python bench/scale_growth.py                          # 10k and 100k: minutes
+    python bench/scale_growth.py --sizes 100k,1M          # the README's growth table
+    python bench/scale_growth.py --commands export_jsonl,verify --sizes 10k,100k,1M
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _figures import Figure, add_json_option, emit
+from scale_store import ensure_store, parse_size, size_label
+
+COMMANDS: dict[str, list[str]] = {
+    "export_jsonl": ["export", "--store", "{store}", "--format", "jsonl", "--out", "{out}/x.jsonl"],
+    "export_parquet": ["export", "--store", "{store}", "--format", "parquet",
+                       "--out", "{out}/x.parquet"],
+    "verify": ["verify", "--store", "{store}"],
+    "arms_report": ["arms", "report", "--store", "{store}"],
+    "report_html": ["report", "--latest", "--store", "{store}", "--html", "{out}/x.html"],
+}
+
+
+def measure(arguments: list[str]) -> tuple[float, float, int]:
+    """Wall seconds, peak RSS in MiB and exit code of one command in its own process."""
+    environment = dict(os.environ)
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "benchwarden", *arguments],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               env=environment)
+    stderr = process.stderr.read() if process.stderr else b""
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode not in (0, 1):
+        tail = stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        print(f"  ! {' '.join(arguments[:2])} exited {process.returncode}: {tail[0]}",
+              file=sys.stderr)
+    return elapsed, usage.ru_maxrss / 1024.0, process.returncode  # ru_maxrss is in KiB
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10k,100k",
+                        help="comma-separated store sizes (10k, 100k, 1M or numbers); the "
+                             "last two give the growth figures")
+    parser.add_argument("--commands", default=",".join(COMMANDS),
+                        help=f"comma-separated subset of {', '.join(COMMANDS)}")
+    parser.add_argument("--cache", default=None, help="store cache folder (see scale_store.py)")
+    add_json_option(parser)
+    options = parser.parse_args()
+
+    sizes = sorted(parse_size(text) for text in options.sizes.split(",") if text.strip())
+    chosen = [name.strip() for name in options.commands.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in COMMANDS]
+    if unknown or not sizes:
+        parser.error(f"unknown command(s) {unknown}" if unknown else "give at least one size")
+    cache = Path(options.cache).expanduser() if options.cache else None
+
+    results: dict[tuple[str, int], tuple[float, float, int, int | None]] = {}
+    for size in sizes:
+        store = ensure_store(size, cache)
+        for name in chosen:
+            with tempfile.TemporaryDirectory(prefix="bw-scale-") as out:
+                arguments = [part.format(store=store, out=out) for part in COMMANDS[name]]
+                seconds, rss, code = measure(arguments)
+                page = Path(out, "x.html")
+                page_bytes = page.stat().st_size if page.exists() else None
+            results[(name, size)] = (seconds, rss, code, page_bytes)
+            print(f"  {size_label(size):>5} {name:<15} {seconds:8.2f} s {rss:9.0f} MiB"
+                  + (f"  exit {code}" if code else "")
+                  + (f"  page {page_bytes / 2**20:.1f} MiB" if page_bytes else ""), flush=True)
+
+    print(f"\n{'command':<15}" + "".join(f"{size_label(s):>22}" for s in sizes))
+    for name in chosen:
+        cells = []
+        for size in sizes:
+            seconds, rss, _, _ = results[(name, size)]
+            cells.append(f"{seconds:8.2f} s {rss:7.0f} MiB")
+        print(f"{name:<15}" + "".join(f"{cell:>22}" for cell in cells))
+
+    figures = []
+    if len(sizes) >= 2:
+        small, large = sizes[-2], sizes[-1]
+        growth = f"{size_label(small)}_to_{size_label(large)}"
+        for name in chosen:
+            small_seconds, small_rss, _, small_page = results[(name, small)]
+            large_seconds, large_rss, _, large_page = results[(name, large)]
+            figures.append(Figure(f"{name}.seconds.{growth}", large_seconds, small_seconds, "s",
+                                  f"wall time at {size_label(large)} vs {size_label(small)}"))
+            figures.append(Figure(f"{name}.peak_rss.{growth}", large_rss, small_rss, "MiB",
+                                  f"peak RSS at {size_label(large)} vs {size_label(small)}"))
+            if large_page is not None and small_page is not None:
+                figures.append(Figure(f"{name}.page_bytes.{growth}", large_page, small_page,
+                                      "bytes", "size of the HTML page"))
+    emit("scale_growth", figures, options.json_path)
+
+
+if __name__ == "__main__":
+    main()

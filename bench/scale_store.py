@@ -1,0 +1,163 @@
+"""Synthetic arms stores of a given size for the scale benches, built once and cached.
+
+Each store holds what a large arms campaign leaves behind, written through the store
+API (so the hash chain, indexes and triggers are the real ones): 3 arms x 200 tasks,
+trials numbered upwards until the size is reached, one run per 100,000 records; every
+record has the 4 token components, an outcome, a 5-entry transcript and a final report
+string, about 1 KB of canonical JSON. Values are drawn from a fixed seed, so a size
+always gives the same records (timestamps of the runs themselves excepted).
+
+Stores are cached as `arms-<size>.sqlite` in the bench cache folder
+(`$BENCHWARDEN_BENCH_CACHE`, default `~/.cache/benchwarden/bench`); a store is built
+beside its final name and renamed only when complete, so an interrupted build is
+never reused.
+
+    python bench/scale_store.py 10k 100k 1M        # build (or reuse) and print paths
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+from benchwarden.core.provenance import stamp_run
+from benchwarden.core.records import Record, RunEnd, TokenComponents
+from benchwarden.core.store import open_store
+
+ARMS = ("cli", "http", "mcp")
+TASKS = tuple(f"task-{number:03d}" for number in range(200))
+TIERS = ("lookup", "find-then-act", "multi-step", "judgement")
+SCOPE = "scale-bench"
+RUN_SIZE = 100_000
+BATCH = 1_000
+SIZES = {"10k": 10_000, "100k": 100_000, "1M": 1_000_000}
+
+
+def cache_folder() -> Path:
+    configured = os.environ.get("BENCHWARDEN_BENCH_CACHE")
+    return Path(configured).expanduser() if configured else \
+        Path.home() / ".cache" / "benchwarden" / "bench"
+
+
+def parse_size(text: str) -> int:
+    """`10k`, `100k`, `1M` or a plain number of records."""
+    cleaned = text.strip()
+    if cleaned in SIZES:
+        return SIZES[cleaned]
+    multiplier = {"k": 1_000, "K": 1_000, "m": 1_000_000, "M": 1_000_000}.get(cleaned[-1:], 1)
+    number = cleaned[:-1] if multiplier != 1 else cleaned
+    if not number.isdigit() or int(number) < 1:
+        raise ValueError(f"size {text!r} is not a positive number like 10k, 100k or 1M")
+    return int(number) * multiplier
+
+
+def size_label(size: int) -> str:
+    if size % 1_000_000 == 0:
+        return f"{size // 1_000_000}M"
+    if size % 1_000 == 0:
+        return f"{size // 1_000}k"
+    return str(size)
+
+
+def synthetic_record(index: int, run_id: str, draw: random.Random) -> Record:
+    """Record number `index` (0-based): arm and task cycle, trial counts full rounds."""
+    arm = ARMS[index % len(ARMS)]
+    task_number = (index // len(ARMS)) % len(TASKS)
+    trial = index // (len(ARMS) * len(TASKS)) + 1
+    passed = draw.random() < (0.55, 0.62, 0.48)[index % len(ARMS)]
+    started = 1_790_000_000.0 + index * 0.5
+    tokens = TokenComponents(fresh_input=draw.randint(800, 4_000),
+                             cache_creation=draw.choice((0, 0, 512, 1_024)),
+                             cache_read=draw.randint(0, 20_000),
+                             output=draw.randint(100, 900), reasoning=None)
+    commands = ("tracker list --state open", f"tracker show {task_number}",
+                "tracker search 'crash on start'", f"tracker label {task_number} bug",
+                f"tracker comment {task_number} 'triaged'")
+    transcript = [{"kind": "shell", "command": command,
+                   "output": f"ok: {draw.randint(0, 10**6)} {'lines ' * draw.randint(1, 6)}"}
+                  for command in commands]
+    return Record(
+        suite="arms", scope=SCOPE, arm=arm, task=TASKS[task_number], trial=trial,
+        run_id=run_id, outcome="pass" if passed else "fail", started_at=started,
+        ended_at=started + draw.uniform(2.0, 40.0), tokens=tokens,
+        payload={
+            "tier": TIERS[task_number % len(TIERS)],
+            "failure": None if passed else draw.choice(("incorrect", "incomplete", "turn_cap")),
+            "reasons": [] if passed else ["label bug missing on the issue"],
+            "turns": draw.randint(3, 12),
+            "stopped": "finished",
+            "final_report": ("Listed the open issues, found the crash report, labelled it "
+                             f"bug and left a triage comment (issue {task_number}). ")
+                            * draw.randint(1, 3),
+            "transcript": transcript,
+            "denied_calls": 0,
+            "tokens_reported": True,
+            "imputed_cost_usd": round(draw.uniform(0.001, 0.05), 6),
+            "driver": "command",
+            "model": "synthetic-model",
+            "bench_version": "1",
+        })
+
+
+def build(path: Path, size: int, *, quiet: bool = False) -> None:
+    """Write a store of `size` records at `path` (which must not exist)."""
+    draw = random.Random(size)
+    config = {"suite_spec": "synthetic", "scope": SCOPE, "arms": list(ARMS),
+              "tasks": list(TASKS), "all_tasks": list(TASKS), "tiers": list(TIERS),
+              "task_tiers": {task: TIERS[number % len(TIERS)]
+                             for number, task in enumerate(TASKS)},
+              "trials": -(-size // (len(ARMS) * len(TASKS))), "seed": None,
+              "executor": "synthetic"}
+    started = time.perf_counter()
+    with open_store(path) as store:
+        for first in range(0, size, RUN_SIZE):
+            run_id = f"arms-synthetic-{first // RUN_SIZE:04d}"
+            store.begin_run(stamp_run(suite="arms", bench_version="1", config=config,
+                                      target={"driver": "synthetic"}, run_id=run_id))
+            last = min(size, first + RUN_SIZE)
+            for offset in range(first, last, BATCH):
+                store.append([synthetic_record(index, run_id, draw)
+                              for index in range(offset, min(last, offset + BATCH))])
+            store.finish_run(RunEnd(run_id, time.time(), "completed", {}))
+            if not quiet:
+                print(f"  {path.name}: {last:,} of {size:,} records "
+                      f"({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+
+
+def ensure_store(size: int, folder: Path | None = None, *, quiet: bool = False) -> Path:
+    """The cached store of `size` records, built first when missing."""
+    folder = folder or cache_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    final = folder / f"arms-{size_label(size)}.sqlite"
+    if final.exists():
+        return final
+    partial = folder / f".arms-{size_label(size)}.building.sqlite"
+    for leftover in folder.glob(partial.name + "*"):  # a build that was interrupted
+        leftover.unlink()
+    if not quiet:
+        print(f"building {final} ({size:,} records, cached for later runs)", file=sys.stderr)
+    build(partial, size, quiet=quiet)
+    for suffix in ("-wal", "-shm"):  # closed cleanly: the WAL is checkpointed away
+        Path(f"{partial}{suffix}").unlink(missing_ok=True)
+    partial.rename(final)
+    return final
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("sizes", nargs="*", default=["10k", "100k"],
+                        help="sizes to build or reuse: 10k, 100k, 1M or a number")
+    parser.add_argument("--cache", default=None, help="cache folder (default: "
+                        "$BENCHWARDEN_BENCH_CACHE or ~/.cache/benchwarden/bench)")
+    options = parser.parse_args()
+    folder = Path(options.cache).expanduser() if options.cache else None
+    for text in options.sizes:
+        print(ensure_store(parse_size(text), folder))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""A module imported on first attribute use, for heavy libraries (scipy, numpy) that
+only some commands need.
+
+Why: scipy costs about a second to import on the project's machines; a command that
+computes no statistics (`runs`, `show` of a plain run, `verify`, `export`, `--help`)
+must not pay it, and worker processes must not pay it per task.
+
+Invariant: `lazy_module(name).attribute` is exactly `importlib.import_module(name).attribute`;
+the import happens at most once (Python's module cache), on the first attribute read.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+
+class LazyModule:
+    """Stands in for a module until an attribute is read, then forwards to it."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._module: ModuleType | None = None
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("__"):  # keep introspection (copy, pickle) off the import
+            raise AttributeError(attribute)
+        module = self._module
+        if module is None:
+            module = self._module = importlib.import_module(self._name)
+        return getattr(module, attribute)
+
+    def __repr__(self) -> str:
+        state = "imported" if self._module is not None else "not imported yet"
+        return f"<lazy module {self._name} ({state})>"
+
+
+def lazy_module(name: str) -> Any:
+    """`name`, imported the first time one of its attributes is read."""
+    return LazyModule(name)

@@ -1,0 +1,224 @@
+"""The per-trial supervisor: runs INSIDE the trial's boundary and executes what the host asks.
+
+Started once per trial (`python -I -S supervisor.py`, standard library only, so it
+needs nothing from the harness's import path) as pid 1 of the trial's bubblewrap
+sandbox (`--as-pid-1`: no bwrap reaper holds the pipes to the host; orphans it does
+not reap stay zombies until the trial ends, when the namespace dies with it), or directly on the host under `--isolation none`. It speaks JSON
+lines: requests on stdin, answers on stdout.
+
+1. The first line is the trial's configuration: `{"services": [{"name", "argv", "env",
+   "cwd", "ready_port"}]}`. Each service (e.g. the tracker's REST server) is started as a
+   child in its own process group; the supervisor waits until each `ready_port` accepts
+   a connection on 127.0.0.1 (inside the sandbox's own network namespace), then answers
+   `{"ready": true}` or `{"ready": false, "error": "..."}`.
+2. Then, any number of `{"op": "run", "id", "command" | "argv", "env", "cwd", "timeout",
+   "limit", "merge"}`: each runs in its own process group (shell commands with
+   `bash --noprofile --norc -c`), concurrently, answered with `{"id", "exit_status",
+   "output", "stderr", "timed_out", "truncated"}`. `{"op": "kill", "id"}` kills one
+   run's process group; `{"op": "stop"}` or the end of stdin kills everything and exits.
+
+Invariants:
+- Whatever a command leaves behind in its process group (background jobs) is killed
+  when it ends or times out; at the end every service and command is killed. Under
+  bubblewrap the pid namespace dies with this process, so nothing survives the trial.
+- Output is read in full (a child never blocks on a full pipe) but at most `limit`
+  bytes are kept; the rest is counted as truncated.
+- Environment variables arrive over the pipe, never on a command line (so secrets a
+  command driver passes are not visible in the host's process list).
+- This process is made non-dumpable, so commands (same user) cannot reach its pipes
+  through /proc. They can still signal it; a supervisor that dies ends the trial as a
+  harness error, never as an agent outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+READY_TIMEOUT = 30.0
+_write_lock = threading.Lock()
+_running: dict[int, subprocess.Popen] = {}
+_running_lock = threading.Lock()
+_services: list[subprocess.Popen] = []
+
+
+def _send(message: dict) -> None:
+    data = (json.dumps(message) + "\n").encode("utf-8")
+    with _write_lock:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        process.kill()
+    except ProcessLookupError:
+        pass
+
+
+def _start_services(services: list) -> str | None:
+    """Start every service; None when all are ready, else why not."""
+    for service in services:
+        name = service.get("name", "service")
+        try:
+            process = subprocess.Popen(
+                service["argv"], env=service.get("env") or {}, cwd=service.get("cwd") or None,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sys.stderr,
+                start_new_session=True)
+        except OSError as error:
+            return f"cannot start {name}: {error}"
+        _services.append(process)
+        port = service.get("ready_port")
+        if port is None:
+            continue
+        deadline = time.monotonic() + float(service.get("ready_timeout", READY_TIMEOUT))
+        while True:
+            if process.poll() is not None:
+                return f"{name} exited with status {process.returncode} before it was ready"
+            try:
+                socket.create_connection(("127.0.0.1", int(port)), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    return f"{name} did not listen on port {port} within the time allowed"
+                time.sleep(0.02)
+    return None
+
+
+class _Collector(threading.Thread):
+    """Reads one pipe to its end; keeps at most `limit` bytes."""
+
+    def __init__(self, pipe, limit: int) -> None:
+        super().__init__(daemon=True)
+        self.pipe = pipe
+        self.limit = limit
+        self.kept = bytearray()
+        self.dropped = 0
+
+    def run(self) -> None:
+        while True:
+            chunk = self.pipe.read1(65536) if hasattr(self.pipe, "read1") else self.pipe.read(65536)
+            if not chunk:
+                break
+            room = self.limit - len(self.kept)
+            if room > 0:
+                self.kept += chunk[:room]
+            self.dropped += max(0, len(chunk) - max(room, 0))
+        self.pipe.close()
+
+
+def _run(request: dict) -> None:
+    identifier = request.get("id")
+    limit = int(request.get("limit", 65536))
+    merge = bool(request.get("merge", True))
+    if request.get("command") is not None:
+        argv = ["/bin/bash", "--noprofile", "--norc", "-c", str(request["command"])]
+    else:
+        argv = [str(word) for word in request.get("argv") or []]
+    try:
+        process = subprocess.Popen(
+            argv, env=request.get("env") or {}, cwd=request.get("cwd") or None,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge else subprocess.PIPE, start_new_session=True)
+    except OSError as error:
+        _send({"id": identifier, "exit_status": None, "output": "", "stderr": "",
+               "timed_out": False, "truncated": False, "error": f"cannot start: {error}"})
+        return
+    with _running_lock:
+        _running[identifier] = process
+    readers = [_Collector(process.stdout, limit)]
+    if not merge:
+        readers.append(_Collector(process.stderr, limit))
+    for reader in readers:
+        reader.start()
+    timed_out = False
+    try:
+        process.wait(timeout=max(0.05, float(request.get("timeout", 60))))
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    # Background jobs left in the command's group would hold the pipes open: end them too.
+    _kill_group(process)
+    process.wait()
+    for reader in readers:
+        reader.join(5)
+    with _running_lock:
+        killed = _running.pop(identifier, None) is None
+    _send({"id": identifier, "exit_status": None if timed_out or killed else process.returncode,
+           "output": readers[0].kept.decode("utf-8", "replace"),
+           "stderr": readers[1].kept.decode("utf-8", "replace") if not merge else "",
+           "timed_out": timed_out, "killed": killed,
+           "truncated": any(reader.dropped for reader in readers)})
+
+
+def _kill(identifier: object) -> None:
+    with _running_lock:
+        process = _running.pop(identifier, None)  # type: ignore[arg-type]
+    if process is not None:
+        _kill_group(process)
+
+
+def _stop_everything() -> None:
+    with _running_lock:
+        processes = list(_running.values()) + list(_services)
+    for process in processes:
+        _kill_group(process)
+
+
+def _not_dumpable() -> None:
+    """PR_SET_DUMPABLE 0: a command of the same user cannot open /proc/<this pid>/fd/* and
+    forge answers on the pipe to the host (commands start dumpable again at exec)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def main() -> int:
+    _not_dumpable()
+    # Under bwrap this is pid 1 of the sandbox: only signals it handles reach it from
+    # inside, so it handles none (Python's SIGINT handler would let a command stop it).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    first = sys.stdin.buffer.readline()
+    try:
+        config = json.loads(first or b"{}")
+    except ValueError as error:
+        _send({"ready": False, "error": f"bad configuration line: {error}"})
+        return 2
+    problem = _start_services(config.get("services") or [])
+    if problem is not None:
+        _send({"ready": False, "error": problem})
+        _stop_everything()
+        return 1
+    _send({"ready": True, "pid": os.getpid()})
+    try:
+        for line in sys.stdin.buffer:
+            try:
+                request = json.loads(line)
+            except ValueError:
+                continue
+            op = request.get("op")
+            if op == "run":
+                threading.Thread(target=_run, args=(request,), daemon=True).start()
+            elif op == "kill":
+                _kill(request.get("id"))
+            elif op == "stop":
+                break
+    finally:
+        _stop_everything()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""The bench scripts' shared contract: every script takes `--json FILE`, and figures are
+written in the one shape `bench/run.py` merges (value, baseline, ratio, unit)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCH))
+    return module
+
+
+def test_figures_are_written_in_the_shape_run_py_merges(tmp_path, capsys):
+    figures = load("_figures")
+    path = tmp_path / "f.json"
+    figures.emit("demo", [figures.Figure("speed", 30.0, 10.0, "records/s"),
+                          figures.Figure("nothing", 5.0, 0.0, "s"),
+                          figures.Figure("missing", None, 2.0, "s")], str(path))
+    written = json.loads(path.read_text())
+    assert written == {
+        "demo.speed": {"value": 30.0, "baseline": 10.0, "ratio": 3.0, "unit": "records/s"},
+        "demo.nothing": {"value": 5.0, "baseline": 0.0, "ratio": None, "unit": "s"},
+        "demo.missing": {"value": None, "baseline": 2.0, "ratio": None, "unit": "s"},
+    }
+    assert "demo.speed" in capsys.readouterr().out
+    with pytest.raises(ValueError):
+        figures.emit("demo", [figures.Figure("x", 1, 1, "s"), figures.Figure("x", 2, 1, "s")])
+
+
+def test_run_py_finds_the_bench_scripts_and_not_the_helpers():
+    names = {path.name for path in load("run").bench_scripts()}
+    assert {"store_append.py", "scale_growth.py", "retrieval_executor.py"} <= names
+    assert not names & {"run.py", "scale_store.py", "_figures.py"}
+
+
+@pytest.mark.parametrize("script", [path.name for path in sorted(BENCH.glob("*.py"))
+                                    if path.name not in ("run.py", "scale_store.py")
+                                    and not path.name.startswith("_")])
+def test_every_bench_script_takes_json(script):
+    environment = dict(os.environ)
+    environment["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(BENCH.parent), environment.get("PYTHONPATH")]))
+    done = subprocess.run([sys.executable, str(BENCH / script), "--help"], capture_output=True,
+                          text=True, env=environment, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "--json" in done.stdout
+
+
+def test_synthetic_records_have_the_issue_s_shape_and_unique_addresses():
+    store = load("scale_store")
+    import random
+
+    records = [store.synthetic_record(index, "run", random.Random(1)) for index in range(1200)]
+    assert len({(r.arm, r.task, r.trial) for r in records}) == 1200
+    assert {r.arm for r in records} == set(store.ARMS) and len({r.task for r in records}) == 200
+    assert all(len(r.payload["transcript"]) == 5 and r.payload["final_report"] for r in records)
+    assert store.parse_size("100k") == 100_000 and store.size_label(1_000_000) == "1M"
+    with pytest.raises(ValueError):
+        store.parse_size("lots")

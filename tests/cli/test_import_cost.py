@@ -1,0 +1,68 @@
+"""Commands that compute no statistics never import scipy (it costs about a second):
+checked with `python -X importtime`, which names every module a process imports."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from benchwarden.core.provenance import stamp_run
+from benchwarden.core.records import Record, RunEnd, TokenComponents
+from benchwarden.core.store import open_store
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def imported_modules(*arguments: str, cwd, program: tuple[str, ...] = ("-m", "benchwarden")
+                     ) -> set[str]:
+    environment = dict(os.environ)
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [environment.get("PYTHONPATH"), ROOT]))
+    done = subprocess.run([sys.executable, "-X", "importtime", *program, *arguments],
+                          capture_output=True, text=True, env=environment, timeout=120, cwd=cwd)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("import time:")]
+    assert lines, "python -X importtime printed nothing: the check would be empty"
+    return {line.rsplit("|", 1)[1].strip() for line in lines}
+
+
+def scipy_modules(modules: set[str]) -> set[str]:
+    return {name for name in modules if name == "scipy" or name.startswith("scipy.")}
+
+
+@pytest.fixture
+def store_path(tmp_path):
+    path = tmp_path / "store.sqlite"
+    with open_store(path) as store:
+        store.begin_run(stamp_run(suite="demo", bench_version="1", config={}, run_id="run-1"))
+        store.append([Record(suite="demo", scope="run-1", arm="a", task=str(task), trial=1,
+                             run_id="run-1", outcome="ok", started_at=1.0, ended_at=2.0,
+                             tokens=TokenComponents(1, 2, 3, 4), payload={"task": task})
+                      for task in range(3)])
+        store.finish_run(RunEnd("run-1", 3.0, "completed"))
+    return path
+
+
+@pytest.mark.parametrize("arguments", [
+    ["--help"], ["runs", "--help"], ["show", "--help"], ["verify", "--help"],
+    ["export", "--help"], ["arms", "--help"], ["retrieval", "--help"],
+    ["runs", "--store", "{store}"], ["verify", "--store", "{store}"],
+    ["export", "--store", "{store}", "--out", "{folder}/out.jsonl"],
+    ["export", "--store", "{store}", "--out", "{folder}/out.csv"],
+    ["export", "--store", "{store}", "--out", "{folder}/out.parquet"],
+], ids=lambda arguments: " ".join(arguments).replace("{store}", "S").replace("{folder}/", ""))
+def test_a_command_without_statistics_never_imports_scipy(tmp_path, store_path, arguments):
+    filled = [part.format(store=store_path, folder=tmp_path) for part in arguments]
+    modules = imported_modules(*filled, cwd=tmp_path)
+    assert "benchwarden.cli.main" in modules  # the command really ran in that process
+    assert not scipy_modules(modules)
+
+
+def test_the_check_sees_scipy_when_statistics_are_computed(tmp_path):
+    """The same probe does see scipy once an interval is computed, so the check above
+    can fail."""
+    modules = imported_modules(cwd=tmp_path, program=(
+        "-c", "from benchwarden.core.stats import mean_se; mean_se([1.0, 2.0, 4.0])"))
+    assert scipy_modules(modules)
