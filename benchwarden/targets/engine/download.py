@@ -39,6 +39,7 @@ from benchwarden.targets.engine.cache import EngineError, EngineLayout, Progress
 Fetcher = Callable[[str, Path, bool], Path]
 
 PLAIN_STEP_PERCENT = 10
+PLAIN_STEP_BYTES = 10_000_000  # when pip announces no size
 POLL_SECONDS = 0.5
 
 _SIZE_UNITS = {"bytes": 1, "kB": 1_000, "MB": 1_000_000, "GB": 1_000_000_000}
@@ -67,21 +68,27 @@ class DownloadMeter(Protocol):
 
 
 class PlainMeter:
-    """One line through `progress` each time the download crosses another `step` percent.
+    """One line through `progress` each time the download crosses another `step` percent
+    (or, when pip announced no size, another `step_bytes`).
 
     pip's announced size is rounded, so the share is capped at 99 % until `finish()`,
     which always says 100 %.
     """
 
     def __init__(self, name: str, total: int | None, progress: Progress,
-                 step: int = PLAIN_STEP_PERCENT) -> None:
-        self.name, self.total, self.progress, self.step = name, total, progress, step
+                 step: int = PLAIN_STEP_PERCENT, step_bytes: int = PLAIN_STEP_BYTES) -> None:
+        self.name, self.total, self.progress = name, total, progress
+        self.step, self.step_bytes = step, step_bytes
         self.last_step = 0
         self.done = 0
 
     def update(self, done: int) -> None:
         self.done = max(self.done, done)
         if not self.total:
+            reached_bytes = self.done // self.step_bytes * self.step_bytes
+            if reached_bytes > self.last_step:
+                self.last_step = reached_bytes
+                self.progress(f"downloading {self.name}: {megabytes(self.done)} so far")
             return
         percent = min(99, self.done * 100 // self.total)
         reached = percent // self.step * self.step
@@ -95,7 +102,7 @@ class PlainMeter:
 
 
 class RichMeter:
-    """A rich progress bar on `stream` (a terminal), removed when the download ends."""
+    """A rich progress bar on `stream` (a terminal); the finished bar stays as the record."""
 
     def __init__(self, name: str, total: int | None, stream: IO[str]) -> None:
         from rich.console import Console
@@ -104,7 +111,7 @@ class RichMeter:
 
         self.bar = Bar(TextColumn("engine: downloading {task.description}"), BarColumn(),
                        DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
-                       console=Console(file=stream), transient=True)
+                       console=Console(file=stream), transient=False)
         self.task = self.bar.add_task(name, total=total)
         self.bar.start()
 

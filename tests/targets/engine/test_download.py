@@ -74,8 +74,12 @@ def test_plain_meter_says_each_tenth_once_and_then_100_percent():
     ]
 
 
-def test_plain_meter_without_a_size_only_says_when_it_is_done():
-    assert plain_lines(None, [1, 2_000_000]) == ["downloaded x.tar.gz: 100% (2.0 MB)"]
+def test_plain_meter_without_a_size_says_every_10_mb():
+    assert plain_lines(None, [1, 2_000_000, 10_500_000, 12_000_000, 31_000_000]) == [
+        "downloading x.tar.gz: 10.5 MB so far",
+        "downloading x.tar.gz: 31.0 MB so far",
+        "downloaded x.tar.gz: 100% (31.0 MB)",
+    ]
 
 
 @given(total=st.integers(1, 10**9), counts=st.lists(st.integers(0, 2 * 10**9), max_size=60))
