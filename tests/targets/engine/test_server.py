@@ -112,7 +112,8 @@ def test_real_engine_streams_a_chat_completion(real_engine):
     assert events[-1] == "[DONE]"
     chunks = [json.loads(event) for event in events[:-1]]
     text = "".join(choice["delta"].get("content") or "" for chunk in chunks for choice in chunk["choices"])
-    finishes = [choice["finish_reason"] for chunk in chunks for choice in chunk["choices"] if choice.get("finish_reason")]
+    finishes = [choice["finish_reason"] for chunk in chunks for choice in chunk["choices"]
+                if choice.get("finish_reason")]
     usage = [chunk["usage"] for chunk in chunks if chunk.get("usage")]
     assert text.strip()
     assert finishes in (["stop"], ["length"])
