@@ -106,11 +106,12 @@ class RichMeter:
 
     def __init__(self, name: str, total: int | None, stream: IO[str]) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+        from rich.progress import BarColumn, DownloadColumn, TextColumn, TransferSpeedColumn
         from rich.progress import Progress as Bar
 
-        self.bar = Bar(TextColumn("engine: downloading {task.description}"), BarColumn(),
-                       DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
+        # Narrow enough for 80 columns with the sdist's name, so the bar never wraps.
+        self.bar = Bar(TextColumn("engine: {task.description}"), BarColumn(bar_width=15),
+                       DownloadColumn(), TransferSpeedColumn(),
                        console=Console(file=stream), transient=False)
         self.task = self.bar.add_task(name, total=total)
         self.bar.start()

@@ -105,7 +105,7 @@ def test_meters_are_a_bar_on_a_terminal_plain_lines_elsewhere_and_nothing_when_q
     assert isinstance(bar, download.RichMeter)
     bar.update(500)
     bar.finish()
-    assert "downloading f.whl" in terminal.getvalue()
+    assert "engine: f.whl" in terminal.getvalue()
     assert said == []  # the bar replaces the plain lines, it does not add to them
 
 
