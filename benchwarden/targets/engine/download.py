@@ -8,7 +8,8 @@ pip itself shows no progress when its output is captured, and older pips have no
 machine-readable progress option. So pip runs with a private TMPDIR and we watch the
 file it is downloading grow there, against the size pip announces on its
 "Downloading <file> (<size>)" line. A meter turns those byte counts into a rich progress
-bar on a terminal, or into a plain line every 10 % otherwise (CI logs).
+bar on a terminal, or into a plain line every 10 % otherwise (CI logs; every 10 MB when
+pip announced no size).
 
 Invariants:
 - A download is fetched into a scratch folder and renamed into place only when pip has
