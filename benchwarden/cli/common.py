@@ -1,8 +1,12 @@
-"""What every command shares: exit codes, one-line errors, the store option.
+"""What every command shares: one-line errors, the store option, the URL check.
 
-Exit codes: 0 pass/ok, 1 a gating verdict failed (or a run error), 2 a usage or
-configuration error, an unreachable server or an unreadable store. Suites may add
-their own (the ladder exits 3 when the champion holds).
+Exit codes are the one table in `core.errors` (0 pass/ok, 1 fail, 2 usage/config/
+unreachable, 3 held, 4 OS or store refused, 130 interrupted), applied to every command
+by `cli.main`; `ConfigError` here is the click-side spelling of exit 2.
+
+Invariant: no option value that carries a credential (a URL with user:key@, a store
+URL's password) is stored or printed: URLs with credentials are refused, and a
+PostgreSQL store password is handed to the process scrubber (`core.secrets`).
 """
 
 from __future__ import annotations
@@ -12,12 +16,10 @@ from typing import Any, Callable, TypeVar
 
 import click
 
+from benchwarden.core import secrets
+from benchwarden.core.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE, BenchwardenError
 from benchwarden.core.paths import default_store
 from benchwarden.core.store import Store, StoreError, open_store
-
-EXIT_OK = 0
-EXIT_FAIL = 1
-EXIT_USAGE = 2
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -34,11 +36,43 @@ class ConfigError(click.ClickException):
         click.echo(f"benchwarden: error: {self.format_message()}", err=True)
 
 
+def _remember_store_password(ctx: click.Context, param: click.Parameter,
+                             value: str | None) -> str | None:
+    """A postgresql://user:password@host/db store URL is normal; its password must still
+    never be printed (nor stored), so the scrubber learns it."""
+    if value and "://" in value:
+        from urllib.parse import unquote, urlsplit
+
+        try:
+            password = urlsplit(value).password
+        except ValueError:
+            password = None
+        if password:
+            for form in {password, unquote(password)}:
+                try:
+                    secrets.remember(form, source="the password in --store")
+                except ValueError:
+                    pass  # too short to scrub safely: PostgreSQL refuses nothing for it
+    return value
+
+
 def store_option(function: F) -> F:
     return click.option(
         "--store", "store_location", default=default_store, show_default="~/.benchwarden/store.sqlite",
+        callback=_remember_store_password,
         help="SQLite file path or postgresql:// URL of the store (env BENCHWARDEN_STORE).",
     )(function)
+
+
+def refuse_url_with_credentials(ctx: click.Context, param: click.Parameter,
+                                value: str | None) -> str | None:
+    """Option callback: a URL carrying a user name, password or key is a usage error."""
+    if value is not None:
+        option = param.opts[0] if param.opts else "--url"
+        problem = secrets.url_credential_problem(value, option)
+        if problem:
+            raise ConfigError(problem)
+    return value
 
 
 def open_store_or_exit(location: str) -> Store:
@@ -51,13 +85,16 @@ def open_store_or_exit(location: str) -> Store:
 
 
 def config_errors(function: F) -> F:
-    """Turn ValueError/StoreError raised while configuring into exit-2 one-liners."""
+    """Turn a StoreError raised while configuring into an exit-2 one-liner, unless it
+    already carries its own exit code (a `BenchwardenError`: `cli.main` prints it)."""
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return function(*args, **kwargs)
         except StoreError as error:
+            if isinstance(error, BenchwardenError):
+                raise
             raise ConfigError(str(error)) from None
 
     return wrapper  # type: ignore[return-value]
@@ -81,6 +118,16 @@ def write_html_report(store_location: str, report: Any, html_path: str) -> None:
     except ValueError as error:
         raise ConfigError(str(error)) from None
     click.echo(f"HTML report written to {written}")
+
+
+def release_executor(executor: Any, *, interrupted: bool) -> None:
+    """Close an executor; after a signal, without waiting for the tasks it runs."""
+    if executor is None:
+        return
+    if interrupted and hasattr(executor, "abandon"):
+        executor.abandon()
+    else:
+        executor.close()
 
 
 def executor_or_exit(spec: str | None) -> Any:

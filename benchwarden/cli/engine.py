@@ -7,12 +7,12 @@ want to point any suite at a real server without running one of their own.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 
 import click
 
 from benchwarden.cli.common import ConfigError
+from benchwarden.core import formatting
 from benchwarden.targets import engine as local_engine
 
 
@@ -81,7 +81,7 @@ def status(as_json: bool) -> None:
     if running is None:
         click.echo("not running")
         return
-    started = dt.datetime.fromtimestamp(running.started_at, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+    started = formatting.when(running.started_at)
     health = local_engine.health_status(running.base_url)
     click.echo(f"running  url {running.base_url}  pid {running.pid}  model {running.model} "
                f"({running.model_path})  slots {running.slots}  started {started}  health {health or 'no answer'}")

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from benchwarden.cli.common import ConfigError, config_errors, open_store_or_exit
 from benchwarden.cli.retrieval import isolation_option, print_traceback, require_isolation, traceback_option
+from benchwarden.core import formatting
 from benchwarden.core.reports import console
 from benchwarden.suites.retrieval.corpus import CATEGORIES
 from benchwarden.suites.retrieval.ladder import (
@@ -27,12 +28,6 @@ from benchwarden.suites.retrieval.scoring import DECIDE_ON
 from benchwarden.suites.retrieval.strategies import StrategyLoadError
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-
-
-def _when(timestamp: float | None) -> str:
-    if timestamp is None:
-        return "—"
-    return dt.datetime.fromtimestamp(timestamp, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
 @click.group()
@@ -157,7 +152,7 @@ def show(ladder_dir: str) -> None:
     for column in ("#", "champion", "since", "decided on", "mean", "margin", "defences"):
         reigns.add_column(column)
     for number, reign in enumerate(leaderboard(entries), start=1):
-        reigns.add_row(str(number), reign["champion"], reign["date"] or _when(reign["since"]),
+        reigns.add_row(str(number), reign["champion"], reign["date"] or formatting.when(reign["since"]),
                        reign["decide_on"] or "initial",
                        "—" if reign["mean"] is None else f"{reign['mean']:.4f}",
                        "—" if reign["margin"] is None else f"{reign['margin']:+.4f}",

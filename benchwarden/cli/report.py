@@ -13,12 +13,13 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Mapping
+from typing import Any
 
 import click
 
 from benchwarden.cli.common import ConfigError, config_errors, open_store_or_exit, store_option
 from benchwarden.core.files import write_text_atomically
+from benchwarden.core.reports import as_json
 from benchwarden.core.store import Store, StoreError
 from benchwarden.suites import SUITE_REPORTS, report_module
 
@@ -39,20 +40,25 @@ def html_module(suite: str) -> ModuleType:
     return module
 
 
-def enrich_for_html(store: Store, report: Mapping[str, Any]) -> Mapping[str, Any]:
+def _suite_of(report: Any) -> str:
+    """The suite a report (typed, or its JSON) belongs to."""
+    return str(as_json(report).get("suite", ""))
+
+
+def enrich_for_html(store: Store, report: Any) -> Any:
     """The report plus what only the page shows (e.g. arms' per-trial transcripts), read
     from the store by the suite's optional `enrich(store, report)`."""
-    module = html_module(str(report.get("suite", "")))
+    module = html_module(_suite_of(report))
     enrich = getattr(module, "enrich", None)
     return enrich(store, report) if enrich is not None else report
 
 
-def render_report_html(report: Mapping[str, Any]) -> str:
-    """The HTML page of a suite's JSON report (the suite is read from the report)."""
-    return html_module(str(report.get("suite", ""))).render_html(report)
+def render_report_html(report: Any) -> str:
+    """The HTML page of a suite's report, typed or JSON (the suite is read from the report)."""
+    return html_module(_suite_of(report)).render_html(report)
 
 
-def write_report_html(path: str | Path, report: Mapping[str, Any]) -> Path:
+def write_report_html(path: str | Path, report: Any) -> Path:
     """Render and write atomically (temp file then rename): never a half-written page."""
     markup = render_report_html(report)
     target = Path(path).expanduser()
@@ -90,7 +96,7 @@ def report(run_id: str | None, latest: bool, store_location: str, html_path: str
         raise ConfigError(str(error)) from None
     except OSError as error:
         raise ConfigError(f"cannot write {html_path}: {error.strerror or error}") from None
-    verdict = data.get("verdict") or {}
+    verdict = as_json(data).get("verdict") or {}
     click.echo(f"{info.run.suite} run {info.run.run_id}"
                + (f" ({verdict.get('kind')})" if verdict else "")
                + f": report written to {written}")

@@ -4,6 +4,9 @@ Thin: options are parsed here, the work is done by `benchwarden.suites.retrieval
 `--sandbox` runs strategies in a child process inside the isolation `--isolation`
 names: `bwrap` (the default; a missing bubblewrap is a one-line exit-2 error, never a
 silent fallback) or `none` (no boundary at all: unsafe, for machines without bwrap).
+A signal stops `run` with exit 130 and the `--resume` command; the stopped run keeps
+no run end (retrieval resumes a run in place, and a run has one end), so `runs` lists
+it as incomplete until it is resumed.
 """
 
 from __future__ import annotations
@@ -18,15 +21,17 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchwarden.cli.common import (ConfigError, config_errors, executor_or_exit, html_option,
-                                    open_store_or_exit, store_option, write_html_report)
-from benchwarden.core.errors import IsolationUnavailable
+                                    open_store_or_exit, release_executor, store_option,
+                                    write_html_report)
+from benchwarden.core.errors import IsolationUnavailable, RunInterrupted
+from benchwarden.core.provenance import new_run_id
 from benchwarden.core.reports import console, read_json, write_json
 from benchwarden.core.sandbox import ISOLATION_MODES, check_isolation_mode
 from benchwarden.suites.retrieval.corpus import CATEGORIES, generate
 from benchwarden.suites.retrieval.driver import RunSettings, resume_run, run_strategy
-from benchwarden.suites.retrieval.report import build_report, render_terminal
+from benchwarden.suites.retrieval.report import RetrievalReport, build_report, render_terminal
 from benchwarden.suites.retrieval.sandbox import SandboxLimits
-from benchwarden.suites.retrieval.scoring import DECIDE_ON, decide, normalise_report
+from benchwarden.suites.retrieval.scoring import DECIDE_ON, decide
 from benchwarden.suites.retrieval.strategies import StrategyLoadError, parse_strategy
 
 MAX_SEEDS = 10_000
@@ -108,7 +113,7 @@ def _settings(limit: int, budget_chars: int, sandbox: bool,
 
 
 def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
-                   settings: RunSettings, executor_spec: str | None = None) -> dict[str, Any]:
+                   settings: RunSettings, executor_spec: str | None = None) -> RetrievalReport:
     """Run one strategy with a progress bar over seeds x cases; return its report."""
     try:
         spec = parse_strategy(strategy_text)
@@ -119,15 +124,19 @@ def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
     progress = Progress(TextColumn(f"[bold]{spec.name}[/bold]"), BarColumn(),
                         MofNCompleteColumn(), TextColumn("cases"), TimeElapsedColumn(),
                         console=console(stderr=True), transient=True)
+    run_id = new_run_id("retrieval")
+    interrupted = False
     try:
         with open_store_or_exit(store_location) as store, progress:
             task = progress.add_task("scoring", total=total)
-            run_id = run_strategy(store, spec, seeds, settings, executor=executor,
-                                  on_progress=lambda n: progress.advance(task, n))
+            run_strategy(store, spec, seeds, settings, executor=executor, run_id=run_id,
+                         on_progress=lambda n: progress.advance(task, n))
             return build_report(store, run_id)
+    except KeyboardInterrupt:  # a signal: the run keeps no end, so it stays resumable
+        interrupted = True
+        raise RunInterrupted(_resume_line(run_id)) from None
     finally:
-        if executor is not None:
-            executor.close()
+        release_executor(executor, interrupted=interrupted)
 
 
 @click.group()
@@ -187,14 +196,24 @@ def gen(seed: int, as_json: bool) -> None:
               help="Also write the JSON report here.")
 @html_option
 @config_errors
-def run(strategy_text: str | None, seeds_text: str, limit: int, budget_chars: int,
-        sandbox: bool, isolation: str | None, show_traceback: bool, executor_spec: str,
-        resume_id: str | None, store_location: str, json_path: str | None,
-        html_path: str | None) -> None:
+@click.pass_context
+def run(ctx: click.Context, strategy_text: str | None, seeds_text: str, limit: int,
+        budget_chars: int, sandbox: bool, isolation: str | None, show_traceback: bool,
+        executor_spec: str, resume_id: str | None, store_location: str,
+        json_path: str | None, html_path: str | None) -> None:
     """Score one strategy: category means, composite, guards, guarded composite."""
     if resume_id:
-        if strategy_text:
-            raise ConfigError("--resume continues a run as it was configured; drop --strategy")
+        from click.core import ParameterSource
+
+        # what the run measures is stored with it; silently ignoring a new value would
+        # let a user believe it applied
+        given = [param.opts[0] for param in ctx.command.params
+                 if param.name in ("strategy_text", "seeds_text", "limit", "budget_chars",
+                                   "sandbox", "isolation")
+                 and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE]
+        if given:
+            raise ConfigError(f"--resume continues a run as it was configured; drop "
+                              f"{', '.join(given)}")
         report = _resume(store_location, resume_id, executor_spec)
     else:
         if not strategy_text:
@@ -203,18 +222,24 @@ def run(strategy_text: str | None, seeds_text: str, limit: int, budget_chars: in
         report = score_strategy(store_location, strategy_text, seeds,
                                 _settings(limit, budget_chars, sandbox, isolation), executor_spec)
     render_terminal(report, console())
-    if report.get("failure") and show_traceback:
-        print_traceback(report["failure"])
+    if report.failure and show_traceback:
+        print_traceback(report.failure)
     if json_path:
         click.echo(f"report written to {write_json(json_path, report)}")
     if html_path:
         write_html_report(store_location, report, html_path)
-    if report.get("failure") or not report.get("seeds"):
+    if report.failure or not report.seeds:
         raise SystemExit(1)
 
 
-def _resume(store_location: str, run_id: str, executor_spec: str | None) -> dict[str, Any]:
+def _resume_line(run_id: str) -> str:
+    return (f"run {run_id} stopped; the seeds it finished are kept; resume with "
+            f"`benchwarden retrieval run --resume {run_id}`")
+
+
+def _resume(store_location: str, run_id: str, executor_spec: str | None) -> RetrievalReport:
     executor = executor_or_exit(executor_spec)
+    interrupted = False
     progress = Progress(TextColumn("[bold]resuming[/bold]"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("cases"), TimeElapsedColumn(), console=console(stderr=True),
                         transient=True)
@@ -228,22 +253,24 @@ def _resume(store_location: str, run_id: str, executor_spec: str | None) -> dict
                 raise ConfigError(str(error)) from None
             console(stderr=True).print(f"resumed {finished}: scored seeds {missing or 'none'}")
             return build_report(store, finished)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise RunInterrupted(_resume_line(run_id)) from None
     finally:
-        if executor is not None:
-            executor.close()
+        release_executor(executor, interrupted=interrupted)
 
 
 def _side(text: str, label: str, store_location: str, seeds: list[int] | None,
-          settings: RunSettings) -> dict[str, Any]:
+          settings: RunSettings) -> RetrievalReport:
     if text.endswith(".json"):
         try:
-            report = normalise_report(read_json(text))
+            report = RetrievalReport.from_json(read_json(text), scored=True)
         except ValueError as error:
             raise ConfigError(f"{label} {error}") from None
         return report
     if seeds is None:
         raise ConfigError(f"{label} {text!r} is a strategy: give --seeds to score it on")
-    return normalise_report(score_strategy(store_location, text, seeds, settings))
+    return score_strategy(store_location, text, seeds, settings)  # typed: not normalised again
 
 
 @retrieval.command()
@@ -272,8 +299,8 @@ def compare(champion: str, challenger: str, seeds_text: str | None, decide_on: s
     new = _side(challenger, "challenger", store_location, seeds, settings)
     if seeds is not None:
         for label, report in (("champion", old), ("challenger", new)):
-            have = sorted(int(b["seed"]) for b in report["seeds"])
-            if not report.get("failure") and have != sorted(seeds):
+            have = sorted(block.seed for block in report.seeds)
+            if not report.failure and have != sorted(seeds):
                 raise ConfigError(f"refusing to compare: the {label} report covers seeds {have}, "
                                   f"not {sorted(seeds)}")
     try:
@@ -296,8 +323,8 @@ def compare(champion: str, challenger: str, seeds_text: str | None, decide_on: s
                   f"dethroned {'yes' if v.dethroned else 'no'}  (n = {v.n})")
     out.print(decision.reason, markup=False)
     if json_path:
-        body = {"suite": "retrieval", "bench_version": old["bench_version"],
-                "champion": (old.get("strategy") or {}).get("name", champion),
-                "challenger": (new.get("strategy") or {}).get("name", challenger),
+        body = {"suite": "retrieval", "bench_version": old.bench_version,
+                "champion": old.strategy.get("name", champion),
+                "challenger": new.strategy.get("name", challenger),
                 **decision.to_json_dict()}
         click.echo(f"decision written to {write_json(Path(json_path), body)}")

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 import click
 from rich.table import Table
 
 from benchwarden.cli.common import ConfigError, config_errors, open_store_or_exit, store_option
+from benchwarden.core import formatting
 from benchwarden.core.reports import console, write_json
 from benchwarden.core.store import StoreError
 from benchwarden.suites import report_module
-
-
-def _when(timestamp: float | None) -> str:
-    if timestamp is None:
-        return "—"
-    return dt.datetime.fromtimestamp(timestamp, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 @click.command()
@@ -34,7 +27,7 @@ def runs(store_location: str, suite: str | None) -> None:
         target = info.run.target
         label = " ".join(str(target[k]) for k in ("url", "model") if target.get(k)) or "—"
         table.add_row(info.run.run_id, info.run.suite, info.run.bench_version, label,
-                      _when(info.run.started_at), info.end.status if info.end else "incomplete",
+                      formatting.when(info.run.started_at), info.end.status if info.end else "incomplete",
                       str(info.record_count))
     console().print(table)
 

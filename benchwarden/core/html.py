@@ -27,6 +27,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from benchwarden.core import formatting
+
 # Okabe–Ito: distinguishable with the common colour-vision deficiencies.
 SERIES_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00",
                  "#8c6d1f", "#444444")
@@ -100,27 +102,13 @@ def color(value: str) -> str:
 
 # ---------------------------------------------------------------------------- numbers
 
-def fmt_number(value: Any, digits: int = 2) -> str:
-    """A number for people: dash when missing, thousands separated, no float noise."""
-    if value is None or value == "":
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return "—"
-        if value == int(value) and abs(value) >= 1000:
-            return f"{int(value):,}"
-        return f"{value:,.{digits}f}"
-    return str(value)
+# The formatters live in `benchwarden.core.formatting` (one set for every view);
+# these names stay for the suites' pages that call them through this module.
+fmt_number = formatting.number
 
 
 def fmt_percent(value: Any, digits: int = 1) -> str:
-    if value is None or not isinstance(value, (int, float)) or math.isnan(value):
-        return "—"
-    return f"{100 * value:.{digits}f}%"
+    return formatting.percent(value, digits)
 
 
 def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
@@ -185,14 +173,22 @@ def _svg_open(width: float, height: float, label: str, extra_class: str = "") ->
             f'<title>{escape(label)}</title>')
 
 
-def _whisker_h(x1: float, x2: float, y: float, half: float = 5) -> str:
-    return (f'<g class="whisker"><line x1="{x1:.1f}" y1="{y:.1f}" x2="{x2:.1f}" y2="{y:.1f}"/>'
+def _interval_data(low: float | None, high: float | None) -> str:
+    """The interval a whisker draws, as exact attributes: a test reads them back and
+    compares them with the report's own interval (no view may draw another)."""
+    if low is None or high is None:
+        return ""
+    return f' data-low="{escape(repr(float(low)))}" data-high="{escape(repr(float(high)))}"'
+
+
+def _whisker_h(x1: float, x2: float, y: float, half: float = 5, data: str = "") -> str:
+    return (f'<g class="whisker"{data}><line x1="{x1:.1f}" y1="{y:.1f}" x2="{x2:.1f}" y2="{y:.1f}"/>'
             f'<line x1="{x1:.1f}" y1="{y - half:.1f}" x2="{x1:.1f}" y2="{y + half:.1f}"/>'
             f'<line x1="{x2:.1f}" y1="{y - half:.1f}" x2="{x2:.1f}" y2="{y + half:.1f}"/></g>')
 
 
-def _whisker_v(x: float, y1: float, y2: float, half: float = 5) -> str:
-    return (f'<g class="whisker"><line x1="{x:.1f}" y1="{y1:.1f}" x2="{x:.1f}" y2="{y2:.1f}"/>'
+def _whisker_v(x: float, y1: float, y2: float, half: float = 5, data: str = "") -> str:
+    return (f'<g class="whisker"{data}><line x1="{x:.1f}" y1="{y1:.1f}" x2="{x:.1f}" y2="{y2:.1f}"/>'
             f'<line x1="{x - half:.1f}" y1="{y1:.1f}" x2="{x + half:.1f}" y2="{y1:.1f}"/>'
             f'<line x1="{x - half:.1f}" y1="{y2:.1f}" x2="{x + half:.1f}" y2="{y2:.1f}"/></g>')
 
@@ -246,7 +242,8 @@ def bar_chart(bars: Sequence[Bar], *, label: str, unit: str = "", width: int = 7
                      f'height="{row}" rx="3" fill="{color(bar.color or ACCENT)}"/>')
         text_x = end
         if bar.low is not None and bar.high is not None:
-            parts.append(_whisker_h(x(bar.low), x(bar.high), y + row / 2))
+            parts.append(_whisker_h(x(bar.low), x(bar.high), y + row / 2,
+                                    data=_interval_data(bar.low, bar.high)))
             text_x = max(end, x(bar.high))
         shown = bar.value_text if bar.value_text is not None else value_format.format(bar.value)
         parts.append(f'<text class="bar-value" x="{text_x + 6:.1f}" y="{y + row / 2 + 4:.1f}">'
@@ -315,7 +312,8 @@ def diverging_bars(items: Sequence[Bar], *, label: str, rules: Sequence[Rule] = 
             parts.append(f'<rect x="{min(zero, end):.1f}" y="{y:.1f}" width="{max(1.0, abs(end - zero)):.1f}" '
                          f'height="{row}" rx="2" fill="{color(item.color or ACCENT)}"/>')
             if item.low is not None and item.high is not None:
-                parts.append(_whisker_h(x(item.low), x(item.high), y + row / 2))
+                parts.append(_whisker_h(x(item.low), x(item.high), y + row / 2,
+                                        data=_interval_data(item.low, item.high)))
             shown = item.value_text if item.value_text is not None else value_format.format(item.value)
             anchor, text_x = ("start", max(end, zero) + 6) if item.value >= 0 else ("end", min(end, zero) - 6)
             parts.append(f'<text class="bar-value" x="{text_x:.1f}" y="{y + row / 2 + 4:.1f}" '
@@ -369,7 +367,7 @@ def grouped_bars(groups: Sequence[str], series: Sequence[Series],
         return top + plot_h * (1 - min(max(value, 0.0), upper) / (upper or 1))
 
     parts = [_svg_open(width, height, label, "grouped")]
-    legend_x = left
+    legend_x: float = left
     for item in series:
         parts.append(f'<rect x="{legend_x:.1f}" y="6" width="12" height="12" rx="2" fill="{color(item.color)}"/>'
                      f'<text class="legend-text" x="{legend_x + 16:.1f}" y="16">{escape(_clip(item.name, 28))}</text>')
@@ -400,7 +398,8 @@ def grouped_bars(groups: Sequence[str], series: Sequence[Series],
                          f'height="{max(0.0, top + plot_h - by):.1f}" rx="2" '
                          f'fill="{color(bar.color or item.color)}"/>')
             if bar.low is not None and bar.high is not None:
-                parts.append(_whisker_v(bx + bar_w / 2, y(bar.high), y(bar.low), half=min(5.0, bar_w / 3)))
+                parts.append(_whisker_v(bx + bar_w / 2, y(bar.high), y(bar.low), half=min(5.0, bar_w / 3),
+                                        data=_interval_data(bar.low, bar.high)))
             shown = bar.value_text if bar.value_text is not None else value_format.format(bar.value)
             if _text_width(shown, 11) <= bar_w + 4:
                 label_y = min(by, y(bar.high) if bar.high is not None else by) - 4
@@ -661,21 +660,13 @@ def verdict_banner(verdict: Mapping[str, Any] | None) -> str:
             f'<span class="verdict-reason">{escape(reason)}</span></section>')
 
 
-def _when(timestamp: Any) -> str:
-    if not isinstance(timestamp, (int, float)):
-        return "—"
-    import datetime as dt  # local: only formatting, never "now"
-    return dt.datetime.fromtimestamp(timestamp, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
 def run_facts(report: Mapping[str, Any]) -> str:
     """Identity of the run from the envelope's `run` block (whatever of it is there)."""
     run = report.get("run") or {}
     target = run.get("target") or {}
     host = run.get("host") or {}
-    started, ended = run.get("started_at"), run.get("ended_at")
-    duration = (f"{ended - started:,.1f} s" if isinstance(started, (int, float))
-                and isinstance(ended, (int, float)) else "—")
+    started = run.get("started_at")
+    duration = formatting.duration(run.get("duration_s"))  # the report's, never computed here
     items: list[tuple[str, Any]] = [
         ("run", run.get("id") or "—"),
         ("suite", f"{report.get('suite', '—')} · bench {report.get('bench_version', '—')}"),
@@ -684,7 +675,7 @@ def run_facts(report: Mapping[str, Any]) -> str:
     if target_text:
         items.append(("target", target_text))
     items += [
-        ("started", _when(started)),
+        ("started", formatting.when(started)),
         ("duration", duration),
         ("status", run.get("status") or "—"),
         ("seeds", ", ".join(str(s) for s in run.get("seeds") or []) or "—"),

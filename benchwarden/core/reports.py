@@ -5,6 +5,9 @@ Invariants:
   `bench_version` (the suite's), so numbers are never compared across versions by
   accident.
 - JSON is written atomically (temp file then rename): a reader never sees half a report.
+- A typed report (a `msgspec.Struct`) is written as its msgspec encoding; the typed
+  pieces every suite shares (the run block, the verdict, an estimate) live here so two
+  suites' reports spell them the same.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
+import msgspec
 from rich.console import Console
 from rich.text import Text
 
@@ -40,6 +44,7 @@ def run_block(run: Run, end: RunEnd | None) -> dict[str, Any]:
         "host": dict(run.host),
         "started_at": run.started_at,
         "ended_at": end.ended_at if end else None,
+        "duration_s": max(0.0, end.ended_at - run.started_at) if end else None,
         "status": end.status if end else "incomplete",
         "resumed_from": run.resumed_from,
     }
@@ -60,7 +65,103 @@ def envelope(*, suite: str, bench_version: str, run: Run | None, end: RunEnd | N
     return report
 
 
-def write_json(path: str | Path, report: Mapping[str, Any]) -> Path:
+class RunBlock(msgspec.Struct, frozen=True, kw_only=True):
+    """The `run` block of a report (`run_block`), typed."""
+
+    id: str = ""
+    """The run id."""
+    suite: str = ""
+    """The suite that ran."""
+    bench_version: str = ""
+    """The suite's bench version at the time of the run."""
+    config: dict[str, Any] = msgspec.field(default_factory=dict)
+    """The run's configuration as recorded."""
+    seeds: list[Any] = msgspec.field(default_factory=list)
+    """Seeds the run used."""
+    target: dict[str, Any] = msgspec.field(default_factory=dict)
+    """What was measured (URL, model, strategy...)."""
+    package_version: str | None = None
+    """benchwarden's version."""
+    git_sha: str | None = None
+    """The checkout's commit, when known."""
+    host: dict[str, Any] = msgspec.field(default_factory=dict)
+    """The machine's description."""
+    started_at: float | None = None
+    """Unix time the run began."""
+    ended_at: float | None = None
+    """Unix time the run ended; None while incomplete."""
+    duration_s: float | None = None
+    """Seconds from start to end (None while incomplete, and in reports written before it)."""
+    status: str = "incomplete"
+    """completed, interrupted, failed or incomplete."""
+    resumed_from: str | None = None
+    """The run this one continued, if any."""
+
+
+class VerdictBlock(msgspec.Struct, frozen=True):
+    """The verdict of a report: its kind and one-line reason."""
+
+    kind: str
+    """pass, fail or info."""
+    reason: str = ""
+    """One line saying why."""
+
+
+class EstimateBlock(msgspec.Struct, frozen=True, kw_only=True):
+    """A mean (or rate) with its standard error and interval (`stats.Estimate`), typed."""
+
+    mean: float | None = None
+    """Point estimate; None when there was nothing to estimate from."""
+    se: float | None = None
+    """Standard error of `mean`; None below two units."""
+    low: float | None = None
+    """Lower end of the 95 % interval (the method's own: t, Wilson, BCa...)."""
+    high: float | None = None
+    """Upper end of the 95 % interval."""
+    n: int = 0
+    """Samples the estimate used."""
+    method: str = ""
+    """How `se` and the interval were obtained."""
+
+
+class PairedBlock(msgspec.Struct, frozen=True, kw_only=True):
+    """A paired difference `b - a` (`stats.PairedComparison`), typed."""
+
+    n: int = 0
+    """Pairs used."""
+    mean_diff: float | None = None
+    """Mean of the differences."""
+    sd: float | None = None
+    """Sample standard deviation of the differences."""
+    se: float | None = None
+    """Standard error of `mean_diff`."""
+    low: float | None = None
+    """Lower end of the 95 % t interval."""
+    high: float | None = None
+    """Upper end of the 95 % t interval."""
+    p_value: float | None = None
+    """Two-sided paired t-test p-value."""
+    mde: float | None = None
+    """Minimum detectable effect at 80 % power."""
+
+
+def as_json(report: Any) -> dict[str, Any]:
+    """A report as JSON-able builtins: a typed report through msgspec, a mapping as is."""
+    if isinstance(report, msgspec.Struct):
+        return msgspec.to_builtins(report)  # type: ignore[no-any-return]
+    return dict(report)
+
+
+def convert(data: Any, kind: type[Any], what: str) -> Any:
+    """`data` read into the typed `kind`; a one-line ValueError when it does not fit."""
+    try:
+        return msgspec.convert(data, kind, strict=False)
+    except msgspec.ValidationError as error:
+        raise ValueError(f"{what} does not read as a report: {error}") from None
+
+
+def write_json(path: str | Path, report: Any) -> Path:
+    report = as_json(report)
     text = json.dumps(report, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
     return write_text_atomically(Path(path).expanduser(), text)
 

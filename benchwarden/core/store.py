@@ -10,7 +10,8 @@ Invariants:
 - A record address (suite, scope, arm, task, trial) is unique: a partial unique index
   refuses a second one, and the refusal names the address.
 - Every append is one transaction; a batch either lands whole or not at all.
-- No credential is ever stored: runs are checked for secret-looking keys first.
+- No credential is ever stored: runs are checked for secret-looking keys first, and
+  every entry written passes the process's scrubber (`core.secrets`) on the way in.
 
 Backends share this module's logic and differ only in connection and SQL dialect
 (`SQLiteStore` here; `PostgresStore` in `store_postgres`). `open_store` picks one
@@ -19,7 +20,6 @@ from a path or URL, so suites never know which they write to.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
@@ -32,6 +32,7 @@ import msgspec
 
 from benchwarden.core.chain import GENESIS_HASH, link_hash
 from benchwarden.core.records import Record, Run, RunEnd, canonical_json
+from benchwarden.core.secrets import credential_paths, scrub_entry
 
 SCHEMA_VERSION = 1
 
@@ -39,8 +40,6 @@ _record_decoder = msgspec.json.Decoder(Record)
 _run_decoder = msgspec.json.Decoder(Run)
 _run_end_decoder = msgspec.json.Decoder(RunEnd)
 
-_SECRET_KEY = re.compile(r"(?i)(api[_-]?key|authori[sz]ation|secret|password|passwd|bearer|credential)")
-_SECRET_VALUE = re.compile(r"^(sk-[A-Za-z0-9_-]{8,}|Bearer\s+\S+)")
 
 
 class StoreError(Exception):
@@ -75,23 +74,10 @@ class RunInfo:
 
 
 def find_secrets(value: Any, path: str = "") -> list[str]:
-    """Paths inside `value` whose key or value looks like a credential."""
-    found: list[str] = []
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            here = f"{path}.{key}" if path else str(key)
-            # the name of an environment variable that holds a key is not a secret
-            if _SECRET_KEY.search(str(key)) and not str(key).lower().endswith("_env") \
-                    and item not in (None, "", False):
-                found.append(here)
-            else:
-                found.extend(find_secrets(item, here))
-    elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            found.extend(find_secrets(item, f"{path}[{index}]"))
-    elif isinstance(value, str) and _SECRET_VALUE.match(value):
-        found.append(path or "<value>")
-    return found
+    """Paths inside `value` whose key or value looks like a credential, by the one rule
+    in `core.secrets` (as stored: the NAME of an environment variable, `*_env`, is not
+    one, and a credential-like name must hold a string)."""
+    return credential_paths(value, path, for_storage=True)
 
 
 def _as_bytes(body: Any) -> bytes:
@@ -202,6 +188,7 @@ class Store(ABC):
         return "refused: an entry with the same address is already stored"
 
     def begin_run(self, run: Run) -> None:
+        run = scrub_entry(run)  # the credentials this process was given, replaced
         secrets = find_secrets({"config": run.config, "target": run.target})
         if secrets:
             raise StoreError(
@@ -210,12 +197,13 @@ class Store(ABC):
         self._append([_Entry("run", run.suite, "", "", "", 0, run.run_id, canonical_json(run))])
 
     def finish_run(self, end: RunEnd) -> None:
+        end = scrub_entry(end)
         suite = self.run_info(end.run_id).run.suite
         self._append([_Entry("run_end", suite, "", "", "", 0, end.run_id, canonical_json(end))])
 
     def append(self, records: Iterable[Record]) -> None:
         """Append records in one transaction; refuses the whole batch on a duplicate."""
-        self._append([_record_entry(record) for record in records])
+        self._append([_record_entry(scrub_entry(record)) for record in records])
 
     # -- reading ---------------------------------------------------------------
     def records(self, *, run_id: str | None = None, suite: str | None = None,

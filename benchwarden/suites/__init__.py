@@ -1,7 +1,8 @@
 """The suites, registered the way a third-party suite would be.
 
 Every suite package has a `report` module with:
-- `build_report(store, run_id) -> dict`: the JSON report, recomputed from the store alone;
+- `build_report(store, run_id)`: the report, recomputed from the store alone (a typed
+  `msgspec.Struct` with `to_json()`, or a JSON dict for a suite not yet typed);
 - `render_terminal(report, console) -> None`: the terminal summary of that report;
 - `render_html(report) -> str` (optional): a self-contained HTML page.
 """

@@ -1,30 +1,376 @@
-"""The arms report: recomputed from the store alone, rendered for a terminal or as JSON.
+"""The arms report: one typed structure built once from the store, rendered for a terminal.
 
 A report covers a suite's scope (every record of every run of that suite, because
 cells deepen across runs), not only one run; the run it is built for contributes its
 tally (recorded, invalid, harness errors, samples before → after per cell).
-Empty groups print as a dash, never as 0.
+
+Invariants:
+- `build_report` / `build_scope_report` read the store once and return an `ArmsReport`
+  (msgspec, frozen). Its JSON (`to_json`, `msgspec.json.encode`) keeps the field names of
+  the dict reports this suite wrote before; `ArmsReport.from_json` reads those files.
+- Every statistic is computed here (through `views`) or by `Record`; the terminal table
+  and the HTML page only format the typed report with `benchwarden.core.formatting`.
+- Empty groups are None and print as a dash, never as 0.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
+import msgspec
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from benchwarden.core.records import DEFAULT_WEIGHTS, TokenWeights
-from benchwarden.core.reports import dash_if_empty, envelope, verdict_text
+from benchwarden.core import formatting as fmt
+from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
+from benchwarden.core.reports import (REPORT_SCHEMA, EstimateBlock, PairedBlock, RunBlock,
+                                      VerdictBlock, as_json, convert, envelope, verdict_text)
 from benchwarden.core.store import Store, StoreError
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.arms.model import FLOOR
 from benchwarden.suites.arms.trial import SUITE_NAME
 
-DASH = "—"
+DASH = fmt.DASH
+COMPONENTS = ("fresh_input", "cache_creation", "cache_read", "output")
 
+
+# -- the typed report -------------------------------------------------------------
+
+class CoverageCount(msgspec.Struct, frozen=True, kw_only=True):
+    """How many of an arm's planned cells are covered, partial and missing."""
+
+    covered: int = 0
+    """Cells with at least `floor` samples."""
+    partial: int = 0
+    """Cells with some samples, fewer than `floor`."""
+    missing: int = 0
+    """Cells with no sample."""
+    cells: int = 0
+    """Planned cells (tasks) of the arm."""
+
+
+class ArmCoverage(CoverageCount, frozen=True, kw_only=True):
+    """An arm's coverage with its samples per task."""
+
+    samples: dict[str, int] = msgspec.field(default_factory=dict)
+    """Samples recorded per task."""
+
+
+class HeadlineRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One arm's headline: correctness first, then cost."""
+
+    arm: str
+    """The arm."""
+    samples: int = 0
+    """Samples recorded for the arm."""
+    success: EstimateBlock | None = None
+    """Pass rate with its Wilson 95 % interval."""
+    cost_equivalent: EstimateBlock | None = None
+    """Cost-equivalent tokens per trial, mean ± SE clustered by task, with its t interval."""
+    cost_equivalent_per_task: EstimateBlock | None = None
+    """Mean over tasks of each task's mean cost, with a BCa bootstrap interval."""
+    raw_tokens: EstimateBlock | None = None
+    """Unweighted tokens per trial."""
+    turns: EstimateBlock | None = None
+    """Turns per trial."""
+    duration_s: EstimateBlock | None = None
+    """Wall-clock seconds per trial."""
+    coverage: CoverageCount = msgspec.field(default_factory=CoverageCount)
+    """The arm's cell coverage."""
+    imputed_cost_usd: EstimateBlock | None = None
+    """Imputed dollars per trial, where the driver priced it."""
+
+
+class TierRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One arm on one task tier."""
+
+    arm: str
+    """The arm."""
+    tier: str
+    """The task tier."""
+    samples: int = 0
+    """Samples of the arm on tasks of this tier."""
+    success: EstimateBlock | None = None
+    """Pass rate with its Wilson interval."""
+    cost_equivalent: EstimateBlock | None = None
+    """Cost-equivalent tokens per trial."""
+
+
+class ComponentRow(msgspec.Struct, frozen=True, kw_only=True):
+    """Mean of each unweighted token component per trial, and its weighted mean."""
+
+    arm: str
+    """The arm."""
+    samples: int = 0
+    """Samples whose driver reported tokens."""
+    fresh_input: EstimateBlock | None = None
+    """Fresh input tokens per trial."""
+    fresh_input_weighted: float | None = None
+    """Mean fresh input tokens times their weight."""
+    cache_creation: EstimateBlock | None = None
+    """Cache-creation tokens per trial."""
+    cache_creation_weighted: float | None = None
+    """Mean cache-creation tokens times their weight."""
+    cache_read: EstimateBlock | None = None
+    """Cache-read tokens per trial."""
+    cache_read_weighted: float | None = None
+    """Mean cache-read tokens times their weight."""
+    output: EstimateBlock | None = None
+    """Output tokens per trial."""
+    output_weighted: float | None = None
+    """Mean output tokens times their weight."""
+    reasoning: EstimateBlock | None = None
+    """Reasoning tokens per trial, where reported."""
+
+    def component(self, name: str) -> EstimateBlock | None:
+        """The estimate of one of `COMPONENTS`."""
+        return getattr(self, name)  # type: ignore[no-any-return]
+
+    def weighted(self, name: str) -> float | None:
+        """The weighted mean of one of `COMPONENTS`."""
+        return getattr(self, f"{name}_weighted")  # type: ignore[no-any-return]
+
+
+class FailureRow(msgspec.Struct, frozen=True, kw_only=True):
+    """Outcome counts of one arm (None for an arm with no sample)."""
+
+    arm: str
+    """The arm."""
+    samples: int = 0
+    """Samples of the arm."""
+    passed: int | None = msgspec.field(default=None, name="pass")
+    """Trials that passed."""
+    incorrect: int | None = None
+    """Finished, but the checker says wrong."""
+    confused: int | None = None
+    """Hit the turn cap."""
+    hung: int | None = None
+    """Hit the wall clock."""
+    denied_calls: int | None = None
+    """Tool calls the arm's gate refused."""
+
+
+class SuccessDifference(PairedBlock, frozen=True, kw_only=True):
+    """The paired success difference, with the binomial MDE for when it has no spread."""
+
+    mde_binomial: float | None = None
+    """Binomial MDE at the pooled pass rate and `samples_per_arm`."""
+    samples_per_arm: int = 0
+    """Samples per arm over the shared tasks (the smaller arm)."""
+
+
+class Comparison(msgspec.Struct, frozen=True, kw_only=True):
+    """Paired comparison `b - a` over the tasks both arms covered."""
+
+    a: str
+    """The baseline arm."""
+    b: str
+    """The arm compared against it."""
+    floor: int = FLOOR
+    """Samples each arm needs in a task for it to be paired."""
+    tasks: list[str] = msgspec.field(default_factory=list)
+    """Tasks both arms covered."""
+    only_a: list[str] = msgspec.field(default_factory=list)
+    """Tasks only `a` covered."""
+    only_b: list[str] = msgspec.field(default_factory=list)
+    """Tasks only `b` covered."""
+    success_difference: SuccessDifference = msgspec.field(default_factory=SuccessDifference)
+    """Paired difference of per-task pass rates."""
+    cost_equivalent_difference: PairedBlock = msgspec.field(default_factory=PairedBlock)
+    """Paired difference of per-task mean cost-equivalent tokens."""
+    success_a: float | None = None
+    """Mean per-task pass rate of `a` over the shared tasks."""
+    success_b: float | None = None
+    """Mean per-task pass rate of `b` over the shared tasks."""
+    cost_a: float | None = None
+    """Mean per-task cost of `a` over the shared priced tasks."""
+    cost_b: float | None = None
+    """Mean per-task cost of `b` over the shared priced tasks."""
+
+
+class TallyCell(msgspec.Struct, frozen=True, kw_only=True):
+    """One cell of a run's tally."""
+
+    arm: str
+    """The arm."""
+    task: str
+    """The task."""
+    before: int = 0
+    """Samples the cell had before the run."""
+    after: int = 0
+    """Samples after it."""
+    passed: int = 0
+    """Trials of this run that passed."""
+    failed: int = 0
+    """Trials of this run that failed."""
+    invalid: int = 0
+    """Trials discarded as isolation leaks."""
+    harness_errors: int = 0
+    """Trials the harness could not run."""
+    covered: bool = False
+    """Whether the cell reached the floor."""
+
+
+class Tally(msgspec.Struct, frozen=True, kw_only=True):
+    """What one run did: its counts and its cells."""
+
+    recorded: int = 0
+    """Samples recorded."""
+    invalid: int = 0
+    """Trials discarded as isolation leaks."""
+    harness_errors: int = 0
+    """Trials the harness could not run."""
+    attempted: int = 0
+    """Trials attempted."""
+    floor: int = FLOOR
+    """Samples that make a cell covered."""
+    floor_reached: bool = False
+    """Whether every cell reached the floor."""
+    cells: list[TallyCell] = msgspec.field(default_factory=list)
+    """Per cell: samples before → after and this run's outcomes."""
+    problems: list[str] = msgspec.field(default_factory=list)
+    """One line per invalid trial or harness error (capped)."""
+
+
+class TranscriptEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One tool call of a trial."""
+
+    kind: str = "call"
+    """shell or function (or another driver's word)."""
+    command: str | None = None
+    """The shell command."""
+    name: str | None = None
+    """The function called."""
+    arguments: Any = None
+    """The function's arguments as the model wrote them."""
+    denied: bool = False
+    """The gate refused it (it did not run)."""
+    reason: str | None = None
+    """Why it was refused."""
+
+
+class Trial(msgspec.Struct, frozen=True, kw_only=True):
+    """One recorded trial, for the page's drill-down."""
+
+    arm: str
+    """The arm."""
+    task: str
+    """The task."""
+    trial: int
+    """The trial number within its cell."""
+    run_id: str = ""
+    """The run that recorded it."""
+    outcome: str = ""
+    """pass or fail."""
+    failure: str | None = None
+    """The failure tag (incorrect, confused, hung)."""
+    tier: str | None = None
+    """The task's tier."""
+    reasons: list[str] = msgspec.field(default_factory=list)
+    """The checker's reasons."""
+    turns: int | None = None
+    """Turns the agent took."""
+    stopped: str | None = None
+    """Why it stopped."""
+    final_report: str | None = None
+    """The agent's final report."""
+    transcript: list[TranscriptEntry] = msgspec.field(default_factory=list)
+    """Its tool calls."""
+    denied_calls: int | None = None
+    """Calls the gate refused."""
+    tokens: dict[str, int] = msgspec.field(default_factory=dict)
+    """Its token components."""
+    tokens_reported: bool = True
+    """Whether the driver reported tokens."""
+    cost_equivalent: float | None = None
+    """Its cost-equivalent tokens (`TokenComponents.cost_equivalent` at the report's weights)."""
+    duration_s: float | None = None
+    """Its wall-clock seconds (`Record.duration_s`)."""
+    model: str | None = None
+    """The model, when the driver names one."""
+    driver: str | None = None
+    """The agent driver."""
+
+
+class ArmsReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The arms report of one scope: headline, breakdowns, comparisons and a run's tally.
+
+    Fields without a default are always in the JSON; `run`, `verdict` and `trials` are
+    left out when absent, as the dict reports before this type did."""
+
+    schema: str
+    """The envelope's version."""
+    suite: str
+    """Always `arms`."""
+    bench_version: str
+    """The suite's bench version."""
+    run: RunBlock | None = None
+    """The run the report was built for (absent for a scope without runs)."""
+    verdict: VerdictBlock | None = None
+    """INFO with the sample count, or nothing measured."""
+    scope: str
+    """The suite definition (e.g. `tracker`) whose records are pooled."""
+    floor: int
+    """Samples that make a cell covered."""
+    weights: dict[str, float]
+    """Cost-equivalent weight per token component."""
+    arms: list[str]
+    """Arms shown, planned or recorded, in first-seen order."""
+    tasks: list[str]
+    """Tasks shown."""
+    tiers: list[str]
+    """Task tiers shown."""
+    samples: int
+    """Samples in the scope."""
+    headline: list[HeadlineRow]
+    """One row per arm."""
+    coverage: dict[str, ArmCoverage]
+    """Per arm: covered / partial / missing cells and samples per task."""
+    per_tier: list[TierRow]
+    """One row per arm and tier."""
+    per_component: list[ComponentRow]
+    """One row per arm."""
+    failure_tags: list[FailureRow]
+    """One row per arm."""
+    comparisons: list[Comparison]
+    """Every pair of arms, in order."""
+    tally: Tally | None
+    """The run's tally (None when the run has not ended)."""
+    runs: list[str]
+    """Ids of the scope's runs."""
+    trials: list[Trial] | None = None
+    """Every trial of the scope, when the report was built `with_trials` (for the page)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON-able report (the same field names as the dict reports before it)."""
+        return as_json(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "ArmsReport":
+        """Read a report file's JSON (any arms report this package wrote)."""
+        if data.get("suite", SUITE_NAME) != SUITE_NAME:
+            raise ValueError(f"not an arms report (suite {data.get('suite')!r})")
+        return convert({**_empty_report(), **data}, cls, "arms report")  # type: ignore[no-any-return]
+
+
+def _empty_report() -> dict[str, Any]:
+    """What a report that measured nothing holds: fills the gaps of a partial file."""
+    return {"schema": REPORT_SCHEMA, "suite": SUITE_NAME, "bench_version": "", "scope": "",
+            "floor": FLOOR, "weights": {}, "arms": [], "tasks": [], "tiers": [], "samples": 0,
+            "headline": [], "coverage": {}, "per_tier": [], "per_component": [],
+            "failure_tags": [], "comparisons": [], "tally": None, "runs": []}
+
+
+def as_report(report: "ArmsReport | Mapping[str, Any]") -> ArmsReport:
+    """The typed report, reading a JSON mapping when given one."""
+    return report if isinstance(report, ArmsReport) else ArmsReport.from_json(report)
+
+
+# -- building ---------------------------------------------------------------------
 
 def build_report(store: Store, run_id: str, weights: TokenWeights = DEFAULT_WEIGHTS,
-                 floor: int = FLOOR) -> dict[str, Any]:
+                 floor: int = FLOOR) -> ArmsReport:
     """The report of the scope a run belongs to, with that run's tally."""
     info = store.run_info(run_id)
     if info.run.suite != SUITE_NAME:
@@ -34,7 +380,7 @@ def build_report(store: Store, run_id: str, weights: TokenWeights = DEFAULT_WEIG
 
 def build_scope_report(store: Store, scope: str | None = None,
                        weights: TokenWeights = DEFAULT_WEIGHTS,
-                       floor: int = FLOOR) -> dict[str, Any]:
+                       floor: int = FLOOR) -> ArmsReport:
     """The report of a suite's scope (default: the scope of the latest arms run)."""
     runs = store.runs(SUITE_NAME)
     if scope is None:
@@ -49,8 +395,41 @@ def build_scope_report(store: Store, scope: str | None = None,
     return _report(store, scope, mine[-1] if mine else None, weights, floor)
 
 
+def trial_entry(record: Record, weights: TokenWeights) -> dict[str, Any]:
+    """One trial for the page, its cost and duration from `Record` itself."""
+    payload = record.payload
+    tokens = record.tokens
+    return {
+        "arm": record.arm, "task": record.task, "trial": record.trial, "run_id": record.run_id,
+        "outcome": record.outcome, "failure": payload.get("failure"),
+        "tier": payload.get("tier"), "reasons": list(payload.get("reasons") or []),
+        "turns": payload.get("turns"), "stopped": payload.get("stopped"),
+        "final_report": payload.get("final_report"),
+        "transcript": list(payload.get("transcript") or []),
+        "denied_calls": payload.get("denied_calls"),
+        "tokens": {name: getattr(tokens, name) for name in COMPONENTS},
+        "tokens_reported": payload.get("tokens_reported", True),
+        "cost_equivalent": tokens.cost_equivalent(weights),
+        "duration_s": record.duration_s,
+        "model": payload.get("model"), "driver": payload.get("driver"),
+    }
+
+
+def with_trials(store: Store, report: "ArmsReport | Mapping[str, Any]") -> ArmsReport:
+    """The report plus every trial of its scope (read from the store), for the page.
+
+    A report that already carries trials is returned as it is."""
+    typed = as_report(report)
+    if typed.trials is not None:
+        return typed
+    weights = TokenWeights(**typed.weights) if typed.weights else DEFAULT_WEIGHTS
+    records = store.records(suite=typed.suite, scope=typed.scope)
+    trials = convert([trial_entry(record, weights) for record in records], list[Trial], "trials")
+    return msgspec.structs.replace(typed, trials=trials)
+
+
 def _report(store: Store, scope: str, info: Any, weights: TokenWeights,
-            floor: int) -> dict[str, Any]:
+            floor: int) -> ArmsReport:
     from benchwarden.suites.arms import views  # scipy: only when a report is built
 
     records = store.records(suite=SUITE_NAME, scope=scope)
@@ -89,166 +468,127 @@ def _report(store: Store, scope: str, info: Any, weights: TokenWeights,
         "runs": [i.run.run_id for i in store.runs(SUITE_NAME)
                  if i.run.config.get("scope") == scope],
     }
-    return envelope(suite=SUITE_NAME, bench_version=bench_version,
-                    run=info.run if info is not None else None,
-                    end=info.end if info is not None else None, verdict=verdict, body=body)
+    plain = envelope(suite=SUITE_NAME, bench_version=bench_version,
+                     run=info.run if info is not None else None,
+                     end=info.end if info is not None else None, verdict=verdict, body=body)
+    return convert(plain, ArmsReport, "arms report")  # type: ignore[no-any-return]
+
+
+def comparison_of(plain: Mapping[str, Any]) -> Comparison:
+    """A comparison computed by `views.compare`, typed."""
+    return convert(dict(plain), Comparison, "arms comparison")  # type: ignore[no-any-return]
 
 
 # -- terminal ------------------------------------------------------------------
 
-def _rate(estimate: Mapping[str, Any] | None) -> str:
-    if not estimate or estimate.get("mean") is None:
-        return DASH
-    text = f"{100 * estimate['mean']:.0f}%"
-    if estimate.get("low") is not None:
-        text += f" [{100 * estimate['low']:.0f}–{100 * estimate['high']:.0f}]"
-    return text
+def _mde_success(success: SuccessDifference) -> float | None:
+    return success.mde if success.mde is not None else success.mde_binomial
 
 
-def _mean(estimate: Mapping[str, Any] | None, digits: int = 0) -> str:
-    if not estimate or estimate.get("mean") is None:
-        return DASH
-    text = f"{estimate['mean']:,.{digits}f}"
-    if estimate.get("se") is not None:
-        text += f" ± {estimate['se']:,.{digits}f}"
-    return text
-
-
-def _bootstrap(estimate: Mapping[str, Any] | None) -> str:
-    if not estimate or estimate.get("mean") is None:
-        return DASH
-    text = f"{estimate['mean']:,.0f}"
-    if estimate.get("low") is not None:
-        text += f" [{estimate['low']:,.0f}–{estimate['high']:,.0f}]"
-    return text
-
-
-def _signed(value: float | None, digits: int, percent: bool = False) -> str:
-    if value is None:
-        return DASH
-    scale = 100 if percent else 1
-    suffix = " pp" if percent else ""
-    return f"{scale * value:+,.{digits}f}{suffix}"
-
-
-def _interval(row: Mapping[str, Any], digits: int, percent: bool = False) -> str:
-    if row.get("low") is None:
-        return DASH
-    scale = 100 if percent else 1
-    return f"[{scale * row['low']:+,.{digits}f}, {scale * row['high']:+,.{digits}f}]"
-
-
-COMPONENTS = ("fresh_input", "cache_creation", "cache_read", "output")
-
-
-def render_terminal(report: Mapping[str, Any], console: Console) -> None:
-    verdict = report.get("verdict")
-    console.print(f"[bold]arms[/bold] suite [bold]{report.get('scope')}[/bold] "
-                  f"({report.get('bench_version')}), floor {report.get('floor')} samples per cell")
-    if verdict:
-        console.print(verdict_text(Verdict(verdict["kind"], verdict["reason"])))
-    weights = report.get("weights", {})
-    console.print("cost-equivalent weights: " + ", ".join(f"{k}={v:g}" for k, v in weights.items()))
+def render_terminal(report: "ArmsReport | Mapping[str, Any]", console: Console) -> None:
+    report = as_report(report)
+    console.print(f"[bold]arms[/bold] suite [bold]{report.scope}[/bold] "
+                  f"({report.bench_version}), floor {report.floor} samples per cell")
+    if report.verdict:
+        console.print(verdict_text(Verdict(report.verdict.kind, report.verdict.reason)))  # type: ignore[arg-type]
+    console.print("cost-equivalent weights: "
+                  + ", ".join(f"{k}={v:g}" for k, v in report.weights.items()))
 
     table = Table(title="headline per arm (mean ± SE clustered by task; success with Wilson 95 % CI)")
     for column in ("arm", "samples", "success", "cost-eq tokens", "per task [BCa 95 %]",
                    "raw tokens", "turns",
                    "duration s", "covered/partial/missing", "imputed $"):
         table.add_column(column, justify="left" if column == "arm" else "right")
-    for row in report.get("headline", []):
-        cov = row["coverage"]
-        table.add_row(row["arm"], str(row["samples"]), _rate(row["success"]),
-                      _mean(row["cost_equivalent"]), _bootstrap(row.get("cost_equivalent_per_task")),
-                      _mean(row["raw_tokens"]),
-                      _mean(row["turns"], 1), _mean(row["duration_s"], 1),
-                      f"{cov['covered']}/{cov['partial']}/{cov['missing']} of {cov['cells']}",
-                      _mean(row["imputed_cost_usd"], 4))
+    for row in report.headline:
+        cov = row.coverage
+        table.add_row(row.arm, fmt.count(row.samples), fmt.rate(row.success),
+                      fmt.estimate(row.cost_equivalent, 0),
+                      fmt.estimate_interval(row.cost_equivalent_per_task, 0),
+                      fmt.estimate(row.raw_tokens, 0),
+                      fmt.estimate(row.turns, 1), fmt.estimate(row.duration_s, 1),
+                      f"{cov.covered}/{cov.partial}/{cov.missing} of {cov.cells}",
+                      fmt.estimate(row.imputed_cost_usd, 4))
     console.print(table)
 
     tiers = Table(title="per tier")
     for column in ("arm", "tier", "samples", "success", "cost-eq tokens"):
         tiers.add_column(column, justify="left" if column in ("arm", "tier") else "right")
-    for row in report.get("per_tier", []):
-        tiers.add_row(row["arm"], row["tier"], str(row["samples"]) if row["samples"] else DASH,
-                      _rate(row["success"]), _mean(row["cost_equivalent"]))
+    for tier in report.per_tier:
+        tiers.add_row(tier.arm, tier.tier, fmt.count(tier.samples) if tier.samples else DASH,
+                      fmt.rate(tier.success), fmt.estimate(tier.cost_equivalent, 0))
     console.print(tiers)
 
     components = Table(title="per token component (mean per sample ± SE; weighted mean)")
     components.add_column("arm")
     for name in COMPONENTS:
         components.add_column(name.replace("_", " "), justify="right")
-    for row in report.get("per_component", []):
+    for component in report.per_component:
         cells = []
         for name in COMPONENTS:
-            weighted = row.get(f"{name}_weighted")
-            cells.append(_mean(row[name]) + ("" if weighted is None else f" ({weighted:,.0f})"))
-        components.add_row(row["arm"], *cells)
+            weighted = component.weighted(name)
+            cells.append(fmt.estimate(component.component(name), 0)
+                         + ("" if weighted is None else f" ({fmt.tokens(weighted)})"))
+        components.add_row(component.arm, *cells)
     console.print(components)
 
     tags = Table(title="outcomes and failure tags")
     for column in ("arm", "samples", "pass", "incorrect", "confused", "hung", "denied calls"):
         tags.add_column(column, justify="left" if column == "arm" else "right")
-    for row in report.get("failure_tags", []):
-        tags.add_row(row["arm"], str(row["samples"]) if row["samples"] else DASH,
-                     *(dash_if_empty(row[k]) for k in ("pass", "incorrect", "confused", "hung",
-                                                       "denied_calls")))
+    for tag in report.failure_tags:
+        tags.add_row(tag.arm, fmt.count(tag.samples) if tag.samples else DASH,
+                     *(fmt.count(value) for value in (tag.passed, tag.incorrect, tag.confused,
+                                                      tag.hung, tag.denied_calls)))
     console.print(tags)
 
-    for comparison in report.get("comparisons", []):
+    for comparison in report.comparisons:
         render_comparison(comparison, console)
 
-    tally = report.get("tally")
-    if tally:
-        render_tally(tally, console)
+    if report.tally:
+        render_tally(report.tally, console)
 
 
-def render_comparison(comparison: Mapping[str, Any], console: Console) -> None:
-    success = comparison["success_difference"]
-    cost = comparison["cost_equivalent_difference"]
-    table = Table(title=f"paired: {comparison['b']} − {comparison['a']} over "
-                        f"{len(comparison['tasks'])} tasks both covered "
-                        f"(≥ {comparison['floor']} samples each)")
-    for column in ("measure", comparison["a"], comparison["b"], "difference", "95 % CI",
+def render_comparison(given: "Comparison | Mapping[str, Any]", console: Console) -> None:
+    comparison = given if isinstance(given, Comparison) else comparison_of(given)
+    success = comparison.success_difference
+    cost = comparison.cost_equivalent_difference
+    table = Table(title=f"paired: {comparison.b} − {comparison.a} over "
+                        f"{len(comparison.tasks)} tasks both covered "
+                        f"(≥ {comparison.floor} samples each)")
+    for column in ("measure", comparison.a, comparison.b, "difference", "95 % CI",
                    "p", "MDE"):
         table.add_column(column, justify="left" if column == "measure" else "right")
-    mde_success = success.get("mde")
-    if mde_success is None:
-        mde_success = success.get("mde_binomial")
-    table.add_row("success", _pct(comparison["success_a"]), _pct(comparison["success_b"]),
-                  _signed(success["mean_diff"], 1, True), _interval(success, 1, True),
-                  DASH if success["p_value"] is None else f"{success['p_value']:.3f}",
-                  DASH if mde_success is None else f"{100 * mde_success:.1f} pp")
-    table.add_row("cost-eq tokens", dash_if_empty(comparison["cost_a"], "{:,.0f}"),
-                  dash_if_empty(comparison["cost_b"], "{:,.0f}"),
-                  _signed(cost["mean_diff"], 0), _interval(cost, 0),
-                  DASH if cost["p_value"] is None else f"{cost['p_value']:.3f}",
-                  DASH if cost["mde"] is None else f"{cost['mde']:,.0f}")
+    table.add_row("success", fmt.percent(comparison.success_a), fmt.percent(comparison.success_b),
+                  fmt.signed(success.mean_diff, 1, scale=100, suffix=" pp"),
+                  fmt.interval(success.low, success.high, 1, scale=100, sign=True),
+                  fmt.p_value(success.p_value),
+                  fmt.DASH if _mde_success(success) is None
+                  else fmt.number(100 * _mde_success(success), 1) + " pp")  # type: ignore[operator]
+    table.add_row("cost-eq tokens", fmt.tokens(comparison.cost_a), fmt.tokens(comparison.cost_b),
+                  fmt.signed(cost.mean_diff, 0), fmt.interval(cost.low, cost.high, 0, sign=True),
+                  fmt.p_value(cost.p_value), fmt.tokens(cost.mde))
     console.print(table)
-    if not comparison["tasks"]:
+    if not comparison.tasks:
         console.print(f"  no task is covered by both arms yet; run more trials "
-                      f"(--trials {comparison['floor']})")
+                      f"(--trials {comparison.floor})")
 
 
-def _pct(value: float | None) -> str:
-    return DASH if value is None else f"{100 * value:.0f}%"
-
-
-def render_tally(tally: Mapping[str, Any], console: Console) -> None:
-    table = Table(title=f"run tally: {tally['recorded']} recorded, {tally['invalid']} invalid "
-                        f"(isolation leaks), {tally['harness_errors']} harness errors")
+def render_tally(given: "Tally | Mapping[str, Any]", console: Console) -> None:
+    tally: Tally = given if isinstance(given, Tally) else convert(dict(given), Tally, "run tally")
+    table = Table(title=f"run tally: {tally.recorded} recorded, {tally.invalid} invalid "
+                        f"(isolation leaks), {tally.harness_errors} harness errors")
     for column in ("arm", "task", "samples before → after", "pass", "fail", "invalid",
                    "harness errors", "floor"):
         table.add_column(column, justify="left" if column in ("arm", "task") else "right")
-    for cell in tally.get("cells", []):
-        table.add_row(cell["arm"], cell["task"], f"{cell['before']} → {cell['after']}",
-                      str(cell["passed"]), str(cell["failed"]), str(cell["invalid"]),
-                      str(cell["harness_errors"]), "reached" if cell["covered"] else "below")
+    for cell in tally.cells:
+        table.add_row(cell.arm, cell.task, f"{cell.before} → {cell.after}",
+                      fmt.count(cell.passed), fmt.count(cell.failed), fmt.count(cell.invalid),
+                      fmt.count(cell.harness_errors), "reached" if cell.covered else "below")
     console.print(table)
-    for problem in tally.get("problems", []):
-        console.print(f"  [yellow]{problem}[/yellow]")
-    if tally.get("floor_reached"):
-        console.print(f"every cell reached the floor of {tally['floor']} samples")
+    for problem in tally.problems:
+        console.print(f"  [yellow]{escape(problem)}[/yellow]")
+    if tally.floor_reached:
+        console.print(f"every cell reached the floor of {tally.floor} samples")
     else:
-        below = sum(1 for c in tally.get("cells", []) if not c["covered"])
-        console.print(f"[bold]{below} cells are below the floor of {tally['floor']} samples[/bold]: "
+        below = sum(1 for cell in tally.cells if not cell.covered)
+        console.print(f"[bold]{below} cells are below the floor of {tally.floor} samples[/bold]: "
                       "run again with --trials to deepen them")

@@ -1,151 +1,88 @@
 """The retrieval report as one self-contained HTML page.
 
-`render_html(report)` draws a retrieval JSON report (`report.build_report`): per-category
-bars per strategy, composite against composite_guarded, the three guards (efficiency,
-paraphrase consistency, canary), per-seed scores, failed cases. When the report also
-carries a champion/challenger comparison (`comparison: {champion, challenger, decision}`
-or the same three keys at the top level, each side a retrieval report and `decision` the
-scoring module's `Decision.to_json_dict()`), the page adds both strategies to the
-charts and draws the per-seed differences against the paired band; a `ledger` (or
-`history`) list of decisions becomes the ladder history. `enrich(store, report)` adds
-both from the ladder folder a ladder-scored run names (called by `benchwarden report`).
+`render_html(report)` draws a typed retrieval report (`report.RetrievalReport`, or its
+JSON read back with `RetrievalReport.from_json`): per-category bars per strategy,
+composite against composite_guarded, the three guards (efficiency, paraphrase
+consistency, canary), per-seed scores, failed cases. When the report also carries a
+champion/challenger comparison (`comparison`: both sides' reports, the decision and the
+per-seed pairs), the page adds both strategies to the charts and draws the per-seed
+differences against the paired band; a `ledger` of decisions becomes the ladder history.
+`enrich(store, report)` adds both from the ladder folder a ladder-scored run names
+(called by `benchwarden report`).
 
-Invariants: strategy names, questions, grading reasons and failure reasons (all of which
-can come from a strategy's code or output) reach the page only through the escaping
-helpers of `benchwarden.core.html`. A version-1 report (no guard block) is read with the
-guards at 1.0 and the guarded composite falling back to the composite, and says so.
+Invariants:
+- A view only formats: every number is a field of the typed report printed through
+  `benchwarden.core.formatting`; every whisker is the report's own Student t interval
+  over seeds (`summary`, from `core.stats.mean_se`), never one drawn here.
+- Strategy names, questions, grading reasons and failure reasons (all of which can come
+  from a strategy's code or output) reach the page only through the escaping helpers of
+  `benchwarden.core.html`. A version-1 report is read with the guards at 1.0 and the
+  guarded composite falling back to the composite, and says so.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any, Mapping, Sequence
 
+from benchwarden.core import formatting as fmt
 from benchwarden.core import html as h
+from benchwarden.core.reports import EstimateBlock
+from benchwarden.suites.retrieval.report import (Comparison, RetrievalReport, Summary,
+                                                 as_report, comparison)
 
 COMPOSITE = "#0072B2"
 GUARDED = "#009E73"
 GUARD_COLORS = {"efficiency": "#56B4E9", "consistency": "#CC79A7", "canary": "#E69F00"}
 STRATEGY_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
-
-
-# ---------------------------------------------------------------------------- reading
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def _guards(block: Mapping[str, Any]) -> dict[str, Any]:
-    guards = block.get("guards") if isinstance(block.get("guards"), Mapping) else {}
-    return {"efficiency": _number(guards.get("efficiency")) if guards else 1.0,
-            "consistency": _number(guards.get("consistency")) if guards else 1.0,
-            "canary": _number(guards.get("canary")) if guards else 1.0,
-            "canary_tripped": bool(guards.get("canary_tripped", False)),
-            "canary_leak_rate": _number(guards.get("canary_leak_rate")) if guards else 0.0,
-            "consistency_per_template": dict(guards.get("consistency_per_template") or {}),
-            "mean_used_chars": _number(guards.get("mean_used_chars")),
-            "packs": guards.get("packs"), "legacy": not guards}
-
-
-def _seeds(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    blocks = []
-    for block in report.get("seeds") or []:
-        if not isinstance(block, Mapping):
-            continue
-        composite = _number(block.get("composite"))
-        guarded = _number(block.get("composite_guarded"))
-        blocks.append({"seed": block.get("seed"), "cases": block.get("cases"),
-                       "category_means": dict(block.get("category_means") or {}),
-                       "composite": composite,
-                       "composite_guarded": guarded if guarded is not None else composite,
-                       "guards": _guards(block),
-                       "failed_cases": [c for c in block.get("failed_cases") or [] if isinstance(c, Mapping)]})
-    return blocks
-
-
-def _estimate(values: Sequence[float | None]) -> dict[str, float | None]:
-    """Mean, standard error and a normal 95 % interval over seeds (None when empty)."""
-    present = [v for v in values if v is not None]
-    if not present:
-        return {"mean": None, "se": None, "low": None, "high": None}
-    mean = sum(present) / len(present)
-    if len(present) < 2:
-        return {"mean": mean, "se": None, "low": None, "high": None}
-    variance = sum((v - mean) ** 2 for v in present) / (len(present) - 1)
-    se = (variance / len(present)) ** 0.5
-    return {"mean": mean, "se": se, "low": mean - 1.96 * se, "high": mean + 1.96 * se}
+_NOTHING = EstimateBlock()
 
 
 class _Strategy:
-    """One strategy's report, read tolerantly."""
+    """One strategy's typed report and the name it is drawn under."""
 
-    def __init__(self, report: Mapping[str, Any], fallback_name: str) -> None:
-        strategy = report.get("strategy") if isinstance(report.get("strategy"), Mapping) else {}
-        self.name = str(strategy.get("name") or report.get("name") or fallback_name)
+    def __init__(self, report: RetrievalReport, fallback_name: str) -> None:
+        self.name = report.name or fallback_name
         self.report = report
-        self.blocks = _seeds(report)
-        self.failure = report.get("failure") if isinstance(report.get("failure"), Mapping) else None
+        self.blocks = report.seeds
+        self.failure = report.failure
+        self.summary: Summary = report.summary or Summary()
 
-    def estimate(self, key: str) -> dict[str, float | None]:
-        return _estimate([b[key] for b in self.blocks])
+    def estimate(self, key: str) -> EstimateBlock:
+        """composite or composite_guarded over seeds."""
+        return getattr(self.summary, key)  # type: ignore[no-any-return]
 
-    def guard(self, key: str) -> dict[str, float | None]:
-        return _estimate([b["guards"][key] for b in self.blocks])
+    def guard(self, key: str) -> EstimateBlock:
+        return getattr(self.summary.guards, key)  # type: ignore[no-any-return]
 
-    def categories(self) -> dict[str, dict[str, float | None]]:
-        names: list[str] = []
-        for block in self.blocks:
-            names += [n for n in block["category_means"] if n not in names]
-        return {name: _estimate([_number(b["category_means"].get(name)) for b in self.blocks])
-                for name in names}
+    def categories(self) -> dict[str, EstimateBlock]:
+        return self.summary.category_means
 
     @property
     def legacy(self) -> bool:
-        return any(b["guards"]["legacy"] for b in self.blocks)
+        return self.report.legacy_guards
 
 
-def _comparison(report: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]] | None:
-    holder = report.get("comparison") if isinstance(report.get("comparison"), Mapping) else report
-    champion, challenger = holder.get("champion"), holder.get("challenger")
-    decision = holder.get("decision")
-    if isinstance(champion, Mapping) and isinstance(challenger, Mapping):
-        return champion, challenger, decision if isinstance(decision, Mapping) else {}
-    return None
-
-
-def _fmt(value: Any, digits: int = 4) -> str:
-    number = _number(value)
-    return "—" if number is None else f"{number:.{digits}f}"
-
-
-def _est_text(estimate: Mapping[str, Any], digits: int = 4) -> str:
-    if estimate.get("mean") is None:
-        return "—"
-    text = f"{estimate['mean']:.{digits}f}"
-    if estimate.get("se") is not None:
-        text += f" ± {estimate['se']:.{digits}f}"
-    return text
+def _bar(label: str, estimate: EstimateBlock, **options: Any) -> h.Bar:
+    """A bar of an estimate over seeds, its whisker the estimate's own interval."""
+    return h.Bar(label, estimate.mean, estimate.low, estimate.high, **options)
 
 
 # ---------------------------------------------------------------------------- sections
 
-def _summary_section(main: _Strategy, report: Mapping[str, Any]) -> str:
-    composite, guarded = main.estimate("composite"), main.estimate("composite_guarded")
+def _summary_section(main: _Strategy) -> str:
     tiles = h.stat_tiles([
-        ("composite", _est_text(composite), COMPOSITE),
-        ("composite guarded", _est_text(guarded), GUARDED),
-        ("seeds", len(main.blocks), h.MUTED),
-        ("efficiency", _est_text(main.guard("efficiency"), 3), GUARD_COLORS["efficiency"]),
-        ("consistency", _est_text(main.guard("consistency"), 3), GUARD_COLORS["consistency"]),
-        ("canary multiplier", _est_text(main.guard("canary"), 2), GUARD_COLORS["canary"]),
+        ("composite", fmt.estimate(main.estimate("composite"), 4), COMPOSITE),
+        ("composite guarded", fmt.estimate(main.estimate("composite_guarded"), 4), GUARDED),
+        ("seeds", fmt.count(len(main.blocks)), h.MUTED),
+        ("efficiency", fmt.estimate(main.guard("efficiency"), 3), GUARD_COLORS["efficiency"]),
+        ("consistency", fmt.estimate(main.guard("consistency"), 3), GUARD_COLORS["consistency"]),
+        ("canary multiplier", fmt.estimate(main.guard("canary"), 2), GUARD_COLORS["canary"]),
     ])
     notes = []
     if main.failure:
         notes.append(f'<p class="alert"><strong>The strategy failed</strong> on seed '
-                     f'{h.escape(main.failure.get("seed", "—"))}: {h.escape(main.failure.get("reason", ""))}'
-                     "</p>")
+                     f'{h.escape(fmt.text(main.failure.get("seed")))}: '
+                     f'{h.escape(main.failure.get("reason", ""))}</p>')
     if main.legacy:
         notes.append('<p class="note">A version-1 report without guard blocks: guards read as 1.0 '
                      "and the guarded composite falls back to the composite. Never compare it "
@@ -161,12 +98,12 @@ def _category_section(strategies: Sequence[_Strategy]) -> str:
         return h.section("categories", "Per category", h.empty_note("no seed was scored"))
     if len(strategies) == 1:
         only = strategies[0]
-        bars = [h.Bar(name.replace("_", " "), est["mean"], est["low"], est["high"],
-                      color=COMPOSITE if est["mean"] is not None and est["mean"] >= 0.5 else h.WARN,
-                      value_text=_est_text(est, 2), note=f"{name}: {_est_text(est)} over seeds")
+        bars = [_bar(name.replace("_", " "), est,
+                     color=COMPOSITE if est.mean is not None and est.mean >= 0.5 else h.WARN,
+                     value_text=fmt.estimate(est, 2), note=f"{name}: {fmt.estimate(est, 4)} over seeds")
                 for name, est in only.categories().items()]
         chart = h.bar_chart(bars, label=f"per-category mean of {only.name}", max_value=1.0,
-                            width=900, unit="mean score (whiskers: 95 % over seeds)")
+                            width=900, unit="mean score (whiskers: 95 % t interval over seeds)")
     else:
         names: list[str] = []
         for strategy in strategies:
@@ -175,10 +112,10 @@ def _category_section(strategies: Sequence[_Strategy]) -> str:
         values = {}
         for strategy in strategies:
             for name, est in strategy.categories().items():
-                if est["mean"] is not None:
-                    values[(name.replace("_", " "), strategy.name)] = h.Bar(
-                        strategy.name, est["mean"], est["low"], est["high"],
-                        value_text=f"{est['mean']:.2f}", note=_est_text(est))
+                if est.mean is not None:
+                    values[(name.replace("_", " "), strategy.name)] = _bar(
+                        strategy.name, est, value_text=fmt.number(est.mean, 2),
+                        note=fmt.estimate(est, 4))
         chart = h.grouped_bars([n.replace("_", " ") for n in names], series, values,
                                label="per-category mean per strategy", max_value=1.0, width=1150,
                                height=340, unit="mean score")
@@ -193,9 +130,9 @@ def _composite_section(strategies: Sequence[_Strategy]) -> str:
     for strategy in strategies:
         for key, name in (("composite", "composite"), ("composite_guarded", "composite guarded")):
             est = strategy.estimate(key)
-            if est["mean"] is not None:
-                values[(strategy.name, name)] = h.Bar(name, est["mean"], est["low"], est["high"],
-                                                      value_text=f"{est['mean']:.3f}", note=_est_text(est))
+            if est.mean is not None:
+                values[(strategy.name, name)] = _bar(name, est, value_text=fmt.number(est.mean, 3),
+                                                     note=fmt.estimate(est, 4))
     chart = h.grouped_bars([s.name for s in strategies], series, values,
                            label="composite against composite guarded", max_value=1.0,
                            width=max(420, 260 * len(strategies)), height=300, unit="score")
@@ -210,38 +147,33 @@ def _guard_section(strategies: Sequence[_Strategy]) -> str:
     names = ("efficiency", "consistency", "canary")
     if len(strategies) == 1:
         only = strategies[0]
-        bars = [h.Bar(name, only.guard(name)["mean"], only.guard(name)["low"], only.guard(name)["high"],
-                      color=GUARD_COLORS[name], value_text=_est_text(only.guard(name), 3)) for name in names]
+        bars = [_bar(name, only.guard(name), color=GUARD_COLORS[name],
+                     value_text=fmt.estimate(only.guard(name), 3)) for name in names]
         parts.append(h.bar_chart(bars, label="guards", max_value=1.0, width=760, unit="multiplier"))
     else:
         series = [h.Series(s.name, STRATEGY_COLORS[i % len(STRATEGY_COLORS)]) for i, s in enumerate(strategies)]
-        values = {(name, s.name): h.Bar(s.name, s.guard(name)["mean"], s.guard(name)["low"],
-                                        s.guard(name)["high"], value_text=_fmt(s.guard(name)["mean"], 3))
-                  for s in strategies for name in names if s.guard(name)["mean"] is not None}
+        values = {(name, s.name): _bar(s.name, s.guard(name), value_text=fmt.number(s.guard(name).mean, 3))
+                  for s in strategies for name in names if s.guard(name).mean is not None}
         parts.append(h.grouped_bars(list(names), series, values, label="guards per strategy",
                                     max_value=1.0, height=280, unit="multiplier"))
     rows = []
     for strategy in strategies:
         for block in strategy.blocks:
-            guards = block["guards"]
-            rows.append((strategy.name, str(block["seed"]), _fmt(guards["efficiency"], 3),
-                         _fmt(guards["mean_used_chars"], 0), _fmt(guards["consistency"], 3),
-                         _fmt(guards["canary"], 2), "yes" if guards["canary_tripped"] else "no",
-                         _fmt(guards["canary_leak_rate"], 3), _fmt(block["composite"]),
-                         _fmt(block["composite_guarded"])))
+            guards = block.guards
+            rows.append((strategy.name, str(block.seed), fmt.number(guards.efficiency, 3),
+                         fmt.number(guards.mean_used_chars, 0), fmt.number(guards.consistency, 3),
+                         fmt.number(guards.canary, 2), fmt.number(guards.canary_tripped),
+                         fmt.number(guards.canary_leak_rate, 3), fmt.number(block.composite, 4),
+                         fmt.number(block.composite_guarded, 4)))
     parts.append(h.table(("strategy", "seed", "efficiency", "mean chars used", "consistency", "canary",
                           "tripped", "leak rate", "composite", "guarded"), rows,
                          numeric=(2, 3, 4, 5, 7, 8, 9)))
-    templates: dict[tuple[str, str], list[float]] = {}
-    for strategy in strategies:
-        for block in strategy.blocks:
-            for template, value in block["guards"]["consistency_per_template"].items():
-                if _number(value) is not None:
-                    templates.setdefault((strategy.name, str(template)), []).append(float(value))
+    templates = [(strategy.name, template, estimate) for strategy in strategies
+                 for template, estimate in strategy.summary.guards.consistency_per_template.items()]
     if templates:
         parts.append("<h3>Paraphrase agreement per template</h3>" + h.table(
             ("strategy", "template", "agreement"),
-            ((name, template, f"{sum(v) / len(v):.3f}") for (name, template), v in templates.items()),
+            ((name, template, fmt.number(estimate.mean, 3)) for name, template, estimate in templates),
             numeric=(2,)))
     key = h.legend([(GUARD_COLORS["efficiency"], "efficiency", "0.5 + 0.5 × (1 − min(1, mean chars used / budget))"),
                     (GUARD_COLORS["consistency"], "consistency", "share of cases whose paraphrase grades the same"),
@@ -250,51 +182,45 @@ def _guard_section(strategies: Sequence[_Strategy]) -> str:
                      intro="Reported beside the composite, never folded into it.")
 
 
-def _seed_section(strategies: Sequence[_Strategy], comparison: Any) -> str:
+def _seed_section(strategies: Sequence[_Strategy], compared: Comparison | None) -> str:
     parts = []
-    if comparison is not None:
+    if compared is not None:
         champion, challenger = strategies[0], strategies[1]
-        decision = comparison[2]
-        decide_on = str(decision.get("decide_on") or "composite")
-        seeds = [s for s in decision.get("seeds") or []]
-        old = [_number(v) for v in decision.get("champion_scores") or []]
-        new = [_number(v) for v in decision.get("challenger_scores") or []]
-        if not seeds:  # no decision: pair the seeds both sides scored
-            mine = {b["seed"]: b[decide_on] for b in champion.blocks}
-            theirs = {b["seed"]: b[decide_on] for b in challenger.blocks}
-            seeds = [s for s in mine if s in theirs]
-            old, new = [mine[s] for s in seeds], [theirs[s] for s in seeds]
+        decision = compared.decision
+        decide_on = decision.decide_on
         series = [h.Series(f"champion {champion.name}", STRATEGY_COLORS[0]),
                   h.Series(f"challenger {challenger.name}", STRATEGY_COLORS[1])]
         values = {}
-        for seed, a, b in zip(seeds, old, new):
-            if a is not None:
-                values[(str(seed), series[0].name)] = h.Bar(str(seed), a, value_text=f"{a:.3f}")
-            if b is not None:
-                values[(str(seed), series[1].name)] = h.Bar(str(seed), b, value_text=f"{b:.3f}")
+        for pair in compared.pairs:
+            values[(str(pair.seed), series[0].name)] = h.Bar(str(pair.seed), pair.champion,
+                                                             value_text=fmt.number(pair.champion, 3))
+            values[(str(pair.seed), series[1].name)] = h.Bar(str(pair.seed), pair.challenger,
+                                                             value_text=fmt.number(pair.challenger, 3))
         parts.append(f"<h3>{h.escape(decide_on.replace('_', ' '))} per seed</h3>" + h.grouped_bars(
-            [str(s) for s in seeds], series, values, label="per-seed scores of champion and challenger",
+            [str(p.seed) for p in compared.pairs], series, values,
+            label="per-seed scores of champion and challenger",
             max_value=1.0, width=1000, height=300, unit=decide_on.replace("_", " ")))
-        verdict = decision.get("verdict") if isinstance(decision.get("verdict"), Mapping) else {}
-        band = _number(verdict.get("band"))
-        mean_diff = _number(verdict.get("mean_diff"))
-        diffs = [h.Bar(f"seed {s}", b - a, color=h.GOOD if b - a >= 0 else h.BAD,
-                       note=f"seed {s}: challenger {b:.4f} − champion {a:.4f}")
-                 for s, a, b in zip(seeds, old, new) if a is not None and b is not None]
+        verdict = decision.verdict
+        band = verdict.band if verdict is not None else None
+        mean_diff = verdict.mean_diff if verdict is not None else None
+        diffs = [h.Bar(f"seed {p.seed}", p.difference, color=h.GOOD if p.difference >= 0 else h.BAD,
+                       value_text=fmt.signed(p.difference, 4),
+                       note=f"seed {p.seed}: challenger {fmt.number(p.challenger, 4)} − "
+                            f"champion {fmt.number(p.champion, 4)}")
+                 for p in compared.pairs]
         rules = []
         if mean_diff is not None:
-            rules.append(h.Rule(mean_diff, f"mean {mean_diff:+.4f}", h.ACCENT, dashed=False))
+            rules.append(h.Rule(mean_diff, f"mean {fmt.signed(mean_diff, 4)}", h.ACCENT, dashed=False))
         if band is not None:
-            rules.append(h.Rule(band, f"band {band:.4f}", h.BAD))
+            rules.append(h.Rule(band, f"band {fmt.number(band, 4)}", h.BAD))
         parts.append("<h3>Challenger − champion per seed, against the paired band</h3>" + h.diverging_bars(
             diffs, label="per-seed differences and the paired band", rules=rules,
             shade=(-band, band) if band is not None else None,
             shade_label="within ±band: not a win", width=1000, unit="difference"))
-        outcome = decision.get("dethroned")
-        reason = decision.get("reason") or ""
-        if outcome is not None:
+        if decision.dethroned is not None:
+            outcome = decision.dethroned
             parts.append(f'<p>{h.badge("dethroned" if outcome else "champion holds", h.GOOD if outcome else h.MUTED)} '
-                         f"{h.escape(reason)}</p>")
+                         f"{h.escape(decision.reason or '')}</p>")
         parts.append('<p class="note">band = max(0.007, 1.96 × standard error of the per-seed '
                      "differences); the challenger dethrones the champion only when the mean "
                      "difference reaches the band.</p>")
@@ -304,9 +230,9 @@ def _seed_section(strategies: Sequence[_Strategy], comparison: Any) -> str:
         values = {}
         for block in only.blocks:
             for key, name in (("composite", "composite"), ("composite_guarded", "composite guarded")):
-                if block[key] is not None:
-                    values[(str(block["seed"]), name)] = h.Bar(name, block[key], value_text=f"{block[key]:.3f}")
-        parts.append(h.grouped_bars([str(b["seed"]) for b in only.blocks], series, values,
+                score = getattr(block, key)
+                values[(str(block.seed), name)] = h.Bar(name, score, value_text=fmt.number(score, 3))
+        parts.append(h.grouped_bars([str(b.seed) for b in only.blocks], series, values,
                                     label="per-seed scores", max_value=1.0, width=1000, height=280,
                                     unit="score"))
         parts.append('<p class="note">No champion/challenger comparison in this report: '
@@ -314,23 +240,22 @@ def _seed_section(strategies: Sequence[_Strategy], comparison: Any) -> str:
     return h.section("seeds", "Per seed", "".join(parts))
 
 
-def _when(value: Any) -> str:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return dt.datetime.fromtimestamp(value, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return str(value) if value not in (None, "") else "—"
+def _ledger_number(value: Any) -> str:
+    return fmt.number(value, 4) if isinstance(value, (int, float)) else fmt.text(value)
 
 
-def _ledger_section(report: Mapping[str, Any]) -> str:
-    entries = report.get("ledger") or report.get("history")
-    if not isinstance(entries, list) or not entries:
+def _ledger_section(report: RetrievalReport) -> str:
+    """The ledger's entries as the ladder wrote them (its own format, not a statistic)."""
+    entries = report.ledger
+    if not entries:
         return ""
     rows = []
     for entry in entries:
         if not isinstance(entry, Mapping):
             continue
-        verdict = entry.get("verdict") if isinstance(entry.get("verdict"), Mapping) else {}
-        decision = entry.get("decision") if isinstance(entry.get("decision"), Mapping) else {}
-        merged = {**decision, **verdict, **entry}
+        verdict, decision = entry.get("verdict"), entry.get("decision")
+        merged = {**(decision if isinstance(decision, Mapping) else {}),
+                  **(verdict if isinstance(verdict, Mapping) else {}), **entry}
 
         def name(side: str) -> str:
             value = merged.get(side)
@@ -351,13 +276,13 @@ def _ledger_section(report: Mapping[str, Any]) -> str:
             outcome = h.escape(word or "—")
         source = merged.get("public_value") or merged.get("seed_source") or " ".join(
             str(merged[k]) for k in ("base", "date") if merged.get(k))
-        rows.append((h.escape(_when(merged.get("decided_at") or merged.get("at") or merged.get("timestamp"))),
+        rows.append((h.escape(fmt.when(merged.get("decided_at") or merged.get("at") or merged.get("timestamp"))),
                      h.escape(name("champion")), h.escape(name("challenger")), outcome,
-                     h.escape(_fmt(merged.get("mean_diff"))), h.escape(_fmt(merged.get("band"))),
+                     h.escape(_ledger_number(merged.get("mean_diff"))), h.escape(_ledger_number(merged.get("band"))),
                      h.escape(merged.get("n") if merged.get("n") is not None else len(merged.get("seeds") or []) or "—"),
                      h.escape(source or "—"),
                      h.escape(merged.get("reason") or "")))
-    problem = report.get("ledger_problem")
+    problem = report.ledger_problem
     warning = f'<p class="alert">{h.escape(problem)}</p>' if problem else ""
     return h.section("ladder", "Ladder history", warning + h.table(
         ("decided", "champion", "challenger", "outcome", "mean diff", "band", "seeds", "seeds from", "reason"),
@@ -365,15 +290,17 @@ def _ledger_section(report: Mapping[str, Any]) -> str:
         intro="Every decision appended to the ledger, oldest first, with its numbers.")
 
 
-def enrich(store: Any, report: Mapping[str, Any]) -> dict[str, Any]:
+def enrich(store: Any, report: RetrievalReport | Mapping[str, Any]) -> RetrievalReport:
     """For a run a ladder scored: the ledger, and the decision it took part in with both
     sides' reports (read from the ladder folder named in the run's configuration and
     from the store). Any other report is returned as it is."""
-    enriched = dict(report)
-    run = report.get("run") if isinstance(report.get("run"), Mapping) else {}
-    directory = (run.get("config") or {}).get("ladder")
-    if not directory or "ledger" in enriched:
-        return enriched
+    import msgspec
+
+    typed = as_report(report)
+    run = typed.run
+    directory = run.config.get("ladder") if run is not None else None
+    if not directory or typed.ledger is not None or run is None:
+        return typed
     from benchwarden.core.store import StoreError
     from benchwarden.suites.retrieval.ladder import Ladder, LedgerError
     from benchwarden.suites.retrieval.report import build_report
@@ -381,26 +308,25 @@ def enrich(store: Any, report: Mapping[str, Any]) -> dict[str, Any]:
     try:
         entries = Ladder(directory).entries()
     except (LedgerError, OSError) as error:
-        enriched["ledger_problem"] = f"ladder history unavailable: {error}"
-        return enriched
-    enriched["ledger"] = entries
+        return msgspec.structs.replace(typed, ledger_problem=f"ladder history unavailable: {error}")
+    changes: dict[str, Any] = {"ledger": [dict(e) for e in entries]}
     for entry in reversed(entries):
-        champion = entry.get("champion") if isinstance(entry.get("champion"), Mapping) else {}
-        challenger = entry.get("challenger") if isinstance(entry.get("challenger"), Mapping) else {}
-        if entry.get("kind") != "decision" or run.get("id") not in (champion.get("run_id"),
-                                                                    challenger.get("run_id")):
+        sides = entry.get("champion"), entry.get("challenger")
+        champion: Mapping[str, Any] = sides[0] if isinstance(sides[0], Mapping) else {}
+        challenger: Mapping[str, Any] = sides[1] if isinstance(sides[1], Mapping) else {}
+        if entry.get("kind") != "decision" or run.id not in (champion.get("run_id"),
+                                                             challenger.get("run_id")):
             continue
         try:
-            enriched["comparison"] = {
-                "champion": build_report(store, str(champion.get("run_id"))),
-                "challenger": build_report(store, str(challenger.get("run_id"))),
-                "decision": {"dethroned": entry.get("outcome") == "dethroned",
-                             "reason": entry.get("reason"), "verdict": entry.get("verdict"),
-                             "decide_on": entry.get("decide_on", "composite")}}
+            changes["comparison"] = comparison(
+                build_report(store, str(champion.get("run_id"))),
+                build_report(store, str(challenger.get("run_id"))),
+                {"dethroned": entry.get("outcome") == "dethroned", "reason": entry.get("reason"),
+                 "verdict": entry.get("verdict"), "decide_on": entry.get("decide_on", "composite")})
         except (StoreError, ValueError) as error:
-            enriched["ledger_problem"] = f"the other side of this decision is not in the store: {error}"
+            changes["ledger_problem"] = f"the other side of this decision is not in the store: {error}"
         break
-    return enriched
+    return msgspec.structs.replace(typed, **changes)
 
 
 def _failed_section(strategies: Sequence[_Strategy]) -> str:
@@ -408,16 +334,16 @@ def _failed_section(strategies: Sequence[_Strategy]) -> str:
     total = 0
     for strategy in strategies:
         for block in strategy.blocks:
-            cases = block["failed_cases"]
+            cases = block.failed_cases
             if not cases:
                 continue
             total += len(cases)
             table = h.table(("case", "category", "question", "score", "reason"),
-                            ((str(c.get("case", "")), str(c.get("category", "")), str(c.get("question", "")),
-                              _fmt(c.get("score"), 2), str(c.get("reason") or "")) for c in cases),
+                            ((c.case, c.category, c.question, fmt.number(c.score, 2), c.reason or "")
+                             for c in cases),
                             numeric=(3,))
             blocks.append(h.details(f"<strong>{h.escape(strategy.name)}</strong>"
-                                    f'<span class="muted">seed {h.escape(block["seed"])} · '
+                                    f'<span class="muted">seed {h.escape(block.seed)} · '
                                     f"{len(cases)} cases below 1.0</span>", table))
     if not blocks:
         return h.section("failed", "Failed cases", '<p class="note">Every case scored 1.0.</p>')
@@ -425,37 +351,39 @@ def _failed_section(strategies: Sequence[_Strategy]) -> str:
                      intro="Cases that scored below 1.0, with the grader's reason.")
 
 
-def _run_section(report: Mapping[str, Any], main: _Strategy) -> str:
-    strategy = report.get("strategy") if isinstance(report.get("strategy"), Mapping) else {}
-    settings = report.get("settings") if isinstance(report.get("settings"), Mapping) else {}
-    items = [(f"strategy {k}", v if isinstance(v, str) else str(v)) for k, v in strategy.items()]
-    items += [(k.replace("_", " "), v if isinstance(v, str) else str(v)) for k, v in settings.items()]
-    return h.section("run", "Run", h.run_facts(report) + ("<h3>Strategy and settings</h3>" + h.facts(items)
-                                                          if items else ""))
+def _run_section(report: RetrievalReport, plain: Mapping[str, Any]) -> str:
+    items = [(f"strategy {k}", fmt.number(v) if isinstance(v, (int, float)) else fmt.text(v))
+             for k, v in report.strategy.items()]
+    items += [(k.replace("_", " "), fmt.number(v) if isinstance(v, (int, float)) else fmt.text(v))
+              for k, v in report.settings.items()]
+    return h.section("run", "Run", h.run_facts(plain) + ("<h3>Strategy and settings</h3>" + h.facts(items)
+                                                         if items else ""))
 
 
-def render_html(report: Mapping[str, Any]) -> str:
-    comparison = _comparison(report)
-    if comparison is not None:
-        strategies = [_Strategy(comparison[0], "champion"), _Strategy(comparison[1], "challenger")]
-        main = _Strategy(report, strategies[1].name) if report.get("seeds") else strategies[1]
+def render_html(report: RetrievalReport | Mapping[str, Any]) -> str:
+    report = as_report(report)
+    compared = report.comparison
+    if compared is not None:
+        strategies = [_Strategy(compared.champion, "champion"),
+                      _Strategy(compared.challenger, "challenger")]
+        main = _Strategy(report, strategies[1].name) if report.seeds else strategies[1]
     else:
         main = _Strategy(report, "strategy")
         strategies = [main]
-    run = report.get("run") or {}
+    plain = report.to_json()
     subtitle = " · ".join(x for x in (
-        " vs ".join(s.name for s in strategies), f"bench {report.get('bench_version', '—')}",
-        str(run.get("id") or "")) if x)
+        " vs ".join(s.name for s in strategies), f"bench {report.bench_version or fmt.DASH}",
+        report.run.id if report.run is not None else "") if x)
     sections = [
-        ("summary", "summary", _summary_section(main, report)),
+        ("summary", "summary", _summary_section(main)),
         ("categories", "categories", _category_section(strategies)),
         ("composite", "composite", _composite_section(strategies)),
         ("guards", "guards", _guard_section(strategies)),
-        ("seeds", "per seed", _seed_section(strategies, comparison)),
+        ("seeds", "per seed", _seed_section(strategies, compared)),
     ]
     ledger = _ledger_section(report)
     if ledger:
         sections.append(("ladder", "ladder", ledger))
     sections.append(("failed", "failed cases", _failed_section(strategies)))
-    sections.append(("run", "run", _run_section(report, main)))
-    return h.page(title="retrieval report", subtitle=subtitle, report=report, sections=sections)
+    sections.append(("run", "run", _run_section(report, plain)))
+    return h.page(title="retrieval report", subtitle=subtitle, report=plain, sections=sections)

@@ -250,7 +250,7 @@ def _challenge_locked(ladder: Ladder, challenger_spec: StrategySpec, *, store: S
         progress = (lambda n: on_progress(role, n)) if on_progress else None
         run_id = run_strategy(store, spec, seeds, settings, on_progress=progress,
                               extra_config={**extra, "role": role})
-        return build_report(store, run_id)
+        return build_report(store, run_id).to_json()
 
     champion_report = score(champion_spec, "champion")
     challenger_report = score(challenger_spec, "challenger")

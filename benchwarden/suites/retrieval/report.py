@@ -1,9 +1,18 @@
-"""The retrieval report: rebuilt from the store alone, rendered for a terminal.
+"""The retrieval report: one typed structure rebuilt from the store, rendered for a terminal.
 
 `build_report(store, run_id)` regroups a run's records by seed and scores them with
 `scoring` (pure), so a report can always be recomputed from what was recorded.
-Its JSON carries `bench_version` "2", one block per seed (category means, composite,
-guards, guarded composite, failed cases) and a summary (mean and SE over seeds).
+
+Invariants:
+- The report is a `RetrievalReport` (msgspec, frozen), built once; its JSON keeps the
+  field names this suite wrote before: `bench_version` "2", one block per seed
+  (category means, composite, guards, guarded composite, failed cases) and a summary
+  (mean, SE and Student t interval over seeds of every number shown over seeds).
+- `RetrievalReport.from_json` reads any report file this suite wrote (a version-1
+  report gains neutral guards and says so with `legacy_guards`); a typed report is never
+  normalised again.
+- Views (this terminal table, `html.py`) only format the report through
+  `benchwarden.core.formatting`; they compute no statistic.
 """
 
 from __future__ import annotations
@@ -11,10 +20,14 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Mapping
 
+import msgspec
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from benchwarden.core.reports import envelope, verdict_text
+from benchwarden.core import formatting as fmt
+from benchwarden.core.reports import (REPORT_SCHEMA, EstimateBlock, PairedBlock, RunBlock,
+                                      VerdictBlock, as_json, convert, envelope, verdict_text)
 from benchwarden.core.store import Store
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.retrieval.corpus import CATEGORIES
@@ -23,7 +36,264 @@ from benchwarden.suites.retrieval.scoring import (
     BENCH_VERSION, CaseOutcome, normalise_report, run_seeds, score_seed)
 
 
-def build_report(store: Store, run_id: str) -> dict[str, Any]:
+# -- the typed report -------------------------------------------------------------
+
+class SeedGuards(msgspec.Struct, frozen=True, kw_only=True):
+    """The three guards of one seed (`guards.Guards`)."""
+
+    efficiency: float = 1.0
+    """0.5 + 0.5 × (1 − min(1, mean chars used / budget))."""
+    consistency: float = 1.0
+    """Share of paraphrased packs that grade as the original."""
+    canary: float = 1.0
+    """0.5 when any pack surfaced the planted canary, else 1."""
+    canary_tripped: bool = False
+    """Whether a pack surfaced the canary."""
+    canary_leak_rate: float = 0.0
+    """Share of packs that surfaced it."""
+    consistency_per_template: dict[str, float | None] = msgspec.field(default_factory=dict)
+    """Agreement per paraphrase template."""
+    mean_used_chars: float | None = None
+    """Mean characters per pack."""
+    packs: int = 0
+    """Packs the guards read."""
+
+
+class FailedCase(msgspec.Struct, frozen=True, kw_only=True):
+    """A case that scored below 1.0."""
+
+    case: str
+    """The case id."""
+    category: str = ""
+    """Its category."""
+    question: str = ""
+    """The question asked."""
+    score: float | None = None
+    """What it scored."""
+    reason: str | None = None
+    """The grader's reason."""
+
+
+class SeedBlock(msgspec.Struct, frozen=True, kw_only=True):
+    """The scores of one seed."""
+
+    seed: int
+    """The seed."""
+    cases: int | None = None
+    """Cases scored."""
+    category_means: dict[str, float | None] = msgspec.field(default_factory=dict)
+    """Mean score per category (None for an empty one)."""
+    composite: float = 0.0
+    """Mean of the non-empty category means."""
+    guards: SeedGuards = msgspec.field(default_factory=SeedGuards)
+    """The seed's guards."""
+    composite_guarded: float = 0.0
+    """composite × efficiency × consistency × canary."""
+    failed_cases: list[FailedCase] = msgspec.field(default_factory=list)
+    """Cases below 1.0, by case id."""
+
+
+class SummaryGuards(msgspec.Struct, frozen=True, kw_only=True):
+    """Each guard over seeds."""
+
+    efficiency: EstimateBlock = msgspec.field(default_factory=EstimateBlock)
+    """Efficiency over seeds."""
+    consistency: EstimateBlock = msgspec.field(default_factory=EstimateBlock)
+    """Paraphrase consistency over seeds."""
+    canary: EstimateBlock = msgspec.field(default_factory=EstimateBlock)
+    """Canary multiplier over seeds."""
+    canary_leak_rate: EstimateBlock = msgspec.field(default_factory=EstimateBlock)
+    """Canary leak rate over seeds."""
+    canary_tripped_seeds: int = 0
+    """Seeds on which the canary tripped."""
+    consistency_per_template: dict[str, EstimateBlock] = msgspec.field(default_factory=dict)
+    """Each template's agreement over seeds."""
+
+
+class Summary(msgspec.Struct, frozen=True, kw_only=True):
+    """Mean, SE and Student t 95 % interval over seeds (`stats.mean_se`)."""
+
+    seeds: list[int] = msgspec.field(default_factory=list)
+    """The seeds summarised."""
+    composite: EstimateBlock = msgspec.field(default_factory=EstimateBlock)
+    """The composite over seeds."""
+    composite_guarded: EstimateBlock = msgspec.field(default_factory=EstimateBlock)
+    """The guarded composite over seeds."""
+    guards: SummaryGuards = msgspec.field(default_factory=SummaryGuards)
+    """Each guard over seeds."""
+    category_means: dict[str, EstimateBlock] = msgspec.field(default_factory=dict)
+    """Each category's mean over the seeds that measured it."""
+
+
+class PairedVerdictBlock(msgspec.Struct, frozen=True, kw_only=True):
+    """The band verdict of a comparison (`stats.PairedVerdict`)."""
+
+    mean_diff: float | None = None
+    """Mean of per-seed challenger − champion."""
+    se: float | None = None
+    """Standard error of `mean_diff`."""
+    band: float | None = None
+    """The margin a challenger must reach."""
+    dethroned: bool | None = None
+    """Whether it reached it."""
+    n: int | None = None
+    """Seeds compared."""
+
+
+class DecisionBlock(msgspec.Struct, frozen=True, kw_only=True):
+    """A champion/challenger decision (`scoring.Decision`, or a ledger entry's part of it)."""
+
+    dethroned: bool | None = None
+    """Whether the challenger won."""
+    reason: str | None = None
+    """One line saying why."""
+    verdict: PairedVerdictBlock | None = None
+    """The band verdict (None when the challenger failed)."""
+    seeds: list[int] = msgspec.field(default_factory=list)
+    """Seeds compared."""
+    champion_scores: list[float] = msgspec.field(default_factory=list)
+    """The champion's per-seed scores."""
+    challenger_scores: list[float] = msgspec.field(default_factory=list)
+    """The challenger's per-seed scores."""
+    decide_on: str = "composite"
+    """composite or composite_guarded."""
+    paired: PairedBlock | None = None
+    """The same differences as a paired t analysis."""
+
+
+class SeedPair(msgspec.Struct, frozen=True, kw_only=True):
+    """One seed of a comparison: both scores and their difference."""
+
+    seed: int
+    """The seed."""
+    champion: float
+    """The champion's score on it."""
+    challenger: float
+    """The challenger's score on it."""
+    difference: float
+    """challenger − champion."""
+
+
+class Comparison(msgspec.Struct, frozen=True, kw_only=True):
+    """Both sides of a decision and the decision."""
+
+    champion: "RetrievalReport"
+    """The champion's report."""
+    challenger: "RetrievalReport"
+    """The challenger's report."""
+    decision: DecisionBlock = msgspec.field(default_factory=DecisionBlock)
+    """The decision taken."""
+    pairs: list[SeedPair] = msgspec.field(default_factory=list)
+    """Per seed on `decision.decide_on`: both scores and challenger − champion."""
+
+
+class RetrievalReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One strategy's retrieval report (and, for a ladder run, its comparison and ledger).
+
+    Fields without a default are always in the JSON; the others are left out when they
+    hold their default, so a fresh report's JSON is the dict report's of before."""
+
+    schema: str
+    """The envelope's version."""
+    suite: str
+    """Always `retrieval`."""
+    bench_version: str
+    """What the numbers mean: "2" has guards, "1" did not."""
+    run: RunBlock | None = None
+    """The run (absent for a bare comparison)."""
+    verdict: VerdictBlock | None = None
+    """INFO with the composites, FAIL when the strategy failed or nothing was scored."""
+    strategy: dict[str, Any]
+    """The strategy's name, version and source."""
+    settings: dict[str, Any]
+    """limit, budget_chars and how it ran."""
+    seeds: list[SeedBlock]
+    """One block per seed."""
+    summary: Summary | None
+    """Over seeds (None when no seed was scored)."""
+    failure: dict[str, Any] | None
+    """Why the strategy failed (seed, reason), or None."""
+    legacy_guards: bool = False
+    """A version-1 report read with neutral guards."""
+    comparison: Comparison | None = None
+    """For a ladder-scored run's page: both sides and the decision."""
+    ledger: list[dict[str, Any]] | None = None
+    """For a ladder-scored run's page: every decision of the ladder, oldest first."""
+    ledger_problem: str | None = None
+    """Why the ladder history could not be read."""
+
+    @property
+    def name(self) -> str:
+        """The strategy's name."""
+        return str(self.strategy.get("name") or "")
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON-able report."""
+        return as_json(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, scored: bool = False) -> "RetrievalReport":
+        """Read a retrieval report file's JSON, whatever version this suite wrote.
+
+        `scored` demands a strategy's scores (bench_version and per-seed blocks), as a
+        comparison does; without it a page-only report (a bare comparison, an empty run)
+        reads too. Raises ValueError (one line) when it is not such a report."""
+        if not isinstance(data, Mapping):
+            raise ValueError("a retrieval report is a JSON object")
+        plain = dict(data)
+        if plain.get("suite", SUITE) != SUITE:
+            raise ValueError(f"not a retrieval report (suite {plain.get('suite')!r})")
+        for key in ("comparison", "ledger", "ledger_problem"):
+            plain.pop(key, None)
+        if scored or plain.get("seeds") is not None:
+            plain = normalise_report(plain)  # a one-line ValueError when it cannot be read
+        plain = {"schema": REPORT_SCHEMA, "suite": SUITE, "bench_version": "", "strategy": {},
+                 "settings": {}, "seeds": [], "summary": None, "failure": None, **plain}
+        report: RetrievalReport = convert(plain, cls, "retrieval report")
+        extra: dict[str, Any] = {}
+        nested = data.get("comparison")
+        holder: Mapping[str, Any] = nested if isinstance(nested, Mapping) else data
+        champion, challenger = holder.get("champion"), holder.get("challenger")
+        if isinstance(champion, Mapping) and isinstance(challenger, Mapping):
+            extra["comparison"] = comparison(cls.from_json(champion, scored=True),
+                                             cls.from_json(challenger, scored=True),
+                                             holder.get("decision") or {})
+        entries = data.get("ledger") or data.get("history")
+        if isinstance(entries, list):
+            extra["ledger"] = [dict(e) for e in entries if isinstance(e, Mapping)]
+        if data.get("ledger_problem"):
+            extra["ledger_problem"] = str(data["ledger_problem"])
+        return msgspec.structs.replace(report, **extra) if extra else report
+
+
+def as_report(report: RetrievalReport | Mapping[str, Any]) -> RetrievalReport:
+    """The typed report, reading a JSON mapping when given one."""
+    return report if isinstance(report, RetrievalReport) else RetrievalReport.from_json(report)
+
+
+def comparison(champion: RetrievalReport, challenger: RetrievalReport,
+               decision: Mapping[str, Any] | DecisionBlock) -> Comparison:
+    """Both sides and the decision, with the per-seed pairs the page draws.
+
+    The pairs come from the decision's scores when it has them, else from the seeds
+    both sides scored (a ledger entry carries no per-seed scores)."""
+    typed: DecisionBlock = (decision if isinstance(decision, DecisionBlock)
+                            else convert(dict(decision), DecisionBlock, "decision"))
+    decide_on = typed.decide_on
+    if typed.seeds and typed.challenger_scores:
+        triples = list(zip(typed.seeds, typed.champion_scores, typed.challenger_scores))
+    else:
+        mine = {b.seed: getattr(b, decide_on) for b in champion.seeds}
+        theirs = {b.seed: getattr(b, decide_on) for b in challenger.seeds}
+        triples = [(seed, mine[seed], theirs[seed]) for seed in mine if seed in theirs]
+    pairs = [SeedPair(seed=int(seed), champion=float(a), challenger=float(b),
+                      difference=float(b) - float(a)) for seed, a, b in triples]
+    return Comparison(champion=champion, challenger=challenger, decision=typed, pairs=pairs)
+
+
+# -- building ---------------------------------------------------------------------
+
+def build_report(store: Store, run_id: str) -> RetrievalReport:
     info = store.run_info(run_id)
     run = info.run
     if run.suite != SUITE:
@@ -52,58 +322,43 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         guarded = summary["composite_guarded"]["mean"]  # type: ignore[index]
         verdict = Verdict.info(f"composite {composite:.4f}, guarded {guarded:.4f} "
                                f"over {len(blocks)} seed(s)")
-    return envelope(suite=SUITE, bench_version=run.bench_version, run=run, end=info.end,
-                    verdict=verdict, body={
-                        "strategy": dict(run.config.get("strategy") or {}),
-                        "settings": settings,
-                        "seeds": blocks,
-                        "summary": summary,
-                        "failure": failure,
-                    })
+    plain = envelope(suite=SUITE, bench_version=run.bench_version, run=run, end=info.end,
+                     verdict=verdict, body={
+                         "strategy": dict(run.config.get("strategy") or {}),
+                         "settings": settings,
+                         "seeds": blocks,
+                         "summary": summary,
+                         "failure": failure,
+                     })
+    return convert(plain, RetrievalReport, "retrieval report")  # type: ignore[no-any-return]
 
 
-def _number(value: Any, digits: int = 4) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return f"{float(value):.{digits}f}"
+# -- terminal ------------------------------------------------------------------
 
-
-def _estimate(estimate: Mapping[str, Any] | None) -> str:
-    if not estimate or estimate.get("mean") is None:
-        return "—"
-    if estimate.get("se") is None:
-        return _number(estimate["mean"])
-    return f"{estimate['mean']:.4f} ± {estimate['se']:.4f}"
-
-
-def render_terminal(report: Mapping[str, Any], console: Console) -> None:
-    report = normalise_report(report)
-    strategy = (report.get("strategy") or {}).get("name", "?")
-    settings = report.get("settings") or {}
-    console.print(f"[bold]retrieval[/bold] · strategy [bold]{strategy}[/bold] · "
-                  f"bench_version {report['bench_version']} · limit {settings.get('limit', '—')} · "
-                  f"budget {settings.get('budget_chars', '—')} chars")
-    blocks = report["seeds"]
-    if report.get("legacy_guards"):
+def render_terminal(report: RetrievalReport | Mapping[str, Any], console: Console) -> None:
+    report = as_report(report)
+    settings = report.settings
+    console.print(f"[bold]retrieval[/bold] · strategy [bold]{escape(report.name or '?')}[/bold] · "
+                  f"bench_version {report.bench_version} · limit {settings.get('limit', fmt.DASH)} · "
+                  f"budget {settings.get('budget_chars', fmt.DASH)} chars")
+    blocks = report.seeds
+    summary = report.summary
+    if report.legacy_guards:
         console.print("[yellow]version-1 report: no guard block; guards read as 1.0 and the "
                       "guarded composite falls back to the composite[/yellow]")
-    if blocks:
+    if blocks and summary is not None:
         categories = Table(title="per-category means", title_justify="left")
         categories.add_column("category")
         shown = blocks if len(blocks) <= 6 else []
-        for block in shown:
-            categories.add_column(f"s{block['seed']}" if len(str(block["seed"])) < 6
-                                  else f"#{blocks.index(block) + 1}", justify="right")
+        for index, block in enumerate(shown):
+            categories.add_column(f"s{block.seed}" if len(str(block.seed)) < 6
+                                  else f"#{index + 1}", justify="right")
         categories.add_column("mean", justify="right")
-        names = [n for n in CATEGORIES if any(n in b["category_means"] for b in blocks)]
+        names = [n for n in CATEGORIES if n in summary.category_means]
+        names += [n for n in summary.category_means if n not in names]
         for name in names:
-            values = [b["category_means"].get(name) for b in blocks]
-            present = [v for v in values if v is not None]
-            mean = sum(present) / len(present) if present else None
-            categories.add_row(name, *(_number(b["category_means"].get(name), 2) for b in shown),
-                               _number(mean, 2))
+            categories.add_row(name, *(fmt.number(b.category_means.get(name), 2) for b in shown),
+                               fmt.number(summary.category_means[name].mean, 2))
         console.print(categories)
 
         scores = Table(title="composite and guards", title_justify="left")
@@ -111,60 +366,54 @@ def render_terminal(report: Mapping[str, Any], console: Console) -> None:
                        "leak", "guarded"):
             scores.add_column(column, justify="right")
         for block in blocks:
-            guards = block["guards"]
-            scores.add_row(str(block["seed"]), _number(block["composite"]),
-                           _number(guards["efficiency"]), _number(guards["consistency"]),
-                           _number(guards["canary"], 1), _number(guards["canary_tripped"]),
-                           _number(guards["canary_leak_rate"]), _number(block["composite_guarded"]))
+            guards = block.guards
+            scores.add_row(str(block.seed), fmt.number(block.composite, 4),
+                           fmt.number(guards.efficiency, 4), fmt.number(guards.consistency, 4),
+                           fmt.number(guards.canary, 1), fmt.number(guards.canary_tripped),
+                           fmt.number(guards.canary_leak_rate, 4),
+                           fmt.number(block.composite_guarded, 4))
         console.print(scores)
-        summary = report.get("summary")
-        if summary and len(blocks) > 1:
+        if len(blocks) > 1:
             overall = Table(title=f"over {len(blocks)} seeds", title_justify="left")
             for column in ("measure", "mean", "SE", "95% interval"):
                 overall.add_column(column, justify="right" if column != "measure" else "left")
-            guards = summary["guards"]
-            for label, estimate in (("composite", summary["composite"]),
-                                    ("composite_guarded", summary["composite_guarded"]),
-                                    ("efficiency", guards["efficiency"]),
-                                    ("consistency", guards["consistency"]),
-                                    ("canary", guards["canary"]),
-                                    ("canary_leak_rate", guards["canary_leak_rate"])):
-                interval = ("—" if estimate.get("low") is None
-                            else f"{estimate['low']:.4f} – {estimate['high']:.4f}")
-                overall.add_row(label, _number(estimate.get("mean")), _number(estimate.get("se")),
-                                interval, style="bold" if label.startswith("composite") else None)
-            overall.add_row("canary tripped", f"{guards['canary_tripped_seeds']} of {len(blocks)} seeds",
-                            "", "")
+            guards_over = summary.guards
+            for label, estimate in (("composite", summary.composite),
+                                    ("composite_guarded", summary.composite_guarded),
+                                    ("efficiency", guards_over.efficiency),
+                                    ("consistency", guards_over.consistency),
+                                    ("canary", guards_over.canary),
+                                    ("canary_leak_rate", guards_over.canary_leak_rate)):
+                overall.add_row(label, fmt.number(estimate.mean, 4), fmt.number(estimate.se, 4),
+                                fmt.interval(estimate.low, estimate.high, 4),
+                                style="bold" if label.startswith("composite") else None)
+            overall.add_row("canary tripped",
+                            f"{guards_over.canary_tripped_seeds} of {len(blocks)} seeds", "", "")
             console.print(overall)
 
-        templates: dict[str, list[float]] = defaultdict(list)
-        for block in blocks:
-            for template, value in (block["guards"].get("consistency_per_template") or {}).items():
-                if value is not None:
-                    templates[template].append(value)
-        if templates:
+        if summary.guards.consistency_per_template:
             agreement = Table(title="paraphrase agreement per template", title_justify="left")
             agreement.add_column("template")
             agreement.add_column("agreement", justify="right")
-            for template, values in templates.items():
-                agreement.add_row(template, _number(sum(values) / len(values)))
+            for template, estimate in summary.guards.consistency_per_template.items():
+                agreement.add_row(escape(template), fmt.number(estimate.mean, 4))
             console.print(agreement)
 
-        failed = [(b["seed"], case) for b in blocks for case in b["failed_cases"]]
+        failed = [(b.seed, case) for b in blocks for case in b.failed_cases]
         if failed:
             table = Table(title=f"failed cases ({len(failed)})", title_justify="left")
             for column in ("seed", "case", "score", "reason"):
                 table.add_column(column)
             for seed, case in failed:
-                table.add_row(str(seed), case["case"], _number(case["score"], 2),
-                              str(case.get("reason") or ""))
+                table.add_row(str(seed), escape(case.case), fmt.number(case.score, 2),
+                              escape(case.reason or ""))
             console.print(table)
-    if report.get("failure"):
-        failure = report["failure"]
-        console.print(f"[bold red]run failed[/bold red] on seed {failure.get('seed')}: "
-                      f"{failure.get('reason')}")
-    if report.get("verdict"):
-        console.print(verdict_text(Verdict(report["verdict"]["kind"], report["verdict"]["reason"])))
+    if report.failure:
+        console.print(f"[bold red]run failed[/bold red] on seed {report.failure.get('seed')}: "
+                      f"{escape(str(report.failure.get('reason')))}")
+    if report.verdict:
+        console.print(verdict_text(Verdict(report.verdict.kind, report.verdict.reason)))  # type: ignore[arg-type]
 
 
-__all__ = ["BENCH_VERSION", "build_report", "render_terminal"]
+__all__ = ["BENCH_VERSION", "Comparison", "DecisionBlock", "RetrievalReport", "SeedBlock",
+           "Summary", "as_report", "build_report", "comparison", "render_terminal"]

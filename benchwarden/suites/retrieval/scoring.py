@@ -18,6 +18,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+import msgspec
+
 from benchwarden.core.stats import (PairedComparison, PairedVerdict, mean_se,
                                     paired_difference, paired_verdict)
 from benchwarden.suites.retrieval import guards as guard_math
@@ -139,17 +141,23 @@ def normalise_seed_block(block: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def run_seeds(seed_blocks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Mean and standard error over seeds of both composites and every guard."""
+    """Mean, standard error and Student t 95 % interval over seeds of both composites,
+    every guard, each template's paraphrase agreement and each category mean: every
+    number a view shows over seeds is here, so no view computes one."""
     blocks = [normalise_seed_block(block) for block in seed_blocks]
 
     def estimate(values: Iterable[float]) -> dict[str, Any]:
         return mean_se(list(values)).to_json_dict()
 
     categories: dict[str, list[float]] = defaultdict(list)
+    templates: dict[str, list[float]] = defaultdict(list)
     for block in blocks:
         for name, value in block["category_means"].items():
             if value is not None:
                 categories[name].append(float(value))
+        for template, value in (block["guards"].get("consistency_per_template") or {}).items():
+            if value is not None:
+                templates[str(template)].append(float(value))
     return {
         "seeds": [block["seed"] for block in blocks],
         "composite": estimate(block["composite"] for block in blocks),
@@ -160,9 +168,18 @@ def run_seeds(seed_blocks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "canary": estimate(b["guards"]["canary"] for b in blocks),
             "canary_leak_rate": estimate(b["guards"]["canary_leak_rate"] for b in blocks),
             "canary_tripped_seeds": sum(1 for b in blocks if b["guards"]["canary_tripped"]),
+            "consistency_per_template": {template: estimate(values)
+                                         for template, values in templates.items()},
         },
         "category_means": {name: estimate(values) for name, values in categories.items()},
     }
+
+
+def _plain(report: Any) -> Mapping[str, Any]:
+    """A typed report (`report.RetrievalReport`, already normal) as its JSON mapping."""
+    if isinstance(report, msgspec.Struct):
+        return msgspec.to_builtins(report)  # type: ignore[no-any-return]
+    return report  # type: ignore[no-any-return]
 
 
 def normalise_report(report: Mapping[str, Any]) -> dict[str, Any]:
@@ -234,14 +251,17 @@ class Decision:
                 "paired": self.paired.to_json_dict() if self.paired else None}
 
 
-def decide(champion: Mapping[str, Any], challenger: Mapping[str, Any],
+def decide(champion: Any, challenger: Any,
            decide_on: str = "composite") -> Decision:
     """Paired verdict, challenger minus champion, over the same seeds.
 
     A failed challenger holds by construction; a failed champion raises ValueError (the
     ladder cannot decide against a champion it could not score).
     """
-    champion, challenger = normalise_report(champion), normalise_report(challenger)
+    # A typed report was built (or read) normal already: it is not normalised again.
+    champion = _plain(champion) if isinstance(champion, msgspec.Struct) else normalise_report(champion)
+    challenger = (_plain(challenger) if isinstance(challenger, msgspec.Struct)
+                  else normalise_report(challenger))
     if champion.get("failure"):
         raise ValueError(f"champion run failed: {champion['failure'].get('reason')}")
     if challenger.get("failure"):

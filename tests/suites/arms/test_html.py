@@ -75,7 +75,7 @@ def sample_report(tmp_path) -> dict[str, Any]:
                                 {"recorded": len(records), "invalid": 1, "harness_errors": 0,
                                  "cells": cells, "problems": [f"trial 4 of cli × label-issue invalid: {HOSTILE}"],
                                  "floor": 3, "floor_reached": True}))
-        return enrich(store, arms_report.build_report(store, "arms-run-1"))
+        return enrich(store, arms_report.build_report(store, "arms-run-1")).to_json()
 
 
 @pytest.fixture

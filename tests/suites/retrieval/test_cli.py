@@ -40,7 +40,7 @@ def test_each_builtin_runs_over_seeds_one_to_three(strategy, tmp_path):
     assert [block["seed"] for block in written["seeds"]] == [1, 2, 3]
     with open_store(store_path) as store:
         assert len(store.records(run_id=written["run"]["id"])) == 3 * len(CATEGORIES)
-        rebuilt = build_report(store, written["run"]["id"])
+        rebuilt = build_report(store, written["run"]["id"]).to_json()
     assert rebuilt["seeds"] == written["seeds"]
     summary = written["summary"]
     for name in ("composite", "composite_guarded"):

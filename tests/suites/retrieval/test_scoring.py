@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchwarden.core.stats import minimum_detectable_effect
 
@@ -155,3 +159,44 @@ def test_a_failed_champion_is_an_error_not_a_verdict():
     with pytest.raises(ValueError, match="champion run failed"):
         decide(report("2", {1: 0.1}, failure={"seed": 1, "reason": "x"}),
                report("2", {1: 0.5}))
+
+
+# -- the report's shape: every number over seeds is in the summary ---------------------
+
+seed_scores_strategy = st.lists(
+    st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=len(CATEGORIES), max_size=len(CATEGORIES)),
+    min_size=1, max_size=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed_scores_strategy, st.integers(min_value=100, max_value=4000))
+def test_the_summary_holds_student_t_intervals_and_the_page_draws_exactly_them(scores, used):
+    from benchwarden.core.stats import mean_se
+    from benchwarden.suites.retrieval.html import render_html
+    from benchwarden.suites.retrieval.report import RetrievalReport
+
+    blocks = []
+    for seed, row in enumerate(scores, 1):
+        outcomes = [CaseOutcome(seed, f"{i}-{category}", category, "q?",
+                                PackMeasure(score, used, False),
+                                (PackMeasure(score if i % 3 else 1.0 - score, used, False,
+                                             template="t0"),))
+                    for i, (category, score) in enumerate(zip(CATEGORIES, row))]
+        blocks.append(score_seed(seed, outcomes, 2000))
+    typed = RetrievalReport.from_json({**report("2", {}), "seeds": blocks})
+    assert typed.summary is not None
+    composite = mean_se([b["composite"] for b in blocks])
+    assert (typed.summary.composite.low, typed.summary.composite.high) == (composite.low, composite.high)
+    template = typed.summary.guards.consistency_per_template["t0"]
+    assert template.mean == pytest.approx(
+        sum(b["guards"]["consistency_per_template"]["t0"] for b in blocks) / len(blocks))
+    intervals = {(e.low, e.high) for e in (typed.summary.composite, typed.summary.composite_guarded,
+                                           *typed.summary.category_means.values(),
+                                           typed.summary.guards.efficiency,
+                                           typed.summary.guards.consistency,
+                                           typed.summary.guards.canary)}
+    page = render_html(typed)
+    drawn = {(float(low), float(high))
+             for low, high in re.findall(r'class="whisker" data-low="([^"]+)" data-high="([^"]+)"', page)}
+    assert drawn <= intervals
+    assert RetrievalReport.from_json(typed.to_json()) == typed

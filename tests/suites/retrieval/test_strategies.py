@@ -156,7 +156,7 @@ def test_fanning_seeds_out_through_an_executor_records_the_same_scores(tmp_path)
         with make_executor("local") as executor:
             fanned = build_report(store, run_strategy(store, spec, [1, 2], RunSettings(),
                                                       executor=executor))
-    assert plain["seeds"] == fanned["seeds"]
+    assert plain.seeds == fanned.seeds
 
 
 @settings(max_examples=200, deadline=None)  # never a wall-time assertion
@@ -214,7 +214,7 @@ def test_a_killed_run_resumes_with_only_the_missing_seeds(tmp_path, monkeypatch)
         assert missing == [3, 4]
         resumed = build_report(store, run_id)
         fresh = build_report(store, driver.run_strategy(store, spec, [1, 2, 3, 4], RunSettings()))
-        assert resumed["seeds"] == fresh["seeds"]
+        assert resumed.seeds == fresh.seeds
         assert store.run_info(run_id).end.status == "completed"
         with pytest.raises(ValueError, match="already ended"):
             driver.resume_run(store, run_id)
