@@ -66,7 +66,6 @@ COLUMN_NAMES: tuple[str, ...] = tuple(name for name, _ in COLUMNS)
 NULLABLE = frozenset({"bench_version", "tokens_reasoning"})
 
 _json_decoder = msgspec.json.Decoder()
-_record_decoder = msgspec.json.Decoder(Record)
 _row_encoder = msgspec.json.Encoder()  # keeps the column order of each row
 
 
