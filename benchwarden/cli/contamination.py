@@ -117,7 +117,7 @@ def contamination(url: str | None, model: str | None, api_key_env: str | None,
     request into another? Exit 0 on pass, 1 on fail, 2 on a usage error."""
     from benchwarden.suites.contamination.driver import (ContaminationConfig, TargetUnreachable,
                                                          config_from_run, run_contamination)
-    from benchwarden.suites.contamination.report import render_terminal
+    from benchwarden.suites.contamination.terminal import render_terminal
 
     with open_store_or_exit(store_location) as store:
         if resume is not None:
@@ -145,4 +145,5 @@ def contamination(url: str | None, model: str | None, api_key_env: str | None,
         click.echo(f"report written to {write_json(json_path, report)}")
     if html_path:
         write_html_report(store_location, report, html_path)
-    raise SystemExit(EXIT_FAIL if report["verdict"]["kind"] == "fail" else EXIT_OK)
+    failed = report.verdict is not None and report.verdict.kind == "fail"
+    raise SystemExit(EXIT_FAIL if failed else EXIT_OK)

@@ -28,22 +28,26 @@ import re
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                            TimeElapsedColumn)
 
 from benchwarden.core.provenance import stamp_run
+from benchwarden.core.reports import as_json
 from benchwarden.core.records import Record, Run, RunEnd, TokenComponents
 from benchwarden.core.store import Store
 from benchwarden.suites.contamination.presets import PRESETS, check_extra_body, request_body
 from benchwarden.suites.contamination.probes import MAX_PROBES, SCENARIOS, Probe, make_probes
-from benchwarden.suites.contamination.scoring import BENCH_VERSION
+from benchwarden.suites.contamination.scoring import BENCH_VERSION, rung_label
 from benchwarden.targets.openai_client import (DEFAULT_CHUNKS_PER_TOKEN, DEFAULT_MAX_REPLY_BYTES,
                                                DEFAULT_RETRY_429_MAX_WAIT, DEFAULT_STALL_TIMEOUT,
                                                ChatClient, TargetUnreachable, normalise_base_url)
 from benchwarden.targets.replies import RequestOutcome
+
+if TYPE_CHECKING:
+    from benchwarden.suites.contamination.report import ContaminationReport
 
 __all__ = ["BENCH_VERSION", "SUITE", "ContaminationConfig", "TargetUnreachable",
            "config_from_run", "run_contamination"]
@@ -187,10 +191,6 @@ class Plan:
         return solo + self.repeat * sum(self.slots(level) for level in self.concurrency)
 
 
-def rung_label(level: int) -> str:
-    return f"c{level}"
-
-
 def _stored_config(config: ContaminationConfig, *, model: str, seed: int, scope: str,
                    probes: Sequence[Probe], bodies: Sequence[dict[str, Any]]) -> dict[str, Any]:
     data = config.to_json_dict()
@@ -307,8 +307,9 @@ def _api_key(config: ContaminationConfig) -> str | None:
 
 
 def run_contamination(config: ContaminationConfig, store: Store, *, progress: bool = True,
-                      resume: str | None = None, console: Console | None = None) -> dict[str, Any]:
-    """Run (or resume) the suite against `config.url`; return the JSON report.
+                      resume: str | None = None,
+                      console: Console | None = None) -> "ContaminationReport":
+    """Run (or resume) the suite against `config.url`; return its typed report.
 
     Raises ValueError (bad configuration), TargetUnreachable (no 200 from /v1/models
     within 10 s: nothing is recorded) and StoreError; request failures never raise.
@@ -392,7 +393,9 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
                                     {"error": f"{type(error).__name__}: {error}"[:300],
                                      "resume": f"benchwarden contamination --resume {run.run_id}"}))
             raise
-    report = build_report(store, run.run_id)
-    store.finish_run(RunEnd(run.run_id, time.time(), "completed",
-                            {"verdict": report["verdict"], "score": report["score"]}))
-    return build_report(store, run.run_id)
+    report = build_report(store, run.run_id)  # once: the end only changes its run block
+    plain = as_json(report)
+    end = RunEnd(run.run_id, time.time(), "completed",
+                 {"verdict": plain["verdict"], "score": plain["score"]})
+    store.finish_run(end)
+    return report.ended(run, end)
