@@ -146,7 +146,8 @@ def _reply_block(title: str, entry: RequestEntry | None, marks_for: Marks) -> st
 
 def _cell_detail(cell: CellBlock, column: str, probe_name: str,
                  reference: RequestEntry | None, second_reference: RequestEntry | None,
-                 got: RequestEntry | None, own_canary: str, other_canaries: list[str]) -> str:
+                 got: RequestEntry | None, own_canary: str, other_canaries: list[str],
+                 references_part_at: int | None = None) -> str:
     kind = cell.kind
     colour, _, meaning = CLASS_STYLE.get(kind, UNKNOWN_STYLE)
     summary = (f'{h.badge(kind.replace("_", " "), colour)}<strong>{h.escape(probe_name)}</strong>'
@@ -158,8 +159,9 @@ def _cell_detail(cell: CellBlock, column: str, probe_name: str,
                          (cell.foreign, "foreign canary")):
         if value:
             explanation.append(f"{h.escape(label)}: <code>{h.escape(value)}</code>")
-    if cell.at is not None:
-        explanation.append(f"first difference at character: <code>{fmt.number(cell.at)}</code>")
+    parted_at = references_part_at if cell.leg == "ref" else cell.at
+    if parted_at is not None:
+        explanation.append(f"first difference at character: <code>{fmt.number(parted_at)}</code>")
     body = [f'<p>{" · ".join(explanation)}</p>']
     if own_canary:
         body.append(f'<p class="note">own canary <code>{h.escape(own_canary)}</code></p>')
@@ -167,7 +169,7 @@ def _cell_detail(cell: CellBlock, column: str, probe_name: str,
     if cell.leg == "ref":
         # the reference itself is the problem: show A against B, parted where the report says
         def ref_marks(text: str) -> list[tuple[int, int, str]]:
-            return _divergence_marks(text, cell.at)
+            return _divergence_marks(text, references_part_at)
         left = _reply_block("solo reference A", reference, ref_marks)
         right = _reply_block("solo reference B", second_reference, ref_marks)
     else:
@@ -245,8 +247,9 @@ def _grid_section(report: ContaminationReport,
         reference = by_request.get(("ref_a", cell.probe, 1))
         second = by_request.get(("ref_b", cell.probe, 1))
         got = by_request.get((cell.leg, cell.probe, cell.repeat if cell.leg != "post" else 1))
-        drill[cell.probe].append((cell.kind, _cell_detail(cell, column, name, reference, second,
-                                                          got, own, others)))
+        drill[cell.probe].append((cell.kind, _cell_detail(
+            cell, column, name, reference, second, got, own, others,
+            report.references_part_at.get(cell.probe))))
 
     score = report.score
     chart = h.grid([names.get(p, f"probe {p}") for p in probes], columns, grid_cells,

@@ -85,8 +85,7 @@ class CellBlock(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     kind: str = msgspec.field(name="class")
     """identical, diverged, contaminated, persistent, alone_unstable or unmeasured."""
     at: int | None = None
-    """First differing character: against the solo reference, or reference A against B
-    for an alone_unstable probe."""
+    """First differing character against the solo reference (diverged, persistent)."""
     detail: str | None = None
     """The differing excerpts, as text."""
     foreign: str | None = None
@@ -216,6 +215,9 @@ class ContaminationReport(msgspec.Struct, frozen=True, kw_only=True):
     """What a reader should know (a failed prime, an incomplete run)."""
     requests: list[RequestEntry] = msgspec.field(default_factory=list)
     """Every request recorded, in the store's order."""
+    references_part_at: dict[int, int] = msgspec.field(default_factory=dict)
+    """Per alone-unstable probe: the first character at which its two solo references
+    differ (the page marks it)."""
 
     @property
     def repeated(self) -> bool:
@@ -380,22 +382,22 @@ def _request_entries(records: list[Record], levels: Mapping[str, int]) -> list[d
     return entries
 
 
-def _cell_entries(result: scoring.Score, legs: Legs,
-                  levels: Mapping[str, int]) -> list[dict[str, Any]]:
-    """The scored cells, each with its rung's level, and for an alone-unstable probe the
-    character at which its two references part (the page marks it)."""
-    cells = []
+def _cell_entries(result: scoring.Score, levels: Mapping[str, int]) -> list[dict[str, Any]]:
+    """The scored cells, each rung cell with its rung's level."""
+    return [{**cell.to_json_dict(), "level": levels[cell.leg]} if cell.leg in levels
+            else cell.to_json_dict() for cell in result.cells]
+
+
+def _references_part_at(result: scoring.Score, legs: Legs) -> dict[int, int]:
+    """Where the two solo references of each alone-unstable probe part, in characters."""
+    found = {}
     for cell in result.cells:
-        data = cell.to_json_dict()
-        if cell.leg in levels:
-            data["level"] = levels[cell.leg]
         if isinstance(cell.result, scoring.AloneUnstable):
             a, b = legs.ref_a[cell.probe], legs.ref_b[cell.probe]
             if a is not None and b is not None and a.reply and b.reply:
-                data["at"] = scoring.common_prefix(scoring.canonical(a.reply),
-                                                   scoring.canonical(b.reply))
-        cells.append(data)
-    return cells
+                found[cell.probe] = scoring.common_prefix(scoring.canonical(a.reply),
+                                                          scoring.canonical(b.reply))
+    return found
 
 
 def build_report(store: Store, run_id: str) -> ContaminationReport:
@@ -429,7 +431,7 @@ def build_report(store: Store, run_id: str) -> ContaminationReport:
     statuses = Counter((r.arm, r.outcome) for r in records)
     body = {
         "score": result.counters(),
-        "cells": _cell_entries(result, legs, levels),
+        "cells": _cell_entries(result, levels),
         "rungs": [f.to_json_dict() for f in result.fidelity],
         "probes": list(config["probe_set"]),
         "request": {"preset": config.get("preset"), "extra_body": config.get("extra_body"),
@@ -438,6 +440,7 @@ def build_report(store: Store, run_id: str) -> ContaminationReport:
                  for leg in dict.fromkeys(r.arm for r in records)},
         "warnings": warnings,
         "requests": _request_entries(records, levels),
+        "references_part_at": _references_part_at(result, legs),
     }
     plain = json_safe(envelope(suite=SUITE, bench_version=BENCH_VERSION, run=run,
                                end=info.end, verdict=verdict, body=body))
