@@ -31,6 +31,7 @@ from benchwarden.core.store import open_store
 from benchwarden.suites.arms import report as arms_report
 from benchwarden.suites.arms.html import render_html as arms_html
 from benchwarden.suites.contamination import report as contamination_report
+from benchwarden.suites.contamination import scoring
 from benchwarden.suites.contamination.html import render_html as contamination_html
 from benchwarden.suites.contamination.terminal import render_terminal as contamination_terminal
 from benchwarden.suites.retrieval import report as retrieval_report
@@ -512,6 +513,27 @@ def test_the_typed_reports_keep_the_json_field_names(arms, retrieval) -> None:
     assert json.loads(msgspec.json.encode(single)) == single.to_json()
 
 
+CONTAMINATION_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "score", "cells",
+                      "rungs", "probes", "request", "legs", "warnings", "requests",
+                      "references_part_at"]
+
+
+def test_the_contamination_report_keeps_its_json_field_names(contamination) -> None:
+    plain = contamination.to_json()
+    assert list(plain) == CONTAMINATION_KEYS
+    assert plain["bench_version"] == "2"
+    assert list(plain["rungs"][0]) == [
+        "label", "concurrency", "repeat", "requests_sent", "requests_failed", "failures",
+        "peak_in_flight", "observed_parallelism", "launch_skew_ms", "unmeasured_reason",
+        "description", "state", "reading"]
+    diverged = next(cell for cell in plain["cells"] if cell["class"] == "diverged")
+    assert list(diverged) == ["probe", "leg", "repeat", "class", "at", "detail", "level"]
+    post = next(cell for cell in plain["cells"] if cell["leg"] == "post")
+    assert list(post) == ["probe", "leg", "repeat", "class"]  # no level off the rungs
+    assert list(plain["score"]) == list(scoring.Score.COUNTERS)
+    assert json.loads(msgspec.json.encode(contamination)) == json.loads(json.dumps(plain))
+
+
 def test_a_partial_or_foreign_file_reads_or_fails_in_one_line() -> None:
     empty = arms_report.ArmsReport.from_json({"suite": "arms"})
     assert empty.headline == [] and empty.trials is None and empty.tally is None
@@ -520,6 +542,13 @@ def test_a_partial_or_foreign_file_reads_or_fails_in_one_line() -> None:
     with pytest.raises(ValueError, match="does not read as a report") as caught:
         arms_report.ArmsReport.from_json({"suite": "arms", "headline": "many"})
     assert "\n" not in str(caught.value)
+    with pytest.raises(ValueError, match="not a contamination report"):
+        contamination_report.ContaminationReport.from_json({"suite": "arms"})
+    with pytest.raises(ValueError, match="does not read as a report") as caught:
+        contamination_report.ContaminationReport.from_json({"suite": "contamination",
+                                                            "cells": [{"probe": "one"}]})
+    assert "\n" not in str(caught.value)
+    assert contamination_report.ContaminationReport.from_json({}).cells == []
     with pytest.raises(ValueError, match="no per-seed scores"):
         retrieval_report.RetrievalReport.from_json({"suite": "retrieval", "bench_version": "2"},
                                                    scored=True)
