@@ -27,16 +27,22 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import msgspec
 
 from benchwarden.core import formatting as fmt
 from benchwarden.core import html as h
 from benchwarden.core.reports import as_json
-from benchwarden.suites.contamination.report import (CellBlock, ContaminationReport,
-                                                     RequestEntry, RungBlock, as_report,
-                                                     column_name)
+from benchwarden.suites.contamination.report import (
+    CellBlock,
+    ContaminationReport,
+    RequestEntry,
+    RungBlock,
+    as_report,
+    column_name,
+)
 from benchwarden.suites.contamination.scoring import canonical, display_text
 from benchwarden.targets.replies import RequestOutcome
 
@@ -58,7 +64,6 @@ BALLAST = "#6e9fc6"
 SEPARATOR_CHIPS = {"\x01": "reasoning ▸ text", "\x02": "tool call", "\x03": "arguments",
                    "\x04": "finish"}
 
-REFERENCE_LEGS = ("ref_a", "ref_b")
 
 
 # ---------------------------------------------------------------------------- reading

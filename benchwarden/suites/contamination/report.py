@@ -25,18 +25,25 @@ Invariants:
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import msgspec
 
 from benchwarden.core.records import Record, Run, RunEnd
-from benchwarden.core.reports import (REPORT_SCHEMA, RunBlock, VerdictBlock, as_json, convert,
-                                      envelope, run_block)
+from benchwarden.core.reports import (
+    REPORT_SCHEMA,
+    RunBlock,
+    VerdictBlock,
+    as_json,
+    convert,
+    envelope,
+    run_block,
+)
 from benchwarden.core.store import Store
 from benchwarden.suites.contamination import scoring
 from benchwarden.suites.contamination.fidelity import RungFidelity
-from benchwarden.suites.contamination.scoring import (BENCH_VERSION, Legs, RungOutcomes,
-                                                      rung_label)
+from benchwarden.suites.contamination.scoring import BENCH_VERSION, Legs, RungOutcomes, rung_label
 from benchwarden.targets.replies import RequestOutcome
 
 SUITE = "contamination"
@@ -230,19 +237,19 @@ class ContaminationReport(msgspec.Struct, frozen=True, kw_only=True):
         return as_json(self)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "ContaminationReport":
+    def from_json(cls, data: Mapping[str, Any]) -> ContaminationReport:
         """Read a report file's JSON (any contamination report this package wrote)."""
         if data.get("suite", SUITE) != SUITE:
             raise ValueError(f"not a contamination report (suite {data.get('suite')!r})")
         return convert(_upgraded(dict(data)), cls, "contamination report")  # type: ignore[no-any-return]
 
-    def ended(self, run: Run, end: RunEnd) -> "ContaminationReport":
+    def ended(self, run: Run, end: RunEnd) -> ContaminationReport:
         """The same report with its run block saying how and when the run ended."""
         block = convert(run_block(run, end), RunBlock, "run block")
         return msgspec.structs.replace(self, run=block)
 
 
-def as_report(report: "ContaminationReport | Mapping[str, Any]") -> ContaminationReport:
+def as_report(report: ContaminationReport | Mapping[str, Any]) -> ContaminationReport:
     """The typed report, reading a JSON mapping when given one."""
     if isinstance(report, ContaminationReport):
         return report
@@ -464,7 +471,7 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def render_terminal(report: "ContaminationReport | Mapping[str, Any]", console: Any) -> None:
+def render_terminal(report: ContaminationReport | Mapping[str, Any], console: Any) -> None:
     """The terminal view (`terminal.render_terminal`), where the suite registry looks for it."""
     from benchwarden.suites.contamination.terminal import render_terminal as render
 

@@ -9,7 +9,8 @@ report loaded from a JSON file renders the same as the one just built.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -18,8 +19,13 @@ from rich.text import Text
 from benchwarden.core import formatting as fmt
 from benchwarden.core.reports import verdict_text
 from benchwarden.core.verdicts import Verdict
-from benchwarden.suites.contamination.report import (CellBlock, ContaminationReport, RungBlock,
-                                                     as_report, column_name)
+from benchwarden.suites.contamination.report import (
+    CellBlock,
+    ContaminationReport,
+    RungBlock,
+    as_report,
+    column_name,
+)
 from benchwarden.suites.contamination.scoring import Score
 
 STATE_STYLE = {"unmeasured": "red", "below_label": "yellow"}
