@@ -2,8 +2,9 @@
 
 Exit codes: 0 when the run completed without harness errors, 1 when any trial hit a
 harness error (driver, server or environment failure; never an agent outcome), 2 on
-a usage or configuration error, including `--isolation bwrap` (the default) on a
-machine where bubblewrap is missing or cannot create a sandbox.
+a usage or configuration error (a --url with user:key@ included, or `--isolation bwrap`,
+the default, on a machine where bubblewrap is missing or cannot create a sandbox), 130
+interrupted (the run ends "interrupted"; the same command again runs only the missing trials).
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from benchwarden.cli.common import (EXIT_FAIL, ConfigError, config_errors, executor_or_exit,
-                                    html_option, open_store_or_exit, store_option,
-                                    write_html_report)
-from benchwarden.core.errors import IsolationUnavailable
+                                    html_option, open_store_or_exit,
+                                    refuse_url_with_credentials, release_executor,
+                                    store_option, write_html_report)
+from benchwarden.core import secrets
+from benchwarden.core.errors import IsolationUnavailable, RunInterrupted
 from benchwarden.core.records import DEFAULT_WEIGHTS, TokenWeights
 from benchwarden.core.sandbox import check_isolation_mode
 from benchwarden.core.reports import console, write_json
@@ -65,7 +68,8 @@ def _discover_model(url: str, api_key_env: str | None) -> str:
               help="Samples wanted per cell; only the missing ones run (deepen with a larger N).")
 @click.option("--driver", type=click.Choice(["openai", "command"]), required=True,
               help="openai: a tool-calling loop against --url; command: your agent program.")
-@click.option("--url", default=None, help="OpenAI-compatible base URL (openai driver).")
+@click.option("--url", default=None, callback=refuse_url_with_credentials,
+              help="OpenAI-compatible base URL (openai driver); never with user:key@.")
 @click.option("--model", default=None, help="Model name (default: the server's first model).")
 @click.option("--api-key-env", default=None,
               help="Name of the environment variable holding the API key (never the key).")
@@ -118,6 +122,10 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
         raise ConfigError(str(error)) from None
     if api_key_env and api_key_env not in os.environ:
         raise ConfigError(f"--api-key-env {api_key_env}: that environment variable is not set")
+    if api_key_env:
+        # records are written here, whichever process ran the trial: scrub here
+        secrets.remember(os.environ[api_key_env],
+                         source=f"the key in {api_key_env} (--api-key-env)")
     agent_driver: Any
     if driver == "openai":
         if not url:
@@ -144,7 +152,7 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
                    "WITHOUT a boundary (they can write, read and connect wherever you can)",
                    err=True)
     limits = Limits(turn_cap=turn_cap, wall_clock=wall_clock, command_timeout=command_timeout)
-    with open_store_or_exit(store_location) as store, Progress(
+    with open_store_or_exit(store_location, create=True) as store, Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[outcomes]}"), TimeElapsedColumn(),
             console=out, transient=False) as progress:
@@ -168,14 +176,17 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
             progress.update(bars[key], advance=1,
                             outcomes=" ".join(f"{k} {v}" for k, v in sorted(counts[key].items())))
 
+        interrupted = False
         try:
             tally = run_arms(store, suite, suite_spec, arms=arm_list, tasks=task_list,
                              trials=trials, driver=agent_driver, limits=limits, seed=seed,
                              executor=executor, on_start=on_start, on_result=on_result,
                              isolation=isolation)
+        except (RunInterrupted, KeyboardInterrupt):
+            interrupted = True
+            raise
         finally:
-            if executor is not None:
-                executor.close()
+            release_executor(executor, interrupted=interrupted)
         progress.stop()
         render_tally(tally.to_json_dict(), out)
         out.print(f"run {tally.run_id} recorded in {store_location}; "
@@ -207,7 +218,7 @@ def report(store_location: str, scope: str | None, weights: str | None, floor: i
     from benchwarden.suites.arms.report import build_scope_report, render_terminal
 
     table = _weights(weights)
-    with open_store_or_exit(store_location) as store:
+    with open_store_or_exit(store_location, create=False) as store:
         built = build_scope_report(store, scope, table, floor)
     render_terminal(built, console())
     if json_path:
@@ -235,7 +246,7 @@ def compare(arm_a: str, arm_b: str, store_location: str, scope: str | None,
     from benchwarden.suites.arms.trial import SUITE_NAME
 
     table = _weights(weights)
-    with open_store_or_exit(store_location) as store:
+    with open_store_or_exit(store_location, create=False) as store:
         built = build_scope_report(store, scope, table, floor)
         records = store.records(suite=SUITE_NAME, scope=built.scope)
     known = built.arms

@@ -1,23 +1,64 @@
 """`benchwarden contamination`: options in, `run_contamination` called, verdict out.
 
 Exit codes: 0 pass, 1 fail, 2 a usage or configuration error or an unreachable server
-(one line naming what to fix).
+(one line naming what to fix), 130 interrupted (the run end says how to resume).
+
+`--resume RUN` continues a run with its stored configuration: only the options in
+`RESUME_MAY_CHANGE` (where the server is, its key, the client's limits, where reports
+go) may be given, and those given apply (the client's limits not given stay the stored
+ones); any other option given with a value other than the stored one is refused, naming
+it, rather than silently ignored.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from benchwarden.cli.common import (EXIT_FAIL, EXIT_OK, ConfigError, config_errors,
-                                    html_option, open_store_or_exit, store_option,
+                                    html_option, open_store_or_exit,
+                                    refuse_url_with_credentials, store_option,
                                     write_html_report)
 from benchwarden.core.reports import console as make_console
 from benchwarden.core.reports import write_json
 from benchwarden.suites.contamination.presets import PRESETS
 from benchwarden.suites.contamination.probes import SCENARIOS
+
+
+# Options a resumed run may take afresh: where the server is now, its key, the client's
+# limits and timeouts, where the reports go. Everything else is the stored configuration.
+CLIENT_LIMITS = ("request_timeout", "max_reply_bytes", "max_chunks_per_token", "stall_timeout",
+                 "retry_429_max_wait")
+RESUME_MAY_CHANGE = frozenset({"url", "api_key_env", "store_location", "json_path",
+                               "html_path", "resume", "no_progress", *CLIENT_LIMITS})
+
+
+def _as_stored(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def resume_conflicts(ctx: click.Context, stored: dict[str, Any]) -> list[str]:
+    """The options given explicitly with `--resume` that disagree with the stored run."""
+    conflicts = []
+    for param in ctx.command.params:
+        name = param.name or ""
+        if name in RESUME_MAY_CHANGE:
+            continue
+        if ctx.get_parameter_source(name) not in (ParameterSource.COMMANDLINE,
+                                                  ParameterSource.ENVIRONMENT):
+            continue
+        given = _as_stored(ctx.params.get(name))
+        option = param.opts[0] if param.opts else name
+        if name not in stored:
+            conflicts.append(f"{option} (not part of a resumable configuration)")
+        elif given != stored[name]:
+            conflicts.append(f"{option} {json.dumps(given)} (the run was made with "
+                             f"{json.dumps(stored[name])})")
+    return conflicts
 
 
 def _levels(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, ...]:
@@ -55,8 +96,9 @@ def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
 
 
 @click.command()
-@click.option("--url", default=None, help="Base URL of the OpenAI-compatible server "
-              "(with or without /v1). Required unless --resume.")
+@click.option("--url", default=None, callback=refuse_url_with_credentials,
+              help="Base URL of the OpenAI-compatible server (with or without /v1). "
+                   "Required unless --resume. Never with user:key@: use --api-key-env.")
 @click.option("--model", default=None, help="Model name [default: first id of GET /v1/models].")
 @click.option("--api-key-env", default=None, metavar="VAR",
               help="Name of the environment variable holding the API key (never stored).")
@@ -102,10 +144,12 @@ def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
 @html_option
 @click.option("--resume", default=None, metavar="RUN",
               help="Continue a killed run: only missing requests are sent, with its stored "
-                   "configuration (--url and --api-key-env may point elsewhere).")
+                   "configuration (--url, --api-key-env and the timeouts may change; other "
+                   "options that differ from the stored run are refused).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @config_errors
-def contamination(url: str | None, model: str | None, api_key_env: str | None,
+@click.pass_context
+def contamination(ctx: click.Context, url: str | None, model: str | None, api_key_env: str | None,
                   concurrency: tuple[int, ...], probes: int, max_tokens: int,
                   min_completion_tokens: int, seed: int | None, scenario: str, repeat: int,
                   request_timeout: float, max_reply_bytes: int, max_chunks_per_token: float,
@@ -119,11 +163,25 @@ def contamination(url: str | None, model: str | None, api_key_env: str | None,
                                                          config_from_run, run_contamination)
     from benchwarden.suites.contamination.terminal import render_terminal
 
-    with open_store_or_exit(store_location) as store:
+    # a resumed run's store must already exist: a typo must not make an empty one
+    with open_store_or_exit(store_location, create=resume is None, read_only=False) as store:
         if resume is not None:
-            stored = config_from_run(store.run_info(resume).run)
+            stored_run = store.run_info(resume).run
+            conflicts = resume_conflicts(ctx, dict(stored_run.config))
+            if conflicts:
+                raise ConfigError(f"--resume continues run {stored_run.run_id} as it was "
+                                  f"configured; drop or match {'; '.join(conflicts)}")
+            stored = config_from_run(stored_run)
             url = url or stored.url
             api_key_env = api_key_env or stored.api_key_env
+            # the client's limits: the stored ones, unless given again now
+            limits = {name: getattr(stored, name) for name in CLIENT_LIMITS
+                      if ctx.get_parameter_source(name) is not ParameterSource.COMMANDLINE}
+            request_timeout = limits.get("request_timeout", request_timeout)
+            max_reply_bytes = limits.get("max_reply_bytes", max_reply_bytes)
+            max_chunks_per_token = limits.get("max_chunks_per_token", max_chunks_per_token)
+            stall_timeout = limits.get("stall_timeout", stall_timeout)
+            retry_429_max_wait = limits.get("retry_429_max_wait", retry_429_max_wait)
         if not url:
             raise ConfigError("--url is required: the base URL of an OpenAI-compatible server")
         try:

@@ -6,15 +6,14 @@ report, writes the JSON to `~/.benchwarden/reports/demo-latest.json` (or `--json
 HTML page beside it (same name, `.html`), and exits with the verdict's code.
 
 Invariant: the server this command starts is stopped before it returns, whatever
-happens (verdict, error, Ctrl-C or SIGTERM); if this process is killed outright, the
-server is told to stop by the kernel (parent-death signal).
+happens (verdict, error, Ctrl-C, SIGTERM or SIGHUP: `cli.main` turns each into an
+interrupt that unwinds through the `finally` below); if this process is killed
+outright, the server is told to stop by the kernel (parent-death signal).
 """
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -37,10 +36,6 @@ def parse_concurrency(ctx: click.Context, param: click.Parameter, value: str) ->
     if not levels or any(level < 2 for level in levels):
         raise click.BadParameter("each concurrency level must be at least 2 (a rung needs company)")
     return levels
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt  # so `finally` blocks run and the engine is stopped
 
 
 @click.command()
@@ -71,7 +66,6 @@ def demo(ctx: click.Context, probes: int, concurrency: tuple[int, ...], max_toke
     except ImportError as error:
         raise ConfigError(f"the contamination suite is not available: {error}") from None
     target = Path(json_path).expanduser() if json_path else reports_dir() / DEMO_REPORT_NAME
-    previous_handler = signal.signal(signal.SIGTERM, _interrupt)
     engine: local_engine.EngineProcess | None = None
     try:
         install = local_engine.ensure_engine(echo_progress)
@@ -82,7 +76,7 @@ def demo(ctx: click.Context, probes: int, concurrency: tuple[int, ...], max_toke
         config = ContaminationConfig(url=engine.api_url, model=engine.model, concurrency=concurrency,
                                      probes=probes, max_tokens=max_tokens,
                                      min_completion_tokens=min_completion_tokens, seed=seed, preset="llamacpp")
-        with open_store_or_exit(store_location) as store:
+        with open_store_or_exit(store_location, create=True) as store:
             report = run_contamination(config, store, progress=True, console=make_console(stderr=True))
     except (local_engine.EngineError, ValueError) as error:
         raise ConfigError(str(error)) from None
@@ -92,7 +86,6 @@ def demo(ctx: click.Context, probes: int, concurrency: tuple[int, ...], max_toke
         if engine is not None:
             engine.stop()
             echo_progress(f"llama-server stopped (pid {engine.pid})")
-        signal.signal(signal.SIGTERM, previous_handler)
     render_terminal(report, make_console())
     written = write_json(target, report)
     click.echo(f"report written to {written}")

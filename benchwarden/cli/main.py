@@ -1,17 +1,36 @@
 """The `benchwarden` command: a lazy group, so one suite's missing optional
-dependency never breaks another suite's commands.
+dependency never breaks another suite's commands, and the ONE place where errors,
+signals and credentials meet the terminal.
 
-Each entry maps a command name to the module attribute that defines it.
+Each entry of `COMMANDS` maps a command name to the module attribute that defines it.
+
+Invariants (every command, through `LazyGroup.main`):
+- Exit codes are `core.errors.EXIT_CODES`: 0 ok/pass, 1 fail, 2 usage/configuration/
+  unreachable, 3 held (ladder), 4 OS or store refused, 130 interrupted.
+- An error is one line, `benchwarden: error: ...`; an unexpected exception is one line
+  plus a hint to rerun with --traceback (or BENCHWARDEN_TRACEBACK=1), exit 1.
+- SIGINT, SIGTERM and SIGHUP are handled by the program's own handlers (never the
+  inherited dispositions) and end with one line and exit 130.
+- Everything printed passes the process's credential scrubber (`core.secrets`).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import os
+import sqlite3
+import sys
+import traceback
+from contextlib import contextmanager
+from typing import Any, Iterator, TextIO
 
 import click
 
 import benchwarden
+from benchwarden.core import secrets
+from benchwarden.core.errors import (EXIT_ENVIRONMENT, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_USAGE,
+                                     BenchwardenError, RunInterrupted)
+from benchwarden.core.interrupts import installed_handlers, last_signal_name
 
 COMMANDS: dict[str, str] = {
     "contamination": "benchwarden.cli.contamination:contamination",
@@ -26,7 +45,9 @@ COMMANDS: dict[str, str] = {
     "ladder": "benchwarden.cli.ladder:ladder",
     "report": "benchwarden.cli.report:report",
     "sign": "benchwarden.cli.sign:sign",
+    "store": "benchwarden.cli.store:store_group",
 }
+TRACEBACK_ENV = "BENCHWARDEN_TRACEBACK"
 
 
 def _load(target: str) -> click.Command | None:
@@ -40,6 +61,97 @@ def _load(target: str) -> click.Command | None:
     return getattr(module, attribute)
 
 
+class ScrubbingStream:
+    """A text stream that scrubs remembered credentials from everything written to it."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        written = len(text)
+        if isinstance(text, str):
+            text = secrets.mask_url_passwords(secrets.scrub(text))
+        self._stream.write(text)
+        return written  # what the caller handed over, whatever the scrubber cut
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "buffer":
+            # no way round the scrubber: click writes to a text stream's binary buffer
+            # when it finds one (a misconfigured locale, say)
+            raise AttributeError(name)
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def _scrubbed_output() -> Iterator[None]:
+    saved = sys.stdout, sys.stderr
+    sys.stdout = ScrubbingStream(sys.stdout)  # type: ignore[assignment]
+    sys.stderr = ScrubbingStream(sys.stderr)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _say(message: str) -> None:
+    click.echo(secrets.scrub(" ".join(str(message).split())), err=True)
+
+
+def _wants_traceback(args: list[str]) -> bool:
+    return "--traceback" in args or os.environ.get(TRACEBACK_ENV, "") not in ("", "0")
+
+
+def run_command(group: click.Group, args: list[str], prog_name: str) -> int:
+    """Invoke `group` with `args`; return the exit code of the documented table."""
+    try:
+        result = group.main(args=args, prog_name=prog_name, standalone_mode=False)
+    except click.exceptions.Exit as done:
+        return int(done.exit_code)
+    except click.ClickException as error:  # usage errors (2) and our ConfigError (2)
+        error.show()
+        return int(error.exit_code)
+    except RunInterrupted as error:  # a run recorded its end and says how to resume it
+        _say(f"benchwarden: interrupted by {last_signal_name()}: {error}")
+        return EXIT_INTERRUPTED
+    except (click.Abort, KeyboardInterrupt):
+        _say(f"benchwarden: interrupted by {last_signal_name()}; nothing was left half-written")
+        return EXIT_INTERRUPTED
+    except BenchwardenError as error:
+        if _wants_traceback(args):
+            traceback.print_exc()
+        _say(f"benchwarden: error: {error}")
+        return int(error.exit_code)
+    except SystemExit as leaving:
+        code = leaving.code
+        if code is None or isinstance(code, int):
+            return int(code or 0)
+        _say(f"benchwarden: error: {code}")
+        return EXIT_FAIL
+    except BrokenPipeError:  # the reader went away (`benchwarden runs | head`): say nothing
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.__stdout__.fileno())
+        except (OSError, AttributeError, ValueError):
+            pass
+        return EXIT_FAIL
+    except (OSError, sqlite3.Error) as error:
+        if _wants_traceback(args):
+            traceback.print_exc()
+        _say(f"benchwarden: error: {type(error).__name__}: {error}")
+        return EXIT_ENVIRONMENT
+    except Exception as error:  # noqa: BLE001 - the one place unexpected errors surface
+        if _wants_traceback(args):
+            traceback.print_exc()
+        _say(f"benchwarden: error: unexpected {type(error).__name__}: {error} (rerun with "
+             f"--traceback or {TRACEBACK_ENV}=1 for the details)")
+        return EXIT_FAIL
+    return int(result) if isinstance(result, int) else 0
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(name for name, target in COMMANDS.items() if _load(target) is not None)
@@ -48,11 +160,33 @@ class LazyGroup(click.Group):
         target = COMMANDS.get(name)
         return _load(target) if target else None
 
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:  # a caller (run_command) handles the errors itself
+            return super().main(args=args, prog_name=prog_name, complete_var=complete_var,
+                                standalone_mode=False, **extra)
+        argv = list(sys.argv[1:] if args is None else args)
+        # The process itself (args None, not an in-process caller such as a test): once
+        # everything is recorded and said, a late signal must not turn the exit code into
+        # a death by signal, so the way out ignores them instead of restoring defaults.
+        with installed_handlers(restore=args is not None), _scrubbed_output():
+            try:
+                code = run_command(self, argv, prog_name or "benchwarden")
+            finally:
+                secrets.forget_all()  # credentials belong to one invocation
+        sys.exit(code)
+
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(benchwarden.__version__, prog_name="benchwarden")
-def cli() -> None:
-    """Benchmarks of LLM systems whose numbers can be trusted."""
+@click.option("--traceback", "show_traceback", is_flag=True,
+              help=f"On an error, also print the Python traceback (or set {TRACEBACK_ENV}=1).")
+def cli(show_traceback: bool) -> None:
+    """Benchmarks of LLM systems whose numbers can be trusted.
+
+    Exit codes: 0 pass/ok, 1 fail, 2 usage/configuration error or unreachable server,
+    3 held (ladder), 4 the OS or the store refused, 130 interrupted (resumable).
+    """
 
 
 def main(argv: list[str] | None = None) -> Any:

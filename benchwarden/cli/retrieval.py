@@ -4,6 +4,9 @@ Thin: options are parsed here, the work is done by `benchwarden.suites.retrieval
 `--sandbox` runs strategies in a child process inside the isolation `--isolation`
 names: `bwrap` (the default; a missing bubblewrap is a one-line exit-2 error, never a
 silent fallback) or `none` (no boundary at all: unsafe, for machines without bwrap).
+A signal stops `run` with exit 130 and the `--resume` command; the stopped run keeps
+no run end (retrieval resumes a run in place, and a run has one end), so `runs` lists
+it as incomplete until it is resumed.
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchwarden.cli.common import (ConfigError, config_errors, executor_or_exit, html_option,
-                                    open_store_or_exit, store_option, write_html_report)
-from benchwarden.core.errors import IsolationUnavailable
+                                    open_store_or_exit, release_executor, store_option,
+                                    write_html_report)
+from benchwarden.core.errors import IsolationUnavailable, RunInterrupted
+from benchwarden.core.provenance import new_run_id
 from benchwarden.core.reports import console, read_json, write_json
 from benchwarden.core.sandbox import ISOLATION_MODES, check_isolation_mode
 from benchwarden.suites.retrieval.corpus import CATEGORIES, generate
@@ -119,15 +124,19 @@ def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
     progress = Progress(TextColumn(f"[bold]{spec.name}[/bold]"), BarColumn(),
                         MofNCompleteColumn(), TextColumn("cases"), TimeElapsedColumn(),
                         console=console(stderr=True), transient=True)
+    run_id = new_run_id("retrieval")
+    interrupted = False
     try:
-        with open_store_or_exit(store_location) as store, progress:
+        with open_store_or_exit(store_location, create=True) as store, progress:
             task = progress.add_task("scoring", total=total)
-            run_id = run_strategy(store, spec, seeds, settings, executor=executor,
-                                  on_progress=lambda n: progress.advance(task, n))
+            run_strategy(store, spec, seeds, settings, executor=executor, run_id=run_id,
+                         on_progress=lambda n: progress.advance(task, n))
             return build_report(store, run_id)
+    except KeyboardInterrupt:  # a signal: the run keeps no end, so it stays resumable
+        interrupted = True
+        raise RunInterrupted(_resume_line(run_id)) from None
     finally:
-        if executor is not None:
-            executor.close()
+        release_executor(executor, interrupted=interrupted)
 
 
 @click.group()
@@ -187,14 +196,24 @@ def gen(seed: int, as_json: bool) -> None:
               help="Also write the JSON report here.")
 @html_option
 @config_errors
-def run(strategy_text: str | None, seeds_text: str, limit: int, budget_chars: int,
-        sandbox: bool, isolation: str | None, show_traceback: bool, executor_spec: str,
-        resume_id: str | None, store_location: str, json_path: str | None,
-        html_path: str | None) -> None:
+@click.pass_context
+def run(ctx: click.Context, strategy_text: str | None, seeds_text: str, limit: int,
+        budget_chars: int, sandbox: bool, isolation: str | None, show_traceback: bool,
+        executor_spec: str, resume_id: str | None, store_location: str,
+        json_path: str | None, html_path: str | None) -> None:
     """Score one strategy: category means, composite, guards, guarded composite."""
     if resume_id:
-        if strategy_text:
-            raise ConfigError("--resume continues a run as it was configured; drop --strategy")
+        from click.core import ParameterSource
+
+        # what the run measures is stored with it; silently ignoring a new value would
+        # let a user believe it applied
+        given = [param.opts[0] for param in ctx.command.params
+                 if param.name in ("strategy_text", "seeds_text", "limit", "budget_chars",
+                                   "sandbox", "isolation")
+                 and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE]
+        if given:
+            raise ConfigError(f"--resume continues a run as it was configured; drop "
+                              f"{', '.join(given)}")
         report = _resume(store_location, resume_id, executor_spec)
     else:
         if not strategy_text:
@@ -213,13 +232,19 @@ def run(strategy_text: str | None, seeds_text: str, limit: int, budget_chars: in
         raise SystemExit(1)
 
 
+def _resume_line(run_id: str) -> str:
+    return (f"run {run_id} stopped; the seeds it finished are kept; resume with "
+            f"`benchwarden retrieval run --resume {run_id}`")
+
+
 def _resume(store_location: str, run_id: str, executor_spec: str | None) -> RetrievalReport:
     executor = executor_or_exit(executor_spec)
+    interrupted = False
     progress = Progress(TextColumn("[bold]resuming[/bold]"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("cases"), TimeElapsedColumn(), console=console(stderr=True),
                         transient=True)
     try:
-        with open_store_or_exit(store_location) as store, progress:
+        with open_store_or_exit(store_location, create=False, read_only=False) as store, progress:
             task = progress.add_task("scoring", total=None)
             try:
                 finished, missing = resume_run(store, run_id, executor=executor,
@@ -228,9 +253,11 @@ def _resume(store_location: str, run_id: str, executor_spec: str | None) -> Retr
                 raise ConfigError(str(error)) from None
             console(stderr=True).print(f"resumed {finished}: scored seeds {missing or 'none'}")
             return build_report(store, finished)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise RunInterrupted(_resume_line(run_id)) from None
     finally:
-        if executor is not None:
-            executor.close()
+        release_executor(executor, interrupted=interrupted)
 
 
 def _side(text: str, label: str, store_location: str, seeds: list[int] | None,

@@ -29,6 +29,7 @@ import concurrent.futures as futures
 import importlib
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import traceback
@@ -94,6 +95,18 @@ def _ready() -> None:
     """A no-op task: submitting it makes the pool fork its workers right away."""
 
 
+def _worker_signals() -> None:
+    """In each worker: the parent decides what a signal means. A forked worker would
+    otherwise inherit the CLI's handlers, turn `terminate()` into a KeyboardInterrupt
+    that the pool reports as a task result, and live on (the parent then waits for it
+    forever at exit). So SIGTERM and SIGHUP kill a worker, and Ctrl-C, which a terminal
+    sends to the whole process group, is left to the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+
+
 def pool_start_method() -> str:
     """`fork` while this process has one thread (cheap, and safe: no lock can be copied
     mid-use), else `forkserver` (or `spawn` where there is none)."""
@@ -133,7 +146,8 @@ class LocalExecutor:
             self.start_method = pool_start_method()
             try:
                 pool = futures.ProcessPoolExecutor(
-                    self.workers, mp_context=multiprocessing.get_context(self.start_method))
+                    self.workers, mp_context=multiprocessing.get_context(self.start_method),
+                    initializer=_worker_signals)
                 # With fork, the first submit forks every worker before the pool's own
                 # management thread starts: do it now, while this process is single-threaded.
                 pool.submit(_ready)
@@ -184,6 +198,23 @@ class LocalExecutor:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+    def abandon(self) -> None:
+        """Stop now, after a signal: queued tasks are cancelled and running ones ended
+        with their workers (`close` would wait for them, up to a trial's wall clock)."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        workers = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for worker in workers:
+            if worker.is_alive():
+                worker.terminate()
+        for worker in workers:
+            worker.join(5)
+            if worker.is_alive():
+                worker.kill()
+                worker.join(5)
 
     def __enter__(self) -> "LocalExecutor":
         return self
@@ -269,6 +300,11 @@ class RayExecutor:
         if self._owns_session and self._ray.is_initialized():
             self._ray.shutdown()
         self._owns_session = False
+
+    def abandon(self) -> None:
+        """After a signal: a cluster started here is shut down with its workers; tasks
+        already sent to a cluster this process joined run on there."""
+        self.close()
 
     def __enter__(self) -> "RayExecutor":
         return self

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import resource
 import shutil
 import stat
@@ -168,6 +169,19 @@ def listening_unix_sockets(table: str = "/proc/net/unix") -> list[Path]:
     return sorted(found)
 
 
+# bwrap's words when a mount point it was told to cover disappeared between listing and
+# mounting (a Unix socket whose owner exited): a retry with a fresh listing succeeds.
+_VANISHED_MOUNT_POINT = re.compile(
+    r"Can't (?:mkdir parents for|create file at|find source path) (/\S+?):")
+START_ATTEMPTS = 3
+
+
+def vanished_mount_point(bwrap_error: str) -> bool:
+    """True when bwrap failed only because a path it was to cover no longer exists."""
+    match = _VANISHED_MOUNT_POINT.search(bwrap_error)
+    return match is not None and not os.path.lexists(match.group(1))
+
+
 def _default_hidden() -> list[Path]:
     home = Path(os.path.expanduser("~"))
     return [home / name for name in DEFAULT_HIDDEN_IN_HOME]
@@ -234,4 +248,5 @@ def check_isolation_mode(mode: str) -> str:
 
 
 __all__ = ["DEFAULT_HIDDEN_IN_HOME", "INSTALL_HINT", "ISOLATION_MODES", "Boundary", "Limits",
-           "check_isolation_mode", "listening_unix_sockets", "require_bubblewrap"]
+           "START_ATTEMPTS", "check_isolation_mode", "listening_unix_sockets", "require_bubblewrap",
+           "vanished_mount_point"]

@@ -70,11 +70,25 @@ def test_demo_writes_the_report_and_leaves_no_engine_behind(cached_engine, tmp_p
     assert f"llama-server stopped (pid {pids[0]})" in result.stderr
 
 
+def sigint_as_if_ignored_by_the_shell() -> None:
+    """A background job's shell hands SIGINT down ignored: the program must not care."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.engine
-def test_demo_stops_the_engine_on_ctrl_c(cached_engine, tmp_path):
+@pytest.mark.parametrize("inherited", [sigint_default, sigint_as_if_ignored_by_the_shell],
+                         ids=["sigint-default", "sigint-inherited-ignored"])
+def test_demo_stops_the_engine_on_ctrl_c(cached_engine, tmp_path, inherited):
+    # The child's SIGINT disposition is set explicitly (never inherited from pytest,
+    # which may itself have been started with SIGINT ignored); the program installs
+    # its own handler either way.
     demo = subprocess.Popen([sys.executable, "-m", "benchwarden", "demo", *QUICK],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env=demo_env(tmp_path))
+                            env=demo_env(tmp_path), preexec_fn=inherited)
     assert demo.stderr is not None
     seen = ""
     try:
@@ -92,7 +106,8 @@ def test_demo_stops_the_engine_on_ctrl_c(cached_engine, tmp_path):
     finally:
         if demo.poll() is None:
             demo.kill()
-    assert code != 0
+    assert code == 130, rest
+    assert "interrupted by SIGINT" in rest
     assert f"llama-server stopped (pid {pids[0]})" in rest
     assert not eng.process_alive(pids[0])
     assert not (tmp_path / "home" / "reports" / "demo-latest.json").exists()

@@ -491,10 +491,11 @@ def test_a_bench_version_1_contamination_report_still_reads(contamination) -> No
 
 # ---------------------------------------------------------------------------- JSON shape
 
-ARMS_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "scope", "floor", "weights",
+# `store_head` (the head witness every report built from a store carries) follows the verdict.
+ARMS_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "store_head", "scope", "floor", "weights",
              "arms", "tasks", "tiers", "samples", "headline", "coverage", "per_tier",
              "per_component", "failure_tags", "comparisons", "tally", "runs"]
-RETRIEVAL_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "strategy", "settings",
+RETRIEVAL_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "store_head", "strategy", "settings",
                   "seeds", "summary", "failure"]
 
 
@@ -513,9 +514,9 @@ def test_the_typed_reports_keep_the_json_field_names(arms, retrieval) -> None:
     assert json.loads(msgspec.json.encode(single)) == single.to_json()
 
 
-CONTAMINATION_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "score", "cells",
-                      "rungs", "probes", "request", "legs", "warnings", "requests",
-                      "references_part_at"]
+CONTAMINATION_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "store_head",
+                      "score", "cells", "rungs", "probes", "request", "legs", "warnings",
+                      "requests", "references_part_at"]
 
 
 def test_the_contamination_report_keeps_its_json_field_names(contamination) -> None:

@@ -193,3 +193,14 @@ def test_a_hidden_file_reads_as_empty(trial: Path) -> None:
         assert secret.read_text() == "SQLite format 3 secret rows"
     finally:
         secret.unlink()
+
+
+def test_a_vanished_mount_point_is_recognised_only_when_really_gone(tmp_path: Path) -> None:
+    gone = tmp_path / "gone.sock"
+    present = tmp_path / "present.sock"
+    present.write_text("")
+    assert sandbox.vanished_mount_point(f"bwrap: Can't mkdir parents for {gone}: Read-only file system")
+    assert sandbox.vanished_mount_point(f"bwrap: Can't create file at {gone}: Read-only file system")
+    assert not sandbox.vanished_mount_point(
+        f"bwrap: Can't mkdir parents for {present}: Read-only file system")
+    assert not sandbox.vanished_mount_point("bwrap: No permissions to create new namespace")

@@ -43,7 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from benchwarden.core.sandbox import Boundary, Limits, check_isolation_mode, require_bubblewrap
+from benchwarden.core.sandbox import (START_ATTEMPTS, Boundary, Limits, check_isolation_mode,
+                                      require_bubblewrap, vanished_mount_point)
 from benchwarden.suites.arms.model import Service
 
 SUPERVISOR = Path(__file__).resolve().with_name("supervisor.py")
@@ -121,9 +122,22 @@ class TrialSandbox:
         return self.boundary().argv(supervisor, bwrap=require_bubblewrap())
 
     def start(self, services: Sequence[Service] = ()) -> None:
-        """Start the supervisor and the services; returns when every service is ready."""
+        """Start the supervisor and the services; returns when every service is ready.
+
+        A host Unix socket that vanishes between the listing of what to cover and bwrap's
+        mounting makes bwrap refuse to start; that start is retried with a fresh listing."""
         if self._process is not None:
             raise SandboxFailure("this trial's sandbox was already started")
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                self._start_once(services)
+                return
+            except SandboxFailure as failure:
+                if attempt == START_ATTEMPTS or not vanished_mount_point(str(failure)):
+                    raise
+                self._process, self._closed, self._dead = None, False, False
+
+    def _start_once(self, services: Sequence[Service]) -> None:
         # The supervisor's stderr: an unnamed file outside the trial folder, so nothing
         # inside can swap it for a link to a host file the harness would then quote.
         self._log = tempfile.TemporaryFile()

@@ -200,6 +200,11 @@ class OpenAIDriver:
     request_timeout: float = 120.0
     name: str = "openai"
 
+    def __post_init__(self) -> None:
+        from benchwarden.core.secrets import refuse_url_credentials
+
+        refuse_url_credentials(self.base_url)  # a key in the URL would be stored with the run
+
     def describe(self) -> dict[str, Any]:
         return {"driver": self.name, "url": self.base_url, "model": self.model,
                 "api_key_env": self.api_key_env, "temperature": self.temperature, "max_tokens": self.max_tokens}

@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
+from benchwarden.core.errors import RunInterrupted
+from benchwarden.core.interrupts import signals_deferred
 from benchwarden.core.records import RunEnd
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.sandbox import check_isolation_mode
@@ -179,11 +181,14 @@ def run_arms(store: Store, suite: Suite, suite_spec: str, *, arms: Sequence[str]
             if on_result:
                 on_result(result)
         status = "completed"
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a signal (core.interrupts): the run ends "interrupted"
         status = "interrupted"
-        raise
+        raise RunInterrupted(
+            f"run {run.run_id} stopped; its finished trials are kept; run the same "
+            "`benchwarden arms run` command again to run only the missing trials") from None
     finally:
-        store.finish_run(RunEnd(run.run_id, time.time(), status, tally.to_json_dict()))
+        with signals_deferred():  # a second Ctrl-C must not leave the run without an end
+            store.finish_run(RunEnd(run.run_id, time.time(), status, tally.to_json_dict()))
     return tally
 
 

@@ -17,6 +17,12 @@ Invariants:
   the run records the variable's name only.
 - Resuming appends a new run entry (`resumed_from`) whose records go into the original
   run's scope; only missing requests are sent, with the exact bodies stored at the start.
+  A scope with nothing left to send (a completed run) is refused, not resumed empty.
+- A signal (SIGINT/SIGTERM/SIGHUP, see `core.interrupts`) or any error after the run
+  entry is written ends the run "interrupted" with its resume command; a signal then
+  surfaces as `RunInterrupted` (exit 130).
+- The API key is remembered by the process scrubber (`core.secrets`), so a server that
+  echoes it cannot put it into a record or onto the terminal.
 """
 
 from __future__ import annotations
@@ -31,12 +37,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                            TimeElapsedColumn)
 
+from benchwarden.core import secrets as credentials
+from benchwarden.core.errors import ConfigurationError, RunInterrupted
+from benchwarden.core.interrupts import last_signal_name, signals_deferred
 from benchwarden.core.provenance import stamp_run
-from benchwarden.core.reports import as_json
 from benchwarden.core.records import Record, Run, RunEnd, TokenComponents
+from benchwarden.core.reports import as_json, store_head_block
+from benchwarden.core.secrets import refuse_url_credentials
 from benchwarden.core.store import Store
 from benchwarden.suites.contamination.presets import PRESETS, check_extra_body, request_body
 from benchwarden.suites.contamination.probes import MAX_PROBES, SCENARIOS, Probe, make_probes
@@ -84,7 +95,7 @@ class ContaminationConfig:
     stall_timeout: float = DEFAULT_STALL_TIMEOUT
     retry_429_max_wait: float = DEFAULT_RETRY_429_MAX_WAIT
 
-    def client_bounds(self) -> dict[str, Any]:
+    def client_bounds(self) -> dict[str, Any]:  # (field names: CLIENT_BOUNDS)
         """The ChatClient keyword arguments these bounds become."""
         return {"max_reply_bytes": self.max_reply_bytes,
                 "max_chunks_per_token": self.max_chunks_per_token,
@@ -106,6 +117,7 @@ class ContaminationConfig:
 
     def validate(self) -> None:
         """Raise ValueError with one line naming what to fix."""
+        refuse_url_credentials(self.url)
         normalise_base_url(self.url)
         if not 2 <= self.probes <= MAX_PROBES:
             raise ValueError(f"--probes must be between 2 and {MAX_PROBES}, not {self.probes}")
@@ -142,6 +154,9 @@ class ContaminationConfig:
                              "holds the key, not the key itself")
         if self.model is not None and not self.model.strip():
             raise ValueError("--model must not be empty")
+        if self.model is not None and credentials.looks_like_credential_value(self.model):
+            raise ConfigurationError("--model looks like a credential (it would be sent and "
+                                     "stored as the model name); pass keys with --api-key-env")
         check_extra_body(self.extra_body)
         self._validate_client_bounds()
 
@@ -150,6 +165,9 @@ class ContaminationConfig:
         data["concurrency"] = list(self.concurrency)
         data["extra_body"] = dict(self.extra_body)
         return data
+
+
+CLIENT_BOUNDS = ("max_reply_bytes", "max_chunks_per_token", "stall_timeout", "retry_429_max_wait")
 
 
 def config_from_run(run: Run) -> ContaminationConfig:
@@ -303,7 +321,37 @@ def _api_key(config: ContaminationConfig) -> str | None:
     if not key:
         raise ValueError(f"environment variable {config.api_key_env} (from --api-key-env) "
                          "is not set or empty")
+    # from here on, the store and the terminal replace the key wherever it shows up
+    credentials.remember(key, source=f"the key in {config.api_key_env} (--api-key-env)")
     return key
+
+
+def resume_hint(run_id: str) -> str:
+    return f"benchwarden contamination --resume {run_id}"
+
+
+def refuse_finished_scope(store: Store, original: Run) -> None:
+    """`--resume` of a run with nothing left to measure is a usage error, not a new,
+    empty run: the run (or a later resume of it) completed, or every request is stored."""
+    scope = str(original.config.get("scope", original.run_id))
+    completed = [info.run.run_id for info in store.runs(SUITE)
+                 if info.end is not None and info.end.status == "completed"
+                 and str(info.run.config.get("scope", info.run.run_id)) == scope]
+    if completed:
+        finished_by = "" if completed == [original.run_id] else f" (by run {completed[-1]})"
+        raise ConfigurationError(
+            f"run {original.run_id} is already complete{finished_by}; nothing to resume "
+            f"(`benchwarden show {completed[-1]}` shows its report)")
+    config = original.config
+    plan = Plan(original.run_id, scope, tuple(config.get("request_bodies") or ()),
+                tuple(config.get("concurrency") or ()), int(config.get("repeat", 1)),
+                str(config.get("scenario", "shared-prefix")))
+    stored = len(store.records(suite=SUITE, scope=scope))
+    if plan.probes and stored >= plan.total_requests():
+        raise ConfigurationError(
+            f"run {original.run_id} already holds all {stored} requests it plans (it "
+            f"stopped before recording its end); nothing to resume: `benchwarden show "
+            f"{original.run_id}` shows its report")
 
 
 def run_contamination(config: ContaminationConfig, store: Store, *, progress: bool = True,
@@ -327,9 +375,13 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
         if original.suite != SUITE:
             raise ValueError(f"run {original.run_id} is a {original.suite} run, "
                              "not a contamination run")
+        refuse_finished_scope(store, original)
         stored = config_from_run(original)
+        # where the server is, its key and the client's limits come from the caller
+        # (the CLI passes the stored limits unless new ones were given)
         config = dataclasses.replace(stored, url=config.url, api_key_env=config.api_key_env,
-                                     request_timeout=config.request_timeout)
+                                     request_timeout=config.request_timeout,
+                                     **{name: getattr(config, name) for name in CLIENT_BOUNDS})
 
     async def reach() -> list[str]:
         async with ChatClient(config.url, api_key=api_key, request_timeout=config.request_timeout,
@@ -340,7 +392,8 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
     if original is not None:
         run_config = dict(original.config)
         run_config.update(url=normalise_base_url(config.url), api_key_env=config.api_key_env,
-                          request_timeout=config.request_timeout)
+                          request_timeout=config.request_timeout,
+                          **{name: getattr(config, name) for name in CLIENT_BOUNDS})
         run = stamp_run(suite=SUITE, bench_version=BENCH_VERSION, config=run_config,
                         seeds=original.seeds, target={"url": run_config["url"],
                                                       "model": run_config["model"]},
@@ -376,7 +429,7 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
             bar.update(task, description=leg, advance=count)
 
         def warn(message: str) -> None:
-            console.print(f"[yellow]warning:[/] {message}")
+            console.print(f"[yellow]warning:[/] {escape(credentials.scrub(message))}")
 
         def open_client() -> ChatClient:
             return ChatClient(config.url, api_key=api_key, request_timeout=config.request_timeout,
@@ -388,14 +441,30 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
 
         try:
             asyncio.run(drive())
-        except BaseException as error:  # Ctrl-C, a store error: keep what was measured
-            store.finish_run(RunEnd(run.run_id, time.time(), "interrupted",
-                                    {"error": f"{type(error).__name__}: {error}"[:300],
-                                     "resume": f"benchwarden contamination --resume {run.run_id}"}))
+            report = build_report(store, run.run_id)
+        except BaseException as error:  # a signal, a store error: keep what was measured
+            _end_interrupted(store, run.run_id, resume_hint(plan.scope), error)
+            if isinstance(error, KeyboardInterrupt):
+                raise RunInterrupted(
+                    f"run {run.run_id} stopped; what it measured is kept; resume with "
+                    f"`{resume_hint(plan.scope)}`") from None
             raise
-    report = build_report(store, run.run_id)  # once: the end only changes its run block
-    plain = as_json(report)
+    plain = as_json(report)  # built once (above): the end only changes its run block
     end = RunEnd(run.run_id, time.time(), "completed",
                  {"verdict": plain["verdict"], "score": plain["score"]})
-    store.finish_run(end)
-    return report.ended(run, end)
+    with signals_deferred():  # a signal now lands after the end is recorded, not inside it
+        store.finish_run(end)
+    return report.ended(run, end, store_head_block(store))
+
+
+def _end_interrupted(store: Store, run_id: str, hint: str, error: BaseException) -> None:
+    """Record the run end "interrupted" (signals held back while it is written); a store
+    that refuses it too leaves the run without an end, which `--resume` also accepts."""
+    reason = (f"signal {last_signal_name()}" if isinstance(error, KeyboardInterrupt)
+              else f"{type(error).__name__}: {error}")
+    with signals_deferred():
+        try:
+            store.finish_run(RunEnd(run_id, time.time(), "interrupted",
+                                    {"error": reason[:300], "resume": hint}))
+        except Exception:  # noqa: BLE001 - the original error is the one to report
+            pass

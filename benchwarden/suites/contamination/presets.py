@@ -8,12 +8,16 @@ and rejects `top_p: 1`; Ollama's /v1 cannot set a repeat penalty at all). The re
 records the exact body sent, so a preset is never a hidden setting.
 
 Invariant: `request_body` is a pure function of its arguments, and the fields a run
-depends on (`messages`, `stream`) cannot be overridden by a preset or by `--extra-body`.
+depends on (`messages`, `stream`) cannot be overridden by a preset or by `--extra-body`;
+nor can `--extra-body` carry a credential (it is stored with the run, for ever).
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
+
+from benchwarden.core.errors import ConfigurationError
+from benchwarden.core.secrets import credential_paths
 
 PRESETS: dict[str, dict[str, Any]] = {
     "none": {},
@@ -39,11 +43,24 @@ def preset_fields(name: str) -> dict[str, Any]:
 
 
 def check_extra_body(extra: Mapping[str, Any]) -> None:
+    """Refuse extras that would break the run or put a credential into the store.
+
+    Credentials are found by the one documented rule (`core.secrets.credential_paths`):
+    a field name containing token, key, secret, auth, cookie, session, ... at any depth
+    (sampling fields such as `max_tokens` and `top_k` excepted), or a value shaped like
+    a key (`sk-...`, `Bearer ...`, a JWT). Keys go in `--api-key-env`, never the body.
+    """
     if not isinstance(extra, Mapping):
-        raise ValueError("--extra-body must be a JSON object, e.g. '{\"seed\": 7}'")
+        raise ConfigurationError("--extra-body must be a JSON object, e.g. '{\"seed\": 7}'")
     clash = [name for name in PROTECTED_FIELDS if name in extra]
     if clash:
-        raise ValueError(f"--extra-body may not set {', '.join(clash)}: the suite builds them")
+        raise ConfigurationError(
+            f"--extra-body may not set {', '.join(clash)}: the suite builds them")
+    credentials = credential_paths(extra)
+    if credentials:
+        raise ConfigurationError(
+            f"--extra-body field {', '.join(credentials)} looks like a credential and would "
+            "be stored for ever; pass keys with --api-key-env (see docs/secrets.md for the rule)")
 
 
 def request_body(*, model: str, prompt: str, max_tokens: int, preset: str,

@@ -34,11 +34,13 @@ from benchwarden.core.records import Record, Run, RunEnd
 from benchwarden.core.reports import (
     REPORT_SCHEMA,
     RunBlock,
+    StoreHeadBlock,
     VerdictBlock,
     as_json,
     convert,
     envelope,
     run_block,
+    store_head_block,
 )
 from benchwarden.core.store import Store
 from benchwarden.suites.contamination import scoring
@@ -206,6 +208,8 @@ class ContaminationReport(msgspec.Struct, frozen=True, kw_only=True):
     """The run the report was built for."""
     verdict: VerdictBlock | None = None
     """pass, or fail with every problem named."""
+    store_head: StoreHeadBlock | None = None
+    """The store's last entry when the report was built (a head witness for `verify`)."""
     score: ScoreBlock | None = None
     """The counters."""
     cells: list[CellBlock] = msgspec.field(default_factory=list)
@@ -243,10 +247,14 @@ class ContaminationReport(msgspec.Struct, frozen=True, kw_only=True):
             raise ValueError(f"not a contamination report (suite {data.get('suite')!r})")
         return convert(_upgraded(dict(data)), cls, "contamination report")  # type: ignore[no-any-return]
 
-    def ended(self, run: Run, end: RunEnd) -> ContaminationReport:
-        """The same report with its run block saying how and when the run ended."""
+    def ended(self, run: Run, end: RunEnd,
+              store_head: Mapping[str, Any] | None) -> ContaminationReport:
+        """The same report once its run's end is stored: the run block says how and when
+        the run ended, and `store_head` is the store's head after that end entry."""
         block = convert(run_block(run, end), RunBlock, "run block")
-        return msgspec.structs.replace(self, run=block)
+        head = None if store_head is None else convert(dict(store_head), StoreHeadBlock,
+                                                        "store head")
+        return msgspec.structs.replace(self, run=block, store_head=head)
 
 
 def as_report(report: ContaminationReport | Mapping[str, Any]) -> ContaminationReport:
@@ -450,7 +458,8 @@ def build_report(store: Store, run_id: str) -> ContaminationReport:
         "references_part_at": _references_part_at(result, legs),
     }
     plain = json_safe(envelope(suite=SUITE, bench_version=BENCH_VERSION, run=run,
-                               end=info.end, verdict=verdict, body=body))
+                               end=info.end, verdict=verdict, body=body,
+                               store_head=store_head_block(store)))
     return convert(plain, ContaminationReport, "contamination report")  # type: ignore[no-any-return]
 
 

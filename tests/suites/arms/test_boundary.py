@@ -165,3 +165,24 @@ def test_unix_sockets_in_run_are_out_of_reach(tmp_path):
     finally:
         listener.close()
         path.unlink()
+
+
+def test_a_host_socket_that_vanishes_while_the_sandbox_starts_is_retried(tmp_path, monkeypatch):
+    if "bwrap" not in _modes():
+        pytest.skip("needs bubblewrap")
+    from benchwarden.core import sandbox as sandbox_module
+
+    gone = Path("/var/tmp") / f"benchwarden-vanished-{os.getpid()}" / "service.sock"
+    listings: list[int] = []
+    real = sandbox_module.listening_unix_sockets
+
+    def first_listing_names_a_vanished_socket() -> list[Path]:
+        listings.append(1)
+        return [gone] if len(listings) == 1 else real()
+
+    monkeypatch.setattr(sandbox_module, "listening_unix_sockets", first_listing_names_a_vanished_socket)
+    with TrialSandbox("bwrap", tmp_path) as trial:
+        trial.start()
+        outcome = trial.run(command="echo started", env=PATH, cwd=tmp_path, timeout=30)
+    assert outcome.output.strip() == "started"
+    assert len(listings) >= 2  # the first start was refused by bwrap, the second listing used

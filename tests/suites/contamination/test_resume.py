@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from benchwarden.core.errors import RunInterrupted
 from benchwarden.core.store import SQLiteStore
 from benchwarden.suites.contamination.driver import ContaminationConfig, run_contamination
 from benchwarden.suites.contamination.report import build_report
@@ -40,7 +41,7 @@ def test_killed_run_keeps_its_records_and_resume_sends_only_the_missing(tmp_path
     path = tmp_path / "store.sqlite"
     with FakeOpenAIServer("clean") as server:
         killed = KilledStore(path, KILL_AT_C4)
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(RunInterrupted, match="--resume"):
             run_contamination(config(server.url), killed, progress=False)
         run_id = killed.runs()[0].run.run_id
         info = killed.run_info(run_id)
@@ -74,7 +75,7 @@ def test_killed_run_keeps_its_records_and_resume_sends_only_the_missing(tmp_path
     assert again["score"] == resumed["score"] and again["cells"] == resumed["cells"]
 
 
-def test_resuming_a_complete_run_sends_nothing(tmp_path):
+def test_resuming_a_complete_run_is_refused_and_adds_no_run(tmp_path):
     path = tmp_path / "store.sqlite"
     with FakeOpenAIServer("clean") as server:
         with SQLiteStore(path) as store:
@@ -82,9 +83,17 @@ def test_resuming_a_complete_run_sends_nothing(tmp_path):
         sent = server.chat_requests
         result = invoke(["contamination", "--resume", first["run"]["id"], "--store", str(path),
                          "--no-progress"])
-        assert result.exit_code == 0 and server.chat_requests == sent
+        assert server.chat_requests == sent
+    assert result.exit_code == 2, result.output
+    assert "already complete" in result.output and len(result.output.strip().splitlines()) == 1
+    with SQLiteStore(path) as store:
+        assert len(store.runs()) == 1
 
 
 def test_resume_of_an_unknown_run_is_a_config_error(tmp_path):
+    missing = invoke(["contamination", "--resume", "nope", "--store", str(tmp_path / "s.sqlite")])
+    assert missing.exit_code == 2 and "no store at" in missing.output
+    assert not (tmp_path / "s.sqlite").exists()  # resuming never creates a store
+    SQLiteStore(tmp_path / "s.sqlite").close()
     result = invoke(["contamination", "--resume", "nope", "--store", str(tmp_path / "s.sqlite")])
     assert result.exit_code == 2 and "not found" in result.output

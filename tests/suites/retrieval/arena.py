@@ -23,6 +23,7 @@ import pytest
 
 from benchwarden.core import sandbox as core_sandbox
 from benchwarden.core.errors import IsolationUnavailable
+from benchwarden.core.store import open_store
 from benchwarden.suites.retrieval.driver import store_files
 from benchwarden.suites.retrieval.ladder import Ladder
 
@@ -114,6 +115,7 @@ def make_arena() -> Iterator[Arena]:
         stores = root / "stores"
         stores.mkdir()
         store = stores / "store.sqlite"
+        open_store(store).close()  # a real store (another application's file is refused)
         with contextlib.closing(sqlite3.connect(store)) as database, database:
             database.execute("CREATE TABLE planted (value TEXT)")
             database.execute("INSERT INTO planted VALUES (?)", (SECRET,))

@@ -1,0 +1,100 @@
+"""Signals: SIGINT, SIGTERM and SIGHUP all stop a run the same way Ctrl-C does.
+
+The program installs its own handlers when it starts (`installed_handlers`), so it never
+depends on the dispositions it inherited: a shell that starts a job in the background
+hands it SIGINT *ignored*, and Python keeps that. Each signal becomes a
+`KeyboardInterrupt` raised where the program is (or, inside `asyncio.run`, a cancelled
+main task, so open connections are closed on the way out); the suite that was running
+records its run end as "interrupted" and the CLI exits 130 with one line naming the signal.
+
+Invariants:
+- SIGTERM and SIGHUP go through whatever SIGINT handler is current, so asyncio's
+  graceful Ctrl-C path serves all three.
+- `signals_deferred()` holds the three signals back while a run end is written, so a
+  second Ctrl-C cannot leave a run with neither records nor an end.
+- The handlers a caller had are restored when `installed_handlers` exits (tests run the
+  CLI in-process many times); the process itself ignores the signals on its way out
+  instead, so a late signal cannot turn a decided exit code into a death by signal.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+from types import FrameType
+from typing import Iterator
+
+__all__ = ["HANDLED_SIGNALS", "installed_handlers", "last_signal_name", "signals_deferred"]
+
+HANDLED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                        if hasattr(signal, name))
+
+_last_signal: list[str] = []
+
+
+def last_signal_name() -> str:
+    """The name of the last signal that interrupted this process ("SIGINT" if unknown)."""
+    return _last_signal[-1] if _last_signal else "SIGINT"
+
+
+def _note(signum: int) -> None:
+    _last_signal.append(signal.Signals(signum).name)
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
+    _note(signum)
+    raise KeyboardInterrupt
+
+
+def _on_other(signum: int, frame: FrameType | None) -> None:
+    _note(signum)
+    current = signal.getsignal(signal.SIGINT)
+    if callable(current) and current not in (_on_sigint, signal.default_int_handler):
+        # asyncio.run's own Ctrl-C handler: cancels the main task, then raises
+        # KeyboardInterrupt once the task has unwound
+        current(signal.SIGINT, frame)
+        return
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def installed_handlers(*, restore: bool = True) -> Iterator[None]:
+    """Handle SIGINT, SIGTERM and SIGHUP as interrupts for the duration (main thread only).
+
+    Afterwards the previous handlers come back (`restore`), or, for a process that is
+    about to exit with a code it has already decided, the signals are ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.getsignal(number) for number in HANDLED_SIGNALS}
+    _last_signal.clear()
+    # SIGINT gets Python's own handler, which asyncio recognises and replaces with its
+    # graceful one inside asyncio.run; _on_sigint would hide it from asyncio.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for number in HANDLED_SIGNALS:
+        if number != signal.SIGINT:
+            signal.signal(number, _on_other)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            if not restore:
+                handler = signal.SIG_IGN
+            try:
+                signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+            except (TypeError, ValueError):
+                pass
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM/SIGHUP back for the duration; they are delivered after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
