@@ -161,7 +161,7 @@ def contamination(ctx: click.Context, url: str | None, model: str | None, api_ke
     request into another? Exit 0 on pass, 1 on fail, 2 on a usage error."""
     from benchwarden.suites.contamination.driver import (ContaminationConfig, TargetUnreachable,
                                                          config_from_run, run_contamination)
-    from benchwarden.suites.contamination.report import render_terminal
+    from benchwarden.suites.contamination.terminal import render_terminal
 
     # a resumed run's store must already exist: a typo must not make an empty one
     with open_store_or_exit(store_location, create=resume is None, read_only=False) as store:
@@ -203,4 +203,5 @@ def contamination(ctx: click.Context, url: str | None, model: str | None, api_ke
         click.echo(f"report written to {write_json(json_path, report)}")
     if html_path:
         write_html_report(store_location, report, html_path)
-    raise SystemExit(EXIT_FAIL if report["verdict"]["kind"] == "fail" else EXIT_OK)
+    failed = report.verdict is not None and report.verdict.kind == "fail"
+    raise SystemExit(EXIT_FAIL if failed else EXIT_OK)

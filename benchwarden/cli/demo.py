@@ -62,7 +62,7 @@ def demo(ctx: click.Context, probes: int, concurrency: tuple[int, ...], max_toke
     try:
         from benchwarden.suites.contamination.driver import (ContaminationConfig, TargetUnreachable,
                                                              run_contamination)
-        from benchwarden.suites.contamination.report import render_terminal
+        from benchwarden.suites.contamination.terminal import render_terminal
     except ImportError as error:
         raise ConfigError(f"the contamination suite is not available: {error}") from None
     target = Path(json_path).expanduser() if json_path else reports_dir() / DEMO_REPORT_NAME
@@ -90,4 +90,5 @@ def demo(ctx: click.Context, probes: int, concurrency: tuple[int, ...], max_toke
     written = write_json(target, report)
     click.echo(f"report written to {written}")
     write_html_report(store_location, report, str(written.with_suffix(".html")))
-    ctx.exit(EXIT_FAIL if report.get("verdict", {}).get("kind") == "fail" else EXIT_OK)
+    failed = report.verdict is not None and report.verdict.kind == "fail"
+    ctx.exit(EXIT_FAIL if failed else EXIT_OK)

@@ -16,7 +16,7 @@ def _leaky_run(store_path) -> dict:
     with FakeOpenAIServer("leak") as server, open_store(store_path) as store:
         config = ContaminationConfig(url=server.url, concurrency=(2,), probes=2, max_tokens=64,
                                      seed=11)
-        return run_contamination(config, store, progress=False)
+        return run_contamination(config, store, progress=False).to_json()
 
 
 def test_report_latest_writes_the_run_as_a_page(tmp_path) -> None:

@@ -30,10 +30,15 @@ from benchwarden.core.records import Record, Run, RunEnd
 from benchwarden.core.store import open_store
 from benchwarden.suites.arms import report as arms_report
 from benchwarden.suites.arms.html import render_html as arms_html
+from benchwarden.suites.contamination import report as contamination_report
+from benchwarden.suites.contamination import scoring
+from benchwarden.suites.contamination.html import render_html as contamination_html
+from benchwarden.suites.contamination.terminal import render_terminal as contamination_terminal
 from benchwarden.suites.retrieval import report as retrieval_report
 from benchwarden.suites.retrieval.html import render_html as retrieval_html
 from benchwarden.suites.retrieval.scoring import decide
 from tests.suites.arms.test_html import ARMS, TASKS, _trial
+from benchwarden.targets.replies import Reply, RequestOutcome, Timings
 from tests.suites.retrieval.test_html import _outcomes
 
 NUMBER = re.compile(r"[+-]?\d+(?:,\d{3})*(?:\.\d+)?")
@@ -160,13 +165,14 @@ def allowed_tokens(report: dict[str, Any]) -> set[str]:
     return tokens
 
 
-def assert_page_matches_json(page: str, report: msgspec.Struct) -> _Page:
+def assert_page_matches_json(page: str, report: msgspec.Struct, *,
+                             draws_intervals: bool = True) -> _Page:
     plain = msgspec.to_builtins(report)
     parsed = read_page(page)
     assert json.loads(parsed.embedded) == json.loads(json.dumps(plain, default=str))
 
     intervals = _intervals(plain)
-    assert parsed.whiskers, "the page draws no interval"
+    assert parsed.whiskers or not draws_intervals, "the page draws no interval"
     for low, high in parsed.whiskers:
         assert low is not None and high is not None, "a whisker without its interval"
         assert (float(low), float(high)) in intervals, f"whisker [{low}, {high}] is not in the JSON"
@@ -305,6 +311,184 @@ def test_a_retrieval_json_file_reads_back_to_the_same_page(retrieval) -> None:
     assert retrieval_html(again) == retrieval_html(compared)
 
 
+# ---------------------------------------------------------------------------- contamination
+
+CANARIES = ("XK-AZURE-HERON-41", "QJ-CRIMSON-OTTER-77", "BM-JADE-LYNX-23")
+TOPICS = ("a lighthouse warns ships", "bees make honey", "tides follow the moon")
+INVALID_BYTE = b"\xff".decode("utf-8", "surrogateescape")  # as the client keeps it
+CONTAMINATION_START = 1_790_000_000.0
+
+
+def _answer(probe: int) -> str:
+    words = " ".join(f"w{probe}x{i}" for i in range(12))
+    byte = f" raw {INVALID_BYTE} byte" if probe == 0 else ""  # probe 0's replies: invalid UTF-8
+    return f"{CANARIES[probe]}\n{words}{byte}\n{CANARIES[probe]}"
+
+
+def _streamed(text: str, sent: float, first: float, last: float, tokens: int = 24) -> RequestOutcome:
+    reply = Reply(reasoning="", text=text, tool_calls=(), finish_reason="stop",
+                  completion_tokens=tokens, usage_reported=True, prompt_tokens=120,
+                  cached_prompt_tokens=96, saw_done=True)
+    return RequestOutcome(Timings(sent_at=sent, first_byte_at=first, first_content_at=first,
+                                  last_byte_at=last), reply=reply, status=200)
+
+
+def _contamination_record(leg: str, task: str, trial: int, probe: int, slot: int,
+                          outcome: RequestOutcome) -> Record:
+    return Record(suite="contamination", scope="contamination-run-1", arm=leg, task=task,
+                  trial=trial, run_id="contamination-run-1",
+                  outcome="ok" if outcome.ok else "error", started_at=outcome.timings.sent_at,
+                  ended_at=outcome.timings.last_byte_at or outcome.timings.sent_at,
+                  payload={"probe": probe, "slot": slot, "cancel_after_deltas": None,
+                           "outcome": outcome.to_json_dict()})
+
+
+@pytest.fixture
+def contamination(tmp_path) -> contamination_report.ContaminationReport:
+    """Three probes, rungs c2 and c4, the post-check. Probe 0's replies hold an invalid
+    UTF-8 byte; probe 1 diverges in c2; probe 2's solo references disagree; rung c4 has a
+    failed ballast request (HTTP 500), so its cells are unmeasured."""
+    bodies = [{"model": "m", "messages": [{"role": "user", "content": f"probe {i}"}]}
+              for i in range(3)]
+    config = {"scope": "contamination-run-1", "url": "http://127.0.0.1:8080", "model": "m",
+              "seed": 7, "scenario": "shared-prefix", "max_tokens": 64,
+              "min_completion_tokens": 8, "concurrency": [2, 4], "repeat": 1,
+              "probe_set": [{"index": i, "canary": CANARIES[i], "topic": TOPICS[i]}
+                            for i in range(3)],
+              "request_bodies": bodies, "preset": "llamacpp", "extra_body": {}}
+    clock = CONTAMINATION_START + 1.0
+    records = []
+    for leg in ("prime", "ref_a", "ref_b"):
+        for probe in range(3):
+            text = _answer(probe) + (" again" if (leg, probe) == ("ref_b", 2) else "")
+            records.append(_contamination_record(leg, str(probe), 1, probe, probe, _streamed(
+                text, clock, clock + 0.0312, clock + 0.4187)))
+            clock += 0.5
+    with open_store(tmp_path / "contamination.sqlite") as store:
+        store.begin_run(Run(run_id="contamination-run-1", suite="contamination",
+                            bench_version="2", config=config, seeds=(7,),
+                            target={"url": config["url"], "model": "m"},
+                            package_version="0.1.0", git_sha="feedface", host={"os": "Linux"},
+                            started_at=CONTAMINATION_START))
+        store.append(records[:3])  # prime
+        store.append(records[3:])  # the references
+        for level, slots in ((2, 3), (4, 4)):
+            rung = []
+            for slot in range(slots):
+                probe = slot % 3
+                sent = clock + slot * 0.00037
+                first, last = sent + 0.0421 + 0.013 * slot, sent + 0.5173 + 0.021 * slot
+                if (level, slot) == (4, 3):
+                    outcome = RequestOutcome(Timings(sent_at=sent, first_byte_at=sent + 0.01),
+                                             error="HTTP 500 from POST http://127.0.0.1:8080/v1/"
+                                                   "chat/completions: busy", status=500)
+                else:
+                    text = _answer(probe)
+                    if (level, probe) == (2, 1):
+                        text = text.replace("w1x7", "w1x7 w1x7")
+                    outcome = _streamed(text, sent, first, last)
+                task = str(slot) if slot < 3 else f"ballast-{slot}"
+                rung.append(_contamination_record(f"c{level}", task, 1, probe, slot, outcome))
+            store.append(rung)
+            clock += 1.5
+        store.append([_contamination_record("post", str(probe), 1, probe, probe, _streamed(
+            _answer(probe), clock + probe * 0.5, clock + probe * 0.5 + 0.0297,
+            clock + probe * 0.5 + 0.3911)) for probe in range(3)])
+        store.finish_run(RunEnd("contamination-run-1", clock + 2.0, "completed", {}))
+        return contamination_report.build_report(store, "contamination-run-1")
+
+
+def test_the_contamination_fixture_holds_what_it_says(contamination) -> None:
+    kinds = {(cell.leg, cell.probe): cell.kind for cell in contamination.cells}
+    assert kinds[("c2", 1)] == "diverged" and kinds[("ref", 2)] == "alone_unstable"
+    assert kinds[("c2", 0)] == kinds[("post", 0)] == "identical"  # invalid byte and all
+    assert {kinds[("c4", p)] for p in (0, 1)} == {"unmeasured"}
+    c2, c4 = contamination.rungs
+    assert (c2.concurrency, c2.requests_failed, c4.concurrency, c4.requests_failed) == (2, 0, 4, 1)
+    assert c4.state == "unmeasured" and c4.failures == {"HTTP 500": 1}
+    assert {cell.level for cell in contamination.cells if cell.leg == "c4"} == {4}
+    assert contamination.verdict is not None and contamination.verdict.kind == "fail"
+    # reference B of probe 2 goes on where A ends its text (after the reasoning separator)
+    assert contamination.references_part_at == {2: 1 + len(_answer(2))}
+
+
+def test_every_number_on_the_contamination_page_is_the_json_s(contamination) -> None:
+    page = contamination_html(contamination)
+    parsed = assert_page_matches_json(page, contamination, draws_intervals=False)
+    fidelity = _table_with(parsed, "c2", 7)
+    assert [row[:6] for row in fidelity] == [
+        [rung.label, fmt.count(rung.concurrency), fmt.count(rung.requests_sent),
+         fmt.count(rung.requests_failed), fmt.count(rung.peak_in_flight),
+         fmt.number(rung.launch_skew_ms, 1)] for rung in contamination.rungs]
+    assert [row[6] for row in fidelity] == [rung.reading for rung in contamination.rungs]
+    score = contamination.score
+    assert score is not None
+    tiles = [text for text in parsed.texts if text]  # the tiles, in the order the score has them
+    for name in ("compared", "identical", "diverged", "alone_unstable", "unmeasured",
+                 "tokens_compared", "earliest_divergence"):
+        assert fmt.number(getattr(score, name)) in tiles
+    shown = " ".join(parsed.texts)
+    for entry in contamination.requests:  # the timeline's hovers are the report's times
+        if entry.level is not None and entry.first_content_ms is not None:
+            assert f"slot {entry.slot}: waiting {fmt.number(entry.wait_ms, 0)} ms" in shown
+            assert (f"streaming {fmt.number(entry.first_content_ms, 0)}–"
+                    f"{fmt.number(entry.last_byte_ms, 0)} ms") in shown
+        elif entry.level is not None:
+            assert f"slot {entry.slot} sent at +{fmt.number(entry.sent_ms, 1)} ms" in shown
+    # the reply facts print the report's waits, not their own arithmetic
+    for entry in contamination.requests:
+        if entry.leg == "ref_a" and entry.wait_ms is not None:
+            assert f"first delta +{fmt.number(entry.wait_ms, 0)} ms" in page
+    # an invalid byte is a chip on the page and `\xff` nowhere as U+FFFD
+    assert 'title="invalid UTF-8 byte 0xFF"' in page and "\ufffd" not in page
+    page.encode("utf-8")
+
+
+def test_the_contamination_terminal_prints_the_report_s_numbers(contamination) -> None:
+    from rich.console import Console
+
+    console = Console(record=True, width=250)
+    contamination_terminal(contamination, console)
+    text = console.export_text()
+    for rung in contamination.rungs:
+        assert rung.description in text
+    assert contamination.score is not None
+    assert f"tokens_compared {fmt.number(contamination.score.tokens_compared)}" in text
+    assert f"DIVERGED @ char {fmt.number(next(c.at for c in contamination.cells if c.at))}" in text
+
+
+def test_a_contamination_json_file_reads_back_to_the_same_report_and_page(contamination) -> None:
+    encoded = msgspec.json.encode(contamination)  # valid UTF-8 despite the invalid byte
+    encoded.decode("utf-8")
+    again = contamination_report.ContaminationReport.from_json(json.loads(encoded))
+    assert again == contamination
+    assert contamination_html(again) == contamination_html(contamination)
+
+
+def test_a_bench_version_1_contamination_report_still_reads(contamination) -> None:
+    old = contamination.to_json()
+    old["bench_version"] = "1"
+    for rung in old["rungs"]:
+        rung["slots"] = rung.pop("requests_sent")
+        for key in ("requests_failed", "failures", "unmeasured_reason", "description",
+                    "state", "reading"):
+            rung.pop(key)
+    for entry in old["requests"]:
+        for key in ("level", "sent_ms", "first_content_ms", "last_byte_ms", "wait_ms",
+                    "last_byte_after_ms"):
+            entry.pop(key)
+    for cell in old["cells"]:
+        cell.pop("level", None)
+    old.pop("references_part_at")
+    read = contamination_report.ContaminationReport.from_json(old)
+    assert [r.requests_sent for r in read.rungs] == [r.requests_sent for r in contamination.rungs]
+    assert all(r.requests_failed is None for r in read.rungs)  # not counted before version 2
+    assert [r.concurrency for r in read.rungs] == [2, 4]
+    assert [c.level for c in read.cells] == [c.level for c in contamination.cells]
+    assert read.requests == contamination.requests  # the times are derived the same way
+    assert "—" in contamination_html(read)  # requests failed: unknown, a dash, never 0
+
+
 # ---------------------------------------------------------------------------- JSON shape
 
 # `store_head` (the head witness every report built from a store carries) follows the verdict.
@@ -330,6 +514,27 @@ def test_the_typed_reports_keep_the_json_field_names(arms, retrieval) -> None:
     assert json.loads(msgspec.json.encode(single)) == single.to_json()
 
 
+CONTAMINATION_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "store_head",
+                      "score", "cells", "rungs", "probes", "request", "legs", "warnings",
+                      "requests", "references_part_at"]
+
+
+def test_the_contamination_report_keeps_its_json_field_names(contamination) -> None:
+    plain = contamination.to_json()
+    assert list(plain) == CONTAMINATION_KEYS
+    assert plain["bench_version"] == "2"
+    assert list(plain["rungs"][0]) == [
+        "label", "concurrency", "repeat", "requests_sent", "requests_failed", "failures",
+        "peak_in_flight", "observed_parallelism", "launch_skew_ms", "unmeasured_reason",
+        "description", "state", "reading"]
+    diverged = next(cell for cell in plain["cells"] if cell["class"] == "diverged")
+    assert list(diverged) == ["probe", "leg", "repeat", "class", "at", "detail", "level"]
+    post = next(cell for cell in plain["cells"] if cell["leg"] == "post")
+    assert list(post) == ["probe", "leg", "repeat", "class"]  # no level off the rungs
+    assert list(plain["score"]) == list(scoring.Score.COUNTERS)
+    assert json.loads(msgspec.json.encode(contamination)) == json.loads(json.dumps(plain))
+
+
 def test_a_partial_or_foreign_file_reads_or_fails_in_one_line() -> None:
     empty = arms_report.ArmsReport.from_json({"suite": "arms"})
     assert empty.headline == [] and empty.trials is None and empty.tally is None
@@ -338,6 +543,13 @@ def test_a_partial_or_foreign_file_reads_or_fails_in_one_line() -> None:
     with pytest.raises(ValueError, match="does not read as a report") as caught:
         arms_report.ArmsReport.from_json({"suite": "arms", "headline": "many"})
     assert "\n" not in str(caught.value)
+    with pytest.raises(ValueError, match="not a contamination report"):
+        contamination_report.ContaminationReport.from_json({"suite": "arms"})
+    with pytest.raises(ValueError, match="does not read as a report") as caught:
+        contamination_report.ContaminationReport.from_json({"suite": "contamination",
+                                                            "cells": [{"probe": "one"}]})
+    assert "\n" not in str(caught.value)
+    assert contamination_report.ContaminationReport.from_json({}).cells == []
     with pytest.raises(ValueError, match="no per-seed scores"):
         retrieval_report.RetrievalReport.from_json({"suite": "retrieval", "bench_version": "2"},
                                                    scored=True)
@@ -363,7 +575,7 @@ def test_every_field_of_every_typed_report_says_what_it_holds() -> None:
     from benchwarden.core import reports
 
     undocumented = []
-    for module in (reports, arms_report, retrieval_report):
+    for module in (reports, arms_report, retrieval_report, contamination_report):
         for node in ast.parse(inspect.getsource(module)).body:
             if not isinstance(node, ast.ClassDef):
                 continue

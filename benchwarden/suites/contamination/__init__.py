@@ -7,7 +7,8 @@ Map:
 - `scoring`: classification of every probe × leg, the counters and the verdict (pure).
 - `fidelity`: peak in flight and launch skew of each rung, from client timings (pure).
 - `driver`: the legs against a server, every request recorded as it completes (I/O).
-- `report`: the JSON report recomputed from the store, and its terminal rendering.
+- `report`: the typed report (`ContaminationReport`), built once from the store.
+- `terminal`, `html`: views that format the typed report and compute nothing.
 
 Python API: `driver.ContaminationConfig` and `driver.run_contamination(config, store)`.
 """

@@ -34,7 +34,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -46,15 +46,19 @@ from benchwarden.core.errors import ConfigurationError, RunInterrupted
 from benchwarden.core.interrupts import last_signal_name, signals_deferred
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, Run, RunEnd, TokenComponents
+from benchwarden.core.reports import as_json, store_head_block
 from benchwarden.core.secrets import refuse_url_credentials
 from benchwarden.core.store import Store
 from benchwarden.suites.contamination.presets import PRESETS, check_extra_body, request_body
 from benchwarden.suites.contamination.probes import MAX_PROBES, SCENARIOS, Probe, make_probes
-from benchwarden.suites.contamination.scoring import BENCH_VERSION
+from benchwarden.suites.contamination.scoring import BENCH_VERSION, rung_label
 from benchwarden.targets.openai_client import (DEFAULT_CHUNKS_PER_TOKEN, DEFAULT_MAX_REPLY_BYTES,
                                                DEFAULT_RETRY_429_MAX_WAIT, DEFAULT_STALL_TIMEOUT,
                                                ChatClient, TargetUnreachable, normalise_base_url)
 from benchwarden.targets.replies import RequestOutcome
+
+if TYPE_CHECKING:
+    from benchwarden.suites.contamination.report import ContaminationReport
 
 __all__ = ["BENCH_VERSION", "SUITE", "ContaminationConfig", "TargetUnreachable",
            "config_from_run", "run_contamination"]
@@ -205,10 +209,6 @@ class Plan:
         return solo + self.repeat * sum(self.slots(level) for level in self.concurrency)
 
 
-def rung_label(level: int) -> str:
-    return f"c{level}"
-
-
 def _stored_config(config: ContaminationConfig, *, model: str, seed: int, scope: str,
                    probes: Sequence[Probe], bodies: Sequence[dict[str, Any]]) -> dict[str, Any]:
     data = config.to_json_dict()
@@ -355,8 +355,9 @@ def refuse_finished_scope(store: Store, original: Run) -> None:
 
 
 def run_contamination(config: ContaminationConfig, store: Store, *, progress: bool = True,
-                      resume: str | None = None, console: Console | None = None) -> dict[str, Any]:
-    """Run (or resume) the suite against `config.url`; return the JSON report.
+                      resume: str | None = None,
+                      console: Console | None = None) -> "ContaminationReport":
+    """Run (or resume) the suite against `config.url`; return its typed report.
 
     Raises ValueError (bad configuration), TargetUnreachable (no 200 from /v1/models
     within 10 s: nothing is recorded) and StoreError; request failures never raise.
@@ -448,10 +449,12 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
                     f"run {run.run_id} stopped; what it measured is kept; resume with "
                     f"`{resume_hint(plan.scope)}`") from None
             raise
+    plain = as_json(report)  # built once (above): the end only changes its run block
+    end = RunEnd(run.run_id, time.time(), "completed",
+                 {"verdict": plain["verdict"], "score": plain["score"]})
     with signals_deferred():  # a signal now lands after the end is recorded, not inside it
-        store.finish_run(RunEnd(run.run_id, time.time(), "completed",
-                                {"verdict": report["verdict"], "score": report["score"]}))
-    return build_report(store, run.run_id)
+        store.finish_run(end)
+    return report.ended(run, end, store_head_block(store))
 
 
 def _end_interrupted(store: Store, run_id: str, hint: str, error: BaseException) -> None:

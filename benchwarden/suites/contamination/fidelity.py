@@ -19,7 +19,10 @@ server really ran them at once. So every rung reports, from its recorded outcome
   has zero length. A peak of 1 makes the rung's cells unmeasured.
 - `launch_skew_ms`: last send minus first send over all requests, in milliseconds.
 
-`describe()` is the one plain sentence the terminal and the HTML page both print.
+`describe()` is the one plain sentence the terminal prints; `reading()` the shorter one
+the page's fidelity table prints, and `state` the word both views colour by (red when
+the rung's cells are unmeasured, yellow when the server ran fewer at once than the
+label asked). The views compute none of these: they come with the report.
 
 Pure functions over recorded outcomes: no clock, no I/O.
 """
@@ -196,13 +199,43 @@ class RungFidelity:
             verdict = "; not concurrent: its cells are unmeasured"
         return f"rung {self.name}: {sent}; {ran}{skew}{verdict}"
 
+    @property
+    def state(self) -> str:
+        """`unmeasured` (failed requests, or not concurrent), `below_label` (the server's
+        observed parallelism is under the label's c) or `as_labelled`."""
+        if self.unmeasured_reason or (self.requests_sent and self.peak_in_flight < 2):
+            return "unmeasured"
+        if self.peak_in_flight < self.concurrency:
+            return "below_label"
+        return "as_labelled"
+
+    def reading(self) -> str:
+        """What the page's fidelity table says of the rung, in a few words."""
+        peak, requested, sent = self.peak_in_flight, self.concurrency, self.requests_sent
+        if self.requests_failed:
+            text = f"{self.unmeasured_reason or 'requests failed'}: cells unmeasured"
+        elif peak <= 1:
+            text = "not concurrent: cells unmeasured"
+        elif peak < requested:
+            text = (f"the server ran at most {peak} at once: its observed parallelism, "
+                    f"below the label's {requested}")
+        elif peak < sent:
+            text = f"ran {peak} of {sent} at once"
+        else:
+            text = "all ran together"
+        if self.exceeds_label:
+            text += (f" · sent {sent} requests, more than the {requested} its label names "
+                     "(every probe runs in every rung)")
+        return text
+
     def to_json_dict(self) -> dict[str, object]:
         return {"label": self.label, "concurrency": self.concurrency, "repeat": self.repeat,
                 "requests_sent": self.requests_sent, "requests_failed": self.requests_failed,
                 "failures": dict(self.failures), "peak_in_flight": self.peak_in_flight,
                 "observed_parallelism": self.peak_in_flight,
                 "launch_skew_ms": self.launch_skew_ms,
-                "unmeasured_reason": self.unmeasured_reason, "description": self.describe()}
+                "unmeasured_reason": self.unmeasured_reason, "description": self.describe(),
+                "state": self.state, "reading": self.reading()}
 
 
 def launch_skew_ms(outcomes: Sequence[RequestOutcome]) -> float | None:

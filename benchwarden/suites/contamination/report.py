@@ -1,44 +1,332 @@
-"""The contamination report: recomputed from the store alone, rendered for a terminal.
+"""The contamination report: one typed structure built once from the store.
 
 `build_report(store, run_id)` reads the run's records (its whole scope, so a resumed run
-reports the union of the original and the resumed requests), rebuilds the legs, and
-scores them with the pure `scoring` module; `render_terminal` draws that JSON report.
-Neither talks to a server, so `benchwarden show RUN` works with the server gone.
+reports the union of the original and the resumed requests), rebuilds the legs, scores
+them with the pure `scoring` module and returns a `ContaminationReport` (msgspec, frozen).
+Nothing here talks to a server, so `benchwarden show RUN` works with the server gone.
+The terminal view (`terminal.render_terminal`) and the page (`html.render_html`) only
+format this object.
 
-Invariants: the report is a function of stored data only; rendering reads only the
-report dict (so a report loaded from a JSON file renders the same). Every string in the
-report is valid UTF-8: model text and server messages are shown through
-`scoring.display_text` (an invalid byte as `\\xNN`), and per-request outcomes keep the
-client's stored form (`RequestOutcome.to_json_dict`), which round-trips exactly.
+Invariants:
+- The report is a function of stored data only. Every number a view prints is a field
+  of it (counters, peak in flight, launch skew, requests failed, per-request times
+  relative to their rung's first send): no view computes one.
+- Its JSON (`to_json`, `msgspec.json.encode`) keeps the field names of the dict reports
+  this suite wrote before (bench version 2: `requests_sent`, `requests_failed`,
+  `failures`, `unmeasured_reason`, `description`); `ContaminationReport.from_json` reads
+  those files, bench version 1 (`slots`) included.
+- A rung's level travels as an int (`RungBlock.concurrency`, `CellBlock.level`); its label
+  (`c4`) is derived for display and never parsed back.
+- Every string in the report is valid UTF-8: model text and server messages are shown
+  through `scoring.display_text` (an invalid byte as `\\xNN`), and per-request outcomes
+  keep the client's stored form (`RequestOutcome.to_json_dict`), which round-trips exactly.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+import msgspec
 
-from benchwarden.core.records import Record
-from benchwarden.core.reports import envelope, store_head_block, verdict_text
+from benchwarden.core.records import Record, Run, RunEnd
+from benchwarden.core.reports import (
+    REPORT_SCHEMA,
+    RunBlock,
+    StoreHeadBlock,
+    VerdictBlock,
+    as_json,
+    convert,
+    envelope,
+    run_block,
+    store_head_block,
+)
 from benchwarden.core.store import Store
-from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.contamination import scoring
-from benchwarden.suites.contamination.scoring import BENCH_VERSION, Legs, RungOutcomes
+from benchwarden.suites.contamination.fidelity import RungFidelity
+from benchwarden.suites.contamination.scoring import BENCH_VERSION, Legs, RungOutcomes, rung_label
 from benchwarden.targets.replies import RequestOutcome
 
 SUITE = "contamination"
 
 
+# -- the typed report -----------------------------------------------------------------------
+
+class ScoreBlock(msgspec.Struct, frozen=True, kw_only=True):
+    """The counters of `scoring.Score` (None in a partial file that lacks one)."""
+
+    prompts: int | None = None
+    """Probes of the run."""
+    rungs: int | None = None
+    """Rungs run (levels × repeats)."""
+    compared: int | None = None
+    """Cells compared with a stable solo reference."""
+    identical: int | None = None
+    """Cells whose reply is byte-identical to the solo reference."""
+    diverged: int | None = None
+    """Cells that differ from the solo reference under concurrency."""
+    contaminated: int | None = None
+    """Cells carrying another probe's canary."""
+    persistent: int | None = None
+    """Post-check cells that differ from the solo reference."""
+    alone_unstable: int | None = None
+    """Probes whose two solo references disagree."""
+    unmeasured: int | None = None
+    """Cells that could not be compared (failed, short, or their rung did not run as planned)."""
+    foreign_canaries: int | None = None
+    """Foreign canaries found in contaminated cells."""
+    tokens_compared: int | None = None
+    """Completion tokens of the references of identical cells."""
+    earliest_divergence: int | None = None
+    """Smallest character position at which a diverged or persistent cell parted."""
+
+
+class CellBlock(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One probe in one leg, with its class and the evidence behind it."""
+
+    probe: int
+    """The probe's index."""
+    leg: str
+    """`ref` (the references were unusable), a rung's label such as `c4`, or `post`."""
+    repeat: int
+    """Which repetition of the rungs (1 for `ref` and `post`)."""
+    kind: str = msgspec.field(name="class")
+    """identical, diverged, contaminated, persistent, alone_unstable or unmeasured."""
+    at: int | None = None
+    """First differing character against the solo reference (diverged, persistent)."""
+    detail: str | None = None
+    """The differing excerpts, as text."""
+    foreign: str | None = None
+    """The foreign canary found in the reply."""
+    why: str | None = None
+    """Why the cell is unmeasured."""
+    level: int | None = None
+    """The rung's concurrency level (absent for `ref` and `post`)."""
+
+
+class RungBlock(msgspec.Struct, frozen=True, kw_only=True):
+    """One rung's fidelity (`fidelity.RungFidelity`): what it sent and what ran together."""
+
+    label: str
+    """The rung's display label (`c4`), derived from `concurrency`."""
+    concurrency: int
+    """The rung's level: the concurrency its label names."""
+    repeat: int = 1
+    """Which repetition of the rungs."""
+    requests_sent: int = 0
+    """Every request of the rung, scored and ballast (`slots` before bench version 2)."""
+    requests_failed: int | None = None
+    """Requests that failed (None in a bench version 1 report, which did not count them)."""
+    failures: dict[str, int] = msgspec.field(default_factory=dict)
+    """Failed requests counted by kind ("HTTP 500", "timeout", ...)."""
+    peak_in_flight: int = 0
+    """The most replies that streamed at one instant: the server's observed parallelism."""
+    observed_parallelism: int = 0
+    """The same as `peak_in_flight` (kept for readers of older reports)."""
+    launch_skew_ms: float | None = None
+    """Last send minus first send, in milliseconds."""
+    unmeasured_reason: str | None = None
+    """Why none of the rung's cells can be compared, or None."""
+    description: str = ""
+    """The rung's one plain sentence (the terminal prints it)."""
+    state: str = ""
+    """unmeasured, below_label or as_labelled: what the views colour by."""
+    reading: str = ""
+    """The short reading the page's fidelity table prints."""
+
+
+class ProbeBlock(msgspec.Struct, frozen=True, kw_only=True):
+    """One probe of the run's probe set."""
+
+    index: int
+    """The probe's index."""
+    canary: str = ""
+    """The probe's own canary."""
+    topic: str = ""
+    """What the probe asks about."""
+
+
+class RequestSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """What every request was sent with."""
+
+    preset: str | None = None
+    """The engine preset."""
+    extra_body: dict[str, Any] | None = None
+    """Extra request fields the user added."""
+    bodies: list[Any] = msgspec.field(default_factory=list)
+    """The exact request body of each probe."""
+
+
+class RequestEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One request as recorded, with its times relative to its leg's first send."""
+
+    leg: str
+    """prime, ref_a, ref_b, a rung's label, or post."""
+    task: str = ""
+    """The record's task: the probe index, or `ballast-<slot>`."""
+    probe: int = -1
+    """The probe whose body was sent."""
+    repeat: int = 1
+    """Which repetition of the rungs."""
+    slot: int = 0
+    """The request's slot in its rung (the probe index in a solo leg)."""
+    scored: bool = True
+    """Whether a cell is classified from this request (ballast and prime are not)."""
+    status: str = ""
+    """ok, error or cancelled."""
+    run_id: str = ""
+    """The run that sent it (a resumed run's requests carry the resuming run's id)."""
+    cancel_after_deltas: int | None = None
+    """The client was to cut this request after that many content deltas."""
+    outcome: dict[str, Any] = msgspec.field(default_factory=dict)
+    """The client's stored outcome (`RequestOutcome.to_json_dict`), exact bytes included."""
+    level: int | None = None
+    """The rung's concurrency level (absent for solo legs)."""
+    sent_ms: float | None = None
+    """Send time, ms after the first send of its leg (and repeat)."""
+    first_content_ms: float | None = None
+    """First content delta, ms after the first send of its leg."""
+    last_byte_ms: float | None = None
+    """Last byte, ms after the first send of its leg."""
+    wait_ms: float | None = None
+    """Send → first content delta, in ms."""
+    last_byte_after_ms: float | None = None
+    """Send → last byte, in ms."""
+
+
+class ContaminationReport(msgspec.Struct, frozen=True, kw_only=True):
+    """A contamination run's report, built once from the store."""
+
+    schema: str = REPORT_SCHEMA
+    """The envelope's version."""
+    suite: str = SUITE
+    """Always `contamination`."""
+    bench_version: str = BENCH_VERSION
+    """The suite's bench version the report was scored under."""
+    run: RunBlock | None = None
+    """The run the report was built for."""
+    verdict: VerdictBlock | None = None
+    """pass, or fail with every problem named."""
+    store_head: StoreHeadBlock | None = None
+    """The store's last entry when the report was built (a head witness for `verify`)."""
+    score: ScoreBlock | None = None
+    """The counters."""
+    cells: list[CellBlock] = msgspec.field(default_factory=list)
+    """Every probe × leg cell, classified."""
+    rungs: list[RungBlock] = msgspec.field(default_factory=list)
+    """Every rung's fidelity, in the order run."""
+    probes: list[ProbeBlock] = msgspec.field(default_factory=list)
+    """The probe set."""
+    request: RequestSettings | None = None
+    """The preset, extra body and exact request bodies."""
+    legs: dict[str, dict[str, int]] = msgspec.field(default_factory=dict)
+    """Per leg: its requests counted by status."""
+    warnings: list[str] = msgspec.field(default_factory=list)
+    """What a reader should know (a failed prime, an incomplete run)."""
+    requests: list[RequestEntry] = msgspec.field(default_factory=list)
+    """Every request recorded, in the store's order."""
+    references_part_at: dict[int, int] = msgspec.field(default_factory=dict)
+    """Per alone-unstable probe: the first character at which its two solo references
+    differ (the page marks it)."""
+
+    @property
+    def repeated(self) -> bool:
+        """Whether the rungs ran more than once (columns then name their repetition)."""
+        return any(rung.repeat > 1 for rung in self.rungs) \
+            or any(cell.repeat > 1 for cell in self.cells if cell.level is not None)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON-able report (the same field names as the dict reports before it)."""
+        return as_json(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ContaminationReport:
+        """Read a report file's JSON (any contamination report this package wrote)."""
+        if data.get("suite", SUITE) != SUITE:
+            raise ValueError(f"not a contamination report (suite {data.get('suite')!r})")
+        return convert(_upgraded(dict(data)), cls, "contamination report")  # type: ignore[no-any-return]
+
+    def ended(self, run: Run, end: RunEnd,
+              store_head: Mapping[str, Any] | None) -> ContaminationReport:
+        """The same report once its run's end is stored: the run block says how and when
+        the run ended, and `store_head` is the store's head after that end entry."""
+        block = convert(run_block(run, end), RunBlock, "run block")
+        head = None if store_head is None else convert(dict(store_head), StoreHeadBlock,
+                                                        "store head")
+        return msgspec.structs.replace(self, run=block, store_head=head)
+
+
+def as_report(report: ContaminationReport | Mapping[str, Any]) -> ContaminationReport:
+    """The typed report, reading a JSON mapping when given one."""
+    if isinstance(report, ContaminationReport):
+        return report
+    return ContaminationReport.from_json(report)
+
+
+def column_name(leg: str, repeat: int, repeated: bool, level: int | None) -> str:
+    """A leg's column heading: its label, with the repetition when rungs were repeated."""
+    return f"{leg} #{repeat}" if repeated and level is not None else leg
+
+
+# -- reading older reports ------------------------------------------------------------------
+
+def _upgraded_rung(rung: Mapping[str, Any]) -> dict[str, Any]:
+    """A rung of any bench version with every field of the current one."""
+    data = dict(rung)
+    sent = data.pop("slots", None)  # `slots` before bench version 2
+    data.setdefault("requests_sent", sent if isinstance(sent, int) else 0)
+    if not data.get("description") or "state" not in data:
+        fit = RungFidelity(str(data.get("label", "")), int(data.get("concurrency") or 0),
+                           int(data.get("repeat") or 1), int(data["requests_sent"] or 0),
+                           int(data.get("peak_in_flight") or 0), data.get("launch_skew_ms"),
+                           int(data.get("requests_failed") or 0),
+                           tuple((data.get("failures") or {}).items()))
+        derived = fit.to_json_dict()
+        for key in ("description", "state", "reading", "unmeasured_reason"):
+            if not data.get(key):
+                data[key] = derived[key]
+        data.setdefault("observed_parallelism", fit.peak_in_flight)
+    return data
+
+
+def _upgraded(data: dict[str, Any]) -> dict[str, Any]:
+    """Any report this suite wrote, with the fields of the current one filled in."""
+    data.setdefault("schema", REPORT_SCHEMA)
+    data.setdefault("suite", SUITE)
+    data.setdefault("bench_version", "")
+    rungs = [_upgraded_rung(r) for r in data.get("rungs") or [] if isinstance(r, Mapping)]
+    data["rungs"] = rungs
+    levels = {str(r.get("label")): int(r["concurrency"]) for r in rungs
+              if isinstance(r.get("concurrency"), int)}
+    data["cells"] = [{**cell, "level": levels.get(str(cell.get("leg")))}
+                     if "level" not in cell and str(cell.get("leg")) in levels else cell
+                     for cell in data.get("cells") or [] if isinstance(cell, Mapping)]
+    requests = [dict(entry) for entry in data.get("requests") or [] if isinstance(entry, Mapping)]
+    for entry in requests:
+        if "level" not in entry and str(entry.get("leg")) in levels:
+            entry["level"] = levels[str(entry.get("leg"))]
+    if any("sent_ms" not in entry for entry in requests):
+        _add_times(requests)
+    data["requests"] = requests
+    return data
+
+
+# -- building -------------------------------------------------------------------------------
+
 def _outcome(record: Record) -> RequestOutcome:
     return RequestOutcome.from_json_dict(record.payload["outcome"])
+
+
+def rung_levels(config: Mapping[str, Any]) -> dict[str, int]:
+    """Each rung's stored label → its concurrency level, from the run's configuration."""
+    return {rung_label(int(level)): int(level) for level in config["concurrency"]}
 
 
 def legs_from_records(records: list[Record], config: Mapping[str, Any]) -> Legs:
     """Rebuild the scoring input from stored records and the run's configuration."""
     probes = len(config["probe_set"])
+    levels = rung_levels(config)
     by_address = {(r.arm, r.task, r.trial): r for r in records}
 
     def solo(leg: str) -> list[RequestOutcome | None]:
@@ -47,17 +335,16 @@ def legs_from_records(records: list[Record], config: Mapping[str, Any]) -> Legs:
 
     requests_of: dict[tuple[str, int], list[Record]] = defaultdict(list)
     for record in records:
-        if record.arm.startswith("c") and record.arm[1:].isdigit():
+        if record.arm in levels:
             requests_of[(record.arm, record.trial)].append(record)
     rungs = []
     for repetition in range(1, int(config["repeat"]) + 1):
-        for level in config["concurrency"]:
-            label = f"c{level}"
+        for label, level in levels.items():
             sent = sorted(requests_of.get((label, repetition), []),
                           key=lambda r: int(r.payload.get("slot", 0)))
             scored = [by_address.get((label, str(i), repetition)) for i in range(probes)]
             rungs.append(RungOutcomes(
-                label, int(level), repetition, [_outcome(r) if r else None for r in scored],
+                label, level, repetition, [_outcome(r) if r else None for r in scored],
                 [_outcome(r) for r in sent],
                 [r.payload.get("cancel_after_deltas") is not None for r in sent]))
     return Legs(ref_a=solo("ref_a"), ref_b=solo("ref_b"), rungs=rungs, post=solo("post"),
@@ -65,21 +352,71 @@ def legs_from_records(records: list[Record], config: Mapping[str, Any]) -> Legs:
                 min_completion_tokens=int(config["min_completion_tokens"]))
 
 
-def _request_entries(records: list[Record], probes: int) -> list[dict[str, Any]]:
-    entries = []
-    for record in records:
-        entries.append({
-            "leg": record.arm, "task": record.task, "probe": record.payload.get("probe"),
-            "repeat": record.trial, "slot": record.payload.get("slot"),
-            "scored": not record.task.startswith("ballast") and record.arm != "prime",
-            "status": record.outcome, "run_id": record.run_id,
-            "cancel_after_deltas": record.payload.get("cancel_after_deltas"),
-            "outcome": dict(record.payload["outcome"]),
-        })
+def _milliseconds(later: Any, earlier: Any) -> float | None:
+    if isinstance(later, (int, float)) and isinstance(earlier, (int, float)):
+        return (later - earlier) * 1000.0
+    return None
+
+
+def _add_times(entries: list[dict[str, Any]]) -> None:
+    """Each entry's times in ms: after its leg's (and repeat's) first send, and after its
+    own send. Computed here once, so the page draws the timeline and prints the waits
+    without doing arithmetic of its own."""
+    def timings(entry: Mapping[str, Any]) -> Mapping[str, Any]:
+        outcome = entry.get("outcome")
+        found = outcome.get("timings") if isinstance(outcome, Mapping) else None
+        return found if isinstance(found, Mapping) else {}
+
+    groups: dict[tuple[str, Any], list[dict[str, Any]]] = defaultdict(list)
+    for entry in entries:
+        groups[(str(entry.get("leg")), entry.get("repeat"))].append(entry)
+    for members in groups.values():
+        sends = [t["sent_at"] for t in map(timings, members)
+                 if isinstance(t.get("sent_at"), (int, float))]
+        zero = min(sends) if sends else None
+        for entry in members:
+            times = timings(entry)
+            sent = times.get("sent_at")
+            entry.update(sent_ms=_milliseconds(sent, zero),
+                         first_content_ms=_milliseconds(times.get("first_content_at"), zero),
+                         last_byte_ms=_milliseconds(times.get("last_byte_at"), zero),
+                         wait_ms=_milliseconds(times.get("first_content_at"), sent),
+                         last_byte_after_ms=_milliseconds(times.get("last_byte_at"), sent))
+
+
+def _request_entries(records: list[Record], levels: Mapping[str, int]) -> list[dict[str, Any]]:
+    entries = [{
+        "leg": record.arm, "task": record.task, "probe": record.payload.get("probe"),
+        "repeat": record.trial, "slot": record.payload.get("slot"),
+        "scored": not record.task.startswith("ballast") and record.arm != "prime",
+        "status": record.outcome, "run_id": record.run_id,
+        "cancel_after_deltas": record.payload.get("cancel_after_deltas"),
+        "outcome": dict(record.payload["outcome"]), "level": levels.get(record.arm),
+    } for record in records]
+    _add_times(entries)
     return entries
 
 
-def build_report(store: Store, run_id: str) -> dict[str, Any]:
+def _cell_entries(result: scoring.Score, levels: Mapping[str, int]) -> list[dict[str, Any]]:
+    """The scored cells, each rung cell with its rung's level."""
+    return [{**cell.to_json_dict(), "level": levels[cell.leg]} if cell.leg in levels
+            else cell.to_json_dict() for cell in result.cells]
+
+
+def _references_part_at(result: scoring.Score, legs: Legs) -> dict[int, int]:
+    """Where the two solo references of each alone-unstable probe part, in characters."""
+    found = {}
+    for cell in result.cells:
+        if isinstance(cell.result, scoring.AloneUnstable):
+            a, b = legs.ref_a[cell.probe], legs.ref_b[cell.probe]
+            if a is not None and b is not None and a.reply and b.reply:
+                found[cell.probe] = scoring.common_prefix(scoring.canonical(a.reply),
+                                                          scoring.canonical(b.reply))
+    return found
+
+
+def build_report(store: Store, run_id: str) -> ContaminationReport:
+    """The run's report, scored from its stored records alone."""
     info = store.run_info(run_id)
     run = info.run
     if run.suite != SUITE:
@@ -91,6 +428,7 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         raise ValueError(f"run {run.run_id} was not stored by this version of the "
                          f"contamination suite (its config lacks {', '.join(absent)})")
     records = store.records(suite=SUITE, scope=str(config["scope"]))
+    levels = rung_levels(config)
     legs = legs_from_records(records, config)
     result = scoring.score(legs)
     verdict = scoring.verdict(result)
@@ -108,7 +446,7 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
     statuses = Counter((r.arm, r.outcome) for r in records)
     body = {
         "score": result.counters(),
-        "cells": [cell.to_json_dict() for cell in result.cells],
+        "cells": _cell_entries(result, levels),
         "rungs": [f.to_json_dict() for f in result.fidelity],
         "probes": list(config["probe_set"]),
         "request": {"preset": config.get("preset"), "extra_body": config.get("extra_body"),
@@ -116,11 +454,13 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         "legs": {leg: {status: count for (arm, status), count in statuses.items() if arm == leg}
                  for leg in dict.fromkeys(r.arm for r in records)},
         "warnings": warnings,
-        "requests": _request_entries(records, len(config["probe_set"])),
+        "requests": _request_entries(records, levels),
+        "references_part_at": _references_part_at(result, legs),
     }
-    return json_safe(envelope(suite=SUITE, bench_version=BENCH_VERSION, run=run,
-                              end=info.end, verdict=verdict, body=body,
-                              store_head=store_head_block(store)))
+    plain = json_safe(envelope(suite=SUITE, bench_version=BENCH_VERSION, run=run,
+                               end=info.end, verdict=verdict, body=body,
+                               store_head=store_head_block(store)))
+    return convert(plain, ContaminationReport, "contamination report")  # type: ignore[no-any-return]
 
 
 def json_safe(value: Any) -> Any:
@@ -140,92 +480,13 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-# -- terminal --------------------------------------------------------------------------------
-def rung_line(rung: Mapping[str, Any], repeats: int = 1) -> Text:
-    """The rung's own sentence (`RungFidelity.describe`), coloured: red when its cells are
-    unmeasured, yellow when the server ran fewer at once than the label asked."""
-    peak, level = rung.get("peak_in_flight", 0) or 0, rung.get("concurrency")
-    sent = rung.get("requests_sent", rung.get("slots"))  # `slots` before bench version 2
-    line = rung.get("description")
-    if not line:  # a report from before bench version 2
-        skew = rung.get("launch_skew_ms")
-        line = (f"rung {rung.get('label')}" + (f" #{rung.get('repeat')}" if repeats > 1 else "")
-                + f": {sent} requests sent in the rung; peak in flight {peak}; launch skew "
-                + (f"{skew:.1f} ms" if isinstance(skew, (int, float)) else "—"))
-    style = ""
-    if rung.get("unmeasured_reason") or (sent and peak < 2):
-        style = "red"
-    elif isinstance(level, int) and peak < level:
-        style = "yellow"
-    return Text(str(line), style=style)
+def render_terminal(report: ContaminationReport | Mapping[str, Any], console: Any) -> None:
+    """The terminal view (`terminal.render_terminal`), where the suite registry looks for it."""
+    from benchwarden.suites.contamination.terminal import render_terminal as render
+
+    render(report, console)
 
 
-def cell_text(cell: Mapping[str, Any]) -> Text:
-    kind = cell.get("class")
-    if kind == "identical":
-        return Text("identical", style="green")
-    if kind == "diverged":
-        return Text(f"DIVERGED @ char {cell.get('at')}", style="bold yellow")
-    if kind == "contaminated":
-        return Text(f"CONTAMINATED carrying {cell.get('foreign')}", style="bold red")
-    if kind == "persistent":
-        return Text(f"PERSISTENT @ char {cell.get('at')}", style="bold red")
-    if kind == "alone_unstable":
-        return Text("alone-unstable", style="magenta")
-    why = str(cell.get("why", ""))
-    return Text(f"unmeasured: {why[:70] + ('…' if len(why) > 70 else '')}", style="dim")
-
-
-def _column(cell: Mapping[str, Any], repeats: int) -> str:
-    leg = str(cell["leg"])
-    if leg.startswith("c") and repeats > 1:
-        return f"{leg} #{cell.get('repeat', 1)}"
-    return leg
-
-
-def render_terminal(report: Mapping[str, Any], console: Console) -> None:
-    run = report.get("run", {})
-    config = run.get("config", {})
-    target = run.get("target", {})
-    repeats = int(config.get("repeat", 1) or 1)
-    console.print(Text.assemble(
-        ("contamination ", "bold"), f"run {run.get('id')}  ",
-        f"{target.get('url', '?')} model {target.get('model', '?')}  ",
-        f"seed {config.get('seed')}  scenario {config.get('scenario')}  "
-        f"max_tokens {config.get('max_tokens')}  floor {config.get('min_completion_tokens')}"))
-    if run.get("resumed_from"):
-        console.print(f"resumed from {run['resumed_from']}")
-
-    cells = list(report.get("cells", []))
-    columns = ["ref"] + [f"c{level}" + (f" #{r}" if repeats > 1 else "")
-                         for r in range(1, repeats + 1) for level in config.get("concurrency", [])]
-    columns.append("post")
-    grid: dict[tuple[int, str], Text] = {(int(c["probe"]), _column(c, repeats)): cell_text(c)
-                                         for c in cells}
-    table = Table(title="probe × leg", title_justify="left")
-    table.add_column("probe")
-    for column in columns:
-        table.add_column(column)
-    for probe in report.get("probes", []):
-        index = int(probe["index"])
-        has_ref_cell = (index, "ref") in grid
-        row: list[Text | str] = [f"{index} {probe.get('canary', '')}"]
-        for column in columns:
-            if column == "ref" and not has_ref_cell:
-                row.append(Text("stable", style="green"))
-            else:
-                row.append(grid.get((index, column), Text("—", style="dim")))
-        table.add_row(*row)
-    console.print(table)
-
-    for rung in report.get("rungs", []):
-        console.print(rung_line(rung, repeats))
-
-    score = report.get("score", {})
-    console.print(" · ".join(f"{name} {'—' if score.get(name) is None else score.get(name)}"
-                             for name in scoring.Score.COUNTERS))
-    for warning in report.get("warnings", []):
-        console.print(Text(f"warning: {warning}", style="yellow"))
-    verdict = report.get("verdict")
-    if verdict:
-        console.print(verdict_text(Verdict(verdict["kind"], verdict["reason"])))
+__all__ = ["CellBlock", "ContaminationReport", "ProbeBlock", "RequestEntry", "RequestSettings",
+           "RungBlock", "SUITE", "ScoreBlock", "as_report", "build_report", "column_name",
+           "json_safe", "legs_from_records", "render_terminal", "rung_levels"]

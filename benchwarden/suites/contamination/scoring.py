@@ -65,6 +65,12 @@ MAX_RUNGS_NAMED = 8  # in the verdict line; the report lists every rung
 NOT_RECORDED = "not recorded: the run stopped before this request (resume it with --resume)"
 
 
+def rung_label(level: int) -> str:
+    """The name a rung of concurrency `level` is stored and shown under (`c4`); the level
+    itself travels as an int, and this label is never parsed back."""
+    return f"c{level}"
+
+
 # -- classes ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Identical:

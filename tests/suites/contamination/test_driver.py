@@ -97,7 +97,7 @@ def test_stored_configuration_round_trips_for_resume(tmp_path):
     with FakeOpenAIServer() as server, SQLiteStore(tmp_path / "s.sqlite") as store:
         config = ContaminationConfig(url=server.url + "/v1", probes=2, concurrency=(3,),
                                      max_tokens=40, seed=9, extra_body={"seed": 1})
-        report = run_contamination(config, store, progress=False)
+        report = run_contamination(config, store, progress=False).to_json()
         stored = config_from_run(store.run_info(report["run"]["id"]).run)
     assert stored.concurrency == (3,) and stored.seed == 9 and stored.extra_body == {"seed": 1}
     assert stored.url == server.url and stored.model == "fake-model"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from benchwarden.suites.contamination.report import json_safe, render_terminal, rung_line
+from benchwarden.suites.contamination.report import json_safe
+from benchwarden.suites.contamination.terminal import render_terminal, rung_line
 
 XFF = b"\xff".decode("utf-8", "surrogateescape")
 
@@ -42,7 +43,8 @@ def test_a_bench_version_1_report_still_renders_its_rungs():
     rung = {"label": "c2", "concurrency": 2, "repeat": 1, "slots": 4, "peak_in_flight": 1,
             "launch_skew_ms": 0.5}
     text = rendered(report_with([rung]))
-    assert "rung c2: 4 requests sent in the rung; peak in flight 1; launch skew 0.5 ms" in text
+    assert "rung c2: 4 requests sent in the rung" in text  # `slots` read as requests sent
+    assert "peak in flight 1: the server ran them one at a time; launch skew 0.5 ms" in text
     assert rung_line(rung).style == "red"
 
 

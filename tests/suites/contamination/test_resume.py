@@ -47,7 +47,7 @@ def test_killed_run_keeps_its_records_and_resume_sends_only_the_missing(tmp_path
         info = killed.run_info(run_id)
         assert info.end is not None and info.end.status == "interrupted"
         assert info.record_count == 6 + 2  # the c4 batch was never half-written
-        partial = build_report(killed, run_id)
+        partial = build_report(killed, run_id).to_json()
         killed.close()
         assert partial["verdict"]["kind"] == "fail"
         assert any("--resume" in warning for warning in partial["warnings"])
@@ -79,7 +79,7 @@ def test_resuming_a_complete_run_is_refused_and_adds_no_run(tmp_path):
     path = tmp_path / "store.sqlite"
     with FakeOpenAIServer("clean") as server:
         with SQLiteStore(path) as store:
-            first = run_contamination(config(server.url), store, progress=False)
+            first = run_contamination(config(server.url), store, progress=False).to_json()
         sent = server.chat_requests
         result = invoke(["contamination", "--resume", first["run"]["id"], "--store", str(path),
                          "--no-progress"])

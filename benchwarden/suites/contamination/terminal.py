@@ -1,0 +1,104 @@
+"""The contamination report for a terminal: the probe × leg grid, the rung sentences, the
+counters and the verdict.
+
+Invariants: a view only. It reads a `ContaminationReport` (or a report file's JSON, read
+into one) and formats it through `benchwarden.core.formatting`; every number it prints is
+a field of the report (the rung's sentence and state come with the report too), so a
+report loaded from a JSON file renders the same as the one just built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from benchwarden.core import formatting as fmt
+from benchwarden.core.reports import verdict_text
+from benchwarden.core.verdicts import Verdict
+from benchwarden.suites.contamination.report import (
+    CellBlock,
+    ContaminationReport,
+    RungBlock,
+    as_report,
+    column_name,
+)
+from benchwarden.suites.contamination.scoring import Score
+
+STATE_STYLE = {"unmeasured": "red", "below_label": "yellow"}
+WHY_SHOWN = 70  # characters of an unmeasured cell's reason in a grid cell
+
+
+def rung_line(rung: RungBlock | Mapping[str, Any]) -> Text:
+    """The rung's own sentence (`RungFidelity.describe`), coloured by its state: red when
+    its cells are unmeasured, yellow when the server ran fewer at once than the label asked."""
+    if not isinstance(rung, RungBlock):
+        rung = as_report({"rungs": [dict(rung)]}).rungs[0]
+    return Text(rung.description, style=STATE_STYLE.get(rung.state, ""))
+
+
+def cell_text(cell: CellBlock) -> Text:
+    kind = cell.kind
+    if kind == "identical":
+        return Text("identical", style="green")
+    if kind == "diverged":
+        return Text(f"DIVERGED @ char {fmt.number(cell.at)}", style="bold yellow")
+    if kind == "contaminated":
+        return Text(f"CONTAMINATED carrying {fmt.text(cell.foreign)}", style="bold red")
+    if kind == "persistent":
+        return Text(f"PERSISTENT @ char {fmt.number(cell.at)}", style="bold red")
+    if kind == "alone_unstable":
+        return Text("alone-unstable", style="magenta")
+    why = cell.why or ""
+    return Text(f"unmeasured: {why[:WHY_SHOWN] + ('…' if len(why) > WHY_SHOWN else '')}",
+                style="dim")
+
+
+def render_terminal(report: ContaminationReport | Mapping[str, Any], console: Console) -> None:
+    report = as_report(report)
+    run = report.run
+    config = run.config if run else {}
+    target = run.target if run else {}
+    repeated = report.repeated
+    console.print(Text.assemble(
+        ("contamination ", "bold"), f"run {fmt.text(run.id if run else None)}  ",
+        f"{fmt.text(target.get('url'))} model {fmt.text(target.get('model'))}  ",
+        f"seed {fmt.text(config.get('seed'))}  scenario {fmt.text(config.get('scenario'))}  "
+        f"max_tokens {fmt.text(config.get('max_tokens'))}  "
+        f"floor {fmt.text(config.get('min_completion_tokens'))}"))
+    if run and run.resumed_from:
+        console.print(f"resumed from {run.resumed_from}")
+
+    columns = ["ref"] + [column_name(rung.label, rung.repeat, repeated, rung.concurrency)
+                         for rung in report.rungs] + ["post"]
+    grid = {(cell.probe, column_name(cell.leg, cell.repeat, repeated, cell.level)): cell_text(cell)
+            for cell in report.cells}
+    table = Table(title="probe × leg", title_justify="left")
+    table.add_column("probe")
+    for column in columns:
+        table.add_column(column)
+    for probe in report.probes:
+        has_ref_cell = (probe.index, "ref") in grid
+        row: list[Text | str] = [f"{probe.index} {probe.canary}"]
+        for column in columns:
+            if column == "ref" and not has_ref_cell:
+                row.append(Text("stable", style="green"))
+            else:
+                row.append(grid.get((probe.index, column), Text(fmt.DASH, style="dim")))
+        table.add_row(*row)
+    console.print(table)
+
+    for rung in report.rungs:
+        console.print(rung_line(rung))
+
+    score = report.score
+    console.print(" · ".join(
+        f"{name} {fmt.number(None if score is None else getattr(score, name))}"
+        for name in Score.COUNTERS))
+    for warning in report.warnings:
+        console.print(Text(f"warning: {warning}", style="yellow"))
+    if report.verdict:
+        console.print(verdict_text(Verdict(report.verdict.kind, report.verdict.reason)))  # type: ignore[arg-type]
