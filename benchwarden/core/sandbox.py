@@ -41,6 +41,7 @@ import resource
 import shutil
 import stat
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -109,6 +110,11 @@ class Boundary:
             argv.append("--unshare-net")
         if self.as_pid_1:
             argv.append("--as-pid-1")
+        # The private /tmp would hide code that lives there (a checkout or a virtualenv
+        # under /tmp, as CI clones often are): show it again, read-only, before anything
+        # else is laid over it.
+        for path in code_paths_under_tmp():
+            argv += ["--ro-bind", str(path), str(path)]
         hidden = _existing(_default_hidden() + [Path(p) for p in self.hidden])
         for path in hidden:
             if path.is_dir():
@@ -182,6 +188,34 @@ def vanished_mount_point(bwrap_error: str) -> bool:
     return match is not None and not os.path.lexists(match.group(1))
 
 
+def _under_tmp(path: Path) -> bool:
+    return path == Path("/tmp") or Path("/tmp") in path.parents
+
+
+def code_paths_under_tmp() -> list[Path]:
+    """Where this interpreter and benchwarden's own code live, when that is under /tmp:
+    every import path, the interpreter's prefixes and the package's source tree. The
+    outermost folders only (a folder inside another one listed is already shown)."""
+    package_root = Path(__file__).resolve().parents[2]
+    candidates = [Path(entry) for entry in sys.path if entry]
+    candidates += [Path(sys.prefix), Path(sys.exec_prefix), Path(sys.executable).parent,
+                   package_root]
+    found: list[Path] = []
+    for candidate in candidates:
+        try:
+            resolved = candidate.resolve()
+        except OSError:
+            continue
+        if resolved == Path("/tmp") or not _under_tmp(resolved) or not resolved.exists():
+            continue
+        if resolved.is_file():
+            resolved = resolved.parent
+        found.append(resolved)
+    outermost = [path for path in found
+                 if not any(other != path and other in path.parents for other in found)]
+    return sorted(set(outermost))
+
+
 def _default_hidden() -> list[Path]:
     home = Path(os.path.expanduser("~"))
     return [home / name for name in DEFAULT_HIDDEN_IN_HOME]
@@ -248,5 +282,5 @@ def check_isolation_mode(mode: str) -> str:
 
 
 __all__ = ["DEFAULT_HIDDEN_IN_HOME", "INSTALL_HINT", "ISOLATION_MODES", "Boundary", "Limits",
-           "START_ATTEMPTS", "check_isolation_mode", "listening_unix_sockets", "require_bubblewrap",
-           "vanished_mount_point"]
+           "START_ATTEMPTS", "check_isolation_mode", "code_paths_under_tmp",
+           "listening_unix_sockets", "require_bubblewrap", "vanished_mount_point"]

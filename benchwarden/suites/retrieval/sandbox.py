@@ -117,15 +117,6 @@ SYSTEM_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-"
                   "/etc/ssh/ssh_host_ed25519_key")
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
-def hidden_home_folders() -> list[Path]:
-    home = Path(os.path.expanduser("~"))
-    return [home / name for name in boundary_module.DEFAULT_HIDDEN_IN_HOME]
-
-
 class SandboxedStrategy:
     """A strategy run in a child process started on first use.
 
@@ -195,15 +186,13 @@ class SandboxedStrategy:
 
     def boundary(self, scratch: str) -> Boundary:
         """The boundary this child runs in (public so tests and benches can inspect it)."""
-        hidden_dirs = [p.resolve() for p in self.hidden + hidden_home_folders()
-                       if p.exists() and p.is_dir()]
         read_only: list[Path] = []
         if self.path is not None:
             folder = Path(self.path).resolve().parent
-            # A promoted champion lives in the (hidden) ladder folder: show its own
-            # folder again, read-only. Hidden files stay covered (they are applied last).
-            if any(_inside(folder, hidden) for hidden in hidden_dirs):
-                read_only.append(folder)
+            # The strategy's own folder is shown read-only wherever it is: a promoted
+            # champion lives in the (hidden) ladder folder, a user's file may sit under
+            # /tmp (private inside). Hidden files stay covered (they are applied last).
+            read_only.append(folder)
         hidden = [*self.hidden, *(Path(path) for path in SYSTEM_SECRETS)]
         return Boundary(writable=[Path(scratch)], read_only=read_only, hidden=hidden,
                         working_directory=Path(scratch),
