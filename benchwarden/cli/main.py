@@ -1,14 +1,17 @@
-"""The `benchwarden` command: a lazy group, so one suite's missing optional
-dependency never breaks another suite's commands, and the ONE place where errors,
-signals and credentials meet the terminal.
+"""The `benchwarden` command: the generic commands plus whatever the suite registry
+holds, and the ONE place where errors, signals and credentials meet the terminal.
 
-Each entry of `COMMANDS` maps a command name to the module attribute that defines it.
+The root group knows no suite: `GENERIC_COMMANDS` are the store-and-tooling commands,
+and every other command comes from a suite registered under the entry-point group
+`benchwarden.suites` (`core.suite`), the built-in ones exactly like a third-party one.
 
 Invariants (every command, through `LazyGroup.main`):
 - Exit codes are `core.errors.EXIT_CODES`: 0 ok/pass, 1 fail, 2 usage/configuration/
   unreachable, 3 held (ladder), 4 OS or store refused, 130 interrupted.
 - An error is one line, `benchwarden: error: ...`; an unexpected exception is one line
   plus a hint to rerun with --traceback (or BENCHWARDEN_TRACEBACK=1), exit 1.
+- A registered suite that cannot be imported is still listed in `--help`; invoking it
+  prints one line naming the import error, exit 1. Nothing silently vanishes.
 - SIGINT, SIGTERM and SIGHUP are handled by the program's own handlers (never the
   inherited dispositions) and end with one line and exit 130.
 - Everything printed passes the process's credential scrubber (`core.secrets`).
@@ -28,36 +31,76 @@ import click
 
 import benchwarden
 from benchwarden.core import secrets
-from benchwarden.core.errors import (EXIT_ENVIRONMENT, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_USAGE,
-                                     BenchwardenError, RunInterrupted)
+from benchwarden.core.errors import EXIT_ENVIRONMENT, EXIT_FAIL, EXIT_INTERRUPTED, BenchwardenError, RunInterrupted
 from benchwarden.core.interrupts import installed_handlers, last_signal_name
+from benchwarden.core.suite import SuiteUnavailable, get_suite, suite_entry_points
 
-COMMANDS: dict[str, str] = {
-    "contamination": "benchwarden.cli.contamination:contamination",
+# Commands that belong to no suite: command name -> "module:attribute", imported on use.
+GENERIC_COMMANDS: dict[str, str] = {
     "demo": "benchwarden.cli.demo:demo",
     "engine": "benchwarden.cli.engine:engine",
+    "export": "benchwarden.cli.export:export",
+    "report": "benchwarden.cli.report:report",
     "runs": "benchwarden.cli.store:runs",
     "show": "benchwarden.cli.store:show",
-    "verify": "benchwarden.cli.verify:verify",
-    "export": "benchwarden.cli.export:export",
-    "arms": "benchwarden.cli.arms:arms",
-    "retrieval": "benchwarden.cli.retrieval:retrieval",
-    "ladder": "benchwarden.cli.ladder:ladder",
-    "report": "benchwarden.cli.report:report",
     "sign": "benchwarden.cli.sign:sign",
+    "verify": "benchwarden.cli.verify:verify",
 }
 TRACEBACK_ENV = "BENCHWARDEN_TRACEBACK"
 
 
-def _load(target: str) -> click.Command | None:
+def _load(target: str) -> click.Command:
     module_name, _, attribute = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        if error.name and error.name.startswith("benchwarden"):
-            return None  # a command group not built yet
-        raise
-    return getattr(module, attribute)
+    return getattr(importlib.import_module(module_name), attribute)  # type: ignore[no-any-return]
+
+
+def unavailable_command(name: str, problem: str) -> click.Command:
+    """A stand-in for a suite command that cannot be imported: listed in `--help` with
+    the problem, and invoking it (with any arguments, `--help` included) raises
+    `SuiteUnavailable`, which `run_command` prints as one line, exit 1."""
+
+    def refuse(arguments: tuple[str, ...]) -> None:
+        raise SuiteUnavailable(problem)
+
+    return click.Command(
+        name, callback=refuse, add_help_option=False,
+        params=[click.Argument(["arguments"], nargs=-1, type=click.UNPROCESSED)],
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+        help=f"(unavailable) {problem}", short_help=f"(unavailable) {problem}")
+
+
+def suite_command(name: str) -> click.Command | None:
+    """The command `name` of the first registered suite that adds it; for a suite that
+    cannot be imported (listed under its own name), a stand-in that says why."""
+    for suite_name in suite_entry_points():
+        try:
+            suite = get_suite(suite_name)
+        except SuiteUnavailable as error:
+            if suite_name == name:
+                return unavailable_command(name, str(error))
+            continue
+        if name not in suite.command_names:
+            continue
+        try:
+            return suite.command(name)
+        except Exception as error:  # noqa: BLE001 - reported on use, never hidden
+            return unavailable_command(name, f"suite {suite_name}: command {name} cannot be "
+                                             f"imported: {type(error).__name__}: "
+                                             f"{' '.join(str(error).split())}")
+    return None
+
+
+def _suite_command_names() -> list[str]:
+    """The command names the suites add; an unimportable suite is listed under its name."""
+    names: list[str] = []
+    for suite_name in suite_entry_points():
+        try:
+            suite = get_suite(suite_name)
+        except SuiteUnavailable:
+            names.append(suite_name)
+            continue
+        names.extend(suite.command_names)
+    return [name for name in dict.fromkeys(names) if name not in GENERIC_COMMANDS]
 
 
 class ScrubbingStream:
@@ -152,12 +195,15 @@ def run_command(group: click.Group, args: list[str], prog_name: str) -> int:
 
 
 class LazyGroup(click.Group):
+    """The root group: generic commands plus the registry's, each imported on use."""
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(name for name, target in COMMANDS.items() if _load(target) is not None)
+        return sorted({*GENERIC_COMMANDS, *_suite_command_names()})
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        target = COMMANDS.get(name)
-        return _load(target) if target else None
+        if name in GENERIC_COMMANDS:
+            return _load(GENERIC_COMMANDS[name])
+        return suite_command(name)
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:

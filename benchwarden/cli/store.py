@@ -9,7 +9,7 @@ from benchwarden.cli.common import ConfigError, config_errors, open_store_or_exi
 from benchwarden.core import formatting
 from benchwarden.core.reports import console, write_json
 from benchwarden.core.store import StoreError
-from benchwarden.suites import report_module
+from benchwarden.core.suite import SuiteUnavailable, get_suite
 
 
 @click.command()
@@ -45,13 +45,13 @@ def show(run_id: str | None, latest: bool, store_location: str, json_path: str |
         raise ConfigError("give a RUN id (see `benchwarden runs`) or --latest")
     with open_store_or_exit(store_location) as store:
         info = store.latest_run() if latest else store.run_info(run_id or "")
-        module = report_module(info.run.suite)
         try:
-            report = module.build_report(store, info.run.run_id)
-        except StoreError:
+            suite = get_suite(info.run.suite)
+            report = suite.build_report(store, info.run.run_id)
+        except (StoreError, SuiteUnavailable):
             raise
         except ValueError as error:
             raise ConfigError(str(error)) from None
-    module.render_terminal(report, console())
+    suite.render_terminal(report, console())
     if json_path:
         click.echo(f"report written to {write_json(json_path, report)}")

@@ -8,6 +8,22 @@ Map:
 - `fidelity`: peak in flight and launch skew of each rung, from client timings (pure).
 - `driver`: the legs against a server, every request recorded as it completes (I/O).
 - `report`: the JSON report recomputed from the store, and its terminal rendering.
+- `html`: the self-contained page of a report.
+- `command`: `benchwarden contamination` (options -> config -> driver -> views).
 
 Python API: `driver.ContaminationConfig` and `driver.run_contamination(config, store)`.
+
+`suite` is what the entry point `benchwarden.suites: contamination` names; this module
+imports nothing heavy, so listing suites costs nothing.
 """
+
+from benchwarden.core.suite import ModuleSuite
+
+# kept equal to scoring.BENCH_VERSION by tests/core/test_suite_registry.py
+suite = ModuleSuite(
+    name="contamination",
+    bench_version="2",
+    summary="Does concurrency change what an OpenAI-compatible server answers, or leak "
+            "one request into another?",
+    package=__name__,
+)

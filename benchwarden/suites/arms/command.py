@@ -1,4 +1,4 @@
-"""`benchwarden arms run | report | compare`: a thin layer over benchwarden.suites.arms.
+"""`benchwarden arms run | report | compare` (the arms suite's commands): a thin layer over benchwarden.suites.arms.
 
 Exit codes: 0 when the run completed without harness errors, 1 when any trial hit a
 harness error (driver, server or environment failure; never an agent outcome), 2 on
@@ -17,12 +17,12 @@ from typing import Any
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from benchwarden.cli.common import (EXIT_FAIL, ConfigError, config_errors, executor_or_exit,
+from benchwarden.core.commandline import (ConfigError, config_errors, executor_or_exit,
                                     html_option, open_store_or_exit,
                                     refuse_url_with_credentials, release_executor,
                                     store_option, write_html_report)
 from benchwarden.core import secrets
-from benchwarden.core.errors import IsolationUnavailable, RunInterrupted
+from benchwarden.core.errors import EXIT_FAIL, IsolationUnavailable, RunInterrupted
 from benchwarden.core.records import DEFAULT_WEIGHTS, TokenWeights
 from benchwarden.core.sandbox import check_isolation_mode
 from benchwarden.core.reports import console, write_json

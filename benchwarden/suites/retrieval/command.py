@@ -13,20 +13,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.markup import escape
 from rich.table import Table
 
-from benchwarden.cli.common import (ConfigError, config_errors, executor_or_exit, html_option,
-                                    open_store_or_exit, release_executor, store_option,
-                                    write_html_report)
-from benchwarden.core.errors import IsolationUnavailable, RunInterrupted
+from benchwarden.core.commandline import (ConfigError, config_errors, executor_or_exit, html_option,
+                                          isolation_option, open_store_or_exit, print_traceback,
+                                          release_executor, require_isolation, store_option,
+                                          traceback_option, write_html_report)
+from benchwarden.core.errors import RunInterrupted
 from benchwarden.core.provenance import new_run_id
 from benchwarden.core.reports import console, read_json, write_json
-from benchwarden.core.sandbox import ISOLATION_MODES, check_isolation_mode
 from benchwarden.suites.retrieval.corpus import CATEGORIES, generate
 from benchwarden.suites.retrieval.driver import RunSettings, resume_run, run_strategy
 from benchwarden.suites.retrieval.report import RetrievalReport, build_report, render_terminal
@@ -35,39 +35,6 @@ from benchwarden.suites.retrieval.scoring import DECIDE_ON, decide
 from benchwarden.suites.retrieval.strategies import StrategyLoadError, parse_strategy
 
 MAX_SEEDS = 10_000
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def isolation_option(function: F) -> F:
-    return click.option(
-        "--isolation", type=click.Choice(ISOLATION_MODES), default=None,
-        help="Boundary of sandboxed strategies: bwrap (default; bubblewrap must be "
-             "installed) or none (NO boundary: the strategy can read and write anything "
-             "you can; unsafe).")(function)
-
-
-def traceback_option(function: F) -> F:
-    return click.option(
-        "--traceback", "show_traceback", is_flag=True,
-        help="When a strategy fails, also print its traceback (file, line, the case).",
-    )(function)
-
-
-def require_isolation(mode: str) -> str:
-    """The isolation mode, checked to work here; a one-line exit-2 error otherwise."""
-    try:
-        return check_isolation_mode(mode)
-    except IsolationUnavailable as error:
-        raise ConfigError(str(error)) from None
-
-
-def print_traceback(failure: dict[str, Any]) -> None:
-    text = str(failure.get("traceback") or "").rstrip()
-    err = console(stderr=True)
-    if failure.get("case"):
-        err.print(f"failed on case {failure['case']} of seed {failure.get('seed')}", markup=False)
-    err.print(text or "(no traceback: the strategy was stopped from outside, "
-                      f"{failure.get('reason')})", markup=False, highlight=False)
 
 
 def parse_seeds(text: str) -> list[int]:

@@ -15,8 +15,9 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from benchwarden.cli.common import ConfigError, config_errors, open_store_or_exit
-from benchwarden.cli.retrieval import isolation_option, print_traceback, require_isolation, traceback_option
+from benchwarden.core.commandline import (ConfigError, config_errors, isolation_option,
+                                          open_store_or_exit, print_traceback, require_isolation,
+                                          traceback_option)
 from benchwarden.core import formatting
 from benchwarden.core.reports import console
 from benchwarden.suites.retrieval.corpus import CATEGORIES

@@ -19,10 +19,11 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from benchwarden.cli.common import (EXIT_FAIL, EXIT_OK, ConfigError, config_errors,
+from benchwarden.core.commandline import (ConfigError, config_errors,
                                     html_option, open_store_or_exit,
                                     refuse_url_with_credentials, store_option,
                                     write_html_report)
+from benchwarden.core.errors import EXIT_FAIL, EXIT_OK
 from benchwarden.core.reports import console as make_console
 from benchwarden.core.reports import write_json
 from benchwarden.suites.contamination.presets import PRESETS
