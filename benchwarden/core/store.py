@@ -15,11 +15,15 @@ Invariants:
 
 Backends share this module's logic and differ only in connection and SQL dialect
 (`SQLiteStore` here; `PostgresStore` in `store_postgres`). `open_store` picks one
-from a path or URL, so suites never know which they write to.
+from a path or URL, so suites never know which they write to. URL backends are named in
+`URL_BACKENDS` and imported by name when such a URL is opened: the import graph runs one
+way (store_postgres -> store), and psycopg, an optional dependency, is imported only by
+those who open a PostgreSQL store.
 """
 
 from __future__ import annotations
 
+import importlib
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
@@ -392,10 +396,19 @@ class SQLiteStore(Store):
             self._connection.close()
 
 
+# URL scheme -> "module:class" of the backend that opens it (constructor takes the URL).
+URL_BACKENDS: dict[str, str] = {
+    "postgresql://": "benchwarden.core.store_postgres:PostgresStore",
+    "postgres://": "benchwarden.core.store_postgres:PostgresStore",
+}
+
+
 def open_store(location: str | Path) -> Store:
-    """A store from a file path (SQLite) or a `postgresql://` URL."""
+    """A store from a file path (SQLite) or a URL of a backend in `URL_BACKENDS`."""
     text = str(location)
-    if text.startswith(("postgresql://", "postgres://")):
-        from benchwarden.core.store_postgres import PostgresStore
-        return PostgresStore(text)
+    for scheme, target in URL_BACKENDS.items():
+        if text.startswith(scheme):
+            module_name, _, class_name = target.partition(":")
+            backend: type[Store] = getattr(importlib.import_module(module_name), class_name)
+            return backend(text)  # type: ignore[call-arg]
     return SQLiteStore(Path(text).expanduser())
