@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from benchwarden.cli.common import ConfigError, config_errors, open_store_or_exit, store_option
+from benchwarden.cli.common import (ConfigError, config_errors, json_report_option,
+                                    open_store_or_exit, store_option)
 from benchwarden.core import formatting
 from benchwarden.core.reports import console, write_json
 from benchwarden.core.store import StoreError
@@ -34,10 +35,9 @@ def runs(store_location: str, suite: str | None) -> None:
 
 @click.command()
 @click.argument("run_id", required=False)
-@click.option("--latest", is_flag=True, help="Show the most recent run.")
+@click.option("--latest", is_flag=True, help="The most recent run in the store.")
 @store_option
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Also write the re-computed JSON report here.")
+@json_report_option
 @config_errors
 def show(run_id: str | None, latest: bool, store_location: str, json_path: str | None) -> None:
     """Re-render a past run's report from the store alone (no server)."""

@@ -131,6 +131,21 @@ def json_report_option(function: F) -> F:
     )(function)
 
 
+def model_option(function: F) -> F:
+    return click.option(
+        "--model", default=None,
+        help="Model name [default: the first id the server lists at GET /v1/models].",
+    )(function)
+
+
+def api_key_env_option(function: F) -> F:
+    """`--api-key-env VAR`: the key itself never appears on a command line or in a store."""
+    return click.option(
+        "--api-key-env", default=None, metavar="VAR",
+        help="Name of the environment variable holding the API key (the key is never stored).",
+    )(function)
+
+
 def write_html_report(store_location: str, report: Any, html_path: str) -> None:
     """Write the run's page: the same renderer `benchwarden report --html` uses."""
     with open_store_or_exit(store_location) as store:
@@ -222,7 +237,7 @@ def print_traceback(failure: dict[str, Any]) -> None:
                       f"{failure.get('reason')})", markup=False, highlight=False)
 
 
-__all__ = ["ConfigError", "config_errors", "executor_option", "executor_or_exit",
-           "html_option", "isolation_option", "json_report_option", "open_store_or_exit",
+__all__ = ["ConfigError", "api_key_env_option", "config_errors", "executor_option", "executor_or_exit",
+           "html_option", "isolation_option", "json_report_option", "model_option", "open_store_or_exit",
            "print_traceback", "refuse_url_with_credentials", "release_executor",
            "require_isolation", "store_option", "traceback_option", "write_html_report"]

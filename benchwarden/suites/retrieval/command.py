@@ -20,8 +20,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.markup import escape
 from rich.table import Table
 
-from benchwarden.core.commandline import (ConfigError, config_errors, executor_or_exit, html_option,
-                                          isolation_option, open_store_or_exit, print_traceback,
+from benchwarden.core.commandline import (ConfigError, config_errors, executor_option,
+                                          executor_or_exit, html_option,
+                                          isolation_option, json_report_option, open_store_or_exit, print_traceback,
                                           release_executor, require_isolation, store_option,
                                           traceback_option, write_html_report)
 from benchwarden.core.errors import RunInterrupted
@@ -151,16 +152,14 @@ def gen(seed: int, as_json: bool) -> None:
 @click.option("--budget-chars", type=int, default=2000, show_default=True,
               help="Characters per pack.")
 @click.option("--sandbox/--no-sandbox", default=False, show_default=True,
-              help="Run the strategy in a child process inside the boundary (--isolation).")
+              help="Run strategies in a child process inside the boundary (--isolation).")
 @isolation_option
 @traceback_option
-@click.option("--executor", "executor_spec", default="local", show_default=True,
-              help="Where seeds run: local, local:N, ray, ray://host:port.")
-@click.option("--resume", "resume_id", default=None,
+@executor_option
+@click.option("--resume", "resume_id", default=None, metavar="RUN",
               help="Finish a killed run (its id): score only the seeds it has no records for.")
 @store_option
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Also write the JSON report here.")
+@json_report_option
 @html_option
 @config_errors
 @click.pass_context
@@ -245,15 +244,16 @@ def _side(text: str, label: str, store_location: str, seeds: list[int] | None,
 @click.option("--challenger", required=True, help="Strategy name, file.py:object, or report.json.")
 @click.option("--seeds", "seeds_text", default=None,
               help="Seeds to score strategies on (default 1-6; reports bring their own).")
-@click.option("--decide-on", type=click.Choice(DECIDE_ON), default="composite", show_default=True)
-@click.option("--limit", type=int, default=10, show_default=True)
-@click.option("--budget-chars", type=int, default=2000, show_default=True)
+@click.option("--decide-on", type=click.Choice(DECIDE_ON), default="composite", show_default=True,
+              help="The score that decides: composite, or composite_guarded (composite times the guards).")
+@click.option("--limit", type=int, default=10, show_default=True, help="Items per pack.")
+@click.option("--budget-chars", type=int, default=2000, show_default=True,
+              help="Characters per pack.")
 @click.option("--sandbox/--no-sandbox", default=False, show_default=True,
               help="Run strategies in a child process inside the boundary (--isolation).")
 @isolation_option
 @store_option
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Also write the decision as JSON here.")
+@json_report_option
 @config_errors
 def compare(champion: str, challenger: str, seeds_text: str | None, decide_on: str, limit: int,
             budget_chars: int, sandbox: bool, isolation: str | None, store_location: str,
