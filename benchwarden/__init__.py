@@ -9,13 +9,26 @@ keeps the two equal). Everything else may move between releases. Importing this 
 is cheap: no suite and no statistics library is imported until used.
 """
 
-from benchwarden.core.errors import (EXIT_CODES, BenchwardenError, ConfigurationError,
-                                     EnvironmentFailure, IsolationUnavailable, RunInterrupted,
-                                     TargetUnreachableError)
+from benchwarden.core.errors import (
+                                     EXIT_CODES,
+                                     BenchwardenError,
+                                     ConfigurationError,
+                                     EnvironmentFailure,
+                                     IsolationUnavailable,
+                                     RunInterrupted,
+                                     TargetUnreachableError,
+)
 from benchwarden.core.records import Record, Run, RunEnd, TokenComponents, TokenWeights
 from benchwarden.core.store import Store, StoreError, open_store
-from benchwarden.core.suite import (Suite, SuiteUnavailable, UnknownSuite, get_suite,
-                                    registered_suites, render_report_html, write_report_html)
+from benchwarden.core.suite import (
+                                     Suite,
+                                     SuiteUnavailable,
+                                     UnknownSuite,
+                                     get_suite,
+                                     registered_suites,
+                                     render_report_html,
+                                     write_report_html,
+)
 from benchwarden.core.verdicts import Verdict
 from benchwarden.core.version import __version__
 

@@ -39,7 +39,7 @@ def imported_names(tree: ast.AST, module: str, is_package: bool) -> list[tuple[s
                 found.extend((alias.name, top_level) for alias in child.names)
             elif isinstance(child, ast.ImportFrom):
                 if child.level:
-                    anchor = base[:len(base) - (child.level - 1)]
+                    anchor = base[: len(base) - (child.level - 1)]
                     target = ".".join(anchor + ([child.module] if child.module else []))
                 else:
                     target = child.module or ""
@@ -99,8 +99,11 @@ def violations(modules: dict[str, tuple[ast.AST, bool]]) -> list[str]:
 def cycles(modules: dict[str, tuple[ast.AST, bool]]) -> list[list[str]]:
     graph: dict[str, set[str]] = {}
     for module, (tree, is_package) in modules.items():
-        graph[module] = {target for target, top_level in imported_names(tree, module, is_package)
-                         if top_level and target in modules and target != module}
+        graph[module] = {
+            target
+            for target, top_level in imported_names(tree, module, is_package)
+            if top_level and target in modules and target != module
+        }
         # importing a submodule runs its package's __init__ first; that is no cycle of ours
     found: list[list[str]] = []
     state: dict[str, int] = {}
@@ -111,7 +114,7 @@ def cycles(modules: dict[str, tuple[ast.AST, bool]]) -> list[list[str]]:
         stack.append(module)
         for target in sorted(graph[module]):
             if state.get(target) == 1:
-                found.append(stack[stack.index(target):] + [target])
+                found.append(stack[stack.index(target) :] + [target])
             elif target not in state:
                 visit(target)
         stack.pop()
@@ -124,9 +127,13 @@ def cycles(modules: dict[str, tuple[ast.AST, bool]]) -> list[list[str]]:
 
 
 def parse_package(root: Path = PACKAGE) -> dict[str, tuple[ast.AST, bool]]:
-    return {module_name(path, root): (ast.parse(path.read_text(encoding="utf-8")),
-                                      path.name == "__init__.py")
-            for path in sorted(root.rglob("*.py"))}
+    return {
+        module_name(path, root): (
+            ast.parse(path.read_text(encoding="utf-8")),
+            path.name == "__init__.py",
+        )
+        for path in sorted(root.rglob("*.py"))
+    }
 
 
 @pytest.fixture(scope="module")
@@ -135,8 +142,12 @@ def package() -> dict[str, tuple[ast.AST, bool]]:
 
 
 def test_the_check_sees_the_whole_package(package):
-    assert {"benchwarden.core.store", "benchwarden.cli.main",
-            "benchwarden.suites.arms.command", "benchwarden.targets.openai_client"} <= set(package)
+    assert {
+        "benchwarden.core.store",
+        "benchwarden.cli.main",
+        "benchwarden.suites.arms.command",
+        "benchwarden.targets.openai_client",
+    } <= set(package)
 
 
 def test_core_targets_suites_cli_layering_and_no_suite_imports_another(package):
@@ -172,6 +183,9 @@ def test_the_checks_catch_what_they_claim_to(tmp_path):
     assert "benchwarden.core.a (core) imports benchwarden.suites.alpha" in problems
     assert "benchwarden.targets.t (targets) imports benchwarden.cli.main (cli)" in problems
     assert "suite alpha: benchwarden.suites.alpha imports another suite" in problems
-    assert "suite beta: benchwarden.suites.beta imports another suite: benchwarden.suites.alpha" in problems
+    assert (
+        "suite beta: benchwarden.suites.beta imports another suite: benchwarden.suites.alpha"
+        in problems
+    )
     assert "cli.main" not in problems.replace("imports benchwarden.cli.main", "")
     assert ["benchwarden.core.a", "benchwarden.core.b", "benchwarden.core.a"] in cycles(package)

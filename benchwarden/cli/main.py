@@ -24,14 +24,21 @@ import os
 import sqlite3
 import sys
 import traceback
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator, TextIO
+from typing import Any, TextIO
 
 import click
 
 import benchwarden
 from benchwarden.core import secrets
-from benchwarden.core.errors import EXIT_ENVIRONMENT, EXIT_FAIL, EXIT_INTERRUPTED, BenchwardenError, RunInterrupted
+from benchwarden.core.errors import (
+    EXIT_ENVIRONMENT,
+    EXIT_FAIL,
+    EXIT_INTERRUPTED,
+    BenchwardenError,
+    RunInterrupted,
+)
 from benchwarden.core.interrupts import installed_handlers, last_signal_name
 from benchwarden.core.suite import SuiteUnavailable, get_suite, suite_entry_points
 

@@ -19,7 +19,8 @@ Invariants:
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import click
@@ -47,8 +48,9 @@ class ConfigError(click.ClickException):
         click.echo(f"benchwarden: error: {self.format_message()}", err=True)
 
 
-def _remember_store_password(ctx: click.Context, param: click.Parameter,
-                             value: str | None) -> str | None:
+def _remember_store_password(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> str | None:
     """A postgresql://user:password@host/db store URL is normal; its password must still
     never be printed (nor stored), so the scrubber learns it."""
     if value and "://" in value:
@@ -71,13 +73,19 @@ STORE_METAVAR = "PATH|URL"
 
 def store_option(function: F) -> F:
     return click.option(
-        "--store", "store_location", default=default_store, show_default="~/.benchwarden/store.sqlite",
-        callback=_remember_store_password, metavar=STORE_METAVAR, help=STORE_HELP,
+        "--store",
+        "store_location",
+        default=default_store,
+        show_default="~/.benchwarden/store.sqlite",
+        callback=_remember_store_password,
+        metavar=STORE_METAVAR,
+        help=STORE_HELP,
     )(function)
 
 
-def refuse_url_with_credentials(ctx: click.Context, param: click.Parameter,
-                                value: str | None) -> str | None:
+def refuse_url_with_credentials(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> str | None:
     """Option callback: a URL carrying a user name, password or key is a usage error."""
     if value is not None:
         option = param.opts[0] if param.opts else "--url"
@@ -118,7 +126,11 @@ JSON_REPORT_HELP = "Also write the JSON report here."
 
 def html_option(function: F) -> F:
     return click.option(
-        "--html", "html_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+        "--html",
+        "html_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        metavar="FILE",
         help=HTML_HELP,
     )(function)
 
@@ -126,14 +138,19 @@ def html_option(function: F) -> F:
 def json_report_option(function: F) -> F:
     """`--json FILE`: the run's JSON report, written after the terminal summary."""
     return click.option(
-        "--json", "json_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+        "--json",
+        "json_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        metavar="FILE",
         help=JSON_REPORT_HELP,
     )(function)
 
 
 def model_option(function: F) -> F:
     return click.option(
-        "--model", default=None,
+        "--model",
+        default=None,
         help="Model name [default: the first id the server lists at GET /v1/models].",
     )(function)
 
@@ -141,7 +158,9 @@ def model_option(function: F) -> F:
 def api_key_env_option(function: F) -> F:
     """`--api-key-env VAR`: the key itself never appears on a command line or in a store."""
     return click.option(
-        "--api-key-env", default=None, metavar="VAR",
+        "--api-key-env",
+        default=None,
+        metavar="VAR",
         help="Name of the environment variable holding the API key (the key is never stored).",
     )(function)
 
@@ -164,12 +183,18 @@ def write_html_report(store_location: str, report: Any, html_path: str) -> None:
     click.echo(f"HTML report written to {written}")
 
 
-EXECUTOR_HELP = "Fan the work out: local (in this process, the default), local:N (N processes) or ray."
+EXECUTOR_HELP = (
+    "Fan the work out: local (in this process, the default), local:N (N processes) or ray."
+)
 
 
 def executor_option(function: F) -> F:
     return click.option(
-        "--executor", "executor_spec", default="local", show_default=True, metavar="SPEC",
+        "--executor",
+        "executor_spec",
+        default="local",
+        show_default=True,
+        metavar="SPEC",
         help=EXECUTOR_HELP,
     )(function)
 
@@ -199,16 +224,21 @@ def executor_or_exit(spec: str | None) -> Any:
         raise ConfigError(str(error)) from None
 
 
-ISOLATION_HELP = ("Boundary of the code under test: bwrap (default; bubblewrap must be "
-                  "installed) or none (NO boundary: it can read and write anything you can; "
-                  "unsafe).")
+ISOLATION_HELP = (
+    "Boundary of the code under test: bwrap (default; bubblewrap must be "
+    "installed) or none (NO boundary: it can read and write anything you can; "
+    "unsafe)."
+)
 
 
 def isolation_option(function: F) -> F:
     """`--isolation bwrap|none`; None when not given, so a command can tell the default
     from an explicit choice (`require_isolation(isolation or "bwrap")`)."""
     return click.option(
-        "--isolation", type=click.Choice(ISOLATION_MODES), default=None, help=ISOLATION_HELP,
+        "--isolation",
+        type=click.Choice(ISOLATION_MODES),
+        default=None,
+        help=ISOLATION_HELP,
     )(function)
 
 
@@ -222,7 +252,9 @@ def require_isolation(mode: str) -> str:
 
 def traceback_option(function: F) -> F:
     return click.option(
-        "--traceback", "show_traceback", is_flag=True,
+        "--traceback",
+        "show_traceback",
+        is_flag=True,
         help="When the code under test fails, also print its traceback (file, line, the case).",
     )(function)
 
@@ -233,11 +265,30 @@ def print_traceback(failure: dict[str, Any]) -> None:
     err = console(stderr=True)
     if failure.get("case"):
         err.print(f"failed on case {failure['case']} of seed {failure.get('seed')}", markup=False)
-    err.print(text or "(no traceback: the code under test was stopped from outside, "
-                      f"{failure.get('reason')})", markup=False, highlight=False)
+    err.print(
+        text
+        or f"(no traceback: the code under test was stopped from outside, {failure.get('reason')})",
+        markup=False,
+        highlight=False,
+    )
 
 
-__all__ = ["ConfigError", "api_key_env_option", "config_errors", "executor_option", "executor_or_exit",
-           "html_option", "isolation_option", "json_report_option", "model_option", "open_store_or_exit",
-           "print_traceback", "refuse_url_with_credentials", "release_executor",
-           "require_isolation", "store_option", "traceback_option", "write_html_report"]
+__all__ = [
+    "ConfigError",
+    "api_key_env_option",
+    "config_errors",
+    "executor_option",
+    "executor_or_exit",
+    "html_option",
+    "isolation_option",
+    "json_report_option",
+    "model_option",
+    "open_store_or_exit",
+    "print_traceback",
+    "refuse_url_with_credentials",
+    "release_executor",
+    "require_isolation",
+    "store_option",
+    "traceback_option",
+    "write_html_report",
+]

@@ -9,7 +9,6 @@ import importlib
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -19,8 +18,14 @@ from benchwarden.cli.main import cli, run_command
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import RunEnd
 from benchwarden.core.store import open_store
-from benchwarden.core.suite import (ENTRY_POINT_GROUP, Suite, SuiteUnavailable, UnknownSuite,
-                                    get_suite, registered_suites)
+from benchwarden.core.suite import (
+    ENTRY_POINT_GROUP,
+    Suite,
+    SuiteUnavailable,
+    UnknownSuite,
+    get_suite,
+    registered_suites,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
