@@ -22,7 +22,7 @@ from benchwarden.core.commandline import (ConfigError, api_key_env_option, confi
                                           executor_option, executor_or_exit, html_option,
                                           isolation_option, json_report_option, model_option,
                                           open_store_or_exit, refuse_url_with_credentials,
-                                          release_executor, require_isolation, store_option,
+                                          release_executor, store_option,
                                           write_html_report)
 from benchwarden.core.errors import EXIT_FAIL, RunInterrupted
 from benchwarden.core.records import DEFAULT_WEIGHTS, TokenWeights
@@ -99,7 +99,7 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
     from benchwarden.suites.arms.drivers import CommandDriver, Limits, OpenAIDriver
     from benchwarden.suites.arms.model import load_suite
     from benchwarden.suites.arms.report import build_report, render_tally
-    from benchwarden.suites.arms.runner import run_arms, select
+    from benchwarden.suites.arms.runner import run_arms, select, validate_run
 
     try:
         suite = load_suite(suite_spec)
@@ -107,10 +107,12 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
         task_list = select(task_names, [t.id for t in suite.tasks], "tasks")
     except ValueError as error:
         raise ConfigError(str(error)) from None
-    if trials < 1 or turn_cap < 1 or wall_clock <= 0 or command_timeout <= 0:
-        raise ConfigError("--trials and --turn-cap must be at least 1; --wall-clock and "
-                          "--command-timeout must be positive")
-    isolation = require_isolation(isolation or "bwrap")
+    isolation = isolation or "bwrap"
+    try:  # the same check run_arms makes, before anything is started or written
+        validate_run(trials, Limits(turn_cap=turn_cap, wall_clock=wall_clock,
+                                    command_timeout=command_timeout), isolation)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
     if api_key_env and api_key_env not in os.environ:
         raise ConfigError(f"--api-key-env {api_key_env}: that environment variable is not set")
     if api_key_env:

@@ -68,16 +68,16 @@ def parse_seeds(text: str) -> list[int]:
 
 def _settings(limit: int, budget_chars: int, sandbox: bool,
               isolation: str | None = None) -> RunSettings:
-    if limit < 0 or budget_chars < 0:
-        raise ConfigError("--limit and --budget-chars must be non-negative")
     if isolation is not None and not sandbox:
         raise ConfigError("--isolation applies to sandboxed runs: add --sandbox")
     mode = require_isolation(isolation or "bwrap") if sandbox else "bwrap"
     if sandbox and mode == "none":
         console(stderr=True).print("warning: --isolation none: the strategy runs WITHOUT a "
                                    "boundary (unsafe)", markup=False)
-    return RunSettings(limit=limit, budget_chars=budget_chars, sandbox=sandbox,
-                       sandbox_limits=SandboxLimits(), isolation=mode)
+    settings = RunSettings(limit=limit, budget_chars=budget_chars, sandbox=sandbox,
+                           sandbox_limits=SandboxLimits(), isolation=mode)
+    settings.validate()  # the same check the Python API (run_strategy) makes
+    return settings
 
 
 def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
