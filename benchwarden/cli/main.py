@@ -201,8 +201,46 @@ def run_command(group: click.Group, args: list[str], prog_name: str) -> int:
     return int(result) if isinstance(result, int) else 0
 
 
+def suite_command_summary(name: str) -> str | None:
+    """The `--help` line of suite command `name`, without importing the command when the
+    suite offers `command_summary` (so `--help` imports no suite's driver or scoring)."""
+    for suite_name in suite_entry_points():
+        try:
+            suite = get_suite(suite_name)
+        except SuiteUnavailable as error:
+            if suite_name == name:
+                return f"(unavailable) {error}"
+            continue
+        if name in suite.command_names:
+            summary = getattr(suite, "command_summary", None)
+            if summary is not None:
+                return str(summary(name))
+            command = suite_command(name)
+            return command.get_short_help_str(10_000) if command is not None else None
+    return None
+
+
 class LazyGroup(click.Group):
     """The root group: generic commands plus the registry's, each imported on use."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Like click's, but a suite's line comes from its summary, not its command."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            if name in GENERIC_COMMANDS:
+                command = self.get_command(ctx, name)
+                if command is None or command.hidden:
+                    continue
+                rows.append((name, command.get_short_help_str(limit)))
+            else:
+                summary = suite_command_summary(name) or ""
+                rows.append((name, click.utils.make_default_short_help(summary, limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*GENERIC_COMMANDS, *_suite_command_names()})

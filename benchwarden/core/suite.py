@@ -52,9 +52,11 @@ class Suite(Protocol):
 
     `command_names` are the top-level commands the suite adds (usually just its name;
     retrieval also adds `ladder`); `command(name)` returns one of them (the first when
-    `name` is None). `build_report` recomputes the typed report from the store alone;
-    the views only format it. `enrich(store, report)` adds what only the HTML page shows
-    (arms' transcripts) and returns the report unchanged where there is nothing to add.
+    `name` is None); a suite may also offer `command_summary(name)`, the line `--help`
+    shows without importing the command. `build_report` recomputes the typed report
+    from the store alone; the views only format it. `enrich(store, report)` adds what
+    only the HTML page shows (arms' transcripts) and returns the report unchanged where
+    there is nothing to add.
     """
 
     name: str
@@ -92,12 +94,18 @@ class ModuleSuite:
     summary: str
     package: str
     commands: dict[str, str] = field(default_factory=dict)  # command name -> "module:attr"
+    summaries: dict[str, str] = field(default_factory=dict)  # command name -> one line
     report_module: str = "report"
     html_module: str = "html"
 
     @property
     def command_names(self) -> tuple[str, ...]:
         return tuple(self.commands) or (self.name,)
+
+    def command_summary(self, name: str) -> str:
+        """The one line `benchwarden --help` shows for command `name`, known without
+        importing the command (the suite's summary for its main command)."""
+        return self.summaries.get(name, self.summary)
 
     def _module(self, relative: str) -> ModuleType:
         return importlib.import_module(f"{self.package}.{relative}")

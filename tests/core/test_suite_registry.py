@@ -117,7 +117,7 @@ def test_a_fourth_suite_appears_in_help_and_runs(fourth_suite):
     assert "echoes" in registered_suites()
     result = CliRunner().invoke(cli, ["--help"])
     assert result.exit_code == 0, result.output
-    assert "echoes" in result.output and "Echo a word" in result.output
+    assert "echoes" in result.output and "Says what it heard." in result.output
     result = CliRunner().invoke(cli, ["echoes", "--word", "ping"])
     assert result.exit_code == 0, result.output
     assert "echo: ping" in result.output
@@ -170,3 +170,45 @@ def test_the_real_process_lists_a_registered_fourth_suite(fourth_suite):
     assert done.returncode == 1
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "cannot be imported" in done.stderr
+
+
+def test_help_lists_the_suites_without_importing_their_commands(tmp_path):
+    """`benchwarden --help` imports each registered suite's package (its `suite` object)
+    and nothing else of it: no command, driver, scoring or report module. Read from
+    `sys.modules` at exit (`-X importtime` loses lines written while the CLI scrubs its
+    output, so it cannot see what a command imports)."""
+    environment = dict(os.environ)
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [environment.get("PYTHONPATH"),
+                                                              str(ROOT)]))
+    listing = tmp_path / "modules.txt"
+    write_listing = f"open({str(listing)!r}, 'w').write('\\n'.join(sys.modules))"
+    program = ("import atexit, sys\n"
+               f"atexit.register(lambda: {write_listing})\n"
+               "from benchwarden.cli.main import main\n"
+               "main(['--help'])\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          env=environment, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    modules = set(listing.read_text().split())
+    assert "benchwarden.cli.main" in modules and "benchwarden.suites.retrieval" in modules
+    deeper = sorted(name for name in modules
+                    if name.startswith("benchwarden.suites.") and name.count(".") > 2)
+    assert deeper == []
+    assert "Score retrieval strategies" in done.stdout and "King of the hill" in done.stdout
+    # the probe does see a command's modules once the command is really loaded
+    done = subprocess.run([sys.executable, "-c", program.replace("['--help']",
+                                                                 "['ladder', '--help']")],
+                          capture_output=True, text=True, env=environment, timeout=120,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "benchwarden.suites.retrieval.ladder_command" in listing.read_text().split()
+
+
+def test_each_summary_is_the_first_words_of_its_commands_help():
+    """The line `--help` shows without importing a command is the command's own."""
+    for name in ("arms", "contamination", "retrieval"):
+        suite = get_suite(name)
+        for command_name in suite.command_names:
+            command = suite.command(command_name)
+            own = " ".join((command.help or "").split())
+            assert own.startswith(suite.command_summary(command_name)), (name, command_name)

@@ -14,6 +14,6 @@ from benchwarden.core.suite import ModuleSuite
 suite = ModuleSuite(
     name="arms",
     bench_version="tracker-1",
-    summary="Which agent arm (tool shape) does the task better, per token, over repeated trials?",
+    summary="Compare agent conditions (tool interfaces, prompts, models) on a task suite.",
     package=__name__,
 )

@@ -15,8 +15,10 @@ from benchwarden.core.suite import ModuleSuite
 suite = ModuleSuite(
     name="retrieval",
     bench_version="2",
-    summary="Which context-packing strategy retrieves better, over seeded corpora?",
+    summary="Score retrieval strategies on a seeded knowledge base, with guards.",
     package=__name__,
+    summaries={"ladder": "King of the hill: challengers against the champion, every decision "
+                         "in a ledger."},
     commands={"retrieval": f"{__name__}.command:retrieval",
               "ladder": f"{__name__}.ladder_command:ladder"},
 )

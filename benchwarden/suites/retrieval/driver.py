@@ -35,8 +35,8 @@ from benchwarden.suites.retrieval.api import PackError, coerce_pack, enforce_lim
 from benchwarden.suites.retrieval.corpus import (
     PARAPHRASE_TEMPLATES, Case, Corpus, generate, paraphrase)
 from benchwarden.suites.retrieval.grading import contains_value, grade_pack, pack_text
-from benchwarden.suites.retrieval.sandbox import (ISOLATION_MODES, SandboxedStrategy, SandboxFailure,
-                                                  SandboxLimits)
+from benchwarden.suites.retrieval.sandbox import (ISOLATION_MODES, SandboxedStrategy,
+                                                  SandboxFailure, SandboxLimits)
 from benchwarden.suites.retrieval.scoring import BENCH_VERSION, CaseOutcome, PackMeasure
 from benchwarden.suites.retrieval.strategies import (
     StrategyLoadError, StrategySpec, make_strategy, parse_strategy)
