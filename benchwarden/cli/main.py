@@ -40,7 +40,12 @@ from benchwarden.core.errors import (
     RunInterrupted,
 )
 from benchwarden.core.interrupts import installed_handlers, last_signal_name
-from benchwarden.core.suite import SuiteUnavailable, get_suite, suite_entry_points
+from benchwarden.core.suite import (
+    ENTRY_POINT_GROUP,
+    SuiteUnavailable,
+    get_suite,
+    suite_entry_points,
+)
 
 # Commands that belong to no suite: command name -> "module:attribute", imported on use.
 GENERIC_COMMANDS: dict[str, str] = {
@@ -54,6 +59,9 @@ GENERIC_COMMANDS: dict[str, str] = {
     "verify": "benchwarden.cli.verify:verify",
 }
 TRACEBACK_ENV = "BENCHWARDEN_TRACEBACK"
+NO_SUITES_REGISTERED = (f"no suite is registered under the entry-point group "
+                        f"{ENTRY_POINT_GROUP!r}: install benchwarden (`pip install -e .` in a "
+                        "checkout) so its built-in suites are registered")
 
 
 def _load(target: str) -> click.Command:
@@ -248,7 +256,12 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in GENERIC_COMMANDS:
             return _load(GENERIC_COMMANDS[name])
-        return suite_command(name)
+        command = suite_command(name)
+        if command is None and not suite_entry_points():
+            # a source tree used without installing it has no entry points at all: say
+            # so, rather than "no such command" for every suite
+            return unavailable_command(name, NO_SUITES_REGISTERED)
+        return command
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:

@@ -212,3 +212,14 @@ def test_each_summary_is_the_first_words_of_its_commands_help():
             command = suite.command(command_name)
             own = " ".join((command.help or "").split())
             assert own.startswith(suite.command_summary(command_name)), (name, command_name)
+
+
+def test_with_no_suite_registered_a_suite_command_says_how_to_register_them(monkeypatch, capsys):
+    """A source tree used without `pip install` has no entry points: the command says so
+    in one line instead of click's "no such command"."""
+    import benchwarden.cli.main as main_module
+
+    monkeypatch.setattr(main_module, "suite_entry_points", lambda: {})
+    assert run_command(cli, ["contamination", "--url", "http://x"], "benchwarden") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no suite is registered" in err[0] and "pip install" in err[0]
