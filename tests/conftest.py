@@ -36,6 +36,17 @@ def require(condition: bool, what: str, how: str) -> None:
     pytest.skip(message)
 
 
+def bwrap_or_skip() -> None:
+    """Skip (fail under CI) unless bubblewrap can build a sandbox on this machine."""
+    from benchwarden.core.errors import IsolationUnavailable
+    from benchwarden.core.sandbox import require_bubblewrap
+
+    try:
+        require_bubblewrap()
+    except IsolationUnavailable as error:
+        require(False, "bubblewrap", str(error))
+
+
 @pytest.fixture
 def output_dir(request) -> Path:
     """A folder under test-output/ kept after the run, for artefacts a person looks at."""

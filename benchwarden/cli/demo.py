@@ -76,7 +76,7 @@ def demo(ctx: click.Context, probes: int, concurrency: tuple[int, ...], max_toke
         config = ContaminationConfig(url=engine.api_url, model=engine.model, concurrency=concurrency,
                                      probes=probes, max_tokens=max_tokens,
                                      min_completion_tokens=min_completion_tokens, seed=seed, preset="llamacpp")
-        with open_store_or_exit(store_location) as store:
+        with open_store_or_exit(store_location, create=True) as store:
             report = run_contamination(config, store, progress=True, console=make_console(stderr=True))
     except (local_engine.EngineError, ValueError) as error:
         raise ConfigError(str(error)) from None

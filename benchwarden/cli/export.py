@@ -6,8 +6,6 @@ parses options and reports.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from benchwarden.cli.common import ConfigError, config_errors, open_store_or_exit, store_option
@@ -32,9 +30,7 @@ def export(store_location: str, run_id: str | None, suite: str | None,
     if chosen is None:
         raise ConfigError(f"cannot tell the format of {out_path}; give --format "
                           f"{'|'.join(FORMATS)}")
-    if "://" not in store_location and not Path(store_location).expanduser().is_file():
-        raise ConfigError(f"no store at {store_location}; give --store PATH of an existing store")
-    with open_store_or_exit(store_location) as store:
+    with open_store_or_exit(store_location, create=False) as store:
         try:
             count = export_store(store, out_path, chosen, run_id=run_id, suite=suite)
         except (ExportError, OSError) as error:

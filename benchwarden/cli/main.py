@@ -56,6 +56,7 @@ GENERIC_COMMANDS: dict[str, str] = {
     "runs": "benchwarden.cli.store:runs",
     "show": "benchwarden.cli.store:show",
     "sign": "benchwarden.cli.sign:sign",
+    "store": "benchwarden.cli.store:store_group",
     "verify": "benchwarden.cli.verify:verify",
 }
 TRACEBACK_ENV = "BENCHWARDEN_TRACEBACK"

@@ -31,7 +31,7 @@ def report(run_id: str | None, latest: bool, store_location: str, html_path: str
         raise ConfigError("give a RUN id (see `benchwarden runs`) or --latest")
     if run_id and latest:
         raise ConfigError("give either a RUN id or --latest, not both")
-    with open_store_or_exit(store_location) as store:
+    with open_store_or_exit(store_location, create=False) as store:
         info = store.latest_run() if latest else store.run_info(run_id or "")
         try:
             suite = get_suite(info.run.suite)

@@ -27,7 +27,7 @@ import click
 
 from benchwarden.core import secrets
 from benchwarden.core.errors import EXIT_USAGE, BenchwardenError, IsolationUnavailable
-from benchwarden.core.paths import default_store
+from benchwarden.core.paths import default_store, is_home_store
 from benchwarden.core.reports import console
 from benchwarden.core.sandbox import ISOLATION_MODES, check_isolation_mode
 from benchwarden.core.store import Store, StoreError, open_store
@@ -95,11 +95,42 @@ def refuse_url_with_credentials(
     return value
 
 
-def open_store_or_exit(location: str) -> Store:
+class StoreFailure(click.ClickException):
+    """A store error on its way out: one line, and the error's own exit code (4 when the
+    OS or the database refused, 2 when there is no store or no such run)."""
+
+    def __init__(self, error: StoreError) -> None:
+        super().__init__(str(error))
+        self.exit_code = error.exit_code
+
+    def format_message(self) -> str:
+        return " ".join(self.message.split())
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"benchwarden: error: {self.format_message()}", err=True)
+
+
+def open_store_or_exit(
+    location: str, *, create: bool, read_only: bool | None = None, own_default: bool = False
+) -> Store:
+    """Open the store for a command, or exit with one line.
+
+    `create=False` for every command that only reads (runs, show, report, export, verify,
+    compare): nothing is created, a missing store is "no store at PATH" (exit 2).
+    `create=True` for commands that append: a new store file is made when its folder
+    exists, and the folder itself only for a default location: the default store
+    (~/.benchwarden), or a command's own default the user did not type (`own_default`,
+    e.g. the store inside a ladder folder). `create=False, read_only=False` for resuming a
+    run: the store must exist and is appended to."""
     try:
-        return open_store(location)
+        return open_store(
+            location,
+            create=create,
+            read_only=read_only,
+            create_parents=create and (own_default or is_home_store(location)),
+        )
     except StoreError as error:
-        raise ConfigError(str(error)) from None
+        raise StoreFailure(error) from None
     except ImportError as error:
         raise ConfigError(f"this store needs an optional dependency: {error}") from None
 
@@ -167,7 +198,7 @@ def api_key_env_option(function: F) -> F:
 
 def write_html_report(store_location: str, report: Any, html_path: str) -> None:
     """Write the run's page: the same renderer `benchwarden report --html` uses."""
-    with open_store_or_exit(store_location) as store:
+    with open_store_or_exit(store_location, create=False) as store:
         try:
             page_report = enrich_for_html(store, report)
         except SuiteUnavailable:
@@ -275,6 +306,7 @@ def print_traceback(failure: dict[str, Any]) -> None:
 
 __all__ = [
     "ConfigError",
+    "StoreFailure",
     "api_key_env_option",
     "config_errors",
     "executor_option",

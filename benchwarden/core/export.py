@@ -48,7 +48,7 @@ import msgspec
 
 from benchwarden.core.files import replaced_atomically
 from benchwarden.core.records import Record, TokenComponents, canonical_json
-from benchwarden.core.store import CorruptStore, Store
+from benchwarden.core.store import Store
 
 EXPORT_VERSION = "1"
 FORMATS = ("jsonl", "parquet", "csv")
@@ -66,7 +66,6 @@ COLUMN_NAMES: tuple[str, ...] = tuple(name for name, _ in COLUMNS)
 NULLABLE = frozenset({"bench_version", "tokens_reasoning"})
 
 _json_decoder = msgspec.json.Decoder()
-_record_decoder = msgspec.json.Decoder(Record)
 _row_encoder = msgspec.json.Encoder()  # keeps the column order of each row
 
 
@@ -211,48 +210,9 @@ def write_export(records: Iterable[Record], path: str | Path, format: str, *,
 
 def iter_store_records(store: Store, *, run_id: str | None = None, suite: str | None = None,
                        batch: int = BATCH_ROWS) -> Iterator[Record]:
-    """A store's records in store order, `batch` at a time (bounded memory).
-
-    TEMPORARY: uses the store's own `iter_records` when it has one (being added to
-    core/store.py on the store-damage branch); until then pages through `entries` by
-    sequence number (keyset pagination) with the store's query method. Remove the
-    fallback once `Store.iter_records` is on main.
-    """
-    iterate = getattr(store, "iter_records", None)
-    if iterate is not None:
-        try:
-            yield from iterate(run_id=run_id, suite=suite, batch=batch)
-        except msgspec.DecodeError as error:  # (ValidationError is a DecodeError)
-            raise CorruptStore(f"store {store.location} holds a record that cannot be read "
-                               f"({error}); `benchwarden verify --store` names it") from None
-        return
-    p = store.placeholder
-    clauses, params = ["kind = 'record'"], []
-    if run_id is not None:
-        clauses.append(f"run_id = {p}")  # its index yields (run_id, kind, seq) in seq order
-        params.append(run_id)
-    if suite is not None:
-        # `|| ''` keeps the planner off the address index (suite first, not in seq
-        # order), which would sort every record of the suite again for each page.
-        clauses.append(f"suite || '' = {p}")
-        params.append(suite)
-    sql = (f"SELECT seq, body FROM entries WHERE {' AND '.join(clauses)} AND seq > {p} "
-           f"ORDER BY seq LIMIT {p}")
-    after = 0
-    while True:
-        rows = store._query(sql, (*params, after, batch))
-        for seq, body in rows:
-            try:
-                record = _record_decoder.decode(body.encode("utf-8") if isinstance(body, str)
-                                                else bytes(body))
-            except msgspec.DecodeError as error:
-                raise CorruptStore(f"store {store.location}: entry {seq} is not a readable "
-                                   f"record ({error}); `benchwarden verify --store` checks "
-                                   "the whole store") from None
-            yield record
-        if len(rows) < batch:
-            return
-        after = int(rows[-1][0])
+    """A store's records in store order, `batch` at a time (bounded memory): the
+    store's own keyset-paginated `iter_records`, which names an unreadable entry."""
+    yield from store.iter_records(run_id=run_id, suite=suite, batch=batch)
 
 
 def export_store(store: Store, path: str | Path, format: str, *, run_id: str | None = None,

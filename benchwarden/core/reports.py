@@ -8,6 +8,9 @@ Invariants:
 - A typed report (a `msgspec.Struct`) is written as its msgspec encoding; the typed
   pieces every suite shares (the run block, the verdict, an estimate) live here so two
   suites' reports spell them the same.
+- A report built from a store carries `store_head`, the store's last entry when the
+  report was built: a head witness (core/witness.py) that `verify --store S --witness
+  REPORT` checks, so a signed report proves entries were not later cut off the store.
 """
 
 from __future__ import annotations
@@ -50,8 +53,15 @@ def run_block(run: Run, end: RunEnd | None) -> dict[str, Any]:
     }
 
 
+def store_head_block(store: Any) -> dict[str, Any] | None:
+    """The `store_head` of a report built from `store` (None for an empty store)."""
+    head = store.head()
+    return head.to_json_dict() if head is not None else None
+
+
 def envelope(*, suite: str, bench_version: str, run: Run | None, end: RunEnd | None,
-             verdict: Verdict | None, body: Mapping[str, Any]) -> dict[str, Any]:
+             verdict: Verdict | None, body: Mapping[str, Any],
+             store_head: Mapping[str, Any] | None = None) -> dict[str, Any]:
     report: dict[str, Any] = {
         "schema": REPORT_SCHEMA,
         "suite": suite,
@@ -61,8 +71,23 @@ def envelope(*, suite: str, bench_version: str, run: Run | None, end: RunEnd | N
         report["run"] = run_block(run, end)
     if verdict is not None:
         report["verdict"] = verdict.to_json_dict()
+    if store_head is not None:
+        report["store_head"] = dict(store_head)
     report.update(body)
     return report
+
+
+class StoreHeadBlock(msgspec.Struct, frozen=True, kw_only=True):
+    """The `store_head` of a report: the store's last entry when the report was built."""
+
+    schema: str = ""
+    """The witness format's version."""
+    seq: int = 0
+    """Sequence number of the store's last entry."""
+    hash: str = ""
+    """Chain hash of that entry."""
+    first: str = ""
+    """Chain hash of the store's first entry (which store this head belongs to)."""
 
 
 class RunBlock(msgspec.Struct, frozen=True, kw_only=True):

@@ -3,15 +3,27 @@
 One table, `entries`, holds run starts, records and run ends in one hash chain:
 each entry's hash is SHA-256 over the previous entry's hash, the entry's address
 and its body's exact stored bytes. `verify()` recomputes the chain and names the
-first entry that does not match.
+first entry that does not match, then checks the chain against head witnesses
+(core/witness.py) so that entries cut off the end are found too.
 
 Invariants:
 - Append-only, enforced by the database itself: triggers refuse UPDATE and DELETE.
 - A record address (suite, scope, arm, task, trial) is unique: a partial unique index
   refuses a second one, and the refusal names the address.
-- Every append is one transaction; a batch either lands whole or not at all.
+- Every append is one transaction; a batch either lands whole or not at all. After it
+  commits, the head witness beside the store is rewritten from the head read inside
+  that transaction, so it never names an entry that was not committed, and only moves
+  forward (core/witness.py serialises concurrent writers).
 - No credential is ever stored: runs are checked for secret-looking keys first, and
   every entry written passes the process's scrubber (`core.secrets`) on the way in.
+- Opening never changes what it should not: a store opened with `create=False` is read
+  only (nothing is created or written), and a database that is not a benchwarden store
+  is refused before anything is written to it.
+- Every refusal of the OS or the database is a `StoreError` (an `EnvironmentFailure`,
+  exit 4) with a one-line message; `StoreUsageError` (exit 2) is for what the user asked
+  for not being there (no store at that path, no such run).
+- Reading is bounded in memory: `iter_records` and `verify` page through the table by
+  sequence number (keyset pagination), never fetching every body at once.
 
 Backends share this module's logic and differ only in connection and SQL dialect
 (`SQLiteStore` here; `PostgresStore` in `store_postgres`). `open_store` picks one
@@ -24,21 +36,31 @@ those who open a PostgreSQL store.
 from __future__ import annotations
 
 import importlib
+import os
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
+from urllib.parse import quote
 
 import msgspec
 
 from benchwarden.core.chain import GENESIS_HASH, link_hash
+from benchwarden.core.errors import EXIT_USAGE, EnvironmentFailure
 from benchwarden.core.records import Record, Run, RunEnd, canonical_json
 from benchwarden.core.secrets import credential_paths, scrub_entry
+from benchwarden.core.witness import StoreHead, Witness, WitnessError, read_witness, sidecar_for, \
+    write_witness
 
 SCHEMA_VERSION = 1
+# `PRAGMA application_id` of every SQLite store this version creates ("BWST"): how a
+# store is told apart from another application's SQLite file before anything is written.
+APPLICATION_ID = 0x42575354
+DEFAULT_LOCK_TIMEOUT = 30.0
+DEFAULT_BATCH = 500
 
 _record_decoder = msgspec.json.Decoder(Record)
 _run_decoder = msgspec.json.Decoder(Run)
@@ -46,8 +68,18 @@ _run_end_decoder = msgspec.json.Decoder(RunEnd)
 
 
 
-class StoreError(Exception):
-    """A store problem a person can act on; the message is one line."""
+class StoreError(EnvironmentFailure):
+    """The store or its database refused (exit 4); the message is one line."""
+
+
+class StoreUsageError(StoreError):
+    """What was asked for is not there: no store at a path, no such run (exit 2)."""
+
+    exit_code = EXIT_USAGE
+
+
+class NoStore(StoreUsageError):
+    """A read-only command was pointed at a path that holds no store."""
 
 
 class DuplicateRecord(StoreError):
@@ -55,7 +87,27 @@ class DuplicateRecord(StoreError):
 
 
 class CorruptStore(StoreError):
-    pass
+    """The file or database is damaged, or is not a benchwarden store."""
+
+
+class ForeignDatabase(CorruptStore):
+    """A database of another application: refused untouched."""
+
+
+def lock_timeout() -> float:
+    """Seconds to wait for another writer's lock (env BENCHWARDEN_STORE_TIMEOUT, default 30)."""
+    text = os.environ.get("BENCHWARDEN_STORE_TIMEOUT", "").strip()
+    if not text:
+        return DEFAULT_LOCK_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        from benchwarden.core.errors import ConfigurationError
+        raise ConfigurationError(
+            f"BENCHWARDEN_STORE_TIMEOUT={text!r} is not a number of seconds (e.g. 30)")
+    return value
 
 
 @dataclass(frozen=True)
@@ -63,11 +115,22 @@ class ChainReport:
     ok: bool
     checked: int
     first_broken: str | None = None  # one line naming the entry and what is wrong
+    last_seq: int | None = None
+    witness_lines: tuple[str, ...] = field(default=())  # one per witness: agrees / says what
+    tail_problem: str | None = None  # a witness the chain does not reach or contradicts
 
     def line(self) -> str:
-        if self.ok:
-            return f"store chain intact: {self.checked} entries verified"
-        return f"store chain broken after {self.checked} good entries: {self.first_broken}"
+        if self.first_broken is not None:
+            return f"store chain broken after {self.checked} good entries: {self.first_broken}"
+        if self.tail_problem is not None:
+            return (f"store NOT verified: the chain's {self.checked} entries link up, but "
+                    f"{self.tail_problem}")
+        ending = f", ending at entry {self.last_seq}" if self.last_seq is not None else ""
+        return f"store chain intact: {self.checked} entries verified{ending}"
+
+    def lines(self) -> list[str]:
+        """The verdict line, then one line per witness consulted."""
+        return [self.line(), *self.witness_lines]
 
 
 @dataclass(frozen=True)
@@ -120,11 +183,54 @@ def _record_entry(record: Record) -> _Entry:
                   record.trial, record.run_id, canonical_json(record))
 
 
+def compare_with_witnesses(first_hash: str | None, last_seq: int | None,
+                           hashes_at: Mapping[int, str],
+                           witnesses: Sequence[Witness]) -> tuple[list[str], str | None]:
+    """Pure: what each witness says about a chain whose links verified intact.
+
+    `hashes_at` holds the chain's hash at every sequence number a witness names (absent
+    when the chain has no entry there). Returns one line per witness and the first
+    problem found (None when every witness agrees)."""
+    lines: list[str] = []
+    problem: str | None = None
+    for witness in witnesses:
+        head, source = witness.head, witness.source
+        hint = ""
+        if head.seq == 0:
+            lines.append(f"head witness {source}: agrees (it was written when the store was "
+                         "still empty)")
+            continue
+        if first_hash is not None and head.first != first_hash:
+            finding = (f"head witness {source} belongs to another store (the first entry it "
+                       "records is not this store's first entry)")
+        elif head.seq in hashes_at and hashes_at[head.seq] != head.hash:
+            finding = (f"entry {head.seq} is not the entry head witness {source} recorded: "
+                       "the tail was removed and rewritten")
+        elif last_seq is None or head.seq > last_seq:
+            ends = f"ends at entry {last_seq}" if last_seq is not None else "is empty"
+            removed = head.seq - (last_seq or 0)
+            finding = (f"entries were removed from its tail: the store {ends} but head witness "
+                       f"{source} says the chain reached entry {head.seq} (up to {removed} "
+                       f"entr{'y' if removed == 1 else 'ies'} missing)")
+            hint = ("; a plain cp of a store that missed its -wal file looks the same: copy "
+                    "stores with `benchwarden store backup`")
+        elif head.seq not in hashes_at:
+            finding = f"entry {head.seq}, named by head witness {source}, is not in the chain"
+        else:
+            lines.append(f"head witness {source}: agrees (entry {head.seq} is in the chain "
+                         "with the recorded hash)")
+            continue
+        lines.append(f"head witness {source}: MISMATCH: {finding}{hint}")
+        problem = problem or finding
+    return lines, problem
+
+
 class Store(ABC):
     """Shared logic; subclasses supply a connection and their SQL dialect."""
 
     placeholder = "?"
     location: str
+    read_only: bool = False
 
     # -- dialect hooks -------------------------------------------------------
     @abstractmethod
@@ -144,6 +250,15 @@ class Store(ABC):
     def close(self) -> None:
         ...
 
+    @property
+    def witness_path(self) -> Path | None:
+        """Where this store's own head witness lives (None: it keeps none)."""
+        return None
+
+    def _keeps_witness(self) -> bool:
+        """True when the store itself records that a witness must exist beside it."""
+        return False
+
     def __enter__(self) -> "Store":
         return self
 
@@ -154,6 +269,8 @@ class Store(ABC):
     def _append(self, entries: Sequence[_Entry]) -> None:
         if not entries:
             return
+        if self.read_only:
+            raise StoreError(f"store {self.location} was opened read-only; nothing can be appended")
         p = self.placeholder
         insert = ("INSERT INTO entries (kind, suite, scope, arm, task, trial, run_id, "
                   f"body, prev_hash, hash) VALUES ({', '.join([p] * 10)})")
@@ -168,10 +285,54 @@ class Store(ABC):
                     rows.append((entry.kind, *entry.address, entry.body, previous, current))
                     previous = current
                 cursor.executemany(insert, rows)
+                head = self._head_in(cursor) if self.witness_path is not None else None
         except Exception as error:  # translate the backend's refusal into ours
             if self._is_unique_violation(error):
                 raise DuplicateRecord(self._explain_duplicate(entries)) from None
             raise
+        if head is not None:  # only once committed: a crash before this leaves it behind,
+            self._committed_first_hash = head.first  # never ahead of the store
+            self._write_witness(head, forward_only=True)
+
+    def _write_witness(self, head: StoreHead, *, forward_only: bool) -> None:
+        target = self.witness_path
+        if target is None:
+            return
+        try:
+            write_witness(target, head, forward_only=forward_only)
+        except OSError as error:
+            raise StoreError(
+                f"store {self.location}: the append was stored, but its head witness "
+                f"{target} could not be written ({error.strerror or error}); "
+                "free space or fix permissions, then resume") from None
+
+    def _update_witness(self) -> None:
+        """Start the witness from the committed head (a new store: entry 0, replacing any
+        witness a store once at this path left; a store from before witnesses: its head)."""
+        if self.witness_path is None:
+            return
+        with self._transaction() as cursor:
+            head = self._head_in(cursor) or StoreHead.empty()
+        self._write_witness(head, forward_only=False)
+
+    def _head_in(self, cursor: Any) -> StoreHead | None:
+        cursor.execute("SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1")
+        last = cursor.fetchone()
+        if last is None:
+            return None
+        first = getattr(self, "_committed_first_hash", None)
+        if first is None:  # the first entry never changes once committed: cached below
+            cursor.execute("SELECT hash FROM entries ORDER BY seq LIMIT 1")
+            first = str(cursor.fetchone()[0])
+        return StoreHead(int(last[0]), str(last[1]), first)
+
+    def head(self) -> StoreHead | None:
+        """The chain's last entry (and first hash): what reports embed as `store_head`."""
+        last = self._query("SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1")
+        if not last:
+            return None
+        first = self._query("SELECT hash FROM entries ORDER BY seq LIMIT 1")
+        return StoreHead(int(last[0][0]), str(last[0][1]), str(first[0][0]))
 
     def _explain_duplicate(self, entries: Sequence[_Entry]) -> str:
         seen: set[tuple[Any, ...]] = set()
@@ -195,7 +356,7 @@ class Store(ABC):
         run = scrub_entry(run)  # the credentials this process was given, replaced
         secrets = find_secrets({"config": run.config, "target": run.target})
         if secrets:
-            raise StoreError(
+            raise StoreUsageError(
                 f"refusing to store run {run.run_id}: {', '.join(secrets)} looks like a "
                 "credential (pass keys through an environment variable instead)")
         self._append([_Entry("run", run.suite, "", "", "", 0, run.run_id, canonical_json(run))])
@@ -210,18 +371,46 @@ class Store(ABC):
         self._append([_record_entry(scrub_entry(record)) for record in records])
 
     # -- reading ---------------------------------------------------------------
+    def iter_records(self, *, run_id: str | None = None, suite: str | None = None,
+                     scope: str | None = None, arm: str | None = None,
+                     task: str | None = None, batch: int = DEFAULT_BATCH) -> Iterator[Record]:
+        """Records in the order they were written, fetched `batch` at a time by sequence
+        number, so memory stays bounded however large the store is."""
+        if batch < 1:
+            raise ValueError("batch must be at least 1")
+        p = self.placeholder
+        clauses, params = ["kind = 'record'"], []
+        if run_id is not None:  # its index yields (run_id, kind, seq) in seq order
+            clauses.append(f"run_id = {p}")
+            params.append(run_id)
+        for column, value in (("suite", suite), ("scope", scope), ("arm", arm), ("task", task)):
+            if value is not None:
+                # `|| ''` keeps the planner off the address index (not in seq order),
+                # which would sort every matching record again for each page
+                clauses.append(f"{column} || '' = {p}")
+                params.append(value)
+        sql = (f"SELECT seq, body FROM entries WHERE {' AND '.join(clauses)} AND seq > {p} "
+               f"ORDER BY seq LIMIT {p}")
+        after = 0
+        while True:
+            rows = self._query(sql, (*params, after, batch))
+            for seq, body in rows:
+                try:
+                    yield _record_decoder.decode(_as_bytes(body))
+                except msgspec.DecodeError as error:  # (ValidationError is one too)
+                    raise CorruptStore(
+                        f"store {self.location}: entry {seq} is not a readable record "
+                        f"({error}); `benchwarden verify --store` checks the whole store"
+                    ) from None
+            if len(rows) < batch:
+                return
+            after = int(rows[-1][0])
+
     def records(self, *, run_id: str | None = None, suite: str | None = None,
                 scope: str | None = None, arm: str | None = None,
                 task: str | None = None) -> list[Record]:
-        clauses, params = ["kind = 'record'"], []
-        for column, value in (("run_id", run_id), ("suite", suite), ("scope", scope),
-                              ("arm", arm), ("task", task)):
-            if value is not None:
-                clauses.append(f"{column} = {self.placeholder}")
-                params.append(value)
-        rows = self._query(
-            f"SELECT body FROM entries WHERE {' AND '.join(clauses)} ORDER BY seq", params)
-        return [_record_decoder.decode(_as_bytes(row[0])) for row in rows]
+        return list(self.iter_records(run_id=run_id, suite=suite, scope=scope, arm=arm,
+                                      task=task))
 
     def highest_trial(self, suite: str, scope: str, arm: str, task: str) -> int:
         """The highest trial number ever used in a cell (0 when empty)."""
@@ -269,8 +458,8 @@ class Store(ABC):
             if len(matches) == 1:
                 return self.run_info(matches[0][0])
             hint = "ambiguous prefix" if matches else "no such run"
-            raise StoreError(f"run {run_id!r} not found in {self.location} ({hint}); "
-                             "`benchwarden runs --store ...` lists the runs")
+            raise StoreUsageError(f"run {run_id!r} not found in {self.location} ({hint}); "
+                                  "`benchwarden runs --store ...` lists the runs")
         count = self._query(
             f"SELECT COUNT(*) FROM entries WHERE kind = 'record' AND run_id = {p}", (run_id,))
         return RunInfo(run, end, int(count[0][0]))
@@ -278,30 +467,93 @@ class Store(ABC):
     def latest_run(self, suite: str | None = None) -> RunInfo:
         infos = self.runs(suite)
         if not infos:
-            raise StoreError(f"no {suite + ' ' if suite else ''}runs in {self.location}")
+            raise StoreUsageError(f"no {suite + ' ' if suite else ''}runs in {self.location}")
         return infos[-1]
 
-    def verify(self) -> ChainReport:
-        """Recompute the hash chain from the first entry; name the first mismatch."""
+    def own_witness(self) -> tuple[Witness | None, str | None]:
+        """This store's own head witness, and a line when it is missing or unreadable.
+
+        Raises nothing: an unreadable witness is reported, not fatal."""
+        target = self.witness_path
+        if target is None:
+            return None, None
+        try:
+            head = read_witness(target)
+        except WitnessError as error:
+            return None, str(error)
+        if head is not None:
+            return Witness(str(target), head), None
+        return None, None
+
+    def verify(self, witnesses: Sequence[Witness] = (), *, own_witness: bool = True,
+               batch: int = DEFAULT_BATCH) -> ChainReport:
+        """Recompute the hash chain from the first entry, naming the first mismatch; then
+        check the chain against head witnesses: this store's own (unless `own_witness` is
+        False) and the `witnesses` given. Reads `batch` entries at a time.
+
+        A store that records that it keeps a witness beside it, but has none there, fails
+        unless another witness was given and agrees (a plain copy loses the witness)."""
+        consulted = list(witnesses)
+        own_problem: str | None = None  # fails the verdict when nothing else vouches
+        own_line: str | None = None
+        if own_witness and self.witness_path is not None:
+            found, unreadable = self.own_witness()
+            if found is not None:
+                consulted.insert(0, found)
+            elif unreadable is not None:
+                own_problem = f"its head witness is unreadable ({unreadable})"
+                own_line = f"head witness {self.witness_path}: UNREADABLE: {unreadable}"
+            elif self._keeps_witness():
+                own_problem = (f"its head witness {self.witness_path} is missing although this "
+                               "store keeps one, so a removed tail cannot be ruled out")
+                own_line = (f"head witness {self.witness_path}: MISSING (not copied with the "
+                            "store, or removed); copy stores with `benchwarden store backup`")
+            else:
+                own_line = (f"note: no head witness at {self.witness_path}: entries removed from "
+                            "the end of the chain cannot be detected without one (give a "
+                            "report with --witness)")
+        wanted = {witness.head.seq for witness in consulted}
+        hashes_at: dict[int, str] = {}
         previous = GENESIS_HASH
+        first_hash: str | None = None
+        last_seq: int | None = None
         checked = 0
-        rows = self._query(
-            "SELECT seq, kind, suite, scope, arm, task, trial, run_id, body, prev_hash, hash "
-            "FROM entries ORDER BY seq")
-        for seq, kind, suite, scope, arm, task, trial, run_id, body, prev_hash, stored in rows:
-            entry = _Entry(kind, suite, scope, arm, task, int(trial), run_id, _as_bytes(body))
-            problem = None
-            if prev_hash != previous:
-                problem = "its link to the previous entry is broken (an entry was removed or reordered)"
-            elif _entry_hash(previous, kind, entry.address, entry.body) != stored:
-                problem = "its contents do not match its hash (edited after it was written)"
-            elif kind == "record":
-                problem = self._record_columns_problem(entry)
-            if problem:
-                return ChainReport(False, checked, f"entry {seq}, {entry.describe()}: {problem}")
-            previous = stored
-            checked += 1
-        return ChainReport(True, checked)
+        p = self.placeholder
+        sql = ("SELECT seq, kind, suite, scope, arm, task, trial, run_id, body, prev_hash, hash "
+               f"FROM entries WHERE seq > {p} ORDER BY seq LIMIT {p}")
+        after = 0
+        while True:
+            rows = self._query(sql, (after, batch))
+            for seq, kind, suite, scope, arm, task, trial, run_id, body, prev_hash, stored in rows:
+                entry = _Entry(kind, suite, scope, arm, task, int(trial), run_id, _as_bytes(body))
+                problem = None
+                if prev_hash != previous:
+                    problem = ("its link to the previous entry is broken (an entry was removed "
+                               "or reordered)")
+                elif _entry_hash(previous, kind, entry.address, entry.body) != stored:
+                    problem = "its contents do not match its hash (edited after it was written)"
+                elif kind == "record":
+                    problem = self._record_columns_problem(entry)
+                if problem:
+                    return ChainReport(False, checked, f"entry {seq}, {entry.describe()}: {problem}",
+                                       last_seq=last_seq)
+                if first_hash is None:
+                    first_hash = stored
+                if seq in wanted:
+                    hashes_at[int(seq)] = stored
+                previous = stored
+                last_seq = int(seq)
+                checked += 1
+            if len(rows) < batch:
+                break
+            after = int(rows[-1][0])
+        lines, tail_problem = compare_with_witnesses(first_hash, last_seq, hashes_at, consulted)
+        if own_line is not None and (checked or own_problem is not None):
+            lines.insert(0, own_line)
+        if own_problem is not None and not consulted:
+            tail_problem = tail_problem or own_problem
+        return ChainReport(tail_problem is None, checked, None, last_seq=last_seq,
+                           witness_lines=tuple(lines), tail_problem=tail_problem)
 
     @staticmethod
     def _record_columns_problem(entry: _Entry) -> str | None:
@@ -315,100 +567,479 @@ class Store(ABC):
         return None
 
 
-_SQLITE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS entries (
+# One statement per item: the schema is created inside one transaction, and sqlite3's
+# executescript() would commit first.
+_SQLITE_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS entries (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     kind TEXT NOT NULL CHECK (kind IN ('run', 'record', 'run_end')),
     suite TEXT NOT NULL, scope TEXT NOT NULL, arm TEXT NOT NULL, task TEXT NOT NULL,
     trial INTEGER NOT NULL, run_id TEXT NOT NULL,
     body BLOB NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL
-);
-CREATE UNIQUE INDEX IF NOT EXISTS entries_record_address
-    ON entries (suite, scope, arm, task, trial) WHERE kind = 'record';
-CREATE UNIQUE INDEX IF NOT EXISTS entries_one_start_per_run ON entries (run_id) WHERE kind = 'run';
-CREATE UNIQUE INDEX IF NOT EXISTS entries_one_end_per_run ON entries (run_id) WHERE kind = 'run_end';
-CREATE INDEX IF NOT EXISTS entries_by_run ON entries (run_id, kind);
-CREATE TRIGGER IF NOT EXISTS entries_refuse_update BEFORE UPDATE ON entries
-BEGIN SELECT RAISE(ABORT, 'benchwarden store is append-only: UPDATE refused'); END;
-CREATE TRIGGER IF NOT EXISTS entries_refuse_delete BEFORE DELETE ON entries
-BEGIN SELECT RAISE(ABORT, 'benchwarden store is append-only: DELETE refused'); END;
-"""
+)""",
+    """CREATE UNIQUE INDEX IF NOT EXISTS entries_record_address
+    ON entries (suite, scope, arm, task, trial) WHERE kind = 'record'""",
+    "CREATE UNIQUE INDEX IF NOT EXISTS entries_one_start_per_run ON entries (run_id) WHERE kind = 'run'",
+    "CREATE UNIQUE INDEX IF NOT EXISTS entries_one_end_per_run ON entries (run_id) WHERE kind = 'run_end'",
+    "CREATE INDEX IF NOT EXISTS entries_by_run ON entries (run_id, kind)",
+    """CREATE TRIGGER IF NOT EXISTS entries_refuse_update BEFORE UPDATE ON entries
+BEGIN SELECT RAISE(ABORT, 'benchwarden store is append-only: UPDATE refused'); END""",
+    """CREATE TRIGGER IF NOT EXISTS entries_refuse_delete BEFORE DELETE ON entries
+BEGIN SELECT RAISE(ABORT, 'benchwarden store is append-only: DELETE refused'); END""",
+)
+
+# meta row recording that the store keeps a head witness beside it, so that a copy
+# which lost the witness is reported instead of passing as intact
+_WITNESS_META = ("head_witness", "sidecar")
+
+
+def sqlite_failure(location: str, error: sqlite3.Error, doing: str = "") -> StoreError:
+    """One line a person can act on, for any refusal of SQLite or the OS beneath it."""
+    code = getattr(error, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    reason = " ".join(str(error).split()) or type(error).__name__
+    where = f"store {location}"
+    action = f" while {doing}" if doing else ""
+    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return StoreError(
+            f"{where} is locked by another process{action}: still locked after "
+            f"{lock_timeout():g} s ({reason}); wait for the other writer or set "
+            "BENCHWARDEN_STORE_TIMEOUT to wait longer")
+    if primary == sqlite3.SQLITE_FULL:
+        return StoreError(f"{where}: the disk is full{action} ({reason}); free space and resume "
+                          "(nothing half-written was kept)")
+    if primary == sqlite3.SQLITE_READONLY:
+        return StoreError(f"{where} is read-only{action} ({reason}); check the file's, its "
+                          "folder's and the filesystem's write permission")
+    if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return CorruptStore(f"{where} is damaged or is not a database{action} ({reason}); "
+                            "restore it from a backup (`benchwarden store backup`)")
+    if primary in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH):
+        return StoreError(f"{where} cannot be opened{action} ({reason}); check the path and "
+                          "its permissions")
+    if primary == sqlite3.SQLITE_IOERR:
+        return StoreError(f"{where}: input/output error{action} ({reason}); check the disk "
+                          "and the filesystem")
+    if primary == sqlite3.SQLITE_NOMEM:
+        return StoreError(f"{where}: out of memory{action} ({reason})")
+    return StoreError(f"{where} refused{action}: {reason}")
+
+
+def _is_read_only(path: Path) -> bool:
+    """True when `path` (or its folder, for a new file) cannot be written: a read-only
+    filesystem, or permissions that refuse this user."""
+    try:
+        folder = path if path.is_dir() else path.parent
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return True
+        if path.exists():
+            return not os.access(path, os.W_OK) or not os.access(folder, os.W_OK)
+        return not os.access(folder, os.W_OK)
+    except OSError:
+        return False
+
+
+def _oserror_failure(location: str, error: OSError) -> StoreError:
+    return StoreError(f"store {location}: {error.strerror or error} "
+                      f"({getattr(error, 'filename', None) or location})")
+
+
+def _sqlite_uri(path: Path, mode: str, immutable: bool = False) -> str:
+    suffix = "&immutable=1" if immutable else ""
+    return f"file:{quote(str(path.absolute()), safe='/')}?mode={mode}{suffix}"
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """What an SQLite database is, judged from its header and schema without writing."""
+
+    name: str  # "ours" | "legacy" (ours, before the application id) | "empty" | "foreign"
+    #            | "damaged" (our id, but not our tables)
+    detail: str = ""
+
+
+# columns a store made before the application id must have to be recognised as ours
+_CHAIN_COLUMNS = {"seq", "kind", "run_id", "body", "prev_hash", "hash"}
+
+
+def _inspect(connection: sqlite3.Connection) -> _Kind:
+    application_id = int(connection.execute("PRAGMA application_id").fetchone()[0])
+    user_version = int(connection.execute("PRAGMA user_version").fetchone()[0])
+    objects = connection.execute(
+        "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
+    ).fetchall()
+    tables = {name for kind, name in objects if kind == "table"}
+    ours_by_shape = {"entries", "meta"} <= tables and _CHAIN_COLUMNS <= {
+        row[1] for row in connection.execute("PRAGMA table_info(entries)")}
+    if application_id == APPLICATION_ID:
+        if not ours_by_shape and objects:
+            return _Kind("damaged", "it carries benchwarden's application id but not its tables")
+        return _Kind("ours" if objects else "empty")
+    if application_id == 0 and ours_by_shape:
+        row = connection.execute(
+            "SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
+        if row is not None:
+            return _Kind("legacy")
+    if application_id == 0 and user_version == 0 and not objects:
+        return _Kind("empty")
+    shown = ", ".join(sorted(tables)[:6]) + (", ..." if len(tables) > 6 else "")
+    parts = [f"application_id 0x{application_id & 0xFFFFFFFF:08x}"] if application_id else []
+    if user_version:
+        parts.append(f"user_version {user_version}")
+    parts.append(f"tables: {shown}" if tables else "no tables")
+    return _Kind("foreign", "; ".join(parts))
 
 
 class SQLiteStore(Store):
-    """The embedded default: one SQLite file in WAL mode."""
+    """The embedded default: one SQLite file in WAL mode, its head witness beside it.
+
+    `create=True` (writers) creates the file when its folder exists (the folder too only
+    with `create_parents`) and initialises an empty file; `create=False` (readers) opens an
+    existing store read-only and writes nothing at all; `create=False, read_only=False`
+    (resuming) opens an existing store for appending and never creates one."""
 
     placeholder = "?"
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, create: bool = True, read_only: bool | None = None,
+                 create_parents: bool = False, timeout: float | None = None) -> None:
         self.location = str(path)
+        self.read_only = (not create) if read_only is None else read_only
+        if create and self.read_only:
+            raise ValueError("a store cannot be both created and read-only")
+        self._create = create
         self._lock = threading.RLock()
-        target = Path(path)
-        if target.is_dir():
-            raise StoreError(f"store path {target} is a directory; give a file path")
-        if str(path) != ":memory:":
-            target.parent.mkdir(parents=True, exist_ok=True)
+        self._timeout = lock_timeout() if timeout is None else timeout
+        self._memory = str(path) == ":memory:"
+        self._path = Path(path)
+        self._keeps_sidecar = False
+        if self._memory:
+            self._connection = sqlite3.connect(":memory:", isolation_level=None,
+                                               check_same_thread=False)
+            self._initialise("empty")
+            return
+        fresh = self._check_path(create, create_parents)
+        if not fresh:
+            self._refuse_foreign_early()
+        self._connect(immutable=False)
+        try:
+            self._open_existing() if self.read_only else self._open_for_writing()
+        except StoreError as error:
+            self._connection.close()
+            if not (self.read_only and _is_read_only(self._path)
+                    and "cannot be opened" in str(error)):
+                raise
+            # A WAL store on a read-only filesystem (or in a folder this user cannot
+            # write) cannot get the -shm file a reader needs; nobody can write it there
+            # either, so reading it as immutable is safe.
+            self._connect(immutable=True)
+            try:
+                self._open_existing()
+            except BaseException:
+                self._connection.close()
+                raise
+        except BaseException:
+            self._connection.close()
+            raise
+
+    def _connect(self, *, immutable: bool) -> None:
         try:
             self._connection = sqlite3.connect(
-                str(path), isolation_level=None, check_same_thread=False, timeout=30)
-            self._connection.execute("PRAGMA journal_mode=WAL")
+                _sqlite_uri(self._path, "ro" if self.read_only else "rwc", immutable), uri=True,
+                isolation_level=None, check_same_thread=False, timeout=self._timeout)
+        except sqlite3.Error as error:
+            raise self._failure(error, "opening it") from None
+
+    # -- opening ---------------------------------------------------------------
+    def _check_path(self, create: bool, create_parents: bool) -> bool:
+        """Refuse paths that cannot hold a store; True when the store is new (no file, or
+        an empty one)."""
+        target = self._path
+        try:
+            if target.is_dir():
+                raise StoreError(f"store path {target} is a directory; give a file path")
+            if target.exists():
+                if not target.is_file():
+                    raise StoreError(f"store path {target} is not a regular file")
+                if target.stat().st_size > 0:
+                    return False
+                if not create:
+                    raise NoStore(f"no store at {target}: the file is empty (0 bytes), "
+                                  "nothing was ever written to it")
+                return True
+            if not create:
+                raise NoStore(f"no store at {target}")
+            parent = target.parent
+            if not parent.exists():
+                if not create_parents:
+                    raise NoStore(
+                        f"no store at {target} and its folder {parent} does not exist; create "
+                        "the folder first (only the default store's folder is created for you)")
+                parent.mkdir(parents=True, exist_ok=True)
+            elif not parent.is_dir():
+                raise StoreError(f"store path {target}: {parent} is not a directory")
+        except OSError as error:
+            raise _oserror_failure(self.location, error) from None
+        return True
+
+    def _refuse_foreign_early(self) -> None:
+        """Judge an existing file from its main database file alone (immutable: no locks,
+        no -wal or -shm created), so another application's database is refused before
+        anything of ours touches it. The decisive check repeats on the real connection."""
+        try:
+            probe = sqlite3.connect(_sqlite_uri(self._path, "ro", immutable=True), uri=True,
+                                    isolation_level=None)
+        except sqlite3.Error:
+            return  # the real connection reports it
+        try:
+            kind = _inspect(probe)
+        except sqlite3.Error as error:
+            code = getattr(error, "sqlite_errorcode", 0) & 0xFF
+            if code == sqlite3.SQLITE_NOTADB:
+                raise CorruptStore(
+                    f"store {self.location} is not a benchwarden store: the file is not an "
+                    "SQLite database (left untouched)") from None
+            return
+        finally:
+            probe.close()
+        if kind.name in ("foreign", "damaged"):
+            raise self._foreign(kind)
+
+    def _foreign(self, kind: _Kind) -> CorruptStore:
+        if kind.name == "damaged":
+            return CorruptStore(f"store {self.location} is damaged: {kind.detail}; refused and "
+                                "left untouched")
+        return ForeignDatabase(
+            f"store {self.location} is not a benchwarden store: it is an SQLite database of "
+            f"another application ({kind.detail}); refused and left untouched")
+
+    def _failure(self, error: sqlite3.Error, doing: str) -> StoreError:
+        """`sqlite_failure`, but a write refused by a read-only file or filesystem says so
+        (SQLite often reports it only as "unable to open database file")."""
+        if not self.read_only and _is_read_only(self._path):
+            reason = " ".join(str(error).split())
+            return StoreError(f"store {self.location} is read-only while {doing} ({reason}); "
+                              "check the file's, its folder's and the filesystem's write "
+                              "permission")
+        return sqlite_failure(self.location, error, doing)
+
+    def _inspect_or_fail(self, doing: str) -> _Kind:
+        try:
+            return _inspect(self._connection)
+        except sqlite3.Error as error:
+            raise sqlite_failure(self.location, error, doing) from None
+
+    def _open_existing(self) -> None:
+        kind = self._inspect_or_fail("reading its header")
+        if kind.name in ("foreign", "damaged"):
+            raise self._foreign(kind)
+        if kind.name == "empty":
+            raise NoStore(f"no store at {self.location}: it is an empty SQLite database, "
+                          "nothing was ever written to it")
+        self._check_version()
+        self._keeps_sidecar = self._meta(_WITNESS_META[0]) == _WITNESS_META[1]
+
+    def _open_for_writing(self) -> None:
+        try:
+            self._connection.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as error:
+            raise self._failure(error, "opening it for writing") from None
+        try:
+            kind = self._inspect_or_fail("reading its header")
+            if kind.name in ("foreign", "damaged"):
+                raise self._foreign(kind)
+            if kind.name == "empty" and not self._create:
+                raise NoStore(f"no store at {self.location}: it is an empty SQLite database, "
+                              "nothing was ever written to it")
+            self._initialise(kind.name)
+            self._connection.execute("COMMIT")
+        except BaseException:
+            if self._connection.in_transaction:
+                self._connection.execute("ROLLBACK")
+            raise
+        try:
+            mode = self._connection.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() != "wal":
+                self._connection.execute("PRAGMA journal_mode=WAL")
             self._connection.execute("PRAGMA synchronous=NORMAL")
-            self._connection.executescript(_SQLITE_SCHEMA)
-            version = self._connection.execute(
-                "SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
-            if version is None:
+        except sqlite3.Error as error:
+            raise self._failure(error, "switching it to WAL") from None
+        self._keeps_sidecar = True
+        if kind.name in ("empty", "legacy"):
+            # a new store starts its witness (at entry 0, replacing any left by a store once
+            # at this path); a store from before witnesses starts one from its head
+            self._update_witness()
+
+    def _initialise(self, kind: str) -> None:
+        """Inside the open transaction: make an empty database a store, or mark an
+        existing store with what this version adds (application id, witness flag)."""
+        try:
+            if kind == "empty":
+                for statement in _SQLITE_SCHEMA:
+                    self._connection.execute(statement)
                 self._connection.execute(
                     "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            elif int(version[0]) != SCHEMA_VERSION:
-                raise CorruptStore(
-                    f"store {path} has schema version {version[0]}, this benchwarden reads "
-                    f"{SCHEMA_VERSION}; use the matching benchwarden version")
-        except sqlite3.DatabaseError as error:
+                self._connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            else:
+                self._check_version()
+            if kind in ("empty", "legacy"):
+                self._connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            if not self._memory:
+                self._connection.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", _WITNESS_META)
+        except sqlite3.Error as error:
+            raise sqlite_failure(self.location, error, "preparing it") from None
+
+    def _meta(self, name: str) -> str | None:
+        try:
+            row = self._connection.execute("SELECT value FROM meta WHERE name = ?",
+                                           (name,)).fetchone()
+        except sqlite3.Error as error:
+            raise sqlite_failure(self.location, error, "reading it") from None
+        return None if row is None else str(row[0])
+
+    def _check_version(self) -> None:
+        version = self._meta("schema_version")
+        if version is None or version.strip() != str(SCHEMA_VERSION):
             raise CorruptStore(
-                f"store {path} cannot be opened as a benchwarden store: {error}") from None
+                f"store {self.location} has schema version {version}, this benchwarden reads "
+                f"{SCHEMA_VERSION}; use the matching benchwarden version")
+
+    # -- the backend hooks -----------------------------------------------------
+    @property
+    def witness_path(self) -> Path | None:
+        return None if self._memory else sidecar_for(self._path)
+
+    def _keeps_witness(self) -> bool:
+        return self._keeps_sidecar
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Cursor]:
         with self._lock:
-            cursor = self._connection.cursor()
-            cursor.execute("BEGIN IMMEDIATE")
+            try:
+                cursor = self._connection.cursor()
+                cursor.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as error:
+                raise self._failure(error, "appending") from None
             try:
                 yield cursor
-            except BaseException:
-                cursor.execute("ROLLBACK")
+            except BaseException as error:
+                if self._connection.in_transaction:
+                    try:
+                        self._connection.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass  # SQLite already rolled back (it does on a full disk)
+                if isinstance(error, sqlite3.Error) and not self._is_unique_violation(error):
+                    raise self._failure(error, "appending") from None
                 raise
-            else:
+            try:
                 cursor.execute("COMMIT")
+            except sqlite3.Error as error:
+                if self._connection.in_transaction:
+                    try:
+                        self._connection.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass
+                raise self._failure(error, "committing an append") from None
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             try:
                 return self._connection.execute(sql, tuple(params)).fetchall()
-            except sqlite3.DatabaseError as error:
-                raise CorruptStore(f"store {self.location} could not be read: {error}") from None
+            except sqlite3.Error as error:
+                raise sqlite_failure(self.location, error, "reading it") from None
 
     def _is_unique_violation(self, error: Exception) -> bool:
         return isinstance(error, sqlite3.IntegrityError) and "UNIQUE" in str(error)
 
     def close(self) -> None:
         with self._lock:
-            self._connection.close()
+            try:
+                self._connection.close()
+            except sqlite3.Error:
+                pass
+
+    # -- copying ---------------------------------------------------------------
+    def backup_to(self, destination: str | Path) -> Path:
+        """Copy this store to a new file with SQLite's online backup (consistent even while
+        others append; a plain `cp` can miss entries still in the -wal file), then copy the
+        head witness as it was before the copy began (a lower bound the copy satisfies)."""
+        target = Path(destination).expanduser()
+        try:
+            if target.exists() or target.is_symlink():
+                raise StoreUsageError(f"{target} already exists; store backup never overwrites")
+            if not target.parent.is_dir():
+                raise StoreUsageError(f"folder {target.parent} does not exist; create it first")
+        except OSError as error:
+            raise _oserror_failure(str(target), error) from None
+        witness_text: str | None = None
+        if self.witness_path is not None:
+            try:
+                witness_text = self.witness_path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                witness_text = None
+            except OSError as error:
+                raise _oserror_failure(self.location, error) from None
+        partial = target.with_name(f".{target.name}.partial")
+        try:
+            copy = sqlite3.connect(str(partial), isolation_level=None)
+            try:
+                with self._lock:
+                    self._connection.backup(copy)
+                copy.execute("PRAGMA journal_mode=WAL")
+            finally:
+                copy.close()
+            if witness_text is not None:
+                from benchwarden.core.files import write_text_atomically
+                write_text_atomically(sidecar_for(target), witness_text, mode=0o644,
+                                      encoding="utf-8")
+            os.replace(partial, target)
+        except sqlite3.Error as error:
+            _remove_quietly(partial)
+            raise sqlite_failure(str(target), error, "writing the backup") from None
+        except OSError as error:
+            _remove_quietly(partial)
+            raise _oserror_failure(str(target), error) from None
+        except BaseException:
+            _remove_quietly(partial)
+            raise
+        return target
 
 
-# URL scheme -> "module:class" of the backend that opens it (constructor takes the URL).
+def _remove_quietly(path: Path) -> None:
+    for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+        try:
+            leftover.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+# URL scheme -> "module:class" of the backend that opens it; its constructor takes the
+# URL and the keywords `create` and `read_only`.
 URL_BACKENDS: dict[str, str] = {
     "postgresql://": "benchwarden.core.store_postgres:PostgresStore",
     "postgres://": "benchwarden.core.store_postgres:PostgresStore",
 }
 
 
-def open_store(location: str | Path) -> Store:
-    """A store from a file path (SQLite) or a URL of a backend in `URL_BACKENDS`."""
+def is_url(location: str | Path) -> bool:
+    return str(location).startswith(tuple(URL_BACKENDS))
+
+
+def open_store(location: str | Path, *, create: bool = True, read_only: bool | None = None,
+               create_parents: bool = False) -> Store:
+    """A store from a file path (SQLite) or a URL of a backend in `URL_BACKENDS`.
+
+    `create=False` is the mode of every read-only command: the store must exist and be a
+    benchwarden store, and nothing at all is created or written (a missing path raises
+    `NoStore`). `create=True` (writers) creates a new SQLite file when its folder exists;
+    `create_parents` also creates the folder (the CLI asks for it only for the default
+    store under ~/.benchwarden). `read_only` defaults to `not create`; `create=False,
+    read_only=False` is for resuming: the store must exist, and can be appended to."""
     text = str(location)
     for scheme, target in URL_BACKENDS.items():
         if text.startswith(scheme):
             module_name, _, class_name = target.partition(":")
             backend: type[Store] = getattr(importlib.import_module(module_name), class_name)
-            return backend(text)  # type: ignore[call-arg]
-    return SQLiteStore(Path(text).expanduser())
+            return backend(text, create=create, read_only=read_only)  # type: ignore[call-arg]
+    return SQLiteStore(Path(text).expanduser(), create=create, read_only=read_only,
+                       create_parents=create_parents)

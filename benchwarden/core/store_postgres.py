@@ -16,6 +16,13 @@ Invariants, enforced by the server rather than by convention:
 - Appends run at READ COMMITTED whatever the server's default is: each statement
   takes a fresh snapshot, so the head read after the lock is the committed head.
 - Nothing in an error message carries the password from the URL.
+- Opened with `create=False` (read-only commands), nothing is created: a database
+  without the tables is "no store", not a new one.
+- Waiting for another writer's lock is bounded (BENCHWARDEN_STORE_TIMEOUT, default
+  30 s); past it the append fails with one line instead of hanging.
+- The head witness of a PostgreSQL store is kept on the machine that appends
+  (`~/.benchwarden/witnesses/`), keyed by the password-free URL: a lower bound of what
+  this machine saw, which `verify` on this machine checks.
 
 Which schema holds the tables is PostgreSQL's own business: the first schema on the
 connection's `search_path` (set it in the URL, `?options=-csearch_path%3Dteam_a`).
@@ -23,15 +30,19 @@ connection's `search_path` (set it in the URL, `?options=-csearch_path%3Dteam_a`
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import errors as pg_errors
 
-from benchwarden.core.store import SCHEMA_VERSION, CorruptStore, Store, StoreError
+from benchwarden.core import paths
+from benchwarden.core.store import (SCHEMA_VERSION, CorruptStore, NoStore, Store, StoreError,
+                                    StoreUsageError, lock_timeout)
 
 # First key of the advisory lock ("BWST"); the second is the `entries` table's oid,
 # so stores in different schemas of one database do not wait for each other.
@@ -109,14 +120,37 @@ def _connection_error(location: str, error: psycopg.Error) -> StoreError:
     return StoreError(f"cannot reach PostgreSQL store {location}: {reason}")
 
 
+def _query_error(location: str, error: psycopg.Error, doing: str) -> StoreError:
+    """One line for a refusal after connecting: a lock waited out, a full disk, a
+    read-only server or role, a damaged table."""
+    reason = _first_line(error)
+    where = f"PostgreSQL store {location}"
+    if isinstance(error, (pg_errors.LockNotAvailable, pg_errors.QueryCanceled)):
+        return StoreError(f"{where} is locked by another writer while {doing}: still locked "
+                          f"after {lock_timeout():g} s ({reason}); set "
+                          "BENCHWARDEN_STORE_TIMEOUT to wait longer")
+    if isinstance(error, pg_errors.DiskFull):
+        return StoreError(f"{where}: the server's disk is full while {doing} ({reason})")
+    if isinstance(error, (pg_errors.ReadOnlySqlTransaction, pg_errors.InsufficientPrivilege)):
+        return StoreError(f"{where} refused to let this role write while {doing} ({reason})")
+    if isinstance(error, (pg_errors.DataCorrupted, pg_errors.IndexCorrupted)):
+        return CorruptStore(f"{where} is damaged while {doing} ({reason})")
+    if isinstance(error, psycopg.OperationalError):
+        return StoreError(f"{where} failed while {doing}: {reason}")
+    return CorruptStore(f"{where} cannot be used as a benchwarden store ({doing}): {reason}")
+
+
 class PostgresStore(Store):
     """A store in a PostgreSQL database, shared by everyone who can reach it."""
 
     placeholder = "%s"
 
-    def __init__(self, url: str, *, connect_timeout: float = 10) -> None:
+    def __init__(self, url: str, *, create: bool = True, read_only: bool | None = None,
+                 connect_timeout: float = 10) -> None:
         self.location = redact(url)
+        self.read_only = (not create) if read_only is None else read_only
         self._lock = threading.RLock()
+        timeout = lock_timeout()
         try:
             self._connection = psycopg.connect(
                 url, autocommit=True, connect_timeout=max(1, int(connect_timeout)),
@@ -124,20 +158,36 @@ class PostgresStore(Store):
         except psycopg.Error as error:
             raise _connection_error(self.location, error) from None
         except Exception as error:  # a malformed URL is caught by libpq's parser
-            raise StoreError(f"PostgreSQL store {self.location}: {_first_line(error)}") from None
+            raise StoreUsageError(
+                f"PostgreSQL store {self.location}: {_first_line(error)}") from None
         self._connection.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
         try:
-            self._prepare_schema()
+            # bounded wait for the append lock (0 would mean forever in PostgreSQL)
+            self._connection.execute(
+                f"SET lock_timeout = {max(1, int(timeout * 1000))}")
+            self._prepare_schema(create)
         except StoreError:
             self._connection.close()
             raise
         except psycopg.Error as error:
             self._connection.close()
-            raise CorruptStore(
-                f"PostgreSQL store {self.location} cannot be used as a benchwarden store: "
-                f"{_first_line(error)}") from None
+            raise _query_error(self.location, error, "opening it") from None
 
-    def _prepare_schema(self) -> None:
+    @property
+    def witness_path(self) -> Path | None:
+        digest = hashlib.sha256(self.location.encode("utf-8")).hexdigest()[:16]
+        return paths.home() / "witnesses" / f"postgresql-{digest}.head"
+
+    def _write_witness(self, head: Any, *, forward_only: bool) -> None:
+        target = self.witness_path
+        if target is not None:
+            try:  # the folder is benchwarden's own default location
+                target.parent.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                pass  # the write below reports it in one line
+        super()._write_witness(head, forward_only=forward_only)
+
+    def _prepare_schema(self, create: bool) -> None:
         with self._connection.transaction():
             # Creating the schema while another process does the same would race in
             # the catalogue; the advisory lock makes the first one win cleanly.
@@ -148,14 +198,23 @@ class PostgresStore(Store):
             if present == (True, True):
                 version = self._connection.execute(
                     "SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
+                if version is None:
+                    raise CorruptStore(
+                        f"PostgreSQL store {self.location} has `entries` and `meta` tables "
+                        "that are not a benchwarden store's (no schema version); refused and "
+                        "left untouched: point the URL at another database or schema")
                 self._check_version(version)
-                if version is not None:
-                    return  # no DDL: a role without CREATE can still use the store
-            elif present == (True, False):
+                return  # no DDL: a role without CREATE can still use the store
+            if present != (False, False):
+                which = "`entries`" if present[0] else "`meta`"
                 raise CorruptStore(
-                    f"PostgreSQL store {self.location} has an `entries` table that is not a "
-                    "benchwarden store's (no `meta` table); point the URL at another "
-                    "database or schema")
+                    f"PostgreSQL store {self.location} has a {which} table that is not a "
+                    "benchwarden store's; refused and left untouched: point the URL at "
+                    "another database or schema")
+            if not create:
+                raise NoStore(f"no benchwarden store in PostgreSQL {self.location} (no "
+                              "`entries` and `meta` tables); a suite run with this --store "
+                              "creates one")
             self._connection.execute(_SCHEMA)
             self._connection.execute(
                 "INSERT INTO meta VALUES ('schema_version', %s) ON CONFLICT (name) DO NOTHING",
@@ -182,22 +241,14 @@ class PostgresStore(Store):
             except pg_errors.UniqueViolation:
                 raise  # `Store._append` names the duplicate address
             except psycopg.Error as error:
-                raise StoreError(
-                    f"PostgreSQL store {self.location} refused the append: "
-                    f"{_first_line(error)}") from None
+                raise _query_error(self.location, error, "appending") from None
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             try:
                 return self._connection.execute(sql, tuple(params)).fetchall()
-            except psycopg.OperationalError as error:
-                raise StoreError(
-                    f"PostgreSQL store {self.location} could not be read: "
-                    f"{_first_line(error)}") from None
             except psycopg.Error as error:
-                raise CorruptStore(
-                    f"PostgreSQL store {self.location} could not be read: "
-                    f"{_first_line(error)}") from None
+                raise _query_error(self.location, error, "reading it") from None
 
     def _is_unique_violation(self, error: Exception) -> bool:
         return isinstance(error, pg_errors.UniqueViolation)

@@ -42,7 +42,7 @@ import json
 import math
 import re
 import time
-from typing import Any
+from typing import Any, Awaitable, Callable, TypeVar
 
 import aiohttp
 import msgspec
@@ -60,6 +60,8 @@ from benchwarden.targets.replies import (
     escape_invalid_utf8,
 )
 from benchwarden.targets.sse import SSEEvent, SSEParser
+
+_Result = TypeVar("_Result")
 
 __all__ = [  # the values are re-exported from replies.py for callers' convenience
     "ChatClient",
@@ -777,6 +779,21 @@ class ChatClient:
             await asyncio.sleep(pause)
         return pause
 
+    async def _retrying_overload(self, attempt: Callable[[], Awaitable[_Result]],
+                                 failure: Callable[[str, str], Exception]) -> _Result:
+        """Run `attempt`, retrying HTTP 429 within the Retry-After bound; past it, raise
+        `failure(reason, server_detail)`."""
+        waited, retries = 0.0, 0
+        while True:
+            try:
+                return await attempt()
+            except _Overloaded as overload:
+                pause = await self._pause_or_reason(overload, waited, retries)
+                if isinstance(pause, str):
+                    raise failure(pause, overload.detail) from None
+                waited += pause
+                retries += 1
+
     # --- reachability ---
 
     async def list_models(self, timeout: float = 10.0) -> list[str]:
@@ -784,17 +801,10 @@ class ChatClient:
 
         HTTP 429 is retried within `retry_429_max_wait`; any body that is not a model
         list (too large, nested too deeply, not JSON, a wrong shape) is one line."""
-        waited, retries = 0.0, 0
-        while True:
-            try:
-                return await self._list_models_once(timeout)
-            except _Overloaded as overload:
-                pause = await self._pause_or_reason(overload, waited, retries)
-                if isinstance(pause, str):
-                    raise TargetUnreachable(f"{pause} from GET {self._models_url}: "
-                                            f"{overload.detail}") from None
-                waited += pause
-                retries += 1
+        return await self._retrying_overload(
+            lambda: self._list_models_once(timeout),
+            lambda reason, detail: TargetUnreachable(
+                f"{reason} from GET {self._models_url}: {detail}"))
 
     async def _list_models_once(self, timeout: float) -> list[str]:
         session = self._require_session()
@@ -1087,17 +1097,9 @@ class ChatClient:
     async def complete_chat(self, body: dict) -> ChatCompletion:
         """POST the body (as given, not streamed); TargetError on any failure. HTTP 429
         is retried as for `stream_chat`; a body over `max_reply_bytes` is a failure."""
-        waited, retries = 0.0, 0
-        while True:
-            try:
-                return await self._complete_once(body)
-            except _Overloaded as overload:
-                pause = await self._pause_or_reason(overload, waited, retries)
-                if isinstance(pause, str):
-                    raise TargetError(f"{pause} from POST {self._chat_url}: "
-                                      f"{overload.detail}") from None
-                waited += pause
-                retries += 1
+        return await self._retrying_overload(
+            lambda: self._complete_once(body),
+            lambda reason, detail: TargetError(f"{reason} from POST {self._chat_url}: {detail}"))
 
     async def _complete_once(self, body: dict) -> ChatCompletion:
         session = self._require_session()

@@ -58,6 +58,12 @@ def test_report_needs_a_run(tmp_path) -> None:
 
 
 def test_report_of_an_empty_store_is_a_one_line_error(tmp_path) -> None:
+    missing = CliRunner().invoke(cli, ["report", "--latest", "--store", str(tmp_path / "s.sqlite"),
+                                       "--html", str(tmp_path / "r.html")])
+    assert missing.exit_code == 2
+    assert "no store at" in missing.output
+    assert not (tmp_path / "s.sqlite").exists()  # reading never creates a store
+    open_store(tmp_path / "s.sqlite").close()
     result = CliRunner().invoke(cli, ["report", "--latest", "--store", str(tmp_path / "s.sqlite"),
                                       "--html", str(tmp_path / "r.html")])
     assert result.exit_code == 2

@@ -137,6 +137,33 @@ def test_sign_refusals_are_one_line_usage_errors(report, tmp_path):
     assert missing_folder.exit_code == 2 and "does not exist" in missing_folder.output
 
 
-def test_verify_needs_something_to_check():
+def test_verify_with_nothing_given_checks_the_default_store():
     result = run("verify")
-    assert result.exit_code == 2 and "give FILE" in result.output
+    assert result.exit_code == 2
+    assert f"no store at {paths.home() / 'store.sqlite'}" in result.output
+    assert not paths.home().exists()  # and creates nothing
+
+
+def test_verify_checks_the_store_against_the_head_a_report_carries(tmp_path):
+    from benchwarden.core.provenance import stamp_run
+    from benchwarden.core.store import open_store
+
+    store = tmp_path / "store.sqlite"
+    with open_store(store) as opened:
+        opened.begin_run(stamp_run(suite="demo", bench_version="1", config={}, run_id="r"))
+        head = opened.head()
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"schema": "benchwarden.report/1", "run": {"git_sha": SHA},
+                                  "store_head": head.to_json_dict()}))
+    assert run("sign", str(report)).exit_code == 0
+    both = run("verify", str(report), "--store", str(store))
+    assert both.exit_code == 0 and "valid signature" in both.output
+    assert f"head witness {report}: agrees" in both.output
+    ahead = tmp_path / "ahead.json"
+    ahead.write_text(json.dumps({"schema": "benchwarden.report/1",
+                                 "store_head": {**head.to_json_dict(), "seq": head.seq + 5}}))
+    result = run("verify", "--store", str(store), "--witness", str(ahead))
+    assert result.exit_code == 1 and "removed from its tail" in result.output
+    for bad, why in ((tmp_path / "none.json", "does not exist"), (report.with_suffix(".sig"), "")):
+        refused = run("verify", "--store", str(store), "--witness", str(bad))
+        assert refused.exit_code == 2 and why in refused.output

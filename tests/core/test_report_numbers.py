@@ -307,10 +307,11 @@ def test_a_retrieval_json_file_reads_back_to_the_same_page(retrieval) -> None:
 
 # ---------------------------------------------------------------------------- JSON shape
 
-ARMS_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "scope", "floor", "weights",
+# `store_head` (the head witness every report built from a store carries) follows the verdict.
+ARMS_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "store_head", "scope", "floor", "weights",
              "arms", "tasks", "tiers", "samples", "headline", "coverage", "per_tier",
              "per_component", "failure_tags", "comparisons", "tally", "runs"]
-RETRIEVAL_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "strategy", "settings",
+RETRIEVAL_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "store_head", "strategy", "settings",
                   "seeds", "summary", "failure"]
 
 

@@ -17,15 +17,9 @@ import pytest
 from benchwarden.core import sandbox
 from benchwarden.core.errors import IsolationUnavailable
 from benchwarden.core.sandbox import Boundary, Limits, require_bubblewrap
+from tests.conftest import bwrap_or_skip
 
 
-def _bwrap_or_skip() -> None:
-    try:
-        require_bubblewrap()
-    except IsolationUnavailable as error:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(error))
 
 
 def _run(boundary: Boundary, script: str) -> subprocess.CompletedProcess[str]:
@@ -35,7 +29,7 @@ def _run(boundary: Boundary, script: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture()
 def trial(tmp_path: Path) -> Path:
-    _bwrap_or_skip()
+    bwrap_or_skip()
     folder = tmp_path / "trial"
     (folder / "bin").mkdir(parents=True)
     (folder / "bin" / "program").write_text("original\n")

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, RunEnd, TokenComponents
-from benchwarden.core.store import (CorruptStore, DuplicateRecord, SQLiteStore, Store,
+from benchwarden.core.store import (CorruptStore, DuplicateRecord, NoStore, SQLiteStore, Store,
                                     StoreError, open_store)
 from tests.conftest import require
 
@@ -54,8 +54,11 @@ class SQLiteBackend:
         self.location = str(self.path)
         self.refused = sqlite3.DatabaseError
 
-    def open(self) -> Store:
-        return SQLiteStore(self.path)
+    def open(self, create: bool = True) -> Store:
+        return SQLiteStore(self.path, create=create)
+
+    def is_untouched(self) -> bool:
+        return not self.path.exists()
 
     def execute(self, sql: str) -> None:
         raw = sqlite3.connect(self.path)
@@ -91,8 +94,13 @@ class PostgresBackend:
         with psycopg.connect(_url_with(POSTGRES_URL, database), autocommit=True) as admin:
             admin.execute(f'CREATE SCHEMA "{schema}"')
 
-    def open(self) -> Store:
-        return open_store(self.location)
+    def open(self, create: bool = True) -> Store:
+        return open_store(self.location, create=create)
+
+    def is_untouched(self) -> bool:
+        with self.psycopg.connect(self.location, autocommit=True) as raw:
+            return raw.execute("SELECT to_regclass('entries') IS NULL AND "
+                               "to_regclass('meta') IS NULL").fetchone()[0]
 
     def execute(self, sql: str) -> None:
         with self.psycopg.connect(self.location, autocommit=True) as raw:
@@ -285,6 +293,63 @@ def test_two_concurrent_writers_keep_one_chain(backend, store):
     assert {r.arm for r in records} == {"left", "right"}
     report = store.verify()
     assert report.ok and report.checked == 1 + len(records)
+
+
+def test_reading_a_store_that_is_not_there_creates_nothing(backend):
+    with pytest.raises(NoStore, match="no (benchwarden )?store"):
+        backend.open(create=False)
+    assert backend.is_untouched()
+
+
+def test_a_read_only_store_reads_and_refuses_appends(backend, store):
+    store.append([make_record(task=str(i)) for i in range(3)])
+    with backend.open(create=False) as reader:
+        assert [r.task for r in reader.records()] == ["0", "1", "2"]
+        assert reader.verify().ok
+        with pytest.raises(StoreError, match="read-only"):
+            reader.append([make_record(task="late")])
+    assert len(store.records()) == 3
+
+
+def test_iter_records_pages_by_sequence(store):
+    written = [make_record(task=str(i), arm="ab"[i % 2]) for i in range(9)]
+    for offset in range(0, 9, 4):
+        store.append(written[offset:offset + 4])
+    for batch in (1, 2, 4, 50):
+        assert list(store.iter_records(batch=batch)) == written
+        assert list(store.iter_records(arm="b", batch=batch)) == written[1::2]
+        report = store.verify(batch=batch)
+        assert report.ok and report.checked == 10 and report.last_seq == store.head().seq
+
+
+def test_the_head_witness_follows_appends_and_catches_a_removed_tail(backend, store):
+    store.append([make_record(task=str(i)) for i in range(4)])
+    store.append([make_record(task="last")])
+    head = store.head()
+    report = store.verify()
+    assert report.ok and any("agrees" in line for line in report.lines())
+    store.close()
+    backend.tamper("DELETE FROM entries WHERE seq = (SELECT MAX(seq) FROM entries)")
+    with backend.open(create=False) as reopened:
+        report = reopened.verify()
+    assert not report.ok and report.first_broken is None
+    assert "removed from its tail" in report.line()
+    assert f"reached entry {head.seq}" in report.line()
+
+
+def test_a_held_append_lock_is_waited_for_then_refused(backend, store, monkeypatch):
+    monkeypatch.setenv("BENCHWARDEN_STORE_TIMEOUT", "0.3")
+    with backend.open() as other:
+        with store._transaction() as cursor:
+            cursor.execute("SELECT hash FROM entries ORDER BY seq DESC LIMIT 1")
+            with pytest.raises(StoreError, match="locked by another") as caught:
+                other.append([make_record(task="blocked")])
+    assert caught.value.exit_code == 4 and "\n" not in str(caught.value)
+    assert [r.task for r in store.records()] == []
+    other_store_is_usable = backend.open()
+    with other_store_is_usable:
+        other_store_is_usable.append([make_record(task="later")])
+    assert [r.task for r in store.records()] == ["later"]
 
 
 # -- PostgreSQL only -------------------------------------------------------------------

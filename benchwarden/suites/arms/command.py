@@ -145,7 +145,7 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
                    "WITHOUT a boundary (they can write, read and connect wherever you can)",
                    err=True)
     limits = Limits(turn_cap=turn_cap, wall_clock=wall_clock, command_timeout=command_timeout)
-    with open_store_or_exit(store_location) as store, Progress(
+    with open_store_or_exit(store_location, create=True) as store, Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[outcomes]}"), TimeElapsedColumn(),
             console=out, transient=False) as progress:
@@ -210,7 +210,7 @@ def report(store_location: str, scope: str | None, weights: str | None, floor: i
     from benchwarden.suites.arms.report import build_scope_report, render_terminal
 
     table = _weights(weights)
-    with open_store_or_exit(store_location) as store:
+    with open_store_or_exit(store_location, create=False) as store:
         built = build_scope_report(store, scope, table, floor)
     render_terminal(built, console())
     if json_path:
@@ -237,7 +237,7 @@ def compare(arm_a: str, arm_b: str, store_location: str, scope: str | None,
     from benchwarden.suites.arms.trial import SUITE_NAME
 
     table = _weights(weights)
-    with open_store_or_exit(store_location) as store:
+    with open_store_or_exit(store_location, create=False) as store:
         built = build_scope_report(store, scope, table, floor)
         records = store.records(suite=SUITE_NAME, scope=built.scope)
     known = built.arms

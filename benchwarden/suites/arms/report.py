@@ -25,8 +25,9 @@ from rich.table import Table
 from benchwarden.core import formatting as fmt
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
 from benchwarden.core.reports import (REPORT_SCHEMA, EstimateBlock, PairedBlock, RunBlock,
-                                      VerdictBlock, as_json, convert, envelope, verdict_text)
-from benchwarden.core.store import Store, StoreError
+                                      StoreHeadBlock, VerdictBlock, as_json, convert, envelope,
+                                      store_head_block, verdict_text)
+from benchwarden.core.store import Store, StoreError, StoreUsageError
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.arms.model import FLOOR
 from benchwarden.suites.arms.trial import SUITE_NAME
@@ -309,6 +310,8 @@ class ArmsReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """The run the report was built for (absent for a scope without runs)."""
     verdict: VerdictBlock | None = None
     """INFO with the sample count, or nothing measured."""
+    store_head: StoreHeadBlock | None = None
+    """The store's last entry when the report was built (a head witness for `verify`)."""
     scope: str
     """The suite definition (e.g. `tracker`) whose records are pooled."""
     floor: int
@@ -385,12 +388,12 @@ def build_scope_report(store: Store, scope: str | None = None,
     runs = store.runs(SUITE_NAME)
     if scope is None:
         if not runs:
-            raise StoreError(f"no arms runs in {store.location}")
+            raise StoreUsageError(f"no arms runs in {store.location}")
         scope = str(runs[-1].run.config.get("scope", ""))
     mine = [info for info in runs if info.run.config.get("scope") == scope]
     if not mine and not store.records(suite=SUITE_NAME, scope=scope):
         known = sorted({str(i.run.config.get("scope")) for i in runs})
-        raise StoreError(f"no arms records for suite {scope!r} in {store.location}"
+        raise StoreUsageError(f"no arms records for suite {scope!r} in {store.location}"
                          + (f" (suites: {', '.join(known)})" if known else ""))
     return _report(store, scope, mine[-1] if mine else None, weights, floor)
 
@@ -470,7 +473,8 @@ def _report(store: Store, scope: str, info: Any, weights: TokenWeights,
     }
     plain = envelope(suite=SUITE_NAME, bench_version=bench_version,
                      run=info.run if info is not None else None,
-                     end=info.end if info is not None else None, verdict=verdict, body=body)
+                     end=info.end if info is not None else None, verdict=verdict, body=body,
+                     store_head=store_head_block(store))
     return convert(plain, ArmsReport, "arms report")  # type: ignore[no-any-return]
 
 

@@ -162,7 +162,8 @@ def contamination(ctx: click.Context, url: str | None, model: str | None, api_ke
                                                          config_from_run, run_contamination)
     from benchwarden.suites.contamination.report import render_terminal
 
-    with open_store_or_exit(store_location) as store:
+    # a resumed run's store must already exist: a typo must not make an empty one
+    with open_store_or_exit(store_location, create=resume is None, read_only=False) as store:
         if resume is not None:
             stored_run = store.run_info(resume).run
             conflicts = resume_conflicts(ctx, dict(stored_run.config))

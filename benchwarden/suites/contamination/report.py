@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from benchwarden.core.records import Record
-from benchwarden.core.reports import envelope, verdict_text
+from benchwarden.core.reports import envelope, store_head_block, verdict_text
 from benchwarden.core.store import Store
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.contamination import scoring
@@ -119,7 +119,8 @@ def build_report(store: Store, run_id: str) -> dict[str, Any]:
         "requests": _request_entries(records, len(config["probe_set"])),
     }
     return json_safe(envelope(suite=SUITE, bench_version=BENCH_VERSION, run=run,
-                              end=info.end, verdict=verdict, body=body))
+                              end=info.end, verdict=verdict, body=body,
+                              store_head=store_head_block(store)))
 
 
 def json_safe(value: Any) -> Any:

@@ -95,7 +95,7 @@ def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
     run_id = new_run_id("retrieval")
     interrupted = False
     try:
-        with open_store_or_exit(store_location) as store, progress:
+        with open_store_or_exit(store_location, create=True) as store, progress:
             task = progress.add_task("scoring", total=total)
             run_strategy(store, spec, seeds, settings, executor=executor, run_id=run_id,
                          on_progress=lambda n: progress.advance(task, n))
@@ -210,7 +210,7 @@ def _resume(store_location: str, run_id: str, executor_spec: str | None) -> Retr
                         TextColumn("cases"), TimeElapsedColumn(), console=console(stderr=True),
                         transient=True)
     try:
-        with open_store_or_exit(store_location) as store, progress:
+        with open_store_or_exit(store_location, create=False, read_only=False) as store, progress:
             task = progress.add_task("scoring", total=None)
             try:
                 finished, missing = resume_run(store, run_id, executor=executor,

@@ -97,7 +97,8 @@ def challenge(challenger: str, ladder_dir: str, base: str | None, date: str | No
         progress.advance(tasks[role], count)
 
     try:
-        with open_store_or_exit(location) as store, progress:
+        with open_store_or_exit(location, create=True,
+                                own_default=store_location is None) as store, progress:
             result = run_challenge(board, challenger, store=store, base=base, date=date,
                                    seed_count=seed_count, decide_on=decide_on, limits=limits,
                                    initial_champion=initial_champion, isolation=isolation,

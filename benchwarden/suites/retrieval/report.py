@@ -27,7 +27,8 @@ from rich.table import Table
 
 from benchwarden.core import formatting as fmt
 from benchwarden.core.reports import (REPORT_SCHEMA, EstimateBlock, PairedBlock, RunBlock,
-                                      VerdictBlock, as_json, convert, envelope, verdict_text)
+                                      StoreHeadBlock, VerdictBlock, as_json, convert, envelope,
+                                      store_head_block, verdict_text)
 from benchwarden.core.store import Store
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.retrieval.corpus import CATEGORIES
@@ -203,6 +204,8 @@ class RetrievalReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
     """The run (absent for a bare comparison)."""
     verdict: VerdictBlock | None = None
     """INFO with the composites, FAIL when the strategy failed or nothing was scored."""
+    store_head: StoreHeadBlock | None = None
+    """The store's last entry when the report was built (a head witness for `verify`)."""
     strategy: dict[str, Any]
     """The strategy's name, version and source."""
     settings: dict[str, Any]
@@ -323,7 +326,7 @@ def build_report(store: Store, run_id: str) -> RetrievalReport:
         verdict = Verdict.info(f"composite {composite:.4f}, guarded {guarded:.4f} "
                                f"over {len(blocks)} seed(s)")
     plain = envelope(suite=SUITE, bench_version=run.bench_version, run=run, end=info.end,
-                     verdict=verdict, body={
+                     verdict=verdict, store_head=store_head_block(store), body={
                          "strategy": dict(run.config.get("strategy") or {}),
                          "settings": settings,
                          "seeds": blocks,

@@ -14,7 +14,6 @@ Two walls, tested separately:
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -29,13 +28,12 @@ from click.testing import CliRunner
 from hypothesis import given, settings, strategies as st
 
 from benchwarden.cli.main import cli
-from benchwarden.core.errors import IsolationUnavailable
-from benchwarden.core.sandbox import require_bubblewrap
 from benchwarden.core.store import open_store
 from benchwarden.suites.arms.isolation import (BASE_UTILITIES, NetworkChannel, audit_transcript,
                                                check_command, permitted_names)
 from benchwarden.suites.arms.model import Arm
 from tests.suites.arms.fake_model import FakeToolCallingModel
+from tests.conftest import bwrap_or_skip
 
 CLI = Arm("cli", "shell", "", allowed_commands=BASE_UTILITIES | {"tracker"})
 HTTP = Arm("http", "shell", "", allowed_commands=BASE_UTILITIES | {"curl"},
@@ -220,13 +218,6 @@ def test_whatever_the_gate_allows_runs_only_permitted_programs_in_real_bash(logg
 
 # -- the boundary, for real ----------------------------------------------------------------
 
-def _bwrap_or_skip() -> None:
-    try:
-        require_bubblewrap()
-    except IsolationUnavailable as error:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(error))
 
 
 class Listener:
@@ -287,7 +278,7 @@ def run_script(fake: FakeToolCallingModel, store: Path, arm: str, commands: list
                home: Path | None = None) -> tuple[Any, list[str]]:
     """Run one trial whose model issues `commands`; (its record, the tool answers)."""
     if isolation == "bwrap":
-        _bwrap_or_skip()
+        bwrap_or_skip()
     name = uuid.uuid4().hex
     fake.scripts[name] = commands
     env = {"COLUMNS": "200"}
@@ -436,7 +427,7 @@ AGENT = Path(__file__).with_name("scripted_agent.py")
 @pytest.mark.parametrize("isolation", ISOLATIONS)
 def test_the_command_drivers_agent_cannot_write_outside_or_tamper(tmp_path, outside, isolation):
     if isolation == "bwrap":
-        _bwrap_or_skip()
+        bwrap_or_skip()
     marker = outside / "agent-escaped"
     store = tmp_path / "s.sqlite"
     result = CliRunner().invoke(cli, [

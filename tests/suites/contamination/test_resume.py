@@ -91,5 +91,9 @@ def test_resuming_a_complete_run_is_refused_and_adds_no_run(tmp_path):
 
 
 def test_resume_of_an_unknown_run_is_a_config_error(tmp_path):
+    missing = invoke(["contamination", "--resume", "nope", "--store", str(tmp_path / "s.sqlite")])
+    assert missing.exit_code == 2 and "no store at" in missing.output
+    assert not (tmp_path / "s.sqlite").exists()  # resuming never creates a store
+    SQLiteStore(tmp_path / "s.sqlite").close()
     result = invoke(["contamination", "--resume", "nope", "--store", str(tmp_path / "s.sqlite")])
     assert result.exit_code == 2 and "not found" in result.output

@@ -9,7 +9,6 @@ which would hide a write by accident and prove nothing about the boundary.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import socket
 import sqlite3
@@ -19,24 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-import pytest
 
-from benchwarden.core import sandbox as core_sandbox
-from benchwarden.core.errors import IsolationUnavailable
+from benchwarden.core.store import open_store
 from benchwarden.suites.retrieval.driver import store_files
 from benchwarden.suites.retrieval.ladder import Ladder
+from tests.conftest import bwrap_or_skip
 
 FILES = Path(__file__).with_name("strategy_files")
 SECRET = "benchwarden-secret-5f1e-never-readable"
 
 
-def bwrap_or_skip() -> None:
-    try:
-        core_sandbox.require_bubblewrap()
-    except IsolationUnavailable as error:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(error))
 
 
 class Listener:
@@ -114,6 +105,7 @@ def make_arena() -> Iterator[Arena]:
         stores = root / "stores"
         stores.mkdir()
         store = stores / "store.sqlite"
+        open_store(store).close()  # a real store (another application's file is refused)
         with contextlib.closing(sqlite3.connect(store)) as database, database:
             database.execute("CREATE TABLE planted (value TEXT)")
             database.execute("INSERT INTO planted VALUES (?)", (SECRET,))

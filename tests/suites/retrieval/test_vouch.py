@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -29,6 +28,7 @@ from benchwarden.suites.retrieval.sandbox import SandboxLimits
 from benchwarden.suites.retrieval.strategies import StrategyLoadError, parse_strategy
 from benchwarden.suites.retrieval.vouch_adapter import (
     VouchStrategy, byte_to_char_span, receipt_for, strip_markers)
+from tests.conftest import bwrap_or_skip
 
 LIMITS = SandboxLimits(wall_seconds=180, cpu_seconds=60, memory_mb=2048, open_files=64)
 
@@ -42,16 +42,6 @@ def vouch_or_skip() -> None:
         pytest.skip(str(error))
 
 
-def bwrap_or_skip() -> None:
-    from benchwarden.core.errors import IsolationUnavailable
-    from benchwarden.core.sandbox import require_bubblewrap
-
-    try:
-        require_bubblewrap()
-    except IsolationUnavailable as error:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(error))
 
 
 # -- pure parts ----------------------------------------------------------------------
