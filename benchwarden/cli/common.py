@@ -1,169 +1,35 @@
-"""What every command shares: one-line errors, the store option, the URL check.
+"""What the generic commands (runs, show, verify, export, report, sign, engine, demo)
+share. The options and helpers themselves live in `benchwarden.core.commandline`, so
+suite commands get them without importing `cli/`; this module re-exports them for the
+commands here.
 
-Exit codes are the one table in `core.errors` (0 pass/ok, 1 fail, 2 usage/config/
-unreachable, 3 held, 4 OS or store refused, 130 interrupted), applied to every command
-by `cli.main`; `ConfigError` here is the click-side spelling of exit 2.
-
-Invariant: no option value that carries a credential (a URL with user:key@, a store
-URL's password) is stored or printed: URLs with credentials are refused, and a
-PostgreSQL store password is handed to the process scrubber (`core.secrets`).
+Exit codes are the one table in `core.errors`, applied to every command by `cli.main`.
 """
 
 from __future__ import annotations
 
-import functools
-from typing import Any, Callable, TypeVar
+from benchwarden.core.commandline import (
+    ConfigError,
+    StoreFailure,
+    config_errors,
+    executor_option,
+    executor_or_exit,
+    html_option,
+    isolation_option,
+    json_report_option,
+    open_store_or_exit,
+    print_traceback,
+    refuse_url_with_credentials,
+    release_executor,
+    require_isolation,
+    store_option,
+    traceback_option,
+    write_html_report,
+)
+from benchwarden.core.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE
 
-import click
-
-from benchwarden.core import secrets
-from benchwarden.core.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE, BenchwardenError
-from benchwarden.core.paths import default_store, is_home_store
-from benchwarden.core.store import Store, StoreError, open_store
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-class ConfigError(click.ClickException):
-    """A problem the user fixes by changing what they typed or configured (exit 2)."""
-
-    exit_code = EXIT_USAGE
-
-    def format_message(self) -> str:
-        return " ".join(self.message.split())
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"benchwarden: error: {self.format_message()}", err=True)
-
-
-def _remember_store_password(ctx: click.Context, param: click.Parameter,
-                             value: str | None) -> str | None:
-    """A postgresql://user:password@host/db store URL is normal; its password must still
-    never be printed (nor stored), so the scrubber learns it."""
-    if value and "://" in value:
-        from urllib.parse import unquote, urlsplit
-
-        try:
-            password = urlsplit(value).password
-        except ValueError:
-            password = None
-        if password:
-            for form in {password, unquote(password)}:
-                try:
-                    secrets.remember(form, source="the password in --store")
-                except ValueError:
-                    pass  # too short to scrub safely: PostgreSQL refuses nothing for it
-    return value
-
-
-def store_option(function: F) -> F:
-    return click.option(
-        "--store", "store_location", default=default_store, show_default="~/.benchwarden/store.sqlite",
-        callback=_remember_store_password,
-        help="SQLite file path or postgresql:// URL of the store (env BENCHWARDEN_STORE).",
-    )(function)
-
-
-def refuse_url_with_credentials(ctx: click.Context, param: click.Parameter,
-                                value: str | None) -> str | None:
-    """Option callback: a URL carrying a user name, password or key is a usage error."""
-    if value is not None:
-        option = param.opts[0] if param.opts else "--url"
-        problem = secrets.url_credential_problem(value, option)
-        if problem:
-            raise ConfigError(problem)
-    return value
-
-
-class StoreFailure(click.ClickException):
-    """A store error on its way out: one line, and the error's own exit code (4 when the
-    OS or the database refused, 2 when there is no store or no such run)."""
-
-    def __init__(self, error: StoreError) -> None:
-        super().__init__(str(error))
-        self.exit_code = error.exit_code
-
-    def format_message(self) -> str:
-        return " ".join(self.message.split())
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"benchwarden: error: {self.format_message()}", err=True)
-
-
-def open_store_or_exit(location: str, *, create: bool, read_only: bool | None = None,
-                       own_default: bool = False) -> Store:
-    """Open the store for a command, or exit with one line.
-
-    `create=False` for every command that only reads (runs, show, report, export, verify,
-    compare): nothing is created, a missing store is "no store at PATH" (exit 2).
-    `create=True` for commands that append: a new store file is made when its folder
-    exists, and the folder itself only for a default location: the default store
-    (~/.benchwarden), or a command's own default the user did not type (`own_default`,
-    e.g. the store inside a ladder folder). `create=False, read_only=False` for resuming a
-    run: the store must exist and is appended to."""
-    try:
-        return open_store(location, create=create, read_only=read_only,
-                          create_parents=create and (own_default or is_home_store(location)))
-    except StoreError as error:
-        raise StoreFailure(error) from None
-    except ImportError as error:
-        raise ConfigError(f"this store needs an optional dependency: {error}") from None
-
-
-def config_errors(function: F) -> F:
-    """Turn a StoreError raised while configuring into an exit-2 one-liner, unless it
-    already carries its own exit code (a `BenchwardenError`: `cli.main` prints it)."""
-
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return function(*args, **kwargs)
-        except StoreError as error:
-            if isinstance(error, BenchwardenError):
-                raise
-            raise ConfigError(str(error)) from None
-
-    return wrapper  # type: ignore[return-value]
-
-
-def html_option(function: F) -> F:
-    return click.option(
-        "--html", "html_path", type=click.Path(dir_okay=False), default=None,
-        help="Also write a self-contained HTML report here (no network needed to view it).",
-    )(function)
-
-
-def write_html_report(store_location: str, report: Any, html_path: str) -> None:
-    """Write the run's page: the same renderer `benchwarden report --html` uses."""
-    from benchwarden.cli.report import enrich_for_html, write_report_html
-
-    with open_store_or_exit(store_location, create=False) as store:
-        page_report = enrich_for_html(store, report)
-    try:
-        written = write_report_html(html_path, page_report)
-    except ValueError as error:
-        raise ConfigError(str(error)) from None
-    click.echo(f"HTML report written to {written}")
-
-
-def release_executor(executor: Any, *, interrupted: bool) -> None:
-    """Close an executor; after a signal, without waiting for the tasks it runs."""
-    if executor is None:
-        return
-    if interrupted and hasattr(executor, "abandon"):
-        executor.abandon()
-    else:
-        executor.close()
-
-
-def executor_or_exit(spec: str | None) -> Any:
-    """The executor a `--executor` spec names, or None for the in-process default
-    (nothing or `local`); a bad spec is a one-line usage error."""
-    if not spec or spec == "local":
-        return None
-    from benchwarden.core.executors import make_executor
-
-    try:
-        return make_executor(spec)
-    except ValueError as error:
-        raise ConfigError(str(error)) from None
+__all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "ConfigError", "StoreFailure",
+           "config_errors", "executor_option", "executor_or_exit", "html_option",
+           "isolation_option", "json_report_option", "open_store_or_exit", "print_traceback",
+           "refuse_url_with_credentials", "release_executor", "require_isolation",
+           "store_option", "traceback_option", "write_html_report"]

@@ -1,14 +1,17 @@
-"""The `benchwarden` command: a lazy group, so one suite's missing optional
-dependency never breaks another suite's commands, and the ONE place where errors,
-signals and credentials meet the terminal.
+"""The `benchwarden` command: the generic commands plus whatever the suite registry
+holds, and the ONE place where errors, signals and credentials meet the terminal.
 
-Each entry of `COMMANDS` maps a command name to the module attribute that defines it.
+The root group knows no suite: `GENERIC_COMMANDS` are the store-and-tooling commands,
+and every other command comes from a suite registered under the entry-point group
+`benchwarden.suites` (`core.suite`), the built-in ones exactly like a third-party one.
 
 Invariants (every command, through `LazyGroup.main`):
 - Exit codes are `core.errors.EXIT_CODES`: 0 ok/pass, 1 fail, 2 usage/configuration/
   unreachable, 3 held (ladder), 4 OS or store refused, 130 interrupted.
 - An error is one line, `benchwarden: error: ...`; an unexpected exception is one line
   plus a hint to rerun with --traceback (or BENCHWARDEN_TRACEBACK=1), exit 1.
+- A registered suite that cannot be imported is still listed in `--help`; invoking it
+  prints one line naming the import error, exit 1. Nothing silently vanishes.
 - SIGINT, SIGTERM and SIGHUP are handled by the program's own handlers (never the
   inherited dispositions) and end with one line and exit 130.
 - Everything printed passes the process's credential scrubber (`core.secrets`).
@@ -21,44 +24,99 @@ import os
 import sqlite3
 import sys
 import traceback
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator, TextIO
+from typing import Any, TextIO
 
 import click
 
 import benchwarden
 from benchwarden.core import secrets
-from benchwarden.core.errors import (EXIT_ENVIRONMENT, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_USAGE,
-                                     BenchwardenError, RunInterrupted)
+from benchwarden.core.errors import (
+    EXIT_ENVIRONMENT,
+    EXIT_FAIL,
+    EXIT_INTERRUPTED,
+    BenchwardenError,
+    RunInterrupted,
+)
 from benchwarden.core.interrupts import installed_handlers, last_signal_name
+from benchwarden.core.suite import (
+    ENTRY_POINT_GROUP,
+    SuiteUnavailable,
+    get_suite,
+    suite_entry_points,
+)
 
-COMMANDS: dict[str, str] = {
-    "contamination": "benchwarden.cli.contamination:contamination",
+# Commands that belong to no suite: command name -> "module:attribute", imported on use.
+GENERIC_COMMANDS: dict[str, str] = {
     "demo": "benchwarden.cli.demo:demo",
     "engine": "benchwarden.cli.engine:engine",
+    "export": "benchwarden.cli.export:export",
+    "report": "benchwarden.cli.report:report",
     "runs": "benchwarden.cli.store:runs",
     "show": "benchwarden.cli.store:show",
-    "verify": "benchwarden.cli.verify:verify",
-    "export": "benchwarden.cli.export:export",
-    "arms": "benchwarden.cli.arms:arms",
-    "retrieval": "benchwarden.cli.retrieval:retrieval",
-    "ladder": "benchwarden.cli.ladder:ladder",
-    "report": "benchwarden.cli.report:report",
     "sign": "benchwarden.cli.sign:sign",
     "store": "benchwarden.cli.store:store_group",
+    "verify": "benchwarden.cli.verify:verify",
 }
 TRACEBACK_ENV = "BENCHWARDEN_TRACEBACK"
+NO_SUITES_REGISTERED = (f"no suite is registered under the entry-point group "
+                        f"{ENTRY_POINT_GROUP!r}: install benchwarden (`pip install -e .` in a "
+                        "checkout) so its built-in suites are registered")
 
 
-def _load(target: str) -> click.Command | None:
+def _load(target: str) -> click.Command:
     module_name, _, attribute = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        if error.name and error.name.startswith("benchwarden"):
-            return None  # a command group not built yet
-        raise
-    return getattr(module, attribute)
+    return getattr(importlib.import_module(module_name), attribute)  # type: ignore[no-any-return]
+
+
+def unavailable_command(name: str, problem: str) -> click.Command:
+    """A stand-in for a suite command that cannot be imported: listed in `--help` with
+    the problem, and invoking it (with any arguments, `--help` included) raises
+    `SuiteUnavailable`, which `run_command` prints as one line, exit 1."""
+
+    def refuse(arguments: tuple[str, ...]) -> None:
+        raise SuiteUnavailable(problem)
+
+    return click.Command(
+        name, callback=refuse, add_help_option=False,
+        params=[click.Argument(["arguments"], nargs=-1, type=click.UNPROCESSED)],
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+        help=f"(unavailable) {problem}", short_help=f"(unavailable) {problem}")
+
+
+def suite_command(name: str) -> click.Command | None:
+    """The command `name` of the first registered suite that adds it; for a suite that
+    cannot be imported (listed under its own name), a stand-in that says why."""
+    for suite_name in suite_entry_points():
+        try:
+            suite = get_suite(suite_name)
+        except SuiteUnavailable as error:
+            if suite_name == name:
+                return unavailable_command(name, str(error))
+            continue
+        if name not in suite.command_names:
+            continue
+        try:
+            return suite.command(name)
+        except Exception as error:  # noqa: BLE001 - reported on use, never hidden
+            return unavailable_command(name, f"suite {suite_name}: command {name} cannot be "
+                                             f"imported: {type(error).__name__}: "
+                                             f"{' '.join(str(error).split())}")
+    return None
+
+
+def _suite_command_names() -> list[str]:
+    """The command names the suites add; an unimportable suite is listed under its name."""
+    names: list[str] = []
+    for suite_name in suite_entry_points():
+        try:
+            suite = get_suite(suite_name)
+        except SuiteUnavailable:
+            names.append(suite_name)
+            continue
+        names.extend(suite.command_names)
+    return [name for name in dict.fromkeys(names) if name not in GENERIC_COMMANDS]
 
 
 class ScrubbingStream:
@@ -152,13 +210,59 @@ def run_command(group: click.Group, args: list[str], prog_name: str) -> int:
     return int(result) if isinstance(result, int) else 0
 
 
+def suite_command_summary(name: str) -> str | None:
+    """The `--help` line of suite command `name`, without importing the command when the
+    suite offers `command_summary` (so `--help` imports no suite's driver or scoring)."""
+    for suite_name in suite_entry_points():
+        try:
+            suite = get_suite(suite_name)
+        except SuiteUnavailable as error:
+            if suite_name == name:
+                return f"(unavailable) {error}"
+            continue
+        if name in suite.command_names:
+            summary = getattr(suite, "command_summary", None)
+            if summary is not None:
+                return str(summary(name))
+            command = suite_command(name)
+            return command.get_short_help_str(10_000) if command is not None else None
+    return None
+
+
 class LazyGroup(click.Group):
+    """The root group: generic commands plus the registry's, each imported on use."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Like click's, but a suite's line comes from its summary, not its command."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            if name in GENERIC_COMMANDS:
+                command = self.get_command(ctx, name)
+                if command is None or command.hidden:
+                    continue
+                rows.append((name, command.get_short_help_str(limit)))
+            else:
+                summary = suite_command_summary(name) or ""
+                rows.append((name, click.utils.make_default_short_help(summary, limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(name for name, target in COMMANDS.items() if _load(target) is not None)
+        return sorted({*GENERIC_COMMANDS, *_suite_command_names()})
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        target = COMMANDS.get(name)
-        return _load(target) if target else None
+        if name in GENERIC_COMMANDS:
+            return _load(GENERIC_COMMANDS[name])
+        command = suite_command(name)
+        if command is None and not suite_entry_points():
+            # a source tree used without installing it has no entry points at all: say
+            # so, rather than "no such command" for every suite
+            return unavailable_command(name, NO_SUITES_REGISTERED)
+        return command
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:

@@ -10,12 +10,18 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from benchwarden.cli.common import (ConfigError, StoreFailure, config_errors, open_store_or_exit,
-                                    store_option)
+from benchwarden.cli.common import (
+    ConfigError,
+    StoreFailure,
+    config_errors,
+    json_report_option,
+    open_store_or_exit,
+    store_option,
+)
 from benchwarden.core import formatting
 from benchwarden.core.reports import console, write_json
-from benchwarden.core.store import StoreError, StoreUsageError, is_url
-from benchwarden.suites import report_module
+from benchwarden.core.store import StoreError, is_url
+from benchwarden.core.suite import SuiteUnavailable, get_suite
 
 
 @click.command()
@@ -40,10 +46,9 @@ def runs(store_location: str, suite: str | None) -> None:
 
 @click.command()
 @click.argument("run_id", required=False)
-@click.option("--latest", is_flag=True, help="Show the most recent run.")
+@click.option("--latest", is_flag=True, help="The most recent run in the store.")
 @store_option
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Also write the re-computed JSON report here.")
+@json_report_option
 @config_errors
 def show(run_id: str | None, latest: bool, store_location: str, json_path: str | None) -> None:
     """Re-render a past run's report from the store alone (no server)."""
@@ -51,14 +56,14 @@ def show(run_id: str | None, latest: bool, store_location: str, json_path: str |
         raise ConfigError("give a RUN id (see `benchwarden runs`) or --latest")
     with open_store_or_exit(store_location, create=False) as store:
         info = store.latest_run() if latest else store.run_info(run_id or "")
-        module = report_module(info.run.suite)
         try:
-            report = module.build_report(store, info.run.run_id)
-        except StoreError:
+            suite = get_suite(info.run.suite)
+            report = suite.build_report(store, info.run.run_id)
+        except (StoreError, SuiteUnavailable):
             raise
         except ValueError as error:
             raise ConfigError(str(error)) from None
-    module.render_terminal(report, console())
+    suite.render_terminal(report, console())
     if json_path:
         click.echo(f"report written to {write_json(json_path, report)}")
 

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import benchwarden
 from benchwarden.core.records import Run
+from benchwarden.core.version import __version__
 
-PACKAGE_ROOT = Path(benchwarden.__file__).resolve().parent
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the benchwarden package folder
 
 
 def new_run_id(suite: str) -> str:
@@ -63,7 +63,7 @@ def stamp_run(*, suite: str, bench_version: str, config: Mapping[str, Any],
         config=dict(config),
         seeds=tuple(int(seed) for seed in seeds),
         target=dict(target or {}),
-        package_version=benchwarden.__version__,
+        package_version=__version__,
         git_sha=git_sha(),
         host=host_fingerprint(),
         started_at=time.time(),

@@ -27,11 +27,15 @@ Invariants:
 
 Backends share this module's logic and differ only in connection and SQL dialect
 (`SQLiteStore` here; `PostgresStore` in `store_postgres`). `open_store` picks one
-from a path or URL, so suites never know which they write to.
+from a path or URL, so suites never know which they write to. URL backends are named in
+`URL_BACKENDS` and imported by name when such a URL is opened: the import graph runs one
+way (store_postgres -> store), and psycopg, an optional dependency, is imported only by
+those who open a PostgreSQL store.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sqlite3
 import threading
@@ -1009,13 +1013,21 @@ def _remove_quietly(path: Path) -> None:
             pass
 
 
+# URL scheme -> "module:class" of the backend that opens it; its constructor takes the
+# URL and the keywords `create` and `read_only`.
+URL_BACKENDS: dict[str, str] = {
+    "postgresql://": "benchwarden.core.store_postgres:PostgresStore",
+    "postgres://": "benchwarden.core.store_postgres:PostgresStore",
+}
+
+
 def is_url(location: str | Path) -> bool:
-    return str(location).startswith(("postgresql://", "postgres://"))
+    return str(location).startswith(tuple(URL_BACKENDS))
 
 
 def open_store(location: str | Path, *, create: bool = True, read_only: bool | None = None,
                create_parents: bool = False) -> Store:
-    """A store from a file path (SQLite) or a `postgresql://` URL.
+    """A store from a file path (SQLite) or a URL of a backend in `URL_BACKENDS`.
 
     `create=False` is the mode of every read-only command: the store must exist and be a
     benchwarden store, and nothing at all is created or written (a missing path raises
@@ -1024,8 +1036,10 @@ def open_store(location: str | Path, *, create: bool = True, read_only: bool | N
     store under ~/.benchwarden). `read_only` defaults to `not create`; `create=False,
     read_only=False` is for resuming: the store must exist, and can be appended to."""
     text = str(location)
-    if is_url(text):
-        from benchwarden.core.store_postgres import PostgresStore
-        return PostgresStore(text, create=create, read_only=read_only)
+    for scheme, target in URL_BACKENDS.items():
+        if text.startswith(scheme):
+            module_name, _, class_name = target.partition(":")
+            backend: type[Store] = getattr(importlib.import_module(module_name), class_name)
+            return backend(text, create=create, read_only=read_only)  # type: ignore[call-arg]
     return SQLiteStore(Path(text).expanduser(), create=create, read_only=read_only,
                        create_parents=create_parents)

@@ -5,7 +5,11 @@ from pathlib import Path
 import click
 import pytest
 
-from benchwarden.cli.main import COMMANDS, cli
+from benchwarden.cli.main import GENERIC_COMMANDS, cli
+from benchwarden.core.suite import get_suite, registered_suites
+
+COMMANDS = sorted({*GENERIC_COMMANDS, *(name for suite in registered_suites()
+                                        for name in get_suite(suite).command_names)})
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 

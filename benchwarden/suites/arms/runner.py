@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from benchwarden.core.errors import RunInterrupted
+from benchwarden.core.errors import ConfigurationError, RunInterrupted
 from benchwarden.core.interrupts import signals_deferred
 from benchwarden.core.records import RunEnd
 from benchwarden.core.provenance import stamp_run
@@ -136,6 +136,17 @@ def select(names: str, known: Sequence[str], what: str) -> list[str]:
     return list(dict.fromkeys(chosen))
 
 
+def validate_run(trials: int, limits: Limits, isolation: str) -> None:
+    """ConfigurationError (one line) for a run no trial can make: the same check from the
+    CLI and from the Python API (`run_arms`). IsolationUnavailable (also a
+    ConfigurationError) when the isolation asked for cannot work on this machine."""
+    if trials < 1 or limits.turn_cap < 1:
+        raise ConfigurationError("--trials and --turn-cap must be at least 1")
+    if not (limits.wall_clock > 0 and limits.command_timeout > 0):
+        raise ConfigurationError("--wall-clock and --command-timeout must be positive")
+    check_isolation_mode(isolation)
+
+
 def run_arms(store: Store, suite: Suite, suite_spec: str, *, arms: Sequence[str],
              tasks: Sequence[str], trials: int, driver: OpenAIDriver | CommandDriver,
              limits: Limits = Limits(), seed: int | None = None, executor: Any = None,
@@ -147,9 +158,7 @@ def run_arms(store: Store, suite: Suite, suite_spec: str, *, arms: Sequence[str]
     `isolation`: "bwrap" runs every shell command and the trial's services inside a
     bubblewrap boundary (IsolationUnavailable when bwrap cannot work here: never a
     silent fallback); "none" runs them without one (explicit and unsafe)."""
-    if trials < 1:
-        raise ValueError("--trials must be at least 1")
-    check_isolation_mode(isolation)
+    validate_run(trials, limits, isolation)
     hidden = tuple(str(path) for path in hidden_store_paths(getattr(store, "location", None)))
     plans = plan_cells(store, suite, arms, tasks, trials)
     config = {"suite_spec": suite_spec, "scope": suite.name, "arms": list(arms),

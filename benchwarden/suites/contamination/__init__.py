@@ -9,6 +9,21 @@ Map:
 - `driver`: the legs against a server, every request recorded as it completes (I/O).
 - `report`: the typed report (`ContaminationReport`), built once from the store.
 - `terminal`, `html`: views that format the typed report and compute nothing.
+- `command`: `benchwarden contamination` (options -> config -> driver -> views).
 
 Python API: `driver.ContaminationConfig` and `driver.run_contamination(config, store)`.
+
+`suite` is what the entry point `benchwarden.suites: contamination` names; this module
+imports nothing heavy, so listing suites costs nothing.
 """
+
+from benchwarden.core.suite import ModuleSuite
+
+# kept equal to scoring.BENCH_VERSION by tests/core/test_suite_registry.py
+suite = ModuleSuite(
+    name="contamination",
+    bench_version="2",
+    summary="Does concurrency change what an OpenAI-compatible server answers, or leak "
+            "one request into another?",
+    package=__name__,
+)

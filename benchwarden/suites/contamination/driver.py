@@ -105,55 +105,59 @@ class ContaminationConfig:
     def _validate_client_bounds(self) -> None:
         if isinstance(self.max_reply_bytes, bool) or not isinstance(self.max_reply_bytes, int) \
                 or self.max_reply_bytes < 1024:
-            raise ValueError(f"--max-reply-bytes must be at least 1 KiB, "
-                             f"not {self.max_reply_bytes}")
+            raise ConfigurationError(f"--max-reply-bytes must be at least 1 KiB, "
+                                     f"not {self.max_reply_bytes}")
         if not self.max_chunks_per_token >= 1:
-            raise ValueError("--max-chunks-per-token must be at least 1 (a real server sends "
-                             f"one chunk per token or fewer), not {self.max_chunks_per_token:g}")
+            raise ConfigurationError(
+                "--max-chunks-per-token must be at least 1 (a real server sends "
+                f"one chunk per token or fewer), not {self.max_chunks_per_token:g}")
         if not self.stall_timeout >= 0:
-            raise ValueError("--stall-timeout must be a number of seconds (0 turns it off)")
+            raise ConfigurationError("--stall-timeout must be a number of seconds (0 turns it off)")
         if not self.retry_429_max_wait >= 0:
-            raise ValueError("--retry-429-max-wait must be a number of seconds (0: never retry)")
+            raise ConfigurationError(
+                "--retry-429-max-wait must be a number of seconds (0: never retry)")
 
     def validate(self) -> None:
-        """Raise ValueError with one line naming what to fix."""
+        """Raise ConfigurationError (a ValueError) with one line naming what to fix."""
         refuse_url_credentials(self.url)
         normalise_base_url(self.url)
         if not 2 <= self.probes <= MAX_PROBES:
-            raise ValueError(f"--probes must be between 2 and {MAX_PROBES}, not {self.probes}")
+            raise ConfigurationError(
+                f"--probes must be between 2 and {MAX_PROBES}, not {self.probes}")
         if not self.concurrency:
-            raise ValueError("--concurrency needs at least one level, e.g. 2,4,8")
+            raise ConfigurationError("--concurrency needs at least one level, e.g. 2,4,8")
         for level in self.concurrency:
             if not 2 <= level <= MAX_CONCURRENCY:
-                raise ValueError(f"--concurrency levels must be between 2 and "
-                                 f"{MAX_CONCURRENCY}, not {level}")
+                raise ConfigurationError(f"--concurrency levels must be between 2 and "
+                                         f"{MAX_CONCURRENCY}, not {level}")
         if len(set(self.concurrency)) != len(self.concurrency):
-            raise ValueError(f"--concurrency lists a level twice: "
-                             f"{','.join(map(str, self.concurrency))}")
+            raise ConfigurationError(f"--concurrency lists a level twice: "
+                                     f"{','.join(map(str, self.concurrency))}")
         if self.max_tokens < 2:
-            raise ValueError(f"--max-tokens must be at least 2, not {self.max_tokens}")
+            raise ConfigurationError(f"--max-tokens must be at least 2, not {self.max_tokens}")
         if self.min_completion_tokens < 1:
-            raise ValueError("--min-completion-tokens must be at least 1")
+            raise ConfigurationError("--min-completion-tokens must be at least 1")
         if self.min_completion_tokens >= self.max_tokens:
-            raise ValueError(
+            raise ConfigurationError(
                 f"--min-completion-tokens {self.min_completion_tokens} must be below "
                 f"--max-tokens {self.max_tokens}: otherwise every reply is unmeasured")
         if not 1 <= self.repeat <= 1000:
-            raise ValueError(f"--repeat must be between 1 and 1000, not {self.repeat}")
+            raise ConfigurationError(f"--repeat must be between 1 and 1000, not {self.repeat}")
         if not self.request_timeout > 0:
-            raise ValueError("--request-timeout must be a positive number of seconds")
+            raise ConfigurationError("--request-timeout must be a positive number of seconds")
         if self.scenario not in SCENARIOS:
-            raise ValueError(f"unknown scenario {self.scenario!r}; choose one of "
-                             f"{', '.join(SCENARIOS)}")
+            raise ConfigurationError(f"unknown scenario {self.scenario!r}; choose one of "
+                                     f"{', '.join(SCENARIOS)}")
         if self.preset not in PRESETS:
-            raise ValueError(f"unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}")
+            raise ConfigurationError(
+                f"unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}")
         if self.seed is not None and self.seed < 0:
-            raise ValueError("--seed must be a non-negative integer")
+            raise ConfigurationError("--seed must be a non-negative integer")
         if self.api_key_env is not None and not _ENV_NAME.match(self.api_key_env):
-            raise ValueError("--api-key-env takes the NAME of an environment variable that "
-                             "holds the key, not the key itself")
+            raise ConfigurationError("--api-key-env takes the NAME of an environment variable that "
+                                     "holds the key, not the key itself")
         if self.model is not None and not self.model.strip():
-            raise ValueError("--model must not be empty")
+            raise ConfigurationError("--model must not be empty")
         if self.model is not None and credentials.looks_like_credential_value(self.model):
             raise ConfigurationError("--model looks like a credential (it would be sent and "
                                      "stored as the model name); pass keys with --api-key-env")

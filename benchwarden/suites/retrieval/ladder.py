@@ -30,12 +30,12 @@ from typing import Any, Callable, Mapping
 
 import msgspec
 
-import benchwarden
 from benchwarden.core.chain import GENESIS_HASH, link_hash
 from benchwarden.core.files import write_text_atomically
 from benchwarden.core.provenance import git_sha
 from benchwarden.core.records import canonical_json
 from benchwarden.core.store import Store
+from benchwarden.core.version import __version__
 from benchwarden.suites.retrieval.driver import RunSettings, hiding_the_store, run_strategy
 from benchwarden.suites.retrieval.report import build_report
 from benchwarden.suites.retrieval.sandbox import SandboxLimits
@@ -190,7 +190,7 @@ def _header(spec: StrategySpec, base: str, date: str, seeds: list[int], decide_o
     lines = [
         "# Promoted to champion by `benchwarden ladder challenge`.",
         f"# decided {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} on {decide_on}, "
-        f"bench_version {BENCH_VERSION}, benchwarden {benchwarden.__version__}",
+        f"bench_version {BENCH_VERSION}, benchwarden {__version__}",
         f"# seeds: {len(seeds)} derived from sha256(f'{{base}}:{{date}}:{{i}}') with "
         f"base {base} and date {date}",
         f"# mean_diff {verdict.mean_diff:+.6f} >= band {verdict.band:.6f} (se {verdict.se:.6f})",
@@ -260,7 +260,7 @@ def _challenge_locked(ladder: Ladder, challenger_spec: StrategySpec, *, store: S
     entry: dict[str, Any] = {
         "kind": "decision", "at": time.time(), "base": base, "date": date, "seeds": seeds,
         "decide_on": decide_on, "bench_version": BENCH_VERSION,
-        "benchwarden_version": benchwarden.__version__, "harness_git_sha": git_sha(),
+        "benchwarden_version": __version__, "harness_git_sha": git_sha(),
         "settings": settings.to_json_dict(),
         "champion": {**ladder.champion(), "run_id": champion_report["run"]["id"],
                      **_scores(champion_report)},

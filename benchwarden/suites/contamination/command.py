@@ -19,10 +19,11 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from benchwarden.cli.common import (EXIT_FAIL, EXIT_OK, ConfigError, config_errors,
-                                    html_option, open_store_or_exit,
-                                    refuse_url_with_credentials, store_option,
-                                    write_html_report)
+from benchwarden.core.commandline import (ConfigError, api_key_env_option, config_errors,
+                                          html_option, json_report_option, model_option,
+                                          open_store_or_exit, refuse_url_with_credentials,
+                                          store_option, write_html_report)
+from benchwarden.core.errors import EXIT_FAIL, EXIT_OK
 from benchwarden.core.reports import console as make_console
 from benchwarden.core.reports import write_json
 from benchwarden.suites.contamination.presets import PRESETS
@@ -99,9 +100,8 @@ def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
 @click.option("--url", default=None, callback=refuse_url_with_credentials,
               help="Base URL of the OpenAI-compatible server (with or without /v1). "
                    "Required unless --resume. Never with user:key@: use --api-key-env.")
-@click.option("--model", default=None, help="Model name [default: first id of GET /v1/models].")
-@click.option("--api-key-env", default=None, metavar="VAR",
-              help="Name of the environment variable holding the API key (never stored).")
+@model_option
+@api_key_env_option
 @click.option("--concurrency", default="2,4,8", show_default=True, callback=_levels,
               help="Concurrency rungs, comma-separated, each 2..512.")
 @click.option("--probes", default=4, show_default=True, type=int, help="Probe prompts (2..32).")
@@ -139,8 +139,7 @@ def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
 @click.option("--extra-body", default=None, callback=_extra_body, metavar="JSON",
               help="Extra request fields as a JSON object (added after the preset).")
 @store_option
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Write the JSON report here.")
+@json_report_option
 @html_option
 @click.option("--resume", default=None, metavar="RUN",
               help="Continue a killed run: only missing requests are sent, with its stored "

@@ -13,20 +13,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.markup import escape
 from rich.table import Table
 
-from benchwarden.cli.common import (ConfigError, config_errors, executor_or_exit, html_option,
-                                    open_store_or_exit, release_executor, store_option,
-                                    write_html_report)
-from benchwarden.core.errors import IsolationUnavailable, RunInterrupted
+from benchwarden.core.commandline import (ConfigError, config_errors, executor_option,
+                                          executor_or_exit, html_option,
+                                          isolation_option, json_report_option, open_store_or_exit, print_traceback,
+                                          release_executor, require_isolation, store_option,
+                                          traceback_option, write_html_report)
+from benchwarden.core.errors import RunInterrupted
 from benchwarden.core.provenance import new_run_id
 from benchwarden.core.reports import console, read_json, write_json
-from benchwarden.core.sandbox import ISOLATION_MODES, check_isolation_mode
 from benchwarden.suites.retrieval.corpus import CATEGORIES, generate
 from benchwarden.suites.retrieval.driver import RunSettings, resume_run, run_strategy
 from benchwarden.suites.retrieval.report import RetrievalReport, build_report, render_terminal
@@ -35,39 +36,6 @@ from benchwarden.suites.retrieval.scoring import DECIDE_ON, decide
 from benchwarden.suites.retrieval.strategies import StrategyLoadError, parse_strategy
 
 MAX_SEEDS = 10_000
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def isolation_option(function: F) -> F:
-    return click.option(
-        "--isolation", type=click.Choice(ISOLATION_MODES), default=None,
-        help="Boundary of sandboxed strategies: bwrap (default; bubblewrap must be "
-             "installed) or none (NO boundary: the strategy can read and write anything "
-             "you can; unsafe).")(function)
-
-
-def traceback_option(function: F) -> F:
-    return click.option(
-        "--traceback", "show_traceback", is_flag=True,
-        help="When a strategy fails, also print its traceback (file, line, the case).",
-    )(function)
-
-
-def require_isolation(mode: str) -> str:
-    """The isolation mode, checked to work here; a one-line exit-2 error otherwise."""
-    try:
-        return check_isolation_mode(mode)
-    except IsolationUnavailable as error:
-        raise ConfigError(str(error)) from None
-
-
-def print_traceback(failure: dict[str, Any]) -> None:
-    text = str(failure.get("traceback") or "").rstrip()
-    err = console(stderr=True)
-    if failure.get("case"):
-        err.print(f"failed on case {failure['case']} of seed {failure.get('seed')}", markup=False)
-    err.print(text or "(no traceback: the strategy was stopped from outside, "
-                      f"{failure.get('reason')})", markup=False, highlight=False)
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -100,16 +68,16 @@ def parse_seeds(text: str) -> list[int]:
 
 def _settings(limit: int, budget_chars: int, sandbox: bool,
               isolation: str | None = None) -> RunSettings:
-    if limit < 0 or budget_chars < 0:
-        raise ConfigError("--limit and --budget-chars must be non-negative")
     if isolation is not None and not sandbox:
         raise ConfigError("--isolation applies to sandboxed runs: add --sandbox")
     mode = require_isolation(isolation or "bwrap") if sandbox else "bwrap"
     if sandbox and mode == "none":
         console(stderr=True).print("warning: --isolation none: the strategy runs WITHOUT a "
                                    "boundary (unsafe)", markup=False)
-    return RunSettings(limit=limit, budget_chars=budget_chars, sandbox=sandbox,
-                       sandbox_limits=SandboxLimits(), isolation=mode)
+    settings = RunSettings(limit=limit, budget_chars=budget_chars, sandbox=sandbox,
+                           sandbox_limits=SandboxLimits(), isolation=mode)
+    settings.validate()  # the same check the Python API (run_strategy) makes
+    return settings
 
 
 def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
@@ -184,16 +152,14 @@ def gen(seed: int, as_json: bool) -> None:
 @click.option("--budget-chars", type=int, default=2000, show_default=True,
               help="Characters per pack.")
 @click.option("--sandbox/--no-sandbox", default=False, show_default=True,
-              help="Run the strategy in a child process inside the boundary (--isolation).")
+              help="Run strategies in a child process inside the boundary (--isolation).")
 @isolation_option
 @traceback_option
-@click.option("--executor", "executor_spec", default="local", show_default=True,
-              help="Where seeds run: local, local:N, ray, ray://host:port.")
-@click.option("--resume", "resume_id", default=None,
+@executor_option
+@click.option("--resume", "resume_id", default=None, metavar="RUN",
               help="Finish a killed run (its id): score only the seeds it has no records for.")
 @store_option
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Also write the JSON report here.")
+@json_report_option
 @html_option
 @config_errors
 @click.pass_context
@@ -278,15 +244,16 @@ def _side(text: str, label: str, store_location: str, seeds: list[int] | None,
 @click.option("--challenger", required=True, help="Strategy name, file.py:object, or report.json.")
 @click.option("--seeds", "seeds_text", default=None,
               help="Seeds to score strategies on (default 1-6; reports bring their own).")
-@click.option("--decide-on", type=click.Choice(DECIDE_ON), default="composite", show_default=True)
-@click.option("--limit", type=int, default=10, show_default=True)
-@click.option("--budget-chars", type=int, default=2000, show_default=True)
+@click.option("--decide-on", type=click.Choice(DECIDE_ON), default="composite", show_default=True,
+              help="The score that decides: composite, or composite_guarded (composite times the guards).")
+@click.option("--limit", type=int, default=10, show_default=True, help="Items per pack.")
+@click.option("--budget-chars", type=int, default=2000, show_default=True,
+              help="Characters per pack.")
 @click.option("--sandbox/--no-sandbox", default=False, show_default=True,
               help="Run strategies in a child process inside the boundary (--isolation).")
 @isolation_option
 @store_option
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Also write the decision as JSON here.")
+@json_report_option
 @config_errors
 def compare(champion: str, challenger: str, seeds_text: str | None, decide_on: str, limit: int,
             budget_chars: int, sandbox: bool, isolation: str | None, store_location: str,

@@ -1,4 +1,4 @@
-"""`benchwarden arms run | report | compare`: a thin layer over benchwarden.suites.arms.
+"""`benchwarden arms run | report | compare` (the arms suite's commands): a thin layer over benchwarden.suites.arms.
 
 Exit codes: 0 when the run completed without harness errors, 1 when any trial hit a
 harness error (driver, server or environment failure; never an agent outcome), 2 on
@@ -17,14 +17,15 @@ from typing import Any
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from benchwarden.cli.common import (EXIT_FAIL, ConfigError, config_errors, executor_or_exit,
-                                    html_option, open_store_or_exit,
-                                    refuse_url_with_credentials, release_executor,
-                                    store_option, write_html_report)
 from benchwarden.core import secrets
-from benchwarden.core.errors import IsolationUnavailable, RunInterrupted
+from benchwarden.core.commandline import (ConfigError, api_key_env_option, config_errors,
+                                          executor_option, executor_or_exit, html_option,
+                                          isolation_option, json_report_option, model_option,
+                                          open_store_or_exit, refuse_url_with_credentials,
+                                          release_executor, store_option,
+                                          write_html_report)
+from benchwarden.core.errors import EXIT_FAIL, RunInterrupted
 from benchwarden.core.records import DEFAULT_WEIGHTS, TokenWeights
-from benchwarden.core.sandbox import check_isolation_mode
 from benchwarden.core.reports import console, write_json
 
 
@@ -70,9 +71,8 @@ def _discover_model(url: str, api_key_env: str | None) -> str:
               help="openai: a tool-calling loop against --url; command: your agent program.")
 @click.option("--url", default=None, callback=refuse_url_with_credentials,
               help="OpenAI-compatible base URL (openai driver); never with user:key@.")
-@click.option("--model", default=None, help="Model name (default: the server's first model).")
-@click.option("--api-key-env", default=None,
-              help="Name of the environment variable holding the API key (never the key).")
+@model_option
+@api_key_env_option
 @click.option("--command", "agent_command", default=None,
               help="The external agent program and its arguments (command driver).")
 @click.option("--turn-cap", type=int, default=40, show_default=True,
@@ -84,28 +84,22 @@ def _discover_model(url: str, api_key_env: str | None) -> str:
 @click.option("--max-tokens", type=int, default=1024, show_default=True,
               help="max_tokens of each model call (openai driver).")
 @click.option("--seed", type=int, default=None, help="Sent to the model; also orders trials.")
-@click.option("--executor", "executor_spec", default=None,
-              help="Fan trials out: local:N (processes) or ray. Default: one at a time.")
-@click.option("--isolation", type=click.Choice(["bwrap", "none"]), default="bwrap",
-              show_default=True,
-              help="bwrap: every shell command and the trial's server run inside a bubblewrap "
-                   "boundary (Debian package bubblewrap). none: NO boundary, UNSAFE, only for "
-                   "machines without bwrap and agents you trust.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Also write the report of the suite after this run.")
+@executor_option
+@isolation_option
+@json_report_option
 @html_option
 @store_option
 @config_errors
 def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: str,
         url: str | None, model: str | None, api_key_env: str | None, agent_command: str | None,
         turn_cap: int, wall_clock: float, command_timeout: float, max_tokens: int,
-        seed: int | None, executor_spec: str | None, isolation: str, json_path: str | None,
+        seed: int | None, executor_spec: str | None, isolation: str | None, json_path: str | None,
         html_path: str | None, store_location: str) -> None:
     """Run the missing trials of each (arm, task) cell and append their records."""
     from benchwarden.suites.arms.drivers import CommandDriver, Limits, OpenAIDriver
     from benchwarden.suites.arms.model import load_suite
     from benchwarden.suites.arms.report import build_report, render_tally
-    from benchwarden.suites.arms.runner import run_arms, select
+    from benchwarden.suites.arms.runner import run_arms, select, validate_run
 
     try:
         suite = load_suite(suite_spec)
@@ -113,12 +107,11 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
         task_list = select(task_names, [t.id for t in suite.tasks], "tasks")
     except ValueError as error:
         raise ConfigError(str(error)) from None
-    if trials < 1 or turn_cap < 1 or wall_clock <= 0 or command_timeout <= 0:
-        raise ConfigError("--trials and --turn-cap must be at least 1; --wall-clock and "
-                          "--command-timeout must be positive")
-    try:
-        check_isolation_mode(isolation)
-    except IsolationUnavailable as error:
+    isolation = isolation or "bwrap"
+    try:  # the same check run_arms makes, before anything is started or written
+        validate_run(trials, Limits(turn_cap=turn_cap, wall_clock=wall_clock,
+                                    command_timeout=command_timeout), isolation)
+    except ValueError as error:
         raise ConfigError(str(error)) from None
     if api_key_env and api_key_env not in os.environ:
         raise ConfigError(f"--api-key-env {api_key_env}: that environment variable is not set")
@@ -209,8 +202,7 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
               help="Cost-equivalent weights, e.g. fresh=1,cache_creation=1.25,cache_read=0.1,output=5")
 @click.option("--floor", type=int, default=3, show_default=True,
               help="Samples that make a cell covered.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Also write the JSON report here.")
+@json_report_option
 @config_errors
 def report(store_location: str, scope: str | None, weights: str | None, floor: int,
            json_path: str | None) -> None:
@@ -234,8 +226,7 @@ def report(store_location: str, scope: str | None, weights: str | None, floor: i
 @click.option("--weights", default=None, help="Cost-equivalent weights (see `arms report`).")
 @click.option("--floor", type=int, default=3, show_default=True,
               help="Samples each arm needs in a task for the task to be paired.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Also write the comparison as JSON here.")
+@json_report_option
 @config_errors
 def compare(arm_a: str, arm_b: str, store_location: str, scope: str | None,
             weights: str | None, floor: int, json_path: str | None) -> None:

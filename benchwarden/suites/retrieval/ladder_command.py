@@ -15,8 +15,10 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from benchwarden.cli.common import ConfigError, config_errors, open_store_or_exit
-from benchwarden.cli.retrieval import isolation_option, print_traceback, require_isolation, traceback_option
+from benchwarden.core.commandline import (ConfigError, config_errors, isolation_option,
+                                          open_store_or_exit, print_traceback, require_isolation,
+                                          traceback_option)
+from benchwarden.core.commandline import STORE_METAVAR
 from benchwarden.core import formatting
 from benchwarden.core.reports import console
 from benchwarden.suites.retrieval.corpus import CATEGORIES
@@ -43,15 +45,21 @@ def ladder() -> None:
 @click.option("--date", default=None, help="YYYY-MM-DD (default: today, UTC).")
 @click.option("--seeds", "seed_count", type=int, default=DEFAULT_SEED_COUNT, show_default=True,
               help="How many seeds to derive.")
-@click.option("--decide-on", type=click.Choice(DECIDE_ON), default="composite", show_default=True)
+@click.option("--decide-on", type=click.Choice(DECIDE_ON), default="composite", show_default=True,
+              help="The score that decides: composite, or composite_guarded (composite times the guards).")
 @click.option("--initial-champion", default=DEFAULT_CHAMPION, show_default=True,
               help="Champion of a new ladder (a built-in or file.py:object).")
-@click.option("--store", "store_location", default=None,
-              help="Store for the runs (default: store.sqlite inside the ladder folder).")
-@click.option("--wall-seconds", type=float, default=SandboxLimits.wall_seconds, show_default=True)
-@click.option("--cpu-seconds", type=int, default=SandboxLimits.cpu_seconds, show_default=True)
-@click.option("--memory-mb", type=int, default=SandboxLimits.memory_mb, show_default=True)
-@click.option("--open-files", type=int, default=SandboxLimits.open_files, show_default=True)
+@click.option("--store", "store_location", default=None, metavar=STORE_METAVAR,
+              help="SQLite file path or postgresql:// URL of the store for the runs "
+                   "[default: store.sqlite inside the ladder folder].")
+@click.option("--wall-seconds", type=float, default=SandboxLimits.wall_seconds, show_default=True,
+              help="Wall-clock seconds a strategy may take on one seed.")
+@click.option("--cpu-seconds", type=int, default=SandboxLimits.cpu_seconds, show_default=True,
+              help="CPU seconds a strategy may use on one seed.")
+@click.option("--memory-mb", type=int, default=SandboxLimits.memory_mb, show_default=True,
+              help="Address space a strategy may use, in MiB.")
+@click.option("--open-files", type=int, default=SandboxLimits.open_files, show_default=True,
+              help="Files a strategy may hold open at once.")
 @click.option("--file-size-mb", type=int, default=SandboxLimits.file_size_mb, show_default=True,
               help="Largest file a strategy may write in its scratch folder.")
 @isolation_option
