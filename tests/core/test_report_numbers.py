@@ -37,8 +37,8 @@ from benchwarden.suites.contamination.terminal import render_terminal as contami
 from benchwarden.suites.retrieval import report as retrieval_report
 from benchwarden.suites.retrieval.html import render_html as retrieval_html
 from benchwarden.suites.retrieval.scoring import decide
-from tests.suites.arms.test_html import ARMS, TASKS, _trial
 from benchwarden.targets.replies import Reply, RequestOutcome, Timings
+from tests.suites.arms.test_html import ARMS, TASKS, _trial
 from tests.suites.retrieval.test_html import _outcomes
 
 NUMBER = re.compile(r"[+-]?\d+(?:,\d{3})*(?:\.\d+)?")
@@ -492,11 +492,11 @@ def test_a_bench_version_1_contamination_report_still_reads(contamination) -> No
 # ---------------------------------------------------------------------------- JSON shape
 
 # `store_head` (the head witness every report built from a store carries) follows the verdict.
-ARMS_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "store_head", "scope", "floor", "weights",
-             "arms", "tasks", "tiers", "samples", "headline", "coverage", "per_tier",
-             "per_component", "failure_tags", "comparisons", "tally", "runs"]
-RETRIEVAL_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "store_head", "strategy", "settings",
-                  "seeds", "summary", "failure"]
+ARMS_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "store_head", "scope",
+             "floor", "weights", "arms", "tasks", "tiers", "samples", "headline", "coverage",
+             "per_tier", "per_component", "failure_tags", "comparisons", "tally", "runs"]
+RETRIEVAL_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "store_head",
+                  "strategy", "settings", "seeds", "summary", "failure"]
 
 
 def test_the_typed_reports_keep_the_json_field_names(arms, retrieval) -> None:

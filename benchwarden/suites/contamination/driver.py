@@ -38,8 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                           TimeElapsedColumn)
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from benchwarden.core import secrets as credentials
 from benchwarden.core.errors import ConfigurationError, RunInterrupted
@@ -52,9 +51,15 @@ from benchwarden.core.store import Store
 from benchwarden.suites.contamination.presets import PRESETS, check_extra_body, request_body
 from benchwarden.suites.contamination.probes import MAX_PROBES, SCENARIOS, Probe, make_probes
 from benchwarden.suites.contamination.scoring import BENCH_VERSION, rung_label
-from benchwarden.targets.openai_client import (DEFAULT_CHUNKS_PER_TOKEN, DEFAULT_MAX_REPLY_BYTES,
-                                               DEFAULT_RETRY_429_MAX_WAIT, DEFAULT_STALL_TIMEOUT,
-                                               ChatClient, TargetUnreachable, normalise_base_url)
+from benchwarden.targets.openai_client import (
+    DEFAULT_CHUNKS_PER_TOKEN,
+    DEFAULT_MAX_REPLY_BYTES,
+    DEFAULT_RETRY_429_MAX_WAIT,
+    DEFAULT_STALL_TIMEOUT,
+    ChatClient,
+    TargetUnreachable,
+    normalise_base_url,
+)
 from benchwarden.targets.replies import RequestOutcome
 
 if TYPE_CHECKING:
@@ -360,7 +365,7 @@ def refuse_finished_scope(store: Store, original: Run) -> None:
 
 def run_contamination(config: ContaminationConfig, store: Store, *, progress: bool = True,
                       resume: str | None = None,
-                      console: Console | None = None) -> "ContaminationReport":
+                      console: Console | None = None) -> ContaminationReport:
     """Run (or resume) the suite against `config.url`; return its typed report.
 
     Raises ValueError (bad configuration), TargetUnreachable (no 200 from /v1/models

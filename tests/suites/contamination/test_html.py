@@ -6,9 +6,8 @@ import json
 import re
 from typing import Any
 
-import pytest
-
 import msgspec
+import pytest
 
 from benchwarden.suites.contamination.html import render_html
 from benchwarden.suites.contamination.report import ContaminationReport

@@ -52,4 +52,5 @@ def test_a_bench_version_1_rung_reads_as_the_fidelity_would_describe_it(level, s
     assert (rung.requests_sent, rung.description, rung.state, rung.reading) == \
         (sent, fit.describe(), fit.state, fit.reading())
     assert rung.requests_failed is None  # version 1 did not count failures
-    assert rung_line(rung).style == {"unmeasured": "red", "below_label": "yellow"}.get(fit.state, "")
+    expected_style = {"unmeasured": "red", "below_label": "yellow"}.get(fit.state, "")
+    assert rung_line(rung).style == expected_style
