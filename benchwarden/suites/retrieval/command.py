@@ -107,6 +107,19 @@ def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
         release_executor(executor, interrupted=interrupted)
 
 
+def pack_options(function: Any) -> Any:
+    """What every scoring command asks the same way: pack size, and how strategies run."""
+    for option in reversed([
+        click.option("--limit", type=int, default=10, show_default=True, help="Items per pack."),
+        click.option("--budget-chars", type=int, default=2000, show_default=True,
+                     help="Characters per pack."),
+        click.option("--sandbox/--no-sandbox", default=False, show_default=True,
+                     help="Run strategies in a child process inside the boundary (--isolation)."),
+        isolation_option]):
+        function = option(function)
+    return function
+
+
 @click.group()
 def retrieval() -> None:
     """Score retrieval strategies on a seeded knowledge base, with guards."""
@@ -148,12 +161,7 @@ def gen(seed: int, as_json: bool) -> None:
 @click.option("--strategy", "strategy_text", default=None,
               help="A built-in (substring, fts5, bm25, dump, vouch) or path/to/file.py:object.")
 @click.option("--seeds", "seeds_text", default="1-6", show_default=True, help="e.g. 1-6 or 1,2,3.")
-@click.option("--limit", type=int, default=10, show_default=True, help="Items per pack.")
-@click.option("--budget-chars", type=int, default=2000, show_default=True,
-              help="Characters per pack.")
-@click.option("--sandbox/--no-sandbox", default=False, show_default=True,
-              help="Run strategies in a child process inside the boundary (--isolation).")
-@isolation_option
+@pack_options
 @traceback_option
 @executor_option
 @click.option("--resume", "resume_id", default=None, metavar="RUN",
@@ -246,12 +254,7 @@ def _side(text: str, label: str, store_location: str, seeds: list[int] | None,
               help="Seeds to score strategies on (default 1-6; reports bring their own).")
 @click.option("--decide-on", type=click.Choice(DECIDE_ON), default="composite", show_default=True,
               help="The score that decides: composite, or composite_guarded (composite times the guards).")
-@click.option("--limit", type=int, default=10, show_default=True, help="Items per pack.")
-@click.option("--budget-chars", type=int, default=2000, show_default=True,
-              help="Characters per pack.")
-@click.option("--sandbox/--no-sandbox", default=False, show_default=True,
-              help="Run strategies in a child process inside the boundary (--isolation).")
-@isolation_option
+@pack_options
 @store_option
 @json_report_option
 @config_errors
