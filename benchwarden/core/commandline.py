@@ -19,7 +19,7 @@ Invariants:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
@@ -240,9 +240,10 @@ def release_executor(executor: Any, *, interrupted: bool) -> None:
         executor.close()
 
 
-def executor_or_exit(spec: str | None) -> Any:
+def executor_or_exit(spec: str | None, *, preload: Sequence[str] = ()) -> Any:
     """The executor a `--executor` spec names, or None for the in-process default
-    (nothing or `local`); a bad spec is a one-line usage error."""
+    (nothing or `local`); a bad spec is a one-line usage error. `preload`: modules a
+    local pool imports before forking its workers."""
     if not spec or spec == "local":
         return None
     # imported here for cost, not for a cycle: executors pulls in multiprocessing
@@ -250,7 +251,7 @@ def executor_or_exit(spec: str | None) -> Any:
     from benchwarden.core.executors import make_executor
 
     try:
-        return make_executor(spec)
+        return make_executor(spec, preload=preload)
     except ValueError as error:
         raise ConfigError(str(error)) from None
 

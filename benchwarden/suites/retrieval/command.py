@@ -16,15 +16,26 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from benchwarden.core.commandline import (ConfigError, config_errors, executor_option,
-                                          executor_or_exit, html_option,
-                                          isolation_option, json_report_option, open_store_or_exit, print_traceback,
-                                          release_executor, require_isolation, store_option,
-                                          traceback_option, write_html_report)
+from benchwarden.core.commandline import (
+    ConfigError,
+    config_errors,
+    executor_option,
+    executor_or_exit,
+    html_option,
+    isolation_option,
+    json_report_option,
+    open_store_or_exit,
+    print_traceback,
+    release_executor,
+    require_isolation,
+    store_option,
+    traceback_option,
+    write_html_report,
+)
 from benchwarden.core.errors import RunInterrupted
 from benchwarden.core.provenance import new_run_id
 from benchwarden.core.reports import console, read_json, write_json
@@ -33,7 +44,11 @@ from benchwarden.suites.retrieval.driver import RunSettings, resume_run, run_str
 from benchwarden.suites.retrieval.report import RetrievalReport, build_report, render_terminal
 from benchwarden.suites.retrieval.sandbox import SandboxLimits
 from benchwarden.suites.retrieval.scoring import DECIDE_ON, decide
-from benchwarden.suites.retrieval.strategies import StrategyLoadError, parse_strategy
+from benchwarden.suites.retrieval.strategies import (
+    StrategyLoadError,
+    libraries_to_preload,
+    parse_strategy,
+)
 
 MAX_SEEDS = 10_000
 
@@ -88,7 +103,9 @@ def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
     except StrategyLoadError as error:
         raise ConfigError(str(error)) from None
     total = len(seeds) * len(CATEGORIES)
-    executor = executor_or_exit(executor_spec)
+    # a sandboxed strategy imports its library in its own child, never in a worker
+    executor = executor_or_exit(
+        executor_spec, preload=() if settings.sandbox else libraries_to_preload(spec))
     progress = Progress(TextColumn(f"[bold]{spec.name}[/bold]"), BarColumn(),
                         MofNCompleteColumn(), TextColumn("cases"), TimeElapsedColumn(),
                         console=console(stderr=True), transient=True)

@@ -24,9 +24,10 @@ import re
 import sqlite3
 import sys
 import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from benchwarden.suites.retrieval.api import Item, Session
 
@@ -217,11 +218,24 @@ BUILTIN_STRATEGIES: dict[str, Callable[[], Any]] = {
 }
 
 
+# The libraries a built-in imports when it indexes: a local worker pool imports them in
+# the parent before it forks, so each worker does not pay the import again per run.
+BUILTIN_LIBRARIES: dict[str, tuple[str, ...]] = {"bm25": ("bm25s",), "vouch": ("vouch",)}
+
+
+def libraries_to_preload(spec: StrategySpec) -> tuple[str, ...]:
+    """Modules worth importing before worker processes fork (none for a user file:
+    importing it would run its code in the harness)."""
+    return BUILTIN_LIBRARIES.get(spec.name, ()) if spec.builtin else ()
+
+
 def _check_builtin_available(name: str) -> None:
     """Built-ins backed by an optional extra say how to install it, in one line."""
     if name == "vouch":
-        from benchwarden.suites.retrieval.vouch_adapter import (VouchUnavailable,
-                                                                check_vouch_installed)
+        from benchwarden.suites.retrieval.vouch_adapter import (
+            VouchUnavailable,
+            check_vouch_installed,
+        )
 
         try:
             check_vouch_installed()

@@ -238,3 +238,14 @@ def test_a_strategy_file_imports_helper_modules_kept_beside_it(tmp_path):
     strategy = make_strategy(parse_strategy(f"{folder / 'adapter.py'}:Adapter"))
     strategy.index(list(generate(1).sessions))
     assert strategy.pack("q", 10, 2000)[0].startswith("from the helper: ")
+
+
+def test_only_builtins_name_libraries_to_preload_before_workers_fork(tmp_path) -> None:
+    from benchwarden.suites.retrieval.strategies import libraries_to_preload
+
+    assert libraries_to_preload(parse_strategy("bm25")) == ("bm25s",)
+    assert libraries_to_preload(parse_strategy("substring")) == ()
+    user_file = tmp_path / "mine.py"
+    user_file.write_text("class Mine:\n    pass\n")
+    # importing a user's file would run its code in the harness: never preloaded
+    assert libraries_to_preload(parse_strategy(f"{user_file}:Mine")) == ()
