@@ -17,6 +17,8 @@ Invariant: every message is one line a person can act on (newlines are folded).
 
 from __future__ import annotations
 
+from benchwarden.core.verdicts import one_line
+
 EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_USAGE = 2
@@ -34,17 +36,13 @@ EXIT_CODES: dict[int, str] = {
 }
 
 
-def _fold(message: object) -> str:
-    return " ".join(str(message).split())
-
-
 class BenchwardenError(Exception):
     """Base of the errors benchwarden raises on purpose (one-line message)."""
 
     exit_code = EXIT_FAIL
 
     def __init__(self, message: object = "") -> None:
-        super().__init__(_fold(message))
+        super().__init__(one_line(str(message)))
 
 
 class ConfigurationError(BenchwardenError, ValueError):

@@ -213,10 +213,3 @@ def verdict_text(verdict: Verdict) -> Text:
 
 def console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, soft_wrap=False)
-
-
-def dash_if_empty(value: Any, fmt: str = "{}") -> str:
-    """Empty groups print as a dash, never as 0."""
-    if value is None:
-        return "—"
-    return fmt.format(value)
