@@ -95,19 +95,13 @@ def refuse_url_with_credentials(
     return value
 
 
-class StoreFailure(click.ClickException):
-    """A store error on its way out: one line, and the error's own exit code (4 when the
-    OS or the database refused, 2 when there is no store or no such run)."""
+class StoreFailure(ConfigError):
+    """A store error on its way out: one line like any other, with the error's own exit
+    code (4 when the OS or the database refused, 2 when there is no store or no such run)."""
 
     def __init__(self, error: StoreError) -> None:
         super().__init__(str(error))
         self.exit_code = error.exit_code
-
-    def format_message(self) -> str:
-        return " ".join(self.message.split())
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"benchwarden: error: {self.format_message()}", err=True)
 
 
 def open_store_or_exit(
