@@ -35,8 +35,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _figures import Figure, add_json_option, emit  # noqa: E402
 
 from benchwarden.core.records import TokenComponents  # noqa: E402
+from benchwarden.suites.arms.agents import AgentContext, Episode, Limits  # noqa: E402
 from benchwarden.suites.arms.boundary import TrialSandbox, trial_limits  # noqa: E402
-from benchwarden.suites.arms.drivers import AgentContext, Episode, Limits  # noqa: E402
 from benchwarden.suites.arms.trial import TrialJob, run_trial  # noqa: E402
 
 COMMANDS = {

@@ -44,9 +44,9 @@ def test_run_contamination_refuses_an_invalid_config(store, change, words):
     ({"isolation": "chroot"}, "isolation"),
 ])
 def test_run_arms_refuses_an_invalid_config(store, change, words):
-    from benchwarden.suites.arms.drivers import CommandDriver, Limits
-    from benchwarden.suites.arms.model import load_suite
-    from benchwarden.suites.arms.runner import run_arms
+    from benchwarden.suites.arms.agents import CommandDriver, Limits
+    from benchwarden.suites.arms.driver import run_arms
+    from benchwarden.suites.arms.tasks import load_suite
 
     suite = load_suite("tracker")
     arguments = {"arms": [suite.arms[0].name], "tasks": [suite.tasks[0].id], "trials": 1,

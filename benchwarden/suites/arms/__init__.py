@@ -1,7 +1,10 @@
 """The `arms` suite: agent arms (tool shapes) compared on the same tasks, in trials.
 
-Map: `config`/`model` (tasks and arms), `runner` (the I/O shell), `report` (the typed
-report from the store), `html`/`views` (views), `command` (`benchwarden arms ...`).
+Map: `tasks` (the nouns: tasks, arms, environments), `agents` (the agent adapters:
+OpenAI-compatible tool loop, external command), `trial` (one sample), `driver` (the I/O
+shell: plan, run, append, tally), `report` (the typed report from the store),
+`views`/`html` (views), `command` (`benchwarden arms ...`), `boundary`/`supervisor`/
+`isolation` (the trial's sandbox and its command gate), `tracker` (the example suite).
 
 `suite` is what the entry point `benchwarden.suites: arms` names; this module imports
 nothing heavy, so listing suites costs nothing. Each task suite (e.g. `tracker`) carries

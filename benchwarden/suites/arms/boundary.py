@@ -45,7 +45,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from benchwarden.core.sandbox import (START_ATTEMPTS, Boundary, Limits, check_isolation_mode,
                                       require_bubblewrap, vanished_mount_point)
-from benchwarden.suites.arms.model import Service
+from benchwarden.suites.arms.tasks import Service
 
 SUPERVISOR = Path(__file__).resolve().with_name("supervisor.py")
 DEFAULT_OUTPUT_LIMIT = 256 * 1024

@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from benchwarden.suites.arms.model import CheckResult, State
+from benchwarden.suites.arms.tasks import CheckResult, State
 
 _EMPHASIS = re.compile(r"(\*\*|__|\*|~~|`)")
 _SPACE = re.compile(r"\s+")

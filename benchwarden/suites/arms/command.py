@@ -18,12 +18,22 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from benchwarden.core import secrets
-from benchwarden.core.commandline import (ConfigError, api_key_env_option, config_errors,
-                                          executor_option, executor_or_exit, html_option,
-                                          isolation_option, json_report_option, model_option,
-                                          open_store_or_exit, refuse_url_with_credentials,
-                                          release_executor, store_option,
-                                          write_html_report)
+from benchwarden.core.commandline import (
+    ConfigError,
+    api_key_env_option,
+    config_errors,
+    executor_option,
+    executor_or_exit,
+    html_option,
+    isolation_option,
+    json_report_option,
+    model_option,
+    open_store_or_exit,
+    refuse_url_with_credentials,
+    release_executor,
+    store_option,
+    write_html_report,
+)
 from benchwarden.core.errors import EXIT_FAIL, RunInterrupted
 from benchwarden.core.records import DEFAULT_WEIGHTS, TokenWeights
 from benchwarden.core.reports import console, write_json
@@ -96,10 +106,10 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
         seed: int | None, executor_spec: str | None, isolation: str | None, json_path: str | None,
         html_path: str | None, store_location: str) -> None:
     """Run the missing trials of each (arm, task) cell and append their records."""
-    from benchwarden.suites.arms.drivers import CommandDriver, Limits, OpenAIDriver
-    from benchwarden.suites.arms.model import load_suite
+    from benchwarden.suites.arms.agents import CommandDriver, Limits, OpenAIDriver
+    from benchwarden.suites.arms.driver import run_arms, select, validate_run
     from benchwarden.suites.arms.report import build_report, render_tally
-    from benchwarden.suites.arms.runner import run_arms, select, validate_run
+    from benchwarden.suites.arms.tasks import load_suite
 
     try:
         suite = load_suite(suite_spec)
@@ -232,8 +242,7 @@ def compare(arm_a: str, arm_b: str, store_location: str, scope: str | None,
             weights: str | None, floor: int, json_path: str | None) -> None:
     """Paired comparison of ARM_B − ARM_A over the tasks both covered."""
     from benchwarden.suites.arms import views
-    from benchwarden.suites.arms.report import (build_scope_report, comparison_of,
-                                                render_comparison)
+    from benchwarden.suites.arms.report import build_scope_report, comparison_of, render_comparison
     from benchwarden.suites.arms.trial import SUITE_NAME
 
     table = _weights(weights)

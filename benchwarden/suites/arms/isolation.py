@@ -42,7 +42,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import bashlex
 import bashlex.errors
 
-from benchwarden.suites.arms.model import Arm
+from benchwarden.suites.arms.tasks import Arm
 
 # Harmless text and file utilities a shell arm may use besides its own program.
 BASE_UTILITIES: frozenset[str] = frozenset({

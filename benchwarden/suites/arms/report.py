@@ -29,7 +29,7 @@ from benchwarden.core.reports import (REPORT_SCHEMA, EstimateBlock, PairedBlock,
                                       store_head_block, verdict_text)
 from benchwarden.core.store import Store, StoreError, StoreUsageError
 from benchwarden.core.verdicts import Verdict
-from benchwarden.suites.arms.model import FLOOR
+from benchwarden.suites.arms.tasks import FLOOR
 from benchwarden.suites.arms.trial import SUITE_NAME
 
 DASH = fmt.DASH

@@ -15,7 +15,7 @@ import pytest
 from benchwarden.core.errors import IsolationUnavailable
 from benchwarden.core.sandbox import Limits, require_bubblewrap
 from benchwarden.suites.arms.boundary import SandboxFailure, TrialSandbox, hidden_store_paths
-from benchwarden.suites.arms.model import Service
+from benchwarden.suites.arms.tasks import Service
 
 PATH = {"PATH": "/usr/bin:/bin"}
 

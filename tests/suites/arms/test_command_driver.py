@@ -14,8 +14,8 @@ from benchwarden.cli.main import cli
 from benchwarden.core.records import Record
 from benchwarden.core.store import SQLiteStore, open_store
 from benchwarden.core.provenance import stamp_run
-from benchwarden.suites.arms.drivers import HarnessError, parse_command_result
-from benchwarden.suites.arms.runner import plan_cells
+from benchwarden.suites.arms.agents import HarnessError, parse_command_result
+from benchwarden.suites.arms.driver import plan_cells
 from benchwarden.suites.arms.tracker.suite import SUITE
 
 AGENT = Path(__file__).with_name("scripted_agent.py")
@@ -145,8 +145,8 @@ def test_the_documented_example_suite_runs_as_written(tmp_path, monkeypatch):
 
 
 def test_a_concurrent_run_taking_a_trial_number_gets_the_sample_renumbered(tmp_path):
-    from benchwarden.suites.arms.drivers import CommandDriver, Limits
-    from benchwarden.suites.arms.runner import run_arms
+    from benchwarden.suites.arms.agents import CommandDriver, Limits
+    from benchwarden.suites.arms.driver import run_arms
 
     with SQLiteStore(tmp_path / "s.sqlite") as store:
         def another_run_takes_trial_1(plans):

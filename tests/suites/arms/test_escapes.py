@@ -31,7 +31,7 @@ from benchwarden.cli.main import cli
 from benchwarden.core.store import open_store
 from benchwarden.suites.arms.isolation import (BASE_UTILITIES, NetworkChannel, audit_transcript,
                                                check_command, permitted_names)
-from benchwarden.suites.arms.model import Arm
+from benchwarden.suites.arms.tasks import Arm
 from tests.suites.arms.fake_model import FakeToolCallingModel
 from tests.conftest import bwrap_or_skip
 

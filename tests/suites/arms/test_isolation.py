@@ -9,7 +9,7 @@ from benchwarden.suites.arms.isolation import (ALWAYS_DENIED, BASE_UTILITIES, Ne
                                                audit_transcript,
                                                check_command, check_function_call, command_names,
                                                permitted_names)
-from benchwarden.suites.arms.model import Arm
+from benchwarden.suites.arms.tasks import Arm
 
 CLI = Arm("cli", "shell", "", allowed_commands=BASE_UTILITIES | {"tracker"})
 HTTP = Arm("http", "shell", "", allowed_commands=BASE_UTILITIES | {"curl"},

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from benchwarden.cli.main import cli
 from benchwarden.core.store import open_store
-from benchwarden.suites.arms.model import FAILURE_TAGS
+from benchwarden.suites.arms.tasks import FAILURE_TAGS
 from tests.conftest import running_real_engine
 
 CELLS = (("cli", "open-issue-count"), ("tools", "close-issue"))

@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 
 from benchwarden.suites.arms.boundary import TrialSandbox
-from benchwarden.suites.arms.model import DEFAULT_TIERS
+from benchwarden.suites.arms.tasks import DEFAULT_TIERS
 from benchwarden.suites.arms.tracker import functions
 from benchwarden.suites.arms.tracker.operations import Tracker, TrackerError
 from benchwarden.suites.arms.tracker.suite import SUITE, make_environment

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from benchwarden.core.records import TokenComponents
+from benchwarden.suites.arms.agents import Episode, HarnessError
 from benchwarden.suites.arms.checkers import Fact, ReadCheck
-from benchwarden.suites.arms.drivers import Episode, HarnessError
-from benchwarden.suites.arms.model import Arm, CheckResult, Suite, Task
+from benchwarden.suites.arms.tasks import Arm, CheckResult, Suite, Task
 from benchwarden.suites.arms.trial import TrialJob, outcome_of, run_trial
 
 EVENTS: list[tuple[str, str]] = []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from benchwarden.suites.arms.model import FunctionTool
+from benchwarden.suites.arms.tasks import FunctionTool
 from benchwarden.suites.arms.tracker.operations import Tracker, TrackerError, dumps
 
 _NUMBER = {"type": "integer", "description": "Issue or pull request number."}

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from benchwarden.suites.arms.isolation import BASE_UTILITIES
-from benchwarden.suites.arms.model import Arm, FunctionTool, Service, State, Suite
+from benchwarden.suites.arms.tasks import Arm, FunctionTool, Service, State, Suite
 from benchwarden.suites.arms.tracker import functions
 from benchwarden.suites.arms.tracker.operations import Tracker
 from benchwarden.suites.arms.tracker.seed import seed

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchwarden.suites.arms.checkers import Absent, Fact, ReadCheck, StateCheck
-from benchwarden.suites.arms.model import Task
+from benchwarden.suites.arms.tasks import Task
 
 AGENT = "agent"
 S = dict[str, dict[str, dict[str, Any]]]

@@ -30,8 +30,8 @@ from benchwarden.core.provenance import stamp_run
 from benchwarden.core.sandbox import check_isolation_mode
 from benchwarden.core.store import DuplicateRecord, Store
 from benchwarden.suites.arms.boundary import hidden_store_paths
-from benchwarden.suites.arms.drivers import CommandDriver, Limits, OpenAIDriver
-from benchwarden.suites.arms.model import FLOOR, Suite
+from benchwarden.suites.arms.agents import CommandDriver, Limits, OpenAIDriver
+from benchwarden.suites.arms.tasks import FLOOR, Suite
 from benchwarden.suites.arms.trial import SUITE_NAME, TrialJob, TrialResult, run_trial
 
 

@@ -1,4 +1,4 @@
-"""Drivers: run one agent episode and say what happened.
+"""Agents: run one agent episode and say what happened (the built-in agent adapters).
 
 A driver gets an `AgentContext` (prompts, the arm, the trial's working directory, a
 `Toolbox` that gates and runs tool calls) and returns an `Episode`: final report,
@@ -42,7 +42,7 @@ from benchwarden.core.records import TokenComponents
 from benchwarden.suites.arms.boundary import SandboxFailure, TrialSandbox
 from benchwarden.suites.arms.isolation import (NetworkChannel, check_command, check_function_call,
                                                permitted_names)
-from benchwarden.suites.arms.model import Arm, FunctionTool
+from benchwarden.suites.arms.tasks import Arm, FunctionTool
 
 OUTPUT_LIMIT = 16_000
 COMMAND_RESULT_LIMIT = 16 * 1024 * 1024

@@ -10,10 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from benchwarden.suites.arms.agents import Toolbox, _Progress
 from benchwarden.suites.arms.boundary import TrialSandbox
-from benchwarden.suites.arms.drivers import Toolbox, _Progress
 from benchwarden.suites.arms.isolation import BASE_UTILITIES
-from benchwarden.suites.arms.model import Arm, FunctionTool
+from benchwarden.suites.arms.tasks import Arm, FunctionTool
 
 SHELL = Arm("shell", "shell", "", allowed_commands=BASE_UTILITIES)
 FUNCTIONS = Arm("functions", "functions", "")
