@@ -40,8 +40,12 @@ import msgspec
 
 from benchwarden.core.records import TokenComponents
 from benchwarden.suites.arms.boundary import SandboxFailure, TrialSandbox
-from benchwarden.suites.arms.isolation import (NetworkChannel, check_command, check_function_call,
-                                               permitted_names)
+from benchwarden.suites.arms.isolation import (
+    NetworkChannel,
+    check_command,
+    check_function_call,
+    permitted_names,
+)
 from benchwarden.suites.arms.tasks import Arm, FunctionTool
 
 OUTPUT_LIMIT = 16_000

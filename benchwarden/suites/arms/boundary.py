@@ -43,8 +43,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from benchwarden.core.sandbox import (START_ATTEMPTS, Boundary, Limits, check_isolation_mode,
-                                      require_bubblewrap, vanished_mount_point)
+from benchwarden.core.sandbox import (
+    START_ATTEMPTS,
+    Boundary,
+    Limits,
+    check_isolation_mode,
+    require_bubblewrap,
+    vanished_mount_point,
+)
 from benchwarden.suites.arms.tasks import Service
 
 SUPERVISOR = Path(__file__).resolve().with_name("supervisor.py")

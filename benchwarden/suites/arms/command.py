@@ -107,7 +107,8 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
         html_path: str | None, store_location: str) -> None:
     """Run the missing trials of each (arm, task) cell and append their records."""
     from benchwarden.suites.arms.agents import CommandDriver, Limits, OpenAIDriver
-    from benchwarden.suites.arms.driver import run_arms, select, validate_run
+    from benchwarden.suites.arms.config import select, validate_run
+    from benchwarden.suites.arms.driver import run_arms
     from benchwarden.suites.arms.report import build_report, render_tally
     from benchwarden.suites.arms.tasks import load_suite
 

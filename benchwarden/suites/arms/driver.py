@@ -23,17 +23,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from benchwarden.core.errors import ConfigurationError, RunInterrupted
+from benchwarden.core.errors import RunInterrupted
 from benchwarden.core.interrupts import signals_deferred
-from benchwarden.core.records import RunEnd
 from benchwarden.core.provenance import stamp_run
-from benchwarden.core.sandbox import check_isolation_mode
+from benchwarden.core.records import RunEnd
 from benchwarden.core.store import DuplicateRecord, Store
-from benchwarden.suites.arms.boundary import hidden_store_paths
 from benchwarden.suites.arms.agents import CommandDriver, Limits, OpenAIDriver
+from benchwarden.suites.arms.boundary import hidden_store_paths
+from benchwarden.suites.arms.config import validate_run
 from benchwarden.suites.arms.tasks import FLOOR, Suite
 from benchwarden.suites.arms.trial import SUITE_NAME, TrialJob, TrialResult, run_trial
-
 
 
 @dataclass(frozen=True)
@@ -122,29 +121,6 @@ class RunTally:
                 "floor": FLOOR, "floor_reached": self.floor_reached,
                 "cells": [c.to_json_dict() for c in self.cells.values()],
                 "problems": list(self.problems)}
-
-
-def select(names: str, known: Sequence[str], what: str) -> list[str]:
-    """Parse `a,b` or `all` against the suite's names; unknown names are an error."""
-    if names.strip() == "all":
-        return list(known)
-    chosen = [n.strip() for n in names.split(",") if n.strip()]
-    unknown = [n for n in chosen if n not in known]
-    if unknown or not chosen:
-        raise ValueError(f"unknown {what} {', '.join(unknown) or '(none given)'}; "
-                         f"known: {', '.join(known)} (or all)")
-    return list(dict.fromkeys(chosen))
-
-
-def validate_run(trials: int, limits: Limits, isolation: str) -> None:
-    """ConfigurationError (one line) for a run no trial can make: the same check from the
-    CLI and from the Python API (`run_arms`). IsolationUnavailable (also a
-    ConfigurationError) when the isolation asked for cannot work on this machine."""
-    if trials < 1 or limits.turn_cap < 1:
-        raise ConfigurationError("--trials and --turn-cap must be at least 1")
-    if not (limits.wall_clock > 0 and limits.command_timeout > 0):
-        raise ConfigurationError("--wall-clock and --command-timeout must be positive")
-    check_isolation_mode(isolation)
 
 
 def run_arms(store: Store, suite: Suite, suite_spec: str, *, arms: Sequence[str],

@@ -24,8 +24,14 @@ from typing import Any, Mapping, Sequence
 
 from benchwarden.core import formatting as fmt
 from benchwarden.core import html as h
-from benchwarden.suites.arms.report import (COMPONENTS, ArmsReport, EstimateBlock, Trial,
-                                            as_report, with_trials)
+from benchwarden.suites.arms.report import (
+    COMPONENTS,
+    ArmsReport,
+    EstimateBlock,
+    Trial,
+    as_report,
+    with_trials,
+)
 
 OUTCOME_COLORS = {"pass": h.GOOD, "incorrect": h.BAD, "confused": "#e69f00", "hung": "#8250df",
                   "fail": h.BAD}

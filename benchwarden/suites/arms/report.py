@@ -24,9 +24,19 @@ from rich.table import Table
 
 from benchwarden.core import formatting as fmt
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
-from benchwarden.core.reports import (REPORT_SCHEMA, EstimateBlock, PairedBlock, RunBlock,
-                                      StoreHeadBlock, VerdictBlock, as_json, convert, envelope,
-                                      store_head_block, verdict_text)
+from benchwarden.core.reports import (
+    REPORT_SCHEMA,
+    EstimateBlock,
+    PairedBlock,
+    RunBlock,
+    StoreHeadBlock,
+    VerdictBlock,
+    as_json,
+    convert,
+    envelope,
+    store_head_block,
+    verdict_text,
+)
 from benchwarden.core.store import Store, StoreError, StoreUsageError
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.arms.tasks import FLOOR

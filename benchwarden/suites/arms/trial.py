@@ -34,9 +34,16 @@ from typing import Any, Literal
 
 from benchwarden.core.records import Record
 from benchwarden.core.verdicts import one_line
+from benchwarden.suites.arms.agents import (
+    AgentContext,
+    CommandDriver,
+    Episode,
+    HarnessError,
+    Limits,
+    OpenAIDriver,
+    Toolbox,
+)
 from benchwarden.suites.arms.boundary import SandboxFailure, TrialSandbox, trial_limits
-from benchwarden.suites.arms.agents import (AgentContext, CommandDriver, Episode, HarnessError,
-                                             Limits, OpenAIDriver, Toolbox)
 from benchwarden.suites.arms.isolation import NetworkChannel, audit_transcript
 from benchwarden.suites.arms.tasks import FAIL, PASS, CheckResult, Suite, load_suite
 

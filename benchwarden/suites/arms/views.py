@@ -21,8 +21,13 @@ from collections import defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
-from benchwarden.core.stats import (bootstrap_mean_ci, clustered_mean_se, mde_proportions, paired_difference,
-                                    wilson_interval)
+from benchwarden.core.stats import (
+    bootstrap_mean_ci,
+    clustered_mean_se,
+    mde_proportions,
+    paired_difference,
+    wilson_interval,
+)
 from benchwarden.suites.arms.tasks import FAILURE_TAGS, FLOOR, PASS
 
 COMPONENTS = ("fresh_input", "cache_creation", "cache_read", "output")

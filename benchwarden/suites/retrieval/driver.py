@@ -21,58 +21,40 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from benchwarden.core.errors import ConfigurationError
-from benchwarden.core.records import Record, RunEnd
 from benchwarden.core.provenance import stamp_run
+from benchwarden.core.records import Record, RunEnd
 from benchwarden.core.store import Store
 from benchwarden.core.verdicts import one_line
 from benchwarden.suites.retrieval.api import PackError, coerce_pack, enforce_limits
+from benchwarden.suites.retrieval.config import RunSettings, validate_seeds
 from benchwarden.suites.retrieval.corpus import (
-    PARAPHRASE_TEMPLATES, Case, Corpus, generate, paraphrase)
+    PARAPHRASE_TEMPLATES,
+    Case,
+    Corpus,
+    generate,
+    paraphrase,
+)
 from benchwarden.suites.retrieval.grading import contains_value, grade_pack, pack_text
-from benchwarden.suites.retrieval.sandbox import (ISOLATION_MODES, SandboxedStrategy,
-                                                  SandboxFailure, SandboxLimits)
+from benchwarden.suites.retrieval.sandbox import (
+    SandboxedStrategy,
+    SandboxFailure,
+    SandboxLimits,
+)
 from benchwarden.suites.retrieval.scoring import BENCH_VERSION, CaseOutcome, PackMeasure
 from benchwarden.suites.retrieval.strategies import (
-    StrategyLoadError, StrategySpec, make_strategy, parse_strategy)
+    StrategyLoadError,
+    StrategySpec,
+    make_strategy,
+    parse_strategy,
+)
 
 SUITE = "retrieval"
 FAILURE_TASK = "__run__"
 ProgressCallback = Callable[[int], None]
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    limit: int = 10
-    budget_chars: int = 2000
-    sandbox: bool = False
-    sandbox_limits: SandboxLimits = field(default_factory=SandboxLimits)
-    isolation: str = "bwrap"
-    hidden: tuple[str, ...] = ()  # paths a sandboxed strategy must not see (ledger, store)
-
-    def validate(self) -> None:
-        """Raise ConfigurationError (one line) for settings no run can use; the CLI and
-        the Python API (`run_strategy`) both call this."""
-        if self.limit < 0 or self.budget_chars < 0:
-            raise ConfigurationError("--limit and --budget-chars must be non-negative")
-        if self.isolation not in ISOLATION_MODES:
-            raise ConfigurationError(f"--isolation must be one of {', '.join(ISOLATION_MODES)}, "
-                                     f"not {self.isolation!r}")
-        limits = self.sandbox_limits
-        if min(limits.wall_seconds, limits.cpu_seconds, limits.memory_mb, limits.open_files,
-               limits.file_size_mb) <= 0:
-            raise ConfigurationError("sandbox limits must be positive")
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {"limit": self.limit, "budget_chars": self.budget_chars, "sandbox": self.sandbox,
-                "sandbox_limits": self.sandbox_limits.to_json_dict() if self.sandbox else None,
-                "isolation": self.isolation if self.sandbox else None,
-                "hidden": list(self.hidden) if self.sandbox else None}
 
 
 @dataclass(frozen=True)
@@ -203,18 +185,6 @@ def score_one_seed(task: SeedTask, on_case: ProgressCallback | None = None) -> S
             except Exception:  # closing is best effort; the run's outcome is already known
                 pass
     return result
-
-
-def validate_seeds(seeds: Sequence[int]) -> None:
-    """At least one seed, each a non-negative integer, none twice (ConfigurationError)."""
-    if not seeds:
-        raise ConfigurationError("no seeds given (use e.g. --seeds 1-6 or --seeds 1,2,3)")
-    for seed in seeds:
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ConfigurationError(f"seed {seed!r}: seeds are non-negative integers")
-    repeated = sorted(seed for seed, count in Counter(seeds).items() if count > 1)
-    if repeated:
-        raise ConfigurationError(f"seed {repeated[0]} is listed twice")
 
 
 def run_strategy(store: Store, spec: StrategySpec, seeds: Sequence[int], settings: RunSettings,

@@ -1,0 +1,42 @@
+"""The arms suite's run configuration, validated in one place.
+
+`validate_run()` is what both the CLI and the Python API (`driver.run_arms`) call before
+anything is written; `select()` turns `a,b` or `all` into names the suite knows. The
+task suite itself (tasks, arms, environment) is `tasks.Suite`, loaded by `tasks.load_suite`.
+
+Invariants: pure apart from asking whether the isolation asked for can work here
+(`check_isolation_mode`); errors are `ConfigurationError` (exit 2) naming what to fix.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from benchwarden.core.errors import ConfigurationError
+from benchwarden.core.sandbox import check_isolation_mode
+
+if TYPE_CHECKING:
+    from benchwarden.suites.arms.agents import Limits
+
+
+def select(names: str, known: Sequence[str], what: str) -> list[str]:
+    """Parse `a,b` or `all` against the suite's names; unknown names are an error."""
+    if names.strip() == "all":
+        return list(known)
+    chosen = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = [n for n in chosen if n not in known]
+    if unknown or not chosen:
+        raise ConfigurationError(f"unknown {what} {', '.join(unknown) or '(none given)'}; "
+                         f"known: {', '.join(known)} (or all)")
+    return list(dict.fromkeys(chosen))
+
+
+def validate_run(trials: int, limits: Limits, isolation: str) -> None:
+    """ConfigurationError (one line) for a run no trial can make: the same check from the
+    CLI and from the Python API (`run_arms`). IsolationUnavailable (also a
+    ConfigurationError) when the isolation asked for cannot work on this machine."""
+    if trials < 1 or limits.turn_cap < 1:
+        raise ConfigurationError("--trials and --turn-cap must be at least 1")
+    if not (limits.wall_clock > 0 and limits.command_timeout > 0):
+        raise ConfigurationError("--wall-clock and --command-timeout must be positive")
+    check_isolation_mode(isolation)
