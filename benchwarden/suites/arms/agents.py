@@ -8,10 +8,16 @@ token components, turns, transcript, and how it stopped (`finished`, `turn_cap`,
   `benchwarden.targets.openai_client.ChatClient`;
 - `CommandDriver`: an external agent program that prints a JSON result (the contract
   is in docs/arms.md).
+An `mcp` arm's tools come from MCP servers running inside the trial's boundary: the
+toolbox opens the sessions (`mcp_client.McpSessions`) before the episode, offers the
+listed tools to the model and relays its calls; the command driver's program gets the
+servers' command lines and starts them itself, inside the same boundary.
 
 Invariants:
 - Every tool call is checked by `isolation` before it runs; a denied call is answered
-  to the agent, recorded with `denied: true`, and never executed.
+  to the agent, recorded with `denied: true`, and never executed. Transcript entries:
+  `{kind: "shell", command}`, `{kind: "function", name, arguments}`, `{kind: "mcp",
+  server, tool, arguments}` (arguments as the model wrote them).
 - A driver's own failure (server unreachable, malformed result, program crash) raises
   `HarnessError`; it is never turned into an agent outcome.
 - The wall clock is a hard backstop: the episode is cancelled, every process it
@@ -32,9 +38,10 @@ import json
 import os
 import shlex
 import time
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, AsyncIterator, Literal, Mapping, Sequence
 
 import msgspec
 
@@ -44,12 +51,17 @@ from benchwarden.suites.arms.isolation import (
     NetworkChannel,
     check_command,
     check_function_call,
+    check_mcp_call,
     permitted_names,
 )
-from benchwarden.suites.arms.tasks import Arm, FunctionTool
+from benchwarden.suites.arms.mcp_client import McpFailure, McpSessions
+from benchwarden.suites.arms.tasks import Arm, FunctionTool, McpServer
 
 OUTPUT_LIMIT = 16_000
 COMMAND_RESULT_LIMIT = 16 * 1024 * 1024
+MCP_START_TIMEOUT = 60.0
+"""Seconds an MCP server has to start and list its tools (outside the wall clock, like
+a shell arm's services; a server that misses it is a harness error)."""
 Stop = Literal["finished", "turn_cap", "wall_clock"]
 
 
@@ -100,7 +112,8 @@ class Toolbox:
                  functions: Sequence[FunctionTool], call_function: Any,
                  command_timeout: float = 60.0,
                  channel: NetworkChannel = NetworkChannel(),
-                 runner: TrialSandbox | None = None, home: Path | None = None) -> None:
+                 runner: TrialSandbox | None = None, home: Path | None = None,
+                 mcp_servers: Sequence[McpServer] = ()) -> None:
         self.arm = arm
         self.channel = channel
         self.workdir = workdir
@@ -111,7 +124,36 @@ class Toolbox:
         self.functions = tuple(functions)
         self._call_function = call_function
         self.command_timeout = command_timeout
+        self.mcp_servers = tuple(mcp_servers)
+        self._mcp: McpSessions | None = None
         self.transcript: list[dict[str, Any]] = []
+
+    @asynccontextmanager
+    async def opened(self, start_timeout: float = MCP_START_TIMEOUT) -> AsyncIterator["Toolbox"]:
+        """An `mcp` arm's sessions, open for the episode (other arms: nothing to open).
+        Leaving the block, also by cancellation, closes them and kills the servers."""
+        if self.arm.channel != "mcp":
+            yield self
+            return
+        if self.runner is None:
+            raise HarnessError("no sandbox to run the MCP servers in (the trial starts one)")
+        if not self.mcp_servers:
+            raise HarnessError(f"arm {self.arm.name} uses MCP but the environment names no "
+                               "MCP servers (mcp_servers())")
+        try:
+            sessions = McpSessions(self.runner, self.mcp_servers, self.workdir)
+        except McpFailure as error:
+            raise HarnessError(str(error)) from None
+        try:
+            try:
+                await sessions.open(start_timeout)
+            except McpFailure as error:
+                raise HarnessError(str(error)) from None
+            self._mcp = sessions
+            yield self
+        finally:
+            self._mcp = None
+            await sessions.close()
 
     def tool_specs(self) -> list[dict[str, Any]]:
         if self.arm.channel == "shell":
@@ -123,6 +165,10 @@ class Toolbox:
                 "parameters": {"type": "object", "properties": {
                     "command": {"type": "string", "description": "The command line to run."}},
                     "required": ["command"]}}}]
+        if self.arm.channel == "mcp":
+            if self._mcp is None:
+                raise HarnessError("the MCP sessions are not open (use Toolbox.opened())")
+            return self._mcp.specs()
         return [tool.to_openai() for tool in self.functions]
 
     async def call(self, name: str, raw_arguments: str, deadline: float) -> str:
@@ -139,7 +185,9 @@ class Toolbox:
             arguments = {}
         if self.arm.channel == "shell" and name == "shell":
             return await self._shell(str(arguments.get("command", "")), deadline)
-        if self.arm.channel == "shell":
+        if self._mcp is not None and name in self._mcp.tools:
+            return await self._mcp_call(name, raw_arguments, arguments, deadline)
+        if self.arm.channel != "functions":
             decision = check_function_call(name, self.arm, ())
         else:
             decision = check_function_call(name, self.arm, (f.name for f in self.functions))
@@ -153,6 +201,27 @@ class Toolbox:
             return _clip(self._call_function(name, arguments))
         except ValueError as error:
             return f"error: {error}"
+
+    async def _mcp_call(self, name: str, raw_arguments: str, arguments: dict[str, Any],
+                        deadline: float) -> str:
+        assert self._mcp is not None
+        server, tool = self._mcp.tools[name][0], self._mcp.tools[name][1].name
+        entry: dict[str, Any] = {"kind": "mcp", "server": server, "tool": tool,
+                                 "arguments": raw_arguments}
+        decision = check_mcp_call(server, tool, self.arm, self._mcp.listed)
+        if not decision.allowed:
+            entry.update(denied=True, reason=decision.message)
+            self.transcript.append(entry)
+            return f"refused: {decision.message}"
+        self.transcript.append(entry)
+        timeout = max(0.1, min(self.command_timeout, deadline - time.monotonic()))
+        try:
+            answer = await self._mcp.call(server, tool, arguments, timeout)
+        except McpFailure as error:
+            raise HarnessError(str(error)) from None
+        if answer.timed_out:
+            entry["timed_out"] = True
+        return _clip(answer.text)
 
     async def _shell(self, command: str, deadline: float) -> str:
         decision = check_command(command, self.arm, self.channel)
@@ -220,12 +289,14 @@ class OpenAIDriver:
         from benchwarden.targets.openai_client import ChatClient, TargetError
 
         progress = _Progress()
-        deadline = time.monotonic() + context.limits.wall_clock
         try:
             api_key = os.environ.get(self.api_key_env) if self.api_key_env else None
             async with ChatClient(self.base_url, api_key=api_key,
                                   request_timeout=min(self.request_timeout,
-                                                      context.limits.wall_clock + 5)) as client:
+                                                      context.limits.wall_clock + 5)) as client, \
+                    context.toolbox.opened():
+                # the wall clock starts once the arm's MCP servers (if any) are up
+                deadline = time.monotonic() + context.limits.wall_clock
                 try:
                     await asyncio.wait_for(self._loop(client, context, progress, deadline),
                                            context.limits.wall_clock)
@@ -303,7 +374,12 @@ class _Entry(msgspec.Struct):
     kind: str
     command: str | None = None
     name: str | None = None
-    arguments: str | None = None
+    server: str | None = None
+    """mcp entries: the server called (one of BENCHWARDEN_MCP_SERVERS)."""
+    tool: str | None = None
+    """mcp entries: the tool called."""
+    arguments: str | dict[str, Any] | None = None
+    """As the model wrote them: JSON text, or (mcp entries) the object itself."""
     denied: bool = False
 
 
@@ -330,7 +406,20 @@ def parse_command_result(stdout: bytes) -> CommandResult:
     if result.turns < 0 or min(result.tokens.fresh_input, result.tokens.cache_creation,
                                result.tokens.cache_read, result.tokens.output) < 0:
         raise HarnessError("the agent program reported negative turns or tokens")
+    for index, entry in enumerate(result.transcript, start=1):
+        if entry.kind == "mcp" and not (entry.server and entry.tool):
+            raise HarnessError(f"the agent program's transcript entry {index} is an mcp call "
+                               "without a server and a tool")
     return result
+
+
+def mcp_servers_json(servers: Sequence[McpServer]) -> str:
+    """The servers in the `mcpServers` shape MCP clients read (name -> command, args,
+    env, cwd): what an external agent starts, inside the trial's boundary."""
+    return json.dumps({"mcpServers": {
+        server.name: {"command": server.argv[0], "args": list(server.argv[1:]),
+                      "env": dict(server.env), **({"cwd": server.cwd} if server.cwd else {})}
+        for server in servers}}, sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -345,8 +434,8 @@ class CommandDriver:
         return asyncio.run(self._run(context))
 
     async def _run(self, context: AgentContext) -> Episode:
-        if context.arm.channel != "shell":
-            raise HarnessError(f"the command driver runs shell arms only; arm "
+        if context.arm.channel == "functions":
+            raise HarnessError(f"the command driver runs shell and mcp arms only; arm "
                                f"{context.arm.name} uses function tools")
         try:
             argv = shlex.split(self.command)
@@ -369,6 +458,8 @@ class CommandDriver:
         })
         if context.seed is not None:
             env["BENCHWARDEN_SEED"] = str(context.seed)
+        if context.toolbox.mcp_servers:
+            env["BENCHWARDEN_MCP_SERVERS"] = mcp_servers_json(context.toolbox.mcp_servers)
         runner = context.toolbox.runner
         if runner is None:
             raise HarnessError("no sandbox to run the agent program in (the trial starts one)")

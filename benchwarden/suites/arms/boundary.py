@@ -27,6 +27,9 @@ Invariants:
   then SIGKILL of the sandbox; bwrap's pid namespace takes everything inside with it).
 - A supervisor that dies or answers nonsense is a `SandboxFailure` (a harness error),
   never an agent outcome.
+- A long-lived process opened with `open_stream` (an MCP server on stdio) lives inside
+  the same boundary as the trial's commands; its listener hears `None` exactly once when
+  it ends, is killed or the sandbox goes away, so no reader waits forever.
 """
 
 from __future__ import annotations
@@ -105,6 +108,8 @@ class TrialSandbox:
         self._log: Any = None
         self._ids = itertools.count(1)
         self._pending: dict[int, Callable[[dict[str, Any] | None], None]] = {}
+        self._streams: dict[int, Callable[[str | None], None]] = {}
+        self._stream_errors: dict[int, str] = {}
         self._lock = threading.Lock()
         self._reader: threading.Thread | None = None
         self._dead = False
@@ -249,6 +254,31 @@ class TrialSandbox:
             raise
         return self._outcome(answer)
 
+    def open_stream(self, *, argv: Sequence[str], env: Mapping[str, str], cwd: Path,
+                    listener: Callable[[str | None], None]) -> int:
+        """Start a long-lived process inside the boundary whose stdin and stdout are a
+        line channel (e.g. an MCP server on its stdio transport). `listener` gets each
+        line it prints (without the newline), from the sandbox's reader thread, then
+        `None` once when it ends. Returns its id for `write_line` and `kill`."""
+        if self._process is None or self._dead or self._closed:
+            raise SandboxFailure("the trial's sandbox is not running")
+        identifier = next(self._ids)
+        with self._lock:
+            self._streams[identifier] = listener
+        self._write({"op": "open", "id": identifier, "argv": list(argv), "env": dict(env),
+                     "cwd": str(cwd)})
+        return identifier
+
+    def write_line(self, identifier: int, line: str) -> None:
+        """Send one line to an opened process's stdin (the newline is added)."""
+        self._write({"op": "write", "id": identifier, "data": line.rstrip("\n") + "\n"})
+
+    def stream_problem(self, identifier: int) -> str:
+        """Why an opened process stopped, as far as the sandbox knows: what the
+        supervisor said (could not start, overlong line), else the end of its log
+        (where the process's stderr goes)."""
+        return self._stream_errors.get(identifier) or self._log_tail()
+
     def kill(self, identifier: int) -> None:
         try:
             self._write({"op": "kill", "id": identifier})
@@ -304,9 +334,17 @@ class TrialSandbox:
                     answer = json.loads(line)
                 except ValueError:
                     continue
+                identifier = answer.get("id")
                 with self._lock:
-                    finish = self._pending.pop(answer.get("id"), None)
-                if finish is not None:
+                    listener = self._streams.get(identifier)
+                    if listener is not None and answer.get("closed"):
+                        del self._streams[identifier]
+                    finish = None if listener else self._pending.pop(identifier, None)
+                if listener is not None:
+                    if answer.get("error"):
+                        self._stream_errors[identifier] = str(answer["error"])
+                    listener(None if answer.get("closed") else str(answer.get("line", "")))
+                elif finish is not None:
                     finish(answer)
         except (OSError, ValueError):
             pass
@@ -316,8 +354,11 @@ class TrialSandbox:
     def _fail_pending(self) -> None:
         with self._lock:
             pending, self._pending = list(self._pending.values()), {}
+            streams, self._streams = list(self._streams.values()), {}
         for finish in pending:
             finish(None)
+        for listener in streams:
+            listener(None)
 
     def _log_tail(self) -> str:
         if self._log is None or self._log.closed:

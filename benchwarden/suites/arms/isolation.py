@@ -30,6 +30,8 @@ Invariants:
   lie under an origin, literally or through a variable that holds one (`$TRACKER_URL/…`),
   and options that reroute traffic (proxies, `--resolve`, `--connect-to`, config files,
   unix sockets) are denied.
+- An MCP call is in an `mcp` arm's channel only when it names one of the trial's MCP
+  servers (and, at the gate, a tool that server listed); on any other arm it is a leak.
 - Pure: nothing here runs a command.
 """
 
@@ -542,6 +544,22 @@ def check_function_call(name: str, arm: Arm, function_names: Iterable[str]) -> C
     return CommandCheck(True, (name,))
 
 
+def check_mcp_call(server: str, tool: str, arm: Arm,
+                   servers: Mapping[str, Iterable[str]] | Iterable[str]) -> CommandCheck:
+    """An MCP call is allowed on an `mcp` arm when `server` is one of the trial's MCP
+    servers and, when `servers` maps names to the tools each listed, `tool` is listed."""
+    if arm.channel != "mcp":
+        return CommandCheck(False, (tool,), (f"arm {arm.name} has no MCP servers",))
+    known = servers if isinstance(servers, Mapping) else {name: None for name in servers}
+    if server not in known:
+        return CommandCheck(False, (tool,), (f"{server!r} is not one of arm {arm.name}'s "
+                                              "MCP servers",))
+    listed = known[server]
+    if listed is not None and tool not in set(listed):
+        return CommandCheck(False, (tool,), (f"MCP server {server!r} lists no tool {tool!r}",))
+    return CommandCheck(True, (tool,))
+
+
 @dataclass(frozen=True)
 class AuditFinding:
     index: int
@@ -552,13 +570,15 @@ class AuditFinding:
 
 def audit_transcript(transcript: Sequence[Mapping[str, Any]], arm: Arm,
                      function_names: Iterable[str],
-                     channel: NetworkChannel = NetworkChannel()) -> list[AuditFinding]:
+                     channel: NetworkChannel = NetworkChannel(),
+                     mcp_servers: Iterable[str] = ()) -> list[AuditFinding]:
     """Re-check every call that ran. A finding is a leak: the trial is invalid.
 
     Entries the gate denied (`denied: true`) did not run and reached nothing, so they
     are not leaks; they are counted separately on the record.
     """
     functions = tuple(function_names)
+    servers = tuple(mcp_servers)
     findings: list[AuditFinding] = []
     for index, entry in enumerate(transcript):
         if entry.get("denied"):
@@ -568,6 +588,9 @@ def audit_transcript(transcript: Sequence[Mapping[str, Any]], arm: Arm,
             decision = check_command(str(entry.get("command", "")), arm, channel)
         elif kind == "function":
             decision = check_function_call(str(entry.get("name", "")), arm, functions)
+        elif kind == "mcp":
+            decision = check_mcp_call(str(entry.get("server", "")), str(entry.get("tool", "")),
+                                      arm, servers)
         else:
             decision = CommandCheck(False, (), (
                 f"tool {entry.get('name', kind)!r} is outside arm {arm.name}'s channel",))

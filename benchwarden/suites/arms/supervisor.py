@@ -16,6 +16,11 @@ lines: requests on stdin, answers on stdout.
    `bash --noprofile --norc -c`), concurrently, answered with `{"id", "exit_status",
    "output", "stderr", "timed_out", "truncated"}`. `{"op": "kill", "id"}` kills one
    run's process group; `{"op": "stop"}` or the end of stdin kills everything and exits.
+3. `{"op": "open", "id", "argv", "env", "cwd"}` starts a long-lived process whose
+   stdin and stdout are a line channel (an MCP server on its stdio transport): every
+   line it prints comes back as `{"id", "line"}`, `{"op": "write", "id", "data"}` writes
+   to its stdin, and its end is answered `{"id", "closed": true, "exit_status"}`.
+   `{"op": "kill", "id"}` ends it like a run.
 
 Invariants:
 - Whatever a command leaves behind in its process group (background jobs) is killed
@@ -34,6 +39,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import socket
 import subprocess
@@ -46,6 +52,10 @@ _write_lock = threading.Lock()
 _running: dict[int, subprocess.Popen] = {}
 _running_lock = threading.Lock()
 _services: list[subprocess.Popen] = []
+_inputs: dict[int, "queue.Queue[bytes | None]"] = {}
+LINE_LIMIT = 16 * 1024 * 1024
+"""Longest line an opened process may print; a longer one ends it (the host would have
+to hold it whole)."""
 
 
 def _send(message: dict) -> None:
@@ -160,6 +170,75 @@ def _run(request: dict) -> None:
            "truncated": any(reader.dropped for reader in readers)})
 
 
+def _open(request: dict) -> None:
+    """Start a process whose stdout lines go to the host and whose stdin takes the
+    host's writes, each through its own thread, so a child that stops reading its input
+    never blocks this supervisor."""
+    identifier = request.get("id")
+    try:
+        process = subprocess.Popen(
+            [str(word) for word in request.get("argv") or []], env=request.get("env") or {},
+            cwd=request.get("cwd") or None, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=sys.stderr, start_new_session=True)
+    except OSError as error:
+        _send({"id": identifier, "closed": True, "exit_status": None,
+               "error": f"cannot start: {error}"})
+        return
+    inputs: "queue.Queue[bytes | None]" = queue.Queue()
+    with _running_lock:
+        _running[identifier] = process  # type: ignore[index]
+        _inputs[identifier] = inputs  # type: ignore[index]
+
+    def write() -> None:
+        assert process.stdin is not None
+        while True:
+            data = inputs.get()
+            if data is None:
+                break
+            try:
+                process.stdin.write(data)
+                process.stdin.flush()
+            except (OSError, ValueError):
+                break
+        try:
+            process.stdin.close()
+        except OSError:
+            pass
+
+    def read() -> None:
+        assert process.stdout is not None
+        problem = None
+        while True:
+            line = process.stdout.readline(LINE_LIMIT + 1)
+            if not line:
+                break
+            if len(line) > LINE_LIMIT:
+                problem = f"it printed a line longer than {LINE_LIMIT} bytes"
+                _kill_group(process)
+                break
+            _send({"id": identifier, "line": line.decode("utf-8", "replace").rstrip("\n")})
+        _kill_group(process)  # whatever it left in its group ends with it
+        process.wait()
+        inputs.put(None)
+        with _running_lock:
+            _running.pop(identifier, None)  # type: ignore[arg-type]
+            _inputs.pop(identifier, None)  # type: ignore[arg-type]
+        answer = {"id": identifier, "closed": True, "exit_status": process.returncode}
+        if problem:
+            answer["error"] = problem
+        _send(answer)
+
+    threading.Thread(target=write, daemon=True).start()
+    threading.Thread(target=read, daemon=True).start()
+
+
+def _write(identifier: object, data: object) -> None:
+    with _running_lock:
+        inputs = _inputs.get(identifier)  # type: ignore[call-overload]
+    if inputs is not None:
+        inputs.put(str(data).encode("utf-8"))
+
+
 def _kill(identifier: object) -> None:
     with _running_lock:
         process = _running.pop(identifier, None)  # type: ignore[arg-type]
@@ -211,6 +290,10 @@ def main() -> int:
             op = request.get("op")
             if op == "run":
                 threading.Thread(target=_run, args=(request,), daemon=True).start()
+            elif op == "open":
+                _open(request)
+            elif op == "write":
+                _write(request.get("id"), request.get("data", ""))
             elif op == "kill":
                 _kill(request.get("id"))
             elif op == "stop":

@@ -2,9 +2,9 @@
 
 A suite is plain data plus one environment factory:
 - a `Task` has an id, a tier, an intent (what the agent is asked) and a checker;
-- an `Arm` is a condition: a tool channel (`shell` or `functions`), the command names
-  its shell may run, and the bootstrap prompt that tells the agent how to reach the
-  system;
+- an `Arm` is a condition: a tool channel (`shell`, `functions` or `mcp`), the command
+  names its shell may run, and the bootstrap prompt that tells the agent how to reach
+  the system;
 - an `Environment` is one fresh instance of the system under test, made per trial and
   never reused: `seed()`, `capture_state()`, `destroy()`, plus what an agent needs to
   reach it (`agent_env`, `functions`, `call_function`).
@@ -81,8 +81,9 @@ class FunctionTool:
 class Arm:
     name: str
     """The condition's label; part of every record's address."""
-    channel: Literal["shell", "functions"]
-    """`shell`: the agent gets one shell tool; `functions`: the environment's functions."""
+    channel: Literal["shell", "functions", "mcp"]
+    """`shell`: the agent gets one shell tool; `functions`: the environment's functions;
+    `mcp`: the tools the environment's MCP servers list (`Environment.mcp_servers()`)."""
     bootstrap: str
     """Arm-specific instructions appended to the suite's base prompt."""
     allowed_commands: frozenset[str] = frozenset()
@@ -104,6 +105,18 @@ class Service:
     ready_port: int | None = None
 
 
+@dataclass(frozen=True)
+class McpServer:
+    """An MCP server an `mcp` arm reaches over the stdio transport. The trial starts it
+    INSIDE its boundary (like a `Service`) and the harness's MCP client speaks to its
+    stdin and stdout; `name` is the `server` of every transcript entry it answers."""
+
+    name: str
+    argv: Sequence[str]
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+
 class Environment(Protocol):
     """One fresh instance of the system under test, for exactly one trial.
 
@@ -115,7 +128,9 @@ class Environment(Protocol):
       before the agent begins (shell arms), e.g. the arm's own server: only the agent's
       commands, in the same network namespace, can reach them;
     - `read_only_paths() -> Sequence[Path]`: the arm's own program and its
-      configuration inside the environment's folder; read-only inside the boundary."""
+      configuration inside the environment's folder; read-only inside the boundary;
+    - `mcp_servers() -> Sequence[McpServer]`: the MCP servers of an `mcp` arm, started
+      inside the trial's boundary for the episode (server names unique)."""
 
     def seed(self) -> None: ...
 

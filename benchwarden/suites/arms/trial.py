@@ -1,8 +1,8 @@
 """One trial, start to finish: the lifecycle every sample goes through.
 
 fresh directory and environment (never reused) → seed → capture the seeded state →
-start the trial's boundary (shell arms: one sandbox holding the environment's services
-and, later, every shell command; see `boundary`) → run the agent under the turn cap and
+start the trial's boundary (shell and mcp arms: one sandbox holding the environment's
+services and, later, every shell command or MCP server; see `boundary`) → run the agent under the turn cap and
 the wall clock → stop the boundary (nothing the agent started survives) → audit the
 transcript → capture the final state from the data → check → build the record →
 destroy the environment and delete the directory (always, in `finally`, whatever
@@ -113,7 +113,8 @@ def run_trial(job: TrialJob) -> TrialResult:
         # optional for user environments: without it, network tools are gated by name only
         origins = getattr(environment, "network_origins", lambda: ())()
         channel = NetworkChannel.of(origins, agent_env)
-        if arm.channel == "shell":
+        mcp_servers = list(getattr(environment, "mcp_servers", lambda: ())())
+        if arm.channel in ("shell", "mcp"):
             read_only = [Path(p) for p in getattr(environment, "read_only_paths", lambda: ())()]
             sandbox = TrialSandbox(
                 job.isolation, root, read_only=[*read_only, home],
@@ -123,7 +124,7 @@ def run_trial(job: TrialJob) -> TrialResult:
             sandbox.start(getattr(environment, "services", lambda: ())())
         toolbox = Toolbox(arm, workdir, agent_env, environment.functions(),
                           environment.call_function, job.limits.command_timeout, channel,
-                          runner=sandbox, home=home)
+                          runner=sandbox, home=home, mcp_servers=mcp_servers)
         context = AgentContext(suite.prompt_for(arm), task.intent, arm, task.id, workdir,
                                toolbox, job.limits, job.seed, job.trial)
         started = time.time()
@@ -132,7 +133,8 @@ def run_trial(job: TrialJob) -> TrialResult:
         if sandbox is not None:
             sandbox.close()  # every process of the trial ends before its state is read
         findings = audit_transcript(episode.transcript, arm,
-                                    (f.name for f in environment.functions()), channel)
+                                    (f.name for f in environment.functions()), channel,
+                                    mcp_servers=(server.name for server in mcp_servers))
         if findings:
             return TrialResult(arm.name, task.id, job.trial, "invalid",
                                reason=f"isolation leak: {findings[0].reason}",
@@ -165,7 +167,7 @@ def run_trial(job: TrialJob) -> TrialResult:
                 "imputed_cost_usd": episode.imputed_cost_usd,
                 "driver": job.driver.name,
                 "model": episode.model,
-                "isolation": job.isolation if arm.channel == "shell" else "no shell",
+                "isolation": job.isolation if sandbox is not None else "no shell",
                 "bench_version": suite.bench_version,
             })
         return TrialResult(arm.name, task.id, job.trial, "sample", record=record)

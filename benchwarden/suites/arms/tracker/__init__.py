@@ -1,1 +1,1 @@
-"""The built-in example environment: a small local issue tracker and its three arms."""
+"""The built-in example environment: a small local issue tracker and its four arms."""

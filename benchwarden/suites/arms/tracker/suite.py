@@ -1,8 +1,10 @@
-"""The built-in `tracker` suite: one environment, three arms, twenty tasks.
+"""The built-in `tracker` suite: one environment, four arms, twenty tasks.
 
 Each trial gets a fresh tracker in its own directory: a new SQLite file, a `bin`
-folder holding the `tracker` program (cli arm) and, for the http arm, a REST server
-(a `Service`) that the trial starts inside its boundary, next to the agent's commands.
+folder holding the `tracker` program (cli arm), for the http arm a REST server (a
+`Service`) that the trial starts inside its boundary, next to the agent's commands,
+and for the mcp arm an MCP server (`McpServer`, stdio) started inside the same kind of
+boundary, offering the `tools` arm's functions as MCP tools.
 
 Invariants: the `bin` folder (the program and the database path written into it) is
 declared read-only, so an agent cannot rewrite the program it is asked to use; the
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from benchwarden.suites.arms.isolation import BASE_UTILITIES
-from benchwarden.suites.arms.tasks import Arm, FunctionTool, Service, State, Suite
+from benchwarden.suites.arms.tasks import Arm, FunctionTool, McpServer, Service, State, Suite
 from benchwarden.suites.arms.tracker import functions
 from benchwarden.suites.arms.tracker.operations import Tracker
 from benchwarden.suites.arms.tracker.seed import seed
@@ -49,11 +51,15 @@ other programs are refused."""
 TOOLS_BOOTSTRAP = """Reach the tracker with the functions you are given (list_issues, \
 show_issue, comment, ...). You have no shell."""
 
+MCP_BOOTSTRAP = """Reach the tracker with the tools of its MCP server, which you are \
+given (list_issues, show_issue, comment, ...). You have no shell."""
+
 ARMS = (
     Arm("cli", "shell", CLI_BOOTSTRAP, allowed_commands=BASE_UTILITIES | {"tracker"}),
     Arm("http", "shell", HTTP_BOOTSTRAP, allowed_commands=BASE_UTILITIES | {"curl"},
         network_commands=frozenset({"curl"})),
     Arm("tools", "functions", TOOLS_BOOTSTRAP),
+    Arm("mcp", "mcp", MCP_BOOTSTRAP),
 )
 
 
@@ -109,9 +115,20 @@ class TrackerEnvironment:
         return (Service("tracker-rest", [sys.executable, "-m", "benchwarden.suites.arms.tracker.server",
                                          "--database", str(self.database),
                                          "--port", str(self.port), "--user", AGENT],
-                        env={"PYTHONPATH": str(self.package_root), "PATH": "/usr/bin:/bin",
-                             "LANG": "C.UTF-8"},
-                        cwd=str(self.directory), ready_port=self.port),)
+                        env=self._server_env(), cwd=str(self.directory), ready_port=self.port),)
+
+    def mcp_servers(self) -> Sequence[McpServer]:
+        """The mcp arm's server: the tracker's MCP server over this trial's database,
+        started by the trial inside its boundary."""
+        if self.arm.channel != "mcp":
+            return ()
+        return (McpServer("tracker", [sys.executable, "-m",
+                                      "benchwarden.suites.arms.tracker.mcp_server",
+                                      "--database", str(self.database), "--user", AGENT],
+                          env=self._server_env(), cwd=str(self.directory)),)
+
+    def _server_env(self) -> dict[str, str]:
+        return {"PYTHONPATH": str(self.package_root), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 
     def read_only_paths(self) -> Sequence[Path]:
         """The arm's own program and its configuration: never writable by the agent."""
@@ -152,5 +169,6 @@ SUITE = Suite(
     arms=ARMS,
     tasks=TASKS,
     environment=make_environment,
-    description="A local SQLite issue tracker reached through a CLI, a REST API or function tools.",
+    description="A local SQLite issue tracker reached through a CLI, a REST API, function "
+                "tools or an MCP server.",
 )
