@@ -143,9 +143,9 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
             raise ConfigError("the command driver needs --command '...'")
         if url or model:
             raise ConfigError("--url/--model belong to the openai driver")
-        function_arms = [a for a in arm_list if suite.arm(a).channel != "shell"]
+        function_arms = [a for a in arm_list if suite.arm(a).channel == "functions"]
         if function_arms:
-            raise ConfigError(f"the command driver runs shell arms only; "
+            raise ConfigError(f"the command driver runs shell and mcp arms only; "
                               f"{', '.join(function_arms)} uses function tools")
         agent_driver = CommandDriver(agent_command)
     executor = executor_or_exit(executor_spec)

@@ -14,7 +14,12 @@ background thread on a loopback port. The behaviour is chosen by the request's
   gives up without doing the task;
 - `http500`: every chat request fails with HTTP 500;
 - `script:NAME`: runs the shell commands a test put in `scripts[NAME]`, one per turn,
-  then answers "Done." (the escape tests script hostile agents with it).
+  then answers "Done." (the escape tests script hostile agents with it);
+- `calls:NAME`: makes the tool calls a test put in `call_scripts[NAME]` (one list of
+  `(tool, arguments)` per turn), then answers "Done." (MCP and function arms).
+
+The `mcp` arm is told from the `tools` arm by its bootstrap (the tool names are the
+same); its solutions are the `tools` arm's calls.
 
 Usage is reported like a server with a prefix cache: `prompt_tokens` is the length of
 the request's messages in characters / 4, `cached_tokens` the previous request's
@@ -84,10 +89,14 @@ def forbidden_calls(marker: str) -> list[list[tuple[str, dict[str, Any]]]]:
             [("shell", {"command": f"/usr/bin/touch {marker}"})]]
 
 
+for plans in (*SOLUTIONS.values(), WRONG, LOOP):
+    plans["mcp"] = plans["tools"]  # type: ignore[index]
+
+
 def arm_of(body: dict[str, Any]) -> str:
     names = [t["function"]["name"] for t in body.get("tools", [])]
     if names != ["shell"]:
-        return "tools"
+        return "mcp" if "MCP server" in body["messages"][0]["content"] else "tools"
     system = body["messages"][0]["content"]
     return "http" if "curl" in system.split("Reach the tracker")[-1][:80] else "cli"
 
@@ -103,6 +112,7 @@ class FakeToolCallingModel:
     def __init__(self, marker: str = "/nonexistent/marker") -> None:
         self.marker = marker
         self.scripts: dict[str, list[str]] = {}
+        self.call_scripts: dict[str, list[list[tuple[str, dict[str, Any]]]]] = {}
         self.usage_log: list[dict[str, int]] = []
         self.requests: list[dict[str, Any]] = []
         self._loop = asyncio.new_event_loop()
@@ -180,6 +190,12 @@ class FakeToolCallingModel:
             script = self.scripts[scenario.split(":", 1)[1]]
             if turn < len(script):
                 calls = [("shell", {"command": script[turn]})]
+            else:
+                content = "Done."
+        elif scenario.startswith("calls:"):
+            turns = self.call_scripts[scenario.split(":", 1)[1]]
+            if turn < len(turns):
+                calls = turns[turn]
             else:
                 content = "Done."
         elif scenario == "loop":

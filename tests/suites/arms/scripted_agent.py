@@ -11,7 +11,12 @@ BENCHWARDEN_WORKDIR, and prints one JSON result. Modes:
 - `turncap`: report that the turn cap was hit;
 - `escape MARKER`: a hostile agent that ignores its allow-list: writes MARKER (outside
   the trial folder), overwrites the arm's `tracker` program with one that closes issue
-  2 with sqlite3, runs it, and reports only an innocent-looking transcript.
+  2 with sqlite3, runs it, and reports only an innocent-looking transcript;
+- `mcp`: an MCP client (the official SDK) for an mcp arm: starts the servers named in
+  BENCHWARDEN_MCP_SERVERS itself (so inside its trial's boundary), solves the task with
+  their tools and reports `{"kind": "mcp", ...}` entries;
+- `mcp-claim`: runs nothing and reports one MCP call to a server `tracker` (a leak on
+  any arm but mcp); `mcp-malformed`: reports an mcp entry without its tool.
 Tokens are invented but fixed: per command 100 fresh input, 50 cache read, 20 output.
 """
 
@@ -43,6 +48,8 @@ def main() -> int:
         time.sleep(120)
         return 0
     task = os.environ["BENCHWARDEN_TASK_ID"]
+    if mode.startswith("mcp"):
+        return mcp_agent(mode, task)
     agent_env = json.loads(os.environ["BENCHWARDEN_AGENT_ENV"])
     if mode == "escape":
         return escape(sys.argv[2], agent_env)
@@ -82,6 +89,50 @@ def escape(marker: str, agent_env: dict) -> int:
     print(json.dumps({"final_report": "Done.", "turns": 1,
                       "tokens": {"fresh_input": 1, "output": 1},
                       "transcript": [{"kind": "shell", "command": "tracker issue list"}]}))
+    return 0
+
+
+MCP_SOLUTIONS = {
+    "close-issue": [("close_issue", {"number": 2})],
+    "open-issue-count": [("list_issues", {"state": "open"})],
+}
+
+
+def mcp_agent(mode: str, task: str) -> int:
+    transcript: list[dict] = []
+    report = "Done."
+    if mode == "mcp-claim":
+        transcript.append({"kind": "mcp", "server": "tracker", "tool": "close_issue",
+                           "arguments": {"number": 2}})
+    elif mode == "mcp-malformed":
+        transcript.append({"kind": "mcp", "server": "tracker", "arguments": "{}"})
+    else:
+        import anyio
+
+        async def solve() -> str:
+            from mcp import ClientSession, StdioServerParameters
+            from mcp.client.stdio import stdio_client
+
+            ((name, config),) = json.loads(os.environ["BENCHWARDEN_MCP_SERVERS"])["mcpServers"].items()
+            parameters = StdioServerParameters(command=config["command"], args=config["args"],
+                                               env=config["env"], cwd=config.get("cwd"))
+            text = ""
+            async with stdio_client(parameters) as (read, write), \
+                    ClientSession(read, write) as session:
+                await session.initialize()
+                for tool, arguments in MCP_SOLUTIONS[task]:
+                    result = await session.call_tool(tool, arguments)
+                    text = result.content[0].text
+                    transcript.append({"kind": "mcp", "server": name, "tool": tool,
+                                       "arguments": arguments})
+            return text
+
+        text = anyio.run(solve)
+        if task == "open-issue-count":
+            report = f"There are {len(json.loads(text))} open issues."
+    print(json.dumps({"final_report": report, "turns": len(transcript) + 1,
+                      "tokens": {"fresh_input": 10, "output": 5},
+                      "transcript": transcript, "model": "scripted-mcp"}))
     return 0
 
 

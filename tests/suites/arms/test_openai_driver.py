@@ -201,7 +201,7 @@ def test_configuration_errors_are_one_line_and_exit_2(fake, tmp_path):
     assert code == 2 and "needs --url" in output
     code, output = arms("run", "--arm", "tools", "--task", "all", "--driver", "command",
                         "--command", "true", "--store", store)
-    assert code == 2 and "shell arms only" in output
+    assert code == 2 and "shell and mcp arms only" in output
     code, output = arms("report", "--store", store, "--weights", "output=lots")
     assert code == 2 and "not a number" in output
 
