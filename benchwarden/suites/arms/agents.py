@@ -38,10 +38,11 @@ import json
 import os
 import shlex
 import time
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 import msgspec
 
@@ -129,7 +130,7 @@ class Toolbox:
         self.transcript: list[dict[str, Any]] = []
 
     @asynccontextmanager
-    async def opened(self, start_timeout: float = MCP_START_TIMEOUT) -> AsyncIterator["Toolbox"]:
+    async def opened(self, start_timeout: float = MCP_START_TIMEOUT) -> AsyncIterator[Toolbox]:
         """An `mcp` arm's sessions, open for the episode (other arms: nothing to open).
         Leaving the block, also by cancellation, closes them and kills the servers."""
         if self.arm.channel != "mcp":
@@ -307,7 +308,7 @@ class OpenAIDriver:
         return Episode(progress.final_report, progress.tokens, True, progress.turns,
                        context.toolbox.transcript, progress.stopped, None, self.model)
 
-    async def _loop(self, client: Any, context: AgentContext, progress: "_Progress",
+    async def _loop(self, client: Any, context: AgentContext, progress: _Progress,
                     deadline: float) -> None:
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": context.system_prompt},

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Mapping, Sequence
+from typing import Any
 
 from benchwarden.suites.arms.boundary import SandboxFailure, TrialSandbox
 from benchwarden.suites.arms.tasks import McpServer
@@ -121,7 +122,8 @@ def tool_text(result: Any) -> str:
     parts = []
     for block in result.content or []:
         text = getattr(block, "text", None)
-        parts.append(text if isinstance(text, str) else f"[{getattr(block, 'type', 'other')} content]")
+        kind = getattr(block, "type", "other")
+        parts.append(text if isinstance(text, str) else f"[{kind} content]")
     if not parts and result.structuredContent is not None:
         parts.append(json.dumps(result.structuredContent, ensure_ascii=False))
     text = "\n".join(parts)

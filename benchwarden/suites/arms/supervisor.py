@@ -52,7 +52,7 @@ _write_lock = threading.Lock()
 _running: dict[int, subprocess.Popen] = {}
 _running_lock = threading.Lock()
 _services: list[subprocess.Popen] = []
-_inputs: dict[int, "queue.Queue[bytes | None]"] = {}
+_inputs: dict[int, queue.Queue[bytes | None]] = {}
 LINE_LIMIT = 16 * 1024 * 1024
 """Longest line an opened process may print; a longer one ends it (the host would have
 to hold it whole)."""
@@ -184,7 +184,7 @@ def _open(request: dict) -> None:
         _send({"id": identifier, "closed": True, "exit_status": None,
                "error": f"cannot start: {error}"})
         return
-    inputs: "queue.Queue[bytes | None]" = queue.Queue()
+    inputs: queue.Queue[bytes | None] = queue.Queue()
     with _running_lock:
         _running[identifier] = process  # type: ignore[index]
         _inputs[identifier] = inputs  # type: ignore[index]

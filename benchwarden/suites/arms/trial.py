@@ -2,11 +2,11 @@
 
 fresh directory and environment (never reused) → seed → capture the seeded state →
 start the trial's boundary (shell and mcp arms: one sandbox holding the environment's
-services and, later, every shell command or MCP server; see `boundary`) → run the agent under the turn cap and
-the wall clock → stop the boundary (nothing the agent started survives) → audit the
-transcript → capture the final state from the data → check → build the record →
-destroy the environment and delete the directory (always, in `finally`, whatever
-happened).
+services and, later, every shell command or MCP server; see `boundary`) → run the
+agent under the turn cap and the wall clock → stop the boundary (nothing the agent
+started survives) → audit the transcript → capture the final state from the data →
+check → build the record → destroy the environment and delete the directory (always,
+in `finally`, whatever happened).
 
 The final state is captured by the harness after the boundary is gone, from the data
 alone (never by running a program the agent could reach); when the agent left it

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from benchwarden.suites.arms.tasks import McpServer
-from benchwarden.suites.arms.tracker.suite import SUITE as TRACKER, TrackerEnvironment
+from benchwarden.suites.arms.tracker.suite import SUITE as TRACKER
+from benchwarden.suites.arms.tracker.suite import TrackerEnvironment
 
 PROBE = Path(__file__).resolve().with_name("probe_mcp_server.py")
 

@@ -2,8 +2,8 @@
 
 Its one tool, `probe`, tries what a compromised MCP server would: write a file at
 `write`, read the first bytes of `read`, and connect to 127.0.0.1:`port`. It answers
-its process id and what happened, so a test can tell the boundary held (or, under `--isolation none`, that
-the attempt really would have worked).
+its process id and what happened, so a test can tell the boundary held (or, under
+`--isolation none`, that the attempt really would have worked).
 """
 
 from __future__ import annotations

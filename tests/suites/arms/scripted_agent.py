@@ -113,7 +113,8 @@ def mcp_agent(mode: str, task: str) -> int:
             from mcp import ClientSession, StdioServerParameters
             from mcp.client.stdio import stdio_client
 
-            ((name, config),) = json.loads(os.environ["BENCHWARDEN_MCP_SERVERS"])["mcpServers"].items()
+            servers = json.loads(os.environ["BENCHWARDEN_MCP_SERVERS"])["mcpServers"]
+            ((name, config),) = servers.items()
             parameters = StdioServerParameters(command=config["command"], args=config["args"],
                                                env=config["env"], cwd=config.get("cwd"))
             text = ""

@@ -113,7 +113,8 @@ def test_correct_mcp_solutions_pass_and_compare_with_the_tools_arm(fake, tmp_pat
     assert ">mcp<" in (tmp_path / "run.html").read_text()  # the page renders the new arm
     reported = arms("report", "--store", str(store), "--json", str(tmp_path / "report.json"))
     assert reported.returncode == 0, reported.stdout + reported.stderr
-    head = {row["arm"]: row for row in json.loads((tmp_path / "report.json").read_text())["headline"]}
+    report = json.loads((tmp_path / "report.json").read_text())
+    head = {row["arm"]: row for row in report["headline"]}
     assert head["mcp"]["samples"] == 3 and head["mcp"]["success"]["mean"] == 1.0
 
 

@@ -27,7 +27,8 @@ def fresh(folder: Path) -> Tracker:
     return tracker
 
 
-def over_mcp(tracker: Tracker, calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[Any], list[Any]]:
+def over_mcp(tracker: Tracker,
+             calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[Any], list[Any]]:
     """(the tools the server lists, the result of each call), through a real session."""
     from mcp.shared.memory import create_connected_server_and_client_session
 
@@ -44,7 +45,7 @@ def over_mcp(tracker: Tracker, calls: list[tuple[str, dict[str, Any]]]) -> tuple
 def test_the_server_lists_the_tools_arms_functions_with_their_schemas(tmp_path):
     listed, _ = over_mcp(fresh(tmp_path), [])
     assert [tool.name for tool in listed] == [tool.name for tool in functions.FUNCTIONS]
-    for offered, function in zip(listed, functions.FUNCTIONS):
+    for offered, function in zip(listed, functions.FUNCTIONS, strict=True):
         assert offered.description == function.description
         assert offered.inputSchema == dict(function.parameters)
 
@@ -67,7 +68,7 @@ def test_reads_answer_the_same_text_as_the_function(tmp_path):
     calls = [("list_issues", {"state": "open"}), ("show_pull", {"number": 9}),
              ("list_labels", {}), ("whoami", {})]
     _, results = over_mcp(tracker, calls)
-    for (name, arguments), result in zip(calls, results):
+    for (name, arguments), result in zip(calls, results, strict=True):
         assert result.content[0].text == functions.call(tracker, name, arguments)
     assert len(json.loads(results[0].content[0].text)) == 5
 
