@@ -49,6 +49,7 @@ import msgspec
 from benchwarden.core.records import TokenComponents
 from benchwarden.suites.arms.boundary import SandboxFailure, TrialSandbox
 from benchwarden.suites.arms.isolation import (
+    CommandCheck,
     NetworkChannel,
     check_command,
     check_function_call,
@@ -88,6 +89,9 @@ class Episode:
     stopped: Stop
     imputed_cost_usd: float | None = None
     model: str | None = None
+    began_at: float | None = None
+    """When the agent began (epoch seconds), if later than the driver's start: an mcp
+    arm's servers start first, outside the episode, like a shell arm's services."""
 
 
 def _shell_env(agent_env: Mapping[str, str], workdir: Path, home: Path) -> dict[str, str]:
@@ -192,16 +196,27 @@ class Toolbox:
             decision = check_function_call(name, self.arm, ())
         else:
             decision = check_function_call(name, self.arm, (f.name for f in self.functions))
-        entry: dict[str, Any] = {"kind": "function", "name": name, "arguments": raw_arguments}
-        if not decision.allowed:
-            entry.update(denied=True, reason=decision.message)
-            self.transcript.append(entry)
-            return f"refused: {decision.message}"
-        self.transcript.append(entry)
+        refusal = self._record({"kind": "function", "name": name, "arguments": raw_arguments},
+                               decision)
+        if refusal is not None:
+            return refusal
         try:
             return _clip(self._call_function(name, arguments))
         except ValueError as error:
             return f"error: {error}"
+
+    def _record(self, entry: dict[str, Any], decision: CommandCheck,
+                refused: str = "refused") -> str | None:
+        """Put the call on the transcript; when the gate refused it, mark it denied and
+        return the answer the agent gets instead of running it."""
+        if not decision.allowed:
+            entry.update(denied=True, reason=decision.message)
+        self.transcript.append(entry)
+        return None if decision.allowed else f"{refused}: {decision.message}"
+
+    def _time_left(self, deadline: float) -> float:
+        """One call's backstop: the command timeout, never past the wall clock."""
+        return max(0.1, min(self.command_timeout, deadline - time.monotonic()))
 
     async def _mcp_call(self, name: str, raw_arguments: str, arguments: dict[str, Any],
                         deadline: float) -> str:
@@ -209,15 +224,11 @@ class Toolbox:
         server, tool = self._mcp.tools[name][0], self._mcp.tools[name][1].name
         entry: dict[str, Any] = {"kind": "mcp", "server": server, "tool": tool,
                                  "arguments": raw_arguments}
-        decision = check_mcp_call(server, tool, self.arm, self._mcp.listed)
-        if not decision.allowed:
-            entry.update(denied=True, reason=decision.message)
-            self.transcript.append(entry)
-            return f"refused: {decision.message}"
-        self.transcript.append(entry)
-        timeout = max(0.1, min(self.command_timeout, deadline - time.monotonic()))
+        refusal = self._record(entry, check_mcp_call(server, tool, self.arm, self._mcp.listed))
+        if refusal is not None:
+            return refusal
         try:
-            answer = await self._mcp.call(server, tool, arguments, timeout)
+            answer = await self._mcp.call(server, tool, arguments, self._time_left(deadline))
         except McpFailure as error:
             raise HarnessError(str(error)) from None
         if answer.timed_out:
@@ -225,14 +236,12 @@ class Toolbox:
         return _clip(answer.text)
 
     async def _shell(self, command: str, deadline: float) -> str:
-        decision = check_command(command, self.arm, self.channel)
         entry: dict[str, Any] = {"kind": "shell", "command": command}
-        if not decision.allowed:
-            entry.update(denied=True, reason=decision.message)
-            self.transcript.append(entry)
-            return f"refused (not run): {decision.message}"
-        self.transcript.append(entry)
-        timeout = max(0.1, min(self.command_timeout, deadline - time.monotonic()))
+        refusal = self._record(entry, check_command(command, self.arm, self.channel),
+                               "refused (not run)")
+        if refusal is not None:
+            return refusal
+        timeout = self._time_left(deadline)
         if self.runner is None:
             raise HarnessError("no sandbox to run shell commands in (the trial starts one)")
         try:
@@ -298,6 +307,7 @@ class OpenAIDriver:
                     context.toolbox.opened():
                 # the wall clock starts once the arm's MCP servers (if any) are up
                 deadline = time.monotonic() + context.limits.wall_clock
+                progress.began_at = time.time()
                 try:
                     await asyncio.wait_for(self._loop(client, context, progress, deadline),
                                            context.limits.wall_clock)
@@ -306,7 +316,8 @@ class OpenAIDriver:
         except TargetError as error:
             raise HarnessError(f"model server failed: {error}") from None
         return Episode(progress.final_report, progress.tokens, True, progress.turns,
-                       context.toolbox.transcript, progress.stopped, None, self.model)
+                       context.toolbox.transcript, progress.stopped, None, self.model,
+                       progress.began_at)
 
     async def _loop(self, client: Any, context: AgentContext, progress: _Progress,
                     deadline: float) -> None:
@@ -351,6 +362,7 @@ class _Progress:
         self.tokens = TokenComponents()
         self.final_report = ""
         self.stopped: Stop = "finished"
+        self.began_at: float | None = None
 
     def add_usage(self, usage: Any) -> None:
         prompt = usage.prompt_tokens or 0
@@ -394,6 +406,9 @@ class CommandResult(msgspec.Struct, forbid_unknown_fields=True):
     hit_turn_cap: bool = False
     imputed_cost_usd: float | None = None
     model: str | None = None
+    began_at: float | None = None
+    """When the agent began (epoch seconds), if later than the driver's start: an mcp
+    arm's servers start first, outside the episode, like a shell arm's services."""
 
 
 def parse_command_result(stdout: bytes) -> CommandResult:

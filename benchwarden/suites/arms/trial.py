@@ -130,6 +130,7 @@ def run_trial(job: TrialJob) -> TrialResult:
         started = time.time()
         episode = job.driver.run(context)
         ended = time.time()
+        started = max(started, episode.began_at or started)  # MCP servers' start excluded
         if sandbox is not None:
             sandbox.close()  # every process of the trial ends before its state is read
         findings = audit_transcript(episode.transcript, arm,

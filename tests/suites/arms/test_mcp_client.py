@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from benchwarden.suites.arms.agents import (
     HarnessError,
@@ -26,7 +28,7 @@ from benchwarden.suites.arms.isolation import (
     audit_transcript,
     check_mcp_call,
 )
-from benchwarden.suites.arms.mcp_client import McpSessions
+from benchwarden.suites.arms.mcp_client import McpSessions, tool_text
 from benchwarden.suites.arms.tasks import Arm, McpServer
 from benchwarden.suites.arms.tracker.suite import SUITE
 
@@ -257,6 +259,40 @@ def test_the_audit_finds_mcp_calls_outside_the_channel_and_other_calls_on_an_mcp
              {"kind": "function", "name": "close_issue", "arguments": "{}"},
              {"kind": "other", "name": "WebFetch"}]
     assert [f.index for f in audit_transcript(leaks, MCP, (), mcp_servers=["tracker"])] == [0, 1, 2]
+
+
+NAMES = st.text(alphabet="abcdefgh_", min_size=1, max_size=4)
+
+
+@given(server=NAMES, tool=NAMES, listed=st.dictionaries(NAMES, st.lists(NAMES, max_size=4),
+                                                        max_size=3),
+       arm=st.sampled_from([MCP, CLI, TOOLS]))
+def test_gate_and_audit_agree_on_any_mcp_call(server, tool, listed, arm):
+    decision = check_mcp_call(server, tool, arm, listed)
+    assert decision.allowed == (arm.channel == "mcp" and tool in listed.get(server, ())
+                                and server in listed)
+    # the audit knows the servers, not what they listed: it admits whatever the gate
+    # admitted, and finds a leak wherever the server is not the arm's
+    findings = audit_transcript([{"kind": "mcp", "server": server, "tool": tool}], arm, (),
+                                mcp_servers=listed)
+    if decision.allowed:
+        assert findings == []
+    assert (findings == []) == (arm.channel == "mcp" and server in listed)
+
+
+def test_a_tool_result_becomes_the_text_the_model_reads():
+    from mcp import types
+
+    def result(*blocks, error=False, structured=None):
+        return types.CallToolResult(content=list(blocks), isError=error,
+                                    structuredContent=structured)
+
+    text = types.TextContent(type="text", text="hello")
+    image = types.ImageContent(type="image", data="AA==", mimeType="image/png")
+    assert tool_text(result(text)) == "hello"
+    assert tool_text(result(text, image)) == "hello\n[image content]"
+    assert tool_text(result(text, error=True)) == "error: hello"
+    assert tool_text(result(structured={"n": 1})) == '{"n": 1}'
 
 
 # -- the command driver's contract ---------------------------------------------------
