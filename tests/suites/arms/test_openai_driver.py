@@ -51,9 +51,9 @@ def test_correct_solutions_pass_on_every_arm_and_tokens_are_summed(fake, tmp_pat
     code, output = run(fake, store, "solve", "all", "close-issue,open-issue-count,triage-slow-search")
     assert code == 0, output
     found = records(store)
-    assert len(found) == 9
+    assert len(found) == 12
     assert {(r.arm, r.task, r.trial) for r in found} == {
-        (a, t, 1) for a in ("cli", "http", "tools")
+        (a, t, 1) for a in ("cli", "http", "tools", "mcp")
         for t in ("close-issue", "open-issue-count", "triage-slow-search")}
     failures = [(r.arm, r.task, r.payload["reasons"]) for r in found if r.outcome != "pass"]
     assert failures == []
@@ -71,7 +71,7 @@ def test_correct_solutions_pass_on_every_arm_and_tokens_are_summed(fake, tmp_pat
     assert shell and all(e["kind"] == "shell" and e["exit_status"] == 0 for e in shell)
     end = last_run_end(store)
     assert end.status == "completed"
-    assert end.summary["recorded"] == 9 and end.summary["invalid"] == 0
+    assert end.summary["recorded"] == 12 and end.summary["invalid"] == 0
 
     # a rerun deepens cells: numbers continue after the highest, and a cell that is
     # already deep enough runs nothing
@@ -81,7 +81,7 @@ def test_correct_solutions_pass_on_every_arm_and_tokens_are_summed(fake, tmp_pat
     assert code == 0, output
     deeper = [r for r in records(store) if r.task == "close-issue"]
     assert sorted((r.arm, r.trial) for r in deeper) == [
-        ("cli", 1), ("cli", 2), ("http", 1), ("tools", 1), ("tools", 2)]
+        ("cli", 1), ("cli", 2), ("http", 1), ("mcp", 1), ("tools", 1), ("tools", 2)]
     summary = last_run_end(store).summary
     assert {(c["arm"], c["before"], c["after"]) for c in summary["cells"]} == {
         ("cli", 1, 2), ("tools", 1, 2)}

@@ -61,7 +61,7 @@ def test_seed_plan_matches_the_description(seeded):
 def test_suite_has_about_twenty_tasks_over_the_four_tiers():
     assert 18 <= len(SUITE.tasks) <= 24
     assert {t.tier for t in SUITE.tasks} == set(DEFAULT_TIERS)
-    assert [a.name for a in SUITE.arms] == ["cli", "http", "tools"]
+    assert [a.name for a in SUITE.arms] == ["cli", "http", "tools", "mcp"]
 
 
 def test_fresh_environments_are_independent(seeded):
