@@ -33,10 +33,12 @@ is normalised to the part before `/v1`, and requests go to `{base}/v1/...`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import dataclasses
 import datetime
 import email.utils
+import enum
 import hashlib
 import json
 import math
@@ -347,6 +349,10 @@ class _StreamState:
             raise _StreamFailure(
                 f"invalid JSON in frame {self.frames + 1} after {self.content_deltas} "
                 f"deltas ({exc}): {data[:_EXCERPT]}") from None
+        self.take_chunk(chunk, read_at)
+
+    def take_chunk(self, chunk: _Chunk, read_at: float) -> None:
+        """One decoded chat-completion chunk (a frame's JSON)."""
         self.frames += 1
         if chunk.error is not None:
             raise _StreamFailure(self._in_band(_error_text(chunk.error)))
@@ -672,17 +678,236 @@ _request_watch: contextvars.ContextVar[_StallWatch | None] = contextvars.Context
     "benchwarden_request_watch", default=None)
 
 
+READ_SIZE = 64 * 1024
+"""The most one socket read asks for. asyncio asks for 256 KiB, and CPython allocates
+that much for every read before shrinking it to what came: above glibc's mmap threshold
+(128 KiB) each read maps and unmaps fresh memory, about 12 µs, which with one network
+read per streamed token was a fifth of the client's CPU (bench/client_overhead.py)."""
+
+
 class _WatchingConnector(aiohttp.TCPConnector):
     """A TCPConnector that lets the current request's stall watch see its connection's
-    bytes before the response headers are complete (aiohttp shows none until then)."""
+    bytes before the response headers are complete (aiohttp shows none until then), and
+    reads its sockets in `READ_SIZE` pieces."""
 
     async def connect(self, *args: Any, **kwargs: Any) -> Any:
         connection = await super().connect(*args, **kwargs)
+        transport = getattr(connection, "transport", None)
+        if getattr(transport, "max_size", 0) > READ_SIZE:
+            transport.max_size = READ_SIZE  # type: ignore[union-attr]
         watch = _request_watch.get()
         protocol = getattr(connection, "protocol", None)
         if watch is not None and protocol is not None:
             watch.attach(protocol)
         return connection
+
+
+class _Stop(enum.Enum):
+    """Why a body reader stopped before the body ended."""
+
+    DONE = "done"  # `[DONE]` arrived: the reply is complete
+    FAILED = "failed"  # an in-band error, a frame that is not a chunk (`error` says)
+    BYTE_CAP = "byte cap"
+    EVENT_CAP = "event cap"
+    CANCELLED = "cancelled"  # `cancel_after_deltas` reached
+
+
+class _BodyReader:
+    """Reads one 200 event stream inside the connection's `data_received`, as aiohttp's
+    HTTP parser hands over each piece of the body, instead of waking the request's task
+    for every piece.
+
+    Why: when a server writes each token separately, every token is its own network
+    read; through `StreamReader.iter_any` each one costs a future, an event-loop
+    callback, a task step and the reader's buffer bookkeeping, about half of the client's
+    CPU per token (bench/client_overhead.py --per-token-writes). Here a piece is counted,
+    hashed, parsed and taken where it arrives, and the task wakes once, when the reply
+    stops (`[DONE]`, a cap, a failure, the cancel point) or the body ends.
+
+    How: the response's `StreamReader` is switched to `_ReaderWithSink`, a subclass that
+    adds no state (so the switch is allowed) and hands `feed_data` to the reader
+    registered for it in `_SINKS`. Pieces that came with the headers are taken first.
+    Invariants: `feed` never raises into aiohttp (a failure is kept in `error`); nothing
+    is taken after `stop` is set; after `[DONE]` later bytes go to the `StreamReader`
+    as usual (so the body can be drained and the connection reused), after any other
+    stop they are dropped (the response is being closed: memory stays bounded). The
+    request's total timeout still applies: the task waits inside the reader's timer,
+    exactly as `StreamReader` reads do.
+    """
+
+    __slots__ = ("state", "parser", "byte_cap", "event_cap", "cancel_after", "watch",
+                 "received", "events_seen", "progress_seen", "hasher", "head", "stop",
+                 "error", "waiter")
+
+    def __init__(self, state: _StreamState, byte_cap: int | None, event_cap: int | None,
+                 cancel_after: int | None, watch: _StallWatch | None) -> None:
+        self.state = state
+        self.parser = SSEParser()
+        self.byte_cap = byte_cap
+        self.event_cap = event_cap
+        self.cancel_after = cancel_after
+        self.watch = watch
+        self.received = self.events_seen = self.progress_seen = 0
+        self.hasher = hashlib.sha256()  # of every byte received: evidence if the reply is cut
+        self.head = bytearray()
+        self.stop: _Stop | None = None
+        self.error: BaseException | None = None
+        self.waiter: asyncio.Future[None] | None = None
+
+    def evidence(self) -> dict[str, Any]:
+        return _evidence(self.received, self.hasher, self.head)
+
+    def feed(self, piece: bytes) -> None:
+        """One piece of the body, as it arrived; never raises."""
+        try:
+            self._take(piece)
+        except Exception as exc:  # noqa: BLE001 - surfaces in the task, as an outcome
+            self.error = exc
+            self._stop(_Stop.FAILED)
+
+    def _take(self, piece: bytes) -> None:
+        state = self.state
+        read_at = state.last_byte_at = now()
+        self.received += len(piece)
+        self.hasher.update(piece)
+        head = self.head
+        if len(head) < EVIDENCE_BYTES:
+            head += piece[:EVIDENCE_BYTES - len(head)]
+        if self.byte_cap is not None and self.received > self.byte_cap:
+            self._stop(_Stop.BYTE_CAP)
+            return
+        parser = self.parser
+        line = parser.single_data_line(piece)
+        if line is not None and line[:1] == b"{":
+            # The usual frame (one `data: {...}` block per read): decoded from the bytes,
+            # without the parser's event or a str. A frame msgspec refuses from bytes
+            # (invalid UTF-8 among them) goes the usual way, with the usual messages.
+            try:
+                chunk = _chunk_decoder.decode(line)
+            except (msgspec.DecodeError, RecursionError):
+                chunk = None
+            if chunk is not None:
+                self._take_fast_frame(chunk, read_at)
+                return
+            events = [SSEEvent(line.decode("utf-8", "surrogateescape"))]
+        else:
+            events = parser.feed(piece)
+        watch = self.watch
+        if watch is not None:
+            if watch.handle is None:
+                watch.arm(read_at)
+            if parser.progress != self.progress_seen:
+                self.progress_seen = parser.progress
+                watch.last_progress_at = read_at
+        if not events:
+            return
+        self.events_seen += len(events)
+        if self.event_cap is not None and self.events_seen > self.event_cap:
+            self._stop(_Stop.EVENT_CAP)
+            return
+        take = state.take
+        cancel_after = self.cancel_after
+        for event in events:
+            take(event, read_at)
+            if state.saw_done:
+                self._stop(_Stop.DONE)
+                return
+            if cancel_after is not None and state.content_deltas >= cancel_after:
+                self._stop(_Stop.CANCELLED)
+                return
+
+    def _take_fast_frame(self, chunk: _Chunk, read_at: float) -> None:
+        """What `_take` does for one event, for a frame already decoded."""
+        watch = self.watch
+        if watch is not None:
+            if watch.handle is None:
+                watch.arm(read_at)
+            self.progress_seen = self.parser.progress
+            watch.last_progress_at = read_at
+        self.events_seen += 1
+        if self.event_cap is not None and self.events_seen > self.event_cap:
+            self._stop(_Stop.EVENT_CAP)
+            return
+        state = self.state
+        state.take_chunk(chunk, read_at)
+        if self.cancel_after is not None and state.content_deltas >= self.cancel_after:
+            self._stop(_Stop.CANCELLED)
+
+    def _stop(self, reason: _Stop) -> None:
+        self.stop = reason
+        self.wake()
+
+    def wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def read(self, response: aiohttp.ClientResponse) -> None:
+        """Until `stop` is set or the body ended (then `stop` is None). A transport
+        failure (the server closed mid-reply, the request timeout) raises as a read of
+        the body would."""
+        content = response.content
+        if content.__class__ is not aiohttp.StreamReader:  # unusual: read it the plain way
+            async for piece in content.iter_any():
+                self.feed(piece)
+                if self.stop is not None:
+                    return
+            return
+        loop = asyncio.get_running_loop()
+        arrived = content.read_nowait()  # what came with the headers
+        if arrived:
+            self.feed(arrived)
+        if self.stop is not None or content.is_eof():
+            return
+        _SINKS[content] = self
+        content.__class__ = _ReaderWithSink
+        timer: Any = getattr(content, "_timer", None) or contextlib.nullcontext()
+        try:
+            while self.stop is None and not content.is_eof():
+                failure = content.exception()
+                if failure is not None:
+                    raise failure
+                self.waiter = loop.create_future()
+                with timer:  # the request's total timeout, as StreamReader reads use it
+                    await self.waiter
+        finally:
+            self.waiter = None
+            if _SINKS.get(content) is self:
+                del _SINKS[content]
+        failure = content.exception()
+        if failure is not None and self.stop is None:
+            raise failure
+
+
+# The body reader of each response being read through `_ReaderWithSink` (a response's
+# StreamReader keeps no attributes of its own: it has __slots__).
+_SINKS: dict[aiohttp.StreamReader, _BodyReader] = {}
+
+
+class _ReaderWithSink(aiohttp.StreamReader):
+    """aiohttp's StreamReader whose body pieces go to the response's `_BodyReader`."""
+
+    __slots__ = ()
+
+    def feed_data(self, data: bytes, size: int = 0) -> bool:
+        sink = _SINKS.get(self)
+        if sink is None or sink.stop is _Stop.DONE:
+            return super().feed_data(data, size)  # the drain after [DONE], as usual
+        if sink.stop is None and data:
+            sink.feed(data)
+        return False
+
+    def feed_eof(self) -> None:
+        super().feed_eof()
+        sink = _SINKS.get(self)
+        if sink is not None:
+            sink.wake()
+
+    def set_exception(self, *args: Any, **kwargs: Any) -> None:
+        super().set_exception(*args, **kwargs)
+        sink = _SINKS.get(self)
+        if sink is not None:
+            sink.wake()
 
 
 class _ModelEntry(msgspec.Struct, gc=False):
@@ -995,60 +1220,39 @@ class ChatClient:
                            cap: tuple[int, int] | None,
                            watch: _StallWatch | None) -> RequestOutcome:
         """The body of a 200 event stream, within the byte, chunk and stall bounds."""
-        parser = SSEParser()
-        take = state.take
-        byte_cap = self.max_reply_bytes
-        event_cap = None if cap is None else cap[0]
-        received = events_seen = progress_seen = 0
-        hasher = hashlib.sha256()  # of every byte received: evidence if the reply is cut
-        head = bytearray()
-        async for piece in response.content.iter_any():
-            read_at = state.last_byte_at = now()
-            received += len(piece)
-            hasher.update(piece)
-            if len(head) < EVIDENCE_BYTES:
-                head += piece[:EVIDENCE_BYTES - len(head)]
-            if byte_cap is not None and received > byte_cap:
-                response.close()
-                return self._failed(
-                    state, sent_at, status,
-                    f"reply exceeded the {size_text(byte_cap)} cap (--max-reply-bytes) after "
-                    f"{state.content_deltas:,} deltas; kept its first {len(head):,} bytes, "
-                    "length and SHA-256 as evidence",
-                    extra=_evidence(received, hasher, head))
-            events = parser.feed(piece)
-            if watch is not None:
-                if watch.handle is None:
-                    watch.arm(read_at)
-                if parser.progress != progress_seen:
-                    progress_seen = parser.progress
-                    watch.last_progress_at = read_at
-            if not events:
-                continue
-            events_seen += len(events)
-            if event_cap is not None and events_seen > event_cap:
-                response.close()
-                assert cap is not None
-                return self._failed(
-                    state, sent_at, status,
-                    f"server streamed {events_seen:,} chunks for max_tokens {cap[1]:,} "
-                    f"(cap {event_cap:,}: {self.max_chunks_per_token:g} per token + "
-                    f"{CHUNK_ALLOWANCE}, --max-chunks-per-token)",
-                    extra=_evidence(received, hasher, head))
-            for event in events:
-                take(event, read_at)
-                if state.saw_done:
-                    await _drain_after_done(response)
-                    return self._complete(state, sent_at, status)
-                if (cancel_after_deltas is not None
-                        and state.content_deltas >= cancel_after_deltas):
-                    response.close()
-                    return self._failed(
-                        state, sent_at, status,
-                        f"cancelled by client after {state.content_deltas} deltas",
-                        extra={"cancelled": True})
+        body = _BodyReader(state, self.max_reply_bytes, None if cap is None else cap[0],
+                           cancel_after_deltas, watch)
+        await body.read(response)
+        stop = body.stop
+        if stop is _Stop.DONE:
+            await _drain_after_done(response)
+            return self._complete(state, sent_at, status)
+        if stop is _Stop.FAILED:
+            raise body.error if body.error is not None else _StreamFailure("unknown error")
+        if stop is _Stop.BYTE_CAP:
+            response.close()
+            assert self.max_reply_bytes is not None
+            return self._failed(
+                state, sent_at, status,
+                f"reply exceeded the {size_text(self.max_reply_bytes)} cap (--max-reply-bytes) "
+                f"after {state.content_deltas:,} deltas; kept its first {len(body.head):,} "
+                "bytes, length and SHA-256 as evidence", extra=body.evidence())
+        if stop is _Stop.EVENT_CAP:
+            response.close()
+            assert cap is not None
+            return self._failed(
+                state, sent_at, status,
+                f"server streamed {body.events_seen:,} chunks for max_tokens {cap[1]:,} "
+                f"(cap {cap[0]:,}: {self.max_chunks_per_token:g} per token + "
+                f"{CHUNK_ALLOWANCE}, --max-chunks-per-token)", extra=body.evidence())
+        if stop is _Stop.CANCELLED:
+            response.close()
+            return self._failed(state, sent_at, status,
+                                f"cancelled by client after {state.content_deltas} deltas",
+                                extra={"cancelled": True})
+        parser = body.parser  # the body ended
         for event in parser.finish():
-            take(event, state.last_byte_at)
+            state.take(event, state.last_byte_at)
         if state.saw_done or state.finish_reason:
             return self._complete(state, sent_at, status)
         cut = " (its last line was cut off)" if parser.has_partial_line else ""
