@@ -44,7 +44,7 @@ import json
 import math
 import re
 import time
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 import aiohttp
 import msgspec
@@ -301,7 +301,7 @@ class _StreamState:
 
     __slots__ = ("text", "reasoning", "calls", "calls_by_index", "finish_reason", "usage",
                  "counted_deltas", "content_deltas", "frames", "saw_done", "status",
-                 "first_byte_at", "first_content_at", "last_byte_at")
+                 "sent_at", "first_byte_at", "first_content_at", "last_byte_at")
 
     def __init__(self) -> None:
         self.text: list[str] = []
@@ -315,6 +315,9 @@ class _StreamState:
         self.frames = 0
         self.saw_done = False
         self.status: int | None = None  # the HTTP status, once the headers are in
+        # when the request's bytes were written (`_TimedRequest`); until then, when it
+        # was begun
+        self.sent_at = now()
         self.first_byte_at: float | None = None
         self.first_content_at: float | None = None
         self.last_byte_at: float | None = None
@@ -427,8 +430,9 @@ class _StreamState:
     def _in_band(self, message: str) -> str:
         return f"server error in stream after {self.content_deltas} deltas: {message}"
 
-    def timings(self, sent_at: float) -> Timings:
-        return Timings(sent_at, self.first_byte_at, self.first_content_at, self.last_byte_at)
+    def timings(self) -> Timings:
+        return Timings(self.sent_at, self.first_byte_at, self.first_content_at,
+                       self.last_byte_at)
 
     def reply(self) -> Reply:
         usage = self.usage
@@ -683,6 +687,97 @@ READ_SIZE = 64 * 1024
 that much for every read before shrinking it to what came: above glibc's mmap threshold
 (128 KiB) each read maps and unmaps fresh memory, about 12 µs, which with one network
 read per streamed token was a fifth of the client's CPU (bench/client_overhead.py)."""
+
+
+# The state of the streamed request the current task is sending: `_TimedRequest` notes
+# in it when the request's bytes are written (its `sent_at`).
+_request_state: contextvars.ContextVar[_StreamState | None] = contextvars.ContextVar(
+    "benchwarden_request_state", default=None)
+
+
+class _Launch:
+    """A gate that holds requests fired together until every one of them is ready to
+    write: built, holding its connection (opened if need be). Then all are released at
+    once, in one pass of the event loop, so what is left between the first and the
+    last send is only the writes.
+
+    `expected` requests are counted at the gate; a request that ends before reaching it
+    (a connect failure) is counted as it ends, and the gate opens after `patience`
+    seconds whatever is missing, so a request that cannot get a connection never holds
+    the others back for ever.
+    """
+
+    __slots__ = ("expected", "arrived", "opened", "patience", "timer")
+
+    def __init__(self, expected: int, patience: float) -> None:
+        self.expected = expected
+        self.arrived = 0
+        self.opened = asyncio.Event()
+        self.patience = patience
+        self.timer: asyncio.TimerHandle | None = None
+
+    def count(self) -> None:
+        self.arrived += 1
+        if self.timer is None:
+            self.timer = asyncio.get_running_loop().call_later(self.patience, self.open)
+        if self.arrived >= self.expected:
+            self.open()
+
+    def open(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        self.opened.set()
+
+    async def wait(self) -> None:
+        await self.opened.wait()
+        # The request that opened the gate did not wait: it steps back so that it is
+        # released after the others, in the same pass, not one pass before them.
+        await asyncio.sleep(0)
+
+
+class _LaunchTicket:
+    """One request's place at a `_Launch`: counted once, however often it is sent
+    (a retry after HTTP 429 or a stale connection is not held again)."""
+
+    __slots__ = ("launch", "counted")
+
+    def __init__(self, launch: _Launch) -> None:
+        self.launch = launch
+        self.counted = False
+
+    async def pass_gate(self) -> None:
+        if not self.counted:
+            self.counted = True
+            self.launch.count()
+            await self.launch.wait()
+
+    def leave(self) -> None:
+        """The request ended; if it never reached the gate, stop waiting for it."""
+        if not self.counted:
+            self.counted = True
+            self.launch.count()
+
+
+_launch_ticket: contextvars.ContextVar[_LaunchTicket | None] = contextvars.ContextVar(
+    "benchwarden_launch_ticket", default=None)
+
+
+class _TimedRequest(aiohttp.ClientRequest):
+    """aiohttp's request, which waits at its launch gate (if it has one) once it holds
+    its connection, and notes when its body is written: that is a streamed request's
+    `sent_at`, the moment the server can start on it."""
+
+    async def send(self, conn: Any) -> aiohttp.ClientResponse:
+        ticket = _launch_ticket.get()
+        if ticket is not None:
+            await ticket.pass_gate()
+        return await super().send(conn)
+
+    async def write_bytes(self, *args: Any, **kwargs: Any) -> None:
+        state = _request_state.get()
+        if state is not None:
+            state.sent_at = now()
+        await super().write_bytes(*args, **kwargs)
 
 
 class _WatchingConnector(aiohttp.TCPConnector):
@@ -977,11 +1072,12 @@ class ChatClient:
         connector = _WatchingConnector(limit=self.max_connections, limit_per_host=0)
         timeout = aiohttp.ClientTimeout(total=self.request_timeout,
                                         sock_connect=self.connect_timeout)
-        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout)
+        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout,
+                                              request_class=_TimedRequest)
         # Retries after a stale pooled connection go here: always a new connection.
         self._fresh_session = aiohttp.ClientSession(
             connector=_WatchingConnector(limit=self.max_connections, force_close=True),
-            timeout=timeout)
+            timeout=timeout, request_class=_TimedRequest)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -1129,6 +1225,33 @@ class ChatClient:
                     outcome, extra={**outcome.extra, **_retry_note(retries, waited)})
             return outcome
 
+    async def stream_together(
+            self, requests: Sequence[tuple[dict, int | None]],
+            on_each_done: Callable[[], None] | None = None) -> list[RequestOutcome]:
+        """Stream every `(body, cancel_after_deltas)` request at once, as a rung fires
+        them; the outcomes in the order given.
+
+        Every request is built and given its connection (opened if the pool has none)
+        before any is written; then all are released together, so the spread of their
+        `sent_at` (launch skew) is only the writes, not the connects or the building.
+        Each request is otherwise exactly `stream_chat` (its retries, bounds and
+        outcome); `on_each_done` is called as each one ends."""
+        launch = _Launch(min(len(requests), self.max_connections),
+                         patience=self.connect_timeout + 1.0)
+
+        async def one(body: dict, cancel_after: int | None) -> RequestOutcome:
+            ticket = _LaunchTicket(launch)
+            _launch_ticket.set(ticket)  # this task's own context: its requests only
+            try:
+                return await self.stream_chat(body, cancel_after_deltas=cancel_after)
+            finally:
+                ticket.leave()
+                if on_each_done is not None:
+                    on_each_done()
+
+        tasks = [asyncio.create_task(one(body, cancel_after)) for body, cancel_after in requests]
+        return list(await asyncio.gather(*tasks))
+
     async def _stream_reconnecting(self, session: aiohttp.ClientSession, payload: bytes,
                                    cancel_after_deltas: int | None,
                                    cap: tuple[int, int] | None) -> RequestOutcome:
@@ -1145,21 +1268,22 @@ class ChatClient:
                            may_retry: bool) -> RequestOutcome:
         state = _StreamState()
         watch: _StallWatch | None = None
-        sent_at = now()
         try:
             async with asyncio.timeout(None) as guard:
                 if self.stall_timeout is not None:
                     watch = _StallWatch(self.stall_timeout, guard)
                 token = _request_watch.set(watch)
+                state_token = _request_state.set(state)
                 try:
-                    return await self._post_stream(session, payload, state, sent_at,
+                    return await self._post_stream(session, payload, state,
                                                    cancel_after_deltas, cap, watch)
                 finally:
+                    _request_state.reset(state_token)
                     _request_watch.reset(token)
                     if watch is not None:
                         watch.stop()
         except _StreamFailure as failure:
-            return self._failed(state, sent_at, state.status, str(failure))
+            return self._failed(state, state.status, str(failure))
         except _Overloaded:
             raise
         except asyncio.CancelledError:
@@ -1170,21 +1294,21 @@ class ChatClient:
                 where = (f"after {state.content_deltas} deltas" if watch.headers_in
                          else "in the response headers")
                 return self._failed(
-                    state, sent_at, status,
+                    state, status,
                     f"POST {self._chat_url} stalled: no complete line for "
                     f"{self.stall_timeout:g} s {where} (stall timeout, --stall-timeout)")
             if may_retry and status is None and _is_stale_connection(exc):
                 raise _StaleConnection() from None
-            return self._failed(state, sent_at, status,
+            return self._failed(state, status,
                                 self._transport_error("POST", self._chat_url, exc,
                                                       self.request_timeout, state))
         except Exception as exc:  # a surprise must not end a run of many requests
-            return self._failed(state, sent_at, state.status,
+            return self._failed(state, state.status,
                                 f"unexpected client error on POST {self._chat_url}: "
                                 f"{type(exc).__name__}: {exc}")
 
     async def _post_stream(self, session: aiohttp.ClientSession, payload: bytes,
-                           state: _StreamState, sent_at: float,
+                           state: _StreamState,
                            cancel_after_deltas: int | None, cap: tuple[int, int] | None,
                            watch: _StallWatch | None) -> RequestOutcome:
         async with session.post(self._chat_url, data=payload,
@@ -1197,7 +1321,7 @@ class ChatClient:
                 detail = _error_text_from_body(await _read_capped(response))
                 state.last_byte_at = now()
                 outcome = self._failed(
-                    state, sent_at, status,
+                    state, status,
                     f"HTTP {status} from POST {self._chat_url}: "
                     f"{detail or response.reason or 'no message'}{_status_hint(status)}")
                 if status == 429:
@@ -1209,14 +1333,14 @@ class ChatClient:
                 detail = _error_text_from_body(await _read_capped(response))
                 state.last_byte_at = now()
                 return self._failed(
-                    state, sent_at, status,
+                    state, status,
                     "server answered application/json instead of an event stream "
                     f"(does it support stream=true?): {detail}")
-            return await self._read_stream(response, state, sent_at, status,
+            return await self._read_stream(response, state, status,
                                            cancel_after_deltas, cap, watch)
 
     async def _read_stream(self, response: aiohttp.ClientResponse, state: _StreamState,
-                           sent_at: float, status: int, cancel_after_deltas: int | None,
+                           status: int, cancel_after_deltas: int | None,
                            cap: tuple[int, int] | None,
                            watch: _StallWatch | None) -> RequestOutcome:
         """The body of a 200 event stream, within the byte, chunk and stall bounds."""
@@ -1226,14 +1350,14 @@ class ChatClient:
         stop = body.stop
         if stop is _Stop.DONE:
             await _drain_after_done(response)
-            return self._complete(state, sent_at, status)
+            return self._complete(state, status)
         if stop is _Stop.FAILED:
             raise body.error if body.error is not None else _StreamFailure("unknown error")
         if stop is _Stop.BYTE_CAP:
             response.close()
             assert self.max_reply_bytes is not None
             return self._failed(
-                state, sent_at, status,
+                state, status,
                 f"reply exceeded the {size_text(self.max_reply_bytes)} cap (--max-reply-bytes) "
                 f"after {state.content_deltas:,} deltas; kept its first {len(body.head):,} "
                 "bytes, length and SHA-256 as evidence", extra=body.evidence())
@@ -1241,35 +1365,35 @@ class ChatClient:
             response.close()
             assert cap is not None
             return self._failed(
-                state, sent_at, status,
+                state, status,
                 f"server streamed {body.events_seen:,} chunks for max_tokens {cap[1]:,} "
                 f"(cap {cap[0]:,}: {self.max_chunks_per_token:g} per token + "
                 f"{CHUNK_ALLOWANCE}, --max-chunks-per-token)", extra=body.evidence())
         if stop is _Stop.CANCELLED:
             response.close()
-            return self._failed(state, sent_at, status,
+            return self._failed(state, status,
                                 f"cancelled by client after {state.content_deltas} deltas",
                                 extra={"cancelled": True})
         parser = body.parser  # the body ended
         for event in parser.finish():
             state.take(event, state.last_byte_at)
         if state.saw_done or state.finish_reason:
-            return self._complete(state, sent_at, status)
+            return self._complete(state, status)
         cut = " (its last line was cut off)" if parser.has_partial_line else ""
         return self._failed(
-            state, sent_at, status,
+            state, status,
             f"stream ended without [DONE] or finish_reason after "
             f"{state.content_deltas} deltas{cut}")
 
     @staticmethod
-    def _complete(state: _StreamState, sent_at: float, status: int) -> RequestOutcome:
-        return RequestOutcome(timings=state.timings(sent_at), reply=state.reply(),
+    def _complete(state: _StreamState, status: int) -> RequestOutcome:
+        return RequestOutcome(timings=state.timings(), reply=state.reply(),
                               status=status)
 
     @staticmethod
-    def _failed(state: _StreamState, sent_at: float, status: int | None, message: str,
+    def _failed(state: _StreamState, status: int | None, message: str,
                 extra: dict[str, Any] | None = None) -> RequestOutcome:
-        return RequestOutcome(timings=state.timings(sent_at), error=one_line_error(message),
+        return RequestOutcome(timings=state.timings(), error=one_line_error(message),
                               status=status, extra=extra or {})
 
     def _transport_error(self, method: str, url: str, exc: BaseException, total: float,
