@@ -1,8 +1,9 @@
 """The OpenAI-compatible chat client every suite talks to a server through.
 
-Built on aiohttp (one `ClientSession` per `ChatClient`, bodies read incrementally) and
-msgspec (chunks decoded straight into typed structs): under hundreds of concurrent
-streams this spends 15 to 55 times less client CPU per token than the `openai` SDK
+Built on aiohttp (one `ClientSession` per `ChatClient`; a streamed body is taken piece
+by piece inside the connection's `data_received`, see `_BodyReader`) and msgspec (chunks
+decoded straight into typed structs): under hundreds of concurrent streams this spends
+tens of times less client CPU per token than the `openai` SDK
 (docs/decisions/0002-http-client.md, bench/client_overhead.py).
 
 Invariants:
@@ -25,6 +26,10 @@ Invariants:
   out on failed before any response came, the sign of a connection the server had
   already closed. The retry uses a new connection and the outcome says so
   (`extra["reconnected"]`).
+
+- `sent_at` is when the request's body was written to its connection (after the
+  connection was obtained and the request built); `stream_together` holds a burst's
+  requests until every one is ready to write, so their spread is only the writes.
 
 The base URL may be given with or without a trailing `/v1` (and trailing slashes): it
 is normalised to the part before `/v1`, and requests go to `{base}/v1/...`.
@@ -1226,7 +1231,7 @@ class ChatClient:
             return outcome
 
     async def stream_together(
-            self, requests: Sequence[tuple[dict, int | None]],
+            self, requests: Sequence[tuple[dict[str, Any], int | None]],
             on_each_done: Callable[[], None] | None = None) -> list[RequestOutcome]:
         """Stream every `(body, cancel_after_deltas)` request at once, as a rung fires
         them; the outcomes in the order given.
@@ -1239,7 +1244,7 @@ class ChatClient:
         launch = _Launch(min(len(requests), self.max_connections),
                          patience=self.connect_timeout + 1.0)
 
-        async def one(body: dict, cancel_after: int | None) -> RequestOutcome:
+        async def one(body: dict[str, Any], cancel_after: int | None) -> RequestOutcome:
             ticket = _LaunchTicket(launch)
             _launch_ticket.set(ticket)  # this task's own context: its requests only
             try:

@@ -11,8 +11,9 @@ Invariants:
 - Every request becomes a `Record` as soon as it completes: solo legs one record per
   request, a rung as one batch once all its slots are done, so a killed run never holds
   half a rung and `--resume` re-runs whole rungs only.
-- A rung's slots pass one gate together before any is sent, so the client's launch is
-  not what limits concurrency (the launch skew is reported).
+- A rung's slots are each built and connected, then released together before any is
+  written (`ChatClient.stream_together`), so the client's launch is not what limits
+  concurrency (the launch skew, first to last write, is reported).
 - The API key comes from the environment variable the user names and is never stored:
   the run records the variable's name only.
 - Resuming appends a new run entry (`resumed_from`) whose records go into the original
