@@ -15,6 +15,10 @@ contamination report computes it (`fidelity.peak_overlap` of the streaming inter
 
     python bench/rung_launch.py                    # 8, 64, 256, 512 slots; 5 bursts each
     python bench/rung_launch.py --slots 256 --repeats 9
+
+Also printed: the CPU time this process spent from the first body write to the last
+(the launch's own work); on a shared machine the wall-clock skew adds whatever time the
+OS gave the CPU to other processes (the server among them) inside that window.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ import os
 import statistics
 import subprocess
 import sys
+import time
+
+import aiohttp
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -42,8 +49,25 @@ BODY = {"model": "bench-model", "stream": True, "max_tokens": 64,
         "stream_options": {"include_usage": True}}
 
 
-async def launch(url: str, slots: int, together: bool) -> tuple[float, int]:
-    """(launch skew in ms, peak in flight) of one burst of `slots` requests."""
+# The CPU clock of this process as each request's body write begins (just after its
+# `sent_at`): instrumentation of this script only, to tell the launch's own work from
+# the time the OS gave the CPU to other processes inside the launch window.
+_write_cpu: list[float] = []
+_plain_write_bytes = aiohttp.ClientRequest.write_bytes
+
+
+async def _noting_write_bytes(self, *args, **kwargs):
+    _write_cpu.append(time.process_time())
+    return await _plain_write_bytes(self, *args, **kwargs)
+
+
+aiohttp.ClientRequest.write_bytes = _noting_write_bytes
+
+
+async def launch(url: str, slots: int, together: bool) -> tuple[float, int, float]:
+    """(launch skew in ms, peak in flight, CPU ms of this process from the first body
+    write to the last) of one burst of `slots` requests."""
+    _write_cpu.clear()
     async with ChatClient(url, max_connections=max(1024, slots)) as client:
         if together:
             outcomes = await client.stream_together([(BODY, None)] * slots)
@@ -63,7 +87,9 @@ async def launch(url: str, slots: int, together: bool) -> tuple[float, int]:
     if failed:
         raise SystemExit(f"{len(failed)} requests failed, e.g. {failed[0]}")
     intervals = [span for span in map(streaming_interval, outcomes) if span is not None]
-    return launch_skew_ms(outcomes) or 0.0, peak_overlap(intervals)
+    writes = _write_cpu[-slots:]
+    return (launch_skew_ms(outcomes) or 0.0, peak_overlap(intervals),
+            (max(writes) - min(writes)) * 1000)
 
 
 def main() -> None:
@@ -85,19 +111,26 @@ def main() -> None:
         print(f"launch skew (first to last send) of one rung, median of {options.repeats} "
               "bursts; peak in flight: lowest of the bursts")
         print(f"{'slots':>6}  {'gate, then send (baseline)':>27}  {'stream_together':>16}  "
-              f"{'ratio':>6}  {'peak in flight':>14}")
+              f"{'ratio':>6}  {'peak in flight':>14}  {'launch CPU (baseline)':>22}")
         for slots in (int(text) for text in options.slots.split(",")):
-            before, together, peaks = [], [], []
+            before, together, peaks, cpu_before, cpu_together = [], [], [], [], []
             for _ in range(options.repeats):  # alternate, so drift hits both alike
-                before.append(asyncio.run(launch(url, slots, together=False))[0])
-                skew, peak = asyncio.run(launch(url, slots, together=True))
+                skew, _, cpu = asyncio.run(launch(url, slots, together=False))
+                before.append(skew)
+                cpu_before.append(cpu)
+                skew, peak, cpu = asyncio.run(launch(url, slots, together=True))
                 together.append(skew)
                 peaks.append(peak)
+                cpu_together.append(cpu)
             before_ms, together_ms = statistics.median(before), statistics.median(together)
+            cpu_ms, cpu_before_ms = statistics.median(cpu_together), statistics.median(cpu_before)
             print(f"{slots:>6}  {before_ms:>24.1f} ms  {together_ms:>13.1f} ms  "
-                  f"{together_ms / before_ms:>5.2f}x  {min(peaks):>14}")
+                  f"{together_ms / before_ms:>5.2f}x  {min(peaks):>14}  "
+                  f"{cpu_ms:>7.1f} ms ({cpu_before_ms:.1f} ms)")
             figures.append(Figure(f"skew_ms.c{slots}", together_ms, before_ms, "ms",
                                   "stream_together vs gate-then-send, pool opened first"))
+            figures.append(Figure(f"launch_cpu_ms.c{slots}", cpu_ms, cpu_before_ms, "ms",
+                                  "CPU of this process within the launch window"))
             figures.append(Figure(f"peak_in_flight.c{slots}", min(peaks), slots, "requests",
                                   "lowest peak in flight of the bursts vs the slots fired"))
         emit("rung_launch", figures, options.json_path)
