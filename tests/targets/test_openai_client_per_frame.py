@@ -15,7 +15,14 @@ from aiohttp import web
 from benchwarden.targets.openai_client import ChatClient
 from benchwarden.targets.replies import RequestOutcome
 
-from .fakes import ScriptedOpenAIServer, chunk, sse_body, streaming, usage_chunk
+from .fakes import (
+    ScriptedOpenAIServer,
+    chunk,
+    sse_body,
+    stream_outcome,
+    streaming,
+    usage_chunk,
+)
 
 BODY = {"model": "fake-model", "stream": True, "max_tokens": 400,
         "messages": [{"role": "user", "content": "hi"}],
@@ -48,12 +55,7 @@ def frames_of(items: list[dict | str | bytes], *, done: bool = True) -> list[byt
 
 
 def outcome_with(handler, body: dict = BODY, **client_options) -> RequestOutcome:
-    async def scenario() -> RequestOutcome:
-        async with ScriptedOpenAIServer(chat=handler) as server:
-            async with ChatClient(server.url, **client_options) as client:
-                return await client.stream_chat(body)
-
-    return asyncio.run(scenario())
+    return stream_outcome(handler, body, **client_options)
 
 
 def visible(outcome: RequestOutcome) -> tuple:
