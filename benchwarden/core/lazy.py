@@ -7,11 +7,14 @@ must not pay it, and worker processes must not pay it per task.
 
 Invariant: `lazy_module(name).attribute` is exactly `importlib.import_module(name).attribute`;
 the import happens at most once (Python's module cache), on the first attribute read.
+`import_in_background` only moves that import earlier, into a thread, for a process
+that would otherwise sit idle (waiting on worker processes) before it needs the module.
 """
 
 from __future__ import annotations
 
 import importlib
+import threading
 from types import ModuleType
 from typing import Any
 
@@ -39,3 +42,27 @@ class LazyModule:
 def lazy_module(name: str) -> Any:
     """`name`, imported the first time one of its attributes is read."""
     return LazyModule(name)
+
+
+def import_in_background(*modules: LazyModule) -> threading.Thread:
+    """Start importing `modules` in a daemon thread and return it.
+
+    For a parent process whose workers do the work (a `local:N` pool): it imports what
+    its report will need while it waits on them, instead of after. Only call it once the
+    pool's workers are forked (a fork while the thread holds an import lock would leave
+    the child that lock). An import that fails here fails again, with its own message,
+    where the module is used.
+    """
+
+    def load_all() -> None:
+        for module in modules:
+            try:
+                # a method on LazyModule could shadow the module's own attribute of
+                # that name (numpy has `load`): the name is read directly instead
+                importlib.import_module(module._name)
+            except Exception:  # noqa: BLE001 - reported where the module is used
+                pass
+
+    thread = threading.Thread(target=load_all, name="benchwarden-import", daemon=True)
+    thread.start()
+    return thread

@@ -1,8 +1,9 @@
 """The OpenAI-compatible chat client every suite talks to a server through.
 
-Built on aiohttp (one `ClientSession` per `ChatClient`, bodies read incrementally) and
-msgspec (chunks decoded straight into typed structs): under hundreds of concurrent
-streams this spends 15 to 55 times less client CPU per token than the `openai` SDK
+Built on aiohttp (one `ClientSession` per `ChatClient`; a streamed body is taken piece
+by piece inside the connection's `data_received`, see `_BodyReader`) and msgspec (chunks
+decoded straight into typed structs): under hundreds of concurrent streams this spends
+tens of times less client CPU per token than the `openai` SDK
 (docs/decisions/0002-http-client.md, bench/client_overhead.py).
 
 Invariants:
@@ -26,6 +27,10 @@ Invariants:
   already closed. The retry uses a new connection and the outcome says so
   (`extra["reconnected"]`).
 
+- `sent_at` is when the request's body was written to its connection (after the
+  connection was obtained and the request built); `stream_together` holds a burst's
+  requests until every one is ready to write, so their spread is only the writes.
+
 The base URL may be given with or without a trailing `/v1` (and trailing slashes): it
 is normalised to the part before `/v1`, and requests go to `{base}/v1/...`.
 """
@@ -33,16 +38,19 @@ is normalised to the part before `/v1`, and requests go to `{base}/v1/...`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import dataclasses
 import datetime
 import email.utils
+import enum
+import gc
 import hashlib
 import json
 import math
 import re
 import time
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 import aiohttp
 import msgspec
@@ -299,7 +307,7 @@ class _StreamState:
 
     __slots__ = ("text", "reasoning", "calls", "calls_by_index", "finish_reason", "usage",
                  "counted_deltas", "content_deltas", "frames", "saw_done", "status",
-                 "first_byte_at", "first_content_at", "last_byte_at")
+                 "sent_at", "first_byte_at", "first_content_at", "last_byte_at")
 
     def __init__(self) -> None:
         self.text: list[str] = []
@@ -313,6 +321,9 @@ class _StreamState:
         self.frames = 0
         self.saw_done = False
         self.status: int | None = None  # the HTTP status, once the headers are in
+        # when the request's bytes were written (`_TimedRequest`); until then, when it
+        # was begun
+        self.sent_at = now()
         self.first_byte_at: float | None = None
         self.first_content_at: float | None = None
         self.last_byte_at: float | None = None
@@ -347,6 +358,10 @@ class _StreamState:
             raise _StreamFailure(
                 f"invalid JSON in frame {self.frames + 1} after {self.content_deltas} "
                 f"deltas ({exc}): {data[:_EXCERPT]}") from None
+        self.take_chunk(chunk, read_at)
+
+    def take_chunk(self, chunk: _Chunk, read_at: float) -> None:
+        """One decoded chat-completion chunk (a frame's JSON)."""
         self.frames += 1
         if chunk.error is not None:
             raise _StreamFailure(self._in_band(_error_text(chunk.error)))
@@ -421,8 +436,9 @@ class _StreamState:
     def _in_band(self, message: str) -> str:
         return f"server error in stream after {self.content_deltas} deltas: {message}"
 
-    def timings(self, sent_at: float) -> Timings:
-        return Timings(sent_at, self.first_byte_at, self.first_content_at, self.last_byte_at)
+    def timings(self) -> Timings:
+        return Timings(self.sent_at, self.first_byte_at, self.first_content_at,
+                       self.last_byte_at)
 
     def reply(self) -> Reply:
         usage = self.usage
@@ -672,17 +688,336 @@ _request_watch: contextvars.ContextVar[_StallWatch | None] = contextvars.Context
     "benchwarden_request_watch", default=None)
 
 
+READ_SIZE = 64 * 1024
+"""The most one socket read asks for. asyncio asks for 256 KiB, and CPython allocates
+that much for every read before shrinking it to what came: above glibc's mmap threshold
+(128 KiB) each read maps and unmaps fresh memory, about 12 µs, which with one network
+read per streamed token was a fifth of the client's CPU (bench/client_overhead.py)."""
+
+
+# The state of the streamed request the current task is sending: `_TimedRequest` notes
+# in it when the request's bytes are written (its `sent_at`).
+_request_state: contextvars.ContextVar[_StreamState | None] = contextvars.ContextVar(
+    "benchwarden_request_state", default=None)
+
+
+RELEASE_PAUSE = 0.002
+"""Seconds between the last request of a burst being ready and the burst's release."""
+
+
+class _Launch:
+    """A gate that holds requests fired together until every one of them is ready to
+    write: built, holding its connection (opened if need be), its headers rendered.
+    Then all are released at once, in one pass of the event loop, so what is left
+    between the first and the last send is only the writes (about 5 µs each).
+
+    What else could stretch that pass is kept out of it: the release comes
+    `RELEASE_PAUSE` after the last request is ready (the process idles just before, so
+    the scheduler has just woken it with a fresh time slice rather than pre-empting it
+    midway), and the garbage collector is held off from the release until every
+    released request has written (a full collection took several milliseconds there).
+
+    `expected` requests are counted at the gate; a request that ends before reaching it
+    (a connect failure) is counted as it ends, and the gate opens after `patience`
+    seconds whatever is missing, so a request that cannot get a connection never holds
+    the others back for ever.
+    """
+
+    __slots__ = ("expected", "arrived", "opened", "timer")
+
+    def __init__(self, expected: int, patience: float) -> None:
+        self.expected = expected
+        self.arrived = 0
+        self.opened = asyncio.Event()
+        self.timer = asyncio.get_running_loop().call_later(patience, self.open)
+
+    def count(self) -> None:
+        self.arrived += 1
+        if self.arrived == self.expected:
+            self.timer.cancel()
+            self.timer = asyncio.get_running_loop().call_later(RELEASE_PAUSE, self.open)
+
+    def open(self) -> None:
+        self.timer.cancel()
+        if self.opened.is_set():
+            return
+        collecting = gc.isenabled()
+        if collecting:
+            gc.disable()
+        self.opened.set()  # queues every waiting request's wake-up, in order
+        if collecting:  # queued after them: runs once they have all written
+            asyncio.get_running_loop().call_soon(gc.enable)
+
+    async def wait(self) -> None:
+        await self.opened.wait()
+
+
+class _LaunchTicket:
+    """One request's place at a `_Launch`: counted once, however often it is sent
+    (a retry after HTTP 429 or a stale connection is not held again)."""
+
+    __slots__ = ("launch", "counted")
+
+    def __init__(self, launch: _Launch) -> None:
+        self.launch = launch
+        self.counted = False
+
+    async def pass_gate(self) -> None:
+        if not self.counted:
+            self.counted = True
+            self.launch.count()
+            await self.launch.wait()
+
+    def leave(self) -> None:
+        """The request ended; if it never reached the gate, stop waiting for it."""
+        if not self.counted:
+            self.counted = True
+            self.launch.count()
+
+
+_launch_ticket: contextvars.ContextVar[_LaunchTicket | None] = contextvars.ContextVar(
+    "benchwarden_launch_ticket", default=None)
+
+
+class _TimedRequest(aiohttp.ClientRequest):
+    """aiohttp's request, which waits at its launch gate (if it has one) once it is
+    built, holds its connection and its headers are ready (aiohttp writes them with the
+    body), and notes when its body is written: that is a streamed request's `sent_at`,
+    the moment the server can start on it."""
+
+    async def write_bytes(self, *args: Any, **kwargs: Any) -> None:
+        ticket = _launch_ticket.get()
+        if ticket is not None:
+            await ticket.pass_gate()
+        state = _request_state.get()
+        if state is not None:
+            state.sent_at = now()
+        await super().write_bytes(*args, **kwargs)
+
+
 class _WatchingConnector(aiohttp.TCPConnector):
     """A TCPConnector that lets the current request's stall watch see its connection's
-    bytes before the response headers are complete (aiohttp shows none until then)."""
+    bytes before the response headers are complete (aiohttp shows none until then), and
+    reads its sockets in `READ_SIZE` pieces."""
 
     async def connect(self, *args: Any, **kwargs: Any) -> Any:
         connection = await super().connect(*args, **kwargs)
+        transport = getattr(connection, "transport", None)
+        if getattr(transport, "max_size", 0) > READ_SIZE:
+            transport.max_size = READ_SIZE  # type: ignore[union-attr]
         watch = _request_watch.get()
         protocol = getattr(connection, "protocol", None)
         if watch is not None and protocol is not None:
             watch.attach(protocol)
         return connection
+
+
+class _Stop(enum.Enum):
+    """Why a body reader stopped before the body ended."""
+
+    DONE = "done"  # `[DONE]` arrived: the reply is complete
+    FAILED = "failed"  # an in-band error, a frame that is not a chunk (`error` says)
+    BYTE_CAP = "byte cap"
+    EVENT_CAP = "event cap"
+    CANCELLED = "cancelled"  # `cancel_after_deltas` reached
+
+
+class _BodyReader:
+    """Reads one 200 event stream inside the connection's `data_received`, as aiohttp's
+    HTTP parser hands over each piece of the body, instead of waking the request's task
+    for every piece.
+
+    Why: when a server writes each token separately, every token is its own network
+    read; through `StreamReader.iter_any` each one costs a future, an event-loop
+    callback, a task step and the reader's buffer bookkeeping, about half of the client's
+    CPU per token (bench/client_overhead.py --per-token-writes). Here a piece is counted,
+    hashed, parsed and taken where it arrives, and the task wakes once, when the reply
+    stops (`[DONE]`, a cap, a failure, the cancel point) or the body ends.
+
+    How: the response's `StreamReader` is switched to `_ReaderWithSink`, a subclass that
+    adds no state (so the switch is allowed) and hands `feed_data` to the reader
+    registered for it in `_SINKS`. Pieces that came with the headers are taken first.
+    Invariants: `feed` never raises into aiohttp (a failure is kept in `error`); nothing
+    is taken after `stop` is set; after `[DONE]` later bytes go to the `StreamReader`
+    as usual (so the body can be drained and the connection reused), after any other
+    stop they are dropped (the response is being closed: memory stays bounded). The
+    request's total timeout still applies: the task waits inside the reader's timer,
+    exactly as `StreamReader` reads do.
+    """
+
+    __slots__ = ("state", "parser", "byte_cap", "event_cap", "cancel_after", "watch",
+                 "received", "events_seen", "progress_seen", "hasher", "head", "stop",
+                 "error", "waiter")
+
+    def __init__(self, state: _StreamState, byte_cap: int | None, event_cap: int | None,
+                 cancel_after: int | None, watch: _StallWatch | None) -> None:
+        self.state = state
+        self.parser = SSEParser()
+        self.byte_cap = byte_cap
+        self.event_cap = event_cap
+        self.cancel_after = cancel_after
+        self.watch = watch
+        self.received = self.events_seen = self.progress_seen = 0
+        self.hasher = hashlib.sha256()  # of every byte received: evidence if the reply is cut
+        self.head = bytearray()
+        self.stop: _Stop | None = None
+        self.error: BaseException | None = None
+        self.waiter: asyncio.Future[None] | None = None
+
+    def evidence(self) -> dict[str, Any]:
+        return _evidence(self.received, self.hasher, self.head)
+
+    def feed(self, piece: bytes) -> None:
+        """One piece of the body, as it arrived; never raises."""
+        try:
+            self._take(piece)
+        except Exception as exc:  # noqa: BLE001 - surfaces in the task, as an outcome
+            self.error = exc
+            self._stop(_Stop.FAILED)
+
+    def _take(self, piece: bytes) -> None:
+        state = self.state
+        read_at = state.last_byte_at = now()
+        self.received += len(piece)
+        self.hasher.update(piece)
+        head = self.head
+        if len(head) < EVIDENCE_BYTES:
+            head += piece[:EVIDENCE_BYTES - len(head)]
+        if self.byte_cap is not None and self.received > self.byte_cap:
+            self._stop(_Stop.BYTE_CAP)
+            return
+        parser = self.parser
+        line = parser.single_data_line(piece)
+        if line is not None and line[:1] == b"{":
+            # The usual frame (one `data: {...}` block per read): decoded from the bytes,
+            # without the parser's event or a str. A frame msgspec refuses from bytes
+            # (invalid UTF-8 among them) goes the usual way, with the usual messages.
+            try:
+                chunk = _chunk_decoder.decode(line)
+            except (msgspec.DecodeError, RecursionError):
+                chunk = None
+            if chunk is not None:
+                self._take_fast_frame(chunk, read_at)
+                return
+            events = [SSEEvent(line.decode("utf-8", "surrogateescape"))]
+        else:
+            events = parser.feed(piece)
+        watch = self.watch
+        if watch is not None:
+            if watch.handle is None:
+                watch.arm(read_at)
+            if parser.progress != self.progress_seen:
+                self.progress_seen = parser.progress
+                watch.last_progress_at = read_at
+        if not events:
+            return
+        self.events_seen += len(events)
+        if self.event_cap is not None and self.events_seen > self.event_cap:
+            self._stop(_Stop.EVENT_CAP)
+            return
+        take = state.take
+        cancel_after = self.cancel_after
+        for event in events:
+            take(event, read_at)
+            if state.saw_done:
+                self._stop(_Stop.DONE)
+                return
+            if cancel_after is not None and state.content_deltas >= cancel_after:
+                self._stop(_Stop.CANCELLED)
+                return
+
+    def _take_fast_frame(self, chunk: _Chunk, read_at: float) -> None:
+        """What `_take` does for one event, for a frame already decoded."""
+        watch = self.watch
+        if watch is not None:
+            if watch.handle is None:
+                watch.arm(read_at)
+            self.progress_seen = self.parser.progress
+            watch.last_progress_at = read_at
+        self.events_seen += 1
+        if self.event_cap is not None and self.events_seen > self.event_cap:
+            self._stop(_Stop.EVENT_CAP)
+            return
+        state = self.state
+        state.take_chunk(chunk, read_at)
+        if self.cancel_after is not None and state.content_deltas >= self.cancel_after:
+            self._stop(_Stop.CANCELLED)
+
+    def _stop(self, reason: _Stop) -> None:
+        self.stop = reason
+        self.wake()
+
+    def wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def read(self, response: aiohttp.ClientResponse) -> None:
+        """Until `stop` is set or the body ended (then `stop` is None). A transport
+        failure (the server closed mid-reply, the request timeout) raises as a read of
+        the body would."""
+        content = response.content
+        if content.__class__ is not aiohttp.StreamReader:  # unusual: read it the plain way
+            async for piece in content.iter_any():
+                self.feed(piece)
+                if self.stop is not None:
+                    return
+            return
+        loop = asyncio.get_running_loop()
+        arrived = content.read_nowait()  # what came with the headers
+        if arrived:
+            self.feed(arrived)
+        if self.stop is not None or content.is_eof():
+            return
+        _SINKS[content] = self
+        content.__class__ = _ReaderWithSink
+        timer: Any = getattr(content, "_timer", None) or contextlib.nullcontext()
+        try:
+            while self.stop is None and not content.is_eof():
+                failure = content.exception()
+                if failure is not None:
+                    raise failure
+                self.waiter = loop.create_future()
+                with timer:  # the request's total timeout, as StreamReader reads use it
+                    await self.waiter
+        finally:
+            self.waiter = None
+            if _SINKS.get(content) is self:
+                del _SINKS[content]
+        failure = content.exception()
+        if failure is not None and self.stop is None:
+            raise failure
+
+
+# The body reader of each response being read through `_ReaderWithSink` (a response's
+# StreamReader keeps no attributes of its own: it has __slots__).
+_SINKS: dict[aiohttp.StreamReader, _BodyReader] = {}
+
+
+class _ReaderWithSink(aiohttp.StreamReader):
+    """aiohttp's StreamReader whose body pieces go to the response's `_BodyReader`."""
+
+    __slots__ = ()
+
+    def feed_data(self, data: bytes, size: int = 0) -> bool:
+        sink = _SINKS.get(self)
+        if sink is None or sink.stop is _Stop.DONE:
+            return super().feed_data(data, size)  # the drain after [DONE], as usual
+        if sink.stop is None and data:
+            sink.feed(data)
+        return False
+
+    def feed_eof(self) -> None:
+        super().feed_eof()
+        sink = _SINKS.get(self)
+        if sink is not None:
+            sink.wake()
+
+    def set_exception(self, *args: Any, **kwargs: Any) -> None:
+        super().set_exception(*args, **kwargs)
+        sink = _SINKS.get(self)
+        if sink is not None:
+            sink.wake()
 
 
 class _ModelEntry(msgspec.Struct, gc=False):
@@ -752,11 +1087,12 @@ class ChatClient:
         connector = _WatchingConnector(limit=self.max_connections, limit_per_host=0)
         timeout = aiohttp.ClientTimeout(total=self.request_timeout,
                                         sock_connect=self.connect_timeout)
-        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout)
+        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout,
+                                              request_class=_TimedRequest)
         # Retries after a stale pooled connection go here: always a new connection.
         self._fresh_session = aiohttp.ClientSession(
             connector=_WatchingConnector(limit=self.max_connections, force_close=True),
-            timeout=timeout)
+            timeout=timeout, request_class=_TimedRequest)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -904,6 +1240,36 @@ class ChatClient:
                     outcome, extra={**outcome.extra, **_retry_note(retries, waited)})
             return outcome
 
+    async def stream_together(
+            self, requests: Sequence[tuple[dict[str, Any], int | None]],
+            on_each_done: Callable[[], None] | None = None) -> list[RequestOutcome]:
+        """Stream every `(body, cancel_after_deltas)` request at once, as a rung fires
+        them; the outcomes in the order given.
+
+        Every request is built and given its connection (opened if the pool has none)
+        before any is written; then all are released together, so the spread of their
+        `sent_at` (launch skew) is only the writes, not the connects or the building.
+        Each request is otherwise exactly `stream_chat` (its retries, bounds and
+        outcome); `on_each_done` is called as each one ends."""
+        launch = _Launch(min(len(requests), self.max_connections),
+                         patience=self.connect_timeout + 1.0)
+
+        async def one(body: dict[str, Any], cancel_after: int | None) -> RequestOutcome:
+            ticket = _LaunchTicket(launch)
+            _launch_ticket.set(ticket)  # this task's own context: its requests only
+            try:
+                return await self.stream_chat(body, cancel_after_deltas=cancel_after)
+            finally:
+                ticket.leave()
+                if on_each_done is not None:
+                    on_each_done()
+
+        tasks = [asyncio.create_task(one(body, cancel_after)) for body, cancel_after in requests]
+        try:
+            return list(await asyncio.gather(*tasks))
+        finally:
+            launch.timer.cancel()
+
     async def _stream_reconnecting(self, session: aiohttp.ClientSession, payload: bytes,
                                    cancel_after_deltas: int | None,
                                    cap: tuple[int, int] | None) -> RequestOutcome:
@@ -920,21 +1286,22 @@ class ChatClient:
                            may_retry: bool) -> RequestOutcome:
         state = _StreamState()
         watch: _StallWatch | None = None
-        sent_at = now()
         try:
             async with asyncio.timeout(None) as guard:
                 if self.stall_timeout is not None:
                     watch = _StallWatch(self.stall_timeout, guard)
                 token = _request_watch.set(watch)
+                state_token = _request_state.set(state)
                 try:
-                    return await self._post_stream(session, payload, state, sent_at,
+                    return await self._post_stream(session, payload, state,
                                                    cancel_after_deltas, cap, watch)
                 finally:
+                    _request_state.reset(state_token)
                     _request_watch.reset(token)
                     if watch is not None:
                         watch.stop()
         except _StreamFailure as failure:
-            return self._failed(state, sent_at, state.status, str(failure))
+            return self._failed(state, state.status, str(failure))
         except _Overloaded:
             raise
         except asyncio.CancelledError:
@@ -945,21 +1312,21 @@ class ChatClient:
                 where = (f"after {state.content_deltas} deltas" if watch.headers_in
                          else "in the response headers")
                 return self._failed(
-                    state, sent_at, status,
+                    state, status,
                     f"POST {self._chat_url} stalled: no complete line for "
                     f"{self.stall_timeout:g} s {where} (stall timeout, --stall-timeout)")
             if may_retry and status is None and _is_stale_connection(exc):
                 raise _StaleConnection() from None
-            return self._failed(state, sent_at, status,
+            return self._failed(state, status,
                                 self._transport_error("POST", self._chat_url, exc,
                                                       self.request_timeout, state))
         except Exception as exc:  # a surprise must not end a run of many requests
-            return self._failed(state, sent_at, state.status,
+            return self._failed(state, state.status,
                                 f"unexpected client error on POST {self._chat_url}: "
                                 f"{type(exc).__name__}: {exc}")
 
     async def _post_stream(self, session: aiohttp.ClientSession, payload: bytes,
-                           state: _StreamState, sent_at: float,
+                           state: _StreamState,
                            cancel_after_deltas: int | None, cap: tuple[int, int] | None,
                            watch: _StallWatch | None) -> RequestOutcome:
         async with session.post(self._chat_url, data=payload,
@@ -972,7 +1339,7 @@ class ChatClient:
                 detail = _error_text_from_body(await _read_capped(response))
                 state.last_byte_at = now()
                 outcome = self._failed(
-                    state, sent_at, status,
+                    state, status,
                     f"HTTP {status} from POST {self._chat_url}: "
                     f"{detail or response.reason or 'no message'}{_status_hint(status)}")
                 if status == 429:
@@ -984,88 +1351,67 @@ class ChatClient:
                 detail = _error_text_from_body(await _read_capped(response))
                 state.last_byte_at = now()
                 return self._failed(
-                    state, sent_at, status,
+                    state, status,
                     "server answered application/json instead of an event stream "
                     f"(does it support stream=true?): {detail}")
-            return await self._read_stream(response, state, sent_at, status,
+            return await self._read_stream(response, state, status,
                                            cancel_after_deltas, cap, watch)
 
     async def _read_stream(self, response: aiohttp.ClientResponse, state: _StreamState,
-                           sent_at: float, status: int, cancel_after_deltas: int | None,
+                           status: int, cancel_after_deltas: int | None,
                            cap: tuple[int, int] | None,
                            watch: _StallWatch | None) -> RequestOutcome:
         """The body of a 200 event stream, within the byte, chunk and stall bounds."""
-        parser = SSEParser()
-        take = state.take
-        byte_cap = self.max_reply_bytes
-        event_cap = None if cap is None else cap[0]
-        received = events_seen = progress_seen = 0
-        hasher = hashlib.sha256()  # of every byte received: evidence if the reply is cut
-        head = bytearray()
-        async for piece in response.content.iter_any():
-            read_at = state.last_byte_at = now()
-            received += len(piece)
-            hasher.update(piece)
-            if len(head) < EVIDENCE_BYTES:
-                head += piece[:EVIDENCE_BYTES - len(head)]
-            if byte_cap is not None and received > byte_cap:
-                response.close()
-                return self._failed(
-                    state, sent_at, status,
-                    f"reply exceeded the {size_text(byte_cap)} cap (--max-reply-bytes) after "
-                    f"{state.content_deltas:,} deltas; kept its first {len(head):,} bytes, "
-                    "length and SHA-256 as evidence",
-                    extra=_evidence(received, hasher, head))
-            events = parser.feed(piece)
-            if watch is not None:
-                if watch.handle is None:
-                    watch.arm(read_at)
-                if parser.progress != progress_seen:
-                    progress_seen = parser.progress
-                    watch.last_progress_at = read_at
-            if not events:
-                continue
-            events_seen += len(events)
-            if event_cap is not None and events_seen > event_cap:
-                response.close()
-                assert cap is not None
-                return self._failed(
-                    state, sent_at, status,
-                    f"server streamed {events_seen:,} chunks for max_tokens {cap[1]:,} "
-                    f"(cap {event_cap:,}: {self.max_chunks_per_token:g} per token + "
-                    f"{CHUNK_ALLOWANCE}, --max-chunks-per-token)",
-                    extra=_evidence(received, hasher, head))
-            for event in events:
-                take(event, read_at)
-                if state.saw_done:
-                    await _drain_after_done(response)
-                    return self._complete(state, sent_at, status)
-                if (cancel_after_deltas is not None
-                        and state.content_deltas >= cancel_after_deltas):
-                    response.close()
-                    return self._failed(
-                        state, sent_at, status,
-                        f"cancelled by client after {state.content_deltas} deltas",
-                        extra={"cancelled": True})
+        body = _BodyReader(state, self.max_reply_bytes, None if cap is None else cap[0],
+                           cancel_after_deltas, watch)
+        await body.read(response)
+        stop = body.stop
+        if stop is _Stop.DONE:
+            await _drain_after_done(response)
+            return self._complete(state, status)
+        if stop is _Stop.FAILED:
+            raise body.error if body.error is not None else _StreamFailure("unknown error")
+        if stop is _Stop.BYTE_CAP:
+            response.close()
+            assert self.max_reply_bytes is not None
+            return self._failed(
+                state, status,
+                f"reply exceeded the {size_text(self.max_reply_bytes)} cap (--max-reply-bytes) "
+                f"after {state.content_deltas:,} deltas; kept its first {len(body.head):,} "
+                "bytes, length and SHA-256 as evidence", extra=body.evidence())
+        if stop is _Stop.EVENT_CAP:
+            response.close()
+            assert cap is not None
+            return self._failed(
+                state, status,
+                f"server streamed {body.events_seen:,} chunks for max_tokens {cap[1]:,} "
+                f"(cap {cap[0]:,}: {self.max_chunks_per_token:g} per token + "
+                f"{CHUNK_ALLOWANCE}, --max-chunks-per-token)", extra=body.evidence())
+        if stop is _Stop.CANCELLED:
+            response.close()
+            return self._failed(state, status,
+                                f"cancelled by client after {state.content_deltas} deltas",
+                                extra={"cancelled": True})
+        parser = body.parser  # the body ended
         for event in parser.finish():
-            take(event, state.last_byte_at)
+            state.take(event, state.last_byte_at)
         if state.saw_done or state.finish_reason:
-            return self._complete(state, sent_at, status)
+            return self._complete(state, status)
         cut = " (its last line was cut off)" if parser.has_partial_line else ""
         return self._failed(
-            state, sent_at, status,
+            state, status,
             f"stream ended without [DONE] or finish_reason after "
             f"{state.content_deltas} deltas{cut}")
 
     @staticmethod
-    def _complete(state: _StreamState, sent_at: float, status: int) -> RequestOutcome:
-        return RequestOutcome(timings=state.timings(sent_at), reply=state.reply(),
+    def _complete(state: _StreamState, status: int) -> RequestOutcome:
+        return RequestOutcome(timings=state.timings(), reply=state.reply(),
                               status=status)
 
     @staticmethod
-    def _failed(state: _StreamState, sent_at: float, status: int | None, message: str,
+    def _failed(state: _StreamState, status: int | None, message: str,
                 extra: dict[str, Any] | None = None) -> RequestOutcome:
-        return RequestOutcome(timings=state.timings(sent_at), error=one_line_error(message),
+        return RequestOutcome(timings=state.timings(), error=one_line_error(message),
                               status=status, extra=extra or {})
 
     def _transport_error(self, method: str, url: str, exc: BaseException, total: float,

@@ -111,7 +111,7 @@ class ToolCall:
 class Timings:
     """Client-side clock readings for one request (None when it never happened)."""
 
-    sent_at: float
+    sent_at: float  # the request body written (begun, for one that never got that far)
     first_byte_at: float | None = None  # response headers received
     first_content_at: float | None = None  # first non-empty content/reasoning/tool delta
     last_byte_at: float | None = None

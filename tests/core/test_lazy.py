@@ -72,3 +72,33 @@ def test_the_t_interval_uses_exactly_scipy_stats_t_quantile(degrees_of_freedom, 
     low, high = _t_interval(10.0, 2.0, degrees_of_freedom, confidence)
     half_width = float(scipy_stats.t.ppf(0.5 + confidence / 2.0, degrees_of_freedom)) * 2.0
     assert (low, high) == (10.0 - half_width, 10.0 + half_width)
+
+
+def test_import_in_background_imports_once_and_the_lazy_module_then_reads_it(tmp_path):
+    (tmp_path / "slow_module.py").write_text(
+        "import sys, threading\nsys.modules['__main__'].imports += 1\n"
+        "IMPORTED_IN = threading.current_thread().name\n")
+    output = run_python("""
+        import sys
+        imports = 0
+        from benchwarden.core.lazy import import_in_background, lazy_module
+        slow = lazy_module("slow_module")
+        import_in_background(slow).join()
+        print(imports, "slow_module" in sys.modules, slow.IMPORTED_IN, imports)
+    """, str(tmp_path))
+    assert output == "1 True benchwarden-import 1"
+
+
+def test_a_background_import_that_fails_fails_again_where_the_module_is_used(tmp_path):
+    (tmp_path / "broken_module.py").write_text("raise RuntimeError('broken on purpose')\n")
+    output = run_python("""
+        import threading
+        from benchwarden.core.lazy import import_in_background, lazy_module
+        broken = lazy_module("broken_module")
+        import_in_background(broken).join()
+        try:
+            broken.anything
+        except RuntimeError as error:
+            print("raised:", error)
+    """, str(tmp_path))
+    assert output == "raised: broken on purpose"

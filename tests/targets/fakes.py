@@ -151,6 +151,18 @@ def streaming(raw: bytes, *, bytewise: bool = False,
     return handler
 
 
+def stream_outcome(handler: Handler, body: dict, **client_options: Any) -> Any:
+    """The `RequestOutcome` of one `stream_chat(body)` against a scripted server."""
+    from benchwarden.targets.openai_client import ChatClient
+
+    async def scenario() -> Any:
+        async with ScriptedOpenAIServer(chat=handler) as server:
+            async with ChatClient(server.url, **client_options) as client:
+                return await client.stream_chat(body)
+
+    return asyncio.run(scenario())
+
+
 def endless_deltas() -> Handler:
     """Content deltas until the client goes away (which the server then records)."""
 

@@ -11,12 +11,12 @@ from benchwarden.targets.openai_client import ChatClient
 from benchwarden.targets.replies import ERROR_LIMIT, RequestOutcome
 
 from .fakes import (
-    ScriptedOpenAIServer,
     answering,
     chunk,
     free_port_nobody_listens_on,
     sse_body,
     stalling,
+    stream_outcome,
     streaming,
 )
 
@@ -24,12 +24,7 @@ BODY = {"model": "fake-model", "stream": True, "messages": [{"role": "user", "co
 
 
 def outcome_from(handler, **client_options) -> RequestOutcome:
-    async def scenario() -> RequestOutcome:
-        async with ScriptedOpenAIServer(chat=handler) as server:
-            async with ChatClient(server.url, **client_options) as client:
-                return await client.stream_chat(BODY)
-
-    return asyncio.run(scenario())
+    return stream_outcome(handler, BODY, **client_options)
 
 
 def failed(outcome: RequestOutcome) -> str:

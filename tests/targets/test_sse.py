@@ -248,3 +248,49 @@ def test_the_large_line_path_agrees_with_the_reference(raw, cuts, threshold):
         assert parse(*split_at(raw, cuts), finish=True) == reference_parse(raw)
     finally:
         sse.LARGE_LINE = saved
+
+
+# --- single_data_line: the client's shortcut for a read holding one `data:` block ---
+
+def _state(parser: SSEParser) -> tuple:
+    return (list(parser._pending), parser._pending_size, parser._skip_leading_lf,
+            parser._at_start, list(parser._data), parser._has_fields, parser.progress)
+
+
+def test_single_data_line_takes_one_whole_block_at_a_boundary():
+    parser = SSEParser()
+    parser.feed(b"data: first\n\n")
+    assert parser.single_data_line(b'data: {"a":1}\n\n') == b'{"a":1}'
+    assert parser.progress == 2
+
+
+def test_single_data_line_declines_what_is_not_exactly_one_data_block():
+    parser = SSEParser()
+    assert parser.single_data_line(b"data: x\n\n") is None  # a BOM may still open the stream
+    parser.feed(b": hello\n")
+    for chunk in (b"data: x\n", b"data: x\n\ndata: y\n\n", b"data: x\r\n\r\n", b"data:x\n\n",
+                  b"event: e\n\n", b"data: x\rdata: y\n\n", b"data: x"):
+        assert parser.single_data_line(chunk) is None, chunk
+    parser.feed(b"data: open")  # a line is pending
+    assert parser.single_data_line(b"data: x\n\n") is None
+
+
+_prefixes = st.lists(st.sampled_from([b"data: a\n\n", b"data: b\n", b"\n", b"\r", b"da",
+                                      b"\xef\xbb\xbf", b": c\n", b"id: 1\n"]), max_size=4)
+
+
+@given(_prefixes, st.binary(max_size=40), st.sampled_from([b"data: ", b"data:", b""]),
+       st.sampled_from([b"\n\n", b"\n", b"\r\n\r\n", b""]))
+@settings(max_examples=400)
+def test_single_data_line_is_exactly_what_feed_would_do(prefix, value, head, tail):
+    chunk = head + value + tail
+    shortcut, plain = SSEParser(), SSEParser()
+    for piece in prefix:
+        shortcut.feed(piece)
+        plain.feed(piece)
+    taken = shortcut.single_data_line(chunk)
+    events = plain.feed(chunk)
+    if taken is None:
+        return
+    assert events == [SSEEvent(taken.decode("utf-8", "surrogateescape"))]
+    assert _state(shortcut) == _state(plain)

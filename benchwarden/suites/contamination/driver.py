@@ -11,8 +11,9 @@ Invariants:
 - Every request becomes a `Record` as soon as it completes: solo legs one record per
   request, a rung as one batch once all its slots are done, so a killed run never holds
   half a rung and `--resume` re-runs whole rungs only.
-- A rung's slots pass one gate together before any is sent, so the client's launch is
-  not what limits concurrency (the launch skew is reported).
+- A rung's slots are each built and connected, then released together before any is
+  written (`ChatClient.stream_together`), so the client's launch is not what limits
+  concurrency (the launch skew, first to last write, is reported).
 - The API key comes from the environment variable the user names and is never stored:
   the run records the variable's name only.
 - Resuming appends a new run entry (`resumed_from`) whose records go into the original
@@ -146,23 +147,11 @@ Tick = Callable[[str, int], None]
 
 async def _fire_rung(client: ChatClient, plan: Plan, level: int,
                      tick: Callable[[], None]) -> list[RequestOutcome]:
-    # Connections first, so the burst itself is only writes: with a TCP connect per
-    # request, one event loop needs ~0.25 ms a slot to launch (60 ms for 256 slots).
-    await client.open_connections(plan.slots(level))
-    gate = asyncio.Event()
-
-    async def slot(index: int) -> RequestOutcome:
-        await gate.wait()
-        try:
-            return await client.stream_chat(plan.bodies[index % plan.probes],
-                                            cancel_after_deltas=plan.cancel_after(index))
-        finally:
-            tick()
-
-    tasks = [asyncio.create_task(slot(index)) for index in range(plan.slots(level))]
-    await asyncio.sleep(0)  # every task is now waiting at the gate
-    gate.set()
-    return list(await asyncio.gather(*tasks))
+    # Every slot is built and holds its connection before any is written, then all are
+    # released together: the launch skew is only the writes (ChatClient.stream_together).
+    requests = [(plan.bodies[index % plan.probes], plan.cancel_after(index))
+                for index in range(plan.slots(level))]
+    return await client.stream_together(requests, on_each_done=tick)
 
 
 async def _drive(open_client: Callable[[], ChatClient], plan: Plan, store: Store,

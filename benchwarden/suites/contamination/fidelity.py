@@ -17,7 +17,8 @@ server really ran them at once. So every rung reports, from its recorded outcome
   observed parallelism. Intervals are half-open [start, end), so two replies that
   merely touch are not concurrent; a reply always counts itself, even when its interval
   has zero length. A peak of 1 makes the rung's cells unmeasured.
-- `launch_skew_ms`: last send minus first send over all requests, in milliseconds.
+- `launch_skew_ms`: last send minus first send over all requests, in milliseconds (a
+  send is when the request's body was written: `Timings.sent_at`).
 
 `describe()` is the one plain sentence the terminal prints; `reading()` the shorter one
 the page's fidelity table prints, and `state` the word both views colour by (red when

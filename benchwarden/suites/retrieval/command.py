@@ -20,6 +20,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from benchwarden.core import stats
 from benchwarden.core.commandline import (
     ConfigError,
     config_errors,
@@ -37,6 +38,7 @@ from benchwarden.core.commandline import (
     write_html_report,
 )
 from benchwarden.core.errors import RunInterrupted
+from benchwarden.core.lazy import import_in_background
 from benchwarden.core.provenance import new_run_id
 from benchwarden.core.reports import console, read_json, write_json
 from benchwarden.suites.retrieval.corpus import CATEGORIES, generate
@@ -95,6 +97,13 @@ def _settings(limit: int, budget_chars: int, sandbox: bool,
     return settings
 
 
+def _overlap_report_imports(executor: Any) -> None:
+    """With workers scoring (`--executor local:N`, Ray), this process only waits until
+    the report: it imports the report's statistics library meanwhile, not after."""
+    if executor is not None and getattr(executor, "workers", 2) > 1:
+        import_in_background(stats.scipy_special)
+
+
 def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
                    settings: RunSettings, executor_spec: str | None = None) -> RetrievalReport:
     """Run one strategy with a progress bar over seeds x cases; return its report."""
@@ -106,6 +115,7 @@ def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
     # a sandboxed strategy imports its library in its own child, never in a worker
     executor = executor_or_exit(
         executor_spec, preload=() if settings.sandbox else libraries_to_preload(spec))
+    _overlap_report_imports(executor)
     progress = Progress(TextColumn(f"[bold]{spec.name}[/bold]"), BarColumn(),
                         MofNCompleteColumn(), TextColumn("cases"), TimeElapsedColumn(),
                         console=console(stderr=True), transient=True)
@@ -230,6 +240,7 @@ def _resume_line(run_id: str) -> str:
 
 def _resume(store_location: str, run_id: str, executor_spec: str | None) -> RetrievalReport:
     executor = executor_or_exit(executor_spec)
+    _overlap_report_imports(executor)
     interrupted = False
     progress = Progress(TextColumn("[bold]resuming[/bold]"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("cases"), TimeElapsedColumn(), console=console(stderr=True),
