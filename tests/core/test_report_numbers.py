@@ -516,7 +516,7 @@ def test_the_typed_reports_keep_the_json_field_names(arms, retrieval) -> None:
 
 CONTAMINATION_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "store_head",
                       "score", "cells", "rungs", "probes", "request", "legs", "warnings",
-                      "requests", "references_part_at"]
+                      "requests", "references_part_at", "bisect"]
 
 
 def test_the_contamination_report_keeps_its_json_field_names(contamination) -> None:
