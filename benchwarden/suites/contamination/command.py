@@ -197,7 +197,8 @@ def contamination(ctx: click.Context, url: str | None, model: str | None, api_ke
     if repro_of is not None:
         _write_repro_of_stored_run(store_location, repro_of, repro_dir)
         return
-    if bisect is not None and ctx.get_parameter_source("concurrency") is ParameterSource.COMMANDLINE:
+    given = ctx.get_parameter_source("concurrency")
+    if bisect is not None and given is ParameterSource.COMMANDLINE:
         raise ConfigError("--bisect chooses the rungs itself: drop --concurrency")
 
     # a resumed run's store must already exist: a typo must not make an empty one

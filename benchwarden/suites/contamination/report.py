@@ -609,6 +609,7 @@ def render_terminal(report: ContaminationReport | Mapping[str, Any], console: An
     render(report, console)
 
 
-__all__ = ["BisectBlock", "CandidateBlock", "CellBlock", "ContaminationReport", "DivergenceBlock", "ProbeBlock", "RequestEntry", "RequestSettings",
+__all__ = ["BisectBlock", "CandidateBlock", "CellBlock", "ContaminationReport", "DivergenceBlock",
+           "ProbeBlock", "RequestEntry", "RequestSettings",
            "RungBlock", "SUITE", "ScoreBlock", "as_report", "build_report", "column_name",
            "json_safe", "legs_from_records", "render_terminal", "rung_levels"]

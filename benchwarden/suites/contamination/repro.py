@@ -104,6 +104,7 @@ def replay_plan(report: ContaminationReport) -> dict[str, Any] | None:
 def _readme(report: ContaminationReport, plan: dict[str, Any], cell: CellBlock) -> str:
     run = report.run
     verdict = report.verdict.reason if report.verdict else "(no verdict)"
+    canary = report.probes[cell.probe].canary if cell.probe < len(report.probes) else "?"
     lines = [
         "A contamination finding from benchwarden, packed for an upstream bug report.",
         "",
@@ -114,8 +115,7 @@ def _readme(report: ContaminationReport, plan: dict[str, Any], cell: CellBlock) 
         f"seed:      {plan['seed']}   scenario: {plan['scenario']}",
         f"verdict:   {verdict}",
         "",
-        f"probe {cell.probe} ({report.probes[cell.probe].canary if cell.probe < len(report.probes) else '?'})"
-        f" in leg {cell.leg}: {cell.kind}",
+        f"probe {cell.probe} ({canary}) in leg {cell.leg}: {cell.kind}",
     ]
     if cell.detail:
         lines.append(f"  {cell.detail}")
@@ -339,7 +339,7 @@ def main():
             same = exact(solo) == exact(PLAN["recorded_reference"])
             print("%-28s %s" % ("solo vs the run's reference",
                                 "same" if same else "DIFFERENT (the engine or model changed?)"))
-        differ = compare("in rung " + PLAN["rung"], solo, together) if together is not None else False
+        differ = together is not None and compare("in rung " + PLAN["rung"], solo, together)
         differ = compare("solo again after the rung", solo, after) or differ
         leaked = foreign(together or "")
         if leaked:

@@ -320,7 +320,7 @@ def first_differing_token(reference: Sequence[TokenLogprob],
                           reply: Sequence[TokenLogprob]) -> int | None:
     """Index of the first step whose tokens differ byte-wise; None when one sequence is
     a prefix of the other (equal ones included)."""
-    for step, (ours, theirs) in enumerate(zip(reference, reply)):
+    for step, (ours, theirs) in enumerate(zip(reference, reply, strict=False)):
         if exact_bytes(ours.token) != exact_bytes(theirs.token):
             return step
     return None

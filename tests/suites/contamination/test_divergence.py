@@ -168,7 +168,8 @@ def test_score_counts_divergence_classes_and_the_verdict_names_them():
                                       reply=reply(SHARED + near))])],
                 post=[reference], canaries=["XK-AZURE-HERON-41"], min_completion_tokens=1)
     result = scoring.score(legs)
-    assert (result.diverged, result.near_tie, result.substantive, result.unclassified) == (1, 1, 0, 0)
+    counts = (result.diverged, result.near_tie, result.substantive, result.unclassified)
+    assert counts == (1, 1, 0, 0)
     cell = next(c for c in result.cells if c.leg == "c2")
     assert cell.divergence is not None and cell.divergence.kind == NEAR_TIE
     verdict = scoring.verdict(result)
