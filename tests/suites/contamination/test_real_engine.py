@@ -14,6 +14,8 @@ import sys
 
 import pytest
 
+from benchwarden.suites.contamination.scoring import exact_bytes
+from benchwarden.targets.replies import RequestOutcome
 from tests.conftest import running_real_engine
 
 PROBES = 4
@@ -67,4 +69,53 @@ def test_full_suite_against_llama_server(real_engine, tmp_path, output_dir):
     assert result.returncode == (1 if report["verdict"]["kind"] == "fail" else 0)
     for rung in report["rungs"]:
         assert rung["peak_in_flight"] >= 2, rung
+    check_logprobs_recorded(report)
     print(f"VERDICT against llama-server -np 4: {report['verdict']['kind']}: {report['verdict']['reason']}")
+
+
+def check_logprobs_recorded(report: dict) -> None:
+    """The llamacpp preset asks for 5 top candidates per token: every reply carries one
+    logprob entry per streamed piece, spelling its text, and every divergence is
+    classified from them (never "no token logprobs")."""
+    assert report["request"]["bodies"][0]["top_logprobs"] == 5
+    replies = [RequestOutcome.from_json_dict(entry["outcome"]).reply
+               for entry in report["requests"] if entry["status"] == "ok"]
+    assert replies
+    for reply in replies:
+        assert reply is not None and reply.token_logprobs, reply
+        spelled = b"".join(exact_bytes(entry.token) for entry in reply.token_logprobs)
+        assert spelled == exact_bytes(reply.text)
+        assert all(len(entry.top) == 5 for entry in reply.token_logprobs)
+        assert all(entry.logprob <= 0 for entry in reply.token_logprobs)
+    for cell in report["cells"]:
+        point = cell.get("divergence")
+        if point is None or "foreign" in point:
+            continue
+        assert "no token logprobs" not in point["reason"], cell
+        print(f"divergence: probe {cell['probe']} {cell['leg']}: {point['class']} "
+              f"margin {point.get('margin')}: {point['reason']}")
+        if point["class"] == "near-tie":
+            assert 0 <= point["margin"] < point["threshold_nats"]
+            assert point["reference_top"]
+
+
+@pytest.mark.engine
+def test_divergences_on_the_real_engine_are_classified(real_engine, tmp_path, output_dir):
+    """A scenario that has flipped a near tie on this CPU ("The violin is made" / "tuned",
+    0.23 nats, seed 3 of distinct-prefix): whether it flips in a given run depends on the
+    server's slot and prompt-cache history, so this does not assert a flip; it asserts
+    that whatever diverges is classified from real logprobs with its margin.
+    tests/suites/contamination/test_divergence.py checks the recorded flip itself."""
+    report_path = output_dir / "contamination-llama-server-divergence.json"
+    command = [sys.executable, "-m", "benchwarden", "contamination", "--url", real_engine.api_url,
+               "--model", real_engine.model, "--probes", str(PROBES), "--concurrency", "2,4",
+               "--max-tokens", "64", "--preset", "llamacpp", "--scenario", "distinct-prefix",
+               "--seed", "3", "--store", str(tmp_path / "store.sqlite"),
+               "--json", str(report_path)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "COLUMNS": "200"})
+    print(result.stdout)
+    assert result.returncode in (0, 1), result.stderr
+    report = json.loads(report_path.read_text())
+    check_logprobs_recorded(report)
+    print(f"VERDICT distinct-prefix seed 3: {report['verdict']['reason']}")
