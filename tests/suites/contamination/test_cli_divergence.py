@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from benchwarden.core import formatting as fmt
 from benchwarden.suites.contamination.html import render_html
 from tests.fakes.divergence_servers import LogprobServer, ThresholdServer
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -52,6 +53,8 @@ def test_a_small_flip_is_a_near_tie_in_json_terminal_and_page(tmp_path):
     assert "near-tie Δ0.200" in result.output
     page = render_html(report)
     assert 'id="divergences"' in page and "near-tie" in page
+    # the page prints the report's margin through the shared formatter, not its own
+    assert fmt.number(cells[0]["divergence"]["margin"], 3) in page
 
 
 def test_a_large_flip_is_substantive(tmp_path):

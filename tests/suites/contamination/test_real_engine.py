@@ -99,23 +99,37 @@ def check_logprobs_recorded(report: dict) -> None:
             assert point["reference_top"]
 
 
+# A seed whose shared-prefix probes flip near ties under batching on this engine and CPU:
+# on freshly started servers, 3 runs of 3 failed with only near-tie divergences (margins
+# 0.08-0.23 nats: " looks"/" is" in the post-check, " first"/" volcano" in c2 and c4,
+# " to"/" move" in c4, c8 and the post-check), never the same cells twice.
+FLIPPING_SEED = 1009902515
+
+
 @pytest.mark.engine
-def test_divergences_on_the_real_engine_are_classified(real_engine, tmp_path, output_dir):
-    """A scenario that has flipped a near tie on this CPU ("The violin is made" / "tuned",
-    0.23 nats, seed 3 of distinct-prefix): whether it flips in a given run depends on the
-    server's slot and prompt-cache history, so this does not assert a flip; it asserts
-    that whatever diverges is classified from real logprobs with its margin.
-    tests/suites/contamination/test_divergence.py checks the recorded flip itself."""
-    report_path = output_dir / "contamination-llama-server-divergence.json"
+def test_a_flipping_scenario_on_the_real_engine_shows_a_near_tie(real_engine, tmp_path,
+                                                                output_dir):
+    """The issue's "The blacksmith makes vs shapes", on the real engine: the run fails
+    (zero tolerance) and its divergences are classified from real logprobs as near-tie
+    flips, each with its margin under the threshold and the reference's candidates.
+    Rungs run twice, so a flip has more than one chance to show."""
+    report_path = output_dir / "contamination-llama-server-near-tie.json"
     command = [sys.executable, "-m", "benchwarden", "contamination", "--url", real_engine.api_url,
-               "--model", real_engine.model, "--probes", str(PROBES), "--concurrency", "2,4",
-               "--max-tokens", "64", "--preset", "llamacpp", "--scenario", "distinct-prefix",
-               "--seed", "3", "--store", str(tmp_path / "store.sqlite"),
-               "--json", str(report_path)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600,
+               "--model", real_engine.model, "--probes", str(PROBES),
+               "--concurrency", ",".join(map(str, CONCURRENCY)), "--repeat", "2",
+               "--max-tokens", "64", "--preset", "llamacpp", "--seed", str(FLIPPING_SEED),
+               "--store", str(tmp_path / "store.sqlite"), "--json", str(report_path)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900,
                             env={**os.environ, "COLUMNS": "200"})
     print(result.stdout)
     assert result.returncode in (0, 1), result.stderr
     report = json.loads(report_path.read_text())
     check_logprobs_recorded(report)
-    print(f"VERDICT distinct-prefix seed 3: {report['verdict']['reason']}")
+    near_ties = [cell for cell in report["cells"]
+                 if cell.get("divergence", {}).get("class") == "near-tie"]
+    assert near_ties, f"no near-tie flip this time: {report['verdict']['reason']}"
+    assert result.returncode == 1 and report["verdict"]["kind"] == "fail"  # still zero tolerance
+    assert report["score"]["near_tie"] == len(near_ties)
+    assert "near-tie" in report["verdict"]["reason"]
+    assert "near-tie" in result.stdout and "divergences (margin" in result.stdout
+    print(f"VERDICT seed {FLIPPING_SEED}: {report['verdict']['reason']}")
