@@ -16,10 +16,7 @@ concurrency, on demand).
 
 from __future__ import annotations
 
-import asyncio
-import json
 import re
-import time
 from typing import Any
 
 from aiohttp import web
@@ -75,38 +72,12 @@ class LogprobServer(FakeOpenAIServer):
         # listed it, so its margin is only bounded
         return _entry(token, -0.1, [(token, -0.1), (solo, -3.0)])
 
-    async def _stream(self, request: web.Request, body: dict[str, Any], deltas: list[str],
-                      concurrent: bool) -> web.StreamResponse:
+    def choice_fields(self, body: dict[str, Any], index: int, text: str) -> dict[str, Any]:
         if not body.get("logprobs"):
-            return await super()._stream(request, body, deltas, concurrent)
-        prompt = str(body["messages"][-1]["content"])
-        solo = solo_deltas(prompt, self.words)
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        created = int(time.time())
-
-        def chunk(choices: list[dict[str, Any]], **extra: Any) -> bytes:
-            data = {"id": "chatcmpl-logprobs", "object": "chat.completion.chunk",
-                    "created": created, "model": body.get("model", self.model),
-                    "choices": choices, **extra}
-            return f"data: {json.dumps(data)}\n\n".encode()
-
-        try:
-            for index, text in enumerate(deltas):
-                expected = solo[index] if index < len(solo) else text
-                await response.write(chunk([{
-                    "index": 0, "delta": {"content": text}, "finish_reason": None,
-                    "logprobs": {"content": [self.logprobs(index, text, expected)]}}]))
-                await asyncio.sleep(self.delta_delay)  # so concurrent streams overlap
-            await response.write(chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}]))
-            await response.write(chunk([], usage={"prompt_tokens": 10,
-                                                  "completion_tokens": len(deltas),
-                                                  "total_tokens": 10 + len(deltas)}))
-            await response.write(b"data: [DONE]\n\n")
-            await response.write_eof()
-        except ConnectionError:
-            pass
-        return response
+            return {}
+        solo = solo_deltas(str(body["messages"][-1]["content"]), self.words)
+        expected = solo[index] if index < len(solo) else text
+        return {"logprobs": {"content": [self.logprobs(index, text, expected)]}}
 
 
 class ThresholdServer(FakeOpenAIServer):
