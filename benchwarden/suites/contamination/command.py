@@ -28,7 +28,6 @@ from benchwarden.core.reports import console as make_console
 from benchwarden.core.reports import write_json
 from benchwarden.suites.contamination.presets import PRESETS
 from benchwarden.suites.contamination.probes import SCENARIOS
-from benchwarden.suites.contamination.repro import prepare_repro_dir
 
 
 # Options a resumed run may take afresh: where the server is now, its key, the client's
@@ -232,6 +231,8 @@ def contamination(ctx: click.Context, url: str | None, model: str | None, api_ke
                 stall_timeout=stall_timeout, retry_429_max_wait=retry_429_max_wait,
                 logprobs=logprobs, near_tie_nats=near_tie_nats, bisect=bisect)
             if repro_dir is not None:
+                from benchwarden.suites.contamination.repro import prepare_repro_dir
+
                 prepare_repro_dir(repro_dir)  # refused before the run, not after it
             report = run_contamination(config, store, progress=not no_progress, resume=resume,
                                        console=make_console(stderr=True))
@@ -261,6 +262,7 @@ def _repro_line(report: Any, repro_dir: str) -> str:
 
 def _write_repro_of_stored_run(store_location: str, run_id: str, repro_dir: str | None) -> None:
     from benchwarden.suites.contamination.report import build_report
+    from benchwarden.suites.contamination.repro import prepare_repro_dir
 
     if repro_dir is None:
         raise ConfigError("--repro-of RUN needs --repro DIR: where to write the replay")
