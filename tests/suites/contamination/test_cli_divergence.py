@@ -199,3 +199,31 @@ def test_repro_of_a_stored_run_and_of_a_passing_run(tmp_path):
     assert result.exit_code == 0
     assert "no failing probe to replay" in result.output
     assert not (tmp_path / "none" / "repro.py").exists()
+
+
+def test_a_killed_bisect_resumes_where_it_stopped(tmp_path):
+    """Killed after its second rung, a bisect resumed with --resume runs only the rungs
+    still to decide, chosen from the stored ones, and finds the same level."""
+    from benchwarden.core.errors import RunInterrupted
+    from benchwarden.suites.contamination.driver import ContaminationConfig, run_contamination
+    from tests.suites.contamination.test_resume import KilledStore
+
+    path = tmp_path / "store.sqlite"
+    with ThresholdServer(diverge_at=5, settle=0.1) as server:
+        # appends: 6 solo records (2 probes × prime, ref_a, ref_b), then c8, c5, c3, ...
+        killed = KilledStore(path, 6 + 3)
+        with pytest.raises(RunInterrupted):
+            run_contamination(ContaminationConfig(url=server.url, probes=2, max_tokens=64,
+                                                  seed=11, bisect=(2, 8)), killed,
+                              progress=False)
+        run_id = killed.runs()[0].run.run_id
+        killed.close()
+        sent = server.chat_requests
+        result = invoke(["contamination", "--resume", run_id, "--store", str(path),
+                         "--json", str(tmp_path / "resumed.json"), "--no-progress"])
+        resent = server.chat_requests - sent
+    assert result.exit_code == 1, result.output
+    report = json.loads((tmp_path / "resumed.json").read_text())
+    assert report["bisect"]["smallest"] == 5
+    assert [step["level"] for step in report["bisect"]["tried"]] == [8, 5, 3, 4]
+    assert resent == 3 + 4 + 2  # rungs c3 and c4, then the post-check
