@@ -9,6 +9,7 @@ Map:
 - `driver`: the legs against a server, every request recorded as it completes (I/O).
 - `report`: the typed report (`ContaminationReport`), built once from the store.
 - `terminal`, `html`: views that format the typed report and compute nothing.
+- `repro`: `--repro DIR`, a stdlib-only replay script of a failing probe, from the report.
 - `command`: `benchwarden contamination` (options -> config -> driver -> views).
 
 Python API: `driver.ContaminationConfig` and `driver.run_contamination(config, store)`.
