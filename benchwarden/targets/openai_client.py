@@ -59,10 +59,12 @@ from benchwarden.core.errors import TargetUnreachableError
 from benchwarden.core.verdicts import one_line
 from benchwarden.targets.replies import (
     ERROR_LIMIT,
+    Candidate,
     ChatCompletion,
     Reply,
     RequestOutcome,
     Timings,
+    TokenLogprob,
     ToolCall,
     Usage,
     escape_invalid_utf8,
@@ -148,10 +150,28 @@ class _Delta(msgspec.Struct, gc=False):
     tool_calls: list[_ToolCallDelta] | None = None
 
 
+class _TopLogprob(msgspec.Struct, gc=False):
+    token: str | None = None
+    bytes: list[int] | None = None  # the token's exact bytes (a token may split a character)
+    logprob: float | None = None
+
+
+class _TokenLogprob(msgspec.Struct, gc=False):
+    token: str | None = None
+    bytes: list[int] | None = None
+    logprob: float | None = None
+    top_logprobs: list[_TopLogprob] | None = None
+
+
+class _Logprobs(msgspec.Struct, gc=False):
+    content: list[_TokenLogprob] | None = None
+
+
 class _Choice(msgspec.Struct, gc=False):
     index: int | None = 0
     delta: _Delta | None = None
     finish_reason: str | None = None
+    logprobs: _Logprobs | None = None  # sent only when the request asked for logprobs
 
 
 class _PromptDetails(msgspec.Struct, gc=False):
@@ -307,7 +327,7 @@ class _StreamState:
 
     __slots__ = ("text", "reasoning", "calls", "calls_by_index", "finish_reason", "usage",
                  "counted_deltas", "content_deltas", "frames", "saw_done", "status",
-                 "sent_at", "first_byte_at", "first_content_at", "last_byte_at")
+                 "sent_at", "first_byte_at", "first_content_at", "last_byte_at", "token_logprobs")
 
     def __init__(self) -> None:
         self.text: list[str] = []
@@ -327,6 +347,7 @@ class _StreamState:
         self.first_byte_at: float | None = None
         self.first_content_at: float | None = None
         self.last_byte_at: float | None = None
+        self.token_logprobs: list[TokenLogprob] | None = None  # None: the server sent none
 
     def take(self, event: SSEEvent, read_at: float) -> None:
         data, kind, _, other = event  # unpacking is cheaper than attribute reads
@@ -396,6 +417,17 @@ class _StreamState:
                         self.first_content_at = read_at
             if choice.finish_reason:
                 self.finish_reason = choice.finish_reason
+            if choice.logprobs is not None and choice.logprobs.content:
+                self._take_logprobs(choice.logprobs.content)
+
+    def _take_logprobs(self, entries: list[_TokenLogprob]) -> None:
+        if self.token_logprobs is None:
+            self.token_logprobs = []
+        for entry in entries:
+            self.token_logprobs.append(TokenLogprob(
+                _token_text(entry.token, entry.bytes), _logprob(entry.logprob),
+                tuple(Candidate(_token_text(top.token, top.bytes), _logprob(top.logprob))
+                      for top in entry.top_logprobs or ())))
 
     def _take_tool_calls(self, fragments: list[_ToolCallDelta]) -> bool:
         """Merge fragments into calls; True when one carried a name or argument text."""
@@ -461,7 +493,28 @@ class _StreamState:
                 usage.completion_tokens_details.reasoning_tokens
                 if usage is not None and usage.completion_tokens_details is not None
                 else None),
+            token_logprobs=(None if self.token_logprobs is None
+                            else tuple(self.token_logprobs)),
         )
+
+
+def _token_text(token: str | None, raw: list[int] | None) -> str:
+    """A logprob entry's token as text: from its bytes when sent (invalid UTF-8 kept as
+    lone surrogates, as in the reply's text), else its `token` string."""
+    if raw is not None:
+        try:
+            return bytes(raw).decode("utf-8", "surrogateescape")
+        except ValueError:  # not a list of byte values: fall back to the string
+            pass
+    return token or ""
+
+
+def _logprob(value: float | None) -> float:
+    """A logprob as a finite float (-inf, which some servers send for an impossible
+    candidate, and a missing one become -1e9, so the record stays plain JSON)."""
+    if value is None or not math.isfinite(value):
+        return -1e9
+    return float(value)
 
 
 async def _read_capped(response: aiohttp.ClientResponse,

@@ -118,6 +118,24 @@ class Timings:
 
 
 @dataclass(frozen=True)
+class Candidate:
+    """One candidate token at one step and its log-probability (natural log)."""
+
+    token: str  # the token's bytes as text, invalid UTF-8 kept as in `Reply.text`
+    logprob: float
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """The token a server chose at one step, its log-probability and the top candidates
+    it reported there (`logprobs`/`top_logprobs` of a chat completion)."""
+
+    token: str
+    logprob: float
+    top: tuple[Candidate, ...] = ()
+
+
+@dataclass(frozen=True)
 class Reply:
     reasoning: str
     text: str
@@ -129,6 +147,8 @@ class Reply:
     cached_prompt_tokens: int | None = None  # diagnostic only, never compared
     saw_done: bool = False
     reasoning_tokens: int | None = None  # usage.completion_tokens_details, when reported
+    # per generated token, when the server sent logprobs (None: it sent none)
+    token_logprobs: tuple[TokenLogprob, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -145,7 +165,11 @@ class RequestOutcome:
 
     def to_json_dict(self) -> dict[str, Any]:
         """Plain JSON values, invalid UTF-8 in its stored form (see the module notes)."""
-        return _storable(msgspec.to_builtins(self))
+        data = msgspec.to_builtins(self)
+        reply = data.get("reply")
+        if isinstance(reply, dict) and reply.get("token_logprobs") is None:
+            reply.pop("token_logprobs", None)  # records without logprobs keep their old shape
+        return _storable(data)
 
     @classmethod
     def from_json_dict(cls, data: Any) -> "RequestOutcome":

@@ -516,7 +516,7 @@ def test_the_typed_reports_keep_the_json_field_names(arms, retrieval) -> None:
 
 CONTAMINATION_KEYS = ["schema", "suite", "bench_version", "run", "verdict", "store_head",
                       "score", "cells", "rungs", "probes", "request", "legs", "warnings",
-                      "requests", "references_part_at"]
+                      "requests", "references_part_at", "bisect"]
 
 
 def test_the_contamination_report_keeps_its_json_field_names(contamination) -> None:
@@ -528,7 +528,8 @@ def test_the_contamination_report_keeps_its_json_field_names(contamination) -> N
         "peak_in_flight", "observed_parallelism", "launch_skew_ms", "unmeasured_reason",
         "description", "state", "reading"]
     diverged = next(cell for cell in plain["cells"] if cell["class"] == "diverged")
-    assert list(diverged) == ["probe", "leg", "repeat", "class", "at", "detail", "level"]
+    assert list(diverged) == ["probe", "leg", "repeat", "class", "at", "detail", "level",
+                              "divergence"]
     post = next(cell for cell in plain["cells"] if cell["leg"] == "post")
     assert list(post) == ["probe", "leg", "repeat", "class"]  # no level off the rungs
     assert list(plain["score"]) == list(scoring.Score.COUNTERS)

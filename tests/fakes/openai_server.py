@@ -204,6 +204,11 @@ class FakeOpenAIServer:
             if self.behaviour == "persistent" and me.overlapped > 1:
                 state.poisoned = True
 
+    def choice_fields(self, body: dict[str, Any], index: int, text: str) -> dict[str, Any]:
+        """Extra fields of the choice that carries content delta `index` (a subclass adds
+        `logprobs` here)."""
+        return {}
+
     async def _stream(self, request: web.Request, body: dict[str, Any], deltas: list[str],
                       concurrent: bool) -> web.StreamResponse:
         max_tokens = int(body.get("max_tokens") or 10**6)
@@ -227,9 +232,10 @@ class FakeOpenAIServer:
         try:
             await response.write(chunk([{"index": 0, "delta": {"role": "assistant", "content": ""},
                                          "finish_reason": None}]))
-            for text in deltas:
+            for index, text in enumerate(deltas):
                 await response.write(chunk([{"index": 0, "delta": {"content": text},
-                                             "finish_reason": None}]))
+                                             "finish_reason": None,
+                                             **self.choice_fields(body, index, text)}]))
                 await asyncio.sleep(self.delta_delay)
             if truncate:
                 return response  # ends with neither finish_reason nor [DONE]

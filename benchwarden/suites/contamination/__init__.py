@@ -4,11 +4,13 @@ request into another? (SPEC.md §2)
 Map:
 - `probes`: prompts, canaries and topics drawn from the run seed (pure).
 - `presets`: engine presets and the exact request body (pure).
-- `scoring`: classification of every probe × leg, the counters and the verdict (pure).
+- `scoring`: classification of every probe × leg, divergence classes from token
+  logprobs, the bisect search, the counters and the verdict (pure).
 - `fidelity`: peak in flight and launch skew of each rung, from client timings (pure).
 - `driver`: the legs against a server, every request recorded as it completes (I/O).
 - `report`: the typed report (`ContaminationReport`), built once from the store.
 - `terminal`, `html`: views that format the typed report and compute nothing.
+- `repro`: `--repro DIR`, a stdlib-only replay script of a failing probe, from the report.
 - `command`: `benchwarden contamination` (options -> config -> driver -> views).
 
 Python API: `driver.ContaminationConfig` and `driver.run_contamination(config, store)`.

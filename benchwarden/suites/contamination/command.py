@@ -35,7 +35,8 @@ from benchwarden.suites.contamination.probes import SCENARIOS
 CLIENT_LIMITS = ("request_timeout", "max_reply_bytes", "max_chunks_per_token", "stall_timeout",
                  "retry_429_max_wait")
 RESUME_MAY_CHANGE = frozenset({"url", "api_key_env", "store_location", "json_path",
-                               "html_path", "resume", "no_progress", *CLIENT_LIMITS})
+                               "html_path", "resume", "no_progress", "repro_dir", "repro_of",
+                               *CLIENT_LIMITS})
 
 
 def _as_stored(value: Any) -> Any:
@@ -81,6 +82,19 @@ def _extra_body(ctx: click.Context, param: click.Parameter, value: str | None) -
     if not isinstance(parsed, dict):
         raise ConfigError("--extra-body must be a JSON object like '{\"seed\": 7}'")
     return parsed
+
+
+def _bisect_range(ctx: click.Context, param: click.Parameter,
+                  value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    low, dash, high = value.partition("-")
+    try:
+        if not dash:
+            raise ValueError
+        return int(low), int(high)
+    except ValueError:
+        raise ConfigError(f"--bisect expects a range like 2-16, not {value!r}") from None
 
 
 _SIZE = re.compile(r"(?i)\s*(\d+)\s*(b|kib|k|mib|m|gib|g)?\s*")
@@ -138,6 +152,21 @@ def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
                    "that make temperature 0 greedy on that engine.")
 @click.option("--extra-body", default=None, callback=_extra_body, metavar="JSON",
               help="Extra request fields as a JSON object (added after the preset).")
+@click.option("--logprobs", default=None, type=int, metavar="N",
+              help="Ask for the top N candidates of every token (0: off) to classify "
+                   "divergences as near-tie or substantive [default: 5 for the llamacpp, "
+                   "vllm, sglang and openai presets, else 0].")
+@click.option("--near-tie-nats", default=0.5, show_default=True, type=float,
+              help="A divergence whose reference preferred its token by less than this "
+                   "many nats is a near-tie flip (the verdict still fails).")
+@click.option("--bisect", default=None, callback=_bisect_range, metavar="LO-HI",
+              help="Instead of fixed rungs, find the smallest concurrency in LO-HI at "
+                   "which a probe diverges (a binary search over rungs).")
+@click.option("--repro", "repro_dir", default=None, metavar="DIR",
+              help="Write DIR/repro.py (Python stdlib only) and DIR/README.txt replaying "
+                   "the first failing probe solo and in its rung, for a bug report.")
+@click.option("--repro-of", default=None, metavar="RUN",
+              help="With --repro: write the replay of a stored run instead of running.")
 @store_option
 @json_report_option
 @html_option
@@ -153,7 +182,9 @@ def contamination(ctx: click.Context, url: str | None, model: str | None, api_ke
                   min_completion_tokens: int, seed: int | None, scenario: str, repeat: int,
                   request_timeout: float, max_reply_bytes: int, max_chunks_per_token: float,
                   stall_timeout: float, retry_429_max_wait: float, preset: str,
-                  extra_body: dict, store_location: str,
+                  extra_body: dict, logprobs: int | None, near_tie_nats: float,
+                  bisect: tuple[int, int] | None, repro_dir: str | None,
+                  repro_of: str | None, store_location: str,
                   json_path: str | None, html_path: str | None, resume: str | None,
                   no_progress: bool) -> None:
     """Does concurrency change what an OpenAI-compatible server answers, or leak one
@@ -161,6 +192,13 @@ def contamination(ctx: click.Context, url: str | None, model: str | None, api_ke
     from benchwarden.suites.contamination.driver import (ContaminationConfig, TargetUnreachable,
                                                          config_from_run, run_contamination)
     from benchwarden.suites.contamination.terminal import render_terminal
+
+    if repro_of is not None:
+        _write_repro_of_stored_run(store_location, repro_of, repro_dir)
+        return
+    given = ctx.get_parameter_source("concurrency")
+    if bisect is not None and given is ParameterSource.COMMANDLINE:
+        raise ConfigError("--bisect chooses the rungs itself: drop --concurrency")
 
     # a resumed run's store must already exist: a typo must not make an empty one
     with open_store_or_exit(store_location, create=resume is None, read_only=False) as store:
@@ -190,7 +228,12 @@ def contamination(ctx: click.Context, url: str | None, model: str | None, api_ke
                 seed=seed, scenario=scenario, repeat=repeat, request_timeout=request_timeout,
                 preset=preset, extra_body=extra_body,
                 max_reply_bytes=max_reply_bytes, max_chunks_per_token=max_chunks_per_token,
-                stall_timeout=stall_timeout, retry_429_max_wait=retry_429_max_wait)
+                stall_timeout=stall_timeout, retry_429_max_wait=retry_429_max_wait,
+                logprobs=logprobs, near_tie_nats=near_tie_nats, bisect=bisect)
+            if repro_dir is not None:
+                from benchwarden.suites.contamination.repro import prepare_repro_dir
+
+                prepare_repro_dir(repro_dir)  # refused before the run, not after it
             report = run_contamination(config, store, progress=not no_progress, resume=resume,
                                        console=make_console(stderr=True))
         except ValueError as error:
@@ -202,5 +245,31 @@ def contamination(ctx: click.Context, url: str | None, model: str | None, api_ke
         click.echo(f"report written to {write_json(json_path, report)}")
     if html_path:
         write_html_report(store_location, report, html_path)
+    if repro_dir is not None:
+        click.echo(_repro_line(report, repro_dir))
     failed = report.verdict is not None and report.verdict.kind == "fail"
     raise SystemExit(EXIT_FAIL if failed else EXIT_OK)
+
+
+def _repro_line(report: Any, repro_dir: str) -> str:
+    from benchwarden.suites.contamination.repro import write_repro
+
+    written = write_repro(report, repro_dir)
+    if written is None:
+        return "no failing probe to replay: nothing written to --repro"
+    return f"replay written to {written} (run: python {written} --url URL)"
+
+
+def _write_repro_of_stored_run(store_location: str, run_id: str, repro_dir: str | None) -> None:
+    from benchwarden.suites.contamination.report import build_report
+    from benchwarden.suites.contamination.repro import prepare_repro_dir
+
+    if repro_dir is None:
+        raise ConfigError("--repro-of RUN needs --repro DIR: where to write the replay")
+    prepare_repro_dir(repro_dir)
+    with open_store_or_exit(store_location, create=False, read_only=True) as store:
+        try:
+            report = build_report(store, run_id)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+    click.echo(_repro_line(report, repro_dir))

@@ -21,7 +21,12 @@ from benchwarden.core import secrets as credentials
 from benchwarden.core.errors import ConfigurationError
 from benchwarden.core.records import Run
 from benchwarden.core.secrets import refuse_url_credentials
-from benchwarden.suites.contamination.presets import PRESETS, check_extra_body
+from benchwarden.suites.contamination.presets import (
+    MAX_TOP_LOGPROBS,
+    PRESETS,
+    check_extra_body,
+    default_top_logprobs,
+)
 from benchwarden.suites.contamination.probes import MAX_PROBES, SCENARIOS
 from benchwarden.targets.openai_client import (
     DEFAULT_CHUNKS_PER_TOKEN,
@@ -32,6 +37,7 @@ from benchwarden.targets.openai_client import (
 )
 
 MAX_CONCURRENCY = 512
+DEFAULT_NEAR_TIE_NATS = 0.5
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -56,6 +62,16 @@ class ContaminationConfig:
     max_chunks_per_token: float = DEFAULT_CHUNKS_PER_TOKEN
     stall_timeout: float = DEFAULT_STALL_TIMEOUT
     retry_429_max_wait: float = DEFAULT_RETRY_429_MAX_WAIT
+    # Top candidates per token to ask for (None: the preset's default, 0: no logprobs).
+    logprobs: int | None = None
+    # A divergence whose reference margin is below this many nats is a near-tie flip.
+    near_tie_nats: float = DEFAULT_NEAR_TIE_NATS
+    # --bisect LO-HI: find the smallest diverging concurrency instead of fixed rungs.
+    bisect: tuple[int, int] | None = None
+
+    def top_logprobs(self) -> int:
+        """How many top candidates per token the run asks for (0: no logprobs)."""
+        return default_top_logprobs(self.preset) if self.logprobs is None else self.logprobs
 
     def client_bounds(self) -> dict[str, Any]:  # (field names: CLIENT_BOUNDS)
         """The ChatClient keyword arguments these bounds become."""
@@ -125,11 +141,29 @@ class ContaminationConfig:
                                      "stored as the model name); pass keys with --api-key-env")
         check_extra_body(self.extra_body)
         self._validate_client_bounds()
+        self._validate_divergence_options()
+
+    def _validate_divergence_options(self) -> None:
+        if self.logprobs is not None and not 0 <= self.logprobs <= MAX_TOP_LOGPROBS:
+            raise ConfigurationError(f"--logprobs must be between 0 (off) and "
+                                     f"{MAX_TOP_LOGPROBS}, not {self.logprobs}")
+        if not 0 <= self.near_tie_nats < 100:  # also refuses NaN
+            raise ConfigurationError(
+                f"--near-tie-nats must be a non-negative number of nats, not {self.near_tie_nats}")
+        if self.bisect is not None:
+            low, high = self.bisect
+            if not 2 <= low < high <= MAX_CONCURRENCY:
+                raise ConfigurationError(
+                    f"--bisect needs LO-HI with 2 <= LO < HI <= {MAX_CONCURRENCY}, "
+                    f"not {low}-{high}")
+            if self.repeat != 1:
+                raise ConfigurationError("--bisect runs each rung once: drop --repeat")
 
     def to_json_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["concurrency"] = list(self.concurrency)
         data["extra_body"] = dict(self.extra_body)
+        data["bisect"] = None if self.bisect is None else list(self.bisect)
         return data
 
 
@@ -142,4 +176,6 @@ def config_from_run(run: Run) -> ContaminationConfig:
     names = {f.name for f in dataclasses.fields(ContaminationConfig)}
     values = {name: stored[name] for name in names if name in stored}
     values["concurrency"] = tuple(values.get("concurrency", ()))
+    if values.get("bisect") is not None:
+        values["bisect"] = tuple(values["bisect"])
     return ContaminationConfig(**values)

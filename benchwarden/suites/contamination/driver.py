@@ -34,7 +34,7 @@ import os
 import secrets
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -55,7 +55,12 @@ from benchwarden.suites.contamination.config import (
 )
 from benchwarden.suites.contamination.presets import request_body
 from benchwarden.suites.contamination.probes import Probe, make_probes
-from benchwarden.suites.contamination.scoring import BENCH_VERSION, rung_label
+from benchwarden.suites.contamination.scoring import (
+    BENCH_VERSION,
+    bisect_step,
+    rung_label,
+    score,
+)
 from benchwarden.targets.openai_client import (
     ChatClient,
     TargetUnreachable,
@@ -86,6 +91,7 @@ class Plan:
     concurrency: tuple[int, ...]
     repeat: int
     scenario: str
+    bisect: tuple[int, int] | None = None  # --bisect: rungs chosen as the run goes
 
     @property
     def probes(self) -> int:
@@ -103,8 +109,13 @@ class Plan:
         return CANCEL_AFTER_DELTAS if (slot - self.probes) % 2 == 0 else None
 
     def total_requests(self) -> int:
+        """Requests the run sends (for a bisect, the most it can send)."""
         solo = (len(SOLO_LEGS_BEFORE) + 1) * self.probes
-        return solo + self.repeat * sum(self.slots(level) for level in self.concurrency)
+        levels = list(self.concurrency)
+        if self.bisect is not None:  # the top, then at most log2(range) halvings
+            low, high = self.bisect
+            levels = [high] * (1 + (high - low).bit_length())
+        return solo + self.repeat * sum(self.slots(level) for level in levels)
 
 
 def _stored_config(config: ContaminationConfig, *, model: str, seed: int, scope: str,
@@ -125,7 +136,8 @@ def outcome_word(outcome: RequestOutcome) -> str:
 
 
 def make_record(plan: Plan, run_id: str, leg: str, task: str, trial: int, probe: int,
-                slot: int, outcome: RequestOutcome, cancel_after: int | None) -> Record:
+                slot: int, outcome: RequestOutcome, cancel_after: int | None,
+                level: int | None = None) -> Record:
     reply = outcome.reply
     tokens = TokenComponents()
     if reply is not None:
@@ -138,7 +150,8 @@ def make_record(plan: Plan, run_id: str, leg: str, task: str, trial: int, probe:
         outcome=outcome_word(outcome), started_at=timings.sent_at,
         ended_at=timings.last_byte_at or timings.sent_at, tokens=tokens,
         payload={"probe": probe, "slot": slot, "cancel_after_deltas": cancel_after,
-                 "outcome": outcome.to_json_dict()})
+                 "outcome": outcome.to_json_dict(),
+                 **({} if level is None else {"level": level})})
 
 
 # -- running -------------------------------------------------------------------------------
@@ -176,28 +189,65 @@ async def _drive(open_client: Callable[[], ChatClient], plan: Plan, store: Store
                 warn(f"prime of probe {probe} failed ({outcome.error}); later legs may "
                      "start cache-cold")
 
+    async def rung(level: int, repetition: int) -> None:
+        label = rung_label(level)
+        slots = plan.slots(level)
+        if (label, "0", repetition) in done:  # rungs are written whole
+            advance(label, slots)
+            return
+        async with open_client() as client:
+            outcomes = await _fire_rung(client, plan, level, lambda: advance(label, 1))
+        store.append([
+            make_record(plan, run_id, label,
+                        str(index) if index < plan.probes else f"ballast-{index}",
+                        repetition, index % plan.probes, index, outcome,
+                        plan.cancel_after(index), level)
+            for index, outcome in enumerate(outcomes)])
+
     for leg in SOLO_LEGS_BEFORE:
         await solo(leg)
+    if plan.bisect is not None:
+        await _bisect(plan, store, rung)
     for repetition in range(1, plan.repeat + 1):
         for level in plan.concurrency:
-            label = rung_label(level)
-            slots = plan.slots(level)
-            if (label, "0", repetition) in done:  # rungs are written whole
-                advance(label, slots)
-                continue
-            async with open_client() as client:
-                outcomes = await _fire_rung(client, plan, level, lambda: advance(label, 1))
-            store.append([
-                make_record(plan, run_id, label,
-                            str(index) if index < plan.probes else f"ballast-{index}",
-                            repetition, index % plan.probes, index, outcome,
-                            plan.cancel_after(index))
-                for index, outcome in enumerate(outcomes)])
+            await rung(level, repetition)
     await solo(POST)
+
+
+async def _bisect(plan: Plan, store: Store,
+                  rung: Callable[[int, int], Awaitable[None]]) -> None:
+    """Run rungs chosen by `scoring.bisect_step` from what the stored rungs showed, until
+    the smallest diverging concurrency in the range is found (or none can be)."""
+    from benchwarden.suites.contamination.report import bisect_progress, legs_from_records
+
+    assert plan.bisect is not None
+    low, high = plan.bisect
+    while True:
+        run = store.run_info(plan.run_id).run
+        config = {**run.config, "bisect": [low, high]}
+        shown = bisect_progress(score(legs_from_records(
+            store.records(suite=SUITE, scope=plan.scope), config)))
+        level, _ = bisect_step(low, high, shown)
+        if level is None:
+            return
+        await rung(level, 1)
 
 
 async def _reach(client: ChatClient) -> list[str]:
     return await client.list_models(timeout=10.0)
+
+
+async def _logprobs_refused(config: ContaminationConfig, api_key: str | None,
+                            body: dict[str, Any]) -> str | None:
+    """One short request with the logprob fields, before the run begins: why the server
+    refused it (HTTP 400 or 422), or None. Only those drop the fields: other failures
+    are the run's to record, and a server that ignores the fields costs nothing."""
+    async with ChatClient(config.url, api_key=api_key, request_timeout=config.request_timeout,
+                          **config.client_bounds()) as client:
+        outcome = await client.stream_chat(body)
+    if outcome.status in (400, 422):  # a bad request: the fields it does not take
+        return f"the server refused logprobs: {outcome.error}"
+    return None
 
 
 def _api_key(config: ContaminationConfig) -> str | None:
@@ -233,7 +283,7 @@ def refuse_finished_scope(store: Store, original: Run) -> None:
                 tuple(config.get("concurrency") or ()), int(config.get("repeat", 1)),
                 str(config.get("scenario", "shared-prefix")))
     stored = len(store.records(suite=SUITE, scope=scope))
-    if plan.probes and stored >= plan.total_requests():
+    if plan.probes and not config.get("bisect") and stored >= plan.total_requests():
         raise ConfigurationError(
             f"run {original.run_id} already holds all {stored} requests it plans (it "
             f"stopped before recording its end); nothing to resume: `benchwarden show "
@@ -292,17 +342,32 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
             raise ValueError(f"{config.url} lists no models; name one with --model")
         seed = config.seed if config.seed is not None else secrets.randbits(32)
         probes = make_probes(seed, config.probes, config.scenario)
+        top_logprobs = config.top_logprobs()
+        refused = None
+        if top_logprobs:
+            refused = asyncio.run(_logprobs_refused(config, api_key, request_body(
+                model=model, prompt=probes[0].prompt, max_tokens=2, preset=config.preset,
+                extra=config.extra_body, top_logprobs=top_logprobs)))
+            if refused is not None:
+                console.print(f"[yellow]warning:[/] {escape(refused)}: running without "
+                              "token logprobs")
+                top_logprobs = 0
         bodies = tuple(request_body(model=model, prompt=p.prompt, max_tokens=config.max_tokens,
-                                    preset=config.preset, extra=config.extra_body)
+                                    preset=config.preset, extra=config.extra_body,
+                                    top_logprobs=top_logprobs)
                        for p in probes)
         run = stamp_run(suite=SUITE, bench_version=BENCH_VERSION, config={}, seeds=(seed,),
                         target={"url": normalise_base_url(config.url), "model": model})
         scope = run.run_id
-        run = dataclasses.replace(run, config=_stored_config(
-            config, model=model, seed=seed, scope=scope, probes=probes, bodies=bodies))
+        run = dataclasses.replace(run, config={**_stored_config(
+            config, model=model, seed=seed, scope=scope, probes=probes, bodies=bodies),
+            "logprobs": top_logprobs, "logprobs_unavailable": refused})
         run_config = dict(run.config)
-    plan = Plan(run.run_id, scope, bodies, tuple(run_config["concurrency"]),
-                int(run_config["repeat"]), str(run_config["scenario"]))
+    bisect = run_config.get("bisect")
+    plan = Plan(run.run_id, scope, bodies,
+                () if bisect else tuple(run_config["concurrency"]),
+                int(run_config["repeat"]), str(run_config["scenario"]),
+                (int(bisect[0]), int(bisect[1])) if bisect else None)
     store.begin_run(run)
     done = {(r.arm, r.task, r.trial) for r in store.records(suite=SUITE, scope=scope)}
 

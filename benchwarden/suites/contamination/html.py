@@ -38,6 +38,7 @@ from benchwarden.core.reports import as_json
 from benchwarden.suites.contamination.report import (
     CellBlock,
     ContaminationReport,
+    DivergenceBlock,
     RequestEntry,
     RungBlock,
     as_report,
@@ -168,6 +169,8 @@ def _cell_detail(cell: CellBlock, column: str, probe_name: str,
     if parted_at is not None:
         explanation.append(f"first difference at character: <code>{fmt.number(parted_at)}</code>")
     body = [f'<p>{" · ".join(explanation)}</p>']
+    if cell.divergence is not None:
+        body.append(_divergence_html(cell.divergence))
     if own_canary:
         body.append(f'<p class="note">own canary <code>{h.escape(own_canary)}</code></p>')
 
@@ -300,6 +303,9 @@ def _score_section(report: ContaminationReport) -> str:
         ("foreign canaries", value("foreign_canaries"), colours["contaminated"]),
         ("tokens compared", value("tokens_compared"), h.MUTED),
         ("earliest divergence (char)", value("earliest_divergence"), h.MUTED),
+        ("near-tie divergences", value("near_tie"), DIVERGENCE_COLOUR["near-tie"]),
+        ("substantive divergences", value("substantive"), DIVERGENCE_COLOUR["substantive"]),
+        ("unclassified divergences", value("unclassified"), DIVERGENCE_COLOUR["unclassified"]),
     ]
     return h.section("score", "Score", h.stat_tiles(tiles),
                      intro="Zero tolerance: any cell that is not identical fails the run, "
@@ -307,6 +313,78 @@ def _score_section(report: ContaminationReport) -> str:
 
 
 PEAK_TONE = {"unmeasured": h.BAD, "below_label": h.WARN}
+DIVERGENCE_COLOUR = {"near-tie": "#e69f00", "substantive": "#cf222e", "unclassified": "#8c959f"}
+DIVERGENCE_MEANING = {
+    "near-tie": "the reference preferred its token by less than the threshold: a flip of "
+                "a near tie in batched arithmetic",
+    "substantive": "a larger margin, or a foreign canary: not a rounding accident",
+    "unclassified": "the token logprobs cannot say (none sent, or too few candidates)",
+}
+
+
+def _margin_text(point: DivergenceBlock) -> str:
+    shown = fmt.number(point.margin, 3)
+    return ("≥ " + shown) if point.margin is not None and point.margin_is_bound else shown
+
+
+def _divergence_html(point: DivergenceBlock) -> str:
+    """The divergence class of one cell, for its evidence panel."""
+    colour = DIVERGENCE_COLOUR.get(point.kind, h.MUTED)
+    items = [("class", point.kind), ("why", point.reason),
+             ("threshold (nats)", fmt.number(point.threshold_nats, 3)),
+             ("first differing token #", fmt.number(point.step)),
+             ("margin as the reference saw it (nats)", _margin_text(point)),
+             ("margin as the reply saw it (nats)", fmt.number(point.reply_margin, 3))]
+    if point.reference_token is not None:
+        items.append(("reference token → reply token",
+                      f"{point.reference_token!r} → {point.reply_token!r}"))
+    top = ""
+    if point.reference_top:
+        top = h.table(("reference's top candidate", "logprob"),
+                      ((repr(c.token), fmt.number(c.logprob, 3)) for c in point.reference_top),
+                      numeric=(1,))
+    return (f'<div class="divergence">{h.badge(point.kind, colour)}'
+            f"{h.facts(items)}{top}</div>")
+
+
+def _divergence_section(report: ContaminationReport) -> str:
+    points = [cell for cell in report.cells if cell.divergence is not None]
+    bisect = report.bisect
+    parts = []
+    if bisect is not None:
+        parts.append("<h3>Bisect</h3>" + h.facts([
+            ("range", f"{fmt.count(bisect.low)}-{fmt.count(bisect.high)}"),
+            ("smallest diverging concurrency", fmt.count(bisect.smallest)),
+            ("result", bisect.reading)]) + h.table(
+            ("rung tried (in order)", "a probe diverged"),
+            ((fmt.count(step.level), fmt.number(step.diverged)) for step in bisect.tried)))
+    if not points and not parts:
+        return ""
+    key = h.legend((colour, name, DIVERGENCE_MEANING[name])
+                   for name, colour in DIVERGENCE_COLOUR.items())
+    rows = []
+    for cell in points:
+        point = cell.divergence
+        assert point is not None
+        rows.append((f"probe {fmt.count(cell.probe)}",
+                     _column(report, cell.leg, cell.repeat, cell.level), point.kind,
+                     _margin_text(point), fmt.number(point.reply_margin, 3),
+                     fmt.number(point.step),
+                     "" if point.reference_token is None
+                     else f"{point.reference_token!r} → {point.reply_token!r}",
+                     ", ".join(f"{c.token!r} {fmt.number(c.logprob, 3)}"
+                               for c in point.reference_top), point.reason))
+    if points:
+        parts.insert(0, key + h.table(
+            ("probe", "leg", "class", "margin (reference, nats)", "margin (reply, nats)",
+             "token #", "reference → reply", "reference's top candidates", "why"),
+            rows, numeric=(3, 4, 5)))
+    return h.section(
+        "divergences", "Divergences", "".join(parts),
+        intro="What kind of difference each failed cell is, from token log-probabilities at "
+              "the first differing token. The margin is the reference's logprob of its own "
+              "token minus its logprob of the token the reply chose (≥ when that token was "
+              "not among its top candidates). The verdict is zero tolerance whatever the class.")
 
 
 def _fidelity_section(report: ContaminationReport) -> str:
@@ -449,13 +527,14 @@ def render_html(report: ContaminationReport | Mapping[str, Any]) -> str:
         title="contamination report",
         subtitle=subtitle,
         report=plain,
-        sections=[
+        sections=[(ident, name, markup) for ident, name, markup in [
             ("score", "score", _warnings_section(report) + _score_section(report)),
             ("grid", "probe × leg", _grid_section(report, by_request)),
+            ("divergences", "divergences", _divergence_section(report)),
             ("fidelity", "rung fidelity", _fidelity_section(report)),
             ("timeline", "timeline", _timeline_section(report)),
             ("run", "run", _setup_section(report, plain)),
-        ])
+        ] if markup])
     # a lone surrogate left anywhere (a title attribute, a warning) becomes plain `\\xNN`
     # text: safe inside attributes, and the page always encodes as UTF-8
     return _SURROGATE.sub(lambda match: display_text(match.group(0)), page)

@@ -34,6 +34,19 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 PROTECTED_FIELDS = ("messages", "stream")
 
+# How many top candidates per token a run asks for by default (`--logprobs N`; 0: none).
+# On for the engines whose chat completions take `logprobs`/`top_logprobs` (llama.cpp's
+# server, vLLM, SGLang, OpenAI); off for `none` (an unknown server may refuse unknown
+# fields) and for TGI and Ollama, whose support varies by version. An engine that
+# refuses the fields anyway costs the run nothing: the driver checks first and drops them.
+DEFAULT_TOP_LOGPROBS: dict[str, int] = {"llamacpp": 5, "vllm": 5, "sglang": 5, "openai": 5}
+MAX_TOP_LOGPROBS = 20  # OpenAI's limit; llama.cpp and vLLM accept at least as many
+
+
+def default_top_logprobs(preset: str) -> int:
+    """The `--logprobs` a preset implies when none is given."""
+    return DEFAULT_TOP_LOGPROBS.get(preset, 0)
+
 
 def preset_fields(name: str) -> dict[str, Any]:
     try:
@@ -64,8 +77,9 @@ def check_extra_body(extra: Mapping[str, Any]) -> None:
 
 
 def request_body(*, model: str, prompt: str, max_tokens: int, preset: str,
-                 extra: Mapping[str, Any]) -> dict[str, Any]:
-    """The exact body POSTed for one probe: base fields, then preset, then extras."""
+                 extra: Mapping[str, Any], top_logprobs: int = 0) -> dict[str, Any]:
+    """The exact body POSTed for one probe: base fields, then preset, then logprobs
+    (`logprobs: true, top_logprobs: N` when N > 0), then extras."""
     check_extra_body(extra)
     body: dict[str, Any] = {
         "model": model,
@@ -76,5 +90,7 @@ def request_body(*, model: str, prompt: str, max_tokens: int, preset: str,
         "stream_options": {"include_usage": True},
     }
     body.update(preset_fields(preset))
+    if top_logprobs > 0:
+        body.update(logprobs=True, top_logprobs=top_logprobs)
     body.update(extra)
     return body

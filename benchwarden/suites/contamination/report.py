@@ -80,6 +80,76 @@ class ScoreBlock(msgspec.Struct, frozen=True, kw_only=True):
     """Completion tokens of the references of identical cells."""
     earliest_divergence: int | None = None
     """Smallest character position at which a diverged or persistent cell parted."""
+    near_tie: int | None = None
+    """Divergences whose reference margin is under the near-tie threshold."""
+    substantive: int | None = None
+    """Divergences at or above the threshold, and every foreign-canary leak."""
+    unclassified: int | None = None
+    """Divergences the token logprobs cannot classify (none sent, or too few candidates)."""
+
+
+class CandidateBlock(msgspec.Struct, frozen=True, kw_only=True):
+    """One top candidate the reference reported at the diverging token."""
+
+    token: str
+    """The token's text (an invalid UTF-8 byte as `\\xNN`)."""
+    logprob: float
+    """Its log-probability, in nats."""
+
+
+class DivergenceBlock(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What kind of divergence a cell is (`scoring.DivergencePoint`)."""
+
+    kind: str = msgspec.field(name="class")
+    """near-tie, substantive or unclassified."""
+    reason: str = ""
+    """Why, in one sentence."""
+    threshold_nats: float | None = None
+    """The near-tie threshold the cell was classified with."""
+    step: int | None = None
+    """Index of the first differing token (logprob entry)."""
+    reference_token: str | None = None
+    """The token the reference chose there."""
+    reply_token: str | None = None
+    """The token the diverged reply chose there."""
+    margin: float | None = None
+    """As the reference saw that step: logprob of its token minus logprob of the reply's."""
+    margin_is_bound: bool = False
+    """The reply's token was not among the reference's top candidates: `margin` is a
+    lower bound (reference token minus the lowest candidate)."""
+    reply_margin: float | None = None
+    """As the diverged reply saw that step: logprob of its token minus the reference's."""
+    reference_top: list[CandidateBlock] = msgspec.field(default_factory=list)
+    """The reference's top candidates at the diverging token."""
+    foreign: str | None = None
+    """The foreign canary that makes the cell substantive."""
+
+
+class BisectStepBlock(msgspec.Struct, frozen=True, kw_only=True):
+    """One rung a bisect ran."""
+
+    level: int
+    """Its concurrency."""
+    diverged: bool | None = None
+    """Whether a probe diverged (None: the rung was unmeasured)."""
+
+
+class BisectBlock(msgspec.Struct, frozen=True, kw_only=True):
+    """The result of `--bisect LO-HI`."""
+
+    low: int
+    """The range's low end."""
+    high: int
+    """The range's high end."""
+    tried: list[BisectStepBlock] = msgspec.field(default_factory=list)
+    """The rungs run, in order."""
+    smallest: int | None = None
+    """The smallest concurrency in the range at which a probe diverged (None: none
+    found, or the search stopped)."""
+    finished: bool = False
+    """Whether the search ran to its end (False: the run stopped or a rung was unmeasured)."""
+    reading: str = ""
+    """The result in one sentence."""
 
 
 class CellBlock(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -103,6 +173,8 @@ class CellBlock(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """Why the cell is unmeasured."""
     level: int | None = None
     """The rung's concurrency level (absent for `ref` and `post`)."""
+    divergence: DivergenceBlock | None = None
+    """The divergence class of a diverged, persistent, contaminated or alone-unstable cell."""
 
 
 class RungBlock(msgspec.Struct, frozen=True, kw_only=True):
@@ -229,6 +301,8 @@ class ContaminationReport(msgspec.Struct, frozen=True, kw_only=True):
     references_part_at: dict[int, int] = msgspec.field(default_factory=dict)
     """Per alone-unstable probe: the first character at which its two solo references
     differ (the page marks it)."""
+    bisect: BisectBlock | None = None
+    """The bisect result, for a `--bisect` run."""
 
     @property
     def repeated(self) -> bool:
@@ -318,15 +392,25 @@ def _outcome(record: Record) -> RequestOutcome:
     return RequestOutcome.from_json_dict(record.payload["outcome"])
 
 
-def rung_levels(config: Mapping[str, Any]) -> dict[str, int]:
-    """Each rung's stored label → its concurrency level, from the run's configuration."""
+def rung_levels(config: Mapping[str, Any],
+                records: list[Record] | None = None) -> dict[str, int]:
+    """Each rung's stored label → its concurrency level: from the run's configuration,
+    or for a `--bisect` run (whose rungs are chosen as it goes) from its records'
+    `level`, in the order the rungs ran."""
+    if config.get("bisect"):
+        found: dict[str, int] = {}
+        for record in records or []:
+            level = record.payload.get("level")
+            if isinstance(level, int) and record.arm not in found:
+                found[record.arm] = level
+        return found
     return {rung_label(int(level)): int(level) for level in config["concurrency"]}
 
 
 def legs_from_records(records: list[Record], config: Mapping[str, Any]) -> Legs:
     """Rebuild the scoring input from stored records and the run's configuration."""
     probes = len(config["probe_set"])
-    levels = rung_levels(config)
+    levels = rung_levels(config, records)
     by_address = {(r.arm, r.task, r.trial): r for r in records}
 
     def solo(leg: str) -> list[RequestOutcome | None]:
@@ -349,7 +433,40 @@ def legs_from_records(records: list[Record], config: Mapping[str, Any]) -> Legs:
                 [r.payload.get("cancel_after_deltas") is not None for r in sent]))
     return Legs(ref_a=solo("ref_a"), ref_b=solo("ref_b"), rungs=rungs, post=solo("post"),
                 canaries=[p["canary"] for p in config["probe_set"]],
-                min_completion_tokens=int(config["min_completion_tokens"]))
+                min_completion_tokens=int(config["min_completion_tokens"]),
+                near_tie_nats=float(config.get("near_tie_nats", scoring.DEFAULT_NEAR_TIE_NATS)))
+
+
+def bisect_progress(result: scoring.Score) -> dict[int, bool | None]:
+    """Per rung level run: whether a probe diverged in it (None: unmeasured)."""
+    levels = {fit.label: fit.concurrency for fit in result.fidelity}
+    cells_of: dict[int, list[scoring.Cell]] = defaultdict(list)
+    for cell in result.cells:
+        if cell.leg in levels:
+            cells_of[levels[cell.leg]].append(cell)
+    return {level: scoring.rung_diverges(cells_of[level]) for level in levels.values()}
+
+
+def _bisect_block(config: Mapping[str, Any], result: scoring.Score) -> dict[str, Any] | None:
+    if not config.get("bisect"):
+        return None
+    low, high = (int(value) for value in config["bisect"])
+    shown = bisect_progress(result)
+    upcoming, smallest = scoring.bisect_step(low, high, shown)
+    stopped = [level for level, diverged in shown.items() if diverged is None]
+    if smallest is not None:
+        reading = (f"smallest diverging concurrency in {low}-{high}: {smallest} "
+                   f"(rungs tried: {', '.join(map(str, shown))})")
+    elif stopped:
+        reading = (f"bisect stopped: rung c{stopped[0]} was unmeasured, so it cannot say "
+                   "whether the probes diverge there")
+    elif upcoming is not None:
+        reading = f"bisect incomplete: the run stopped before rung c{upcoming}"
+    else:
+        reading = f"no probe diverged at concurrency {high}, the top of {low}-{high}"
+    return {"low": low, "high": high, "smallest": smallest,
+            "finished": upcoming is None and not stopped, "reading": reading,
+            "tried": [{"level": level, "diverged": diverged} for level, diverged in shown.items()]}
 
 
 def _milliseconds(later: Any, earlier: Any) -> float | None:
@@ -428,7 +545,7 @@ def build_report(store: Store, run_id: str) -> ContaminationReport:
         raise ValueError(f"run {run.run_id} was not stored by this version of the "
                          f"contamination suite (its config lacks {', '.join(absent)})")
     records = store.records(suite=SUITE, scope=str(config["scope"]))
-    levels = rung_levels(config)
+    levels = rung_levels(config, records)
     legs = legs_from_records(records, config)
     result = scoring.score(legs)
     verdict = scoring.verdict(result)
@@ -443,6 +560,10 @@ def build_report(store: Store, run_id: str) -> ContaminationReport:
         warnings.append(f"run {run.run_id} did not complete "
                         f"({info.end.status if info.end else 'no end recorded'}); "
                         f"`benchwarden contamination --resume {run.run_id}` runs what is missing")
+    if config.get("logprobs_unavailable"):
+        warnings.append(f"token logprobs were asked for but the server refused them "
+                        f"({config['logprobs_unavailable']}); the run went on without them, "
+                        "so divergences are unclassified")
     statuses = Counter((r.arm, r.outcome) for r in records)
     body = {
         "score": result.counters(),
@@ -456,6 +577,7 @@ def build_report(store: Store, run_id: str) -> ContaminationReport:
         "warnings": warnings,
         "requests": _request_entries(records, levels),
         "references_part_at": _references_part_at(result, legs),
+        "bisect": _bisect_block(config, result),
     }
     plain = json_safe(envelope(suite=SUITE, bench_version=BENCH_VERSION, run=run,
                                end=info.end, verdict=verdict, body=body,
@@ -487,6 +609,7 @@ def render_terminal(report: ContaminationReport | Mapping[str, Any], console: An
     render(report, console)
 
 
-__all__ = ["CellBlock", "ContaminationReport", "ProbeBlock", "RequestEntry", "RequestSettings",
+__all__ = ["BisectBlock", "CandidateBlock", "CellBlock", "ContaminationReport", "DivergenceBlock",
+           "ProbeBlock", "RequestEntry", "RequestSettings",
            "RungBlock", "SUITE", "ScoreBlock", "as_report", "build_report", "column_name",
            "json_safe", "legs_from_records", "render_terminal", "rung_levels"]

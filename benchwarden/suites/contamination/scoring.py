@@ -34,6 +34,15 @@ Why it is shaped this way:
   two can never be confused; never U+FFFD. Error lines are the client's own, already
   valid text (it shows an invalid byte there as `\xNN` too).
 
+- Each divergence (a diverged, persistent or contaminated cell, and the `ref` cell of
+  an alone-unstable probe) is also given a divergence class from token log-probabilities
+  (`classify_divergence`), for an engine developer: `near-tie` when the reference's own
+  margin between its token and the one the reply chose at the first differing token is
+  under `near_tie_nats`; `substantive` when it is not, and always when a foreign canary
+  is present; `unclassified` when the logprobs cannot say (none were sent, or the
+  reply's token is outside the reference's top candidates by less than the threshold).
+  The class explains a failure; it never softens the verdict.
+
 Invariants:
 - Each cell increments exactly one class counter (identical, diverged, contaminated,
   persistent, alone_unstable, unmeasured).
@@ -48,7 +57,7 @@ from typing import Any, ClassVar, Sequence, Union
 
 from benchwarden.core.verdicts import Verdict, one_line
 from benchwarden.suites.contamination.fidelity import RungFidelity, rung_fidelity
-from benchwarden.targets.replies import Reply, RequestOutcome
+from benchwarden.targets.replies import Candidate, Reply, RequestOutcome, TokenLogprob
 
 # 2: rung failures make the rung unmeasured; byte-exact comparison; rungs report
 # `requests_sent` (was `slots`), `requests_failed` and `failures`.
@@ -69,6 +78,17 @@ def rung_label(level: int) -> str:
     """The name a rung of concurrency `level` is stored and shown under (`c4`); the level
     itself travels as an int, and this label is never parsed back."""
     return f"c{level}"
+
+
+# Divergence classes (what kind of difference a failed cell is; see classify_divergence).
+NEAR_TIE = "near-tie"
+SUBSTANTIVE = "substantive"
+UNCLASSIFIED = "unclassified"
+DIVERGENCE_KINDS = (NEAR_TIE, SUBSTANTIVE, UNCLASSIFIED)
+DEFAULT_NEAR_TIE_NATS = 0.5
+"""A flip whose reference margin is under half a nat (the reference preferred its token
+by a probability ratio under e^0.5 ≈ 1.65) is within what batched float arithmetic is
+known to move on CPU and GPU kernels; a larger margin is not a rounding accident."""
 
 
 # -- classes ------------------------------------------------------------------------------
@@ -122,11 +142,55 @@ CLASS_NAMES = ("identical", "diverged", "contaminated", "persistent", "alone_uns
 
 
 @dataclass(frozen=True)
+class DivergencePoint:
+    """What kind of divergence a failed cell is, from the first differing token.
+
+    `step` is the index of the first token (logprob entry) at which the reference's and
+    the reply's tokens differ. `margin` is, as the REFERENCE saw that step, the logprob
+    of the reference's token minus the logprob of the token the reply chose there (in
+    nats; >= 0 for a greedy reference). When the reply's token is not among the
+    reference's top candidates, `margin_is_bound` is set and `margin` is the lower bound
+    logprob(reference token) - logprob(lowest top candidate). `reply_margin` is the same
+    difference as the diverged reply saw it (its token minus the reference's token), when
+    the reference's token is among its candidates."""
+
+    kind: str  # NEAR_TIE, SUBSTANTIVE or UNCLASSIFIED
+    reason: str
+    threshold: float
+    step: int | None = None
+    reference_token: str | None = None
+    reply_token: str | None = None
+    margin: float | None = None
+    margin_is_bound: bool = False
+    reply_margin: float | None = None
+    reference_top: tuple[Candidate, ...] = ()
+    foreign: str | None = None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"class": self.kind, "reason": self.reason,
+                                "threshold_nats": self.threshold}
+        for name in ("step", "margin", "reply_margin", "foreign"):
+            if getattr(self, name) is not None:
+                data[name] = getattr(self, name)
+        if self.reference_token is not None:
+            data["reference_token"] = display_text(self.reference_token)
+        if self.reply_token is not None:
+            data["reply_token"] = display_text(self.reply_token)
+        if self.margin_is_bound:
+            data["margin_is_bound"] = True
+        if self.reference_top:
+            data["reference_top"] = [{"token": display_text(c.token), "logprob": c.logprob}
+                                     for c in self.reference_top]
+        return data
+
+
+@dataclass(frozen=True)
 class Cell:
     probe: int
     leg: str  # "ref" (reference unusable), "c<N>" (a rung) or "post"
     repeat: int
     result: CellClass
+    divergence: DivergencePoint | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"probe": self.probe, "leg": self.leg, "repeat": self.repeat,
@@ -134,6 +198,8 @@ class Cell:
         for name in ("at", "detail", "foreign", "why"):
             if hasattr(self.result, name):
                 data[name] = getattr(self.result, name)
+        if self.divergence is not None:
+            data["divergence"] = self.divergence.to_json_dict()
         return data
 
 
@@ -159,6 +225,7 @@ class Legs:
     post: Sequence[Outcome]
     canaries: Sequence[str]
     min_completion_tokens: int
+    near_tie_nats: float = DEFAULT_NEAR_TIE_NATS
 
 
 # -- transcript helpers -------------------------------------------------------------------
@@ -238,6 +305,91 @@ def _divergence_detail(reference: str, got: str, at: int) -> str:
             f"reply \"{display_text(got[start:at + 20])}\"")
 
 
+# -- divergence classes -------------------------------------------------------------------
+def _token_bytes(entries: Sequence[TokenLogprob]) -> bytes:
+    return b"".join(exact_bytes(entry.token) for entry in entries)
+
+
+def _spells(entries: Sequence[TokenLogprob], reply: Reply) -> bool:
+    """Whether the logprob tokens spell the reply (its text, or reasoning then text)."""
+    spelled = _token_bytes(entries)
+    return spelled in (exact_bytes(reply.text), exact_bytes(reply.reasoning + reply.text))
+
+
+def first_differing_token(reference: Sequence[TokenLogprob],
+                          reply: Sequence[TokenLogprob]) -> int | None:
+    """Index of the first step whose tokens differ byte-wise; None when one sequence is
+    a prefix of the other (equal ones included)."""
+    for step, (ours, theirs) in enumerate(zip(reference, reply, strict=False)):
+        if exact_bytes(ours.token) != exact_bytes(theirs.token):
+            return step
+    return None
+
+
+def _logprob_of(token: str, candidates: Sequence[Candidate]) -> float | None:
+    wanted = exact_bytes(token)
+    for candidate in candidates:
+        if exact_bytes(candidate.token) == wanted:
+            return candidate.logprob
+    return None
+
+
+def classify_divergence(reference: Reply, reply: Reply, *, threshold: float,
+                        foreign: str | None = None) -> DivergencePoint:
+    """The divergence class of `reply` against `reference` (see `DivergencePoint`).
+
+    near-tie: margin known exactly and below `threshold`, and no foreign canary.
+    substantive: a foreign canary (always), or margin (exact or lower bound) at or above
+    `threshold`. unclassified: anything the logprobs cannot decide, with the reason."""
+    def point(kind: str, reason: str, **found: Any) -> DivergencePoint:
+        if foreign is not None:
+            kind = SUBSTANTIVE
+            reason = f"foreign canary {foreign} in the reply (a leak is always substantive)"
+        return DivergencePoint(kind, reason, threshold, foreign=foreign, **found)
+
+    ours, theirs = reference.token_logprobs, reply.token_logprobs
+    if ours is None or theirs is None:
+        which = "reference" if ours is None else "reply"
+        return point(UNCLASSIFIED, f"no token logprobs in the {which} (the server sent none "
+                                   "or the run asked for none: --logprobs)")
+    if not (_spells(ours, reference) and _spells(theirs, reply)):
+        return point(UNCLASSIFIED, "the logprob tokens do not spell the reply's text")
+    step = first_differing_token(ours, theirs)
+    if step is None:
+        if len(ours) == len(theirs):
+            return point(UNCLASSIFIED, "the same tokens: the replies differ in tool calls, "
+                                       "finish reason or token accounting")
+        return point(UNCLASSIFIED, f"one reply stopped at token {min(len(ours), len(theirs))} "
+                                   "where the other went on (an end of sequence has no "
+                                   "logprob entry)", step=min(len(ours), len(theirs)))
+    chosen, taken = ours[step], theirs[step]
+    found: dict[str, Any] = {"step": step, "reference_token": chosen.token,
+                             "reply_token": taken.token, "reference_top": chosen.top}
+    seen_by_reply = _logprob_of(chosen.token, taken.top)
+    if seen_by_reply is not None:
+        found["reply_margin"] = taken.logprob - seen_by_reply
+    alternative = _logprob_of(taken.token, chosen.top)
+    if alternative is not None:
+        margin = chosen.logprob - alternative
+        kind = NEAR_TIE if margin < threshold else SUBSTANTIVE
+        relation = "under" if kind == NEAR_TIE else "at or above"
+        return point(kind, f"the reference preferred its token by {margin:.3f} nats, "
+                           f"{relation} the {threshold:g}-nat threshold", margin=margin, **found)
+    if not chosen.top:
+        return point(UNCLASSIFIED, "the reference reported no top candidates at the "
+                                   "diverging token", **found)
+    bound = chosen.logprob - min(candidate.logprob for candidate in chosen.top)
+    if bound >= threshold:
+        return point(SUBSTANTIVE, f"the reply's token is not among the reference's "
+                                  f"{len(chosen.top)} top candidates: margin at least "
+                                  f"{bound:.3f} nats", margin=bound, margin_is_bound=True,
+                     **found)
+    return point(UNCLASSIFIED, f"the reply's token is not among the reference's "
+                               f"{len(chosen.top)} top candidates and the margin is only "
+                               f"known to be at least {bound:.3f} nats (ask for more with "
+                               "--logprobs)", margin=bound, margin_is_bound=True, **found)
+
+
 # -- classification -----------------------------------------------------------------------
 def classify(reference: Reply, got: Outcome, own_canary: str, canaries: Sequence[str],
              floor: int, *, persistent_leg: bool, rung_unmeasured: str | None = None) -> CellClass:
@@ -305,13 +457,16 @@ class Score:
     foreign_canaries: int = 0
     tokens_compared: int = 0
     earliest_divergence: int | None = None
+    near_tie: int = 0
+    substantive: int = 0
+    unclassified: int = 0
     cells: tuple[Cell, ...] = ()
     fidelity: tuple[RungFidelity, ...] = ()
 
     COUNTERS: ClassVar[tuple[str, ...]] = (
         "prompts", "rungs", "compared", "identical", "diverged", "contaminated",
         "persistent", "alone_unstable", "unmeasured", "foreign_canaries",
-        "tokens_compared", "earliest_divergence")
+        "tokens_compared", "earliest_divergence", "near_tie", "substantive", "unclassified")
 
     def counters(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.COUNTERS}
@@ -330,6 +485,7 @@ class _Tally:
     tokens: int = 0
     earliest: int | None = None
     cells: list[Cell] = field(default_factory=list)
+    divergences: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DIVERGENCE_KINDS, 0))
 
     def add(self, cell: Cell, *, compared: bool, reference_tokens: int = 0,
             foreign: int = 0) -> None:
@@ -343,6 +499,8 @@ class _Tally:
             self.earliest = at if self.earliest is None else min(self.earliest, at)
         if isinstance(cell.result, Contaminated):
             self.foreign += foreign
+        if cell.divergence is not None:
+            self.divergences[cell.divergence.kind] += 1
 
 
 def score(legs: Legs) -> Score:
@@ -357,7 +515,8 @@ def score(legs: Legs) -> Score:
         reference = _reference(legs.ref_a[probe],
                                legs.ref_b[probe] if probe < len(legs.ref_b) else None, floor)
         if not isinstance(reference, Reply):
-            tally.add(Cell(probe, REFERENCE_LEG, 1, reference), compared=False)
+            tally.add(Cell(probe, REFERENCE_LEG, 1, reference,
+                           _references_divergence(reference, legs, probe)), compared=False)
             continue
         measured: list[tuple[str, int, Outcome, bool, str | None]] = [
             (rung.label, rung.repeat, rung.scored[probe] if probe < len(rung.scored) else None,
@@ -371,7 +530,13 @@ def score(legs: Legs) -> Score:
             foreign = 0
             if isinstance(result, Contaminated) and got is not None and got.reply is not None:
                 foreign = len(foreign_canaries(got.reply, own, canaries))
-            tally.add(Cell(probe, label, repeat, result), compared=True,
+            divergence = None
+            if isinstance(result, (Diverged, Persistent, Contaminated)) \
+                    and got is not None and got.reply is not None:
+                divergence = classify_divergence(
+                    reference, got.reply, threshold=legs.near_tie_nats,
+                    foreign=result.foreign if isinstance(result, Contaminated) else None)
+            tally.add(Cell(probe, label, repeat, result, divergence), compared=True,
                       reference_tokens=reference.completion_tokens, foreign=foreign)
     counts = tally.counts
     return Score(
@@ -380,7 +545,59 @@ def score(legs: Legs) -> Score:
         contaminated=counts["contaminated"], persistent=counts["persistent"],
         alone_unstable=counts["alone_unstable"], unmeasured=counts["unmeasured"],
         foreign_canaries=tally.foreign, tokens_compared=tally.tokens,
-        earliest_divergence=tally.earliest, cells=tuple(tally.cells), fidelity=fidelity)
+        earliest_divergence=tally.earliest, near_tie=tally.divergences[NEAR_TIE],
+        substantive=tally.divergences[SUBSTANTIVE],
+        unclassified=tally.divergences[UNCLASSIFIED], cells=tuple(tally.cells),
+        fidelity=fidelity)
+
+
+def _references_divergence(reference: Reply | CellClass, legs: Legs,
+                           probe: int) -> DivergencePoint | None:
+    """An alone-unstable probe's two solo references, B classified against A."""
+    if not isinstance(reference, AloneUnstable):
+        return None
+    a, b = legs.ref_a[probe], legs.ref_b[probe] if probe < len(legs.ref_b) else None
+    if a is None or b is None or a.reply is None or b.reply is None:
+        return None
+    return classify_divergence(a.reply, b.reply, threshold=legs.near_tie_nats)
+
+
+# -- bisect -------------------------------------------------------------------------------
+def rung_diverges(cells: Sequence[Cell]) -> bool | None:
+    """Whether one rung's cells show a divergence (diverged or contaminated), None when
+    the rung could not be measured (its cells are unmeasured and none diverged)."""
+    kinds = {cell.result.kind for cell in cells}
+    if kinds & {Diverged.kind, Contaminated.kind}:
+        return True
+    if Unmeasured.kind in kinds:
+        return None
+    return False
+
+
+def bisect_step(low: int, high: int,
+                diverges: dict[int, bool | None]) -> tuple[int | None, int | None]:
+    """(the next level to run, the smallest diverging level found) of a binary search for
+    the smallest concurrency in [low, high] at which a probe diverges, given what the
+    levels run so far showed. The top of the range is run first: no divergence there
+    ends the search with nothing found. Pure and replayable, so a resumed run and the
+    report retrace the same steps. Both are None when the search cannot go on (a rung
+    was unmeasured) or found nothing."""
+    if any(shown is None for shown in diverges.values()):
+        return None, None
+    if high not in diverges:
+        return high, None
+    if not diverges[high]:
+        return None, None
+    lo, hi = low, high
+    while lo < hi:
+        middle = (lo + hi) // 2
+        if middle not in diverges:
+            return middle, None
+        if diverges[middle]:
+            hi = middle
+        else:
+            lo = middle + 1
+    return None, hi
 
 
 def _problems(result: Score) -> list[str]:
@@ -410,6 +627,10 @@ def _problems(result: Score) -> list[str]:
         problems.append(f"{result.persistent} PERSISTENT (survived into solo requests)")
     if result.diverged:
         problems.append(f"{result.diverged} diverged")
+    if result.near_tie or result.substantive > result.contaminated:
+        # only once logprobs classified something beyond the canary leaks
+        problems.append(f"divergence classes: {result.near_tie} near-tie, "
+                        f"{result.substantive} substantive, {result.unclassified} unclassified")
     return problems
 
 

@@ -22,6 +22,7 @@ from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.contamination.report import (
     CellBlock,
     ContaminationReport,
+    DivergenceBlock,
     RungBlock,
     as_report,
     column_name,
@@ -40,7 +41,28 @@ def rung_line(rung: RungBlock | Mapping[str, Any]) -> Text:
     return Text(rung.description, style=STATE_STYLE.get(rung.state, ""))
 
 
+DIVERGENCE_STYLE = {"near-tie": "yellow", "substantive": "bold red", "unclassified": "dim"}
+
+
+def divergence_text(point: DivergenceBlock | None) -> str:
+    """` near-tie Δ0.12` (the class and the reference's margin, `≥` when a bound)."""
+    if point is None:
+        return ""
+    margin = ""
+    if point.margin is not None:
+        margin = f" Δ{'≥' if point.margin_is_bound else ''}{fmt.number(point.margin, 3)}"
+    return f" {point.kind}{margin}"
+
+
 def cell_text(cell: CellBlock) -> Text:
+    text = _class_text(cell)
+    if cell.divergence is not None:
+        text.append(divergence_text(cell.divergence),
+                    style=DIVERGENCE_STYLE.get(cell.divergence.kind, ""))
+    return text
+
+
+def _class_text(cell: CellBlock) -> Text:
     kind = cell.kind
     if kind == "identical":
         return Text("identical", style="green")
@@ -55,6 +77,32 @@ def cell_text(cell: CellBlock) -> Text:
     why = cell.why or ""
     return Text(f"unmeasured: {why[:WHY_SHOWN] + ('…' if len(why) > WHY_SHOWN else '')}",
                 style="dim")
+
+
+def _divergence_table(report: ContaminationReport, console: Console) -> None:
+    """Each classified divergence: where the tokens part, the margin, the candidates."""
+    points = [cell for cell in report.cells if cell.divergence is not None]
+    if not points:
+        return
+    table = Table(title="divergences (margin: reference logprob of its token minus the "
+                        "reply's token, nats)", title_justify="left")
+    for heading in ("probe", "leg", "class", "margin", "token #", "reference → reply",
+                    "reference's top candidates", "why"):
+        table.add_column(heading)
+    for cell in points:
+        point = cell.divergence
+        assert point is not None
+        margin = fmt.number(point.margin, 3)
+        if point.margin is not None and point.margin_is_bound:
+            margin = "≥" + margin
+        tokens = ("" if point.reference_token is None
+                  else f"{point.reference_token!r} → {point.reply_token!r}")
+        top = ", ".join(f"{c.token!r} {fmt.number(c.logprob, 3)}" for c in point.reference_top)
+        table.add_row(str(cell.probe), column_name(cell.leg, cell.repeat, report.repeated,
+                                                   cell.level),
+                      Text(point.kind, style=DIVERGENCE_STYLE.get(point.kind, "")), margin,
+                      fmt.number(point.step), tokens, top, point.reason)
+    console.print(table)
 
 
 def render_terminal(report: ContaminationReport | Mapping[str, Any], console: Console) -> None:
@@ -93,6 +141,10 @@ def render_terminal(report: ContaminationReport | Mapping[str, Any], console: Co
 
     for rung in report.rungs:
         console.print(rung_line(rung))
+    _divergence_table(report, console)
+    if report.bisect is not None:
+        console.print(Text(f"bisect {report.bisect.low}-{report.bisect.high}: "
+                           f"{report.bisect.reading}", style="bold"))
 
     score = report.score
     console.print(" · ".join(

@@ -122,8 +122,12 @@ def test_persistent_state_shows_in_the_post_check(tmp_path):
 def test_unstable_alone_disqualifies_only_that_probe(tmp_path):
     result, report, _ = run_fake(tmp_path, "unstable")
     assert result.exit_code == 1
-    assert cells_of(report, "ref") == [{"probe": 0, "leg": "ref", "repeat": 1,
-                                        "class": "alone_unstable"}]
+    assert cells_of(report, "ref") == [{
+        "probe": 0, "leg": "ref", "repeat": 1, "class": "alone_unstable",
+        # the fake sends no logprobs: the references' divergence cannot be classified
+        "divergence": {"class": "unclassified", "threshold_nats": 0.5,
+                       "reason": "no token logprobs in the reference (the server sent none "
+                                 "or the run asked for none: --logprobs)"}}]
     assert {c["class"] for c in report["cells"] if c["probe"] == 1} == {"identical"}
     assert "not reproducible alone" in report["verdict"]["reason"]
     assert "alone-unstable" in result.output

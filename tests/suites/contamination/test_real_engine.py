@@ -14,6 +14,8 @@ import sys
 
 import pytest
 
+from benchwarden.suites.contamination.scoring import exact_bytes
+from benchwarden.targets.replies import RequestOutcome
 from tests.conftest import running_real_engine
 
 PROBES = 4
@@ -67,4 +69,77 @@ def test_full_suite_against_llama_server(real_engine, tmp_path, output_dir):
     assert result.returncode == (1 if report["verdict"]["kind"] == "fail" else 0)
     for rung in report["rungs"]:
         assert rung["peak_in_flight"] >= 2, rung
+    check_logprobs_recorded(report)
     print(f"VERDICT against llama-server -np 4: {report['verdict']['kind']}: {report['verdict']['reason']}")
+
+
+def check_logprobs_recorded(report: dict) -> None:
+    """The llamacpp preset asks for 5 top candidates per token: every reply carries one
+    logprob entry per streamed piece, spelling its text, and every divergence is
+    classified from them (never "no token logprobs")."""
+    assert report["request"]["bodies"][0]["top_logprobs"] == 5
+    replies = [RequestOutcome.from_json_dict(entry["outcome"]).reply
+               for entry in report["requests"] if entry["status"] == "ok"]
+    assert replies
+    for reply in replies:
+        assert reply is not None and reply.token_logprobs, reply
+        spelled = b"".join(exact_bytes(entry.token) for entry in reply.token_logprobs)
+        assert spelled == exact_bytes(reply.text)
+        assert all(len(entry.top) == 5 for entry in reply.token_logprobs)
+        assert all(entry.logprob <= 0 for entry in reply.token_logprobs)
+    for cell in report["cells"]:
+        point = cell.get("divergence")
+        if point is None or "foreign" in point:
+            continue
+        assert "no token logprobs" not in point["reason"], cell
+        print(f"divergence: probe {cell['probe']} {cell['leg']}: {point['class']} "
+              f"margin {point.get('margin')}: {point['reason']}")
+        if point["class"] == "near-tie":
+            assert 0 <= point["margin"] < point["threshold_nats"]
+            assert point["reference_top"]
+
+
+# A seed whose shared-prefix probes flip near ties under batching on this engine and CPU:
+# on freshly started servers, 4 runs of 4 failed with only near-tie divergences (margins
+# 0.08-0.23 nats: " looks"/" is" in the post-check, " first"/" volcano" in c2 and c4,
+# " to"/" move" in c4, c8 and the post-check), never the same cells twice.
+FLIPPING_SEED = 1009902515
+
+
+@pytest.fixture
+def fresh_engine(tmp_path_factory):
+    """An engine no other test has sent anything: which near ties flip depends on what
+    the server's slots and prompt cache hold, and the evidence is for a fresh server
+    (the module's engine, after another run, passed this scenario once)."""
+    with running_real_engine(tmp_path_factory, slots=4, context=8192) as engine:
+        yield engine
+
+
+@pytest.mark.engine
+def test_a_flipping_scenario_on_the_real_engine_shows_a_near_tie(fresh_engine, tmp_path,
+                                                                output_dir):
+    """The issue's "The blacksmith makes vs shapes", on the real engine: the run fails
+    (zero tolerance) and its divergences are classified from real logprobs as near-tie
+    flips, each with its margin under the threshold and the reference's candidates.
+    Rungs run twice, so a flip has more than one chance to show."""
+    real_engine = fresh_engine
+    report_path = output_dir / "contamination-llama-server-near-tie.json"
+    command = [sys.executable, "-m", "benchwarden", "contamination", "--url", real_engine.api_url,
+               "--model", real_engine.model, "--probes", str(PROBES),
+               "--concurrency", ",".join(map(str, CONCURRENCY)), "--repeat", "2",
+               "--max-tokens", "64", "--preset", "llamacpp", "--seed", str(FLIPPING_SEED),
+               "--store", str(tmp_path / "store.sqlite"), "--json", str(report_path)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900,
+                            env={**os.environ, "COLUMNS": "200"})
+    print(result.stdout)
+    assert result.returncode in (0, 1), result.stderr
+    report = json.loads(report_path.read_text())
+    check_logprobs_recorded(report)
+    near_ties = [cell for cell in report["cells"]
+                 if cell.get("divergence", {}).get("class") == "near-tie"]
+    assert near_ties, f"no near-tie flip this time: {report['verdict']['reason']}"
+    assert result.returncode == 1 and report["verdict"]["kind"] == "fail"  # still zero tolerance
+    assert report["score"]["near_tie"] == len(near_ties)
+    assert "near-tie" in report["verdict"]["reason"]
+    assert "near-tie" in result.stdout and "divergences (margin" in result.stdout
+    print(f"VERDICT seed {FLIPPING_SEED}: {report['verdict']['reason']}")
