@@ -180,6 +180,15 @@ def model_option(function: F) -> F:
     )(function)
 
 
+ANY_MODEL_HELP = ("Send --model even when the server does not list it at GET /v1/models "
+                  "(by default an unlisted model is refused before anything is written).")
+
+
+def any_model_option(function: F) -> F:
+    """`--any-model`: skip the check that the server lists `--model`."""
+    return click.option("--any-model", is_flag=True, help=ANY_MODEL_HELP)(function)
+
+
 def api_key_env_option(function: F) -> F:
     """`--api-key-env VAR`: the key itself never appears on a command line or in a store."""
     return click.option(
@@ -302,6 +311,7 @@ def print_traceback(failure: dict[str, Any]) -> None:
 __all__ = [
     "ConfigError",
     "StoreFailure",
+    "any_model_option",
     "api_key_env_option",
     "config_errors",
     "executor_option",

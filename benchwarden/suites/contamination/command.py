@@ -19,7 +19,8 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from benchwarden.core.commandline import (ConfigError, api_key_env_option, config_errors,
+from benchwarden.core.commandline import (ConfigError, any_model_option, api_key_env_option,
+                                          config_errors,
                                           html_option, json_report_option, model_option,
                                           open_store_or_exit, refuse_url_with_credentials,
                                           store_option, write_html_report)
@@ -35,7 +36,8 @@ from benchwarden.suites.contamination.probes import SCENARIOS
 CLIENT_LIMITS = ("request_timeout", "max_reply_bytes", "max_chunks_per_token", "stall_timeout",
                  "retry_429_max_wait")
 RESUME_MAY_CHANGE = frozenset({"url", "api_key_env", "store_location", "json_path",
-                               "html_path", "resume", "no_progress", *CLIENT_LIMITS})
+                               "html_path", "resume", "no_progress", "any_model",
+                               *CLIENT_LIMITS})
 
 
 def _as_stored(value: Any) -> Any:
@@ -101,6 +103,7 @@ def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
               help="Base URL of the OpenAI-compatible server (with or without /v1). "
                    "Required unless --resume. Never with user:key@: use --api-key-env.")
 @model_option
+@any_model_option
 @api_key_env_option
 @click.option("--concurrency", default="2,4,8", show_default=True, callback=_levels,
               help="Concurrency rungs, comma-separated, each 2..512.")
@@ -148,7 +151,8 @@ def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @config_errors
 @click.pass_context
-def contamination(ctx: click.Context, url: str | None, model: str | None, api_key_env: str | None,
+def contamination(ctx: click.Context, url: str | None, model: str | None, any_model: bool,
+                  api_key_env: str | None,
                   concurrency: tuple[int, ...], probes: int, max_tokens: int,
                   min_completion_tokens: int, seed: int | None, scenario: str, repeat: int,
                   request_timeout: float, max_reply_bytes: int, max_chunks_per_token: float,
@@ -162,6 +166,20 @@ def contamination(ctx: click.Context, url: str | None, model: str | None, api_ke
                                                          config_from_run, run_contamination)
     from benchwarden.suites.contamination.terminal import render_terminal
 
+    def make_config() -> ContaminationConfig:  # reads the options as they are when called
+        if not url:
+            raise ConfigError("--url is required: the base URL of an OpenAI-compatible server")
+        return ContaminationConfig(
+            url=url, model=model, api_key_env=api_key_env, concurrency=concurrency,
+            probes=probes, max_tokens=max_tokens, min_completion_tokens=min_completion_tokens,
+            seed=seed, scenario=scenario, repeat=repeat, request_timeout=request_timeout,
+            preset=preset, extra_body=extra_body,
+            max_reply_bytes=max_reply_bytes, max_chunks_per_token=max_chunks_per_token,
+            stall_timeout=stall_timeout, retry_429_max_wait=retry_429_max_wait,
+            any_model=any_model)
+
+    if resume is None:
+        make_config().validate()  # refused before the store is opened or created
     # a resumed run's store must already exist: a typo must not make an empty one
     with open_store_or_exit(store_location, create=resume is None, read_only=False) as store:
         if resume is not None:
@@ -181,16 +199,8 @@ def contamination(ctx: click.Context, url: str | None, model: str | None, api_ke
             max_chunks_per_token = limits.get("max_chunks_per_token", max_chunks_per_token)
             stall_timeout = limits.get("stall_timeout", stall_timeout)
             retry_429_max_wait = limits.get("retry_429_max_wait", retry_429_max_wait)
-        if not url:
-            raise ConfigError("--url is required: the base URL of an OpenAI-compatible server")
         try:
-            config = ContaminationConfig(
-                url=url, model=model, api_key_env=api_key_env, concurrency=concurrency,
-                probes=probes, max_tokens=max_tokens, min_completion_tokens=min_completion_tokens,
-                seed=seed, scenario=scenario, repeat=repeat, request_timeout=request_timeout,
-                preset=preset, extra_body=extra_body,
-                max_reply_bytes=max_reply_bytes, max_chunks_per_token=max_chunks_per_token,
-                stall_timeout=stall_timeout, retry_429_max_wait=retry_429_max_wait)
+            config = make_config()
             report = run_contamination(config, store, progress=not no_progress, resume=resume,
                                        console=make_console(stderr=True))
         except ValueError as error:

@@ -56,6 +56,8 @@ class ContaminationConfig:
     max_chunks_per_token: float = DEFAULT_CHUNKS_PER_TOKEN
     stall_timeout: float = DEFAULT_STALL_TIMEOUT
     retry_429_max_wait: float = DEFAULT_RETRY_429_MAX_WAIT
+    # True: send `model` even when the server does not list it (targets.models)
+    any_model: bool = False
 
     def client_bounds(self) -> dict[str, Any]:  # (field names: CLIENT_BOUNDS)
         """The ChatClient keyword arguments these bounds become."""

@@ -12,9 +12,10 @@ import datetime as dt
 import re
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from benchwarden.core.progress import progress_bar
 from benchwarden.core.commandline import (ConfigError, config_errors, isolation_option,
                                           open_store_or_exit, print_traceback, require_isolation,
                                           traceback_option)
@@ -86,7 +87,7 @@ def challenge(challenger: str, ladder_dir: str, base: str | None, date: str | No
                            file_size_mb=file_size_mb)
     board = Ladder(ladder_dir)
     location = store_location or str(board.directory / "store.sqlite")
-    progress = Progress(TextColumn("[bold]{task.description}[/bold]"), BarColumn(),
+    progress = progress_bar(TextColumn("[bold]{task.description}[/bold]"), BarColumn(),
                         MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console(stderr=True), transient=True)
     tasks: dict[str, int] = {}
