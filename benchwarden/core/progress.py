@@ -5,8 +5,8 @@ A rich bar on a non-terminal prints nothing until it stops, so a 143 s contamina
 used to be silent in a CI log. `progress_bar(...)` takes the same arguments as
 `rich.progress.Progress` and returns one on a terminal; otherwise a `PlainProgress`, the
 same class with its live display off, which prints one line per task whenever the task
-crosses another `step_percent` of its total or `every_seconds` pass without a line, and
-once when it completes. A suite swaps `Progress(` for `progress_bar(` and nothing else.
+crosses another `step_percent` of its total (at most one line per `min_seconds`) or
+`every_seconds` pass without a line, and once when it completes. A suite swaps `Progress(` for `progress_bar(` and nothing else.
 
 Invariants:
 - The same columns say the same things in both forms: a plain line is the text the
@@ -31,15 +31,19 @@ from rich.text import Text
 
 PLAIN_STEP_PERCENT = 10
 PLAIN_EVERY_SECONDS = 30.0
+PLAIN_MIN_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
 class Cadence:
-    """When a plain progress line is due: each `step_percent` of the total crossed, or
-    `every_seconds` since the last line (the only rule when the total is unknown)."""
+    """When a plain progress line is due: each `step_percent` of the total crossed (but
+    not sooner than `min_seconds` after the last line, so a leg of a few seconds says
+    only where it starts and ends), or `every_seconds` since the last line (the only
+    rule when the total is unknown)."""
 
     step_percent: int = PLAIN_STEP_PERCENT
     every_seconds: float = PLAIN_EVERY_SECONDS
+    min_seconds: float = PLAIN_MIN_SECONDS
 
     def step_of(self, completed: float, total: float | None) -> int | None:
         """The last whole step reached, or None when there is no total to share."""
@@ -50,10 +54,12 @@ class Cadence:
 
     def due(self, *, completed: float, total: float | None, now: float,
             last_step: int | None, last_time: float) -> bool:
+        quiet_for = now - last_time
         step = self.step_of(completed, total)
-        if step is not None and (last_step is None or step > last_step):
+        if step is not None and (last_step is None or step > last_step) \
+                and quiet_for >= self.min_seconds:
             return True
-        return now - last_time >= self.every_seconds
+        return quiet_for >= self.every_seconds
 
 
 def plain_line(columns: tuple[ProgressColumn | str, ...], task: Task) -> str:

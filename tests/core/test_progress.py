@@ -44,7 +44,7 @@ def test_plain_lines_say_what_the_columns_say_every_step_and_at_the_end():
     with PlainProgress(*columns, console=console, clock=clock, transient=True) as bar:
         task = bar.add_task("reach", total=40)
         for _ in range(40):
-            clock.now += 0.1
+            clock.now += 2.0  # a step (4 requests) every 8 s: above min_seconds
             bar.update(task, description="c4", advance=1)
     lines = buffer.getvalue().splitlines()
     assert lines[0] == "reach 0/40 requests (0%)"
@@ -52,6 +52,18 @@ def test_plain_lines_say_what_the_columns_say_every_step_and_at_the_end():
     # one line when the task starts, one per 10 % crossed: 10 steps, the last is 100 %
     assert len(lines) == 11
     assert all("━" not in line for line in lines)  # no bar characters in a log
+
+
+def test_a_quick_leg_says_only_where_it_starts_and_ends():
+    console, buffer = _console(False)
+    clock = Clock()
+    with PlainProgress(TextColumn("{task.description}"), MofNCompleteColumn(),
+                       console=console, clock=clock) as bar:
+        task = bar.add_task("champion", total=28)
+        for _ in range(28):
+            clock.now += 0.01
+            bar.advance(task)
+    assert buffer.getvalue().splitlines() == ["champion 0/28 (0%)", "champion 28/28 (100%)"]
 
 
 def test_without_a_total_a_line_comes_every_so_many_seconds():
@@ -101,7 +113,7 @@ def test_elapsed_time_column_is_kept():
        advances=st.lists(st.integers(min_value=0, max_value=500), max_size=60),
        step=st.sampled_from([5, 10, 25]))
 def test_the_pace_is_at_most_one_line_per_step_when_time_stands_still(total, advances, step):
-    cadence = Cadence(step_percent=step, every_seconds=30.0)
+    cadence = Cadence(step_percent=step, every_seconds=30.0, min_seconds=0.0)
     completed, last_step, lines = 0, cadence.step_of(0, total), 0
     for advance in advances:
         completed = min(total, completed + advance)
@@ -116,6 +128,8 @@ def test_the_pace_is_at_most_one_line_per_step_when_time_stands_still(total, adv
 
 @given(seconds=st.floats(min_value=0, max_value=1e6, allow_nan=False))
 def test_time_alone_makes_a_line_due_after_the_interval(seconds):
-    cadence = Cadence(every_seconds=30.0)
+    cadence = Cadence(every_seconds=30.0, min_seconds=5.0)
     due = cadence.due(completed=0, total=None, now=seconds, last_step=None, last_time=0.0)
     assert due == (seconds >= 30.0)
+    stepped = cadence.due(completed=50, total=100, now=seconds, last_step=40, last_time=0.0)
+    assert stepped == (seconds >= 5.0)
