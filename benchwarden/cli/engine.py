@@ -8,12 +8,16 @@ want to point any suite at a real server without running one of their own.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
 from benchwarden.cli.common import ConfigError
 from benchwarden.core import formatting
 from benchwarden.targets import engine as local_engine
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def echo_progress(message: str) -> None:
@@ -40,9 +44,15 @@ def build() -> None:
     click.echo(f"model  {install.model}")
 
 
+def slots_option(function: F) -> F:
+    """`--slots N`: the engine's parallel slots (`engine start` and `demo` alike)."""
+    return click.option("--slots", default=4, show_default=True, type=click.IntRange(min=1),
+                        help="Parallel slots (-np): requests the server decodes together.")(
+        function)
+
+
 @engine.command()
-@click.option("--slots", default=4, show_default=True, type=click.IntRange(min=1),
-              help="Parallel slots (-np): requests the server decodes together.")
+@slots_option
 @click.option("--context", default=8192, show_default=True, type=click.IntRange(min=1),
               help="Total context (-c), shared by the slots.")
 @click.option("--threads", default=None, type=click.IntRange(min=1),

@@ -199,6 +199,55 @@ def api_key_env_option(function: F) -> F:
     )(function)
 
 
+# -- the options of a contamination run, shared by `contamination` and `demo` ----------
+MIN_LEVEL = 2  # a rung of one request has no company to be contaminated by
+
+
+def parse_levels(ctx: click.Context | None, param: click.Parameter | None,
+                 value: str) -> tuple[int, ...]:
+    """`--concurrency 2,4,8` -> (2, 4, 8); each a whole number of at least 2 (the
+    suite's configuration checks the upper bound)."""
+    try:
+        levels = tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers like 2,4,8, "
+                                 f"got {value!r}") from None
+    if not levels or any(level < MIN_LEVEL for level in levels):
+        raise click.BadParameter(f"each concurrency level must be at least {MIN_LEVEL} "
+                                 "(a rung needs company)")
+    return levels
+
+
+def concurrency_option(default: str = "2,4,8") -> Callable[[F], F]:
+    return click.option("--concurrency", default=default, show_default=True,
+                        callback=parse_levels, metavar="N,N,...",
+                        help="Concurrency rungs, comma-separated, each 2..512.")
+
+
+def probes_option(default: int = 4) -> Callable[[F], F]:
+    return click.option("--probes", default=default, show_default=True,
+                        type=click.IntRange(2, 32), help="Probe prompts per leg.")
+
+
+def max_tokens_option(default: int = 256) -> Callable[[F], F]:
+    return click.option("--max-tokens", default=default, show_default=True,
+                        type=click.IntRange(min=1),
+                        help="Completion-token limit of every request.")
+
+
+def min_completion_tokens_option(default: int = 16) -> Callable[[F], F]:
+    return click.option("--min-completion-tokens", default=default, show_default=True,
+                        type=click.IntRange(min=1),
+                        help="Replies shorter than this are unmeasured (must be below "
+                             "--max-tokens).")
+
+
+def canary_seed_option(function: F) -> F:
+    return click.option("--seed", default=None, type=int,
+                        help="Seed for canaries and topics [default: drawn and recorded].")(
+        function)
+
+
 def write_html_report(store_location: str, report: Any, html_path: str) -> None:
     """Write the run's page: the same renderer `benchwarden report --html` uses."""
     with open_store_or_exit(store_location, create=False) as store:
@@ -313,15 +362,21 @@ __all__ = [
     "StoreFailure",
     "any_model_option",
     "api_key_env_option",
+    "canary_seed_option",
+    "concurrency_option",
     "config_errors",
     "executor_option",
     "executor_or_exit",
     "html_option",
     "isolation_option",
     "json_report_option",
+    "max_tokens_option",
+    "min_completion_tokens_option",
     "model_option",
     "open_store_or_exit",
+    "parse_levels",
     "print_traceback",
+    "probes_option",
     "refuse_url_with_credentials",
     "release_executor",
     "require_isolation",

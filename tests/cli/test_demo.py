@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 import pytest
 
-from benchwarden.cli.demo import parse_concurrency
+from benchwarden.core.commandline import parse_levels as parse_concurrency
 from benchwarden.targets import engine as eng
 from tests.conftest import require
 

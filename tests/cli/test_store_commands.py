@@ -151,7 +151,7 @@ def test_verify_without_a_path_checks_the_same_default_store_as_every_command(tm
     assert bw("contamination", "--url", DEAD_URL, "--no-progress").returncode == 2
     assert (home / "store.sqlite").is_file()
     # ... and `verify`, `verify --store` and `runs` all read that same store
-    for args in (["verify"], ["verify", "--store"]):
+    for args in (["verify"], ["verify", "--store", str(home / "store.sqlite")]):
         result = bw(*args)
         assert result.returncode == 0 and "intact" in result.stdout, result.stderr
     chosen = tmp_path / "chosen.sqlite"

@@ -50,6 +50,14 @@ def _weights(text: str | None) -> TokenWeights:
         raise ConfigError(str(error)) from None
 
 
+def weights_option(function: Any) -> Any:
+    """`--weights`: one wording in `arms report` and `arms compare`."""
+    return click.option(
+        "--weights", default=None, metavar="WEIGHTS",
+        help="Cost-equivalent token weights, e.g. "
+             "fresh=1,cache_creation=1.25,cache_read=0.1,output=5 [default: those].")(function)
+
+
 @click.group()
 def arms() -> None:
     """Compare agent conditions (tool interfaces, prompts, models) on a task suite."""
@@ -98,7 +106,7 @@ def _checked_model(url: str, model: str | None, any_model: bool, api_key_env: st
               help="Seconds before an episode is killed and recorded as hung.")
 @click.option("--command-timeout", type=float, default=60.0, show_default=True,
               help="Seconds one shell command may run.")
-@click.option("--max-tokens", type=int, default=1024, show_default=True,
+@click.option("--max-tokens", type=click.IntRange(min=1), default=1024, show_default=True,
               help="max_tokens of each model call (openai driver).")
 @click.option("--seed", type=int, default=None, help="Sent to the model; also orders trials.")
 @executor_option
@@ -217,8 +225,7 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
 @store_option
 @click.option("--suite", "scope", default=None,
               help="Which suite's records (default: the suite of the latest arms run).")
-@click.option("--weights", default=None,
-              help="Cost-equivalent weights, e.g. fresh=1,cache_creation=1.25,cache_read=0.1,output=5")
+@weights_option
 @click.option("--floor", type=int, default=3, show_default=True,
               help="Samples that make a cell covered.")
 @json_report_option
@@ -242,7 +249,7 @@ def report(store_location: str, scope: str | None, weights: str | None, floor: i
 @store_option
 @click.option("--suite", "scope", default=None,
               help="Which suite's records (default: the suite of the latest arms run).")
-@click.option("--weights", default=None, help="Cost-equivalent weights (see `arms report`).")
+@weights_option
 @click.option("--floor", type=int, default=3, show_default=True,
               help="Samples each arm needs in a task for the task to be paired.")
 @json_report_option

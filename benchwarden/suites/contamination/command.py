@@ -20,7 +20,9 @@ import click
 from click.core import ParameterSource
 
 from benchwarden.core.commandline import (ConfigError, any_model_option, api_key_env_option,
-                                          config_errors,
+                                          canary_seed_option, concurrency_option,
+                                          config_errors, max_tokens_option,
+                                          min_completion_tokens_option, probes_option,
                                           html_option, json_report_option, model_option,
                                           open_store_or_exit, refuse_url_with_credentials,
                                           store_option, write_html_report)
@@ -64,14 +66,6 @@ def resume_conflicts(ctx: click.Context, stored: dict[str, Any]) -> list[str]:
     return conflicts
 
 
-def _levels(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(part) for part in value.split(",") if part.strip())
-    except ValueError:
-        raise ConfigError(f"--concurrency expects comma-separated integers like 2,4,8, "
-                          f"not {value!r}") from None
-
-
 def _extra_body(ctx: click.Context, param: click.Parameter, value: str | None) -> dict:
     if value is None:
         return {}
@@ -105,15 +99,11 @@ def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
 @model_option
 @any_model_option
 @api_key_env_option
-@click.option("--concurrency", default="2,4,8", show_default=True, callback=_levels,
-              help="Concurrency rungs, comma-separated, each 2..512.")
-@click.option("--probes", default=4, show_default=True, type=int, help="Probe prompts (2..32).")
-@click.option("--max-tokens", default=256, show_default=True, type=int,
-              help="Completion-token limit of every request.")
-@click.option("--min-completion-tokens", default=16, show_default=True, type=int,
-              help="Replies shorter than this are unmeasured (must be below --max-tokens).")
-@click.option("--seed", default=None, type=int, help="Seed for canaries and topics "
-              "[default: drawn and recorded].")
+@concurrency_option()
+@probes_option()
+@max_tokens_option()
+@min_completion_tokens_option()
+@canary_seed_option
 @click.option("--scenario", default="shared-prefix", show_default=True,
               help=f"Cache scenario ({' | '.join(SCENARIOS)}): one shared preamble, a "
                    "different preamble per probe, or shared with half the ballast of every "
