@@ -30,7 +30,6 @@ from typing import Any, TextIO
 
 import click
 
-import benchwarden
 from benchwarden.core import secrets
 from benchwarden.core.errors import (
     EXIT_CODES,
@@ -42,6 +41,7 @@ from benchwarden.core.errors import (
     RunInterrupted,
 )
 from benchwarden.core.interrupts import installed_handlers, last_signal_name
+from benchwarden.core.version import __version__
 from benchwarden.core.suite import (
     ENTRY_POINT_GROUP,
     SuiteUnavailable,
@@ -312,7 +312,7 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(benchwarden.__version__, prog_name="benchwarden")
+@click.version_option(__version__, prog_name="benchwarden")
 @click.option("--traceback", "show_traceback", is_flag=True,
               help=f"On an error, also print the Python traceback (or set {TRACEBACK_ENV}=1).")
 def cli(show_traceback: bool) -> None:
