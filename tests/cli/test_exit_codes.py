@@ -124,7 +124,8 @@ def test_pass_fail_usage_and_unreachable_through_the_cli(tmp_path):
                               "--store", str(tmp_path / "d.sqlite"))
     assert passed.returncode == 0, passed.stderr
     assert failed.returncode == 1, failed.stderr
-    assert usage.returncode == 2 and "Usage:" in usage.stderr
+    assert usage.returncode == 2 and usage.stderr.startswith("benchwarden: error: ")
+    assert "--probes" in usage.stderr and usage.stderr.count("\n") == 1
     for done in (config, unreachable):
         assert done.returncode == 2, done.stderr
         assert done.stderr.startswith("benchwarden: error:")
