@@ -23,9 +23,13 @@ import click
 
 from benchwarden.cli.common import ConfigError, store_option
 from benchwarden.cli.engine import echo_progress, slots_option
-from benchwarden.core.commandline import (canary_seed_option, concurrency_option,
-                                          max_tokens_option, min_completion_tokens_option,
-                                          probes_option)
+from benchwarden.core.commandline import (
+    canary_seed_option,
+    concurrency_option,
+    max_tokens_option,
+    min_completion_tokens_option,
+    probes_option,
+)
 from benchwarden.core.paths import reports_dir
 from benchwarden.core.suite import get_suite
 from benchwarden.targets import engine as local_engine

@@ -41,13 +41,13 @@ from benchwarden.core.errors import (
     RunInterrupted,
 )
 from benchwarden.core.interrupts import installed_handlers, last_signal_name
-from benchwarden.core.version import __version__
 from benchwarden.core.suite import (
     ENTRY_POINT_GROUP,
     SuiteUnavailable,
     get_suite,
     suite_entry_points,
 )
+from benchwarden.core.version import __version__
 
 # Commands that belong to no suite: command name -> "module:attribute", imported on use.
 GENERIC_COMMANDS: dict[str, str] = {
@@ -64,7 +64,7 @@ GENERIC_COMMANDS: dict[str, str] = {
 TRACEBACK_ENV = "BENCHWARDEN_TRACEBACK"
 # click >= 8.2 raises this (a UsageError whose message is the help) for a group invoked
 # without a subcommand; older clicks print the help themselves
-NO_ARGS_IS_HELP: tuple[type[BaseException], ...] = tuple(
+NO_ARGS_IS_HELP: tuple[type[click.ClickException], ...] = tuple(
     kind for kind in (getattr(click.exceptions, "NoArgsIsHelpError", None),) if kind is not None)
 NO_SUITES_REGISTERED = (f"no suite is registered under the entry-point group "
                         f"{ENTRY_POINT_GROUP!r}: install benchwarden (`pip install -e .` in a "
@@ -222,7 +222,8 @@ def run_command(group: click.Group, args: list[str], prog_name: str) -> int:
     except BrokenPipeError:  # the reader went away (`benchwarden runs | head`): say nothing
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.__stdout__.fileno())
+            if sys.__stdout__ is not None:
+                os.dup2(devnull, sys.__stdout__.fileno())
         except (OSError, AttributeError, ValueError):
             pass
         return EXIT_FAIL

@@ -27,7 +27,6 @@ from benchwarden.core.reports import console, write_json
 from benchwarden.core.store import StoreError, is_url
 from benchwarden.core.suite import SuiteUnavailable, get_suite
 
-
 # What a run was measured against, most telling first: a server (url, model), a
 # retrieval strategy, an agent command.
 TARGET_KEYS = ("url", "model", "strategy", "command")

@@ -16,13 +16,18 @@ from the store being verified.
 from __future__ import annotations
 
 import click
-
 from click.core import ParameterSource
 
 from benchwarden.cli.common import EXIT_FAIL, ConfigError, open_store_or_exit, store_option
 from benchwarden.core import signing
-from benchwarden.core.witness import REPORT_FIELD, Witness, WitnessError, parse_witness_text, \
-    read_witness
+from benchwarden.core.witness import (
+    REPORT_FIELD,
+    Witness,
+    WitnessError,
+    parse_witness_text,
+    read_witness,
+)
+
 
 def _witnesses(paths: tuple[str, ...]) -> list[Witness]:
     found = []

@@ -6,7 +6,8 @@ used to be silent in a CI log. `progress_bar(...)` takes the same arguments as
 `rich.progress.Progress` and returns one on a terminal; otherwise a `PlainProgress`, the
 same class with its live display off, which prints one line per task whenever the task
 crosses another `step_percent` of its total (at most one line per `min_seconds`) or
-`every_seconds` pass without a line, and once when it completes. A suite swaps `Progress(` for `progress_bar(` and nothing else.
+`every_seconds` pass without a line, and once when it completes. A suite swaps
+`Progress(` for `progress_bar(` and nothing else.
 
 Invariants:
 - The same columns say the same things in both forms: a plain line is the text the
@@ -103,7 +104,7 @@ class PlainProgress(Progress):
         self._say(task_id, force=True)
         return task_id
 
-    def update(self, task_id: TaskID, **changes: Any) -> None:  # type: ignore[override]
+    def update(self, task_id: TaskID, **changes: Any) -> None:
         super().update(task_id, **changes)
         self._say(task_id)
 

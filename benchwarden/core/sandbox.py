@@ -42,9 +42,10 @@ import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence, TypeVar
+from typing import TypeVar
 
 from benchwarden.core.errors import IsolationUnavailable
 

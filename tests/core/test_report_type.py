@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from benchwarden.core.errors import ConfigurationError
-from benchwarden.core.suite import (UnknownSuite, decode_report, get_suite, render_report_html)
+from benchwarden.core.suite import UnknownSuite, decode_report, get_suite, render_report_html
 from tests.core.test_report_numbers import arms, contamination, retrieval  # noqa: F401 - fixtures
 
 
@@ -27,8 +27,7 @@ def _round_trip(report):
     return json.loads(msgspec.json.encode(report))
 
 
-def test_a_report_file_decodes_to_the_typed_report_of_its_suite(arms, contamination,  # noqa: F811
-                                                                retrieval):
+def test_a_report_file_decodes_to_its_typed_report(arms, contamination, retrieval):  # noqa: F811
     for typed in (arms, contamination, retrieval[0]):
         decoded = decode_report(_round_trip(typed))
         assert type(decoded) is type(typed)

@@ -101,7 +101,9 @@ class PlainMeter:
                           f"({megabytes(self.done)} of about {megabytes(self.total)})")
 
     def finish(self) -> None:
-        self.progress(f"downloaded {self.name}: 100%" + (f" ({megabytes(self.done)})" if self.done else ""))
+        self.progress(
+            f"downloaded {self.name}: 100%" + (f" ({megabytes(self.done)})" if self.done else "")
+        )
 
 
 class RichMeter:
