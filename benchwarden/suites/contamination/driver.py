@@ -39,10 +39,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
-from benchwarden.core.progress import progress_bar
 from benchwarden.core import secrets as credentials
 from benchwarden.core.errors import ConfigurationError, RunInterrupted
 from benchwarden.core.interrupts import last_signal_name, signals_deferred
+from benchwarden.core.progress import progress_bar
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, Run, RunEnd, TokenComponents
 from benchwarden.core.reports import as_json, store_head_block

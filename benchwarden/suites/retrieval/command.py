@@ -323,7 +323,7 @@ def compare(champion: str, challenger: str, seeds_text: str | None, decide_on: s
     except ValueError as error:
         raise ConfigError(str(error)) from None
     out = console()
-    for (label, text), side in zip(sides, (old, new)):
+    for (label, text), side in zip(sides, (old, new), strict=True):
         if side.run is not None and label not in read:
             out.print(f"{label} {text}: run {side.run.id} recorded in {store_location}",
                       markup=False)
