@@ -200,22 +200,49 @@ def api_key_env_option(function: F) -> F:
 
 
 # -- the options of a contamination run, shared by `contamination` and `demo` ----------
-MIN_LEVEL = 2  # a rung of one request has no company to be contaminated by
+# Checked here, as the suite's configuration checks them and in its words, so `demo`
+# refuses them before it builds or starts an engine.
+CONCURRENCY_RANGE = (2, 512)  # a rung of one request has no company to be contaminated by
+PROBES_RANGE = (2, 32)
 
 
 def parse_levels(ctx: click.Context | None, param: click.Parameter | None,
                  value: str) -> tuple[int, ...]:
-    """`--concurrency 2,4,8` -> (2, 4, 8); each a whole number of at least 2 (the
-    suite's configuration checks the upper bound)."""
+    """`--concurrency 2,4,8` -> (2, 4, 8); each a whole number in `CONCURRENCY_RANGE`."""
     try:
         levels = tuple(int(part) for part in value.split(",") if part.strip())
     except ValueError:
         raise click.BadParameter(f"expected comma-separated integers like 2,4,8, "
                                  f"got {value!r}") from None
-    if not levels or any(level < MIN_LEVEL for level in levels):
-        raise click.BadParameter(f"each concurrency level must be at least {MIN_LEVEL} "
-                                 "(a rung needs company)")
+    if not levels:
+        raise click.BadParameter("expected comma-separated integers like 2,4,8")
+    low, high = CONCURRENCY_RANGE
+    for level in levels:
+        if not low <= level <= high:
+            raise click.BadParameter(f"--concurrency levels must be between {low} and {high}, "
+                                     f"not {level} (a rung needs company)")
     return levels
+
+
+class BoundedInt(click.ParamType):
+    """A whole number within [low, high], refused in the words of the suite's
+    configuration (`--probes must be between 2 and 32, not 1`)."""
+
+    name = "integer"
+
+    def __init__(self, option: str, low: int, high: int) -> None:
+        self.option, self.low, self.high = option, low, high
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int:
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            self.fail(f"{self.option} expects a whole number, not {value!r}", param, ctx)
+        if not self.low <= number <= self.high:
+            self.fail(f"{self.option} must be between {self.low} and {self.high}, not {number}",
+                      param, ctx)
+        return number
 
 
 def concurrency_option(default: str = "2,4,8") -> Callable[[F], F]:
@@ -226,7 +253,8 @@ def concurrency_option(default: str = "2,4,8") -> Callable[[F], F]:
 
 def probes_option(default: int = 4) -> Callable[[F], F]:
     return click.option("--probes", default=default, show_default=True,
-                        type=click.IntRange(2, 32), help="Probe prompts per leg.")
+                        type=BoundedInt("--probes", *PROBES_RANGE),
+                        help="Probe prompts per leg (2..32).")
 
 
 def max_tokens_option(default: int = 256) -> Callable[[F], F]:

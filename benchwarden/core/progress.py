@@ -101,7 +101,9 @@ class PlainProgress(Progress):
                  completed: int = 0, visible: bool = True, **fields: Any) -> TaskID:
         task_id = super().add_task(description, start=start, total=total, completed=completed,
                                    visible=visible, **fields)
-        self._say(task_id, force=True)
+        # no line yet: a leg that ends (or fails) within `min_seconds` says only its end
+        self._last[task_id] = (self.cadence.step_of(completed, total), self.clock(),
+                               float(completed))
         return task_id
 
     def update(self, task_id: TaskID, **changes: Any) -> None:
@@ -111,6 +113,11 @@ class PlainProgress(Progress):
     def advance(self, task_id: TaskID, advance: float = 1) -> None:
         super().advance(task_id, advance)
         self._say(task_id)
+
+    def __exit__(self, kind: Any, value: Any, trace: Any) -> None:
+        if kind is not None:
+            self.quiet = True  # an error or a signal says what happened; no progress after it
+        super().__exit__(kind, value, trace)
 
     def stop(self) -> None:
         """Say where every task ended, unless its last line already said so."""

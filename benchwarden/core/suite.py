@@ -18,6 +18,7 @@ Invariants:
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
@@ -35,6 +36,7 @@ if TYPE_CHECKING:  # for annotations only: click and rich are not needed to list
     from benchwarden.core.store import Store
 
 ENTRY_POINT_GROUP = "benchwarden.suites"
+_ABSENT = object()
 
 
 class SuiteUnavailable(BenchwardenError):
@@ -190,10 +192,23 @@ def get_suite(name: str) -> Suite:
     except Exception as error:  # noqa: BLE001 - any import failure is reported, not hidden
         raise SuiteUnavailable(f"suite {name} ({entry_point.value}) cannot be imported: "
                                f"{_import_problem(error)}") from error
-    if not isinstance(loaded, Suite):
+    missing = missing_suite_members(loaded)
+    if missing:
         raise SuiteUnavailable(f"suite {name} ({entry_point.value}) is not a Suite: it lacks "
-                               "name, bench_version, summary, command_names or a method")
-    return loaded
+                               f"{', '.join(missing)}")
+    return loaded  # type: ignore[no-any-return]
+
+
+SUITE_MEMBERS = ("name", "bench_version", "summary", "command_names", "report_type", "command",
+                 "build_report", "render_terminal", "render_html", "enrich")
+
+
+def missing_suite_members(candidate: object) -> list[str]:
+    """The `Suite` members `candidate` lacks, looked up statically: `isinstance(x, Suite)`
+    would evaluate a lazy property such as `report_type` on Python 3.11 and import the
+    suite's report module just to list it."""
+    return [member for member in SUITE_MEMBERS
+            if inspect.getattr_static(candidate, member, _ABSENT) is _ABSENT]
 
 
 def _suite_of(report: Any) -> str:

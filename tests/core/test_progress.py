@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
@@ -53,14 +54,14 @@ def test_plain_lines_say_what_the_columns_say_every_step_and_at_the_end():
             clock.now += 2.0  # a step (4 requests) every 8 s: above min_seconds
             bar.update(task, description="c4", advance=1)
     lines = buffer.getvalue().splitlines()
-    assert lines[0] == "reach 0/40 requests (0%)"
+    assert lines[0] == "c4 4/40 requests (10%)"
     assert lines[-1] == "c4 40/40 requests (100%)"
-    # one line when the task starts, one per 10 % crossed: 10 steps, the last is 100 %
-    assert len(lines) == 11
+    # one line per 10 % crossed (none when the task starts): the last is 100 %
+    assert len(lines) == 10
     assert all("━" not in line for line in lines)  # no bar characters in a log
 
 
-def test_a_quick_leg_says_only_where_it_starts_and_ends():
+def test_a_quick_leg_says_only_where_it_ends():
     console, buffer = _console(False)
     clock = Clock()
     with PlainProgress(TextColumn("{task.description}"), MofNCompleteColumn(),
@@ -69,7 +70,19 @@ def test_a_quick_leg_says_only_where_it_starts_and_ends():
         for _ in range(28):
             clock.now += 0.01
             bar.advance(task)
-    assert buffer.getvalue().splitlines() == ["champion 0/28 (0%)", "champion 28/28 (100%)"]
+    assert buffer.getvalue().splitlines() == ["champion 28/28 (100%)"]
+
+
+def test_a_leg_that_fails_says_nothing_after_the_error():
+    console, buffer = _console(False)
+    clock = Clock()
+    with pytest.raises(KeyboardInterrupt):
+        with PlainProgress(TextColumn("{task.description}"), MofNCompleteColumn(),
+                           console=console, clock=clock) as bar:
+            task = bar.add_task("slow", total=56)
+            bar.advance(task, 3)
+            raise KeyboardInterrupt
+    assert buffer.getvalue() == ""
 
 
 def test_without_a_total_a_line_comes_every_so_many_seconds():
@@ -83,9 +96,9 @@ def test_without_a_total_a_line_comes_every_so_many_seconds():
         bar.advance(task, 1)
     bar.stop()
     lines = buffer.getvalue().splitlines()
-    # the start, one line per 30 s over 100 s, and where it ended
-    assert lines[0].startswith("resuming 0")
-    assert len(lines) == 1 + 3 + 1
+    # one line per 30 s over 100 s, and where it ended
+    assert lines[0].startswith("resuming 30")
+    assert len(lines) == 3 + 1
     assert lines[-1].startswith("resuming 100")
 
 
@@ -111,8 +124,9 @@ def test_elapsed_time_column_is_kept():
     console, buffer = _console(False)
     bar = PlainProgress(TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
                         clock=Clock())
-    bar.add_task("scoring", total=1)
-    assert buffer.getvalue().startswith("scoring ")
+    task = bar.add_task("scoring", total=1)
+    bar.advance(task)
+    assert buffer.getvalue().startswith("scoring 0:00:0")
 
 
 @given(total=st.integers(min_value=1, max_value=10_000),
