@@ -224,11 +224,9 @@ def parse_levels(ctx: click.Context | None, param: click.Parameter | None,
     return levels
 
 
-class BoundedInt(click.ParamType):
+class BoundedInt(click.types.IntParamType):
     """A whole number within [low, high], refused in the words of the suite's
     configuration (`--probes must be between 2 and 32, not 1`)."""
-
-    name = "integer"
 
     def __init__(self, option: str, low: int, high: int) -> None:
         self.option, self.low, self.high = option, low, high
