@@ -138,7 +138,8 @@ def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
               help="Continue a killed run: only missing requests are sent, with its stored "
                    "configuration (--url, --api-key-env and the timeouts may change; other "
                    "options that differ from the stored run are refused).")
-@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--no-progress", is_flag=True,
+              help="No progress: no bar on a terminal, no progress lines in a log.")
 @config_errors
 @click.pass_context
 def contamination(ctx: click.Context, url: str | None, model: str | None, any_model: bool,
