@@ -175,7 +175,7 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
     with open_store_or_exit(store_location, create=True) as store, progress_bar(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[outcomes]}"), TimeElapsedColumn(),
-            console=out, transient=False) as progress:
+            console=console(stderr=True), transient=False) as progress:
         bars: dict[tuple[str, str], Any] = {}
         counts: dict[tuple[str, str], dict[str, int]] = {}
 
