@@ -30,12 +30,13 @@ from typing import Any, TextIO
 
 import click
 
-import benchwarden
 from benchwarden.core import secrets
 from benchwarden.core.errors import (
+    EXIT_CODES,
     EXIT_ENVIRONMENT,
     EXIT_FAIL,
     EXIT_INTERRUPTED,
+    EXIT_USAGE,
     BenchwardenError,
     RunInterrupted,
 )
@@ -46,6 +47,7 @@ from benchwarden.core.suite import (
     get_suite,
     suite_entry_points,
 )
+from benchwarden.core.version import __version__
 
 # Commands that belong to no suite: command name -> "module:attribute", imported on use.
 GENERIC_COMMANDS: dict[str, str] = {
@@ -60,6 +62,10 @@ GENERIC_COMMANDS: dict[str, str] = {
     "verify": "benchwarden.cli.verify:verify",
 }
 TRACEBACK_ENV = "BENCHWARDEN_TRACEBACK"
+# click >= 8.2 raises this (a UsageError whose message is the help) for a group invoked
+# without a subcommand; older clicks print the help themselves
+NO_ARGS_IS_HELP: tuple[type[click.ClickException], ...] = tuple(
+    kind for kind in (getattr(click.exceptions, "NoArgsIsHelpError", None),) if kind is not None)
 NO_SUITES_REGISTERED = (f"no suite is registered under the entry-point group "
                         f"{ENTRY_POINT_GROUP!r}: install benchwarden (`pip install -e .` in a "
                         "checkout) so its built-in suites are registered")
@@ -163,15 +169,39 @@ def _wants_traceback(args: list[str]) -> bool:
     return "--traceback" in args or os.environ.get(TRACEBACK_ENV, "") not in ("", "0")
 
 
+def click_error_line(error: click.ClickException, prog_name: str = "benchwarden") -> str:
+    """A click error as the one line every benchwarden error is: click's own usage
+    errors (unknown option, bad value, missing argument) name the command's --help
+    instead of printing the usage block."""
+    message = error.format_message()
+    context = getattr(error, "ctx", None)
+    if isinstance(error, click.UsageError):
+        where = context.command_path if context is not None else prog_name
+        message = f"{message.rstrip('.')} (see `{where} --help`)"
+    return message
+
+
+def click_exit_code(error: click.ClickException) -> int:
+    """The table's code for a click error: a usage error is 2, our own errors carry
+    theirs (a store refusal 4); a code outside the table is an error (1)."""
+    if isinstance(error, click.UsageError):
+        return EXIT_USAGE
+    code = int(error.exit_code)
+    return code if code in EXIT_CODES else EXIT_FAIL
+
+
 def run_command(group: click.Group, args: list[str], prog_name: str) -> int:
     """Invoke `group` with `args`; return the exit code of the documented table."""
     try:
         result = group.main(args=args, prog_name=prog_name, standalone_mode=False)
     except click.exceptions.Exit as done:
         return int(done.exit_code)
-    except click.ClickException as error:  # usage errors (2) and our ConfigError (2)
-        error.show()
-        return int(error.exit_code)
+    except NO_ARGS_IS_HELP as shown:  # a group without its subcommand: its help, exit 2
+        click.echo(shown.format_message(), err=True)
+        return EXIT_USAGE
+    except click.ClickException as error:  # click's usage errors and our ConfigError
+        _say(f"benchwarden: error: {click_error_line(error, prog_name)}")
+        return click_exit_code(error)
     except RunInterrupted as error:  # a run recorded its end and says how to resume it
         _say(f"benchwarden: interrupted by {last_signal_name()}: {error}")
         return EXIT_INTERRUPTED
@@ -192,7 +222,8 @@ def run_command(group: click.Group, args: list[str], prog_name: str) -> int:
     except BrokenPipeError:  # the reader went away (`benchwarden runs | head`): say nothing
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.__stdout__.fileno())
+            if sys.__stdout__ is not None:
+                os.dup2(devnull, sys.__stdout__.fileno())
         except (OSError, AttributeError, ValueError):
             pass
         return EXIT_FAIL
@@ -282,7 +313,7 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(benchwarden.__version__, prog_name="benchwarden")
+@click.version_option(__version__, prog_name="benchwarden")
 @click.option("--traceback", "show_traceback", is_flag=True,
               help=f"On an error, also print the Python traceback (or set {TRACEBACK_ENV}=1).")
 def cli(show_traceback: bool) -> None:

@@ -7,6 +7,10 @@
 
 from __future__ import annotations
 
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import click
 from rich.table import Table
 
@@ -23,25 +27,71 @@ from benchwarden.core.reports import console, write_json
 from benchwarden.core.store import StoreError, is_url
 from benchwarden.core.suite import SuiteUnavailable, get_suite
 
+# What a run was measured against, most telling first: a server (url, model), a
+# retrieval strategy, an agent command.
+TARGET_KEYS = ("url", "model", "strategy", "command")
+
+
+def target_label(target: Mapping[str, Any]) -> str:
+    """A run's target in a few words: `url model`, the strategy, the agent's command."""
+    words = [str(target[key]) for key in TARGET_KEYS if target.get(key)]
+    return " ".join(words) or formatting.DASH
+
+
+# Below this width the seven columns cannot all fit beside a whole run id: the runs are
+# listed as two plain lines each instead of a table whose every other cell folds letter
+# by letter.
+TABLE_MIN_WIDTH = 120
+
+
+def runs_table(infos: Sequence[Any], title: str) -> Table:
+    """The `runs` table for a wide terminal: run ids whole on one line (they are what
+    `show` and `report` take), the other columns fold."""
+    table = Table(title=title, title_justify="left")
+    widest_id = max((len(info.run.run_id) for info in infos), default=3)
+    table.add_column("run", no_wrap=True, min_width=widest_id, overflow="ignore")
+    for column in ("suite", "version", "target", "started", "status", "records"):
+        table.add_column(column, overflow="fold")
+    for info in infos:
+        table.add_row(info.run.run_id, info.run.suite, info.run.bench_version,
+                      target_label(info.run.target), formatting.when(info.run.started_at),
+                      _status(info), str(info.record_count))
+    return table
+
+
+def _status(info: Any) -> str:
+    return info.end.status if info.end else "incomplete"
+
+
+def runs_lines(infos: Sequence[Any], title: str, width: int) -> list[str]:
+    """The same facts for a narrow screen or a log: the whole run id first on its own
+    line, then what it measured, indented and wrapped between words to `width`."""
+    lines = [title]
+    for info in infos:
+        lines.append(f"{info.run.run_id}  {_status(info)}, {info.record_count} records")
+        details = (f"{info.run.suite} v{info.run.bench_version} · "
+                   f"{target_label(info.run.target)} · {formatting.when(info.run.started_at)}")
+        lines.extend(textwrap.wrap(details, width=max(20, width), initial_indent="    ",
+                                   subsequent_indent="    ", break_long_words=False,
+                                   break_on_hyphens=False))
+    return lines
+
 
 @click.command()
 @store_option
 @click.option("--suite", default=None, help="Only runs of this suite.")
 @config_errors
 def runs(store_location: str, suite: str | None) -> None:
-    """List the runs in a store."""
+    """List the runs in a store (run ids in full: `show` and `report` take them)."""
     with open_store_or_exit(store_location, create=False) as store:
         infos = store.runs(suite)
-    table = Table(title=f"runs in {store_location}")
-    for column in ("run", "suite", "version", "target", "started", "status", "records"):
-        table.add_column(column)
-    for info in infos:
-        target = info.run.target
-        label = " ".join(str(target[k]) for k in ("url", "model") if target.get(k)) or "—"
-        table.add_row(info.run.run_id, info.run.suite, info.run.bench_version, label,
-                      formatting.when(info.run.started_at), info.end.status if info.end else "incomplete",
-                      str(info.record_count))
-    console().print(table)
+    out = console()
+    title = f"runs in {store_location}"
+    if out.width >= TABLE_MIN_WIDTH:
+        out.print(runs_table(infos, title))
+    else:
+        for line in runs_lines(infos, title, out.width):
+            out.print(line, markup=False, soft_wrap=True)
 
 
 @click.command()

@@ -16,14 +16,17 @@ from the store being verified.
 from __future__ import annotations
 
 import click
+from click.core import ParameterSource
 
-from benchwarden.cli.common import EXIT_FAIL, ConfigError, open_store_or_exit
+from benchwarden.cli.common import EXIT_FAIL, ConfigError, open_store_or_exit, store_option
 from benchwarden.core import signing
-from benchwarden.core.paths import default_store
-from benchwarden.core.witness import REPORT_FIELD, Witness, WitnessError, parse_witness_text, \
-    read_witness
-
-_DEFAULT = "\0default-store"
+from benchwarden.core.witness import (
+    REPORT_FIELD,
+    Witness,
+    WitnessError,
+    parse_witness_text,
+    read_witness,
+)
 
 
 def _witnesses(paths: tuple[str, ...]) -> list[Witness]:
@@ -56,23 +59,23 @@ def _report_witness(file: str) -> Witness | None:
 
 @click.command()
 @click.argument("file", required=False, type=click.Path(dir_okay=False))
-@click.option("--store", "store_location", default=None, is_flag=False, flag_value=_DEFAULT,
-              help="Verify this store's hash chain (SQLite path or postgresql:// URL); "
-                   "`--store` alone, or no FILE, means the default store "
-                   "(~/.benchwarden/store.sqlite or BENCHWARDEN_STORE), as for every command.")
+@store_option
 @click.option("--witness", "witness_paths", multiple=True, type=click.Path(dir_okay=False),
               help="A head witness to check the store against: a `.head` file or a JSON "
                    "report with `store_head` (e.g. a signed result). Repeatable.")
 @click.option("--trusted-keys", type=click.Path(file_okay=False), default=None,
               help="Folder of trusted public keys (*.pub, PEM or raw) for FILE's signature "
                    "(default ~/.benchwarden/keys/trusted, which holds the key `sign` made).")
-def verify(file: str | None, store_location: str | None, witness_paths: tuple[str, ...],
-           trusted_keys: str | None) -> None:
-    """Verify a store's hash chain and head witnesses, and/or a signed result FILE."""
-    if store_location is None and (file is None or witness_paths):
-        store_location = _DEFAULT
-    if store_location == _DEFAULT:
-        store_location = default_store()
+@click.pass_context
+def verify(ctx: click.Context, file: str | None, store_location: str,
+           witness_paths: tuple[str, ...], trusted_keys: str | None) -> None:
+    """Verify a store's hash chain and head witnesses, and/or a signed result FILE.
+
+    The store (--store, the same default as every command) is checked when no FILE is
+    given, or when --store or --witness is: `verify FILE` alone checks only FILE.
+    """
+    store_given = ctx.get_parameter_source("store_location") is not ParameterSource.DEFAULT
+    check_store = file is None or store_given or bool(witness_paths)
     witnesses = _witnesses(witness_paths)
     failed = False
     if file is not None:
@@ -82,11 +85,11 @@ def verify(file: str | None, store_location: str | None, witness_paths: tuple[st
             raise ConfigError(str(error)) from None
         click.echo(result.line())
         failed |= not result.ok
-        if store_location is not None:
+        if check_store:
             from_file = _report_witness(file)
             if from_file is not None:
                 witnesses.append(from_file)
-    if store_location is not None:
+    if check_store:
         with open_store_or_exit(store_location, create=False) as store:
             report = store.verify(witnesses)
         for line in report.lines():

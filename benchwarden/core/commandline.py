@@ -180,6 +180,15 @@ def model_option(function: F) -> F:
     )(function)
 
 
+ANY_MODEL_HELP = ("Send --model even when the server does not list it at GET /v1/models "
+                  "(by default an unlisted model is refused before anything is written).")
+
+
+def any_model_option(function: F) -> F:
+    """`--any-model`: skip the check that the server lists `--model`."""
+    return click.option("--any-model", is_flag=True, help=ANY_MODEL_HELP)(function)
+
+
 def api_key_env_option(function: F) -> F:
     """`--api-key-env VAR`: the key itself never appears on a command line or in a store."""
     return click.option(
@@ -188,6 +197,81 @@ def api_key_env_option(function: F) -> F:
         metavar="VAR",
         help="Name of the environment variable holding the API key (the key is never stored).",
     )(function)
+
+
+# -- the options of a contamination run, shared by `contamination` and `demo` ----------
+# Checked here, as the suite's configuration checks them and in its words, so `demo`
+# refuses them before it builds or starts an engine.
+CONCURRENCY_RANGE = (2, 512)  # a rung of one request has no company to be contaminated by
+PROBES_RANGE = (2, 32)
+
+
+def parse_levels(ctx: click.Context | None, param: click.Parameter | None,
+                 value: str) -> tuple[int, ...]:
+    """`--concurrency 2,4,8` -> (2, 4, 8); each a whole number in `CONCURRENCY_RANGE`."""
+    try:
+        levels = tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers like 2,4,8, "
+                                 f"got {value!r}") from None
+    if not levels:
+        raise click.BadParameter("expected comma-separated integers like 2,4,8")
+    low, high = CONCURRENCY_RANGE
+    for level in levels:
+        if not low <= level <= high:
+            raise click.BadParameter(f"--concurrency levels must be between {low} and {high}, "
+                                     f"not {level} (a rung needs company)")
+    return levels
+
+
+class BoundedInt(click.types.IntParamType):
+    """A whole number within [low, high], refused in the words of the suite's
+    configuration (`--probes must be between 2 and 32, not 1`)."""
+
+    def __init__(self, option: str, low: int, high: int) -> None:
+        self.option, self.low, self.high = option, low, high
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int:
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            self.fail(f"{self.option} expects a whole number, not {value!r}", param, ctx)
+        if not self.low <= number <= self.high:
+            self.fail(f"{self.option} must be between {self.low} and {self.high}, not {number}",
+                      param, ctx)
+        return number
+
+
+def concurrency_option(default: str = "2,4,8") -> Callable[[F], F]:
+    return click.option("--concurrency", default=default, show_default=True,
+                        callback=parse_levels, metavar="N,N,...",
+                        help="Concurrency rungs, comma-separated, each 2..512.")
+
+
+def probes_option(default: int = 4) -> Callable[[F], F]:
+    return click.option("--probes", default=default, show_default=True,
+                        type=BoundedInt("--probes", *PROBES_RANGE),
+                        help="Probe prompts per leg (2..32).")
+
+
+def max_tokens_option(default: int = 256) -> Callable[[F], F]:
+    return click.option("--max-tokens", default=default, show_default=True,
+                        type=click.IntRange(min=1),
+                        help="Completion-token limit of every request.")
+
+
+def min_completion_tokens_option(default: int = 16) -> Callable[[F], F]:
+    return click.option("--min-completion-tokens", default=default, show_default=True,
+                        type=click.IntRange(min=1),
+                        help="Replies shorter than this are unmeasured (must be below "
+                             "--max-tokens).")
+
+
+def canary_seed_option(function: F) -> F:
+    return click.option("--seed", default=None, type=int,
+                        help="Seed for canaries and topics [default: drawn and recorded].")(
+        function)
 
 
 def write_html_report(store_location: str, report: Any, html_path: str) -> None:
@@ -302,16 +386,23 @@ def print_traceback(failure: dict[str, Any]) -> None:
 __all__ = [
     "ConfigError",
     "StoreFailure",
+    "any_model_option",
     "api_key_env_option",
+    "canary_seed_option",
+    "concurrency_option",
     "config_errors",
     "executor_option",
     "executor_or_exit",
     "html_option",
     "isolation_option",
     "json_report_option",
+    "max_tokens_option",
+    "min_completion_tokens_option",
     "model_option",
     "open_store_or_exit",
+    "parse_levels",
     "print_traceback",
+    "probes_option",
     "refuse_url_with_credentials",
     "release_executor",
     "require_isolation",

@@ -41,8 +41,9 @@ from __future__ import annotations
 
 import csv
 import sys
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 import msgspec
 
@@ -253,7 +254,8 @@ def _read_parquet(source: Path) -> list[dict[str, Any]]:
     except Exception as error:  # pyarrow raises several types for a non-Parquet file
         raise ExportError(f"{source} cannot be read as Parquet: "
                           f"{' '.join(str(error).split())}") from None
-    return table.to_pylist()
+    rows: list[dict[str, Any]] = table.to_pylist()
+    return rows
 
 
 def _read_csv(source: Path) -> list[dict[str, Any]]:
@@ -272,7 +274,7 @@ def _read_csv(source: Path) -> list[dict[str, Any]]:
                 raise ExportError(f"{source} row {number} has {len(cells)} cells, "
                                   f"expected {len(COLUMN_NAMES)}")
             row: dict[str, Any] = {}
-            for name, cell in zip(COLUMN_NAMES, cells):
+            for name, cell in zip(COLUMN_NAMES, cells, strict=True):  # lengths checked above
                 if name in NULLABLE and cell == "":
                     row[name] = None
                 elif kinds[name] == _INTEGER:

@@ -135,7 +135,7 @@ def when(timestamp: Any) -> str:
     if real is None:
         return DASH
     try:
-        moment = dt.datetime.fromtimestamp(real, dt.timezone.utc)
+        moment = dt.datetime.fromtimestamp(real, dt.UTC)
     except (OverflowError, OSError, ValueError):
         return DASH
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -24,8 +24,9 @@ import html
 import json
 import math
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from benchwarden.core import formatting
 
@@ -182,13 +183,15 @@ def _interval_data(low: float | None, high: float | None) -> str:
 
 
 def _whisker_h(x1: float, x2: float, y: float, half: float = 5, data: str = "") -> str:
-    return (f'<g class="whisker"{data}><line x1="{x1:.1f}" y1="{y:.1f}" x2="{x2:.1f}" y2="{y:.1f}"/>'
+    return (f'<g class="whisker"{data}><line x1="{x1:.1f}" y1="{y:.1f}" x2="{x2:.1f}" '
+            f'y2="{y:.1f}"/>'
             f'<line x1="{x1:.1f}" y1="{y - half:.1f}" x2="{x1:.1f}" y2="{y + half:.1f}"/>'
             f'<line x1="{x2:.1f}" y1="{y - half:.1f}" x2="{x2:.1f}" y2="{y + half:.1f}"/></g>')
 
 
 def _whisker_v(x: float, y1: float, y2: float, half: float = 5, data: str = "") -> str:
-    return (f'<g class="whisker"{data}><line x1="{x:.1f}" y1="{y1:.1f}" x2="{x:.1f}" y2="{y2:.1f}"/>'
+    return (f'<g class="whisker"{data}><line x1="{x:.1f}" y1="{y1:.1f}" x2="{x:.1f}" '
+            f'y2="{y2:.1f}"/>'
             f'<line x1="{x - half:.1f}" y1="{y1:.1f}" x2="{x + half:.1f}" y2="{y1:.1f}"/>'
             f'<line x1="{x - half:.1f}" y1="{y2:.1f}" x2="{x + half:.1f}" y2="{y2:.1f}"/></g>')
 
@@ -221,11 +224,13 @@ def bar_chart(bars: Sequence[Bar], *, label: str, unit: str = "", width: int = 7
         if tick > upper + 1e-9:
             continue
         tx = x(tick)
-        parts.append(f'<line class="grid" x1="{tx:.1f}" y1="{top - 4}" x2="{tx:.1f}" y2="{axis_y:.1f}"/>'
+        parts.append(f'<line class="grid" x1="{tx:.1f}" y1="{top - 4}" x2="{tx:.1f}" '
+                     f'y2="{axis_y:.1f}"/>'
                      f'<text class="tick" x="{tx:.1f}" y="{axis_y + 16:.1f}" text-anchor="middle">'
                      f'{escape(_tick_label(tick))}</text>')
     if unit:
-        parts.append(f'<text class="axis-label" x="{plot_left + plot_width:.1f}" y="{axis_y + 30:.1f}" '
+        parts.append(f'<text class="axis-label" x="{plot_left + plot_width:.1f}" '
+                     f'y="{axis_y + 30:.1f}" '
                      f'text-anchor="end">{escape(unit)}</text>')
     for index, bar in enumerate(bars):
         y = top + index * (row + gap)
@@ -234,11 +239,13 @@ def bar_chart(bars: Sequence[Bar], *, label: str, unit: str = "", width: int = 7
                      f'<text class="bar-label" x="{plot_left - 8:.1f}" y="{y + row / 2 + 4:.1f}" '
                      f'text-anchor="end">{escape(_clip(bar.label, 36))}</text>')
         if bar.value is None or not math.isfinite(bar.value):
-            parts.append(f'<text class="bar-value muted" x="{plot_left + 4:.1f}" y="{y + row / 2 + 4:.1f}">'
+            parts.append(f'<text class="bar-value muted" x="{plot_left + 4:.1f}" '
+                         f'y="{y + row / 2 + 4:.1f}">'
                          f'no data</text></g>')
             continue
         end = x(bar.value)
-        parts.append(f'<rect x="{plot_left:.1f}" y="{y:.1f}" width="{max(0.0, end - plot_left):.1f}" '
+        parts.append(f'<rect x="{plot_left:.1f}" y="{y:.1f}" '
+                     f'width="{max(0.0, end - plot_left):.1f}" '
                      f'height="{row}" rx="3" fill="{color(bar.color or ACCENT)}"/>')
         text_x = end
         if bar.low is not None and bar.high is not None:
@@ -250,7 +257,8 @@ def bar_chart(bars: Sequence[Bar], *, label: str, unit: str = "", width: int = 7
                      f'{escape(shown)}</text></g>')
     if marker is not None:
         mx = x(marker)
-        parts.append(f'<line class="marker" x1="{mx:.1f}" y1="{top - 6}" x2="{mx:.1f}" y2="{axis_y:.1f}"/>')
+        parts.append(f'<line class="marker" x1="{mx:.1f}" y1="{top - 6}" x2="{mx:.1f}" '
+                     f'y2="{axis_y:.1f}"/>')
         if marker_label:
             parts.append(f'<text class="marker-label" x="{mx + 4:.1f}" y="{top + 2}">'
                          f'{escape(marker_label)}</text>')
@@ -280,7 +288,9 @@ def diverging_bars(items: Sequence[Bar], *, label: str, rules: Sequence[Rule] = 
     row, gap, bottom, right = 20, 8, 34, 80
     top = 22 + 14 * max(0, len(rules) - 1)  # one label row per reference line
     height = top + len(items) * (row + gap) + bottom
-    values = [v for b in items for v in (b.value, b.low, b.high) if v is not None and math.isfinite(v)]
+    values = [
+        v for b in items for v in (b.value, b.low, b.high) if v is not None and math.isfinite(v)
+    ]
     values += [r.value for r in rules] + (list(shade) if shade else []) + [0.0]
     span = max(abs(min(values)), abs(max(values))) or 1.0
     ticks = nice_ticks(-span, span, 6)
@@ -294,11 +304,13 @@ def diverging_bars(items: Sequence[Bar], *, label: str, rules: Sequence[Rule] = 
     parts = [_svg_open(width, height, label, "diverging")]
     if shade:
         parts.append(f'<rect class="band" x="{x(shade[0]):.1f}" y="{top - 6}" '
-                     f'width="{max(1.0, x(shade[1]) - x(shade[0])):.1f}" height="{axis_y - top + 6:.1f}">'
+                     f'width="{max(1.0, x(shade[1]) - x(shade[0])):.1f}" '
+                     f'height="{axis_y - top + 6:.1f}">'
                      f'<title>{escape(shade_label)}</title></rect>')
     for tick in ticks:
         tx = x(tick)
-        parts.append(f'<line class="grid" x1="{tx:.1f}" y1="{top - 4}" x2="{tx:.1f}" y2="{axis_y:.1f}"/>'
+        parts.append(f'<line class="grid" x1="{tx:.1f}" y1="{top - 4}" x2="{tx:.1f}" '
+                     f'y2="{axis_y:.1f}"/>'
                      f'<text class="tick" x="{tx:.1f}" y="{axis_y + 16:.1f}" text-anchor="middle">'
                      f'{escape(f"{tick:+g}" if tick else "0")}</text>')
     zero = x(0.0)
@@ -309,23 +321,30 @@ def diverging_bars(items: Sequence[Bar], *, label: str, rules: Sequence[Rule] = 
                      f'text-anchor="end">{escape(_clip(item.label, 30))}</text>')
         if item.value is not None and math.isfinite(item.value):
             end = x(item.value)
-            parts.append(f'<rect x="{min(zero, end):.1f}" y="{y:.1f}" width="{max(1.0, abs(end - zero)):.1f}" '
+            parts.append(f'<rect x="{min(zero, end):.1f}" y="{y:.1f}" '
+                         f'width="{max(1.0, abs(end - zero)):.1f}" '
                          f'height="{row}" rx="2" fill="{color(item.color or ACCENT)}"/>')
             if item.low is not None and item.high is not None:
                 parts.append(_whisker_h(x(item.low), x(item.high), y + row / 2,
                                         data=_interval_data(item.low, item.high)))
-            shown = item.value_text if item.value_text is not None else value_format.format(item.value)
-            anchor, text_x = ("start", max(end, zero) + 6) if item.value >= 0 else ("end", min(end, zero) - 6)
+            shown = (
+                item.value_text if item.value_text is not None else value_format.format(item.value)
+            )
+            anchor, text_x = (
+                ("start", max(end, zero) + 6) if item.value >= 0 else ("end", min(end, zero) - 6)
+            )
             parts.append(f'<text class="bar-value" x="{text_x:.1f}" y="{y + row / 2 + 4:.1f}" '
                          f'text-anchor="{anchor}">{escape(shown)}</text>')
         parts.append("</g>")
-    parts.append(f'<line class="axis" x1="{zero:.1f}" y1="{top - 6}" x2="{zero:.1f}" y2="{axis_y:.1f}"/>')
+    parts.append(f'<line class="axis" x1="{zero:.1f}" y1="{top - 6}" x2="{zero:.1f}" '
+                 f'y2="{axis_y:.1f}"/>')
     for index, rule in enumerate(rules):
         rx = x(rule.value)
         label_y = top - 12 - 14 * index
         dash = ' stroke-dasharray="5 3"' if rule.dashed else ""
         parts.append(f'<line x1="{rx:.1f}" y1="{label_y + 2}" x2="{rx:.1f}" y2="{axis_y:.1f}" '
-                     f'stroke="{color(rule.color)}" stroke-width="1.6"{dash}><title>{escape(rule.label)}</title></line>'
+                     f'stroke="{color(rule.color)}" stroke-width="1.6"{dash}><title>'
+                     f'{escape(rule.label)}</title></line>'
                      f'<text class="rule-label" x="{rx:.1f}" y="{label_y}" text-anchor="middle" '
                      f'fill="{color(rule.color)}">{escape(_clip(rule.label, 28))}</text>')
     if unit:
@@ -369,16 +388,20 @@ def grouped_bars(groups: Sequence[str], series: Sequence[Series],
     parts = [_svg_open(width, height, label, "grouped")]
     legend_x: float = left
     for item in series:
-        parts.append(f'<rect x="{legend_x:.1f}" y="6" width="12" height="12" rx="2" fill="{color(item.color)}"/>'
-                     f'<text class="legend-text" x="{legend_x + 16:.1f}" y="16">{escape(_clip(item.name, 28))}</text>')
+        parts.append(f'<rect x="{legend_x:.1f}" y="6" width="12" height="12" rx="2" '
+                     f'fill="{color(item.color)}"/>'
+                     f'<text class="legend-text" x="{legend_x + 16:.1f}" y="16">'
+                     f'{escape(_clip(item.name, 28))}</text>')
         legend_x += 16 + _text_width(_clip(item.name, 28)) + 18
     for tick in ticks:
         ty = y(tick)
-        parts.append(f'<line class="grid" x1="{left}" y1="{ty:.1f}" x2="{left + plot_w}" y2="{ty:.1f}"/>'
+        parts.append(f'<line class="grid" x1="{left}" y1="{ty:.1f}" x2="{left + plot_w}" '
+                     f'y2="{ty:.1f}"/>'
                      f'<text class="tick" x="{left - 6}" y="{ty + 4:.1f}" text-anchor="end">'
                      f'{escape(_tick_label(tick))}</text>')
     if unit:
-        parts.append(f'<text class="axis-label" x="12" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
+        parts.append(f'<text class="axis-label" x="12" y="{top + plot_h / 2:.1f}" '
+                     f'text-anchor="middle" '
                      f'transform="rotate(-90 12 {top + plot_h / 2:.1f})">{escape(unit)}</text>')
     bar_w = min(44.0, cluster * 0.8 / len(series))
     for g_index, group in enumerate(groups):
@@ -398,8 +421,15 @@ def grouped_bars(groups: Sequence[str], series: Sequence[Series],
                          f'height="{max(0.0, top + plot_h - by):.1f}" rx="2" '
                          f'fill="{color(bar.color or item.color)}"/>')
             if bar.low is not None and bar.high is not None:
-                parts.append(_whisker_v(bx + bar_w / 2, y(bar.high), y(bar.low), half=min(5.0, bar_w / 3),
-                                        data=_interval_data(bar.low, bar.high)))
+                parts.append(
+                    _whisker_v(
+                        bx + bar_w / 2,
+                        y(bar.high),
+                        y(bar.low),
+                        half=min(5.0, bar_w / 3),
+                        data=_interval_data(bar.low, bar.high),
+                    )
+                )
             shown = bar.value_text if bar.value_text is not None else value_format.format(bar.value)
             if _text_width(shown, 11) <= bar_w + 4:
                 label_y = min(by, y(bar.high) if bar.high is not None else by) - 4
@@ -413,7 +443,8 @@ def grouped_bars(groups: Sequence[str], series: Sequence[Series],
                          f'<title>{escape(group)}</title></text>')
         else:
             parts.append(f'<text class="group-label" x="{cx:.1f}" y="{top + plot_h + 18:.1f}" '
-                         f'text-anchor="middle">{escape(group)}<title>{escape(group)}</title></text>')
+                         f'text-anchor="middle">{escape(group)}<title>{escape(group)}</title>'
+                         f'</text>')
     parts.append(f'<line class="axis" x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" '
                  f'y2="{top + plot_h}"/></svg>')
     return "".join(parts)
@@ -447,7 +478,9 @@ def timeline(lanes: Sequence[Lane], *, label: str, unit: str = "ms", width: int 
     upper = max(times) if times else 1.0
     ticks = nice_ticks(0, upper if upper > 0 else 1.0)
     upper = ticks[-1]
-    label_width = min(200.0, max(50.0, max(_text_width(_clip(l.label, 30), 11) for l in shown) + 10))
+    label_width = min(
+        200.0, max(50.0, max(_text_width(_clip(line.label, 30), 11) for line in shown) + 10)
+    )
     top, bottom, right, gap = 8, 32, 16, 4
     plot_left, plot_w = label_width, width - label_width - right
     height = top + len(shown) * (lane_height + gap) + bottom
@@ -459,14 +492,16 @@ def timeline(lanes: Sequence[Lane], *, label: str, unit: str = "ms", width: int 
     parts = [_svg_open(width, height, label, "timeline")]
     for tick in ticks:
         tx = x(tick)
-        parts.append(f'<line class="grid" x1="{tx:.1f}" y1="{top - 2}" x2="{tx:.1f}" y2="{axis_y:.1f}"/>'
+        parts.append(f'<line class="grid" x1="{tx:.1f}" y1="{top - 2}" x2="{tx:.1f}" '
+                     f'y2="{axis_y:.1f}"/>'
                      f'<text class="tick" x="{tx:.1f}" y="{axis_y + 14:.1f}" text-anchor="middle">'
                      f'{escape(_tick_label(tick))}</text>')
     parts.append(f'<text class="axis-label" x="{plot_left + plot_w:.1f}" y="{axis_y + 28:.1f}" '
                  f'text-anchor="end">{escape(unit)}</text>')
     for index, lane in enumerate(shown):
         y = top + index * (lane_height + gap)
-        label_svg = (f'<text class="lane-label" x="{plot_left - 6:.1f}" y="{y + lane_height - 4:.1f}" '
+        label_svg = (f'<text class="lane-label" x="{plot_left - 6:.1f}" '
+                     f'y="{y + lane_height - 4:.1f}" '
                      f'text-anchor="end">{escape(_clip(lane.label, 30))}</text>')
         if lane.href:
             label_svg = f'<a href="{escape(lane.href)}">{label_svg}</a>'
@@ -475,7 +510,8 @@ def timeline(lanes: Sequence[Lane], *, label: str, unit: str = "ms", width: int 
             x1, x2 = x(segment.start), x(segment.end)
             if segment.thin:
                 parts.append(f'<rect x="{x1:.1f}" y="{y + lane_height / 2 - 1.5:.1f}" '
-                             f'width="{max(1.0, x2 - x1):.1f}" height="3" fill="{color(segment.color)}">'
+                             f'width="{max(1.0, x2 - x1):.1f}" height="3" '
+                             f'fill="{color(segment.color)}">'
                              f'<title>{escape(segment.note)}</title></rect>')
             else:
                 parts.append(f'<rect x="{x1:.1f}" y="{y + 1:.1f}" width="{max(1.5, x2 - x1):.1f}" '
@@ -514,17 +550,20 @@ def grid(rows: Sequence[str], columns: Sequence[str], cells: Mapping[tuple[str, 
     height = top + len(rows) * cell_height + 8
     parts = [_svg_open(width, height, label, "grid")]
     if column_header:
-        parts.append(f'<text class="axis-label" x="{left:.1f}" y="12">{escape(column_header)}</text>')
+        parts.append(f'<text class="axis-label" x="{left:.1f}" y="12">'
+                     f'{escape(column_header)}</text>')
     if row_header:
         parts.append(f'<text class="axis-label" x="4" y="{top - 8}">{escape(row_header)}</text>')
     for c_index, column in enumerate(columns):
         cx = left + c_index * cell_width + cell_width / 2
         parts.append(f'<text class="col-head" x="{cx:.1f}" y="{top - 8}" text-anchor="middle">'
-                     f'{escape(_clip(column, max(3, cell_width // 8)))}<title>{escape(column)}</title></text>')
+                     f'{escape(_clip(column, max(3, cell_width // 8)))}<title>'
+                     f'{escape(column)}</title></text>')
     for r_index, row_name in enumerate(rows):
         y = top + r_index * cell_height
         parts.append(f'<text class="row-head" x="{left - 8:.1f}" y="{y + cell_height / 2 + 4:.1f}" '
-                     f'text-anchor="end">{escape(_clip(row_name, 36))}<title>{escape(row_name)}</title></text>')
+                     f'text-anchor="end">{escape(_clip(row_name, 36))}<title>'
+                     f'{escape(row_name)}</title></text>')
         for c_index, column in enumerate(columns):
             x = left + c_index * cell_width
             cell = cells.get((row_name, column))
@@ -534,8 +573,10 @@ def grid(rows: Sequence[str], columns: Sequence[str], cells: Mapping[tuple[str, 
                 continue
             body = (f'<rect class="cell" x="{x + 2:.1f}" y="{y + 2:.1f}" width="{cell_width - 4}" '
                     f'height="{cell_height - 4}" rx="4" fill="{color(cell.color)}"/>'
-                    f'<text class="cell-text" x="{x + cell_width / 2:.1f}" y="{y + cell_height / 2 + 4:.1f}" '
-                    f'text-anchor="middle">{escape(_clip(cell.text, max(2, cell_width // 8)))}</text>'
+                    f'<text class="cell-text" x="{x + cell_width / 2:.1f}" '
+                    f'y="{y + cell_height / 2 + 4:.1f}" '
+                    f'text-anchor="middle">{escape(_clip(cell.text, max(2, cell_width // 8)))}</tex'
+                    f't>'
                     f'<title>{escape(cell.note or cell.text)}</title>')
             if cell.href:
                 parts.append(f'<a class="cell-link" href="{escape(cell.href)}">{body}</a>')
@@ -574,19 +615,25 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, numeric: Seq
     for row in rows:
         cells = []
         for index, value in enumerate(row):
-            shown = value if row_html else escape(value if isinstance(value, str) else fmt_number(value))
+            shown = (
+                value
+                if row_html
+                else escape(value if isinstance(value, str) else fmt_number(value))
+            )
             cells.append(f'<td class="{"num" if index in numeric else ""}">{shown}</td>')
         body_rows.append(f"<tr>{''.join(cells)}</tr>")
     if not body_rows:
         body_rows.append(f'<tr><td colspan="{len(headers)}" class="muted">none</td></tr>')
     cap = f"<caption>{escape(caption)}</caption>" if caption else ""
-    return (f'<div class="table-wrap"><table class="{escape(css_class)}">{cap}<thead><tr>{head}</tr></thead>'
+    return (f'<div class="table-wrap"><table class="{escape(css_class)}">{cap}<thead><tr>'
+            f'{head}</tr></thead>'
             f'<tbody>{"".join(body_rows)}</tbody></table></div>')
 
 
 def facts(items: Iterable[tuple[str, Any]]) -> str:
     """A definition list of label → value (values escaped)."""
-    body = "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v if isinstance(v, str) else fmt_number(v))}</dd></div>"
+    body = "".join(f"<div><dt>{escape(k)}</dt><dd>"
+                   f"{escape(v if isinstance(v, str) else fmt_number(v))}</dd></div>"
                    for k, v in items)
     return f'<dl class="facts">{body}</dl>'
 
@@ -598,7 +645,8 @@ def stat_tiles(items: Iterable[tuple[str, Any, str]]) -> str:
         text = value if isinstance(value, str) else fmt_number(value)
         main, sep, error = text.partition(" ± ")
         shown = escape(main) + (f' <span class="tile-se">± {escape(error)}</span>' if sep else "")
-        tiles.append(f'<div class="tile" style="border-top-color:{color(tone)}"><div class="tile-value">'
+        tiles.append(f'<div class="tile" style="border-top-color:{color(tone)}"><div '
+                     f'class="tile-value">'
                      f'{shown}</div><div class="tile-label">{escape(label)}</div></div>')
     return f'<div class="tiles">{"".join(tiles)}</div>'
 
@@ -631,7 +679,8 @@ def highlight(text: str, spans: Sequence[tuple[int, int, str]],
         if start >= end:
             continue
         pieces.append(pre_text(text[cursor:start], labels))
-        pieces.append(f'<mark class="{escape(css_class)}">{pre_text(text[start:end], labels)}</mark>')
+        pieces.append(f'<mark class="{escape(css_class)}">{pre_text(text[start:end], labels)}</mark'
+                      f'>')
         cursor = end
     pieces.append(pre_text(text[cursor:], labels))
     return "".join(pieces)
@@ -671,7 +720,9 @@ def run_facts(report: Mapping[str, Any]) -> str:
         ("run", run.get("id") or "—"),
         ("suite", f"{report.get('suite', '—')} · bench {report.get('bench_version', '—')}"),
     ]
-    target_text = " · ".join(str(target[k]) for k in ("url", "base_url", "model", "name") if target.get(k))
+    target_text = " · ".join(
+        str(target[k]) for k in ("url", "base_url", "model", "name") if target.get(k)
+    )
     if target_text:
         items.append(("target", target_text))
     items += [
@@ -683,7 +734,9 @@ def run_facts(report: Mapping[str, Any]) -> str:
         ("benchwarden", run.get("package_version") or "—"),
     ]
     if host:
-        items.append(("host", " · ".join(f"{k} {v}" for k, v in host.items() if v not in (None, ""))))
+        items.append(
+            ("host", " · ".join(f"{k} {v}" for k, v in host.items() if v not in (None, "")))
+        )
     if run.get("resumed_from"):
         items.append(("resumed from", run["resumed_from"]))
     return facts(items)
@@ -706,29 +759,37 @@ header.top .brand{font-weight:700;color:#8ddbff;margin-right:4px}
 .wrap{max-width:1240px;margin:0 auto;padding:0 24px}
 nav.toc{position:sticky;top:0;z-index:5;background:rgba(246,248,250,.94);backdrop-filter:blur(4px);
 border-bottom:1px solid var(--line)}
-nav.toc .wrap{display:flex;flex-wrap:wrap;gap:4px 18px;padding-top:8px;padding-bottom:8px;font-size:13px}
+nav.toc .wrap{display:flex;flex-wrap:wrap;gap:4px 18px;padding-top:8px;padding-bottom:8px;
+font-size:13px}
 nav.toc a{color:var(--muted);text-decoration:none}
 nav.toc a:hover{color:var(--accent)}
 main{padding:18px 0 40px}
-.verdict{display:flex;align-items:center;gap:16px;border-radius:10px;padding:16px 20px;margin:0 0 18px;
+.verdict{display:flex;align-items:center;gap:16px;border-radius:10px;padding:16px 20px;
+margin:0 0 18px;
 color:#fff;box-shadow:0 1px 2px rgba(0,0,0,.08)}
 .verdict-pass{background:var(--good)}.verdict-fail{background:var(--bad)}.verdict-info{background:var(--accent)}
-.verdict-kind{font-weight:800;font-size:24px;letter-spacing:1.5px;padding:2px 14px;border:2px solid rgba(255,255,255,.85);
+.verdict-kind{font-weight:800;font-size:24px;letter-spacing:1.5px;padding:2px 14px;
+border:2px solid rgba(255,255,255,.85);
 border-radius:8px}
 .verdict-reason{font-size:16px;line-height:1.4}
-.card{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:18px 22px;margin:0 0 18px}
+.card{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:18px 22px;
+margin:0 0 18px}
 .card h2{margin:0 0 6px;font-size:18px;font-weight:600}
 .card h3{margin:18px 0 6px;font-size:15px;font-weight:600}
 .intro{color:var(--muted);margin:0 0 14px;max-width:80ch}
 .note{color:var(--muted);font-size:13px;margin:6px 0}
 .muted{color:var(--muted)}
-.alert{background:#ffebe9;border:1px solid #ffcecb;border-radius:8px;padding:10px 14px;color:#82071e}
-dl.facts{display:grid;grid-template-columns:repeat(auto-fill,minmax(230px,1fr));gap:8px 22px;margin:0}
+.alert{background:#ffebe9;border:1px solid #ffcecb;border-radius:8px;padding:10px 14px;
+color:#82071e}
+dl.facts{display:grid;grid-template-columns:repeat(auto-fill,minmax(230px,1fr));gap:8px 22px;
+margin:0}
 dl.facts div{min-width:0}
 dl.facts dt{font-size:12px;color:var(--muted);text-transform:uppercase;letter-spacing:.5px}
 dl.facts dd{margin:0;font-family:var(--mono);font-size:13px;overflow-wrap:anywhere}
-.tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:10px;margin:4px 0 14px}
-.tile{border:1px solid var(--line);border-top:4px solid var(--accent);border-radius:8px;padding:8px 12px;background:#fff}
+.tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:10px;
+margin:4px 0 14px}
+.tile{border:1px solid var(--line);border-top:4px solid var(--accent);border-radius:8px;
+padding:8px 12px;background:#fff}
 .tile-value{font-size:20px;font-weight:650;font-variant-numeric:tabular-nums;white-space:nowrap}
 .tile-se{font-size:13px;font-weight:500;color:var(--muted)}
 .tile-label{font-size:12px;color:var(--muted)}
@@ -742,13 +803,16 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:now
 tbody tr:hover{background:#f6f8fa}
 td{overflow-wrap:anywhere}
 .nowrap{white-space:nowrap}
-.legend{list-style:none;display:flex;flex-wrap:wrap;gap:6px 20px;padding:0;margin:8px 0 12px;font-size:13px}
+.legend{list-style:none;display:flex;flex-wrap:wrap;gap:6px 20px;padding:0;margin:8px 0 12px;
+font-size:13px}
 .legend li{display:flex;align-items:center;gap:6px}
 .legend strong{font-weight:600}
 .swatch{display:inline-block;width:14px;height:14px;border-radius:3px;flex:none}
-.badge{display:inline-block;color:#fff;border-radius:999px;padding:0 9px;font-size:12px;font-weight:600;
+.badge{display:inline-block;color:#fff;border-radius:999px;padding:0 9px;font-size:12px;
+font-weight:600;
 line-height:20px;white-space:nowrap}
-svg.chart{display:block;max-width:100%;height:auto;margin:6px 0 10px;font-family:var(--sans);overflow:visible}
+svg.chart{display:block;max-width:100%;height:auto;margin:6px 0 10px;font-family:var(--sans);
+overflow:visible}
 svg .grid{stroke:#eaeef2;stroke-width:1}
 svg .axis{stroke:#8c959f;stroke-width:1}
 svg .tick,svg .axis-label{font-size:11px;fill:var(--muted)}
@@ -770,17 +834,22 @@ svg .muted{fill:var(--muted)}
 svg .band{fill:#fff1e5;stroke:#f0c79a;stroke-dasharray:3 3}
 svg .rule-label{font-size:11px;font-weight:600}
 details.drill{border:1px solid var(--line);border-radius:8px;margin:8px 0;background:#fff}
-details.drill>summary{cursor:pointer;padding:8px 12px;display:flex;flex-wrap:wrap;gap:6px 12px;align-items:center;
+details.drill>summary{cursor:pointer;padding:8px 12px;display:flex;flex-wrap:wrap;gap:6px 12px;
+align-items:center;
 list-style:none}
 details.drill>summary::-webkit-details-marker{display:none}
 details.drill>summary::before{content:"▸";color:var(--muted);width:10px}
 details.drill[open]>summary::before{content:"▾"}
-details.drill[open]>summary{border-bottom:1px solid var(--line);background:#f6f8fa;border-radius:8px 8px 0 0}
+details.drill[open]>summary{border-bottom:1px solid var(--line);background:#f6f8fa;
+border-radius:8px 8px 0 0}
 details.drill:target,details.drill.flash{box-shadow:0 0 0 3px rgba(0,114,178,.35)}
 .drill-body{padding:10px 14px}
-pre.text{font-family:var(--mono);font-size:12.5px;line-height:1.45;background:#f6f8fa;border:1px solid #eaeef2;
-border-radius:6px;padding:10px 12px;margin:4px 0 10px;white-space:pre-wrap;overflow-wrap:anywhere;max-height:420px;overflow:auto}
-.ctl{color:#fff;background:#8c959f;border-radius:3px;padding:0 4px;margin:0 2px;font:600 10px/1.6 var(--sans);
+pre.text{font-family:var(--mono);font-size:12.5px;line-height:1.45;background:#f6f8fa;
+border:1px solid #eaeef2;
+border-radius:6px;padding:10px 12px;margin:4px 0 10px;white-space:pre-wrap;overflow-wrap:anywhere;
+max-height:420px;overflow:auto}
+.ctl{color:#fff;background:#8c959f;border-radius:3px;padding:0 4px;margin:0 2px;
+font:600 10px/1.6 var(--sans);
 vertical-align:1px;white-space:nowrap}
 mark{border-radius:2px;padding:0 1px}
 mark.same{background:none;color:var(--muted)}
@@ -843,7 +912,8 @@ def page(*, title: str, report: Mapping[str, Any], sections: Sequence[tuple[str,
         f'<nav class="toc"><div class="wrap"><a href="#verdict">verdict</a>{nav}</div></nav>'
         f'<main><div class="wrap">{verdict_banner(verdict)}{body}</div></main>'
         f'<footer><div class="wrap">Self-contained report: every chart is drawn in this file and '
-        f'nothing is fetched. Schema {escape(report.get("schema", "—"))}; the report JSON is embedded '
+        f'nothing is fetched. Schema {escape(report.get("schema", "—"))}; the report JSON is '
+        f'embedded '
         f'in the element <code>#report-data</code>.</div></footer>'
         f"{data}<script>{_SCRIPT}</script></body></html>\n")
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Iterator
 
 __all__ = ["HANDLED_SIGNALS", "installed_handlers", "last_signal_name", "signals_deferred"]
 

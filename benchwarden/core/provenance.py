@@ -13,8 +13,9 @@ import secrets
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from benchwarden.core.records import Run
 from benchwarden.core.version import __version__

@@ -25,6 +25,7 @@ from rich.text import Text
 
 from benchwarden.core.files import write_text_atomically
 from benchwarden.core.records import Run, RunEnd
+from benchwarden.core.tables import FoldTables
 from benchwarden.core.verdicts import Verdict
 
 REPORT_SCHEMA = "benchwarden.report/1"
@@ -212,4 +213,8 @@ def verdict_text(verdict: Verdict) -> Text:
 
 
 def console(stderr: bool = False) -> Console:
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    """The console every view prints through; its tables fold rather than cut a cell
+    with "…" (`core.tables`), so a CI log at 80 columns keeps whole ids and headings."""
+    made = Console(stderr=stderr, highlight=False, soft_wrap=False)
+    made.push_render_hook(FoldTables())
+    return made

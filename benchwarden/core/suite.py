@@ -18,6 +18,7 @@ Invariants:
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
@@ -35,6 +36,7 @@ if TYPE_CHECKING:  # for annotations only: click and rich are not needed to list
     from benchwarden.core.store import Store
 
 ENTRY_POINT_GROUP = "benchwarden.suites"
+_ABSENT = object()
 
 
 class SuiteUnavailable(BenchwardenError):
@@ -50,6 +52,10 @@ class UnknownSuite(ConfigurationError):
 class Suite(Protocol):
     """A benchmark suite as the CLI and the Python API see it.
 
+    `report_type` is the class of the suite's typed report (a `msgspec.Struct` with a
+    `from_json(data)` classmethod for the built-in suites; `dict` for a suite whose report
+    is plain JSON): `decode_report` turns any report file of the suite back into it.
+
     `command_names` are the top-level commands the suite adds (usually just its name;
     retrieval also adds `ladder`); `command(name)` returns one of them (the first when
     `name` is None); a suite may also offer `command_summary(name)`, the line `--help`
@@ -63,6 +69,9 @@ class Suite(Protocol):
     bench_version: str
     summary: str
     command_names: tuple[str, ...]
+
+    @property
+    def report_type(self) -> type: ...
 
     def command(self, name: str | None = None) -> click.Command: ...
 
@@ -97,6 +106,8 @@ class ModuleSuite:
     summaries: dict[str, str] = field(default_factory=dict)  # command name -> one line
     report_module: str = "report"
     html_module: str = "html"
+    # "module:Class" (module relative to `package`) of the typed report; empty: plain dict
+    report_class: str = ""
 
     @property
     def command_names(self) -> tuple[str, ...]:
@@ -114,6 +125,14 @@ class ModuleSuite:
         name = name or self.command_names[0]
         target = self.commands.get(name) or f"{self.package}.command:{name}"
         return _attribute(target)  # type: ignore[no-any-return]
+
+    @property
+    def report_type(self) -> type:
+        """The typed report's class, imported on first use (`dict` when none is named)."""
+        if not self.report_class:
+            return dict
+        module, _, name = self.report_class.partition(":")
+        return getattr(self._module(module), name)  # type: ignore[no-any-return]
 
     def build_report(self, store: Store, run_id: str) -> Any:
         return self._module(self.report_module).build_report(store, run_id)
@@ -173,10 +192,23 @@ def get_suite(name: str) -> Suite:
     except Exception as error:  # noqa: BLE001 - any import failure is reported, not hidden
         raise SuiteUnavailable(f"suite {name} ({entry_point.value}) cannot be imported: "
                                f"{_import_problem(error)}") from error
-    if not isinstance(loaded, Suite):
+    missing = missing_suite_members(loaded)
+    if missing:
         raise SuiteUnavailable(f"suite {name} ({entry_point.value}) is not a Suite: it lacks "
-                               "name, bench_version, summary, command_names or a method")
-    return loaded
+                               f"{', '.join(missing)}")
+    return loaded  # type: ignore[no-any-return]
+
+
+SUITE_MEMBERS = ("name", "bench_version", "summary", "command_names", "report_type", "command",
+                 "build_report", "render_terminal", "render_html", "enrich")
+
+
+def missing_suite_members(candidate: object) -> list[str]:
+    """The `Suite` members `candidate` lacks, looked up statically: `isinstance(x, Suite)`
+    would evaluate a lazy property such as `report_type` on Python 3.11 and import the
+    suite's report module just to list it."""
+    return [member for member in SUITE_MEMBERS
+            if inspect.getattr_static(candidate, member, _ABSENT) is _ABSENT]
 
 
 def _suite_of(report: Any) -> str:
@@ -184,14 +216,33 @@ def _suite_of(report: Any) -> str:
     return str(as_json(report).get("suite", ""))
 
 
+def decode_report(report: Any) -> Any:
+    """A report as its suite's typed report: a JSON object (a report file read back) is
+    decoded by the `report_type` of the suite it names; a typed report is returned as is.
+    A report of no registered suite is `UnknownSuite`; one its type refuses is a
+    `ConfigurationError` naming the suite."""
+    suite = get_suite(_suite_of(report))
+    report_type = suite.report_type
+    if isinstance(report, report_type):
+        return report
+    if report_type is dict:
+        return dict(as_json(report))
+    try:
+        return report_type.from_json(as_json(report))  # type: ignore[attr-defined]
+    except (ValueError, TypeError, KeyError) as error:
+        raise ConfigurationError(f"not a {suite.name} report this version reads: "
+                                 f"{type(error).__name__}: {error}") from None
+
+
 def enrich_for_html(store: Store, report: Any) -> Any:
     """The report plus what only the page shows, read from the store by its suite."""
-    return get_suite(_suite_of(report)).enrich(store, report)
+    return get_suite(_suite_of(report)).enrich(store, decode_report(report))
 
 
 def render_report_html(report: Any) -> str:
-    """The HTML page of a suite's report, typed or JSON (the suite is read from the report)."""
-    return get_suite(_suite_of(report)).render_html(report)
+    """The HTML page of a suite's report, typed or JSON (the suite is read from the report
+    and a JSON report is decoded by its `report_type` first)."""
+    return get_suite(_suite_of(report)).render_html(decode_report(report))
 
 
 def write_report_html(path: str | Path, report: Any) -> Path:
@@ -205,5 +256,6 @@ def write_report_html(path: str | Path, report: Any) -> Path:
 
 
 __all__ = ["ENTRY_POINT_GROUP", "ModuleSuite", "Suite", "SuiteUnavailable", "UnknownSuite",
-           "enrich_for_html", "get_suite", "registered_suites", "render_report_html",
+           "decode_report", "enrich_for_html", "get_suite", "registered_suites", "render_report_htm"
+                                                                                 "l",
            "suite_entry_points", "write_report_html"]

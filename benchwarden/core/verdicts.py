@@ -31,19 +31,19 @@ class Verdict:
         object.__setattr__(self, "reason", one_line(self.reason))
 
     @classmethod
-    def passed(cls, reason: str) -> "Verdict":
+    def passed(cls, reason: str) -> Verdict:
         return cls("pass", reason)
 
     @classmethod
-    def failed(cls, reason: str) -> "Verdict":
+    def failed(cls, reason: str) -> Verdict:
         return cls("fail", reason)
 
     @classmethod
-    def info(cls, reason: str) -> "Verdict":
+    def info(cls, reason: str) -> Verdict:
         return cls("info", reason)
 
     @classmethod
-    def nothing_measured(cls, detail: str) -> "Verdict":
+    def nothing_measured(cls, detail: str) -> Verdict:
         return cls("fail", f"nothing measured: {detail}")
 
     @property

@@ -14,14 +14,16 @@ from pathlib import Path
 import click
 import pytest
 
-from benchwarden.cli.demo import parse_concurrency
+from benchwarden.core.commandline import parse_levels as parse_concurrency
 from benchwarden.targets import engine as eng
 from tests.conftest import require
 
 QUICK = ["--probes", "2", "--concurrency", "2,4", "--max-tokens", "32"]
 
 
-@pytest.mark.parametrize("text, expected", [("2,4,8", (2, 4, 8)), ("16", (16,)), (" 2, 3 ", (2, 3))])
+@pytest.mark.parametrize(
+    "text, expected", [("2,4,8", (2, 4, 8)), ("16", (16,)), (" 2, 3 ", (2, 3))]
+)
 def test_concurrency_levels_parse(text, expected):
     assert parse_concurrency(None, None, text) == expected
 

@@ -27,7 +27,9 @@ def test_every_registered_command_loads():
     assert sorted(cli.list_commands(context)) == sorted(COMMANDS)
 
 
-@pytest.mark.parametrize("path, command", list(_walk(cli, ())), ids=lambda v: " ".join(v) if isinstance(v, tuple) else "")
+@pytest.mark.parametrize(
+    "path, command", list(_walk(cli, ())), ids=lambda v: " ".join(v) if isinstance(v, tuple) else ""
+)
 def test_every_command_has_help(path, command):
     assert (command.help or "").strip(), f"`benchwarden {' '.join(path)}` has no help text"
 

@@ -21,8 +21,13 @@ import click
 import pytest
 
 from benchwarden.cli.main import run_command
-from benchwarden.core.errors import (EXIT_CODES, ConfigurationError, EnvironmentFailure,
-                                     RunInterrupted, TargetUnreachableError)
+from benchwarden.core.errors import (
+    EXIT_CODES,
+    ConfigurationError,
+    EnvironmentFailure,
+    RunInterrupted,
+    TargetUnreachableError,
+)
 from benchwarden.core.store import SQLiteStore
 from tests.fakes import FakeOpenAIServer
 
@@ -124,7 +129,8 @@ def test_pass_fail_usage_and_unreachable_through_the_cli(tmp_path):
                               "--store", str(tmp_path / "d.sqlite"))
     assert passed.returncode == 0, passed.stderr
     assert failed.returncode == 1, failed.stderr
-    assert usage.returncode == 2 and "Usage:" in usage.stderr
+    assert usage.returncode == 2 and usage.stderr.startswith("benchwarden: error: ")
+    assert "--probes" in usage.stderr and usage.stderr.count("\n") == 1
     for done in (config, unreachable):
         assert done.returncode == 2, done.stderr
         assert done.stderr.startswith("benchwarden: error:")

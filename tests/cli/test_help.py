@@ -20,28 +20,19 @@ HELP_MAY_DIFFER: dict[str, str] = {
     "--traceback": "the root's prints benchwarden's traceback; retrieval/ladder's the strategy's",
     "--json": "a FILE, but a flag in `engine status`, `retrieval gen`; demo has a default",
     "--html": "`report --html` is required (the page is what it makes); elsewhere an extra output",
-    "--store": "`verify` checks a store only when given; ladder's lives in the ladder folder",
+    "--store": "ladder's defaults to the store inside the ladder folder",
     "--url": "contamination's is required unless --resume; arms' only for the openai driver",
     "--resume": "contamination continues requests with stored options; retrieval finishes seeds",
     "--seed": "a corpus seed (retrieval gen), canaries (contamination, demo), the model (arms)",
     "--seeds": "a list like 1-6 (retrieval) but a count (ladder challenge)",
     "--suite": "arms' task suite (tracker) vs the benchwarden suite of runs/export",
     "--challenger": "retrieval compare also takes a report.json; the ladder needs code",
-    "--concurrency": "demo's rungs are bounded by the engine's slots, not 2..512",
-    "--max-tokens": "per request (contamination, demo) vs per model call (arms)",
-    "--min-completion-tokens": "demo explains its lower default for the small model",
-    "--probes": "demo's range is smaller than contamination's",
-    "--slots": "demo starts the engine; engine start explains the flag",
+    "--max-tokens": "per request (contamination, demo) vs per model call of an agent (arms)",
     "--floor": "arms report: cells covered; arms compare: tasks paired",
-    "--weights": "arms report gives the example; compare refers to it",
 }
 METAVAR_MAY_DIFFER: dict[str, str] = {
     "--json": "a FILE, or a flag (engine status, retrieval gen)",
     "--seeds": "a list (TEXT) in retrieval, a count (INTEGER) in the ladder",
-    "--store": "`verify` takes no default",
-    "--max-tokens": "demo shows its range",
-    "--min-completion-tokens": "demo shows its range",
-    "--probes": "demo shows its range",
 }
 
 
@@ -142,7 +133,8 @@ def test_the_exceptions_are_still_needed():
 
 
 @pytest.mark.parametrize(
-    "name", ["--store", "--html", "--isolation", "--executor", "--json", "--model", "--api-key-env"]
+    "name", ["--store", "--html", "--isolation", "--executor", "--json", "--model", "--api-key-env",
+             "--any-model", "--concurrency", "--probes", "--min-completion-tokens"]
 )
 def test_the_shared_options_keep_one_wording_where_they_are_shared(name):
     """The options defined once in core.commandline: every command that takes them from
@@ -157,6 +149,7 @@ def test_the_shared_options_keep_one_wording_where_they_are_shared(name):
         "--isolation": commandline.ISOLATION_HELP,
         "--executor": commandline.EXECUTOR_HELP,
         "--json": commandline.JSON_REPORT_HELP,
+        "--any-model": commandline.ANY_MODEL_HELP,
     }.get(name)
     if shared_help is not None:
         assert sum(1 for row in rows if row[3] == shared_help) >= 2

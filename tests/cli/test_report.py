@@ -23,7 +23,9 @@ def test_report_latest_writes_the_run_as_a_page(tmp_path) -> None:
     store = tmp_path / "store.sqlite"
     report = _leaky_run(store)
     out = tmp_path / "out" / "report.html"
-    result = CliRunner().invoke(cli, ["report", "--latest", "--store", str(store), "--html", str(out)])
+    result = CliRunner().invoke(
+        cli, ["report", "--latest", "--store", str(store), "--html", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert str(out) in result.output
     page = out.read_text(encoding="utf-8")
@@ -84,10 +86,13 @@ def test_report_of_an_arms_run_carries_every_trial(tmp_path) -> None:
 
     expected = arms_sample(tmp_path)  # writes tmp_path/arms.sqlite
     out = tmp_path / "arms.html"
-    result = CliRunner().invoke(cli, ["report", "arms-run-1", "--store", str(tmp_path / "arms.sqlite"),
+    result = CliRunner().invoke(cli, ["report", "arms-run-1", "--store", str(tmp_path / "arms.sqlit"
+                                                                                        "e"),
                                       "--html", str(out)])
     assert result.exit_code == 0, result.output
     page = out.read_text(encoding="utf-8")
-    assert len(re.findall(r'<details class="drill[^"]*" id="trial-', page)) == len(expected["trials"])
+    assert len(re.findall(r'<details class="drill[^"]*" id="trial-', page)) == len(
+        expected["trials"]
+    )
     assert "<script>document.title" not in page
 

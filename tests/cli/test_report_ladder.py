@@ -17,7 +17,9 @@ def test_report_of_a_ladder_run_shows_the_decision_and_history(tmp_path) -> None
                            date="2026-11-30", seed_count=3, initial_champion="substring")
     run_id = result.entry["challenger"]["run_id"]
     out = tmp_path / "ladder.html"
-    invoked = CliRunner().invoke(cli, ["report", run_id, "--store", str(store_path), "--html", str(out)])
+    invoked = CliRunner().invoke(
+        cli, ["report", run_id, "--store", str(store_path), "--html", str(out)]
+    )
     assert invoked.exit_code == 0, invoked.output
     page = out.read_text(encoding="utf-8")
     assert 'id="ladder"' in page and "first champion" in page

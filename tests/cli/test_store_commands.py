@@ -151,7 +151,7 @@ def test_verify_without_a_path_checks_the_same_default_store_as_every_command(tm
     assert bw("contamination", "--url", DEAD_URL, "--no-progress").returncode == 2
     assert (home / "store.sqlite").is_file()
     # ... and `verify`, `verify --store` and `runs` all read that same store
-    for args in (["verify"], ["verify", "--store"]):
+    for args in (["verify"], ["verify", "--store", str(home / "store.sqlite")]):
         result = bw(*args)
         assert result.returncode == 0 and "intact" in result.stdout, result.stderr
     chosen = tmp_path / "chosen.sqlite"
@@ -415,9 +415,9 @@ def test_store_backup_refuses_in_one_line(tmp_path):
 
 @pytest.mark.postgres
 def test_postgres_read_only_commands_create_nothing_and_a_removed_tail_is_found(tmp_path):
-    from tests.conftest import fresh_postgres_database
-
     import psycopg
+
+    from tests.conftest import fresh_postgres_database
 
     with fresh_postgres_database("bw_test_damage") as url:
         for command in (["verify"], ["runs"], ["show", "--latest"]):

@@ -6,12 +6,20 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import benchwarden.core.export as export_module
-from benchwarden.core.export import (COLUMN_NAMES, FORMATS, ExportError, export_store,
-                                     format_from_path, read_export, read_export_rows,
-                                     write_export)
+from benchwarden.core.export import (
+    COLUMN_NAMES,
+    FORMATS,
+    ExportError,
+    export_store,
+    format_from_path,
+    read_export,
+    read_export_rows,
+    write_export,
+)
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, TokenComponents
 from benchwarden.core.store import SQLiteStore
@@ -42,7 +50,9 @@ def make_record(task: str, run_id: str = "run-1", **payload: object) -> Record:
 
 
 @pytest.mark.parametrize("format", FORMATS)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(written=st.lists(records, max_size=6))
 def test_every_record_reads_back_equal(tmp_path, format, written):
     path = tmp_path / f"export.{format}"

@@ -78,7 +78,9 @@ def test_estimate_shows_the_standard_error_only_when_known() -> None:
     assert fmt.estimate(EstimateBlock(mean=1234.5, se=56.7), 0) == "1,234 ± 57"
     assert fmt.estimate(EstimateBlock(mean=0.61234), 4) == "0.6123"
     assert fmt.estimate(None) == fmt.DASH
-    assert fmt.estimate_interval(EstimateBlock(mean=10.0, low=8.0, high=12.5), 1) == "10.0 [8.0, 12.5]"
+    assert (
+        fmt.estimate_interval(EstimateBlock(mean=10.0, low=8.0, high=12.5), 1) == "10.0 [8.0, 12.5]"
+    )
 
 
 def test_duration_tokens_p_value_and_when() -> None:

@@ -135,11 +135,19 @@ def test_charts_are_svg_with_escaped_labels() -> None:
     hostile = "<script>alert(1)</script>"
     charts = [
         h.bar_chart([h.Bar(hostile, 0.5, 0.4, 0.6), h.Bar("b", None)], label=hostile),
-        h.grouped_bars(["g1", hostile], [h.Series(hostile, h.ACCENT)],
-                       {("g1", hostile): h.Bar("x", 2.0, 1.0, 3.0)}, label="grouped"),
-        h.timeline([h.Lane(hostile, [h.Segment(0, 10, h.ACCENT, hostile)], [(0.0, hostile)])],
-                   label="timeline"),
-        h.grid([hostile], ["c"], {(hostile, "c"): h.GridCell(h.GOOD, "✓", hostile, "#x")}, label="grid"),
+        h.grouped_bars(
+            ["g1", hostile],
+            [h.Series(hostile, h.ACCENT)],
+            {("g1", hostile): h.Bar("x", 2.0, 1.0, 3.0)},
+            label="grouped",
+        ),
+        h.timeline(
+            [h.Lane(hostile, [h.Segment(0, 10, h.ACCENT, hostile)], [(0.0, hostile)])],
+            label="timeline",
+        ),
+        h.grid(
+            [hostile], ["c"], {(hostile, "c"): h.GridCell(h.GOOD, "✓", hostile, "#x")}, label="grid"
+        ),
     ]
     for chart in charts:
         parsed = parse(chart)
@@ -168,8 +176,11 @@ def test_empty_charts_say_so() -> None:
 
 
 def test_page_has_no_external_reference() -> None:
-    page = h.page(title="t", report={"run": {"target": {"url": "https://example.invalid/v1"}}},
-                  sections=[("a", "a", h.section("a", "A", h.bar_chart([h.Bar("x", 1.0)], label="x")))])
+    page = h.page(
+        title="t",
+        report={"run": {"target": {"url": "https://example.invalid/v1"}}},
+        sections=[("a", "a", h.section("a", "A", h.bar_chart([h.Bar("x", 1.0)], label="x")))],
+    )
     parsed = parse(page)
     for tag, attrs in parsed.tags:
         for name in ("src", "href", "action", "data", "poster"):
@@ -204,8 +215,9 @@ def test_diverging_bars_put_negative_values_left_of_zero_and_shade_the_band() ->
 
 
 def test_a_bar_colour_overrides_its_series_colour_in_grouped_bars() -> None:
-    chart = h.grouped_bars(["g"], [h.Series("s", h.ACCENT)], {("g", "s"): h.Bar("g", 1.0, color=h.BAD)},
-                           label="x")
+    chart = h.grouped_bars(
+        ["g"], [h.Series("s", h.ACCENT)], {("g", "s"): h.Bar("g", 1.0, color=h.BAD)}, label="x"
+    )
     assert f'fill="{h.BAD}"' in chart
     plain = h.grouped_bars(["g"], [h.Series("s", h.WARN)], {("g", "s"): h.Bar("g", 1.0)}, label="x")
     assert plain.count(f'fill="{h.WARN}"') == 2  # legend swatch and bar

@@ -193,24 +193,29 @@ def _table_with(parsed: _Page, first_cell: str, width: int) -> list[list[str]]:
 
 # ---------------------------------------------------------------------------- arms
 
+def write_arms_run(store: Any) -> None:
+    """One finished arms run, `arms-run-1`: every arm x task cell three trials deep."""
+    store.begin_run(Run(run_id="arms-run-1", suite="arms", bench_version="1",
+                        config={"scope": "tracker", "arms": list(ARMS), "tasks": list(TASKS),
+                                "tiers": sorted(set(TASKS.values()))},
+                        seeds=(3,), target={"url": "http://127.0.0.1:8081"},
+                        package_version="0.1.0", git_sha="feedface", host={"os": "Linux"},
+                        started_at=1_790_000_000.0))
+    records = [_trial(arm, task, trial, index) for index, (arm, task, trial) in enumerate(
+        (a, t, n) for a in ARMS for t in TASKS for n in (1, 2, 3))]
+    store.append(records)
+    cells = [{"arm": a, "task": t, "before": 0, "after": 3, "passed": 2, "failed": 1,
+              "invalid": 0, "harness_errors": 0, "covered": True} for a in ARMS for t in TASKS]
+    store.finish_run(RunEnd("arms-run-1", 1_790_000_500.0, "completed",
+                            {"recorded": len(records), "invalid": 1, "harness_errors": 0,
+                             "attempted": len(records) + 1, "cells": cells, "problems": [],
+                             "floor": 3, "floor_reached": True}))
+
+
 @pytest.fixture
 def arms(tmp_path) -> arms_report.ArmsReport:
     with open_store(tmp_path / "arms.sqlite") as store:
-        store.begin_run(Run(run_id="arms-run-1", suite="arms", bench_version="1",
-                            config={"scope": "tracker", "arms": list(ARMS), "tasks": list(TASKS),
-                                    "tiers": sorted(set(TASKS.values()))},
-                            seeds=(3,), target={"url": "http://127.0.0.1:8081"},
-                            package_version="0.1.0", git_sha="feedface", host={"os": "Linux"},
-                            started_at=1_790_000_000.0))
-        records = [_trial(arm, task, trial, index) for index, (arm, task, trial) in enumerate(
-            (a, t, n) for a in ARMS for t in TASKS for n in (1, 2, 3))]
-        store.append(records)
-        cells = [{"arm": a, "task": t, "before": 0, "after": 3, "passed": 2, "failed": 1,
-                  "invalid": 0, "harness_errors": 0, "covered": True} for a in ARMS for t in TASKS]
-        store.finish_run(RunEnd("arms-run-1", 1_790_000_500.0, "completed",
-                                {"recorded": len(records), "invalid": 1, "harness_errors": 0,
-                                 "attempted": len(records) + 1, "cells": cells, "problems": [],
-                                 "floor": 3, "floor_reached": True}))
+        write_arms_run(store)
         return arms_report.with_trials(store, arms_report.build_report(store, "arms-run-1"))
 
 

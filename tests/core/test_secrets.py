@@ -12,8 +12,14 @@ from hypothesis import strategies as st
 
 from benchwarden.core.errors import ConfigurationError
 from benchwarden.core.records import Record, Run, RunEnd
-from benchwarden.core.secrets import (MARKER, MIN_SECRET_LENGTH, Scrubber, credential_paths,
-                                      is_credential_name, url_credential_problem)
+from benchwarden.core.secrets import (
+    MARKER,
+    MIN_SECRET_LENGTH,
+    Scrubber,
+    credential_paths,
+    is_credential_name,
+    url_credential_problem,
+)
 from benchwarden.core.store import find_secrets
 
 KEY = "sk-distinctive-0123456789abcdef"
@@ -138,7 +144,8 @@ def test_credential_values_are_found_at_any_depth(value):
 
 def test_the_name_of_a_variable_holding_a_key_is_not_a_secret_in_the_store():
     assert find_secrets({"api_key_env": "OPENAI_API_KEY", "max_tokens": 256}) == []
-    assert find_secrets({"config": {"extra": {"access_token": "x"}}}) == ["config.extra.access_token"]
+    assert find_secrets({"config": {"extra": {"access_token": "x"}}}) == ["config.extra.access_toke"
+                                                                          "n"]
 
 
 @pytest.mark.parametrize("url", ["http://user:sk-abc@host/v1", "http://user@host:8000",

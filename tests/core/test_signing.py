@@ -152,7 +152,10 @@ def test_dirty_sha_is_refused_unless_allowed():
 
 def test_report_git_sha_recognises_benchwarden_reports_only():
     assert signing.report_git_sha(REPORT) == (True, SHA)
-    assert signing.report_git_sha(b'{"schema": "other/1", "run": {"git_sha": "x"}}') == (False, None)
+    assert signing.report_git_sha(b'{"schema": "other/1", "run": {"git_sha": "x"}}') == (
+        False,
+        None,
+    )
     assert signing.report_git_sha(b"\xff\xfe binary") == (False, None)
     no_sha = json.dumps({"schema": "benchwarden.report/1", "run": {"git_sha": None}}).encode()
     assert signing.report_git_sha(no_sha) == (True, None)

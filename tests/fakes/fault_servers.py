@@ -1,7 +1,7 @@
 """Fault-injecting servers for the contamination verdict's edge cases (fakes: a real
 engine cannot produce these faults on demand).
 
-Both extend `FakeOpenAIServer` (same deterministic replies, same loopback thread):
+All extend `FakeOpenAIServer` (same deterministic replies, same loopback thread):
 
 - `CapacityServer(capacity)`: serves at most `capacity` chat requests at once and
   answers HTTP 500 to every request beyond that, as an overloaded server without a
@@ -10,6 +10,8 @@ Both extend `FakeOpenAIServer` (same deterministic replies, same loopback thread
   string of a content delta: `\\xff` when the request was alone, `\\xfe` when other
   chat requests were in flight. Both bytes decode to U+FFFD under a lossy decode, so
   only a byte-exact comparison can tell them apart.
+- `ModelListingServer(listed, status=...)`: a GET /v1/models that lists other
+  models, none, or fails (for the `--model` check; a real engine lists its own).
 """
 
 from __future__ import annotations
@@ -88,3 +90,21 @@ class ByteServer(FakeOpenAIServer):
         except ConnectionError:
             pass
         return response
+
+
+class ModelListingServer(FakeOpenAIServer):
+    """Answers GET /v1/models with `listed` (an empty list: a server listing nothing), or
+    with HTTP `status` and an error body when `status` is not 200 (a broken listing);
+    chat replies as the base server's. A real engine always lists its one model."""
+
+    def __init__(self, listed: list[str], *, status: int = 200, **options: Any) -> None:
+        super().__init__("clean", **options)
+        self.listed = listed
+        self.status = status
+
+    async def _models(self, request: web.Request) -> web.Response:
+        if self.status != 200:
+            return web.json_response({"error": {"message": "listing is broken"}},
+                                     status=self.status)
+        return web.json_response({"object": "list", "data": [
+            {"id": name, "object": "model"} for name in self.listed]})

@@ -19,4 +19,5 @@ suite = ModuleSuite(
     bench_version="tracker-1",
     summary="Compare agent conditions (tool interfaces, prompts, models) on a task suite.",
     package=__name__,
+    report_class="report:ArmsReport",
 )

@@ -47,12 +47,11 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from benchwarden.core.sandbox import (
-    START_ATTEMPTS,
     Boundary,
     Limits,
     check_isolation_mode,
     require_bubblewrap,
-    vanished_mount_point,
+    start_with_retries,
 )
 from benchwarden.suites.arms.tasks import Service
 
@@ -139,14 +138,11 @@ class TrialSandbox:
         mounting makes bwrap refuse to start; that start is retried with a fresh listing."""
         if self._process is not None:
             raise SandboxFailure("this trial's sandbox was already started")
-        for attempt in range(1, START_ATTEMPTS + 1):
-            try:
-                self._start_once(services)
-                return
-            except SandboxFailure as failure:
-                if attempt == START_ATTEMPTS or not vanished_mount_point(str(failure)):
-                    raise
-                self._process, self._closed, self._dead = None, False, False
+        def forget_failed_start() -> None:
+            self._process, self._closed, self._dead = None, False, False
+
+        start_with_retries(lambda: self._start_once(services), SandboxFailure,
+                           reset=forget_failed_start)
 
     def _start_once(self, services: Sequence[Service]) -> None:
         # The supervisor's stderr: an unnamed file outside the trial folder, so nothing

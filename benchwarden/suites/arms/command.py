@@ -15,11 +15,12 @@ import sys
 from typing import Any
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
 from benchwarden.core import secrets
 from benchwarden.core.commandline import (
     ConfigError,
+    any_model_option,
     api_key_env_option,
     config_errors,
     executor_option,
@@ -35,6 +36,7 @@ from benchwarden.core.commandline import (
     write_html_report,
 )
 from benchwarden.core.errors import EXIT_FAIL, RunInterrupted
+from benchwarden.core.progress import progress_bar
 from benchwarden.core.records import DEFAULT_WEIGHTS, TokenWeights
 from benchwarden.core.reports import console, write_json
 
@@ -48,26 +50,38 @@ def _weights(text: str | None) -> TokenWeights:
         raise ConfigError(str(error)) from None
 
 
+def weights_option(function: Any) -> Any:
+    """`--weights`: one wording in `arms report` and `arms compare`."""
+    return click.option(
+        "--weights", default=None, metavar="WEIGHTS",
+        help="Cost-equivalent token weights, e.g. "
+             "fresh=1,cache_creation=1.25,cache_read=0.1,output=5 [default: those].")(function)
+
+
 @click.group()
 def arms() -> None:
     """Compare agent conditions (tool interfaces, prompts, models) on a task suite."""
 
 
-def _discover_model(url: str, api_key_env: str | None) -> str:
+def _checked_model(url: str, model: str | None, any_model: bool, api_key_env: str | None) -> str:
+    """The model the openai driver sends: `--model` when the server lists it (or
+    `--any-model`), else the first listed; refused before anything is written."""
+    from benchwarden.targets.models import choose_model, listing_failed
     from benchwarden.targets.openai_client import ChatClient
 
-    async def first_model() -> list[str]:
+    if model is not None and any_model:
+        return model  # nothing to check: the user vouched for it
+
+    async def listed() -> list[str]:
         key = os.environ.get(api_key_env) if api_key_env else None
         async with ChatClient(url, api_key=key) as client:
             return await client.list_models()
 
     try:
-        models = asyncio.run(first_model())
+        models = asyncio.run(listed())
     except Exception as error:  # unreachable server, bad answer
-        raise ConfigError(f"cannot list models at {url} (give --model): {error}") from None
-    if not models:
-        raise ConfigError(f"{url} lists no models; give --model")
-    return models[0]
+        raise listing_failed(url, str(error)) from None
+    return choose_model(models, model, any_model=any_model, url=url)
 
 
 @arms.command()
@@ -82,6 +96,7 @@ def _discover_model(url: str, api_key_env: str | None) -> str:
 @click.option("--url", default=None, callback=refuse_url_with_credentials,
               help="OpenAI-compatible base URL (openai driver); never with user:key@.")
 @model_option
+@any_model_option
 @api_key_env_option
 @click.option("--command", "agent_command", default=None,
               help="The external agent program and its arguments (command driver).")
@@ -91,7 +106,7 @@ def _discover_model(url: str, api_key_env: str | None) -> str:
               help="Seconds before an episode is killed and recorded as hung.")
 @click.option("--command-timeout", type=float, default=60.0, show_default=True,
               help="Seconds one shell command may run.")
-@click.option("--max-tokens", type=int, default=1024, show_default=True,
+@click.option("--max-tokens", type=click.IntRange(min=1), default=1024, show_default=True,
               help="max_tokens of each model call (openai driver).")
 @click.option("--seed", type=int, default=None, help="Sent to the model; also orders trials.")
 @executor_option
@@ -101,7 +116,8 @@ def _discover_model(url: str, api_key_env: str | None) -> str:
 @store_option
 @config_errors
 def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: str,
-        url: str | None, model: str | None, api_key_env: str | None, agent_command: str | None,
+        url: str | None, model: str | None, any_model: bool, api_key_env: str | None,
+        agent_command: str | None,
         turn_cap: int, wall_clock: float, command_timeout: float, max_tokens: int,
         seed: int | None, executor_spec: str | None, isolation: str | None, json_path: str | None,
         html_path: str | None, store_location: str) -> None:
@@ -136,13 +152,13 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
             raise ConfigError("the openai driver needs --url")
         if agent_command:
             raise ConfigError("--command belongs to the command driver")
-        agent_driver = OpenAIDriver(url, model or _discover_model(url, api_key_env),
+        agent_driver = OpenAIDriver(url, _checked_model(url, model, any_model, api_key_env),
                                     api_key_env=api_key_env, max_tokens=max_tokens)
     else:
         if not agent_command:
             raise ConfigError("the command driver needs --command '...'")
-        if url or model:
-            raise ConfigError("--url/--model belong to the openai driver")
+        if url or model or any_model:
+            raise ConfigError("--url/--model/--any-model belong to the openai driver")
         function_arms = [a for a in arm_list if suite.arm(a).channel == "functions"]
         if function_arms:
             raise ConfigError(f"the command driver runs shell and mcp arms only; "
@@ -156,10 +172,10 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
                    "WITHOUT a boundary (they can write, read and connect wherever you can)",
                    err=True)
     limits = Limits(turn_cap=turn_cap, wall_clock=wall_clock, command_timeout=command_timeout)
-    with open_store_or_exit(store_location, create=True) as store, Progress(
+    with open_store_or_exit(store_location, create=True) as store, progress_bar(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[outcomes]}"), TimeElapsedColumn(),
-            console=out, transient=False) as progress:
+            console=console(stderr=True), transient=False) as progress:
         bars: dict[tuple[str, str], Any] = {}
         counts: dict[tuple[str, str], dict[str, int]] = {}
 
@@ -209,8 +225,7 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
 @store_option
 @click.option("--suite", "scope", default=None,
               help="Which suite's records (default: the suite of the latest arms run).")
-@click.option("--weights", default=None,
-              help="Cost-equivalent weights, e.g. fresh=1,cache_creation=1.25,cache_read=0.1,output=5")
+@weights_option
 @click.option("--floor", type=int, default=3, show_default=True,
               help="Samples that make a cell covered.")
 @json_report_option
@@ -234,7 +249,7 @@ def report(store_location: str, scope: str | None, weights: str | None, floor: i
 @store_option
 @click.option("--suite", "scope", default=None,
               help="Which suite's records (default: the suite of the latest arms run).")
-@click.option("--weights", default=None, help="Cost-equivalent weights (see `arms report`).")
+@weights_option
 @click.option("--floor", type=int, default=3, show_default=True,
               help="Samples each arm needs in a task for the task to be paired.")
 @json_report_option

@@ -28,4 +28,5 @@ suite = ModuleSuite(
     summary="Does concurrency change what an OpenAI-compatible server answers, or leak "
             "one request into another?",
     package=__name__,
+    report_class="report:ContaminationReport",
 )

@@ -19,7 +19,10 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from benchwarden.core.commandline import (ConfigError, api_key_env_option, config_errors,
+from benchwarden.core.commandline import (ConfigError, any_model_option, api_key_env_option,
+                                          canary_seed_option, concurrency_option,
+                                          config_errors, max_tokens_option,
+                                          min_completion_tokens_option, probes_option,
                                           html_option, json_report_option, model_option,
                                           open_store_or_exit, refuse_url_with_credentials,
                                           store_option, write_html_report)
@@ -36,6 +39,7 @@ CLIENT_LIMITS = ("request_timeout", "max_reply_bytes", "max_chunks_per_token", "
                  "retry_429_max_wait")
 RESUME_MAY_CHANGE = frozenset({"url", "api_key_env", "store_location", "json_path",
                                "html_path", "resume", "no_progress", "repro_dir", "repro_of",
+                               "any_model",
                                *CLIENT_LIMITS})
 
 
@@ -61,14 +65,6 @@ def resume_conflicts(ctx: click.Context, stored: dict[str, Any]) -> list[str]:
             conflicts.append(f"{option} {json.dumps(given)} (the run was made with "
                              f"{json.dumps(stored[name])})")
     return conflicts
-
-
-def _levels(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(part) for part in value.split(",") if part.strip())
-    except ValueError:
-        raise ConfigError(f"--concurrency expects comma-separated integers like 2,4,8, "
-                          f"not {value!r}") from None
 
 
 def _extra_body(ctx: click.Context, param: click.Parameter, value: str | None) -> dict:
@@ -115,16 +111,13 @@ def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
               help="Base URL of the OpenAI-compatible server (with or without /v1). "
                    "Required unless --resume. Never with user:key@: use --api-key-env.")
 @model_option
+@any_model_option
 @api_key_env_option
-@click.option("--concurrency", default="2,4,8", show_default=True, callback=_levels,
-              help="Concurrency rungs, comma-separated, each 2..512.")
-@click.option("--probes", default=4, show_default=True, type=int, help="Probe prompts (2..32).")
-@click.option("--max-tokens", default=256, show_default=True, type=int,
-              help="Completion-token limit of every request.")
-@click.option("--min-completion-tokens", default=16, show_default=True, type=int,
-              help="Replies shorter than this are unmeasured (must be below --max-tokens).")
-@click.option("--seed", default=None, type=int, help="Seed for canaries and topics "
-              "[default: drawn and recorded].")
+@concurrency_option()
+@probes_option()
+@max_tokens_option()
+@min_completion_tokens_option()
+@canary_seed_option
 @click.option("--scenario", default="shared-prefix", show_default=True,
               help=f"Cache scenario ({' | '.join(SCENARIOS)}): one shared preamble, a "
                    "different preamble per probe, or shared with half the ballast of every "
@@ -174,10 +167,12 @@ def _byte_size(ctx: click.Context, param: click.Parameter, value: str) -> int:
               help="Continue a killed run: only missing requests are sent, with its stored "
                    "configuration (--url, --api-key-env and the timeouts may change; other "
                    "options that differ from the stored run are refused).")
-@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--no-progress", is_flag=True,
+              help="No progress: no bar on a terminal, no progress lines in a log.")
 @config_errors
 @click.pass_context
-def contamination(ctx: click.Context, url: str | None, model: str | None, api_key_env: str | None,
+def contamination(ctx: click.Context, url: str | None, model: str | None, any_model: bool,
+                  api_key_env: str | None,
                   concurrency: tuple[int, ...], probes: int, max_tokens: int,
                   min_completion_tokens: int, seed: int | None, scenario: str, repeat: int,
                   request_timeout: float, max_reply_bytes: int, max_chunks_per_token: float,
@@ -200,6 +195,21 @@ def contamination(ctx: click.Context, url: str | None, model: str | None, api_ke
     if bisect is not None and given is ParameterSource.COMMANDLINE:
         raise ConfigError("--bisect chooses the rungs itself: drop --concurrency")
 
+    def make_config() -> ContaminationConfig:  # reads the options as they are when called
+        if not url:
+            raise ConfigError("--url is required: the base URL of an OpenAI-compatible server")
+        return ContaminationConfig(
+            url=url, model=model, api_key_env=api_key_env, concurrency=concurrency,
+            probes=probes, max_tokens=max_tokens, min_completion_tokens=min_completion_tokens,
+            seed=seed, scenario=scenario, repeat=repeat, request_timeout=request_timeout,
+            preset=preset, extra_body=extra_body,
+            max_reply_bytes=max_reply_bytes, max_chunks_per_token=max_chunks_per_token,
+            stall_timeout=stall_timeout, retry_429_max_wait=retry_429_max_wait,
+            logprobs=logprobs, near_tie_nats=near_tie_nats, bisect=bisect,
+            any_model=any_model)
+
+    if resume is None:
+        make_config().validate()  # refused before the store is opened or created
     # a resumed run's store must already exist: a typo must not make an empty one
     with open_store_or_exit(store_location, create=resume is None, read_only=False) as store:
         if resume is not None:
@@ -219,17 +229,8 @@ def contamination(ctx: click.Context, url: str | None, model: str | None, api_ke
             max_chunks_per_token = limits.get("max_chunks_per_token", max_chunks_per_token)
             stall_timeout = limits.get("stall_timeout", stall_timeout)
             retry_429_max_wait = limits.get("retry_429_max_wait", retry_429_max_wait)
-        if not url:
-            raise ConfigError("--url is required: the base URL of an OpenAI-compatible server")
         try:
-            config = ContaminationConfig(
-                url=url, model=model, api_key_env=api_key_env, concurrency=concurrency,
-                probes=probes, max_tokens=max_tokens, min_completion_tokens=min_completion_tokens,
-                seed=seed, scenario=scenario, repeat=repeat, request_timeout=request_timeout,
-                preset=preset, extra_body=extra_body,
-                max_reply_bytes=max_reply_bytes, max_chunks_per_token=max_chunks_per_token,
-                stall_timeout=stall_timeout, retry_429_max_wait=retry_429_max_wait,
-                logprobs=logprobs, near_tie_nats=near_tie_nats, bisect=bisect)
+            config = make_config()
             if repro_dir is not None:
                 from benchwarden.suites.contamination.repro import prepare_repro_dir
 

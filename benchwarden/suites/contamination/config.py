@@ -72,6 +72,8 @@ class ContaminationConfig:
     def top_logprobs(self) -> int:
         """How many top candidates per token the run asks for (0: no logprobs)."""
         return default_top_logprobs(self.preset) if self.logprobs is None else self.logprobs
+    # True: send `model` even when the server does not list it (targets.models)
+    any_model: bool = False
 
     def client_bounds(self) -> dict[str, Any]:  # (field names: CLIENT_BOUNDS)
         """The ChatClient keyword arguments these bounds become."""

@@ -38,11 +38,12 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
 from benchwarden.core import secrets as credentials
 from benchwarden.core.errors import ConfigurationError, RunInterrupted
 from benchwarden.core.interrupts import last_signal_name, signals_deferred
+from benchwarden.core.progress import progress_bar
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, Run, RunEnd, TokenComponents
 from benchwarden.core.reports import as_json, store_head_block
@@ -61,6 +62,7 @@ from benchwarden.suites.contamination.scoring import (
     rung_label,
     score,
 )
+from benchwarden.targets.models import choose_model
 from benchwarden.targets.openai_client import (
     ChatClient,
     TargetUnreachable,
@@ -337,9 +339,7 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
         scope = str(run_config["scope"])
         bodies = tuple(run_config["request_bodies"])
     else:
-        model = config.model or (models[0] if models else None)
-        if not model:
-            raise ValueError(f"{config.url} lists no models; name one with --model")
+        model = choose_model(models, config.model, any_model=config.any_model, url=config.url)
         seed = config.seed if config.seed is not None else secrets.randbits(32)
         probes = make_probes(seed, config.probes, config.scenario)
         top_logprobs = config.top_logprobs()
@@ -373,7 +373,7 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
 
     columns = (TextColumn("[bold]{task.description:>6}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("requests"), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True, disable=not progress) as bar:
+    with progress_bar(*columns, console=console, transient=True, disable=not progress) as bar:
         task = bar.add_task("reach", total=plan.total_requests())
 
         def advance(leg: str, count: int) -> None:

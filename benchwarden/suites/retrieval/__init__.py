@@ -17,6 +17,7 @@ suite = ModuleSuite(
     bench_version="2",
     summary="Score retrieval strategies on a seeded knowledge base, with guards.",
     package=__name__,
+    report_class="report:RetrievalReport",
     summaries={"ladder": "King of the hill: challengers against the champion, every decision "
                          "in a ledger."},
     commands={"retrieval": f"{__name__}.command:retrieval",

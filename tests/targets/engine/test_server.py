@@ -23,7 +23,9 @@ from tests.fakes.engine_parts import fake_llama_server
 
 
 def test_start_waits_for_health_and_stop_ends_the_process(tmp_path):
-    engine = eng.start_engine(fake_llama_server(tmp_path), ready_timeout=30, log_path=tmp_path / "log")
+    engine = eng.start_engine(
+        fake_llama_server(tmp_path), ready_timeout=30, log_path=tmp_path / "log"
+    )
     try:
         assert eng.health_status(engine.base_url) == 200
         assert engine.alive()
@@ -35,7 +37,9 @@ def test_start_waits_for_health_and_stop_ends_the_process(tmp_path):
 
 def test_a_server_that_dies_reports_its_log_tail(tmp_path):
     with pytest.raises(eng.EngineError, match="exited with code 3 .*failed to load model"):
-        eng.start_engine(fake_llama_server(tmp_path, "crash"), ready_timeout=30, log_path=tmp_path / "log")
+        eng.start_engine(
+            fake_llama_server(tmp_path, "crash"), ready_timeout=30, log_path=tmp_path / "log"
+        )
 
 
 def test_stop_kills_a_server_that_ignores_sigterm(tmp_path):
@@ -46,7 +50,9 @@ def test_stop_kills_a_server_that_ignores_sigterm(tmp_path):
 
 
 def test_state_file_round_trip_and_stale_pid(tmp_path):
-    engine = eng.start_engine(fake_llama_server(tmp_path), ready_timeout=30, log_path=tmp_path / "log")
+    engine = eng.start_engine(
+        fake_llama_server(tmp_path), ready_timeout=30, log_path=tmp_path / "log"
+    )
     state = tmp_path / "state.json"
     try:
         eng.write_state(engine, state)
@@ -60,9 +66,19 @@ def test_state_file_round_trip_and_stale_pid(tmp_path):
 
 def test_a_recycled_pid_is_not_mistaken_for_the_engine(tmp_path):
     state = tmp_path / "state.json"
-    data = {"pid": os.getpid(), "port": 1, "base_url": "http://127.0.0.1:1", "model": "m", "model_path": "m",
-            "binary": "/somewhere/llama-server-0.3.36", "log_path": "l", "started_at": 0.0, "slots": 1,
-            "context": 8, "threads": 1}
+    data = {
+        "pid": os.getpid(),
+        "port": 1,
+        "base_url": "http://127.0.0.1:1",
+        "model": "m",
+        "model_path": "m",
+        "binary": "/somewhere/llama-server-0.3.36",
+        "log_path": "l",
+        "started_at": 0.0,
+        "slots": 1,
+        "context": 8,
+        "threads": 1,
+    }
     state.write_text(json.dumps(data))
     assert eng.running_engine(state) is None  # our own pid is alive, but it is not llama-server
     assert not state.exists()
@@ -97,9 +113,16 @@ def test_real_engine_is_healthy_and_serves_the_alias(real_engine):
 
 @pytest.mark.engine
 def test_real_engine_streams_a_chat_completion(real_engine):
-    body = json.dumps({"model": real_engine.model, "temperature": 0, "max_tokens": 24, "stream": True,
-                       "stream_options": {"include_usage": True},
-                       "messages": [{"role": "user", "content": "Name three colours."}]}).encode()
+    body = json.dumps(
+        {
+            "model": real_engine.model,
+            "temperature": 0,
+            "max_tokens": 24,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "messages": [{"role": "user", "content": "Name three colours."}],
+        }
+    ).encode()
     request = urllib.request.Request(f"{real_engine.api_url}/chat/completions", data=body,
                                      headers={"Content-Type": "application/json"})
     events = []
@@ -111,7 +134,9 @@ def test_real_engine_streams_a_chat_completion(real_engine):
                 events.append(line[5:].strip())
     assert events[-1] == "[DONE]"
     chunks = [json.loads(event) for event in events[:-1]]
-    text = "".join(choice["delta"].get("content") or "" for chunk in chunks for choice in chunk["choices"])
+    text = "".join(
+        choice["delta"].get("content") or "" for chunk in chunks for choice in chunk["choices"]
+    )
     finishes = [choice["finish_reason"] for chunk in chunks for choice in chunk["choices"]
                 if choice.get("finish_reason")]
     usage = [chunk["usage"] for chunk in chunks if chunk.get("usage")]
@@ -121,8 +146,13 @@ def test_real_engine_streams_a_chat_completion(real_engine):
 
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "benchwarden", *args], capture_output=True, text=True,
-                          env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "benchwarden", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 @pytest.mark.engine
@@ -137,7 +167,11 @@ def test_cli_start_status_stop_round_trip(real_install, tmp_path):
         assert url.startswith("http://127.0.0.1:") and eng.health_status(url) == 200
         status = run_cli("engine", "status", env=env)
         assert status.returncode == 0
-        assert status.stdout.startswith("running") and url in status.stdout and str(pid) in status.stdout
+        assert (
+            status.stdout.startswith("running")
+            and url in status.stdout
+            and str(pid) in status.stdout
+        )
         again = run_cli("engine", "start", env=env)  # a second start reuses the first
         assert again.stdout.strip() == url and "already running" in again.stderr
         stopped = run_cli("engine", "stop", env=env)
