@@ -62,6 +62,10 @@ APPLICATION_ID = 0x42575354
 DEFAULT_LOCK_TIMEOUT = 30.0
 DEFAULT_BATCH = 500
 
+# the columns an append writes, in the order of the rows `_insert_rows` receives
+ENTRY_COLUMNS = ("kind", "suite", "scope", "arm", "task", "trial", "run_id", "body",
+                 "prev_hash", "hash")
+
 _record_decoder = msgspec.json.Decoder(Record)
 _run_decoder = msgspec.json.Decoder(Run)
 _run_end_decoder = msgspec.json.Decoder(RunEnd)
@@ -286,9 +290,6 @@ class Store(ABC):
             return
         if self.read_only:
             raise StoreError(f"store {self.location} was opened read-only; nothing can be appended")
-        p = self.placeholder
-        insert = ("INSERT INTO entries (kind, suite, scope, arm, task, trial, run_id, "
-                  f"body, prev_hash, hash) VALUES ({', '.join([p] * 10)})")
         encoded_addresses = canonical_json_many(addresses)
         try:
             with self._transaction() as cursor:
@@ -297,7 +298,7 @@ class Store(ABC):
                 first_previous = row[0] if row else GENESIS_HASH
                 links = chain_links(first_previous, zip(encoded_addresses, bodies))
                 previous_links = [first_previous, *links[:-1]]
-                cursor.executemany(insert, [
+                self._insert_rows(cursor, [
                     (*address, body, previous, current) for address, body, previous, current
                     in zip(addresses, bodies, previous_links, links)])
                 head = self._head_in(cursor) if self.witness_path is not None else None
@@ -310,6 +311,13 @@ class Store(ABC):
         if head is not None:  # only once committed: a crash before this leaves it behind,
             self._committed_first_hash = head.first  # never ahead of the store
             self._write_witness(head, forward_only=True)
+
+    def _insert_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
+        """Insert entry rows, in `ENTRY_COLUMNS` order, inside the append transaction
+        (backends may use a faster bulk path)."""
+        p = self.placeholder
+        cursor.executemany(f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) "
+                           f"VALUES ({', '.join([p] * len(ENTRY_COLUMNS))})", rows)
 
     def _write_witness(self, head: StoreHead, *, forward_only: bool) -> None:
         target = self.witness_path
