@@ -227,8 +227,10 @@ def main() -> None:
                 label = source.stem.removeprefix("arms-")
                 path = copied_store(source, folder)
                 for kind in ("new-run", "campaign"):
-                    median, low, high = median_of(options.repeat, lambda: store_append(
-                        lambda: open_store(path), options.records, 1000, kind))
+                    def into_copy(kind: str = kind, path: Path = path) -> float:
+                        return store_append(lambda: open_store(path), options.records, 1000,
+                                            kind)
+                    median, low, high = median_of(options.repeat, into_copy)
                     growth.append((kind, label, median, low, high))
                     empty_rate = next(rate for k, at, rate, _, _ in growth
                                       if k == kind and at == "0")

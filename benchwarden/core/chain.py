@@ -12,7 +12,7 @@ four hash updates per link.
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable
+from collections.abc import Iterable
 
 GENESIS_HASH = "0" * 64
 

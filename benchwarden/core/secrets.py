@@ -51,8 +51,8 @@ import msgspec
 from benchwarden.core.errors import ConfigurationError
 
 __all__ = ["CREDENTIAL_NAME_PARTS", "CREDENTIAL_VALUE", "MARKER", "MIN_SECRET_LENGTH",
-           "NOT_CREDENTIALS", "Scrubber", "credential_paths", "forget_all",
-           "is_credential_name", "looks_like_credential_value", "may_alter_json", "process_scrubber",
+           "NOT_CREDENTIALS", "Scrubber", "credential_paths", "forget_all", "may_alter_json",
+           "is_credential_name", "looks_like_credential_value", "process_scrubber",
            "mask_url_passwords", "refuse_url_credentials", "remember", "scrub", "scrub_value",
            "url_credential_problem"]
 

@@ -190,7 +190,7 @@ def _scrubbed_bodies(records: Sequence[Record], bodies: list[bytes]) -> list[byt
     if not bodies or not may_alter_json(b"\n".join(bodies)):
         return bodies
     return [canonical_json(scrub_entry(record)) if may_alter_json(body) else body
-            for record, body in zip(records, bodies)]
+            for record, body in zip(records, bodies, strict=True)]
 
 
 def compare_with_witnesses(first_hash: str | None, last_seq: int | None,
@@ -296,17 +296,18 @@ class Store(ABC):
                 cursor.execute("SELECT hash FROM entries ORDER BY seq DESC LIMIT 1")
                 row = cursor.fetchone()
                 first_previous = row[0] if row else GENESIS_HASH
-                links = chain_links(first_previous, zip(encoded_addresses, bodies))
+                links = chain_links(first_previous, zip(encoded_addresses, bodies, strict=True))
                 previous_links = [first_previous, *links[:-1]]
                 self._insert_rows(cursor, [
                     (*address, body, previous, current) for address, body, previous, current
-                    in zip(addresses, bodies, previous_links, links)])
+                    in zip(addresses, bodies, previous_links, links, strict=True)])
                 head = self._head_in(cursor) if self.witness_path is not None else None
         except Exception as error:  # translate the backend's refusal into ours
             if self._is_unique_violation(error):
-                raise DuplicateRecord(self._explain_duplicate(
-                    [_Entry(*address, body) for address, body in zip(addresses, bodies)])) \
-                    from None
+                raise DuplicateRecord(self._explain_duplicate([
+                    _Entry(kind, suite, scope, arm, task, trial, run_id, body)
+                    for (kind, suite, scope, arm, task, trial, run_id), body
+                    in zip(addresses, bodies, strict=True)])) from None
             raise
         if head is not None:  # only once committed: a crash before this leaves it behind,
             self._committed_first_hash = head.first  # never ahead of the store
