@@ -111,6 +111,13 @@ def store_append(open_one: Callable[[], Store], count: int, batch: int,
                  kind: str = "new-run") -> float:
     """Records per second appending `count` records in batches of `batch`, timed from the
     first append to the store's close."""
+    return store_append_timed(open_one, count, batch, kind)[0]
+
+
+def store_append_timed(open_one: Callable[[], Store], count: int, batch: int,
+                       kind: str = "new-run") -> tuple[float, float]:
+    """`store_append`'s records per second of wall time, and per second of this
+    process's CPU time (less swayed by other jobs on a shared machine)."""
     scope = f"bench-{uuid.uuid4().hex[:12]}"
     store = open_one()
     try:
@@ -119,16 +126,16 @@ def store_append(open_one: Callable[[], Store], count: int, batch: int,
         records = records_for(count, scope) if kind == "new-run" else \
             campaign_records(store, count, scope)
         with _Untracked():
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             for offset in range(0, count, batch):
                 store.append(records[offset:offset + batch])
             store.close()
-            elapsed = time.perf_counter() - start
+            elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     finally:
         store.close()
     with open_one() as check:
         assert check.run_info(scope).record_count == count
-    return count / elapsed
+    return count / elapsed, count / max(cpu, 1e-9)
 
 
 class _Remembered:
@@ -151,6 +158,39 @@ def copied_store(source: Path, folder: Path) -> Path:
 def median_of(rounds: int, measure: Callable[[], float]) -> tuple[float, float, float]:
     values = [measure() for _ in range(rounds)]
     return statistics.median(values), min(values), max(values)
+
+
+def measure_growth(folder: Path, sizes: list[int], count: int, repeat: int
+                   ) -> list[tuple[str, str, tuple[float, float, float], float]]:
+    """(kind, size label, (median, min, max) records/s, median records per CPU second) of
+    batches of 1,000 into an empty store and into copies of the cached stores of `sizes`.
+    Each round measures every size in turn, so a change in the machine's load sways all
+    sizes alike rather than one."""
+    if not sizes:
+        return []
+    stores: list[tuple[str, Path | None]] = [("0", None)]
+    for existing in sizes:
+        source = ensure_store(existing)
+        stores.append((source.stem.removeprefix("arms-"), copied_store(source, folder)))
+    kinds = ("new-run", "campaign")
+    walls: dict[tuple[str, str], list[float]] = {}
+    cpus: dict[tuple[str, str], list[float]] = {}
+    for _ in range(repeat):
+        for kind in kinds:
+            for label, copy in stores:
+                path = copy or folder / f"empty-{uuid.uuid4().hex[:8]}.sqlite"
+                wall, cpu = store_append_timed(lambda path=path: open_store(path), count, 1000,
+                                               kind)
+                walls.setdefault((kind, label), []).append(wall)
+                cpus.setdefault((kind, label), []).append(cpu)
+                if copy is None:
+                    _remove_store_files(path)
+    for _, copy in stores:
+        if copy is not None:
+            _remove_store_files(copy)
+    return [(kind, label, (statistics.median(walls[kind, label]), min(walls[kind, label]),
+                           max(walls[kind, label])), statistics.median(cpus[kind, label]))
+            for kind in kinds for label, _ in stores]
 
 
 def growth_sizes(text: str) -> list[int]:
@@ -208,37 +248,16 @@ def main() -> None:
             measure("postgres_batch_1", "PostgreSQL store, batches of 1",
                     lambda: store_append(postgres, options.single_records, 1))
 
-        growth: list[tuple[str, str, float, float, float]] = []
-        sizes = growth_sizes(options.growth)
-        if sizes:
-            for kind in ("new-run", "campaign"):
-                def into_empty(kind: str = kind) -> float:
-                    path = folder / f"empty-{uuid.uuid4().hex[:8]}.sqlite"
-                    rate = store_append(lambda: open_store(path), options.records, 1000, kind)
-                    _remove_store_files(path)
-                    return rate
-                empty, low, high = median_of(options.repeat, into_empty)
-                growth.append((kind, "0", empty, low, high))
-                figures.append(Figure(f"sqlite_{kind.replace('-', '_')}_into_empty", empty,
-                                      baseline, "records/s",
-                                      f"{kind} batches of 1,000 into an empty store"))
-            for existing in sizes:
-                source = ensure_store(existing)
-                label = source.stem.removeprefix("arms-")
-                path = copied_store(source, folder)
-                for kind in ("new-run", "campaign"):
-                    def into_copy(kind: str = kind, path: Path = path) -> float:
-                        return store_append(lambda: open_store(path), options.records, 1000,
-                                            kind)
-                    median, low, high = median_of(options.repeat, into_copy)
-                    growth.append((kind, label, median, low, high))
-                    empty_rate = next(rate for k, at, rate, _, _ in growth
-                                      if k == kind and at == "0")
-                    figures.append(Figure(
-                        f"sqlite_{kind.replace('-', '_')}_into_{label}", median, empty_rate,
-                        "records/s", f"{kind} batches of 1,000 into {label} existing records, "
-                        "baseline: the same into an empty store"))
-                _remove_store_files(path)
+        growth = measure_growth(folder, growth_sizes(options.growth), options.records,
+                                options.repeat)
+        for kind, label, (wall, _, _), _ in growth:
+            empty_wall = next(rates[0] for k, at, rates, _ in growth if k == kind and at == "0")
+            key = f"sqlite_{kind.replace('-', '_')}_into_{'empty' if label == '0' else label}"
+            figures.append(Figure(
+                key, wall, baseline if label == "0" else empty_wall, "records/s",
+                f"{kind} batches of 1,000 into an empty store" if label == "0" else
+                f"{kind} batches of 1,000 into {label} existing records, baseline: the same "
+                "into an empty store"))
 
     print(f"store append, records of {size} bytes (canonical JSON), "
           f"median of {options.repeat} rounds")
@@ -247,13 +266,16 @@ def main() -> None:
         print(f"{name:<56} {median:>11,.0f} {f'{low:,.0f}–{high:,.0f}':>19} "
               f"{median / baseline:>11.1f}x")
     if growth:
-        print("\ngrowth: SQLite batches of 1,000 into a store already holding N records")
+        print("\ngrowth: SQLite batches of 1,000 into a store already holding N records "
+              "(sizes measured in turn, each round)")
         print(f"{'batch':<10} {'N':>6} {'records/s':>11} {'range':>19} {'vs empty':>9} "
-              f"{'vs baseline':>12}")
-        for kind, label, median, low, high in growth:
-            empty_rate = next(rate for k, at, rate, _, _ in growth if k == kind and at == "0")
-            print(f"{kind:<10} {label:>6} {median:>11,.0f} {f'{low:,.0f}–{high:,.0f}':>19} "
-                  f"{median / empty_rate:>8.2f}x {median / baseline:>11.1f}x")
+              f"{'vs baseline':>12} {'per CPU s':>10} {'vs empty':>9}")
+        for kind, label, (wall, low, high), cpu in growth:
+            empty_wall, empty_cpu = next((rates[0], cpu_rate) for k, at, rates, cpu_rate
+                                         in growth if k == kind and at == "0")
+            print(f"{kind:<10} {label:>6} {wall:>11,.0f} {f'{low:,.0f}–{high:,.0f}':>19} "
+                  f"{wall / empty_wall:>8.2f}x {wall / baseline:>11.1f}x {cpu:>10,.0f} "
+                  f"{cpu / empty_cpu:>8.2f}x")
     emit("store_append", figures, options.json_path)
 
 
