@@ -45,6 +45,7 @@ from benchwarden.core.records import Record, TokenComponents, canonical_json
 from benchwarden.core.store import Store, open_store
 
 from _figures import Figure, add_json_option, emit
+from scale_store import SCOPE as SYNTHETIC_SCOPE
 from scale_store import ensure_store, parse_size, synthetic_record
 
 ARMS = ("cli", "mcp", "rest")
@@ -76,7 +77,9 @@ def records_for(count: int, scope: str) -> list[Record]:
 def campaign_records(store: Store, count: int, run_id: str) -> list[Record]:
     """The next `count` records of the synthetic arms campaign in `store` (its cells'
     next trials), continuing where the store's records end."""
-    existing = int(store._query("SELECT COUNT(*) FROM entries WHERE kind = 'record'")[0][0])
+    existing = int(store._query(
+        "SELECT COUNT(*) FROM entries WHERE kind = 'record' AND suite = 'arms' AND scope = "
+        f"{store.placeholder}", (SYNTHETIC_SCOPE,))[0][0])
     draw = random.Random(existing)
     return [synthetic_record(existing + index, run_id, draw) for index in range(count)]
 
