@@ -8,8 +8,8 @@ These tests hold that:
   (golden values computed by the encoder before the fast path, and property tests);
 - the scrubber's shortcut never lets a remembered secret through;
 - a batch lands whole or not at all, on SQLite and a real PostgreSQL;
-- stores made before the schema changed (AUTOINCREMENT) open, append and verify, and
-  `benchwarden verify --store` passes a batch-written store and catches tampering.
+- a chain written entry by entry continues under batches, and `benchwarden verify
+  --store` passes a batch-written store and catches tampering.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from benchwarden.core import secrets
 from benchwarden.core.chain import GENESIS_HASH, chain_links, link_hash
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, TokenComponents, canonical_json, canonical_json_many
-from benchwarden.core.store import _SQLITE_SCHEMA, DuplicateRecord, Store, open_store
+from benchwarden.core.store import DuplicateRecord, Store, open_store
 from benchwarden.core.witness import read_witness, sidecar_for
 from tests.conftest import fresh_postgres_database
 from tests.core.test_store_backends import PostgresBackend, SQLiteBackend, make_record
@@ -241,43 +241,47 @@ def test_tampering_inside_a_batch_is_named(backend, store):
     assert not report.ok and "entry 500" in report.first_broken
 
 
-# -- schema: old stores keep working ------------------------------------------------
+# -- chains written entry by entry continue under the batch path ---------------------
 
-def _old_schema_store(path: Path) -> None:
-    """A store as benchwarden made them before `seq` lost AUTOINCREMENT."""
-    raw = sqlite3.connect(path, isolation_level=None)
-    for statement in _SQLITE_SCHEMA:
-        raw.execute(statement.replace("seq INTEGER PRIMARY KEY,",
-                                      "seq INTEGER PRIMARY KEY AUTOINCREMENT,"))
-    raw.execute("INSERT INTO meta VALUES ('schema_version', '1')")
-    raw.execute("INSERT INTO meta VALUES ('head_witness', 'sidecar')")
-    raw.execute("PRAGMA user_version = 1")
-    raw.execute(f"PRAGMA application_id = {0x42575354}")
-    raw.execute("PRAGMA journal_mode=WAL")
-    raw.close()
-
-
-def test_a_store_made_with_autoincrement_appends_and_verifies(tmp_path):
+def test_a_chain_written_entry_by_entry_continues_and_verifies(tmp_path):
+    """Entries inserted as the store wrote them before the batch path (one `link_hash`
+    and one INSERT each), then batches appended by this version: one intact chain."""
     path = tmp_path / "old.sqlite"
-    _old_schema_store(path)
     with open_store(path) as store:
         store.begin_run(stamp_run(suite="demo", bench_version="1", config={}, run_id="run-1"))
-        store.append([make_record(task=f"t{index}") for index in range(1200)])
-        assert store.verify().ok
-        assert store._query("SELECT seq FROM sqlite_sequence WHERE name = 'entries'") == [(1201,)]
-    with open_store(path, create=False) as reader:
-        assert len(reader.records()) == 1200 and reader.verify().ok
-
-
-def test_new_stores_number_entries_without_gaps_and_set_the_writer_cache(tmp_path):
-    with open_store(tmp_path / "new.sqlite") as store:
-        store.begin_run(stamp_run(suite="demo", bench_version="1", config={}, run_id="run-1"))
-        store.append([make_record(task=f"t{index}") for index in range(10)])
+    raw = sqlite3.connect(path, isolation_level=None)
+    (previous,), = raw.execute("SELECT hash FROM entries ORDER BY seq DESC LIMIT 1")
+    for index in range(5):
+        record = make_record(task=f"old-{index}")
+        address = ("record", record.suite, record.scope, record.arm, record.task,
+                   record.trial, record.run_id)
+        body = canonical_json(record)
+        current = link_hash(previous, canonical_json(list(address)), body)
+        raw.execute("INSERT INTO entries (kind, suite, scope, arm, task, trial, run_id, body, "
+                    "prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (*address, body, previous, current))
+        previous = current
+    raw.close()
+    with open_store(path, create=False, read_only=False) as store:
+        store.append([make_record(task=f"new-{index}") for index in range(120)])
+        report = store.verify()
+        assert report.ok and report.checked == 126, report.lines()
         seqs = [row[0] for row in store._query("SELECT seq FROM entries ORDER BY seq")]
-        assert seqs == list(range(1, 12))
-        assert "AUTOINCREMENT" not in store._query(
-            "SELECT sql FROM sqlite_master WHERE name = 'entries'")[0][0]
-        assert store._query("PRAGMA cache_size")[0][0] < -2000  # more than the 2 MiB default
+        assert seqs == list(range(1, 127))
+
+
+def test_the_writer_connection_keeps_a_larger_page_cache(tmp_path):
+    with open_store(tmp_path / "new.sqlite") as store:
+        assert store._query("PRAGMA cache_size")[0][0] < -2000  # the default is 2 MiB
+        assert store._query("PRAGMA journal_mode")[0][0] == "wal"
+
+
+@pytest.mark.parametrize("size", [1, 49, 50, 51, 137])
+def test_batches_of_any_size_insert_every_row_once(tmp_path, size):
+    with open_store(tmp_path / "s.sqlite") as store:
+        written = [make_record(task=f"t{index}") for index in range(size)]
+        store.append(written)
+        assert store.records() == written and store.verify().ok
 
 
 # -- the command a user runs ---------------------------------------------------------
