@@ -20,7 +20,6 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
