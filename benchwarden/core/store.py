@@ -15,7 +15,9 @@ Invariants:
   that transaction, so it never names an entry that was not committed, and only moves
   forward (core/witness.py serialises concurrent writers).
 - No credential is ever stored: runs are checked for secret-looking keys first, and
-  every entry written passes the process's scrubber (`core.secrets`) on the way in.
+  every entry written passes the process's scrubber (`core.secrets`) on the way in (a
+  record whose encoded bytes cannot hold a remembered secret is checked, not walked:
+  the stored bytes are the same either way).
 - Opening never changes what it should not: a store opened with `create=False` is read
   only (nothing is created or written), and a database that is not a benchwarden store
   is refused before anything is written to it.
@@ -287,7 +289,7 @@ class Store(ABC):
         """Append entries given as (kind, suite, scope, arm, task, trial, run_id) and their
         bodies, in one transaction. The chain's head is read once, inside the
         transaction that holds the append lock; the links are computed in one pass and
-        inserted with one prepared statement; the witness is written once, after commit."""
+        inserted in bulk (`_insert_rows`); the witness is written once, after commit."""
         if not addresses:
             return
         if self.read_only:
