@@ -28,6 +28,12 @@ Invariants:
   two-letter key would rewrite ordinary words in every record.
 - The process-wide scrubber (`remember`, `scrub`, `scrub_value`) is the one the store
   applies to every entry it writes and the CLI applies to everything it prints.
+- `may_alter_json(data)` is False only when scrubbing the value whose compact JSON is
+  `data` would change nothing: it looks for every form, and every form as a JSON string
+  escapes it, in the encoded bytes. JSON escaping and UTF-8 work character by
+  character, so a string holding a form encodes to bytes holding the form's encoding.
+  This lets the store skip walking records that hold nothing secret-looking, never
+  skip one that does.
 """
 
 from __future__ import annotations
@@ -42,10 +48,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
+import msgspec
+
 from benchwarden.core.errors import ConfigurationError
 
 __all__ = ["CREDENTIAL_NAME_PARTS", "CREDENTIAL_VALUE", "MARKER", "MIN_SECRET_LENGTH",
-           "NOT_CREDENTIALS", "Scrubber", "credential_paths", "forget_all",
+           "NOT_CREDENTIALS", "Scrubber", "credential_paths", "forget_all", "may_alter_json",
            "is_credential_name", "looks_like_credential_value", "process_scrubber",
            "mask_url_passwords", "refuse_url_credentials", "remember", "scrub", "scrub_value",
            "url_credential_problem"]
@@ -186,6 +194,9 @@ class Scrubber:
         self._forms: tuple[str, ...] = ()
         self._pattern: re.Pattern[str] | None = None
         self._fallback_marker = MARKER
+        # byte strings of which one occurs in the compact JSON of any value holding a form
+        # (None: a form cannot be encoded, so every value is scrubbed the long way)
+        self._json_probes: tuple[bytes, ...] | None = ()
         for secret in secrets:
             self.add(secret)
 
@@ -211,6 +222,7 @@ class Scrubber:
             # longest first, so a secret inside a longer encoding goes with it
             self._forms = tuple(sorted(forms, key=lambda form: (-len(form), form)))
             self._pattern = re.compile("|".join(map(re.escape, self._forms)))
+            self._json_probes = _json_probes(self._forms)
             used = set("".join(self._forms))
             self._fallback_marker = next(
                 (c * 3 for c in "#*~_=%!?^" + "".join(map(chr, range(0x2580, 0x25A0)))
@@ -221,6 +233,15 @@ class Scrubber:
             self._secrets.clear()
             self._forms = ()
             self._pattern = None
+            self._json_probes = ()
+
+    def may_alter_json(self, data: bytes) -> bool:
+        """False only when `scrub_value` would leave the value encoded as `data` (compact
+        JSON, UTF-8) unchanged; see the module's invariants."""
+        probes = self._json_probes
+        if probes is None:
+            return True
+        return any(probe in data for probe in probes)
 
     def scrub(self, text: str) -> str:
         pattern = self._pattern
@@ -256,6 +277,19 @@ class Scrubber:
         return value
 
 
+def _json_probes(forms: Iterable[str]) -> tuple[bytes, ...] | None:
+    """Each form's UTF-8 bytes and those of its JSON string escape (msgspec's, the
+    encoder of stored entries); None when a form has no UTF-8 encoding."""
+    probes: set[bytes] = set()
+    try:
+        for form in forms:
+            probes.add(form.encode("utf-8"))
+            probes.add(msgspec.json.encode(form)[1:-1])
+    except (UnicodeEncodeError, msgspec.EncodeError):
+        return None
+    return tuple(sorted(probes, key=lambda probe: (-len(probe), probe)))
+
+
 _PROCESS = Scrubber()
 
 
@@ -289,6 +323,12 @@ def mask_url_passwords(text: str) -> str:
 
 def scrub_value(value: Any) -> Any:
     return _PROCESS.scrub_value(value)
+
+
+def may_alter_json(data: bytes) -> bool:
+    """The process scrubber's `may_alter_json`: False when no remembered secret can be
+    in the value whose compact JSON is `data`."""
+    return bool(_PROCESS) and _PROCESS.may_alter_json(data)
 
 
 Entry = TypeVar("Entry")

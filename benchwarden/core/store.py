@@ -15,7 +15,9 @@ Invariants:
   that transaction, so it never names an entry that was not committed, and only moves
   forward (core/witness.py serialises concurrent writers).
 - No credential is ever stored: runs are checked for secret-looking keys first, and
-  every entry written passes the process's scrubber (`core.secrets`) on the way in.
+  every entry written passes the process's scrubber (`core.secrets`) on the way in (a
+  record whose encoded bytes cannot hold a remembered secret is checked, not walked:
+  the stored bytes are the same either way).
 - Opening never changes what it should not: a store opened with `create=False` is read
   only (nothing is created or written), and a database that is not a benchwarden store
   is refused before anything is written to it.
@@ -35,7 +37,9 @@ those who open a PostgreSQL store.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import itertools
 import os
 import sqlite3
 import threading
@@ -48,10 +52,10 @@ from urllib.parse import quote
 
 import msgspec
 
-from benchwarden.core.chain import GENESIS_HASH, link_hash
+from benchwarden.core.chain import GENESIS_HASH, chain_links, link_hash
 from benchwarden.core.errors import EXIT_USAGE, EnvironmentFailure
-from benchwarden.core.records import Record, Run, RunEnd, canonical_json
-from benchwarden.core.secrets import credential_paths, scrub_entry
+from benchwarden.core.records import Record, Run, RunEnd, canonical_json, canonical_json_many
+from benchwarden.core.secrets import credential_paths, may_alter_json, scrub_entry
 from benchwarden.core.witness import StoreHead, Witness, WitnessError, read_witness, sidecar_for, \
     write_witness
 
@@ -61,6 +65,10 @@ SCHEMA_VERSION = 1
 APPLICATION_ID = 0x42575354
 DEFAULT_LOCK_TIMEOUT = 30.0
 DEFAULT_BATCH = 500
+
+# the columns an append writes, in the order of the rows `_insert_rows` receives
+ENTRY_COLUMNS = ("kind", "suite", "scope", "arm", "task", "trial", "run_id", "body",
+                 "prev_hash", "hash")
 
 _record_decoder = msgspec.json.Decoder(Record)
 _run_decoder = msgspec.json.Decoder(Run)
@@ -178,9 +186,15 @@ class _Entry:
         return f"{self.kind.replace('_', ' ')} of run {self.run_id}"
 
 
-def _record_entry(record: Record) -> _Entry:
-    return _Entry("record", record.suite, record.scope, record.arm, record.task,
-                  record.trial, record.run_id, canonical_json(record))
+def _scrubbed_bodies(records: Sequence[Record], bodies: list[bytes]) -> list[bytes]:
+    """The stored bodies of `records` (their canonical JSON in `bodies`) after the process
+    scrubber: exactly `canonical_json(scrub_entry(record))` for each. A record is walked
+    and re-encoded only when its encoded bytes may hold a remembered secret (one check
+    of the whole batch first), so batches holding none cost one search."""
+    if not bodies or not may_alter_json(b"\n".join(bodies)):
+        return bodies
+    return [canonical_json(scrub_entry(record)) if may_alter_json(body) else body
+            for record, body in zip(records, bodies, strict=True)]
 
 
 def compare_with_witnesses(first_hash: str | None, last_seq: int | None,
@@ -267,32 +281,48 @@ class Store(ABC):
 
     # -- writing ---------------------------------------------------------------
     def _append(self, entries: Sequence[_Entry]) -> None:
-        if not entries:
+        self._append_rows([(entry.kind, *entry.address) for entry in entries],
+                          [entry.body for entry in entries])
+
+    def _append_rows(self, addresses: Sequence[tuple[Any, ...]],
+                     bodies: Sequence[bytes]) -> None:
+        """Append entries given as (kind, suite, scope, arm, task, trial, run_id) and their
+        bodies, in one transaction. The chain's head is read once, inside the
+        transaction that holds the append lock; the links are computed in one pass and
+        inserted in bulk (`_insert_rows`); the witness is written once, after commit."""
+        if not addresses:
             return
         if self.read_only:
             raise StoreError(f"store {self.location} was opened read-only; nothing can be appended")
-        p = self.placeholder
-        insert = ("INSERT INTO entries (kind, suite, scope, arm, task, trial, run_id, "
-                  f"body, prev_hash, hash) VALUES ({', '.join([p] * 10)})")
+        encoded_addresses = canonical_json_many(addresses)
         try:
             with self._transaction() as cursor:
                 cursor.execute("SELECT hash FROM entries ORDER BY seq DESC LIMIT 1")
                 row = cursor.fetchone()
-                previous = row[0] if row else GENESIS_HASH
-                rows = []
-                for entry in entries:
-                    current = _entry_hash(previous, entry.kind, entry.address, entry.body)
-                    rows.append((entry.kind, *entry.address, entry.body, previous, current))
-                    previous = current
-                cursor.executemany(insert, rows)
+                first_previous = row[0] if row else GENESIS_HASH
+                links = chain_links(first_previous, zip(encoded_addresses, bodies, strict=True))
+                previous_links = [first_previous, *links[:-1]]
+                self._insert_rows(cursor, [
+                    (*address, body, previous, current) for address, body, previous, current
+                    in zip(addresses, bodies, previous_links, links, strict=True)])
                 head = self._head_in(cursor) if self.witness_path is not None else None
         except Exception as error:  # translate the backend's refusal into ours
             if self._is_unique_violation(error):
-                raise DuplicateRecord(self._explain_duplicate(entries)) from None
+                raise DuplicateRecord(self._explain_duplicate([
+                    _Entry(kind, suite, scope, arm, task, trial, run_id, body)
+                    for (kind, suite, scope, arm, task, trial, run_id), body
+                    in zip(addresses, bodies, strict=True)])) from None
             raise
         if head is not None:  # only once committed: a crash before this leaves it behind,
             self._committed_first_hash = head.first  # never ahead of the store
             self._write_witness(head, forward_only=True)
+
+    def _insert_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
+        """Insert entry rows, in `ENTRY_COLUMNS` order, inside the append transaction
+        (backends may use a faster bulk path)."""
+        p = self.placeholder
+        cursor.executemany(f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) "
+                           f"VALUES ({', '.join([p] * len(ENTRY_COLUMNS))})", rows)
 
     def _write_witness(self, head: StoreHead, *, forward_only: bool) -> None:
         target = self.witness_path
@@ -368,7 +398,11 @@ class Store(ABC):
 
     def append(self, records: Iterable[Record]) -> None:
         """Append records in one transaction; refuses the whole batch on a duplicate."""
-        self._append([_record_entry(scrub_entry(record)) for record in records])
+        batch = list(records)
+        self._append_rows(
+            [("record", record.suite, record.scope, record.arm, record.task, record.trial,
+              record.run_id) for record in batch],
+            _scrubbed_bodies(batch, canonical_json_many(batch)))
 
     # -- reading ---------------------------------------------------------------
     def iter_records(self, *, run_id: str | None = None, suite: str | None = None,
@@ -588,6 +622,22 @@ BEGIN SELECT RAISE(ABORT, 'benchwarden store is append-only: UPDATE refused'); E
     """CREATE TRIGGER IF NOT EXISTS entries_refuse_delete BEFORE DELETE ON entries
 BEGIN SELECT RAISE(ABORT, 'benchwarden store is append-only: DELETE refused'); END""",
 )
+
+# rows per INSERT statement of an SQLite append (10 parameters each, far below SQLite's
+# limit of 32,766)
+_ROWS_PER_INSERT = 50
+
+
+@functools.lru_cache(maxsize=8)
+def _multi_row_insert(rows: int) -> str:
+    one = f"({', '.join(['?'] * len(ENTRY_COLUMNS))})"
+    return (f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) VALUES "
+            f"{', '.join([one] * rows)}")
+
+
+# the append connection's page cache (KiB) and WAL size between checkpoints (pages)
+_WRITER_CACHE_KIB = 65536
+_WAL_CHECKPOINT_PAGES = 4096
 
 # meta row recording that the store keeps a head witness beside it, so that a copy
 # which lost the witness is reported instead of passing as intact
@@ -862,6 +912,11 @@ class SQLiteStore(Store):
             if str(mode).lower() != "wal":
                 self._connection.execute("PRAGMA journal_mode=WAL")
             self._connection.execute("PRAGMA synchronous=NORMAL")
+            # A writer's working set is the address index's leaves for the cells it
+            # fills; SQLite's default 2 MiB cache re-reads them every batch once the
+            # store is large. Checkpoints (two fsyncs each) every 16 MiB, not 4 MiB.
+            self._connection.execute(f"PRAGMA cache_size = -{_WRITER_CACHE_KIB}")
+            self._connection.execute(f"PRAGMA wal_autocheckpoint = {_WAL_CHECKPOINT_PAGES}")
         except sqlite3.Error as error:
             raise self._failure(error, "switching it to WAL") from None
         self._keeps_sidecar = True
@@ -947,6 +1002,15 @@ class SQLiteStore(Store):
                 return self._connection.execute(sql, tuple(params)).fetchall()
             except sqlite3.Error as error:
                 raise sqlite_failure(self.location, error, "reading it") from None
+
+    def _insert_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
+        """Multi-row INSERTs of `_ROWS_PER_INSERT` rows: a fifth less database time per
+        entry than one INSERT each (statement steps, and AUTOINCREMENT's bookkeeping,
+        which SQLite does once per statement). Same constraints, same transaction."""
+        for start in range(0, len(rows), _ROWS_PER_INSERT):
+            chunk = rows[start:start + _ROWS_PER_INSERT]
+            cursor.execute(_multi_row_insert(len(chunk)),
+                           list(itertools.chain.from_iterable(chunk)))
 
     def _is_unique_violation(self, error: Exception) -> bool:
         return isinstance(error, sqlite3.IntegrityError) and "UNIQUE" in str(error)
