@@ -48,9 +48,9 @@ DASH = fmt.DASH
 COMPONENTS = ("fresh_input", "cache_creation", "cache_read", "output")
 # What a report shows of single trials is bounded whatever the store's size (the HTML
 # page stays under 20 MB): trials in all, tool calls and text per trial.
-TRIAL_LIMIT = 500
-TRANSCRIPT_SHOWN = 20
-TEXT_SHOWN = 1_000
+TRIAL_LIMIT = 400
+TRANSCRIPT_SHOWN = 12
+TEXT_SHOWN = 600
 REASONS_SHOWN = 5
 TERMINAL_TRIALS = 20
 
