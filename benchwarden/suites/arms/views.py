@@ -23,7 +23,7 @@ Invariants:
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Iterable, Mapping, NamedTuple, Sequence, Union
 
@@ -73,17 +73,19 @@ class Accumulator:
 
     __slots__ = ("samples", "passes", "priced", "fresh_input", "cache_creation", "cache_read",
                  "output", "reasoning_samples", "reasoning", "duration_s", "turns",
-                 "denied_calls", "imputed_samples", "imputed_cost_usd")
+                 "denied_calls", "imputed_samples", "imputed_cost_usd", "newest")
 
     def __init__(self) -> None:
         self.samples = self.passes = self.priced = 0
         self.fresh_input = self.cache_creation = self.cache_read = self.output = 0
         self.reasoning_samples = self.reasoning = self.denied_calls = self.imputed_samples = 0
         self.duration_s, self.turns, self.imputed_cost_usd = FloatSum(), FloatSum(), FloatSum()
+        self.newest: deque[int] = deque(maxlen=TRIALS_PER_CELL)
 
     def add(self, row: RecordSummary) -> None:
         payload = row.payload
         self.samples += 1
+        self.newest.append(row.seq)
         if row.outcome == PASS:
             self.passes += 1
         if payload.get("tokens_reported", True):
@@ -116,7 +118,7 @@ class Accumulator:
             reasoning_samples=self.reasoning_samples, reasoning=self.reasoning,
             duration_s=self.duration_s.value, turns=self.turns.value,
             denied_calls=self.denied_calls, imputed_samples=self.imputed_samples,
-            imputed_cost_usd=self.imputed_cost_usd.value)
+            imputed_cost_usd=self.imputed_cost_usd.value, newest=tuple(self.newest))
 
 
 @dataclass
@@ -138,6 +140,8 @@ class Totals:
     denied_calls: int = 0
     imputed_samples: int = 0
     imputed_cost_usd: float = 0.0
+    newest: tuple[int, ...] = ()
+    """Sequence numbers of the group's newest trials (at most TRIALS_PER_CELL)."""
 
     def merge(self, other: "Totals") -> None:
         for name in _TOTAL_FIELDS:
@@ -150,7 +154,7 @@ class Totals:
                 + weights.cache_read * self.cache_read + weights.output * self.output)
 
 
-_TOTAL_FIELDS = tuple(Accumulator.__slots__)
+_TOTAL_FIELDS = tuple(name for name in Accumulator.__slots__ if name != "newest")
 
 
 class GroupKey(NamedTuple):
@@ -171,10 +175,6 @@ class Summary:
     first_seen: dict[GroupKey, int] = field(default_factory=dict)
     """The sequence number of each group's first record (for first-seen order)."""
     versions: set[str] = field(default_factory=set)
-    failing: dict[tuple[str, str], list[int]] = field(default_factory=dict)
-    """Per cell, the newest failing trials' sequence numbers (at most TRIALS_PER_CELL)."""
-    passing: dict[tuple[str, str], list[int]] = field(default_factory=dict)
-    """Per cell, the newest passing trials' sequence numbers (at most TRIALS_PER_CELL)."""
 
     @property
     def samples(self) -> int:
@@ -214,28 +214,34 @@ def _hashable(value: Any) -> Hashable:
 def summarize(rows: Iterable[RecordSummary | Record]) -> Summary:
     """One pass over records or their summaries (in the order written)."""
     summary = Summary()
-    accumulators: dict[GroupKey, Accumulator] = {}
+    accumulators: dict[tuple[Any, ...], Accumulator] = {}
+    last_version: Any = None
     for index, row in enumerate(rows, start=1):
         if isinstance(row, Record):
             row = RecordSummary.of(row, PAYLOAD_FIELDS, seq=index)
         payload = row.payload
-        key = GroupKey(row.arm, row.task, _hashable(payload.get("tier")), row.outcome,
-                       _hashable(payload.get("failure")))
+        tier, failure = payload.get("tier"), payload.get("failure")
+        if type(tier) not in _PLAIN:
+            tier = _hashable(tier)
+        if type(failure) not in _PLAIN:
+            failure = _hashable(failure)
+        key = (row.arm, row.task, tier, row.outcome, failure)
         collecting = accumulators.get(key)
         if collecting is None:
             collecting = accumulators[key] = Accumulator()
-            summary.first_seen[key] = row.seq
+            summary.first_seen[GroupKey(*key)] = row.seq
         collecting.add(row)
         version = payload.get("bench_version")
-        if version:
-            summary.versions.add(str(version))
-        shown = summary.passing if row.outcome == PASS else summary.failing
-        newest = shown.setdefault((row.arm, row.task), [])
-        newest.append(row.seq)
-        if len(newest) > TRIALS_PER_CELL:
-            del newest[0]
-    summary.groups = {key: collecting.totals() for key, collecting in accumulators.items()}
+        if version != last_version:
+            last_version = version
+            if version:
+                summary.versions.add(str(version))
+    summary.groups = {GroupKey(*key): collecting.totals()
+                      for key, collecting in accumulators.items()}
     return summary
+
+
+_PLAIN = (str, type(None))
 
 
 def _summary(source: Source) -> Summary:
@@ -515,14 +521,18 @@ def shown_trials(source: Source, limit: int) -> list[int]:
     failures first, then the newest passes, `TRIALS_PER_CELL` at most; cells in
     first-seen order, failures of every cell before any pass, `limit` in all."""
     summary = _summary(source)
-    cells = list(dict.fromkeys((key.arm, key.task) for key in summary.ordered()))
-    chosen: dict[tuple[str, str], list[int]] = {cell: [] for cell in cells}
+    failing: dict[tuple[str, str], list[int]] = {}
+    passing: dict[tuple[str, str], list[int]] = {}
+    for key in summary.ordered():
+        pool = passing if key.outcome == PASS else failing
+        failing.setdefault((key.arm, key.task), [])
+        pool.setdefault((key.arm, key.task), []).extend(summary.groups[key].newest)
+    chosen: dict[tuple[str, str], int] = dict.fromkeys(failing, 0)
     picked: list[int] = []
-    for pool in (summary.failing, summary.passing):
-        for cell in cells:
-            room = TRIALS_PER_CELL - len(chosen[cell])
-            take = list(reversed(pool.get(cell, [])))[:max(0, room)]
-            chosen[cell].extend(take)
+    for pool in (failing, passing):
+        for cell, seqs in pool.items():
+            take = sorted(seqs, reverse=True)[:TRIALS_PER_CELL - chosen[cell]]
+            chosen[cell] += len(take)
             picked.extend(take)
     return picked[:limit]
 
