@@ -73,10 +73,11 @@ def plan_seconds(store: Path, repeats: int = 3) -> float:
     """Best of `repeats` wall seconds of `plan_cells` for 3 arms x 60 tasks (180 cells)."""
     import dataclasses
 
+    from scale_store import ARMS, SCOPE, TASKS
+
     from benchwarden.core.store import open_store
     from benchwarden.suites.arms.driver import plan_cells
     from benchwarden.suites.arms.tasks import load_suite
-    from scale_store import ARMS, SCOPE, TASKS
 
     suite = dataclasses.replace(load_suite("tracker"), name=SCOPE)
     best = float("inf")

@@ -23,7 +23,7 @@ import math
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Hashable, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, Hashable, Iterable, Mapping, Sequence, TypeVar
 
 from benchwarden.core.lazy import lazy_module
 
@@ -194,7 +194,7 @@ def clustered_mean_se(values: Sequence[float], clusters: Sequence[Hashable],
         {label: (len(group), math.fsum(group)) for label, group in members.items()}, confidence)
 
 
-def clustered_mean_se_of_totals(totals: Mapping[Hashable, tuple[int, float]],
+def clustered_mean_se_of_totals(totals: Mapping[Any, tuple[int, float]],
                                 confidence: float = 0.95) -> Estimate:
     """`clustered_mean_se` from per-cluster `(count, sum)` totals alone (float math).
 

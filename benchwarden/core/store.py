@@ -93,7 +93,7 @@ class RecordSummary(msgspec.Struct, frozen=True, kw_only=True):
         return max(0.0, self.ended_at - self.started_at)
 
     @classmethod
-    def of(cls, record: Record, payload_fields: Sequence[str], seq: int = 0) -> "RecordSummary":
+    def of(cls, record: Record, payload_fields: Sequence[str], seq: int = 0) -> RecordSummary:
         """The summary of an in-memory record (what the store yields for it)."""
         return cls(seq=seq, arm=record.arm, task=record.task, trial=record.trial,
                    run_id=record.run_id, outcome=record.outcome, started_at=record.started_at,
@@ -308,7 +308,7 @@ class Store(ABC):
         """True when the store itself records that a witness must exist beside it."""
         return False
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:

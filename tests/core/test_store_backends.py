@@ -471,7 +471,7 @@ def test_record_summaries_are_the_records_without_their_bulk(store):
                                                                  "absent"), batch=4))
     mine = [record for record in written if record.scope == "s"]
     assert [(s.arm, s.task, s.trial) for s in summaries] == [(r.arm, r.task, r.trial) for r in mine]
-    for summary, record in zip(summaries, mine):
+    for summary, record in zip(summaries, mine, strict=True):
         assert summary == RecordSummary.of(record, ("tier", "failure", "turns", "absent"),
                                            seq=summary.seq)
         assert "absent" not in summary.payload and summary.payload["failure"] is None

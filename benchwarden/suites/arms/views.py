@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict, deque
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Iterable, Mapping, NamedTuple, Sequence, Union
+from typing import Any, NamedTuple
 
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
 from benchwarden.core.stats import (
@@ -110,7 +111,7 @@ class Accumulator:
             self.imputed_samples += 1
             self.imputed_cost_usd.add(float(cost))
 
-    def totals(self) -> "Totals":
+    def totals(self) -> Totals:
         return Totals(
             samples=self.samples, passes=self.passes, priced=self.priced,
             fresh_input=self.fresh_input, cache_creation=self.cache_creation,
@@ -143,7 +144,7 @@ class Totals:
     newest: tuple[int, ...] = ()
     """Sequence numbers of the group's newest trials (at most TRIALS_PER_CELL)."""
 
-    def merge(self, other: "Totals") -> None:
+    def merge(self, other: Totals) -> None:
         for name in _TOTAL_FIELDS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
@@ -200,7 +201,7 @@ class Summary:
         return sorted(self.groups, key=self.first_seen.__getitem__)
 
 
-Source = Union[Summary, Iterable[Record], Iterable[RecordSummary]]
+Source = Summary | Iterable[Record] | Iterable[RecordSummary]
 
 
 def _hashable(value: Any) -> Hashable:

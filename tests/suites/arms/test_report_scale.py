@@ -13,11 +13,13 @@ import dataclasses
 import math
 import random
 from collections import defaultdict
+from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, RunEnd, TokenComponents, TokenWeights
@@ -56,7 +58,8 @@ def make_record(arm: str, task: str, trial: int, *, passed: bool, tokens: Sequen
                   payload=payload)
 
 
-def fill(store: Store, records: Sequence[Record], arms: Sequence[str], tasks: Sequence[str]) -> None:
+def fill(store: Store, records: Sequence[Record], arms: Sequence[str],
+         tasks: Sequence[str]) -> None:
     config = {"scope": SCOPE, "arms": list(arms), "tasks": list(tasks), "tiers": list(TIERS)}
     store.begin_run(stamp_run(suite="arms", bench_version="1", config=config, run_id="run-1"))
     store.append(records)
@@ -65,12 +68,13 @@ def fill(store: Store, records: Sequence[Record], arms: Sequence[str], tasks: Se
 
 # ---------------------------------------------------------------------------- the reference
 
-def reference_clustered(values: Sequence[float], clusters: Sequence[str]) -> tuple[float, float | None]:
+def reference_clustered(values: Sequence[float],
+                        clusters: Sequence[str]) -> tuple[float, float | None]:
     """Mean and CR1 standard error, exactly (fractions) until the square root."""
     exact = [Fraction(value) for value in values]
     mean = sum(exact, Fraction(0)) / len(exact)
     residuals: dict[str, Fraction] = defaultdict(Fraction)
-    for value, cluster in zip(exact, clusters):
+    for value, cluster in zip(exact, clusters, strict=True):
         residuals[cluster] += value - mean
     groups = len(residuals)
     if groups < 2:
@@ -205,7 +209,7 @@ def random_records(seed: int, arms: Sequence[str], tasks: Sequence[str], depth: 
             for arm in arms for task in tasks for trial in range(1, depth + 1)]
 
 
-def test_both_backends_give_the_per_record_report(backend):
+def test_both_backends_give_the_per_record_report(backend):  # noqa: F811 (the fixture)
     arms, tasks = ["cli", "http", "mcp"], [f"t{n}" for n in range(8)]
     records = random_records(7, arms, tasks, depth=6)
     weights = TokenWeights.parse("cache_read=0.2")
@@ -279,7 +283,8 @@ def _two_arms(pass_a: int, pass_b: int, tasks: int = 6, depth: int = 10) -> list
     for arm, passes in (("cli", pass_a), ("http", pass_b)):
         for task in range(tasks):
             for trial in range(1, depth + 1):
-                records.append(make_record(arm, f"t{task}", trial, passed=trial <= passes + task % 2,
+                records.append(make_record(arm, f"t{task}", trial,
+                                           passed=trial <= passes + task % 2,
                                            tokens=[1000 if arm == "cli" else 400, 0, 0, 100],
                                            turns=3, duration=1.0))
     return records
