@@ -352,7 +352,7 @@ def _tally_section(report: ArmsReport) -> str:
     if tally is None:
         return ""
     title = (f"Tally of all {fmt.count(len(report.runs))} runs"
-             if report.runs_tally is not None else "This run's tally")
+             if report.runs_tally is not None and len(report.runs) > 1 else "This run's tally")
     tiles = h.stat_tiles([("recorded", fmt.count(tally.recorded), h.GOOD),
                           ("invalid (isolation leaks)", fmt.count(tally.invalid), h.BAD),
                           ("harness errors", fmt.count(tally.harness_errors), h.WARN)])

@@ -684,7 +684,9 @@ def render_terminal(report: "ArmsReport | Mapping[str, Any]", console: Console) 
 
     render_trials(report, console)
     if report.runs_tally is not None:
-        render_tally(report.runs_tally, console, title=f"tally of all {len(report.runs)} runs")
+        runs = len(report.runs)
+        render_tally(report.runs_tally, console,
+                     title="run tally" + (f" of all {runs} runs" if runs > 1 else ""))
     elif report.tally:
         render_tally(report.tally, console)
 
