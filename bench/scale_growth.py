@@ -10,9 +10,17 @@ next smaller size (the baseline) in the same run; their ratio is the growth. Str
 commands (export, verify) should keep peak RSS flat (ratio near 1); a command that
 reads everything into memory grows with the records (about 10x for 100k -> 1M).
 
+Issue 12's goals are printed against the figures: reports (`arms report`, `arms
+compare`, `report --html`) under 3 s and 1 GiB at the largest size, growing at most 3x
+in time from the next size, the page under 20 MB; export and verify within 1.5x in
+peak RSS. Also measured in this process: `plan_cells` (what `arms run` does before its
+first trial) for 180 cells at the smallest and the largest size, with their ratio
+(the goal: independent of the store's size).
+
     python bench/scale_growth.py                          # 10k and 100k: minutes
     python bench/scale_growth.py --sizes 100k,1M          # the README's growth table
     python bench/scale_growth.py --commands export_jsonl,verify --sizes 10k,100k,1M
+    python bench/scale_growth.py --commands arms_report,arms_compare,report_html --sizes 10k,100k,1M
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ COMMANDS: dict[str, list[str]] = {
                        "--out", "{out}/x.parquet"],
     "verify": ["verify", "--store", "{store}"],
     "arms_report": ["arms", "report", "--store", "{store}"],
+    "arms_compare": ["arms", "compare", "cli", "http", "--store", "{store}"],
     "report_html": ["report", "--latest", "--store", "{store}", "--html", "{out}/x.html"],
 }
 
@@ -54,6 +63,52 @@ def measure(arguments: list[str]) -> tuple[float, float, int]:
         print(f"  ! {' '.join(arguments[:2])} exited {process.returncode}: {tail[0]}",
               file=sys.stderr)
     return elapsed, usage.ru_maxrss / 1024.0, process.returncode  # ru_maxrss is in KiB
+
+
+REPORTS = ("arms_report", "arms_compare", "report_html")
+STREAMS = ("export_jsonl", "export_parquet", "verify")
+
+
+def plan_seconds(store: Path, repeats: int = 3) -> float:
+    """Best of `repeats` wall seconds of `plan_cells` for 3 arms x 60 tasks (180 cells)."""
+    import dataclasses
+
+    from scale_store import ARMS, SCOPE, TASKS
+
+    from benchwarden.core.store import open_store
+    from benchwarden.suites.arms.driver import plan_cells
+    from benchwarden.suites.arms.tasks import load_suite
+
+    suite = dataclasses.replace(load_suite("tracker"), name=SCOPE)
+    best = float("inf")
+    with open_store(store, create=False) as opened:
+        for _ in range(repeats):
+            started = time.perf_counter()
+            plan_cells(opened, suite, ARMS, TASKS[:60], 3)
+            best = min(best, time.perf_counter() - started)
+    return best
+
+
+def goal_lines(results: dict[tuple[str, int], tuple[float, float, int, int | None]],
+               chosen: list[str], small: int, large: int) -> list[str]:
+    """Issue 12's goals, each met or not, from the measured figures."""
+    lines = []
+    for name in chosen:
+        seconds, rss, _, page = results[(name, large)]
+        small_seconds, small_rss, _, _ = results[(name, small)]
+        if name in REPORTS:
+            checks = [(f"{seconds:.1f} s < 3 s", seconds < 3.0),
+                      (f"{rss:.0f} MiB < 1024 MiB", rss < 1024.0),
+                      (f"time x{seconds / small_seconds:.1f} <= 3", seconds <= 3 * small_seconds)]
+            if page is not None:
+                checks.append((f"page {page / 2**20:.1f} MiB < 20 MB", page < 20_000_000))
+        elif name in STREAMS:
+            checks = [(f"peak RSS x{rss / small_rss:.2f} <= 1.5", rss <= 1.5 * small_rss)]
+        else:
+            continue
+        lines.append(f"{name:<15} " + "; ".join(
+            f"{text} {'met' if ok else 'NOT met'}" for text, ok in checks))
+    return lines
 
 
 def main() -> None:
@@ -97,7 +152,18 @@ def main() -> None:
         print(f"{name:<15}" + "".join(f"{cell:>22}" for cell in cells))
 
     figures = []
+    if "arms_report" in chosen or "arms_compare" in chosen:
+        plans = [plan_seconds(ensure_store(size, cache)) for size in (sizes[0], sizes[-1])]
+        print(f"\nplan_cells, 180 cells: {plans[0] * 1000:.1f} ms at {size_label(sizes[0])}, "
+              f"{plans[1] * 1000:.1f} ms at {size_label(sizes[-1])} "
+              f"(x{plans[1] / plans[0]:.2f})")
+        figures.append(Figure(f"plan_cells.seconds.{size_label(sizes[0])}_to_"
+                              f"{size_label(sizes[-1])}", plans[1], plans[0], "s",
+                              "arms run start-up: plan_cells for 180 cells"))
     if len(sizes) >= 2:
+        print(f"\ngoals at {size_label(sizes[-1])} (issue 12):")
+        for line in goal_lines(results, chosen, sizes[-2], sizes[-1]):
+            print("  " + line)
         small, large = sizes[-2], sizes[-1]
         growth = f"{size_label(small)}_to_{size_label(large)}"
         for name in chosen:

@@ -23,7 +23,7 @@ import math
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Hashable, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, Hashable, Iterable, Mapping, Sequence, TypeVar
 
 from benchwarden.core.lazy import lazy_module
 
@@ -44,6 +44,7 @@ __all__ = [
     "PairedVerdict",
     "bootstrap_mean_ci",
     "clustered_mean_se",
+    "clustered_mean_se_of_totals",
     "mde_proportions",
     "mean_se",
     "minimum_detectable_effect",
@@ -177,28 +178,47 @@ def clustered_mean_se(values: Sequence[float], clusters: Sequence[Hashable],
     the CR1 sandwich estimator for an intercept-only model: with residuals
     `e_i = y_i - mean` summed per cluster into `S_g`, over `G` clusters and `N` samples,
     `se^2 = G / (G - 1) * sum(S_g^2) / N^2`, and the interval uses t with `G - 1` degrees
-    of freedom. With one sample per cluster it equals the plain `mean_se` exactly.
+    of freedom. With one sample per cluster it equals the plain `mean_se` (to rounding).
+    The values are folded into per-cluster totals and handed to `clustered_mean_se_of_totals`,
+    so a report that aggregates in the database gets the same numbers.
     """
     _check_confidence(confidence)
     numbers = _floats(values)
     labels = list(clusters)
     if len(labels) != len(numbers):
         raise ValueError(f"{len(numbers)} values but {len(labels)} cluster labels")
-    n = len(numbers)
+    members: dict[Hashable, list[float]] = defaultdict(list)
+    for number, label in zip(numbers, labels):
+        members[label].append(number)
+    return clustered_mean_se_of_totals(
+        {label: (len(group), math.fsum(group)) for label, group in members.items()}, confidence)
+
+
+def clustered_mean_se_of_totals(totals: Mapping[Any, tuple[int, float]],
+                                confidence: float = 0.95) -> Estimate:
+    """`clustered_mean_se` from per-cluster `(count, sum)` totals alone (float math).
+
+    The cluster sums of residuals are `S_g = sum_g - n_g * mean`, so the totals are all
+    the estimator needs: a store can sum per task in SQL or in one streaming pass, and
+    no sample has to be held in memory. Clusters with a count of 0 are ignored."""
+    _check_confidence(confidence)
+    kept = {label: (int(count), float(total)) for label, (count, total) in totals.items()
+            if count}
     method = "cluster-robust t"
+    n = sum(count for count, _ in kept.values())
     if n == 0:
         return Estimate(None, None, None, None, 0, method)
-    mean = float(statistics.mean(numbers))
-    residual_sums: dict[Hashable, float] = defaultdict(float)
-    for number, label in zip(numbers, labels):
-        residual_sums[label] += number - mean
-    cluster_count = len(residual_sums)
+    for _, total in kept.values():
+        if not math.isfinite(total):
+            raise ValueError(f"statistics need finite numbers, got a sum of {total!r}")
+    mean = math.fsum(total for _, total in kept.values()) / n
+    cluster_count = len(kept)
     if cluster_count < 2:
         return Estimate(mean, None, None, None, n, method)
-    squared = math.fsum(total * total for total in residual_sums.values())
+    squared = math.fsum((total - count * mean) ** 2 for count, total in kept.values())
     se = math.sqrt(cluster_count / (cluster_count - 1) * squared) / n
     low, high = _t_interval(mean, se, cluster_count - 1, confidence)
-    return Estimate(mean, se, low, high, n, method)
+    return Estimate(mean, se, min(low, mean), max(high, mean), n, method)
 
 
 def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> Estimate:

@@ -54,7 +54,8 @@ import msgspec
 
 from benchwarden.core.chain import GENESIS_HASH, chain_links, link_hash
 from benchwarden.core.errors import EXIT_USAGE, EnvironmentFailure
-from benchwarden.core.records import Record, Run, RunEnd, canonical_json, canonical_json_many
+from benchwarden.core.records import (Record, Run, RunEnd, TokenComponents, canonical_json,
+                                      canonical_json_many)
 from benchwarden.core.secrets import credential_paths, may_alter_json, scrub_entry
 from benchwarden.core.witness import StoreHead, Witness, WitnessError, read_witness, sidecar_for, \
     write_witness
@@ -73,6 +74,54 @@ ENTRY_COLUMNS = ("kind", "suite", "scope", "arm", "task", "trial", "run_id", "bo
 _record_decoder = msgspec.json.Decoder(Record)
 _run_decoder = msgspec.json.Decoder(Run)
 _run_end_decoder = msgspec.json.Decoder(RunEnd)
+# Rows per query of `iter_record_summaries`: slim rows are decoded and dropped at once,
+# so a larger page only saves round trips.
+SUMMARY_BATCH = 5_000
+
+
+class RecordSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """A record without its bulk: what reports aggregate over (`iter_record_summaries`)."""
+
+    seq: int
+    """The entry's sequence number (the order records were written in)."""
+    arm: str
+    task: str
+    trial: int
+    run_id: str
+    outcome: str
+    started_at: float
+    ended_at: float
+    tokens: TokenComponents
+    payload: dict[str, Any]
+    """Only the payload fields asked for, and only those the record holds."""
+
+    @property
+    def duration_s(self) -> float:
+        """As `Record.duration_s`."""
+        return max(0.0, self.ended_at - self.started_at)
+
+    @classmethod
+    def of(cls, record: Record, payload_fields: Sequence[str], seq: int = 0) -> RecordSummary:
+        """The summary of an in-memory record (what the store yields for it)."""
+        return cls(seq=seq, arm=record.arm, task=record.task, trial=record.trial,
+                   run_id=record.run_id, outcome=record.outcome, started_at=record.started_at,
+                   ended_at=record.ended_at, tokens=record.tokens,
+                   payload={name: record.payload[name] for name in payload_fields
+                            if name in record.payload})
+
+
+@functools.lru_cache(maxsize=16)
+def _summary_decoder(payload_fields: tuple[str, ...]) -> Any:
+    """A decoder reading only what `RecordSummary` keeps: msgspec skips every other field
+    (the transcript, the final report) without building it."""
+    payload = msgspec.defstruct("SummaryPayload", [(name, Any, msgspec.UNSET)
+                                                   for name in payload_fields], frozen=True)
+    slim = msgspec.defstruct("SummaryRecord", [
+        ("arm", str), ("task", str), ("trial", int), ("run_id", str), ("outcome", str),
+        ("started_at", float), ("ended_at", float),
+        ("tokens", TokenComponents, msgspec.field(default_factory=TokenComponents)),
+        ("payload", payload, msgspec.field(default_factory=payload))], frozen=True)
+    return msgspec.json.Decoder(slim)
 
 
 
@@ -273,7 +322,7 @@ class Store(ABC):
         """True when the store itself records that a witness must exist beside it."""
         return False
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -410,6 +459,25 @@ class Store(ABC):
                      task: str | None = None, batch: int = DEFAULT_BATCH) -> Iterator[Record]:
         """Records in the order they were written, fetched `batch` at a time by sequence
         number, so memory stays bounded however large the store is."""
+        for seq, body in self._record_bodies(run_id=run_id, suite=suite, scope=scope, arm=arm,
+                                             task=task, batch=batch):
+            yield self._decode_record(seq, body, _record_decoder)
+
+    def _decode_record(self, seq: int, body: bytes, decoder: Any) -> Any:
+        try:
+            return decoder.decode(body)
+        except msgspec.DecodeError as error:  # (ValidationError is one too)
+            raise CorruptStore(
+                f"store {self.location}: entry {seq} is not a readable record "
+                f"({error}); `benchwarden verify --store` checks the whole store"
+            ) from None
+
+    def _record_bodies(self, *, run_id: str | None = None, suite: str | None = None,
+                       scope: str | None = None, arm: str | None = None,
+                       task: str | None = None,
+                       batch: int = DEFAULT_BATCH) -> Iterator[tuple[int, bytes]]:
+        """`(seq, body)` of matching records in sequence order, `batch` rows per query
+        (keyset pagination by sequence number: memory bounded by one page)."""
         if batch < 1:
             raise ValueError("batch must be at least 1")
         p = self.placeholder
@@ -429,13 +497,7 @@ class Store(ABC):
         while True:
             rows = self._query(sql, (*params, after, batch))
             for seq, body in rows:
-                try:
-                    yield _record_decoder.decode(_as_bytes(body))
-                except msgspec.DecodeError as error:  # (ValidationError is one too)
-                    raise CorruptStore(
-                        f"store {self.location}: entry {seq} is not a readable record "
-                        f"({error}); `benchwarden verify --store` checks the whole store"
-                    ) from None
+                yield int(seq), _as_bytes(body)
             if len(rows) < batch:
                 return
             after = int(rows[-1][0])
@@ -453,6 +515,51 @@ class Store(ABC):
             f"SELECT MAX(trial) FROM entries WHERE kind = 'record' AND suite = {p} AND "
             f"scope = {p} AND arm = {p} AND task = {p}", (suite, scope, arm, task))
         return int(rows[0][0] or 0) if rows else 0
+
+    # -- reading for reports at scale (slim rows, counts, chosen records) -------
+    def iter_record_summaries(self, *, suite: str, scope: str | None = None,
+                              payload_fields: Sequence[str] = (),
+                              batch: int = SUMMARY_BATCH) -> Iterator[RecordSummary]:
+        """One slim row per matching record, in the order written: what a report
+        aggregates (address, outcome, times, token components, the named payload fields)
+        and never the rest of the payload (transcripts, final reports), which is skipped
+        while decoding. Memory stays bounded by one page of `batch` rows."""
+        decoder = _summary_decoder(tuple(payload_fields))
+        for seq, body in self._record_bodies(suite=suite, scope=scope, batch=batch):
+            slim = self._decode_record(seq, body, decoder)
+            yield RecordSummary(
+                seq=seq, arm=slim.arm, task=slim.task, trial=slim.trial, run_id=slim.run_id,
+                outcome=slim.outcome, started_at=slim.started_at, ended_at=slim.ended_at,
+                tokens=slim.tokens,
+                payload=msgspec.to_builtins(slim.payload))  # UNSET (absent) fields left out
+
+    def records_at(self, seqs: Iterable[int]) -> dict[int, Record]:
+        """The records at these sequence numbers (fully decoded), by sequence number: for
+        the few records a report shows in full. Numbers that hold no record are absent."""
+        wanted = sorted({int(seq) for seq in seqs})
+        found: dict[int, Record] = {}
+        p = self.placeholder
+        for start in range(0, len(wanted), DEFAULT_BATCH):
+            chunk = wanted[start:start + DEFAULT_BATCH]
+            rows = self._query(
+                f"SELECT seq, body FROM entries WHERE kind = 'record' AND seq IN "
+                f"({', '.join([p] * len(chunk))}) ORDER BY seq", chunk)
+            found.update((int(seq), self._decode_record(int(seq), _as_bytes(body),
+                                                        _record_decoder))
+                         for seq, body in rows)
+        return found
+
+    def cell_depth(self, suite: str, scope: str, arm: str, task: str) -> tuple[int, int]:
+        """`(records, highest trial number)` of one cell, counted by the database over the
+        address index (nothing decoded): what planning a run needs, whatever the store's
+        size."""
+        p = self.placeholder
+        rows = self._query(
+            f"SELECT COUNT(*), MAX(trial) FROM entries WHERE kind = 'record' AND suite = {p} "
+            f"AND scope = {p} AND arm = {p} AND task = {p}", (suite, scope, arm, task))
+        if not rows:
+            return 0, 0
+        return int(rows[0][0] or 0), int(rows[0][1] or 0)
 
     def runs(self, suite: str | None = None) -> list[RunInfo]:
         p = self.placeholder

@@ -74,7 +74,8 @@ def test_clustered_is_wider_than_plain_when_trials_of_a_task_agree():
 def test_clustered_equals_plain_with_one_sample_per_cluster(values):
     plain = stats.mean_se(values)
     clustered = stats.clustered_mean_se(values, list(range(len(values))))
-    assert clustered.mean == plain.mean
+    # float math (math.fsum / n) against statistics' exact mean: equal to 1e-12
+    assert clustered.mean == pytest.approx(plain.mean, rel=1e-12, abs=1e-12)
     assert clustered.se == pytest.approx(plain.se, rel=1e-9, abs=1e-12)
     assert clustered.n == plain.n
 

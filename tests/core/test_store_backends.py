@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, RunEnd, TokenComponents
-from benchwarden.core.store import (CorruptStore, DuplicateRecord, NoStore, SQLiteStore, Store,
-                                    StoreError, open_store)
+from benchwarden.core.store import (CorruptStore, DuplicateRecord, NoStore, RecordSummary,
+                                    SQLiteStore, Store, StoreError, open_store)
 from tests.conftest import require
 
 POSTGRES_URL = os.environ.get("BENCHWARDEN_TEST_POSTGRES_URL", "")
@@ -455,3 +455,38 @@ def test_redact_hides_only_the_password():
 
     assert redact("postgresql://u:pw@h:5432/db?x=1") == "postgresql://u:***@h:5432/db?x=1"
     assert redact("postgresql://u@h/db") == "postgresql://u@h/db"
+
+
+# -- reading for reports at scale: slim rows, chosen records, cell depth ---------------
+
+def test_record_summaries_are_the_records_without_their_bulk(store):
+    written = [make_record(arm=arm, task=task, trial=trial, scope="s", tier="read",
+                           failure=None, turns=trial, transcript=[{"kind": "shell"}] * 50,
+                           final_report="x" * 5000)
+               for arm in ("a", "b") for task in ("t1", "t2") for trial in (1, 2, 3)]
+    written.append(make_record(arm="a", task="t9", trial=1, scope="other", tier="read"))
+    store.append(written)
+    summaries = list(store.iter_record_summaries(suite="demo", scope="s",
+                                                 payload_fields=("tier", "failure", "turns",
+                                                                 "absent"), batch=4))
+    mine = [record for record in written if record.scope == "s"]
+    assert [(s.arm, s.task, s.trial) for s in summaries] == [(r.arm, r.task, r.trial) for r in mine]
+    for summary, record in zip(summaries, mine, strict=True):
+        assert summary == RecordSummary.of(record, ("tier", "failure", "turns", "absent"),
+                                           seq=summary.seq)
+        assert "absent" not in summary.payload and summary.payload["failure"] is None
+    seqs = [summary.seq for summary in summaries]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    chosen = store.records_at([seqs[4], seqs[0], 10**9])
+    assert list(chosen) == [seqs[0], seqs[4]] and chosen[seqs[4]] == mine[4]
+
+
+def test_cell_depth_counts_records_and_the_highest_trial(store):
+    store.append([make_record(arm="a", task="t", trial=trial, scope="s") for trial in (1, 2, 7)])
+    store.append([make_record(arm="b", task="t", trial=1, scope="s")])
+    assert store.cell_depth("demo", "s", "a", "t") == (3, 7)
+    assert store.cell_depth("demo", "s", "b", "t") == (1, 1)
+    assert store.cell_depth("demo", "s", "c", "t") == (0, 0)
+    assert store.cell_depth("demo", "s", "a", "t")[0] == len(
+        store.records(suite="demo", scope="s", arm="a", task="t"))
+    assert store.cell_depth("demo", "s", "a", "t")[1] == store.highest_trial("demo", "s", "a", "t")

@@ -257,24 +257,17 @@ def report(store_location: str, scope: str | None, weights: str | None, floor: i
 def compare(arm_a: str, arm_b: str, store_location: str, scope: str | None,
             weights: str | None, floor: int, json_path: str | None) -> None:
     """Paired comparison of ARM_B − ARM_A over the tasks both covered."""
-    from benchwarden.suites.arms import views
-    from benchwarden.suites.arms.report import build_scope_report, comparison_of, render_comparison
-    from benchwarden.suites.arms.trial import SUITE_NAME
+    from benchwarden.suites.arms.report import compare_in_scope, render_comparison
 
-    table = _weights(weights)
-    with open_store_or_exit(store_location, create=False) as store:
-        built = build_scope_report(store, scope, table, floor)
-        records = store.records(suite=SUITE_NAME, scope=built.scope)
-    known = built.arms
-    for name in (arm_a, arm_b):
-        if name not in known:
-            raise ConfigError(f"arm {name!r} has no records in suite {built.scope!r}; "
-                              f"arms: {', '.join(known) or 'none'}")
     if arm_a == arm_b:
         raise ConfigError("compare two different arms")
-    # The report built above already holds this pair when asked in its order.
-    result = next((c for c in built.comparisons if (c.a, c.b) == (arm_a, arm_b)), None) \
-        or comparison_of(views.compare(records, arm_a, arm_b, table, floor))
+    table = _weights(weights)
+    with open_store_or_exit(store_location, create=False) as store:
+        found_scope, known, result = compare_in_scope(store, scope, arm_a, arm_b, table, floor)
+    for name in (arm_a, arm_b):
+        if name not in known:
+            raise ConfigError(f"arm {name!r} has no records in suite {found_scope!r}; "
+                              f"arms: {', '.join(known) or 'none'}")
     render_comparison(result, console())
     if json_path:
         click.echo(f"comparison written to {write_json(json_path, result)}")

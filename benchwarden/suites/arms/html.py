@@ -6,14 +6,18 @@ interval) and cost-equivalent tokens per arm as charts, token components, per-ti
 breakdown, coverage grid, failure tags, paired comparisons, and (when the report carries
 `trials`) a per-trial drill-down with the tool-call transcript and the checker's reasons.
 
-`enrich(store, report)` is `report.with_trials`: the report plus every trial of its
-scope, read from the store (called by `benchwarden report` before rendering).
+`enrich(store, report)` is `report.with_trials`: the report plus its shown trials (a
+bounded selection, worst first per cell), read from the store for a report written
+before reports carried them (called by `benchwarden report` before rendering).
 
 Invariants:
 - A view only formats: every number on the page is a field of the typed report printed
   through `benchwarden.core.formatting` (a test checks the page against the JSON).
 - Every command, argument, final report and reason (written by a model or an agent)
   reaches the page through the escaping helpers of `benchwarden.core.html`.
+- The page is bounded whatever the store's size: at most `TRIAL_LIMIT` trials are drawn
+  (and embedded), each with clipped text; the page names the export command that gives
+  every trial as data.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from benchwarden.core import formatting as fmt
 from benchwarden.core import html as h
 from benchwarden.suites.arms.report import (
     COMPONENTS,
+    TRIAL_LIMIT,
     ArmsReport,
     EstimateBlock,
     Trial,
@@ -38,11 +43,10 @@ OUTCOME_COLORS = {"pass": h.GOOD, "incorrect": h.BAD, "confused": "#e69f00", "hu
 COVERAGE_COLORS = {"covered": h.GOOD, "partial": "#e69f00", "missing": "#afb8c1"}
 COMPONENT_COLORS = {"fresh_input": "#0072B2", "cache_creation": "#E69F00",
                     "cache_read": "#56B4E9", "output": "#D55E00"}
-TRIAL_LIMIT = 2000  # trials drawn on the page (newest kept); the JSON island keeps all
 
 
 def enrich(store: Any, report: ArmsReport | Mapping[str, Any]) -> ArmsReport:
-    """The report plus `trials` read from the store (the scope's records)."""
+    """The report plus its shown `trials` read from the store."""
     return with_trials(store, report)
 
 
@@ -226,7 +230,7 @@ def _comparison_section(report: ArmsReport) -> str:
     rows = []
     for c in report.comparisons:
         success, cost = c.success_difference, c.cost_equivalent_difference
-        mde = success.mde if success.mde is not None else success.mde_binomial
+        mde = c.success_mde
         rows.append((f"{c.b} − {c.a}", fmt.count(len(c.tasks)),
                      fmt.signed(success.mean_diff, 1, scale=100, suffix=" pp"),
                      fmt.interval(success.low, success.high, 1, scale=100, sign=True),
@@ -234,9 +238,13 @@ def _comparison_section(report: ArmsReport) -> str:
                      fmt.DASH if mde is None else fmt.number(100 * mde, 1) + " pp",
                      fmt.signed(cost.mean_diff, 0), fmt.interval(cost.low, cost.high, 0, sign=True),
                      fmt.tokens(cost.mde)))
+    conclusions = "".join(f"<li><strong>{h.escape(f'{c.b} − {c.a}')}</strong>: "
+                          f"{h.escape(c.conclusion)}</li>" for c in report.comparisons
+                          if c.conclusion)
     return h.section("paired", "Paired comparisons", h.table(
         ("pair (b − a)", "tasks", "success diff", "95 % CI", "p", "MDE", "cost-eq diff", "95 % CI",
-         "MDE"), rows, numeric=(1, 2, 3, 4, 5, 6, 7, 8)),
+         "MDE"), rows, numeric=(1, 2, 3, 4, 5, 6, 7, 8))
+        + (f'<ul class="conclusions">{conclusions}</ul>' if conclusions else ""),
         intro="Over the tasks both arms covered. A difference below the minimum detectable "
               "effect (MDE) that is not significant means \"not measured\", not \"no difference\".")
 
@@ -276,7 +284,11 @@ def _trial_detail(trial: Trial) -> str:
                     + "".join(f"<li>{h.escape(r)}</li>" for r in trial.reasons) + "</ul>")
     elif outcome == "pass":
         body.append('<p class="note">the checker accepted the result</p>')
-    body.append(f"<h4>tool calls ({len(trial.transcript)})</h4>" + _transcript_html(trial.transcript))
+    calls = trial.tool_calls if trial.tool_calls is not None else len(trial.transcript)
+    more = (f" (the first {fmt.count(len(trial.transcript))} shown)"
+            if calls > len(trial.transcript) else "")
+    body.append(f"<h4>tool calls ({h.escape(fmt.count(calls))}){h.escape(more)}</h4>"
+                + _transcript_html(trial.transcript))
     if trial.final_report:
         body.append("<h4>final report</h4>" + h.pre(trial.final_report))
     body.append(h.facts([
@@ -297,7 +309,7 @@ def _trials_section(report: ArmsReport) -> str:
     trials = report.trials
     if not trials:
         return h.section("trials", "Trials", h.empty_note("no trial recorded"))
-    shown = trials[-TRIAL_LIMIT:]
+    shown = trials[:TRIAL_LIMIT]  # a report written before the cap may hold every trial
     groups: dict[tuple[str, str], list[Trial]] = defaultdict(list)
     for trial in shown:
         groups[(trial.arm, trial.task)].append(trial)
@@ -321,18 +333,26 @@ def _trials_section(report: ArmsReport) -> str:
             cells.append(h.details(summary, "".join(_trial_detail(t) for t in items),
                                    element_id=h.anchor_id("trials", arm, task)))
         blocks.append(f"<h3>{h.escape(arm)}</h3>{''.join(cells)}")
+    total = report.trials_total if report.trials_total is not None else len(trials)
     note = ""
-    if len(trials) > len(shown):
-        note = f'<p class="note">Showing the newest {len(shown)} of {len(trials)} trials.</p>'
+    if total > len(shown):
+        note = (f'<p class="note">Showing {h.escape(fmt.count(len(shown)))} of '
+                f"{h.escape(fmt.count(total))} trials: per cell the newest failures first, then "
+                "passes.</p>")
+    if report.export_command:
+        note += ('<p class="note">Every trial as data (outcome, failure, turns, tokens, '
+                 f"transcript): <code>{h.escape(report.export_command)}</code></p>")
     return h.section("trials", "Trials", note + "".join(blocks),
-                     intro="Every recorded trial by arm and task: outcome, the checker's reasons, "
+                     intro="Recorded trials by arm and task: outcome, the checker's reasons, "
                            "and the tool calls the agent made (denied calls were not run).")
 
 
 def _tally_section(report: ArmsReport) -> str:
-    tally = report.tally
+    tally = report.runs_tally if report.runs_tally is not None else report.tally
     if tally is None:
         return ""
+    title = (f"Tally of all {fmt.count(len(report.runs))} runs"
+             if report.runs_tally is not None and len(report.runs) > 1 else "This run's tally")
     tiles = h.stat_tiles([("recorded", fmt.count(tally.recorded), h.GOOD),
                           ("invalid (isolation leaks)", fmt.count(tally.invalid), h.BAD),
                           ("harness errors", fmt.count(tally.harness_errors), h.WARN)])
@@ -341,7 +361,7 @@ def _tally_section(report: ArmsReport) -> str:
              fmt.count(c.harness_errors), "reached" if c.covered else "below")
             for c in tally.cells]
     problems = "".join(f"<li>{h.escape(p)}</li>" for p in tally.problems)
-    return h.section("tally", "This run's tally", tiles + h.table(
+    return h.section("tally", title, tiles + h.table(
         ("arm", "task", "samples before → after", "pass", "fail", "invalid", "harness errors", "floor"),
         rows, numeric=(3, 4, 5, 6)) + (f"<ul>{problems}</ul>" if problems else ""))
 

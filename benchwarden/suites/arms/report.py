@@ -15,7 +15,9 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import json
+import shlex
+from typing import Any, Mapping, Sequence
 
 import msgspec
 from rich.console import Console
@@ -44,6 +46,13 @@ from benchwarden.suites.arms.trial import SUITE_NAME
 
 DASH = fmt.DASH
 COMPONENTS = ("fresh_input", "cache_creation", "cache_read", "output")
+# What a report shows of single trials is bounded whatever the store's size (the HTML
+# page stays under 20 MB): trials in all, tool calls and text per trial.
+TRIAL_LIMIT = 400
+TRANSCRIPT_SHOWN = 12
+TEXT_SHOWN = 600
+REASONS_SHOWN = 5
+TERMINAL_TRIALS = 20
 
 
 # -- the typed report -------------------------------------------------------------
@@ -198,6 +207,16 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
     """Mean per-task cost of `a` over the shared priced tasks."""
     cost_b: float | None = None
     """Mean per-task cost of `b` over the shared priced tasks."""
+    conclusion: str = ""
+    """In words: which arm is better on success and on cost, or that the data cannot tell."""
+
+    @property
+    def success_mde(self) -> float | None:
+        """The success MDE shown: the paired one, or the binomial one when the per-task
+        differences have no spread (`views.shown_mde`; chosen, not computed)."""
+        from benchwarden.suites.arms.views import shown_mde
+
+        return shown_mde(msgspec.structs.asdict(self.success_difference))
 
 
 class TallyCell(msgspec.Struct, frozen=True, kw_only=True):
@@ -287,7 +306,9 @@ class Trial(msgspec.Struct, frozen=True, kw_only=True):
     final_report: str | None = None
     """The agent's final report."""
     transcript: list[TranscriptEntry] = msgspec.field(default_factory=list)
-    """Its tool calls."""
+    """Its tool calls (the first `TRANSCRIPT_SHOWN`; `tool_calls` says how many in all)."""
+    tool_calls: int | None = None
+    """Tool calls the trial made in all (None in reports written before it)."""
     denied_calls: int | None = None
     """Calls the gate refused."""
     tokens: dict[str, int] = msgspec.field(default_factory=dict)
@@ -353,7 +374,14 @@ class ArmsReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     runs: list[str]
     """Ids of the scope's runs."""
     trials: list[Trial] | None = None
-    """Every trial of the scope, when the report was built `with_trials` (for the page)."""
+    """The trials shown in full: per cell the newest failures first, then passes, at most
+    `TRIALS_PER_CELL` per cell and `TRIAL_LIMIT` in all (every trial: `export_command`)."""
+    trials_total: int | None = None
+    """Trials in the scope (None in reports written before the shown trials were capped)."""
+    export_command: str | None = None
+    """The command that writes every trial of the scope as data."""
+    runs_tally: Tally | None = None
+    """The tallies of every ended run of the scope, summed per cell."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON-able report (the same field names as the dict reports before it)."""
@@ -395,30 +423,70 @@ def build_scope_report(store: Store, scope: str | None = None,
                        weights: TokenWeights = DEFAULT_WEIGHTS,
                        floor: int = FLOOR) -> ArmsReport:
     """The report of a suite's scope (default: the scope of the latest arms run)."""
+    scope, mine = _resolve_scope(store, scope)
+    return _report(store, scope, mine[-1] if mine else None, weights, floor)
+
+
+def _resolve_scope(store: Store, scope: str | None) -> tuple[str, list[Any]]:
+    """The scope asked for (default: the latest arms run's) and its runs; a scope with
+    neither runs nor records is refused in one line."""
     runs = store.runs(SUITE_NAME)
     if scope is None:
         if not runs:
             raise StoreUsageError(f"no arms runs in {store.location}")
         scope = str(runs[-1].run.config.get("scope", ""))
     mine = [info for info in runs if info.run.config.get("scope") == scope]
-    if not mine and not store.records(suite=SUITE_NAME, scope=scope):
+    if not mine and next(store.iter_records(suite=SUITE_NAME, scope=scope, batch=1), None) is None:
         known = sorted({str(i.run.config.get("scope")) for i in runs})
         raise StoreUsageError(f"no arms records for suite {scope!r} in {store.location}"
-                         + (f" (suites: {', '.join(known)})" if known else ""))
-    return _report(store, scope, mine[-1] if mine else None, weights, floor)
+                              + (f" (suites: {', '.join(known)})" if known else ""))
+    return scope, mine
+
+
+def summarize_scope(store: Store, scope: str) -> Any:
+    """`views.Summary` of a scope: one streaming pass over slim rows (no transcript or
+    final report is decoded), in memory bounded by the scope's cells."""
+    from benchwarden.suites.arms import views
+
+    return views.summarize(store.iter_record_summaries(
+        suite=SUITE_NAME, scope=scope, payload_fields=views.PAYLOAD_FIELDS))
+
+
+def _clip(text: Any) -> Any:
+    if isinstance(text, str) and len(text) > TEXT_SHOWN:
+        return text[:TEXT_SHOWN] + f"… ({len(text) - TEXT_SHOWN:,} more characters)"
+    return text
+
+
+def _clip_entry(entry: Any) -> Any:
+    if not isinstance(entry, Mapping):
+        return entry
+    clipped = {key: _clip(value) for key, value in entry.items()}
+    arguments = clipped.get("arguments")
+    if arguments is not None and not isinstance(arguments, str):
+        text = json.dumps(arguments, ensure_ascii=False)
+        if len(text) > TEXT_SHOWN:
+            clipped["arguments"] = _clip(text)
+    return clipped
 
 
 def trial_entry(record: Record, weights: TokenWeights) -> dict[str, Any]:
-    """One trial for the page, its cost and duration from `Record` itself."""
+    """One trial for the report, its cost and duration from `Record` itself; its text
+    (tool calls, final report, reasons) clipped so a page stays bounded."""
     payload = record.payload
     tokens = record.tokens
+    transcript = list(payload.get("transcript") or [])
+    reasons = list(payload.get("reasons") or [])
     return {
         "arm": record.arm, "task": record.task, "trial": record.trial, "run_id": record.run_id,
         "outcome": record.outcome, "failure": payload.get("failure"),
-        "tier": payload.get("tier"), "reasons": list(payload.get("reasons") or []),
+        "tier": payload.get("tier"),
+        "reasons": [_clip(reason) for reason in reasons[:REASONS_SHOWN]]
+        + ([f"… {len(reasons) - REASONS_SHOWN} more"] if len(reasons) > REASONS_SHOWN else []),
         "turns": payload.get("turns"), "stopped": payload.get("stopped"),
-        "final_report": payload.get("final_report"),
-        "transcript": list(payload.get("transcript") or []),
+        "final_report": _clip(payload.get("final_report")),
+        "transcript": [_clip_entry(entry) for entry in transcript[:TRANSCRIPT_SHOWN]],
+        "tool_calls": len(transcript),
         "denied_calls": payload.get("denied_calls"),
         "tokens": {name: getattr(tokens, name) for name in COMPONENTS},
         "tokens_reported": payload.get("tokens_reported", True),
@@ -428,36 +496,80 @@ def trial_entry(record: Record, weights: TokenWeights) -> dict[str, Any]:
     }
 
 
-def with_trials(store: Store, report: "ArmsReport | Mapping[str, Any]") -> ArmsReport:
-    """The report plus every trial of its scope (read from the store), for the page.
+def _shown_trials(store: Store, summary: Any, weights: TokenWeights) -> list[Trial]:
+    from benchwarden.suites.arms import views
 
-    A report that already carries trials is returned as it is."""
+    chosen = views.shown_trials(summary, TRIAL_LIMIT)
+    records = store.records_at(chosen)
+    return convert([trial_entry(records[seq], weights) for seq in chosen if seq in records],
+                   list[Trial], "trials")  # type: ignore[no-any-return]
+
+
+def export_command(store: Store) -> str:
+    """The command that writes every arms trial of this store as data."""
+    return (f"benchwarden export --store {shlex.quote(store.location)} --suite {SUITE_NAME} "
+            "--format jsonl --out arms-trials.jsonl")
+
+
+def with_trials(store: Store, report: "ArmsReport | Mapping[str, Any]") -> ArmsReport:
+    """The report with its shown trials (read from the store), for the page.
+
+    A report that already carries trials is returned as it is; an older one gets the
+    same bounded selection a new report holds."""
     typed = as_report(report)
     if typed.trials is not None:
         return typed
     weights = TokenWeights(**typed.weights) if typed.weights else DEFAULT_WEIGHTS
-    records = store.records(suite=typed.suite, scope=typed.scope)
-    trials = convert([trial_entry(record, weights) for record in records], list[Trial], "trials")
-    return msgspec.structs.replace(typed, trials=trials)
+    summary = summarize_scope(store, typed.scope)
+    return msgspec.structs.replace(typed, trials=_shown_trials(store, summary, weights),
+                                   trials_total=summary.samples,
+                                   export_command=export_command(store))
+
+
+def runs_tally(ends: Sequence[Mapping[str, Any]], floor: int) -> dict[str, Any] | None:
+    """Every run's tally summed per cell: outcomes, invalid trials and harness errors of
+    all the runs that deepened the cell, samples from before the first to after the last."""
+    if not ends:
+        return None
+    cells: dict[tuple[str, str], dict[str, Any]] = {}
+    totals = {"recorded": 0, "invalid": 0, "harness_errors": 0, "attempted": 0}
+    problems: list[str] = []
+    for summary in ends:
+        for name in totals:
+            totals[name] += int(summary.get(name) or 0)
+        problems.extend(str(line) for line in summary.get("problems") or [])
+        for cell in summary.get("cells") or []:
+            key = (str(cell.get("arm")), str(cell.get("task")))
+            row = cells.setdefault(key, {"arm": key[0], "task": key[1],
+                                         "before": int(cell.get("before") or 0), "after": 0,
+                                         "passed": 0, "failed": 0, "invalid": 0,
+                                         "harness_errors": 0})
+            row["after"] = int(cell.get("after") or 0)
+            for name in ("passed", "failed", "invalid", "harness_errors"):
+                row[name] += int(cell.get(name) or 0)
+    rows = [{**row, "covered": row["after"] >= floor} for row in cells.values()]
+    return {**totals, "floor": floor, "floor_reached": all(row["covered"] for row in rows),
+            "cells": rows, "problems": problems[:50]}
 
 
 def _report(store: Store, scope: str, info: Any, weights: TokenWeights,
             floor: int) -> ArmsReport:
     from benchwarden.suites.arms import views  # scipy: only when a report is built
 
-    records = store.records(suite=SUITE_NAME, scope=scope)
-    configs = [i.run.config for i in store.runs(SUITE_NAME) if i.run.config.get("scope") == scope]
-    arms, tasks, tiers = views.arms_and_tasks(records, configs)
-    counts = views.coverage(records, arms, tasks, floor)
+    summary = summarize_scope(store, scope)
+    scope_runs = [i for i in store.runs(SUITE_NAME) if i.run.config.get("scope") == scope]
+    configs = [i.run.config for i in scope_runs]
+    arms, tasks, tiers = views.arms_and_tasks(summary, configs)
+    counts = views.coverage(summary, arms, tasks, floor)
     covered = sum(row["covered"] for row in counts.values())
     cells = sum(row["cells"] for row in counts.values())
-    versions = sorted({str(r.payload.get("bench_version")) for r in records
-                       if r.payload.get("bench_version")})
-    if not records:
+    versions = sorted(summary.versions)
+    samples = summary.samples
+    if not samples:
         verdict = Verdict.nothing_measured(f"no samples recorded for suite {scope!r}")
     else:
         verdict = Verdict.info(
-            f"{len(records)} samples over {len(arms)} arms × {len(tasks)} tasks; "
+            f"{samples} samples over {len(arms)} arms × {len(tasks)} tasks; "
             f"{covered} of {cells} cells covered (≥ {floor} samples)"
             + (f"; mixed bench versions {versions}: compare with care" if len(versions) > 1 else ""))
     bench_version = info.run.bench_version if info is not None else (versions[-1] if versions else "")
@@ -469,17 +581,21 @@ def _report(store: Store, scope: str, info: Any, weights: TokenWeights,
         "arms": arms,
         "tasks": tasks,
         "tiers": tiers,
-        "samples": len(records),
-        "headline": views.headline(records, arms, tasks, weights, floor),
+        "samples": samples,
+        "headline": views.headline(summary, arms, tasks, weights, floor),
         "coverage": counts,
-        "per_tier": views.per_tier(records, arms, tiers, weights),
-        "per_component": views.per_component(records, arms, weights),
-        "failure_tags": views.failure_tags(records, arms),
-        "comparisons": [views.compare(records, a, b, weights, floor)
+        "per_tier": views.per_tier(summary, arms, tiers, weights),
+        "per_component": views.per_component(summary, arms, weights),
+        "failure_tags": views.failure_tags(summary, arms),
+        "comparisons": [views.compare(summary, a, b, weights, floor)
                         for a, b in views.all_pairs(arms)],
         "tally": dict(info.end.summary) if info is not None and info.end is not None else None,
-        "runs": [i.run.run_id for i in store.runs(SUITE_NAME)
-                 if i.run.config.get("scope") == scope],
+        "runs": [i.run.run_id for i in scope_runs],
+        "trials": _shown_trials(store, summary, weights),
+        "trials_total": samples,
+        "export_command": export_command(store),
+        "runs_tally": runs_tally([dict(i.end.summary) for i in scope_runs
+                                  if i.end is not None and i.end.summary], floor),
     }
     plain = envelope(suite=SUITE_NAME, bench_version=bench_version,
                      run=info.run if info is not None else None,
@@ -488,16 +604,25 @@ def _report(store: Store, scope: str, info: Any, weights: TokenWeights,
     return convert(plain, ArmsReport, "arms report")  # type: ignore[no-any-return]
 
 
+def compare_in_scope(store: Store, scope: str | None, arm_a: str, arm_b: str,
+                     weights: TokenWeights = DEFAULT_WEIGHTS,
+                     floor: int = FLOOR) -> tuple[str, list[str], Comparison]:
+    """`(scope, arms, b - a)`: one comparison from one streaming pass, without the rest
+    of the report (no headline, no trials)."""
+    from benchwarden.suites.arms import views
+
+    scope, mine = _resolve_scope(store, scope)
+    summary = summarize_scope(store, scope)
+    arms, _, _ = views.arms_and_tasks(summary, [info.run.config for info in mine])
+    return scope, arms, comparison_of(views.compare(summary, arm_a, arm_b, weights, floor))
+
+
 def comparison_of(plain: Mapping[str, Any]) -> Comparison:
     """A comparison computed by `views.compare`, typed."""
     return convert(dict(plain), Comparison, "arms comparison")  # type: ignore[no-any-return]
 
 
 # -- terminal ------------------------------------------------------------------
-
-def _mde_success(success: SuccessDifference) -> float | None:
-    return success.mde if success.mde is not None else success.mde_binomial
-
 
 def render_terminal(report: "ArmsReport | Mapping[str, Any]", console: Console) -> None:
     report = as_report(report)
@@ -557,8 +682,38 @@ def render_terminal(report: "ArmsReport | Mapping[str, Any]", console: Console) 
     for comparison in report.comparisons:
         render_comparison(comparison, console)
 
-    if report.tally:
+    render_trials(report, console)
+    if report.runs_tally is not None:
+        runs = len(report.runs)
+        render_tally(report.runs_tally, console,
+                     title="run tally" + (f" of all {runs} runs" if runs > 1 else ""))
+    elif report.tally:
         render_tally(report.tally, console)
+
+
+def render_trials(report: ArmsReport, console: Console) -> None:
+    """The first shown trials (worst first), and where every trial is as data."""
+    trials = report.trials or []
+    if trials:
+        table = Table(title="trials (per cell: newest failures first, then passes)")
+        for column in ("arm", "task", "trial", "outcome", "turns", "tool calls",
+                       "cost-eq tokens", "reason"):
+            table.add_column(column, justify="right" if column in (
+                "trial", "turns", "tool calls", "cost-eq tokens") else "left")
+        for trial in trials[:TERMINAL_TRIALS]:
+            table.add_row(trial.arm, trial.task, fmt.count(trial.trial),
+                          trial.failure or trial.outcome if trial.outcome != "pass" else "pass",
+                          fmt.count(trial.turns),
+                          fmt.count(trial.tool_calls if trial.tool_calls is not None
+                                    else len(trial.transcript)),
+                          fmt.tokens(trial.cost_equivalent),
+                          escape(trial.reasons[0]) if trial.reasons else DASH)
+        console.print(table)
+    total = report.trials_total if report.trials_total is not None else report.samples
+    shown = min(len(trials), TERMINAL_TRIALS)
+    if report.export_command:
+        console.print(f"{shown} of {fmt.count(total)} trials shown; every trial as data: "
+                      f"{escape(report.export_command)}")
 
 
 def render_comparison(given: "Comparison | Mapping[str, Any]", console: Console) -> None:
@@ -575,20 +730,23 @@ def render_comparison(given: "Comparison | Mapping[str, Any]", console: Console)
                   fmt.signed(success.mean_diff, 1, scale=100, suffix=" pp"),
                   fmt.interval(success.low, success.high, 1, scale=100, sign=True),
                   fmt.p_value(success.p_value),
-                  fmt.DASH if _mde_success(success) is None
-                  else fmt.number(100 * _mde_success(success), 1) + " pp")  # type: ignore[operator]
+                  fmt.DASH if comparison.success_mde is None
+                  else fmt.number(100 * comparison.success_mde, 1) + " pp")
     table.add_row("cost-eq tokens", fmt.tokens(comparison.cost_a), fmt.tokens(comparison.cost_b),
                   fmt.signed(cost.mean_diff, 0), fmt.interval(cost.low, cost.high, 0, sign=True),
                   fmt.p_value(cost.p_value), fmt.tokens(cost.mde))
     console.print(table)
+    if comparison.conclusion:
+        console.print(f"  {escape(comparison.conclusion)}")
     if not comparison.tasks:
         console.print(f"  no task is covered by both arms yet; run more trials "
                       f"(--trials {comparison.floor})")
 
 
-def render_tally(given: "Tally | Mapping[str, Any]", console: Console) -> None:
+def render_tally(given: "Tally | Mapping[str, Any]", console: Console,
+                 title: str = "run tally") -> None:
     tally: Tally = given if isinstance(given, Tally) else convert(dict(given), Tally, "run tally")
-    table = Table(title=f"run tally: {tally.recorded} recorded, {tally.invalid} invalid "
+    table = Table(title=f"{title}: {tally.recorded} recorded, {tally.invalid} invalid "
                         f"(isolation leaks), {tally.harness_errors} harness errors")
     for column in ("arm", "task", "samples before → after", "pass", "fail", "invalid",
                    "harness errors", "floor"):

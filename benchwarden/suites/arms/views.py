@@ -1,9 +1,14 @@
-"""Views of arms records: pure functions from records to JSON-able tables.
+"""Views of arms records: pure functions from per-cell totals to JSON-able tables.
 
-Nothing here reads a file, a clock or a socket: the report builds these from the
-store, tests from in-memory records.
+Nothing here reads a file, a clock or a socket: the report streams slim rows from the
+store (`Store.iter_record_summaries`) into `summarize`, tests hand in-memory records to
+the same functions (every view accepts records or a `Summary`).
 
 Invariants:
+- One pass, bounded memory: `summarize` keeps totals per (arm, task, tier, outcome,
+  failure) group and a few trial numbers per cell, never the records; every view is
+  computed from those totals (integer token counts summed exactly, float sums folded
+  with `math.fsum`, so the means equal a per-record computation to rounding).
 - Every rate comes with a Wilson interval and every mean with a standard error
   (clustered by task: trials of one task are not independent) and its interval.
 - An empty group yields `None` (rendered as a dash), never 0.
@@ -12,68 +17,275 @@ Invariants:
 - Token means use only samples whose driver reported tokens (a hung external agent
   reports none); `n` says how many.
 - Paired comparisons are over tasks both arms covered, `b - a`, with the minimum
-  detectable effect at that number of pairs.
+  detectable effect at that number of pairs, and a sentence saying what they show.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from typing import Any, Iterable, Mapping, Sequence
+import math
+from collections import defaultdict, deque
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
 from benchwarden.core.stats import (
     bootstrap_mean_ci,
-    clustered_mean_se,
+    clustered_mean_se_of_totals,
     mde_proportions,
     paired_difference,
     wilson_interval,
 )
+from benchwarden.core.store import RecordSummary
 from benchwarden.suites.arms.tasks import FAILURE_TAGS, FLOOR, PASS
 
 COMPONENTS = ("fresh_input", "cache_creation", "cache_read", "output")
+# The payload fields the views read; the store decodes these and skips the rest.
+PAYLOAD_FIELDS = ("tier", "failure", "turns", "tokens_reported", "denied_calls",
+                  "imputed_cost_usd", "bench_version")
+# Trials a report shows per cell, worst first (failures, newest first, then passes).
+TRIALS_PER_CELL = 3
 
 
-def _estimate(values: Sequence[float], clusters: Sequence[str]) -> dict[str, Any] | None:
-    if not values:
+class FloatSum:
+    """A float sum over a stream: values are buffered and folded with `math.fsum` every
+    `FOLD` values, so a million durations sum in bounded memory with one rounding per
+    fold (relative error far below 1e-12) instead of one per value."""
+
+    FOLD = 8_192
+    __slots__ = ("pending",)
+
+    def __init__(self) -> None:
+        self.pending: list[float] = []
+
+    def add(self, value: float) -> None:
+        pending = self.pending
+        pending.append(value)
+        if len(pending) >= self.FOLD:
+            self.pending = [math.fsum(pending)]
+
+    @property
+    def value(self) -> float:
+        return math.fsum(self.pending)
+
+
+class Accumulator:
+    """What one group collects while the rows stream past (`Totals` when done)."""
+
+    __slots__ = ("samples", "passes", "priced", "fresh_input", "cache_creation", "cache_read",
+                 "output", "reasoning_samples", "reasoning", "duration_s", "turns",
+                 "denied_calls", "imputed_samples", "imputed_cost_usd", "newest")
+
+    def __init__(self) -> None:
+        self.samples = self.passes = self.priced = 0
+        self.fresh_input = self.cache_creation = self.cache_read = self.output = 0
+        self.reasoning_samples = self.reasoning = self.denied_calls = self.imputed_samples = 0
+        self.duration_s, self.turns, self.imputed_cost_usd = FloatSum(), FloatSum(), FloatSum()
+        self.newest: deque[int] = deque(maxlen=TRIALS_PER_CELL)
+
+    def add(self, row: RecordSummary) -> None:
+        payload = row.payload
+        self.samples += 1
+        self.newest.append(row.seq)
+        if row.outcome == PASS:
+            self.passes += 1
+        if payload.get("tokens_reported", True):
+            tokens = row.tokens
+            self.priced += 1
+            self.fresh_input += tokens.fresh_input
+            self.cache_creation += tokens.cache_creation
+            self.cache_read += tokens.cache_read
+            self.output += tokens.output
+            if tokens.reasoning is not None:
+                self.reasoning_samples += 1
+                self.reasoning += tokens.reasoning
+        self.duration_s.add(row.duration_s)
+        turns = payload.get("turns")
+        if turns:
+            self.turns.add(float(turns))
+        denied = payload.get("denied_calls")
+        if denied:
+            self.denied_calls += int(denied)
+        cost = payload.get("imputed_cost_usd")
+        if cost is not None:
+            self.imputed_samples += 1
+            self.imputed_cost_usd.add(float(cost))
+
+    def totals(self) -> Totals:
+        return Totals(
+            samples=self.samples, passes=self.passes, priced=self.priced,
+            fresh_input=self.fresh_input, cache_creation=self.cache_creation,
+            cache_read=self.cache_read, output=self.output,
+            reasoning_samples=self.reasoning_samples, reasoning=self.reasoning,
+            duration_s=self.duration_s.value, turns=self.turns.value,
+            denied_calls=self.denied_calls, imputed_samples=self.imputed_samples,
+            imputed_cost_usd=self.imputed_cost_usd.value, newest=tuple(self.newest))
+
+
+@dataclass
+class Totals:
+    """Totals of the trials in one group (or a union of groups)."""
+
+    samples: int = 0
+    passes: int = 0
+    priced: int = 0
+    """Samples whose driver reported tokens (the token sums are over these)."""
+    fresh_input: int = 0
+    cache_creation: int = 0
+    cache_read: int = 0
+    output: int = 0
+    reasoning_samples: int = 0
+    reasoning: int = 0
+    duration_s: float = 0.0
+    turns: float = 0.0
+    denied_calls: int = 0
+    imputed_samples: int = 0
+    imputed_cost_usd: float = 0.0
+    newest: tuple[int, ...] = ()
+    """Sequence numbers of the group's newest trials (at most TRIALS_PER_CELL)."""
+
+    def merge(self, other: Totals) -> None:
+        for name in _TOTAL_FIELDS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def cost_equivalent(self, weights: TokenWeights) -> float:
+        """Sum of the priced samples' cost-equivalent tokens."""
+        return (weights.fresh_input * self.fresh_input
+                + weights.cache_creation * self.cache_creation
+                + weights.cache_read * self.cache_read + weights.output * self.output)
+
+
+_TOTAL_FIELDS = tuple(name for name in Accumulator.__slots__ if name != "newest")
+
+
+class GroupKey(NamedTuple):
+    """The fields a group's trials share (a tuple: hashed once per row, cheaply)."""
+
+    arm: str
+    task: str
+    tier: Hashable
+    outcome: str
+    failure: Hashable
+
+
+@dataclass
+class Summary:
+    """Everything the views need of a scope's records, in memory bounded by its cells."""
+
+    groups: dict[GroupKey, Totals] = field(default_factory=dict)
+    first_seen: dict[GroupKey, int] = field(default_factory=dict)
+    """The sequence number of each group's first record (for first-seen order)."""
+    versions: set[str] = field(default_factory=set)
+
+    @property
+    def samples(self) -> int:
+        return sum(totals.samples for totals in self.groups.values())
+
+    def total(self, **match: Any) -> Totals:
+        """The union of the groups whose key fields equal `match`."""
+        union = Totals()
+        for key, totals in self.groups.items():
+            if all(getattr(key, name) == value for name, value in match.items()):
+                union.merge(totals)
+        return union
+
+    def by_task(self, **match: Any) -> dict[str, Totals]:
+        """The union of the matching groups, per task (in first-seen order)."""
+        tasks: dict[str, Totals] = {}
+        for key in self.ordered():
+            if all(getattr(key, name) == value for name, value in match.items()):
+                tasks.setdefault(key.task, Totals()).merge(self.groups[key])
+        return tasks
+
+    def ordered(self) -> list[GroupKey]:
+        return sorted(self.groups, key=self.first_seen.__getitem__)
+
+
+Source = Summary | Iterable[Record] | Iterable[RecordSummary]
+
+
+def _hashable(value: Any) -> Hashable:
+    try:
+        hash(value)
+    except TypeError:
+        return str(value)
+    return value  # type: ignore[no-any-return]
+
+
+def summarize(rows: Iterable[RecordSummary | Record]) -> Summary:
+    """One pass over records or their summaries (in the order written)."""
+    summary = Summary()
+    accumulators: dict[tuple[Any, ...], Accumulator] = {}
+    last_version: Any = None
+    for index, row in enumerate(rows, start=1):
+        if isinstance(row, Record):
+            row = RecordSummary.of(row, PAYLOAD_FIELDS, seq=index)
+        payload = row.payload
+        tier, failure = payload.get("tier"), payload.get("failure")
+        if type(tier) not in _PLAIN:
+            tier = _hashable(tier)
+        if type(failure) not in _PLAIN:
+            failure = _hashable(failure)
+        key = (row.arm, row.task, tier, row.outcome, failure)
+        collecting = accumulators.get(key)
+        if collecting is None:
+            collecting = accumulators[key] = Accumulator()
+            summary.first_seen[GroupKey(*key)] = row.seq
+        collecting.add(row)
+        version = payload.get("bench_version")
+        if version != last_version:
+            last_version = version
+            if version:
+                summary.versions.add(str(version))
+    summary.groups = {GroupKey(*key): collecting.totals()
+                      for key, collecting in accumulators.items()}
+    return summary
+
+
+_PLAIN = (str, type(None))
+
+
+def _summary(source: Source) -> Summary:
+    return source if isinstance(source, Summary) else summarize(source)
+
+
+# ---------------------------------------------------------------------------- estimates
+
+def _clustered(per_task: Mapping[str, tuple[int, float]]) -> dict[str, Any] | None:
+    if not any(count for count, _ in per_task.values()):
         return None
-    return clustered_mean_se(list(values), list(clusters)).to_json_dict()
+    return clustered_mean_se_of_totals(per_task).to_json_dict()
 
 
-def _per_task_bootstrap(records: Sequence[Record], weights: TokenWeights) -> dict[str, Any] | None:
+def _cost_by_task(per_task: Mapping[str, Totals],
+                  weights: TokenWeights) -> dict[str, tuple[int, float]]:
+    return {task: (t.priced, t.cost_equivalent(weights)) for task, t in per_task.items()}
+
+
+def _per_task_bootstrap(per_task: Mapping[str, Totals],
+                        weights: TokenWeights) -> dict[str, Any] | None:
     """Mean over tasks of each task's mean cost, with a BCa bootstrap interval over
     tasks: every task weighs the same however deep its cell, and a skewed task mix
     is not forced into a t interval."""
-    by_task: dict[str, list[float]] = defaultdict(list)
-    for record in records:
-        by_task[record.task].append(record.tokens.cost_equivalent(weights))
-    if not by_task:
+    means = [t.cost_equivalent(weights) / t.priced for t in per_task.values() if t.priced]
+    if not means:
         return None
-    means = [sum(values) / len(values) for values in by_task.values()]
     return bootstrap_mean_ci(means).to_json_dict()
 
 
-def _success(records: Sequence[Record]) -> dict[str, Any] | None:
-    if not records:
+def _success(totals: Totals) -> dict[str, Any] | None:
+    if not totals.samples:
         return None
-    passes = sum(1 for r in records if r.outcome == PASS)
-    return wilson_interval(passes, len(records)).to_json_dict()
+    return wilson_interval(totals.passes, totals.samples).to_json_dict()
 
 
-def _tokens_known(record: Record) -> bool:
-    return bool(record.payload.get("tokens_reported", True))
+# ---------------------------------------------------------------------------- views
 
-
-def by_arm(records: Iterable[Record]) -> dict[str, list[Record]]:
-    groups: dict[str, list[Record]] = defaultdict(list)
-    for record in records:
-        groups[record.arm].append(record)
-    return groups
-
-
-def cell_counts(records: Iterable[Record]) -> dict[tuple[str, str], int]:
+def cell_counts(source: Source) -> dict[tuple[str, str], int]:
+    summary = _summary(source)
     counts: dict[tuple[str, str], int] = defaultdict(int)
-    for record in records:
-        counts[(record.arm, record.task)] += 1
+    for key in summary.ordered():
+        counts[(key.arm, key.task)] += summary.groups[key].samples
     return dict(counts)
 
 
@@ -83,10 +295,10 @@ def coverage_class(samples: int, floor: int = FLOOR) -> str:
     return "partial" if samples > 0 else "missing"
 
 
-def coverage(records: Sequence[Record], arms: Sequence[str], tasks: Sequence[str],
+def coverage(source: Source, arms: Sequence[str], tasks: Sequence[str],
              floor: int = FLOOR) -> dict[str, dict[str, Any]]:
     """Per arm: covered / partial / missing cell counts and samples per task."""
-    counts = cell_counts(records)
+    counts = cell_counts(source)
     table: dict[str, dict[str, Any]] = {}
     for arm in arms:
         cells = {task: counts.get((arm, task), 0) for task in tasks}
@@ -97,111 +309,107 @@ def coverage(records: Sequence[Record], arms: Sequence[str], tasks: Sequence[str
     return table
 
 
-def headline(records: Sequence[Record], arms: Sequence[str], tasks: Sequence[str],
+def headline(source: Source, arms: Sequence[str], tasks: Sequence[str],
              weights: TokenWeights = DEFAULT_WEIGHTS, floor: int = FLOOR) -> list[dict[str, Any]]:
-    groups = by_arm(records)
-    covered = coverage(records, arms, tasks, floor)
+    summary = _summary(source)
+    covered = coverage(summary, arms, tasks, floor)
     rows = []
     for arm in arms:
-        group = groups.get(arm, [])
-        priced = [r for r in group if _tokens_known(r)]
-        costs = [r.payload.get("imputed_cost_usd") for r in group]
-        known_costs = [(float(c), r.task) for c, r in zip(costs, group) if c is not None]
+        per_task = summary.by_task(arm=arm)
+        whole = summary.total(arm=arm)
         rows.append({
             "arm": arm,
-            "samples": len(group),
-            "success": _success(group),
-            "cost_equivalent": _estimate([r.tokens.cost_equivalent(weights) for r in priced],
-                                         [r.task for r in priced]),
-            "cost_equivalent_per_task": _per_task_bootstrap(priced, weights),
-            "raw_tokens": _estimate([float(r.tokens.raw_total) for r in priced],
-                                    [r.task for r in priced]),
-            "turns": _estimate([float(r.payload.get("turns", 0)) for r in group],
-                               [r.task for r in group]),
-            "duration_s": _estimate([r.duration_s for r in group], [r.task for r in group]),
+            "samples": whole.samples,
+            "success": _success(whole),
+            "cost_equivalent": _clustered(_cost_by_task(per_task, weights)),
+            "cost_equivalent_per_task": _per_task_bootstrap(per_task, weights),
+            "raw_tokens": _clustered({task: (t.priced, float(t.cost_equivalent(_RAW)))
+                                      for task, t in per_task.items()}),
+            "turns": _clustered({task: (t.samples, t.turns)
+                                 for task, t in per_task.items()}),
+            "duration_s": _clustered({task: (t.samples, t.duration_s)
+                                      for task, t in per_task.items()}),
             "coverage": {k: covered[arm][k] for k in ("covered", "partial", "missing", "cells")},
-            "imputed_cost_usd": _estimate([c for c, _ in known_costs],
-                                          [t for _, t in known_costs]),
+            "imputed_cost_usd": _clustered({task: (t.imputed_samples, t.imputed_cost_usd)
+                                            for task, t in per_task.items()}),
         })
     return rows
 
 
-def per_tier(records: Sequence[Record], arms: Sequence[str], tiers: Sequence[str],
+_RAW = TokenWeights(fresh_input=1.0, cache_creation=1.0, cache_read=1.0, output=1.0)
+
+
+def per_tier(source: Source, arms: Sequence[str], tiers: Sequence[str],
              weights: TokenWeights = DEFAULT_WEIGHTS) -> list[dict[str, Any]]:
+    summary = _summary(source)
     rows = []
     for arm in arms:
         for tier in tiers:
-            group = [r for r in records if r.arm == arm and r.payload.get("tier") == tier]
-            priced = [r for r in group if _tokens_known(r)]
-            rows.append({"arm": arm, "tier": tier, "samples": len(group),
-                         "success": _success(group),
-                         "cost_equivalent": _estimate(
-                             [r.tokens.cost_equivalent(weights) for r in priced],
-                             [r.task for r in priced])})
+            whole = summary.total(arm=arm, tier=tier)
+            rows.append({"arm": arm, "tier": tier, "samples": whole.samples,
+                         "success": _success(whole),
+                         "cost_equivalent": _clustered(_cost_by_task(
+                             summary.by_task(arm=arm, tier=tier), weights))})
     return rows
 
 
-def per_component(records: Sequence[Record], arms: Sequence[str],
+def per_component(source: Source, arms: Sequence[str],
                   weights: TokenWeights = DEFAULT_WEIGHTS) -> list[dict[str, Any]]:
     """Mean of each unweighted token component per arm, and its weighted share."""
-    groups = by_arm(records)
+    summary = _summary(source)
     rows = []
     for arm in arms:
-        priced = [r for r in groups.get(arm, []) if _tokens_known(r)]
-        clusters = [r.task for r in priced]
-        row: dict[str, Any] = {"arm": arm, "samples": len(priced)}
+        per_task = summary.by_task(arm=arm)
+        row: dict[str, Any] = {"arm": arm, "samples": summary.total(arm=arm).priced}
         for name in COMPONENTS:
-            row[name] = _estimate([float(getattr(r.tokens, name)) for r in priced], clusters)
+            row[name] = _clustered({task: (t.priced, float(getattr(t, name)))
+                                    for task, t in per_task.items()})
             row[f"{name}_weighted"] = (
                 None if row[name] is None else row[name]["mean"] * getattr(weights, name))
-        reasoning = [float(r.tokens.reasoning) for r in priced if r.tokens.reasoning is not None]
-        row["reasoning"] = _estimate(reasoning, [r.task for r in priced
-                                                 if r.tokens.reasoning is not None])
+        row["reasoning"] = _clustered({task: (t.reasoning_samples, float(t.reasoning))
+                                       for task, t in per_task.items()})
         rows.append(row)
     return rows
 
 
-def failure_tags(records: Sequence[Record], arms: Sequence[str]) -> list[dict[str, Any]]:
-    groups = by_arm(records)
+def failure_tags(source: Source, arms: Sequence[str]) -> list[dict[str, Any]]:
+    summary = _summary(source)
     rows = []
     for arm in arms:
-        group = groups.get(arm, [])
-        if not group:
+        whole = summary.total(arm=arm)
+        if not whole.samples:
             rows.append({"arm": arm, "samples": 0, "pass": None,
                          **{tag: None for tag in FAILURE_TAGS}, "denied_calls": None})
             continue
-        row = {"arm": arm, "samples": len(group),
-               "pass": sum(1 for r in group if r.outcome == PASS)}
+        row = {"arm": arm, "samples": whole.samples, "pass": whole.passes}
         for tag in FAILURE_TAGS:
-            row[tag] = sum(1 for r in group if r.outcome != PASS and r.payload.get("failure") == tag)
-        row["denied_calls"] = sum(int(r.payload.get("denied_calls", 0)) for r in group)
+            row[tag] = sum(totals.samples for key, totals in summary.groups.items()
+                           if key.arm == arm and key.outcome != PASS and key.failure == tag)
+        row["denied_calls"] = whole.denied_calls
         rows.append(row)
     return rows
 
 
-def _cell_means(records: Sequence[Record], arm: str, weights: TokenWeights,
-                floor: int) -> tuple[dict[str, float], dict[str, float]]:
-    """Per covered task: success rate and mean cost-equivalent tokens of one arm."""
-    by_task: dict[str, list[Record]] = defaultdict(list)
-    for record in records:
-        if record.arm == arm:
-            by_task[record.task].append(record)
-    success, cost = {}, {}
-    for task, group in by_task.items():
-        if len(group) < floor:
+def _cell_means(summary: Summary, arm: str, weights: TokenWeights,
+                floor: int) -> tuple[dict[str, float], dict[str, float], dict[str, int]]:
+    """Per covered task: success rate, mean cost-equivalent tokens and samples of one arm."""
+    success, cost, samples = {}, {}, {}
+    for task, totals in summary.by_task(arm=arm).items():
+        if totals.samples < floor:
             continue
-        success[task] = sum(1 for r in group if r.outcome == PASS) / len(group)
-        priced = [r.tokens.cost_equivalent(weights) for r in group if _tokens_known(r)]
-        if priced:
-            cost[task] = sum(priced) / len(priced)
-    return success, cost
+        success[task] = totals.passes / totals.samples
+        samples[task] = totals.samples
+        if totals.priced:
+            cost[task] = totals.cost_equivalent(weights) / totals.priced
+    return success, cost, samples
 
 
-def compare(records: Sequence[Record], arm_a: str, arm_b: str,
+def compare(source: Source, arm_a: str, arm_b: str,
             weights: TokenWeights = DEFAULT_WEIGHTS, floor: int = FLOOR) -> dict[str, Any]:
     """Paired comparison `b - a` over the tasks both arms covered (≥ `floor` samples)."""
-    success_a, cost_a = _cell_means(records, arm_a, weights, floor)
-    success_b, cost_b = _cell_means(records, arm_b, weights, floor)
+    summary = _summary(source)
+    success_a, cost_a, samples_a = _cell_means(summary, arm_a, weights, floor)
+    success_b, cost_b, samples_b = _cell_means(summary, arm_b, weights, floor)
     shared = sorted(set(success_a) & set(success_b))
     success = paired_difference(success_a, success_b)
     tokens = paired_difference(cost_a, cost_b)
@@ -210,13 +418,12 @@ def compare(records: Sequence[Record], arm_a: str, arm_b: str,
     success_row = success.to_json_dict()
     # Where the per-task differences have no spread yet, fall back to the binomial MDE
     # at the pooled pass rate so a reader still learns how coarse the comparison is.
-    per_arm_samples = min(
-        (sum(1 for r in records if r.arm == arm and r.task in shared) for arm in (arm_a, arm_b)),
-        default=0)
+    per_arm_samples = min(sum(samples_a[t] for t in shared), sum(samples_b[t] for t in shared))
     success_row["mde_binomial"] = (mde_proportions(base_rate, per_arm_samples)
                                    if shared else None)
     success_row["samples_per_arm"] = per_arm_samples
-    return {
+    priced = [t for t in shared if t in cost_a and t in cost_b]
+    result = {
         "a": arm_a, "b": arm_b, "floor": floor,
         "tasks": shared,
         "only_a": sorted(set(success_a) - set(success_b)),
@@ -225,38 +432,113 @@ def compare(records: Sequence[Record], arm_a: str, arm_b: str,
         "cost_equivalent_difference": tokens.to_json_dict(),
         "success_a": _mean_or_none([success_a[t] for t in shared]),
         "success_b": _mean_or_none([success_b[t] for t in shared]),
-        "cost_a": _mean_or_none([cost_a[t] for t in shared if t in cost_a and t in cost_b]),
-        "cost_b": _mean_or_none([cost_b[t] for t in shared if t in cost_a and t in cost_b]),
+        "cost_a": _mean_or_none([cost_a[t] for t in priced]),
+        "cost_b": _mean_or_none([cost_b[t] for t in priced]),
     }
+    result["conclusion"] = conclusion(result)
+    return result
+
+
+def shown_mde(success: Mapping[str, Any]) -> float | None:
+    """The success MDE a reader is shown: the paired one, or the binomial one when the
+    per-task differences have no spread (a paired MDE of 0 would claim any difference is
+    detectable)."""
+    if success.get("sd"):
+        return success.get("mde")  # type: ignore[no-any-return]
+    return success.get("mde_binomial")  # type: ignore[no-any-return]
+
+
+def conclusion(result: Mapping[str, Any]) -> str:
+    """One sentence saying which arm is better on success and on cost, or that the data
+    cannot tell (a 95 % interval that holds 0)."""
+    a, b = result["a"], result["b"]
+    if not result["tasks"]:
+        return (f"the data cannot tell {a} and {b} apart: no task has ≥ {result['floor']} "
+                "samples in both arms")
+    success, cost = result["success_difference"], result["cost_equivalent_difference"]
+    parts = []
+    decided = _direction(success)
+    mde = shown_mde(success)
+    if decided is None:
+        parts.append(f"the data cannot tell {a} and {b} apart on success"
+                     + (f" (differences under {100 * mde:.1f} pp are not measurable here)"
+                        if mde is not None else ""))
+    else:
+        better, worse = (b, a) if decided > 0 else (a, b)
+        parts.append(f"{better} succeeds more often than {worse} "
+                     f"({100 * abs(success['mean_diff']):.1f} pp over {len(result['tasks'])} tasks)")
+    decided = _direction(cost)
+    if decided is None:
+        parts.append("cost cannot be told apart" if cost.get("n") else "cost is not known")
+    else:
+        cheaper, dearer = (a, b) if decided > 0 else (b, a)
+        parts.append(f"{cheaper} costs fewer cost-equivalent tokens than {dearer} "
+                     f"({abs(cost['mean_diff']):,.0f} per trial)")
+    return "; ".join(parts)
+
+
+def _direction(difference: Mapping[str, Any]) -> int | None:
+    """+1 when `b - a` is significantly above 0, -1 below, None when undecided."""
+    mean, low, high = difference.get("mean_diff"), difference.get("low"), difference.get("high")
+    if mean is None or low is None or high is None or not mean:
+        return None
+    if low > 0:
+        return 1
+    if high < 0:
+        return -1
+    return None
 
 
 def _mean_or_none(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+    return math.fsum(values) / len(values) if values else None
 
 
 def all_pairs(arms: Sequence[str]) -> list[tuple[str, str]]:
     return [(a, b) for i, a in enumerate(arms) for b in arms[i + 1:]]
 
 
-def arms_and_tasks(records: Sequence[Record],
+def arms_and_tasks(source: Source,
                    configs: Iterable[Mapping[str, Any]] = ()) -> tuple[list[str], list[str], list[str]]:
     """Arms, tasks and tiers to show: what runs planned plus what records hold, in
     first-seen order, so a planned cell with no sample shows as missing."""
+    summary = _summary(source)
     arms: dict[str, None] = {}
     tasks: dict[str, None] = {}
-    tiers: dict[str, None] = {}
+    tiers: dict[Any, None] = {}
     for config in configs:
         arms.update(dict.fromkeys(config.get("arms", [])))
         tasks.update(dict.fromkeys(config.get("tasks", [])))
         tiers.update(dict.fromkeys(config.get("tiers", [])))
-    for record in records:
-        arms.setdefault(record.arm)
-        tasks.setdefault(record.task)
-        if record.payload.get("tier"):
-            tiers.setdefault(record.payload["tier"])
+    for key in summary.ordered():
+        arms.setdefault(key.arm)
+        tasks.setdefault(key.task)
+        if key.tier:
+            tiers.setdefault(key.tier)
     return list(arms), list(tasks), list(tiers)
 
 
-__all__ = ["COMPONENTS", "FLOOR", "all_pairs", "arms_and_tasks", "by_arm",
-           "cell_counts", "compare", "coverage", "coverage_class", "failure_tags",
-           "headline", "per_component", "per_tier"]
+def shown_trials(source: Source, limit: int) -> list[int]:
+    """Sequence numbers of the trials a report shows in full: per cell the newest
+    failures first, then the newest passes, `TRIALS_PER_CELL` at most; cells in
+    first-seen order, failures of every cell before any pass, `limit` in all."""
+    summary = _summary(source)
+    failing: dict[tuple[str, str], list[int]] = {}
+    passing: dict[tuple[str, str], list[int]] = {}
+    for key in summary.ordered():
+        pool = passing if key.outcome == PASS else failing
+        failing.setdefault((key.arm, key.task), [])
+        pool.setdefault((key.arm, key.task), []).extend(summary.groups[key].newest)
+    chosen: dict[tuple[str, str], int] = dict.fromkeys(failing, 0)
+    picked: list[int] = []
+    for pool in (failing, passing):
+        for cell, seqs in pool.items():
+            take = sorted(seqs, reverse=True)[:TRIALS_PER_CELL - chosen[cell]]
+            chosen[cell] += len(take)
+            picked.extend(take)
+    return picked[:limit]
+
+
+__all__ = ["COMPONENTS", "FLOOR", "PAYLOAD_FIELDS", "Summary", "all_pairs", "arms_and_tasks",
+           "cell_counts", "compare", "conclusion", "coverage", "coverage_class",
+           "failure_tags", "headline", "per_component", "per_tier", "shown_mde",
+           "shown_trials", "summarize"]

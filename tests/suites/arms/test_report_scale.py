@@ -1,0 +1,337 @@
+"""The arms report at scale: built from one streaming pass over slim rows, it equals a
+per-record computation; what it shows of single trials is bounded; planning counts in
+the database; compare says which arm is better.
+
+The per-record reference here is written independently of `views` (exact fractions for
+means and cluster residuals), so a wrong total, a lost group or a mis-keyed cell in the
+streaming aggregation shows as a difference. Both backends: SQLite and a real PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+from collections import defaultdict
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchwarden.core.provenance import stamp_run
+from benchwarden.core.records import Record, RunEnd, TokenComponents, TokenWeights
+from benchwarden.core.store import SQLiteStore, Store
+from benchwarden.suites.arms import report as arms_report
+from benchwarden.suites.arms import views
+from benchwarden.suites.arms.driver import plan_cells
+from benchwarden.suites.arms.html import render_html
+from benchwarden.suites.arms.tasks import load_suite
+from tests.core.test_store_backends import backend, postgres_database  # noqa: F401 (fixtures)
+
+SCOPE = "scale"
+TIERS = ("read", "write")
+FAILURES = ("incorrect", "confused", "hung")
+
+
+def make_record(arm: str, task: str, trial: int, *, passed: bool, tokens: Sequence[int],
+                turns: int | None, duration: float, reported: bool = True,
+                cost: float | None = None, reasoning: int | None = None,
+                failure: str = "incorrect", run_id: str = "run-1", text: str = "") -> Record:
+    payload: dict[str, Any] = {
+        "tier": TIERS[int(task[1:]) % 2], "failure": None if passed else failure,
+        "reasons": [] if passed else ["the label is missing " + text],
+        "stopped": "finished", "final_report": "done " + text,
+        "transcript": [{"kind": "shell", "command": f"tracker show {n} {text}"} for n in range(5)],
+        "denied_calls": trial % 2, "tokens_reported": reported, "bench_version": "1"}
+    if turns is not None:
+        payload["turns"] = turns
+    if cost is not None:
+        payload["imputed_cost_usd"] = cost
+    fresh, creation, read, output = tokens
+    return Record(suite="arms", scope=SCOPE, arm=arm, task=task, trial=trial, run_id=run_id,
+                  outcome="pass" if passed else "fail", started_at=1_790_000_000.0 + trial,
+                  ended_at=1_790_000_000.0 + trial + duration,
+                  tokens=TokenComponents(fresh, creation, read, output, reasoning),
+                  payload=payload)
+
+
+def fill(store: Store, records: Sequence[Record], arms: Sequence[str],
+         tasks: Sequence[str]) -> None:
+    config = {"scope": SCOPE, "arms": list(arms), "tasks": list(tasks), "tiers": list(TIERS)}
+    store.begin_run(stamp_run(suite="arms", bench_version="1", config=config, run_id="run-1"))
+    store.append(records)
+    store.finish_run(RunEnd("run-1", 1_790_100_000.0, "completed", {}))
+
+
+# ---------------------------------------------------------------------------- the reference
+
+def reference_clustered(values: Sequence[float],
+                        clusters: Sequence[str]) -> tuple[float, float | None]:
+    """Mean and CR1 standard error, exactly (fractions) until the square root."""
+    exact = [Fraction(value) for value in values]
+    mean = sum(exact, Fraction(0)) / len(exact)
+    residuals: dict[str, Fraction] = defaultdict(Fraction)
+    for value, cluster in zip(exact, clusters, strict=True):
+        residuals[cluster] += value - mean
+    groups = len(residuals)
+    if groups < 2:
+        return float(mean), None
+    squared = sum((total * total for total in residuals.values()), Fraction(0))
+    return float(mean), math.sqrt(groups / (groups - 1) * float(squared)) / len(exact)
+
+
+def assert_estimate(block: Any, values: Sequence[float], clusters: Sequence[str]) -> None:
+    if not values:
+        assert block is None
+        return
+    mean, se = reference_clustered(values, clusters)
+    assert block.n == len(values)
+    assert block.mean == pytest.approx(mean, rel=1e-12, abs=1e-12)
+    if se is None:
+        assert block.se is None
+    else:
+        assert block.se == pytest.approx(se, rel=1e-9, abs=1e-9)
+
+
+def assert_report_is_the_per_record_computation(report: arms_report.ArmsReport,
+                                                records: Sequence[Record],
+                                                weights: TokenWeights) -> None:
+    assert report.samples == len(records)
+    headline = {row.arm: row for row in report.headline}
+    tags = {row.arm: row for row in report.failure_tags}
+    components = {row.arm: row for row in report.per_component}
+    for arm in report.arms:
+        mine = [r for r in records if r.arm == arm]
+        priced = [r for r in mine if r.payload["tokens_reported"]]
+        row = headline[arm]
+        assert row.samples == len(mine)
+        passes = sum(r.outcome == "pass" for r in mine)
+        if mine:
+            assert row.success is not None and row.success.mean == pytest.approx(passes / len(mine))
+        assert_estimate(row.cost_equivalent, [r.tokens.cost_equivalent(weights) for r in priced],
+                        [r.task for r in priced])
+        assert_estimate(row.raw_tokens, [r.tokens.raw_total for r in priced],
+                        [r.task for r in priced])
+        assert_estimate(row.turns, [r.payload.get("turns") or 0 for r in mine],
+                        [r.task for r in mine])
+        assert_estimate(row.duration_s, [r.duration_s for r in mine], [r.task for r in mine])
+        costed = [r for r in mine if r.payload.get("imputed_cost_usd") is not None]
+        assert_estimate(row.imputed_cost_usd, [r.payload["imputed_cost_usd"] for r in costed],
+                        [r.task for r in costed])
+        for name in ("fresh_input", "cache_creation", "cache_read", "output"):
+            assert_estimate(components[arm].component(name),
+                            [getattr(r.tokens, name) for r in priced], [r.task for r in priced])
+        reasoned = [r for r in priced if r.tokens.reasoning is not None]
+        assert_estimate(components[arm].reasoning, [r.tokens.reasoning for r in reasoned],
+                        [r.task for r in reasoned])
+        if mine:
+            assert tags[arm].passed == passes
+            for tag in FAILURES:
+                assert getattr(tags[arm], tag) == sum(
+                    r.outcome != "pass" and r.payload["failure"] == tag for r in mine)
+            assert tags[arm].denied_calls == sum(r.payload["denied_calls"] for r in mine)
+    for tier_row in report.per_tier:
+        group = [r for r in records if r.arm == tier_row.arm and r.payload["tier"] == tier_row.tier]
+        assert tier_row.samples == len(group)
+        priced = [r for r in group if r.payload["tokens_reported"]]
+        assert_estimate(tier_row.cost_equivalent,
+                        [r.tokens.cost_equivalent(weights) for r in priced],
+                        [r.task for r in priced])
+    for comparison in report.comparisons:
+        def per_task(arm: str) -> dict[str, list[Record]]:
+            cells: dict[str, list[Record]] = defaultdict(list)
+            for r in records:
+                if r.arm == arm:
+                    cells[r.task].append(r)
+            return {task: group for task, group in cells.items() if len(group) >= report.floor}
+        a, b = per_task(comparison.a), per_task(comparison.b)
+        shared = sorted(set(a) & set(b))
+        assert comparison.tasks == shared
+        if shared:
+            rate = {arm: [Fraction(sum(r.outcome == "pass" for r in cells[t]), len(cells[t]))
+                          for t in shared] for arm, cells in (("a", a), ("b", b))}
+            assert comparison.success_a == pytest.approx(float(sum(rate["a"]) / len(shared)))
+            assert comparison.success_difference.mean_diff == pytest.approx(
+                float((sum(rate["b"]) - sum(rate["a"])) / len(shared)), abs=1e-12)
+
+
+# ---------------------------------------------------------------------------- equality
+
+record_rows = st.lists(st.tuples(
+    st.sampled_from(["cli", "http", "mcp"]), st.sampled_from(["t0", "t1", "t2", "t3"]),
+    st.booleans(), st.sampled_from(FAILURES),
+    st.tuples(*[st.integers(0, 50_000)] * 4), st.one_of(st.none(), st.integers(0, 40)),
+    st.floats(0.0, 500.0, allow_nan=False), st.booleans(),
+    st.one_of(st.none(), st.floats(0.0, 2.0, allow_nan=False)),
+    st.one_of(st.none(), st.integers(0, 9_000))), min_size=1, max_size=60)
+
+
+@given(record_rows, st.sampled_from(["", "output=1", "fresh=0.3,cache_read=0.05,output=7"]))
+@settings(max_examples=40, deadline=None)
+def test_the_streamed_report_equals_a_per_record_computation(rows, weight_text):
+    weights = TokenWeights.parse(weight_text) if weight_text else TokenWeights()
+    trials: dict[tuple[str, str], int] = defaultdict(int)
+    records = []
+    for arm, task, passed, failure, tokens, turns, duration, reported, cost, reasoning in rows:
+        trials[(arm, task)] += 1
+        records.append(make_record(arm, task, trials[(arm, task)], passed=passed, tokens=tokens,
+                                   turns=turns, duration=duration, reported=reported, cost=cost,
+                                   reasoning=reasoning, failure=failure))
+    with SQLiteStore(":memory:") as store:
+        fill(store, records, ["cli", "http", "mcp"], ["t0", "t1", "t2", "t3"])
+        report = arms_report.build_report(store, "run-1", weights, floor=2)
+    assert_report_is_the_per_record_computation(report, records, weights)
+    # the same views from the records in memory (no store) give the same report body
+    in_memory = views.headline(records, report.arms, report.tasks, weights, 2)
+    assert [row.arm for row in report.headline] == [row["arm"] for row in in_memory]
+    assert msgspec_plain(report.headline) == in_memory
+
+
+def msgspec_plain(value: Any) -> Any:
+    import msgspec
+
+    return msgspec.to_builtins(value)
+
+
+def random_records(seed: int, arms: Sequence[str], tasks: Sequence[str], depth: int,
+                   text: str = "") -> list[Record]:
+    draw = random.Random(seed)
+    return [make_record(arm, task, trial, passed=draw.random() < 0.5 + 0.1 * arms.index(arm),
+                        tokens=[draw.randint(0, 4000) for _ in range(4)],
+                        turns=draw.randint(1, 12), duration=draw.uniform(0.5, 40.0),
+                        reported=draw.random() > 0.1,
+                        cost=draw.choice((None, round(draw.uniform(0, 0.05), 6))),
+                        reasoning=draw.choice((None, draw.randint(0, 500))),
+                        failure=draw.choice(FAILURES), text=text)
+            for arm in arms for task in tasks for trial in range(1, depth + 1)]
+
+
+def test_both_backends_give_the_per_record_report(backend):  # noqa: F811 (the fixture)
+    arms, tasks = ["cli", "http", "mcp"], [f"t{n}" for n in range(8)]
+    records = random_records(7, arms, tasks, depth=6)
+    weights = TokenWeights.parse("cache_read=0.2")
+    with backend.open() as store:
+        fill(store, records, arms, tasks)
+        report = arms_report.build_report(store, "run-1", weights)
+        suite = dataclasses.replace(load_suite("tracker"), name=SCOPE)
+        plans = plan_cells(store, suite, arms, tasks, 8)  # counted by the database
+    assert [(p.arm, p.task, p.before, p.trials) for p in plans] == \
+        [(a, t, 6, (7, 8)) for a in arms for t in tasks]
+    assert_report_is_the_per_record_computation(report, records, weights)
+
+
+# ---------------------------------------------------------------------------- bounded
+
+def test_the_page_stays_bounded_however_many_trials_the_store_holds(tmp_path):
+    """Every trial carries far more text than is shown; the page is bounded by the cap on
+    drawn trials times the cap on what one trial shows, and does not grow with depth."""
+    arms, tasks = ["cli", "http"], [f"t{n}" for n in range(150)]
+    long_text = "lorem ipsum " * 2_000  # 24 kB per field, far past what is shown
+    pages = []
+    for depth in (2, 4):
+        with SQLiteStore(tmp_path / f"depth-{depth}.sqlite") as store:
+            fill(store, random_records(depth, arms, tasks, depth, text=long_text), arms, tasks)
+            report = arms_report.with_trials(store, arms_report.build_report(store, "run-1"))
+            assert report.trials is not None
+            assert len(report.trials) == arms_report.TRIAL_LIMIT
+            assert report.trials_total == len(arms) * len(tasks) * depth
+            assert report.export_command and "benchwarden export" in report.export_command
+            page = render_html(report)
+            bare = render_html(msgspec_replace(report, trials=[]))
+        assert "benchwarden export" in page
+        # a shown trial: its texts clipped to TEXT_SHOWN characters (plus markup), at most
+        # TRANSCRIPT_SHOWN tool calls, REASONS_SHOWN reasons and a final report; drawn once
+        # and embedded once in the page's JSON
+        per_trial = 2 * (arms_report.TRANSCRIPT_SHOWN + arms_report.REASONS_SHOWN + 2) \
+            * (arms_report.TEXT_SHOWN + 200)
+        bound = len(bare.encode()) + arms_report.TRIAL_LIMIT * per_trial
+        assert len(page.encode()) <= bound < 20 * 2**20
+        pages.append(len(page.encode()))
+    # twice the trials per cell: the same bound; the page moves only with which trials
+    # (failing ones carry reasons) fill the cap
+    assert pages[1] <= pages[0] * 1.25
+
+
+def msgspec_replace(report: arms_report.ArmsReport, **changes: Any) -> arms_report.ArmsReport:
+    import msgspec
+
+    return msgspec.structs.replace(report, **changes)
+
+
+def test_shown_trials_put_each_cells_newest_failures_first():
+    records = []
+    for trial, passed in enumerate((False, True, False, True, True, False, True), start=1):
+        records.append(make_record("cli", "t0", trial, passed=passed, tokens=[1, 0, 0, 1],
+                                   turns=1, duration=1.0))
+    records.append(make_record("http", "t0", 1, passed=True, tokens=[1, 0, 0, 1], turns=1,
+                               duration=1.0))
+    summary = views.summarize(records)
+    chosen = views.shown_trials(summary, limit=10)
+    by_seq = {index: record for index, record in enumerate(records, start=1)}
+    shown = [(by_seq[seq].arm, by_seq[seq].trial) for seq in chosen]
+    assert shown == [("cli", 6), ("cli", 3), ("cli", 1), ("http", 1)]
+    assert len(views.shown_trials(summary, limit=2)) == 2
+
+
+# ---------------------------------------------------------------------------- compare in words
+
+def _two_arms(pass_a: int, pass_b: int, tasks: int = 6, depth: int = 10) -> list[Record]:
+    records = []
+    for arm, passes in (("cli", pass_a), ("http", pass_b)):
+        for task in range(tasks):
+            for trial in range(1, depth + 1):
+                records.append(make_record(arm, f"t{task}", trial,
+                                           passed=trial <= passes + task % 2,
+                                           tokens=[1000 if arm == "cli" else 400, 0, 0, 100],
+                                           turns=3, duration=1.0))
+    return records
+
+
+def test_compare_says_which_arm_is_better():
+    result = views.compare(_two_arms(2, 8), "cli", "http")
+    assert result["conclusion"].startswith("http succeeds more often than cli")
+    assert "http costs fewer cost-equivalent tokens than cli" in result["conclusion"]
+    flipped = views.compare(_two_arms(2, 8), "http", "cli")
+    assert flipped["conclusion"].startswith("http succeeds more often than cli")
+
+
+def test_compare_says_when_the_data_cannot_tell():
+    result = views.compare(_two_arms(5, 5), "cli", "http")
+    assert result["conclusion"].startswith("the data cannot tell cli and http apart on success")
+    nothing = views.compare(_two_arms(5, 5, depth=2), "cli", "http")
+    assert "no task has ≥ 3 samples" in nothing["conclusion"]
+
+
+def test_compare_shows_the_binomial_mde_when_the_differences_have_no_spread():
+    records = _two_arms(5, 5)  # every task: the same rate in both arms, so sd == 0
+    comparison = arms_report.comparison_of(views.compare(records, "cli", "http"))
+    success = comparison.success_difference
+    assert success.sd == 0 and success.mde == 0.0  # "any difference is detectable": untrue
+    assert success.mde_binomial is not None and success.mde_binomial > 0
+    assert comparison.success_mde == success.mde_binomial
+    assert f"{100 * success.mde_binomial:.1f} pp" in comparison.conclusion
+
+
+# ---------------------------------------------------------------------------- tally of all runs
+
+def test_the_tally_covers_every_run_of_the_cell():
+    first = {"recorded": 3, "invalid": 1, "harness_errors": 0, "attempted": 4, "problems": ["x"],
+             "cells": [{"arm": "cli", "task": "t0", "before": 0, "after": 3, "passed": 2,
+                        "failed": 1, "invalid": 1, "harness_errors": 0}]}
+    second = {"recorded": 2, "invalid": 0, "harness_errors": 1, "attempted": 3, "problems": [],
+              "cells": [{"arm": "cli", "task": "t0", "before": 3, "after": 5, "passed": 1,
+                         "failed": 1, "invalid": 0, "harness_errors": 1},
+                        {"arm": "http", "task": "t0", "before": 0, "after": 1, "passed": 1,
+                         "failed": 0, "invalid": 0, "harness_errors": 0}]}
+    tally = arms_report.runs_tally([first, second], floor=3)
+    assert tally is not None
+    assert (tally["recorded"], tally["invalid"], tally["harness_errors"]) == (5, 1, 1)
+    cells = {(c["arm"], c["task"]): c for c in tally["cells"]}
+    assert cells[("cli", "t0")] == {"arm": "cli", "task": "t0", "before": 0, "after": 5,
+                                    "passed": 3, "failed": 2, "invalid": 1,
+                                    "harness_errors": 1, "covered": True}
+    assert not cells[("http", "t0")]["covered"] and not tally["floor_reached"]
+    assert arms_report.runs_tally([], floor=3) is None
