@@ -54,11 +54,23 @@ import msgspec
 
 from benchwarden.core.chain import GENESIS_HASH, chain_links, link_hash
 from benchwarden.core.errors import EXIT_USAGE, EnvironmentFailure
-from benchwarden.core.records import (Record, Run, RunEnd, TokenComponents, canonical_json,
-                                      canonical_json_many)
+from benchwarden.core.records import (
+    Record,
+    Run,
+    RunEnd,
+    TokenComponents,
+    canonical_json,
+    canonical_json_many,
+)
 from benchwarden.core.secrets import credential_paths, may_alter_json, scrub_entry
-from benchwarden.core.witness import StoreHead, Witness, WitnessError, read_witness, sidecar_for, \
-    write_witness
+from benchwarden.core.witness import (
+    StoreHead,
+    Witness,
+    WitnessError,
+    read_witness,
+    sidecar_for,
+    write_witness,
+)
 
 SCHEMA_VERSION = 1
 # `PRAGMA application_id` of every SQLite store this version creates ("BWST"): how a
