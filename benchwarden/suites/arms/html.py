@@ -260,7 +260,9 @@ def _transcript_html(transcript: Sequence[Any]) -> str:
         else:
             arguments = entry.arguments if isinstance(entry.arguments, str) or entry.arguments is None \
                 else json.dumps(entry.arguments, ensure_ascii=False)
-            call = (f'<code class="kv">{h.pre_text(entry.name or "")}'
+            callee = (f"{entry.server or ''}.{entry.tool or ''}" if kind == "mcp"
+                      else entry.name or "")
+            call = (f'<code class="kv">{h.pre_text(callee)}'
                     f'({h.pre_text(arguments or "")})</code>')
         denied = ""
         if entry.denied:

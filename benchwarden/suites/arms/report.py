@@ -267,11 +267,15 @@ class TranscriptEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
     """One tool call of a trial."""
 
     kind: str = "call"
-    """shell or function (or another driver's word)."""
+    """shell, function or mcp (or another driver's word)."""
     command: str | None = None
     """The shell command."""
     name: str | None = None
     """The function called."""
+    server: str | None = None
+    """The MCP server an mcp call went to."""
+    tool: str | None = None
+    """The MCP tool called."""
     arguments: Any = None
     """The function's arguments as the model wrote them."""
     denied: bool = False

@@ -116,6 +116,12 @@ def test_correct_mcp_solutions_pass_and_compare_with_the_tools_arm(fake, tmp_pat
     report = json.loads((tmp_path / "report.json").read_text())
     head = {row["arm"]: row for row in report["headline"]}
     assert head["mcp"]["samples"] == 3 and head["mcp"]["success"]["mean"] == 1.0
+    # the shown trials keep which MCP server and tool each call reached, in JSON and HTML
+    mcp_calls = [entry for trial in report["trials"] if trial["arm"] == "mcp"
+                 for entry in trial["transcript"] if entry["kind"] == "mcp"]
+    assert mcp_calls and all(entry["server"] == "tracker" and entry["tool"]
+                             for entry in mcp_calls)
+    assert f"tracker.{mcp_calls[0]['tool']}(" in (tmp_path / "run.html").read_text()
 
 
 def test_a_wrong_mcp_call_is_incorrect(fake, tmp_path):
