@@ -39,7 +39,7 @@ from benchwarden.core.commandline import (
 from benchwarden.core.errors import RunInterrupted
 from benchwarden.core.provenance import new_run_id
 from benchwarden.core.reports import console, read_json, write_json
-from benchwarden.suites.retrieval.corpus import CATEGORIES, generate
+from benchwarden.suites.retrieval.corpus import CASES_PER_SEED, generate
 from benchwarden.suites.retrieval.driver import RunSettings, resume_run, run_strategy
 from benchwarden.suites.retrieval.report import RetrievalReport, build_report, render_terminal
 from benchwarden.suites.retrieval.sandbox import SandboxLimits
@@ -102,7 +102,7 @@ def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
         spec = parse_strategy(strategy_text)
     except StrategyLoadError as error:
         raise ConfigError(str(error)) from None
-    total = len(seeds) * len(CATEGORIES)
+    total = len(seeds) * CASES_PER_SEED
     # a sandboxed strategy imports its library in its own child, never in a worker
     executor = executor_or_exit(
         executor_spec, preload=() if settings.sandbox else libraries_to_preload(spec))

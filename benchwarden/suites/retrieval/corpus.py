@@ -51,7 +51,7 @@ from benchwarden.suites.retrieval.api import Session
 
 GENERATOR = "benchwarden-retrieval-3"
 SESSION_COUNT = 6
-CASES_PER_CATEGORY = 4
+CASES_PER_CATEGORY = 4  # why 4: docs/retrieval.md, "How many cases" (bench/retrieval_power.py)
 LEVEL_COUNT = 4
 
 CATEGORIES: tuple[str, ...] = (
@@ -70,6 +70,8 @@ CATEGORIES: tuple[str, ...] = (
     "temporal_depth",
     "aggregation",
 )
+
+CASES_PER_SEED = len(CATEGORIES) * CASES_PER_CATEGORY
 
 # What a higher level makes harder, per category (docs/retrieval.md shows this table).
 LEVELS: dict[str, str] = {

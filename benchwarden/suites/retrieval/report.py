@@ -5,7 +5,7 @@
 
 Invariants:
 - The report is a `RetrievalReport` (msgspec, frozen), built once; its JSON keeps the
-  field names this suite wrote before: `bench_version` "2", one block per seed
+  field names this suite wrote before: `bench_version` ("3" now), one block per seed
   (category means, composite, guards, guarded composite, failed cases) and a summary
   (mean, SE and Student t interval over seeds of every number shown over seeds).
 - `RetrievalReport.from_json` reads any report file this suite wrote (a version-1
@@ -199,7 +199,8 @@ class RetrievalReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
     suite: str
     """Always `retrieval`."""
     bench_version: str
-    """What the numbers mean: "2" has guards, "1" did not."""
+    """What the numbers mean: "3" four graded cases per category, "2" one case each,
+    "1" no guards."""
     run: RunBlock | None = None
     """The run (absent for a bare comparison)."""
     verdict: VerdictBlock | None = None

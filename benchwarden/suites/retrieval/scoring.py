@@ -25,7 +25,7 @@ from benchwarden.core.stats import (PairedComparison, PairedVerdict, mean_se,
 from benchwarden.suites.retrieval import guards as guard_math
 from benchwarden.suites.retrieval.corpus import CATEGORIES
 
-BENCH_VERSION = "2"
+BENCH_VERSION = "3"
 DECIDE_ON = ("composite", "composite_guarded")
 _AGREEMENT_TOLERANCE = 1e-9
 
