@@ -77,7 +77,7 @@ def test_a_winning_challenger_is_promoted_with_provenance(tmp_path):
     assert decision["seeds"] == derive_seeds("feedface", "2026-11-30", 3)
     assert len(decision["champion"]["composite"]) == len(decision["challenger"]["composite"]) == 3
     assert decision["verdict"]["dethroned"] and decision["decide_on"] == "composite"
-    assert decision["bench_version"] == "2"
+    assert decision["bench_version"] == "3"
     promoted = ladder.directory / decision["promoted"]["path"]
     text = promoted.read_text()
     assert text.startswith("# Promoted to champion by `benchwarden ladder challenge`.")
