@@ -32,8 +32,7 @@ from _figures import Figure, add_json_option, emit  # noqa: E402
 from benchwarden.suites.retrieval.config import RunSettings  # noqa: E402
 from benchwarden.suites.retrieval.corpus import CASES_PER_CATEGORY, generate  # noqa: E402
 from benchwarden.suites.retrieval.driver import score_corpus  # noqa: E402
-from benchwarden.suites.retrieval.scoring import (  # noqa: E402
-    BENCH_VERSION, CaseOutcome, decide, score_seed)
+from benchwarden.suites.retrieval.scoring import BENCH_VERSION, CaseOutcome, decide, score_seed  # noqa: E402
 from benchwarden.suites.retrieval.strategies import BUILTIN_STRATEGIES  # noqa: E402
 
 LEXICAL = ("substring", "fts5", "bm25")

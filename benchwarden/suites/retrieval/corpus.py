@@ -411,7 +411,8 @@ class _Mint:
 
 def _reserved_vocabulary() -> set[str]:
     words: set[str] = set()
-    for text in (*NAMES, *FILLERS, *EMBEDDED_FILLERS, *NOTES_CHATTER, *WORDY_OPENINGS, *ROLES, CANARY_TEMPLATE, *WORD_SYNONYMS,
+    for text in (*NAMES, *FILLERS, *EMBEDDED_FILLERS, *NOTES_CHATTER, *WORDY_OPENINGS,
+                 *ROLES, CANARY_TEMPLATE, *WORD_SYNONYMS,
                  *WORD_SYNONYMS.values()):
         words |= vocabulary(text)
     return words
@@ -426,7 +427,7 @@ class _World:
         cast = list(NAMES)
         roles = list(ROLES)
         cast_rng.shuffle(roles)
-        self.roles: dict[str, str] = dict(zip(cast, roles))
+        self.roles: dict[str, str] = dict(zip(cast, roles, strict=True))
         self.role_facts = [Fact("cast", cast_rng.randrange(SESSION_COUNT), f"{name} {role}.")
                            for name, role in self.roles.items()]
         self.used = _reserved_vocabulary()
@@ -518,7 +519,8 @@ class _Category:
         """`count` values of one attribute, the first stated plainly, each later one as an
         update in a later session."""
         values = [self.mint.value(_KIND[noun]) for _ in range(count)]
-        for index, (session, value) in enumerate(zip(self.sessions_in_order(count), values)):
+        for index, (session, value) in enumerate(zip(self.sessions_in_order(count), values,
+                                                                 strict=True)):
             self.fact(f"{person}'s {noun} is {value}." if index == 0
                       else f"Update: {person}'s {noun} is now {value}.", session)
         return values
@@ -562,7 +564,7 @@ def _multi_session(c: _Category, level: int) -> None:
         free = c.free_attributes(person)
     nouns = [free.pop(c.rng.randrange(len(free))) for _ in range(count)]
     values = []
-    for noun, session in zip(nouns, c.sessions_in_order(count)):
+    for noun, session in zip(nouns, c.sessions_in_order(count), strict=True):
         c.claim(person, noun)
         value = c.mint.value(_KIND[noun])
         values.append(value)
@@ -690,7 +692,7 @@ def _consolidation(c: _Category, level: int) -> None:
     sessions = c.sessions_in_order(count)
     c.fact(f"{person}'s recovery phrase has {_ORDINALS[count - 1]} parts, noted separately.",
            sessions[0])
-    for ordinal, session, part in zip(_ORDINALS, sessions, parts):
+    for ordinal, session, part in zip(_ORDINALS, sessions, parts, strict=False):
         c.fact(f"Part {ordinal} of {person}'s recovery phrase: {part}.", session)
     c.distract(person, None, DENSITY[level][0], 0)
     c.add(level, lambda p: f"What is {p.owned(person, 'full ' + p.word('recovery phrase'))}?",
@@ -712,7 +714,8 @@ def _multi_hop(c: _Category, level: int) -> None:
     c.claim(person, "project")
     values = [c.mint.value("word") for _ in range(hops)]
     c.fact(f"{person} is assigned to project {values[0]}.")
-    for template, (first, second) in zip(_HOPS, zip(values, values[1:])):
+    links = zip(values, values[1:], strict=False)
+    for template, (first, second) in zip(_HOPS, links, strict=False):
         c.fact(template.format(first, second))
     project = lambda p: p.owned(person, p.word("project"))  # noqa: E731
     frames: tuple[Frame, ...] = (
@@ -742,7 +745,7 @@ def _aggregation(c: _Category, level: int) -> None:
     person = c.person_with_free(("team",))
     c.claim(person, "team")
     members = [c.mint.value("word") for _ in range(count)]
-    for session, member in zip(c.sessions_in_order(count), members):
+    for session, member in zip(c.sessions_in_order(count), members, strict=True):
         c.fact(f"{person}'s team adopted {member} as a tool.", session)
     decoy_members = []
     decoys: list[str] = []

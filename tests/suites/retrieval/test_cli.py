@@ -14,8 +14,12 @@ from click.testing import CliRunner
 
 from benchwarden.cli.main import cli
 from benchwarden.core.store import open_store
-from benchwarden.suites.retrieval.corpus import (CASES_PER_CATEGORY, CASES_PER_SEED,
-                                                 CATEGORIES, generate)
+from benchwarden.suites.retrieval.corpus import (
+    CASES_PER_CATEGORY,
+    CASES_PER_SEED,
+    CATEGORIES,
+    generate,
+)
 from benchwarden.suites.retrieval.report import build_report
 
 FILES = Path(__file__).with_name("strategy_files")

@@ -12,11 +12,22 @@ import sys
 from collections import defaultdict
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchwarden.suites.retrieval.corpus import (
-    ATTRIBUTES, CASES_PER_CATEGORY, CATEGORIES, NAME_EXTENSIONS, NAMES, PARAPHRASE_TEMPLATES,
-    WORD_SYNONYMS, canary_is_inert, category_json, generate, vocabulary)
+    ATTRIBUTES,
+    CASES_PER_CATEGORY,
+    CATEGORIES,
+    NAME_EXTENSIONS,
+    NAMES,
+    PARAPHRASE_TEMPLATES,
+    WORD_SYNONYMS,
+    canary_is_inert,
+    category_json,
+    generate,
+    vocabulary,
+)
 from benchwarden.suites.retrieval.grading import contains_value
 
 # Computed once from the generator and committed: if one of these moves, every recorded
@@ -105,7 +116,8 @@ def test_each_category_has_its_cases_at_every_level():
         assert list(by_category) == list(CATEGORIES)
         assert all(levels == list(range(CASES_PER_CATEGORY)) for levels in by_category.values())
         assert len({case.id for case in corpus.cases}) == len(corpus.cases)
-    assert [case.level for case in generate(3, cases_per_category=6).cases[:6]] == [0, 1, 2, 3, 0, 1]
+    levels = [case.level for case in generate(3, cases_per_category=6).cases[:6]]
+    assert levels == [0, 1, 2, 3, 0, 1]
     with pytest.raises(ValueError):
         generate(1, cases_per_category=0)
 
@@ -174,7 +186,8 @@ def test_difficulty_is_monotone_in_the_property_each_category_grades(seed):
         by_category[case.category].append(case)
 
     def non_decreasing(values):
-        return all(a <= b for a, b in zip(values, values[1:])) and values[0] < values[-1]
+        pairs = zip(values, values[1:], strict=False)
+        return all(a <= b for a, b in pairs) and values[0] < values[-1]
 
     assert non_decreasing([len(c.forbidden) for c in by_category["knowledge_update"]])
     assert non_decreasing([len(c.stale) for c in by_category["supersede_hygiene"]])
