@@ -38,7 +38,8 @@ def test_each_builtin_runs_over_seeds_one_to_three(strategy, tmp_path):
     done = benchwarden("retrieval", "run", "--strategy", strategy, "--seeds", "1-3",
                        "--store", str(store_path), "--json", str(report_path))
     assert done.returncode == 0, done.stderr
-    for heading in ("per-category means", "composite and guards", "paraphrase agreement"):
+    for heading in ("per-category means", "composite and guards", "paraphrase agreement",
+                    "cases it moved"):
         assert heading in done.stdout
     written = json.loads(report_path.read_text())
     assert written["bench_version"] == "3" and written["suite"] == "retrieval"
