@@ -43,8 +43,9 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from benchwarden.core.records import canonical_json
 from benchwarden.suites.retrieval.api import Session
@@ -577,19 +578,23 @@ def _multi_session(c: _Category, level: int) -> None:
     c.add(level, frame, required=tuple(values))
 
 
-def _knowledge_update(c: _Category, level: int) -> None:
+def _updated(c: _Category, level: int, count: int) -> tuple[str, str, list[str]]:
+    """A fresh (person, attribute) stated `count` times (a value, then updates), with
+    distractors at half the level's density."""
     person, noun = c.pair()
-    values = c.versions(person, noun, level + 2)
+    values = c.versions(person, noun, count)
     c.distract(person, noun, *DENSITY[level // 2])
+    return person, noun, values
+
+
+def _knowledge_update(c: _Category, level: int) -> None:
+    person, noun, values = _updated(c, level, level + 2)
     c.add(level, lambda p: f"What is {p.owned(person, p.word(noun))} now?",
           expected=values[-1], forbidden=tuple(values[:-1]))
 
 
 def _point_in_time(c: _Category, level: int) -> None:
-    person, noun = c.pair()
-    count = (2, 3, 4, 4)[level]
-    values = c.versions(person, noun, count)
-    c.distract(person, noun, *DENSITY[level // 2])
+    person, noun, values = _updated(c, level, (2, 3, 4, 4)[level])
     if level == 0:
         c.add(level, lambda p: f"What was {p.owned(person, p.word(noun))} before the update?",
               expected=values[0])
@@ -674,9 +679,7 @@ def _receipt_coverage(c: _Category, level: int) -> None:
 
 
 def _supersede_hygiene(c: _Category, level: int) -> None:
-    person, noun = c.pair()
-    values = c.versions(person, noun, level + 2)
-    c.distract(person, noun, *DENSITY[level // 2])
+    person, noun, values = _updated(c, level, level + 2)
     c.add(level, lambda p: f"What is {p.owned(person, 'current ' + p.word(noun))}?",
           expected=values[-1], stale=tuple(values[:-1]))
 
@@ -732,9 +735,7 @@ def _multi_hop(c: _Category, level: int) -> None:
 
 
 def _temporal_depth(c: _Category, level: int) -> None:
-    person, noun = c.pair()
-    values = c.versions(person, noun, level + 3)
-    c.distract(person, noun, *DENSITY[level // 2])
+    person, noun, values = _updated(c, level, level + 3)
     which = ("first", "second")[level // 2]
     c.add(level, lambda p: f"What was {p.owned(person, p.word(noun))} right after its "
                            f"{which} update?", expected=values[1 + level // 2])
