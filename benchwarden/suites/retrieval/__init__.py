@@ -14,7 +14,7 @@ from benchwarden.core.suite import ModuleSuite
 # kept equal to scoring.BENCH_VERSION by tests/core/test_suite_registry.py
 suite = ModuleSuite(
     name="retrieval",
-    bench_version="2",
+    bench_version="3",
     summary="Score retrieval strategies on a seeded knowledge base, with guards.",
     package=__name__,
     report_class="report:RetrievalReport",

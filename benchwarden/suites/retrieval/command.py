@@ -42,7 +42,7 @@ from benchwarden.core.lazy import import_in_background
 from benchwarden.core.progress import progress_bar
 from benchwarden.core.provenance import new_run_id
 from benchwarden.core.reports import console, read_json, write_json
-from benchwarden.suites.retrieval.corpus import CATEGORIES, generate
+from benchwarden.suites.retrieval.corpus import CASES_PER_SEED, generate
 from benchwarden.suites.retrieval.driver import RunSettings, resume_run, run_strategy
 from benchwarden.suites.retrieval.report import RetrievalReport, build_report, render_terminal
 from benchwarden.suites.retrieval.sandbox import SandboxLimits
@@ -117,7 +117,7 @@ def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
                    settings: RunSettings, executor_spec: str | None = None) -> RetrievalReport:
     """Run one strategy with a progress bar over seeds x cases; return its report."""
     spec = _parse_or_exit(strategy_text)
-    total = len(seeds) * len(CATEGORIES)
+    total = len(seeds) * CASES_PER_SEED
     # a sandboxed strategy imports its library in its own child, never in a worker
     executor = executor_or_exit(
         executor_spec, preload=() if settings.sandbox else libraries_to_preload(spec))

@@ -31,13 +31,7 @@ from benchwarden.core.store import Store
 from benchwarden.core.verdicts import one_line
 from benchwarden.suites.retrieval.api import PackError, coerce_pack, enforce_limits
 from benchwarden.suites.retrieval.config import RunSettings, validate_seeds
-from benchwarden.suites.retrieval.corpus import (
-    PARAPHRASE_TEMPLATES,
-    Case,
-    Corpus,
-    generate,
-    paraphrase,
-)
+from benchwarden.suites.retrieval.corpus import Case, Corpus, generate
 from benchwarden.suites.retrieval.grading import contains_value, grade_pack, pack_text
 from benchwarden.suites.retrieval.sandbox import (
     SandboxedStrategy,
@@ -146,10 +140,9 @@ def score_corpus(strategy: Any, corpus: Corpus, settings: RunSettings,
         except StrategyFailure as failure:
             raise failure.on_case(case.id) from None
         paraphrased = []
-        for number, template in enumerate(PARAPHRASE_TEMPLATES, start=1):
+        for number, (template, question) in enumerate(case.paraphrases, start=1):
             try:
-                measure, _, _ = _measure(strategy, corpus, case,
-                                         paraphrase(case.question, template), settings, template)
+                measure, _, _ = _measure(strategy, corpus, case, question, settings, template)
             except StrategyFailure as failure:
                 raise failure.on_case(f"{case.id}, paraphrase {number}") from None
             paraphrased.append(measure)

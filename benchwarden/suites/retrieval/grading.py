@@ -2,8 +2,8 @@
 
 Rules, in order:
 - citation correctness: some item quoting the expected value carries a verified receipt;
-- receipt coverage: the fraction of items with a verified receipt (an empty pack has
-  nothing unreceipted and scores 1.0);
+- receipt coverage: 0 when the expected value is not in the pack (an empty pack
+  answers nothing), else the fraction of items with a verified receipt;
 - supersede hygiene: no live item (status other than `superseded`) holds a stale value,
   and some live item holds the current one;
 - injection resistance: passes when the real value is present, even beside the payload;
@@ -83,8 +83,11 @@ def grade_pack(case: Case, items: Sequence[Item], session_text: SessionText) -> 
         return Grade(0.0, f"no item quoting {case.expected!r} has a verified receipt")
 
     if case.category == "receipt_coverage":
-        if not items:
-            return _pass()
+        # version 3: a pack that does not carry the answer has covered nothing, so an
+        # empty pack no longer scores 1.0 here
+        assert case.expected is not None
+        if not contains_value(text, case.expected):
+            return Grade(0.0, f"expected {case.expected!r} not in pack")
         verified = sum(1 for item in items if receipt_verified(item, session_text))
         if verified == len(items):
             return _pass()

@@ -4,7 +4,8 @@
   on budget spent, floored at 0.5 so a wasteful strategy is penalised, never zeroed;
 - consistency = fraction of (case, paraphrase template) pairs whose paraphrased pack
   grades the same as the original, with the agreement of each template beside it so a
-  template that never moves retrieval is visible;
+  template that never moves retrieval is visible, and how many cases each template
+  moved (disagreements of n asked);
 - canary = 0.5 when any pack surfaced the planted canary, else 1.0, with the leak rate
   (packs that surfaced it / packs) beside it.
 
@@ -34,6 +35,12 @@ def efficiency(used_chars: Sequence[int], budget_chars: int) -> float:
     else:
         ratio = min(1.0, mean_used / budget_chars)
     return EFFICIENCY_FLOOR + (1.0 - EFFICIENCY_FLOOR) * (1.0 - ratio)
+
+
+def disagreements(agreements: Mapping[str, Sequence[bool]]) -> dict[str, list[int]]:
+    """Per template: [cases whose paraphrase graded differently, cases asked]."""
+    return {template: [len(outcomes) - sum(outcomes), len(outcomes)]
+            for template, outcomes in agreements.items()}
 
 
 def consistency(agreements: Mapping[str, Sequence[bool]]) -> tuple[float, dict[str, float | None]]:
@@ -72,6 +79,8 @@ class Guards:
     canary_tripped: bool = False
     canary_leak_rate: float = 0.0
     consistency_per_template: Mapping[str, float | None] = field(default_factory=dict)
+    disagreements_per_template: Mapping[str, list[int]] = field(default_factory=dict)
+    """template -> [cases whose paraphrase graded differently, cases asked]."""
     mean_used_chars: float | None = None
     packs: int = 0
 
@@ -80,6 +89,8 @@ class Guards:
                 "canary": self.canary, "canary_tripped": self.canary_tripped,
                 "canary_leak_rate": self.canary_leak_rate,
                 "consistency_per_template": dict(self.consistency_per_template),
+                "disagreements_per_template": {template: list(counts) for template, counts
+                                               in self.disagreements_per_template.items()},
                 "mean_used_chars": self.mean_used_chars, "packs": self.packs}
 
     @classmethod
@@ -93,6 +104,9 @@ class Guards:
                    canary_tripped=bool(data.get("canary_tripped", False)),
                    canary_leak_rate=float(data.get("canary_leak_rate", 0.0)),
                    consistency_per_template=dict(data.get("consistency_per_template") or {}),
+                   disagreements_per_template={
+                       str(template): [int(count) for count in counts] for template, counts
+                       in (data.get("disagreements_per_template") or {}).items()},
                    mean_used_chars=data.get("mean_used_chars"),
                    packs=int(data.get("packs", 0)))
 

@@ -168,13 +168,17 @@ def _guard_section(strategies: Sequence[_Strategy]) -> str:
     parts.append(h.table(("strategy", "seed", "efficiency", "mean chars used", "consistency", "canary",
                           "tripped", "leak rate", "composite", "guarded"), rows,
                          numeric=(2, 3, 4, 5, 7, 8, 9)))
-    templates = [(strategy.name, template, estimate) for strategy in strategies
+    templates = [(strategy.name, template, estimate,
+                  strategy.summary.guards.disagreements_per_template.get(template))
+                 for strategy in strategies
                  for template, estimate in strategy.summary.guards.consistency_per_template.items()]
     if templates:
         parts.append("<h3>Paraphrase agreement per template</h3>" + h.table(
-            ("strategy", "template", "agreement"),
-            ((name, template, fmt.number(estimate.mean, 3)) for name, template, estimate in templates),
-            numeric=(2,)))
+            ("strategy", "template", "agreement", "cases it moved"),
+            ((name, template, fmt.number(estimate.mean, 3),
+              f"{moved[0]} of {moved[1]}" if moved else fmt.DASH)
+             for name, template, estimate, moved in templates),
+            numeric=(2, 3)))
     key = h.legend([(GUARD_COLORS["efficiency"], "efficiency", "0.5 + 0.5 × (1 − min(1, mean chars used / budget))"),
                     (GUARD_COLORS["consistency"], "consistency", "share of cases whose paraphrase grades the same"),
                     (GUARD_COLORS["canary"], "canary", "0.5 when any pack surfaced the planted canary, else 1")])

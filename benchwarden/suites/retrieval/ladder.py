@@ -14,6 +14,8 @@ Invariants:
   challenger of the latest decision that dethroned, else the genesis champion.
 - A challenger whose run failed (sandbox limit, crash, error, no boundary) holds by
   construction: it is recorded with its one-line reason and can never be promoted.
+- A ladder lives on one bench version (its genesis entry's): a challenge under another
+  version is refused before anything runs, since old reigns were won on other numbers.
 - Champion and challenger both run in the sandbox under the isolation the caller
   chose (recorded in the decision), with the ladder folder and the store hidden.
 """
@@ -235,6 +237,7 @@ def _challenge_locked(ladder: Ladder, challenger_spec: StrategySpec, *, store: S
                       limit: int, budget_chars: int, initial_champion: str, isolation: str,
                       on_progress: Callable[[str, int], None] | None) -> ChallengeResult:
     ladder.ensure_genesis(initial_champion)
+    check_bench_version(ladder.entries())
     champion_spec = ladder.champion_spec()
     seeds = derive_seeds(base, date, seed_count)
     settings = RunSettings(limit=limit, budget_chars=budget_chars, sandbox=True,
@@ -282,6 +285,16 @@ def _challenge_locked(ladder: Ladder, challenger_spec: StrategySpec, *, store: S
                                failures)
     entry["outcome"] = "held"
     return ChallengeResult(EXIT_HELD, "held", decision.reason, ladder.append(entry), failures)
+
+
+def check_bench_version(entries: list[dict[str, Any]]) -> None:
+    """Refuse (LedgerError, one line) to extend a ladder begun on another bench version:
+    its past decisions and reigns were measured on numbers that meant something else."""
+    started = str(entries[0].get("bench_version")) if entries else BENCH_VERSION
+    if started != BENCH_VERSION:
+        raise LedgerError(f"this ladder was started on retrieval bench_version {started}; this "
+                          f"benchwarden scores bench_version {BENCH_VERSION}, so its decisions "
+                          "are not comparable: start a new ladder folder")
 
 
 def _scores(report: Mapping[str, Any]) -> dict[str, Any]:

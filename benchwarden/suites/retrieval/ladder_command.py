@@ -22,7 +22,7 @@ from benchwarden.core.commandline import (ConfigError, config_errors, isolation_
 from benchwarden.core.commandline import STORE_METAVAR
 from benchwarden.core import formatting
 from benchwarden.core.reports import console
-from benchwarden.suites.retrieval.corpus import CATEGORIES
+from benchwarden.suites.retrieval.corpus import CASES_PER_SEED
 from benchwarden.suites.retrieval.ladder import (
     DEFAULT_CHAMPION, DEFAULT_SEED_COUNT, Ladder, LedgerError, challenge as run_challenge,
     default_base, derive_seeds, leaderboard)
@@ -110,7 +110,7 @@ def challenge(challenger: str, ladder_dir: str, base: str | None, date: str | No
 
     def advance(role: str, count: int) -> None:
         if role not in tasks:
-            tasks[role] = progress.add_task(role, total=seed_count * len(CATEGORIES))
+            tasks[role] = progress.add_task(role, total=seed_count * CASES_PER_SEED)
         progress.advance(tasks[role], count)
 
     try:

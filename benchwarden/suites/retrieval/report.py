@@ -5,7 +5,7 @@
 
 Invariants:
 - The report is a `RetrievalReport` (msgspec, frozen), built once; its JSON keeps the
-  field names this suite wrote before: `bench_version` "2", one block per seed
+  field names this suite wrote before: `bench_version` ("3" now), one block per seed
   (category means, composite, guards, guarded composite, failed cases) and a summary
   (mean, SE and Student t interval over seeds of every number shown over seeds).
 - `RetrievalReport.from_json` reads any report file this suite wrote (a version-1
@@ -54,6 +54,8 @@ class SeedGuards(msgspec.Struct, frozen=True, kw_only=True):
     """Share of packs that surfaced it."""
     consistency_per_template: dict[str, float | None] = msgspec.field(default_factory=dict)
     """Agreement per paraphrase template."""
+    disagreements_per_template: dict[str, list[int]] = msgspec.field(default_factory=dict)
+    """Per template: [cases whose paraphrase graded differently, cases asked]."""
     mean_used_chars: float | None = None
     """Mean characters per pack."""
     packs: int = 0
@@ -109,6 +111,9 @@ class SummaryGuards(msgspec.Struct, frozen=True, kw_only=True):
     """Seeds on which the canary tripped."""
     consistency_per_template: dict[str, EstimateBlock] = msgspec.field(default_factory=dict)
     """Each template's agreement over seeds."""
+    disagreements_per_template: dict[str, list[int]] = msgspec.field(default_factory=dict)
+    """Per template, summed over seeds: [cases it moved, cases asked] (empty before
+    bench_version 3)."""
 
 
 class Summary(msgspec.Struct, frozen=True, kw_only=True):
@@ -199,7 +204,8 @@ class RetrievalReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
     suite: str
     """Always `retrieval`."""
     bench_version: str
-    """What the numbers mean: "2" has guards, "1" did not."""
+    """What the numbers mean: "3" four graded cases per category, "2" one case each,
+    "1" no guards."""
     run: RunBlock | None = None
     """The run (absent for a bare comparison)."""
     verdict: VerdictBlock | None = None
@@ -398,8 +404,12 @@ def render_terminal(report: RetrievalReport | Mapping[str, Any], console: Consol
             agreement = Table(title="paraphrase agreement per template", title_justify="left")
             agreement.add_column("template")
             agreement.add_column("agreement", justify="right")
+            agreement.add_column("cases it moved", justify="right")
+            moved = summary.guards.disagreements_per_template
             for template, estimate in summary.guards.consistency_per_template.items():
-                agreement.add_row(escape(template), fmt.number(estimate.mean, 4))
+                counts = moved.get(template)
+                agreement.add_row(escape(template), fmt.number(estimate.mean, 4),
+                                  f"{counts[0]} of {counts[1]}" if counts else fmt.DASH)
             console.print(agreement)
 
         failed = [(b.seed, case) for b in blocks for case in b.failed_cases]

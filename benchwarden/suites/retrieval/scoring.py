@@ -25,7 +25,7 @@ from benchwarden.core.stats import (PairedComparison, PairedVerdict, mean_se,
 from benchwarden.suites.retrieval import guards as guard_math
 from benchwarden.suites.retrieval.corpus import CATEGORIES
 
-BENCH_VERSION = "2"
+BENCH_VERSION = "3"
 DECIDE_ON = ("composite", "composite_guarded")
 _AGREEMENT_TOLERANCE = 1e-9
 
@@ -104,6 +104,7 @@ def seed_guards(outcomes: Sequence[CaseOutcome], budget_chars: int) -> guard_mat
         canary_tripped=canary.tripped,
         canary_leak_rate=canary.leak_rate,
         consistency_per_template=per_template,
+        disagreements_per_template=guard_math.disagreements(agreements),
         mean_used_chars=(sum(used) / len(used)) if used else None,
         packs=len(packs),
     )
@@ -151,7 +152,13 @@ def run_seeds(seed_blocks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
     categories: dict[str, list[float]] = defaultdict(list)
     templates: dict[str, list[float]] = defaultdict(list)
+    disagreed: dict[str, list[int]] = {}
     for block in blocks:
+        for template, (moved, asked) in (block["guards"].get("disagreements_per_template")
+                                         or {}).items():
+            total = disagreed.setdefault(str(template), [0, 0])
+            total[0] += int(moved)
+            total[1] += int(asked)
         for name, value in block["category_means"].items():
             if value is not None:
                 categories[name].append(float(value))
@@ -170,6 +177,7 @@ def run_seeds(seed_blocks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "canary_tripped_seeds": sum(1 for b in blocks if b["guards"]["canary_tripped"]),
             "consistency_per_template": {template: estimate(values)
                                          for template, values in templates.items()},
+            "disagreements_per_template": disagreed,
         },
         "category_means": {name: estimate(values) for name, values in categories.items()},
     }

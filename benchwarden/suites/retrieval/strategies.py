@@ -5,7 +5,8 @@ named on the command line, so nothing treats them specially:
 
 - `substring`: lines containing the most question words (case-insensitive substrings);
 - `fts5`: SQLite FTS5 over lines, ranked by its `bm25()` function;
-- `bm25`: the `bm25s` library over lines (Lucene BM25, English stopwords);
+- `bm25`: the `bm25s` library over lines (Lucene BM25, English stopwords), ties in
+  corpus order;
 - `dump`: no ranking at all, it returns as much of the corpus as the budget allows,
   starting at a place picked from the question. It exists so the guards have something
   to catch: it must trip the canary and score efficiency near its floor of 0.5;
@@ -139,6 +140,7 @@ class Bm25Strategy:
 
     def index(self, sessions: Sequence[Session]) -> None:
         import bm25s  # imported here: the sandbox child never needs it
+        import numpy
 
         self.units = line_units(sessions)
         tokens = bm25s.tokenize([unit.text for unit in self.units], stopwords="en",
@@ -146,20 +148,23 @@ class Bm25Strategy:
         self.retriever = bm25s.BM25()
         self.retriever.index(tokens, show_progress=False)
         self._bm25s = bm25s
+        self._numpy = numpy
 
     def pack(self, question: str, limit: int, budget_chars: int) -> list[Item]:
         if self.retriever is None:
             raise RuntimeError("bm25 strategy used before index()")
         if limit <= 0 or not self.units:
             return []
-        query = self._bm25s.tokenize([question], stopwords="en", show_progress=False)
-        if not query.vocab:
+        tokens = self._bm25s.tokenize([question], stopwords="en", return_ids=False,
+                                      show_progress=False)[0]
+        ids = self.retriever.get_tokens_ids(list(tokens))
+        if not ids:
             return []
-        k = min(limit, len(self.units))
-        documents, scores = self.retriever.retrieve(query, k=k, show_progress=False,
-                                                    n_threads=1)
-        ranked = [self.units[int(document)]
-                  for document, score in zip(documents[0], scores[0]) if float(score) > 0]
+        # Scores straight from the index, not `retrieve()`: that starts a thread pool on
+        # every call, which cost more than the scoring itself (bench/retrieval_power.py).
+        scores = self.retriever.get_scores_from_ids(ids)
+        order = self._numpy.argsort(-scores, kind="stable")[:limit]
+        ranked = [self.units[int(document)] for document in order if float(scores[document]) > 0]
         return _fit(ranked, limit, budget_chars)
 
 

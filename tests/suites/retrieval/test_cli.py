@@ -14,7 +14,12 @@ from click.testing import CliRunner
 
 from benchwarden.cli.main import cli
 from benchwarden.core.store import open_store
-from benchwarden.suites.retrieval.corpus import CATEGORIES, generate
+from benchwarden.suites.retrieval.corpus import (
+    CASES_PER_CATEGORY,
+    CASES_PER_SEED,
+    CATEGORIES,
+    generate,
+)
 from benchwarden.suites.retrieval.report import build_report
 
 FILES = Path(__file__).with_name("strategy_files")
@@ -33,13 +38,14 @@ def test_each_builtin_runs_over_seeds_one_to_three(strategy, tmp_path):
     done = benchwarden("retrieval", "run", "--strategy", strategy, "--seeds", "1-3",
                        "--store", str(store_path), "--json", str(report_path))
     assert done.returncode == 0, done.stderr
-    for heading in ("per-category means", "composite and guards", "paraphrase agreement"):
+    for heading in ("per-category means", "composite and guards", "paraphrase agreement",
+                    "cases it moved"):
         assert heading in done.stdout
     written = json.loads(report_path.read_text())
-    assert written["bench_version"] == "2" and written["suite"] == "retrieval"
+    assert written["bench_version"] == "3" and written["suite"] == "retrieval"
     assert [block["seed"] for block in written["seeds"]] == [1, 2, 3]
     with open_store(store_path) as store:
-        assert len(store.records(run_id=written["run"]["id"])) == 3 * len(CATEGORIES)
+        assert len(store.records(run_id=written["run"]["id"])) == 3 * CASES_PER_SEED
         rebuilt = build_report(store, written["run"]["id"]).to_json()
     assert rebuilt["seeds"] == written["seeds"]
     summary = written["summary"]
@@ -53,7 +59,7 @@ def test_each_builtin_runs_over_seeds_one_to_three(strategy, tmp_path):
         guards = block["guards"]
         assert block["composite_guarded"] == pytest.approx(
             block["composite"] * guards["efficiency"] * guards["consistency"] * guards["canary"])
-        assert set(guards["consistency_per_template"]) and guards["packs"] == 4 * len(CATEGORIES)
+        assert set(guards["consistency_per_template"]) and guards["packs"] == 4 * CASES_PER_SEED
     if strategy == "dump":
         assert summary["guards"]["canary_tripped_seeds"] == 3
         assert summary["guards"]["efficiency"]["mean"] < 0.52
@@ -67,7 +73,8 @@ def test_gen_prints_sessions_and_the_full_answer_key():
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data == json.loads(json.dumps(generate(4).to_json_dict()))
-    assert [case["category"] for case in data["cases"]] == list(CATEGORIES)
+    assert [case["category"] for case in data["cases"]] == [
+        category for category in CATEGORIES for _ in range(CASES_PER_CATEGORY)]
     assert data["canary"]["value"]
     text = runner.invoke(cli, ["retrieval", "gen", "--seed", "4"], terminal_width=200)
     assert text.exit_code == 0 and "answer key" in text.output and "canary" in text.output
@@ -93,19 +100,20 @@ def test_compare_two_report_files_prints_the_paired_verdict(tmp_path):
     assert decision["verdict"]["band"] >= 0.007
 
 
-def test_compare_refuses_a_legacy_report_against_a_current_one(tmp_path):
+@pytest.mark.parametrize("legacy_version", ["1", "2"])
+def test_compare_refuses_a_legacy_report_against_a_current_one(legacy_version, tmp_path):
     runner = CliRunner()
     current = tmp_path / "current.json"
     runner.invoke(cli, ["retrieval", "run", "--strategy", "substring", "--seeds", "1,2",
                         "--store", str(tmp_path / "s.sqlite"), "--json", str(current)])
     legacy = tmp_path / "legacy.json"
-    legacy.write_text(json.dumps({"suite": "retrieval", "bench_version": "1", "seeds": [
+    legacy.write_text(json.dumps({"suite": "retrieval", "bench_version": legacy_version, "seeds": [
         {"seed": 1, "composite": 0.6, "category_means": {}},
         {"seed": 2, "composite": 0.7, "category_means": {}}]}))
     done = runner.invoke(cli, ["retrieval", "compare", "--champion", str(legacy),
                                "--challenger", str(current)])
     assert done.exit_code == 2
-    assert "bench_version 1 with bench_version 2" in done.output
+    assert f"bench_version {legacy_version} with bench_version 3" in done.output
     assert len(done.output.strip().splitlines()) == 1
 
 

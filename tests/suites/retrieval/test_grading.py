@@ -91,11 +91,14 @@ def test_failing_pack_scores_below_one_with_a_reason(category):
     assert result.reason
 
 
-def test_receipt_coverage_is_the_verified_fraction_and_empty_is_full():
+def test_receipt_coverage_is_the_verified_fraction_once_the_answer_is_there():
     case = CASES["receipt_coverage"]
     half = [quote(case.expected), unsourced("invented")]
     assert grade_pack(case, half, CORPUS.session_text).score == 0.5
-    assert grade_pack(case, [], CORPUS.session_text).score == 1.0
+    # version 3: a pack without the answer covers nothing, an empty one included
+    empty = grade_pack(case, [], CORPUS.session_text)
+    assert empty.score == 0.0 and "not in pack" in (empty.reason or "")
+    assert grade_pack(case, [unsourced("invented")], CORPUS.session_text).score == 0.0
 
 
 def test_a_receipt_pointing_at_the_wrong_span_does_not_verify():

@@ -154,3 +154,19 @@ def test_a_bare_comparison_renders_both_sides() -> None:
     assert "champion bm25" in page and "challenger fts5" in page
     assert 'class="chart diverging"' in page
     assert "Strategy fts5" in page
+
+
+def test_each_template_shows_how_many_cases_it_moved(single: str) -> None:
+    report = strategy_report("fts5-bm25", 0.7)
+    moved = report["summary"]["guards"]["disagreements_per_template"]
+    assert set(moved) == set(TEMPLATES)
+    assert "cases it moved" in single
+    for template, (count, asked) in moved.items():
+        assert asked == len(SEEDS) * len(CATEGORIES)
+        assert f"{count} of {asked}" in single, template
+    # a version-2 report has no counts and shows a dash, not a crash
+    old = strategy_report("fts5-bm25", 0.7)
+    for block in old["seeds"]:
+        block["guards"].pop("disagreements_per_template")
+    old["summary"] = run_seeds(old["seeds"])
+    assert "cases it moved" in render_html(old)

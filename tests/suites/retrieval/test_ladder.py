@@ -77,7 +77,7 @@ def test_a_winning_challenger_is_promoted_with_provenance(tmp_path):
     assert decision["seeds"] == derive_seeds("feedface", "2026-11-30", 3)
     assert len(decision["champion"]["composite"]) == len(decision["challenger"]["composite"]) == 3
     assert decision["verdict"]["dethroned"] and decision["decide_on"] == "composite"
-    assert decision["bench_version"] == "2"
+    assert decision["bench_version"] == "3"
     promoted = ladder.directory / decision["promoted"]["path"]
     text = promoted.read_text()
     assert text.startswith("# Promoted to champion by `benchwarden ladder challenge`.")
@@ -154,3 +154,20 @@ def test_the_isolation_and_what_was_hidden_are_recorded_in_the_decision(tmp_path
     assert settings["isolation"] == "none" and settings["sandbox"] is True
     assert str(ladder.directory.resolve()) in settings["hidden"]
     assert str((tmp_path / "store.sqlite").resolve()) in settings["hidden"]
+
+
+def test_a_ladder_started_on_another_bench_version_is_refused_before_anything_runs(tmp_path):
+    ladder = Ladder(tmp_path / "ladder")
+    ladder.append({"kind": "genesis", "at": 0.0, "bench_version": "2",
+                   "champion": {"name": "bm25", "builtin": True}})
+    with pytest.raises(LedgerError, match="started on retrieval bench_version 2; .* "
+                                          "bench_version 3") as refused:
+        _challenge(ladder, "substring", tmp_path)
+    assert "\n" not in str(refused.value)
+    assert [entry["kind"] for entry in ladder.entries()] == ["genesis"]  # nothing decided
+    assert not (tmp_path / "store.sqlite").exists() or _runs(tmp_path) == 0
+
+
+def _runs(tmp_path: Path) -> int:
+    with open_store(tmp_path / "store.sqlite") as store:
+        return len(store.runs())

@@ -64,6 +64,21 @@ def test_seed_guards_come_from_every_pack():
     assert block["composite_guarded"] == pytest.approx(0.5 * 0.75 * (5 / 6) * 0.5)
 
 
+def test_each_template_says_how_many_cases_it_moved_and_the_summary_sums_them():
+    outcomes = [outcome("single_session", 1.0, paraphrase_scores=(1.0, 0.0, 0.0)),
+                outcome("abstention", 0.0, paraphrase_scores=(0.0, 0.0, 1.0))]
+    block = score_seed(1, outcomes, 2000)
+    assert block["guards"]["disagreements_per_template"] == {"t0": [0, 2], "t1": [1, 2],
+                                                             "t2": [2, 2]}
+    other = score_seed(2, outcomes[:1], 2000)
+    summary = run_seeds([block, other])
+    assert summary["guards"]["disagreements_per_template"] == {"t0": [0, 3], "t1": [2, 3],
+                                                               "t2": [3, 3]}
+    # a version-2 seed block has no counts: it reads as none, not as a crash
+    legacy = normalise_report(report("2", {1: 0.5}))
+    assert legacy["seeds"][0]["guards"]["disagreements_per_template"] == {}
+
+
 def test_empty_seed_is_zero_not_a_crash():
     block = score_seed(1, [], 2000)
     assert block["composite"] == 0.0 and block["guards"]["efficiency"] == 1.0

@@ -5,7 +5,9 @@ Three ideas, none tied to one question:
 - rare-term hop: lines sharing a rare word (one the question does not use) with a
   kept line come along, which answers multi-hop questions;
 - supersede by subject: when several lines state "<subject> is <value>", only the
-  latest is current; unless the question asks about the past, older ones stay out.
+  latest is current; unless the question asks about the past, older ones stay out;
+- rarest words first: kept lines are ordered by the question words they share, each
+  weighted by how rare it is in the corpus, so the limit cuts the least telling lines.
 """
 
 import re
@@ -32,6 +34,7 @@ class EntityFirst:
         for *_, text in self.lines:
             for word in set(WORD.findall(text.lower())):
                 counts[word] = counts.get(word, 0) + 1
+        self.counts = counts
         self.rare = {word for word, count in counts.items() if count <= 2 and len(word) >= 5}
         self.names = {name for *_, text in self.lines for name in CAPITALISED.findall(text)}
         latest = {}  # subject -> position of its last statement (sessions are in time order)
@@ -49,6 +52,9 @@ class EntityFirst:
                   if name in self.names and name not in NOT_NAMES]
         kept = [position for position, (*_, text) in enumerate(self.lines)
                 if people and all(re.search(rf"\b{name}\b", text) for name in people)]
+        kept.sort(key=lambda position: -sum(
+            1 / self.counts[word]
+            for word in asked & set(WORD.findall(self.lines[position][3].lower()))))
         hops = {word for position in kept for word in WORD.findall(self.lines[position][3].lower())
                 if word in self.rare and word not in asked}
         for position, (*_, text) in enumerate(self.lines):
