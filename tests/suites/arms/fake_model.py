@@ -161,7 +161,8 @@ class FakeToolCallingModel:
     async def _models(self, request: web.Request) -> web.Response:
         # every model name it serves, as a real server lists its models (`arms run`
         # refuses a --model the server does not list)
-        names = [*SCENARIOS, *(f"script:{name}" for name in self.scripts)]
+        names = [*SCENARIOS, *(f"script:{name}" for name in self.scripts),
+                 *(f"calls:{name}" for name in self.call_scripts)]
         return web.json_response({"object": "list",
                                   "data": [{"id": name, "object": "model"} for name in names]})
 
