@@ -311,7 +311,7 @@ class OpenAIDriver:
                 try:
                     await asyncio.wait_for(self._loop(client, context, progress, deadline),
                                            context.limits.wall_clock)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     progress.stopped = "wall_clock"
         except TargetError as error:
             raise HarnessError(f"model server failed: {error}") from None
@@ -485,7 +485,7 @@ class CommandDriver:
                                  timeout=context.limits.wall_clock, merge=False,
                                  limit=COMMAND_RESULT_LIMIT),
                 context.limits.wall_clock + 30)
-        except asyncio.TimeoutError:  # the sandbox itself stopped answering
+        except TimeoutError:  # the sandbox itself stopped answering
             return Episode("", TokenComponents(), False, 0, [], "wall_clock")
         except SandboxFailure as error:
             raise HarnessError(str(error)) from None

@@ -15,8 +15,9 @@ imports it before it locks itself down, so a challenger's file can use `Item` to
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 STATUSES = (None, "current", "superseded")
 

@@ -343,7 +343,8 @@ def compare(champion: str, challenger: str, seeds_text: str | None, decide_on: s
     for column in ("seed", "champion", "challenger", "difference"):
         table.add_column(column, justify="right")
     for seed, a, b in zip(decision.seeds, decision.champion_scores,
-                          decision.challenger_scores or [None] * len(decision.seeds)):
+                          decision.challenger_scores or [None] * len(decision.seeds),
+                          strict=False):
         table.add_row(str(seed), f"{a:.4f}", "—" if b is None else f"{b:.4f}",
                       "—" if b is None else f"{b - a:+.4f}")
     out.print(table)

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, RunEnd
@@ -74,7 +75,7 @@ class StrategyFailure(Exception):
         self.case = case
         super().__init__(self.reason)
 
-    def on_case(self, case: str) -> "StrategyFailure":
+    def on_case(self, case: str) -> StrategyFailure:
         """The same failure, naming the case (and question form) it happened on."""
         return StrategyFailure(self.kind, f"{self.reason} (on case {case})",
                                self.traceback_text, case)

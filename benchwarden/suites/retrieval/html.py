@@ -22,13 +22,19 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from benchwarden.core import formatting as fmt
 from benchwarden.core import html as h
 from benchwarden.core.reports import EstimateBlock
-from benchwarden.suites.retrieval.report import (Comparison, RetrievalReport, Summary,
-                                                 as_report, comparison)
+from benchwarden.suites.retrieval.report import (
+    Comparison,
+    RetrievalReport,
+    Summary,
+    as_report,
+    comparison,
+)
 
 COMPOSITE = "#0072B2"
 GUARDED = "#009E73"
@@ -261,7 +267,7 @@ def _ledger_section(report: RetrievalReport) -> str:
         merged = {**(decision if isinstance(decision, Mapping) else {}),
                   **(verdict if isinstance(verdict, Mapping) else {}), **entry}
 
-        def name(side: str) -> str:
+        def name(side: str, merged: dict[str, Any] = merged) -> str:
             value = merged.get(side)
             if isinstance(value, Mapping):
                 value = value.get("name") or value.get("strategy")

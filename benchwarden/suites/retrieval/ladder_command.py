@@ -15,17 +15,30 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from benchwarden.core.progress import progress_bar
-from benchwarden.core.commandline import (ConfigError, config_errors, isolation_option,
-                                          open_store_or_exit, print_traceback, require_isolation,
-                                          traceback_option)
-from benchwarden.core.commandline import STORE_METAVAR
 from benchwarden.core import formatting
+from benchwarden.core.commandline import (
+    STORE_METAVAR,
+    ConfigError,
+    config_errors,
+    isolation_option,
+    open_store_or_exit,
+    print_traceback,
+    require_isolation,
+    traceback_option,
+)
+from benchwarden.core.progress import progress_bar
 from benchwarden.core.reports import console
 from benchwarden.suites.retrieval.corpus import CASES_PER_SEED
 from benchwarden.suites.retrieval.ladder import (
-    DEFAULT_CHAMPION, DEFAULT_SEED_COUNT, Ladder, LedgerError, challenge as run_challenge,
-    default_base, derive_seeds, leaderboard)
+    DEFAULT_CHAMPION,
+    DEFAULT_SEED_COUNT,
+    Ladder,
+    LedgerError,
+    default_base,
+    derive_seeds,
+    leaderboard,
+)
+from benchwarden.suites.retrieval.ladder import challenge as run_challenge
 from benchwarden.suites.retrieval.sandbox import SandboxLimits
 from benchwarden.suites.retrieval.scoring import DECIDE_ON
 from benchwarden.suites.retrieval.strategies import StrategyLoadError, parse_strategy
@@ -83,7 +96,7 @@ def challenge(challenger: str, ladder_dir: str, base: str | None, date: str | No
     base = base or default_base()
     if not base:
         raise ConfigError("no --base given and no git commit found to derive seeds from")
-    date = date or dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+    date = date or dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
     if not _DATE.match(date) or not _is_calendar_date(date):
         raise ConfigError(f"--date {date!r} is not a YYYY-MM-DD date")
     to_load = [("--challenger", challenger)]
@@ -137,9 +150,10 @@ def challenge(challenger: str, ladder_dir: str, base: str | None, date: str | No
     table = Table(title_justify="left")
     for column in ("seed", "champion", "challenger"):
         table.add_column(column, justify="right")
-    champion_scores = dict(zip(entry["champion"]["scored_seeds"], entry["champion"][decide_on]))
+    champion_scores = dict(zip(entry["champion"]["scored_seeds"], entry["champion"][decide_on],
+                               strict=False))
     challenger_scores = dict(zip(entry["challenger"]["scored_seeds"],
-                                 entry["challenger"][decide_on]))
+                                 entry["challenger"][decide_on], strict=False))
     for seed in seeds:
         row = [champion_scores.get(seed), challenger_scores.get(seed)]
         table.add_row(str(seed), *("—" if v is None else f"{v:.4f}" for v in row))

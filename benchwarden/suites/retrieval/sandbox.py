@@ -41,9 +41,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import msgspec
 
@@ -173,7 +174,7 @@ class SandboxedStrategy:
                 pass  # already cleaned up by _fail
         self._stop()
 
-    def __enter__(self) -> "SandboxedStrategy":
+    def __enter__(self) -> SandboxedStrategy:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -136,8 +136,8 @@ def run(argv: list[str], tracker: Tracker) -> str:
             return _line(tracker.assign(args.number, args.user))
     if group == "label":
         if action == "list":
-            return "\n".join(f"{l['name']}\t{l['color']}\t{l['description']}"
-                             for l in tracker.list_labels()) or "no labels"
+            return "\n".join(f"{label['name']}\t{label['color']}\t{label['description']}"
+                             for label in tracker.list_labels()) or "no labels"
         created = tracker.create_label(args.name, args.color, args.description)
         return f"created label {created['name']}"
     if group == "pr":

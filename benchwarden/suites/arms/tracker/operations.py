@@ -17,9 +17,10 @@ import json
 import re
 import sqlite3
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 SCHEMA = """
 CREATE TABLE users (login TEXT PRIMARY KEY);
@@ -77,7 +78,7 @@ class Tracker:
 
     @classmethod
     def create(cls, path: str | Path, users: tuple[str, ...] = ("maintainer", "agent", "alice"),
-               user: str = "agent") -> "Tracker":
+               user: str = "agent") -> Tracker:
         connection = sqlite3.connect(str(path))
         with connection:
             connection.executescript(SCHEMA)
@@ -85,7 +86,7 @@ class Tracker:
         connection.close()
         return cls(path, user)
 
-    def as_user(self, user: str) -> "Tracker":
+    def as_user(self, user: str) -> Tracker:
         return Tracker(self.path, user)
 
     # -- helpers -------------------------------------------------------------

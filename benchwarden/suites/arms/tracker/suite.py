@@ -20,8 +20,9 @@ import shlex
 import socket
 import stat
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from benchwarden.suites.arms.isolation import BASE_UTILITIES
 from benchwarden.suites.arms.tasks import Arm, FunctionTool, McpServer, Service, State, Suite
