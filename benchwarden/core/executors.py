@@ -294,8 +294,9 @@ class RayExecutor:
                 try:
                     yield index, ray.get(reference)
                 except Exception as error:  # the worker died, or the result did not travel
+                    first_line = str(error).splitlines()[0] if str(error) else ""
                     yield index, TaskFailure(index, _one_line(
-                        f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"))
+                        f"{type(error).__name__}: {first_line}"))
             fill()
 
     def close(self) -> None:

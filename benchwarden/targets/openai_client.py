@@ -484,7 +484,8 @@ class _StreamState:
                 ToolCall(name=call.name or "", arguments="".join(call.arguments), id=call.id)
                 for call in self.calls),
             finish_reason=self.finish_reason,
-            completion_tokens=reported_tokens if reported_tokens is not None else self.counted_deltas,
+            completion_tokens=(reported_tokens if reported_tokens is not None
+                               else self.counted_deltas),
             usage_reported=reported,
             prompt_tokens=usage.prompt_tokens if usage is not None else None,
             cached_prompt_tokens=(

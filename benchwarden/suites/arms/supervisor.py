@@ -3,8 +3,9 @@
 Started once per trial (`python -I -S supervisor.py`, standard library only, so it
 needs nothing from the harness's import path) as pid 1 of the trial's bubblewrap
 sandbox (`--as-pid-1`: no bwrap reaper holds the pipes to the host; orphans it does
-not reap stay zombies until the trial ends, when the namespace dies with it), or directly on the host under `--isolation none`. It speaks JSON
-lines: requests on stdin, answers on stdout.
+not reap stay zombies until the trial ends, when the namespace dies with it), or directly
+on the host under `--isolation none`. It speaks JSON lines: requests on stdin, answers on
+stdout.
 
 1. The first line is the trial's configuration: `{"services": [{"name", "argv", "env",
    "cwd", "ready_port"}]}`. Each service (e.g. the tracker's REST server) is started as a

@@ -420,8 +420,9 @@ def classify(reference: Reply, got: Outcome, own_canary: str, canaries: Sequence
         return Diverged(at, _divergence_detail(expected, actual, at))
     if reference.completion_tokens != reply.completion_tokens:
         # the same text accounted for differently is still a different answer
-        return Diverged(len(expected), f"identical stream but completion_tokens "
-                                       f"{reference.completion_tokens} vs {reply.completion_tokens}")
+        return Diverged(len(expected),
+                        f"identical stream but completion_tokens "
+                        f"{reference.completion_tokens} vs {reply.completion_tokens}")
     return Identical()
 
 

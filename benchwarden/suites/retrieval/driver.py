@@ -116,7 +116,8 @@ def _measure(strategy: Any, corpus: Corpus, case: Case, question: str,
     try:
         items = coerce_pack(raw)
     except PackError as error:
-        raise StrategyFailure("protocol", f"pack() returned something unreadable: {error}") from None
+        raise StrategyFailure("protocol",
+                              f"pack() returned something unreadable: {error}") from None
     items, cut = enforce_limits(items, settings.limit, settings.budget_chars)
     grade = grade_pack(case, items, corpus.session_text)
     used = sum(len(item.text) for item in items)
@@ -151,7 +152,8 @@ def score_corpus(strategy: Any, corpus: Corpus, settings: RunSettings,
                               tuple(paraphrased))
         payload = outcome.to_payload()
         payload["truncated"] = cut
-        payload["items"] = [{"text": item.text, "source": list(item.source) if item.source else None,
+        payload["items"] = [{"text": item.text,
+                             "source": list(item.source) if item.source else None,
                              "status": item.status} for item in items]
         rows.append((case.id, payload, started, time.time()))
         if on_case:

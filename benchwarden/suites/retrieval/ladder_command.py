@@ -63,12 +63,14 @@ def ladder() -> None:
 @click.option("--challenger", required=True, help="path/to/file.py:object (or a built-in name).")
 @click.option("--ladder", "ladder_dir", default="ladder", show_default=True,
               type=click.Path(file_okay=False), help="Folder of the ledger and champions.")
-@click.option("--base", default=None, help="Public value the seeds derive from (default: HEAD sha).")
+@click.option("--base", default=None,
+              help="Public value the seeds derive from (default: HEAD sha).")
 @click.option("--date", default=None, help="YYYY-MM-DD (default: today, UTC).")
 @click.option("--seeds", "seed_count", type=int, default=DEFAULT_SEED_COUNT, show_default=True,
               help="How many seeds to derive.")
 @click.option("--decide-on", type=click.Choice(DECIDE_ON), default="composite", show_default=True,
-              help="The score that decides: composite, or composite_guarded (composite times the guards).")
+              help="The score that decides: composite, or composite_guarded "
+                   "(composite times the guards).")
 @click.option("--initial-champion", default=DEFAULT_CHAMPION, show_default=True,
               help="Champion of a new ladder (a built-in or file.py:object).")
 @click.option("--store", "store_location", default=None, metavar=STORE_METAVAR,
@@ -161,12 +163,14 @@ def challenge(challenger: str, ladder_dir: str, base: str | None, date: str | No
     verdict = entry.get("verdict")
     if verdict:
         out.print(f"mean_diff {verdict['mean_diff']:+.4f}  se {verdict['se']:.4f}  "
-                  f"band {verdict['band']:.4f}  dethroned {'yes' if verdict['dethroned'] else 'no'}")
+                  f"band {verdict['band']:.4f}  "
+                  f"dethroned {'yes' if verdict['dethroned'] else 'no'}")
     style = {"dethroned": "bold green", "held": "bold yellow", "error": "bold red"}[result.outcome]
     out.print(f"[{style}]{result.outcome.upper()}[/{style}] ", end="")
     out.print(result.reason, markup=False)
     if result.outcome == "dethroned":
-        out.print(f"new champion: {entry['promoted']['name']} ({entry['promoted'].get('path') or 'built-in'})",
+        promoted = entry["promoted"]
+        out.print(f"new champion: {promoted['name']} ({promoted.get('path') or 'built-in'})",
                   markup=False)
     out.print(f"ledger entry {entry['seq']} appended to {board.ledger_path}", markup=False)
     raise SystemExit(result.exit_code)
@@ -192,7 +196,8 @@ def show(ladder_dir: str) -> None:
     for column in ("#", "champion", "since", "decided on", "mean", "margin", "defences"):
         reigns.add_column(column)
     for number, reign in enumerate(leaderboard(entries), start=1):
-        reigns.add_row(str(number), reign["champion"], reign["date"] or formatting.when(reign["since"]),
+        reigns.add_row(str(number), reign["champion"],
+                       reign["date"] or formatting.when(reign["since"]),
                        reign["decide_on"] or "initial",
                        "—" if reign["mean"] is None else f"{reign['mean']:.4f}",
                        "—" if reign["margin"] is None else f"{reign['margin']:+.4f}",
@@ -210,7 +215,8 @@ def show(ladder_dir: str) -> None:
             outcome = "held (challenger failed)"
         decisions.add_row(str(entry["seq"]), entry["date"], entry["challenger"]["name"],
                           entry["champion"]["name"], entry["decide_on"],
-                          "—" if verdict.get("mean_diff") is None else f"{verdict['mean_diff']:+.4f}",
+                          ("—" if verdict.get("mean_diff") is None
+                           else f"{verdict['mean_diff']:+.4f}"),
                           "—" if verdict.get("band") is None else f"{verdict['band']:.4f}", outcome)
     out.print(decisions)
 

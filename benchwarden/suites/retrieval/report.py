@@ -364,7 +364,8 @@ def render_terminal(report: RetrievalReport | Mapping[str, Any], console: Consol
     report = as_report(report)
     settings = report.settings
     console.print(f"[bold]retrieval[/bold] · strategy [bold]{escape(report.name or '?')}[/bold] · "
-                  f"bench_version {report.bench_version} · limit {settings.get('limit', fmt.DASH)} · "
+                  f"bench_version {report.bench_version} · "
+                  f"limit {settings.get('limit', fmt.DASH)} · "
                   f"budget {settings.get('budget_chars', fmt.DASH)} chars")
     blocks = report.seeds
     summary = report.summary

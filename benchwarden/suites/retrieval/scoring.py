@@ -273,7 +273,8 @@ def decide(champion: Any, challenger: Any,
     ladder cannot decide against a champion it could not score).
     """
     # A typed report was built (or read) normal already: it is not normalised again.
-    champion = _plain(champion) if isinstance(champion, msgspec.Struct) else normalise_report(champion)
+    champion = (_plain(champion) if isinstance(champion, msgspec.Struct)
+                else normalise_report(champion))
     challenger = (_plain(challenger) if isinstance(challenger, msgspec.Struct)
                   else normalise_report(challenger))
     if champion.get("failure"):

@@ -35,7 +35,8 @@ def _detail(item: dict[str, Any]) -> str:
     for comment in item["comments"]:
         lines += ["", f"comment by {comment['author']}:", comment["body"]]
     for review in item.get("reviews", []):
-        lines += ["", f"review by {review['author']} ({review['kind']}):", review["body"] or "(no body)"]
+        lines += ["", f"review by {review['author']} ({review['kind']}):",
+                  review["body"] or "(no body)"]
         for inline in review["inline_comments"]:
             lines.append(f"  {inline['path']}:{inline['line']}: {inline['body']}")
     return "\n".join(lines)
@@ -88,7 +89,8 @@ def _parser() -> argparse.ArgumentParser:
     kind = review.add_mutually_exclusive_group(required=True)
     kind.add_argument("--approve", dest="kind", action="store_const", const="approve")
     kind.add_argument("--comment", dest="kind", action="store_const", const="comment")
-    kind.add_argument("--request-changes", dest="kind", action="store_const", const="request_changes")
+    kind.add_argument("--request-changes", dest="kind", action="store_const",
+                      const="request_changes")
     review.add_argument("--body", default="")
     pr_comment = pr.add_parser("comment", help="comment on a pull request")
     pr_comment.add_argument("number", type=int)

@@ -42,8 +42,8 @@ COMMENTS = ((1, "alice", "I can reproduce this on version 2.3."),)
 
 # (title, head branch, body, labels)
 PULLS = (
-    ("Fix crash when saving an empty file", "fix-empty-save", "Fixes #1 by checking for empty buffers.",
-     ["bug"]),
+    ("Fix crash when saving an empty file", "fix-empty-save",
+     "Fixes #1 by checking for empty buffers.", ["bug"]),
     ("Add dark mode toggle", "dark-mode", "Part of #2: adds a toggle in the settings.", []),
     ("Speed up search indexing", "faster-search", "Speeds up #5 with an incremental index.", []),
 )

@@ -51,17 +51,20 @@ def _dispatch(tracker: Tracker, method: str, path: str, query: dict[str, str],
     routes: dict[tuple[str, str], Callable[[], Any]] = {
         ("GET", ""): lambda: {"routes": ROUTES_HELP},
         ("GET", "user"): tracker.whoami,
-        ("GET", "issues"): lambda: tracker.list_issues(query.get("state", "open"), query.get("label")),
+        ("GET", "issues"): lambda: tracker.list_issues(query.get("state", "open"),
+                                                       query.get("label")),
         ("POST", "issues"): lambda: tracker.create_issue(
             str(body.get("title", "")), str(body.get("body", "")), list(body.get("labels") or [])),
         ("GET", "labels"): tracker.list_labels,
         ("POST", "labels"): lambda: tracker.create_label(
-            str(body.get("name", "")), str(body.get("color", "")), str(body.get("description", ""))),
+            str(body.get("name", "")), str(body.get("color", "")),
+            str(body.get("description", ""))),
         ("GET", "pulls"): lambda: tracker.list_pulls(query.get("state", "open")),
         ("GET", "issues/N"): lambda: tracker.show_issue(number),
         ("PATCH", "issues/N"): lambda: _patch(tracker, number, body, "issue"),
         ("POST", "issues/N/comments"): lambda: tracker.comment(number, str(body.get("body", ""))),
-        ("POST", "issues/N/labels"): lambda: tracker.add_labels(number, list(body.get("labels") or [])),
+        ("POST", "issues/N/labels"): lambda: tracker.add_labels(
+            number, list(body.get("labels") or [])),
         ("DELETE", "issues/N/labels/NAME"): lambda: tracker.remove_label(number, parts[3]),
         ("POST", "issues/N/assignees"): lambda: _assign(tracker, number, body),
         ("GET", "pulls/N"): lambda: tracker.show_pull(number),
@@ -69,8 +72,8 @@ def _dispatch(tracker: Tracker, method: str, path: str, query: dict[str, str],
         ("POST", "pulls/N/merge"): lambda: tracker.merge_pull(number),
         ("POST", "pulls/N/reviews"): lambda: tracker.review_pull(
             number, str(body.get("kind", "")), str(body.get("body", ""))),
-        ("POST", "pulls/N/comments"): lambda: (tracker.show_pull(number),
-                                               tracker.comment(number, str(body.get("body", ""))))[1],
+        ("POST", "pulls/N/comments"): lambda: (
+            tracker.show_pull(number), tracker.comment(number, str(body.get("body", ""))))[1],
     }
     shape = "/".join(["N" if i == 1 and number is not None else
                       ("NAME" if i == 3 else p) for i, p in enumerate(parts)])
