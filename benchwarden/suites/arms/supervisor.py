@@ -50,10 +50,11 @@ import time
 
 READY_TIMEOUT = 30.0
 _write_lock = threading.Lock()
-_running: dict[int, subprocess.Popen] = {}
+# Keyed by each request's JSON "id", as the host sent it.
+_running: dict[object, subprocess.Popen[bytes]] = {}
 _running_lock = threading.Lock()
 _services: list[subprocess.Popen] = []
-_inputs: dict[int, queue.Queue[bytes | None]] = {}
+_inputs: dict[object, queue.Queue[bytes | None]] = {}
 LINE_LIMIT = 16 * 1024 * 1024
 """Longest line an opened process may print; a longer one ends it (the host would have
 to hold it whole)."""
@@ -187,8 +188,8 @@ def _open(request: dict) -> None:
         return
     inputs: queue.Queue[bytes | None] = queue.Queue()
     with _running_lock:
-        _running[identifier] = process  # type: ignore[index]
-        _inputs[identifier] = inputs  # type: ignore[index]
+        _running[identifier] = process
+        _inputs[identifier] = inputs
 
     def write() -> None:
         assert process.stdin is not None
@@ -222,8 +223,8 @@ def _open(request: dict) -> None:
         process.wait()
         inputs.put(None)
         with _running_lock:
-            _running.pop(identifier, None)  # type: ignore[arg-type]
-            _inputs.pop(identifier, None)  # type: ignore[arg-type]
+            _running.pop(identifier, None)
+            _inputs.pop(identifier, None)
         answer = {"id": identifier, "closed": True, "exit_status": process.returncode}
         if problem:
             answer["error"] = problem
@@ -235,14 +236,14 @@ def _open(request: dict) -> None:
 
 def _write(identifier: object, data: object) -> None:
     with _running_lock:
-        inputs = _inputs.get(identifier)  # type: ignore[call-overload]
+        inputs = _inputs.get(identifier)
     if inputs is not None:
         inputs.put(str(data).encode("utf-8"))
 
 
 def _kill(identifier: object) -> None:
     with _running_lock:
-        process = _running.pop(identifier, None)  # type: ignore[arg-type]
+        process = _running.pop(identifier, None)
     if process is not None:
         _kill_group(process)
 

@@ -71,6 +71,9 @@ class PackError(ValueError):
 
 def coerce_item(value: Any) -> Item:
     """Accept an `Item`, a mapping with the same fields, or an object exposing them."""
+    text: object  # checked below, whatever the caller handed over
+    source: Any
+    status: object
     if isinstance(value, Item):
         text, source, status = value.text, value.source, value.status
     elif isinstance(value, dict):

@@ -12,7 +12,7 @@ import datetime as dt
 import re
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from benchwarden.core import formatting
@@ -121,7 +121,7 @@ def challenge(challenger: str, ladder_dir: str, base: str | None, date: str | No
     progress = progress_bar(TextColumn("[bold]{task.description}[/bold]"), BarColumn(),
                         MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console(stderr=True), transient=True)
-    tasks: dict[str, int] = {}
+    tasks: dict[str, TaskID] = {}
 
     def advance(role: str, count: int) -> None:
         if role not in tasks:

@@ -49,6 +49,7 @@ from typing import Any
 import msgspec
 
 from benchwarden.core import sandbox as boundary_module
+from benchwarden.core.errors import IsolationUnavailable
 from benchwarden.core.sandbox import Boundary, Limits, start_with_retries
 from benchwarden.core.verdicts import one_line
 from benchwarden.suites.retrieval.api import Item, Session, coerce_pack
@@ -226,7 +227,7 @@ class SandboxedStrategy:
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 cwd=self.scratch, start_new_session=True, env=environment,
                 preexec_fn=limits.apply)
-        except boundary_module.IsolationUnavailable as error:
+        except IsolationUnavailable as error:
             self._stop()
             raise SandboxFailure("isolation", str(error)) from None
         except OSError as error:
