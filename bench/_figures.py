@@ -16,9 +16,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 
 @dataclass(frozen=True)
@@ -64,12 +64,12 @@ def emit(script: str, figures: Iterable[Figure], json_path: str | None = None) -
     print(f"\n{script}: figures (ratio = value / baseline, both measured in this run)")
     width = max([len(name) for name in names] + [6])
     print(f"{'figure':<{width}} {'value':>12} {'baseline':>12} {'ratio':>8}  unit")
-    for name, figure in zip(names, figures):
+    for name, figure in zip(names, figures, strict=True):
         ratio = figure.ratio
         print(f"{name:<{width}} {_number(figure.value):>12} {_number(figure.baseline):>12} "
               f"{'—' if ratio is None else f'{ratio:.2f}x':>8}  {figure.unit}"
               + (f"  ({figure.note})" if figure.note else ""))
-    document = {name: figure.as_json() for name, figure in zip(names, figures)}
+    document = {name: figure.as_json() for name, figure in zip(names, figures, strict=True)}
     if json_path:
         Path(json_path).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return document

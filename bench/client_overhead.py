@@ -5,7 +5,8 @@ chunks, a finish chunk, a usage chunk, `[DONE]`) as fast as it can; this process
 S concurrent streams through one client and measures its own CPU time (user + system,
 `time.process_time`) per streamed token. The server's CPU is not counted. Both clients
 get the same load in the same run, alternating; each measured round follows an
-unmeasured warm-up round on the same client (so its connection pool is full), and every reply is checked to have all its tokens.
+unmeasured warm-up round on the same client (so its connection pool is full), and every
+reply is checked to have all its tokens.
 
     python bench/client_overhead.py                      # 256 streams x 256 tokens
     python bench/client_overhead.py --per-token-writes   # one server write per token
@@ -29,7 +30,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from _figures import Figure, add_json_option, emit  # noqa: E402
-
 
 # --- the server (runs in its own process) ---
 
@@ -148,7 +148,7 @@ async def measured(start_round) -> tuple[float, float, int]:
 def report(name: str, results, streams: int, tokens: int) -> float:
     expected = streams * tokens
     per_token = []
-    for cpu, wall, counted in results:
+    for cpu, _wall, counted in results:
         if counted != expected:
             raise SystemExit(f"{name}: received {counted} tokens, expected {expected}")
         per_token.append(cpu / counted * 1e6)

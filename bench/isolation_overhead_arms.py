@@ -78,14 +78,16 @@ COMMAND_TIMES: list[float] = []
 
 def one_trial(arm: str, isolation: str, number: int) -> tuple[float, list[float]]:
     COMMAND_TIMES.clear()
-    job = TrialJob("tracker", arm, "close-issue", number, "bench", ScriptedDriver(tuple(COMMANDS[arm])),
+    job = TrialJob("tracker", arm, "close-issue", number, "bench",
+                   ScriptedDriver(tuple(COMMANDS[arm])),
                    Limits(wall_clock=120, command_timeout=60), None, isolation)
     started = time.perf_counter()
     result = run_trial(job)
     elapsed = time.perf_counter() - started
     if result.kind != "sample" or result.record is None or result.record.outcome != "pass":
         raise SystemExit(f"bench trial did not pass ({isolation}, {arm}): {result.kind} "
-                         f"{result.reason} {result.record.payload['reasons'] if result.record else ''}")
+                         f"{result.reason} "
+                         f"{result.record.payload['reasons'] if result.record else ''}")
     return elapsed, list(COMMAND_TIMES)
 
 

@@ -59,9 +59,9 @@ def _trivial(value: int) -> int:
 
 
 def run_phase(mode: str, strategy: str, seeds: str, executor_spec: str) -> float:
-    from benchwarden.suites.retrieval.command import parse_seeds  # noqa: F401 (the command's imports)
     from benchwarden.core.executors import LocalExecutor, make_executor
     from benchwarden.core.store import open_store
+    from benchwarden.suites.retrieval.command import parse_seeds  # noqa: F401 (the command's imports)
     from benchwarden.suites.retrieval.driver import RunSettings, run_strategy
     from benchwarden.suites.retrieval.strategies import parse_strategy
 

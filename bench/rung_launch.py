@@ -35,14 +35,14 @@ import aiohttp
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from _figures import Figure, add_json_option, emit  # noqa: E402
+
 from benchwarden.suites.contamination.fidelity import (  # noqa: E402
     launch_skew_ms,
     peak_overlap,
     streaming_interval,
 )
 from benchwarden.targets.openai_client import ChatClient  # noqa: E402
-
-from _figures import Figure, add_json_option, emit  # noqa: E402
 
 BODY = {"model": "bench-model", "stream": True, "max_tokens": 64,
         "messages": [{"role": "user", "content": "Say a few words."}],

@@ -36,17 +36,17 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
+
+from _figures import Figure, add_json_option, emit
+from scale_store import SCOPE as SYNTHETIC_SCOPE
+from scale_store import ensure_store, parse_size, synthetic_record
 
 from benchwarden.core import secrets
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, TokenComponents, canonical_json
 from benchwarden.core.store import Store, open_store
-
-from _figures import Figure, add_json_option, emit
-from scale_store import SCOPE as SYNTHETIC_SCOPE
-from scale_store import ensure_store, parse_size, synthetic_record
 
 ARMS = ("cli", "mcp", "rest")
 # a credential-shaped value the scrubber remembers for the "scrubbed" rounds; it never

@@ -31,6 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from _figures import Figure, add_json_option, emit  # noqa: E402
 from store_append import arm_record  # noqa: E402
+
 from benchwarden.core.provenance import stamp_run  # noqa: E402
 from benchwarden.core.store import open_store  # noqa: E402
 
@@ -82,7 +83,8 @@ def main() -> None:
         for label, path in stores.items():
             figures[("verify", label)] = peak_rss_mb(
                 [sys.executable, "-m", "benchwarden", "verify", "--store", str(path)])
-            figures[("fetch-all", label)] = peak_rss_mb([sys.executable, "-c", FETCH_ALL, str(path)])
+            figures[("fetch-all", label)] = peak_rss_mb(
+                [sys.executable, "-c", FETCH_ALL, str(path)])
         baseline = figures[("verify", "small")][0]
         failed = [reader for reader, (_rss, _seconds, code) in figures.items() if code != 0]
         if failed:

@@ -23,8 +23,8 @@ OUTPUT_DIR = Path(__file__).resolve().parent.parent / "test-output"
 settings.register_profile("dev", deadline=None)
 settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
 settings.register_profile("thorough", deadline=None, max_examples=2000)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
-                      or ("ci" if os.environ.get("CI", "").lower() in ("1", "true", "yes") else "dev"))
+ON_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if ON_CI else "dev"))
 
 
 def require(condition: bool, what: str, how: str) -> None:

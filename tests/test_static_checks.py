@@ -1,11 +1,14 @@
-"""ruff and mypy, as configured in pyproject.toml, gate on "no new findings".
+"""ruff and mypy, as configured in pyproject.toml, gate at zero findings.
 
 The configuration (ruff: E, F, I, B, UP at 100 columns; mypy: strict on core/ and
-targets/) arrived after the code, so the findings that predate it are counted per file
-and per code in tests/static_baseline/. A test fails when any file gains a finding of any
-code; it also fails when a file has fewer than its baseline, so the baseline only ever
-shrinks (regenerate it with `python tests/test_static_checks.py --update` after fixing,
-and say so in the commit). A file not in the baseline must be clean.
+targets/) arrived after the code; its findings have since been fixed everywhere except in
+the few files of `PENDING`, which another branch was rewriting when the rest reached
+zero. Those files' findings are counted per file and per code in tests/static_baseline/:
+a test fails when any file gains a finding of any code, and when a file has fewer than
+its baseline, so the baseline only ever shrinks (regenerate it with
+`python tests/test_static_checks.py --update` after fixing, and say so in the commit).
+Any finding in a file outside `PENDING` fails, whatever the baseline says, so regenerating
+the baseline cannot let a new finding in. When `PENDING` is empty the gate is zero.
 """
 
 from __future__ import annotations
@@ -23,6 +26,15 @@ ROOT = Path(__file__).resolve().parents[1]
 BASELINE = ROOT / "tests" / "static_baseline"
 RUFF_PATHS = ("benchwarden", "tests", "bench")
 MYPY_LINE = re.compile(r"^(?P<file>[^:]+):\d+: error: .*\[(?P<code>[a-z0-9-]+)\]$")
+# The only files allowed a baseline: being rewritten on the summary-table branch when the
+# rest of the repository reached zero. Remove each once it is clean; never add one.
+PENDING = frozenset({
+    "benchwarden/core/records.py", "benchwarden/core/store.py",
+    "benchwarden/core/store_postgres.py", "benchwarden/suites/arms/command.py",
+    "benchwarden/suites/arms/driver.py", "benchwarden/suites/arms/html.py",
+    "benchwarden/suites/arms/report.py", "benchwarden/suites/arms/views.py",
+    "tests/core/test_store.py", "tests/core/test_store_backends.py",
+})
 
 
 def ruff_findings() -> dict[str, dict[str, int]]:
@@ -75,6 +87,24 @@ def test_no_new_findings_and_the_baseline_only_shrinks(name, run):
     assert new == [], f"new {name} findings (fix them): {new}"
     assert fixed == [], (f"{name} findings fixed: shrink the baseline with "
                          f"`python tests/test_static_checks.py --update`: {fixed}")
+
+
+def outside_pending(found: dict[str, dict[str, int]]) -> list[str]:
+    """Findings in files that must be clean, one line per file and code."""
+    return [f"{path}: {code} {count}" for path, codes in sorted(found.items())
+            if path not in PENDING for code, count in sorted(codes.items())]
+
+
+@pytest.mark.parametrize("name, run", [("ruff", ruff_findings), ("mypy", mypy_findings)])
+def test_every_file_outside_pending_has_no_finding(name, run):
+    assert outside_pending(run()) == [], f"{name} findings (fix them, no baseline here)"
+    assert set(load(name)) <= PENDING, f"{name} baseline lists a file outside PENDING"
+
+
+def test_outside_pending_ignores_only_the_pending_files():
+    found = {"benchwarden/core/store.py": {"E501": 3}, "benchwarden/core/stats.py": {"B905": 1},
+             "tests/x.py": {"F401": 2}}
+    assert outside_pending(found) == ["benchwarden/core/stats.py: B905 1", "tests/x.py: F401 2"]
 
 
 def test_the_new_shape_modules_are_clean():

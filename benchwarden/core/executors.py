@@ -33,8 +33,9 @@ import signal
 import sys
 import threading
 import traceback
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Protocol, Sequence, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from benchwarden.core.errors import EnvironmentFailure
 from benchwarden.core.verdicts import one_line
@@ -216,7 +217,7 @@ class LocalExecutor:
                 worker.kill()
                 worker.join(5)
 
-    def __enter__(self) -> "LocalExecutor":
+    def __enter__(self) -> LocalExecutor:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -264,8 +265,9 @@ class RayExecutor:
                 raise ValueError(
                     f"cannot start or join the Ray cluster {address or '(local)'}: "
                     f"{_one_line(str(error))}") from None
-        self._remote = ray.remote(num_cpus=cpus_per_task, max_retries=0)(_guarded)
-        total = int(ray.cluster_resources().get("CPU", 1))
+        self._remote: Any = ray.remote(num_cpus=cpus_per_task, max_retries=0)(_guarded)
+        # ray ships cluster_resources without annotations; its result is a plain dict
+        total = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
         self.max_in_flight = max_in_flight or max(2, 2 * int(total / max(cpus_per_task, 0.01)))
 
     def __repr__(self) -> str:
@@ -292,8 +294,9 @@ class RayExecutor:
                 try:
                     yield index, ray.get(reference)
                 except Exception as error:  # the worker died, or the result did not travel
+                    first_line = str(error).splitlines()[0] if str(error) else ""
                     yield index, TaskFailure(index, _one_line(
-                        f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"))
+                        f"{type(error).__name__}: {first_line}"))
             fill()
 
     def close(self) -> None:
@@ -306,7 +309,7 @@ class RayExecutor:
         already sent to a cluster this process joined run on there."""
         self.close()
 
-    def __enter__(self) -> "RayExecutor":
+    def __enter__(self) -> RayExecutor:
         return self
 
     def __exit__(self, *exc: object) -> None:

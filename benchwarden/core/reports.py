@@ -16,8 +16,9 @@ Invariants:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import msgspec
 from rich.console import Console

@@ -22,8 +22,9 @@ import inspect
 import math
 import statistics
 from collections import defaultdict
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Hashable, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from benchwarden.core.lazy import lazy_module
 
@@ -188,7 +189,7 @@ def clustered_mean_se(values: Sequence[float], clusters: Sequence[Hashable],
     if len(labels) != len(numbers):
         raise ValueError(f"{len(numbers)} values but {len(labels)} cluster labels")
     members: dict[Hashable, list[float]] = defaultdict(list)
-    for number, label in zip(numbers, labels):
+    for number, label in zip(numbers, labels, strict=True):
         members[label].append(number)
     return clustered_mean_se_of_totals(
         {label: (len(group), math.fsum(group)) for label, group in members.items()}, confidence)
@@ -421,7 +422,7 @@ def paired_verdict(champion: Sequence[float], challenger: Sequence[float],
                          "standard error, so no band can be set")
     if floor < 0 or z < 0:
         raise ValueError(f"floor and z must be non-negative, got {floor}, {z}")
-    differences = [new - old for old, new in zip(champion_scores, challenger_scores)]
+    differences = [new - old for old, new in zip(champion_scores, challenger_scores, strict=True)]
     mean_diff = float(statistics.mean(differences))
     se = statistics.stdev(differences) / math.sqrt(n)
     band = max(floor, z * se)

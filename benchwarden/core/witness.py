@@ -31,9 +31,10 @@ import json
 import os
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from benchwarden.core.chain import GENESIS_HASH
 
@@ -62,7 +63,7 @@ class StoreHead:
         return {"schema": WITNESS_SCHEMA, "seq": self.seq, "hash": self.hash, "first": self.first}
 
     @classmethod
-    def from_json_dict(cls, data: Any) -> "StoreHead":
+    def from_json_dict(cls, data: Any) -> StoreHead:
         if not isinstance(data, Mapping):
             raise WitnessError("not a JSON object")
         schema = data.get("schema", WITNESS_SCHEMA)
@@ -79,7 +80,7 @@ class StoreHead:
         return cls(seq, data["hash"], data["first"])
 
     @classmethod
-    def empty(cls) -> "StoreHead":
+    def empty(cls) -> StoreHead:
         """The witness of a store with no entries yet."""
         return cls(0, GENESIS_HASH, GENESIS_HASH)
 

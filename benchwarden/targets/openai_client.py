@@ -50,7 +50,8 @@ import json
 import math
 import re
 import time
-from typing import Any, Awaitable, Callable, Sequence, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 import aiohttp
 import msgspec
@@ -474,7 +475,8 @@ class _StreamState:
 
     def reply(self) -> Reply:
         usage = self.usage
-        reported = usage is not None and usage.completion_tokens is not None
+        reported_tokens = usage.completion_tokens if usage is not None else None
+        reported = reported_tokens is not None
         return Reply(
             reasoning="".join(self.reasoning),
             text="".join(self.text),
@@ -482,7 +484,8 @@ class _StreamState:
                 ToolCall(name=call.name or "", arguments="".join(call.arguments), id=call.id)
                 for call in self.calls),
             finish_reason=self.finish_reason,
-            completion_tokens=usage.completion_tokens if reported else self.counted_deltas,
+            completion_tokens=(reported_tokens if reported_tokens is not None
+                               else self.counted_deltas),
             usage_reported=reported,
             prompt_tokens=usage.prompt_tokens if usage is not None else None,
             cached_prompt_tokens=(
@@ -617,7 +620,7 @@ def retry_after_seconds(value: str | None, now_epoch: float) -> float | None:
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when.tzinfo is None:  # "-0000" means UTC with no zone information
-        when = when.replace(tzinfo=datetime.timezone.utc)
+        when = when.replace(tzinfo=datetime.UTC)
     return max(0.0, when.timestamp() - now_epoch)
 
 
@@ -1136,7 +1139,7 @@ class ChatClient:
     def __repr__(self) -> str:  # never shows the API key
         return f"ChatClient({self.base_url!r})"
 
-    async def __aenter__(self) -> "ChatClient":
+    async def __aenter__(self) -> ChatClient:
         connector = _WatchingConnector(limit=self.max_connections, limit_per_host=0)
         timeout = aiohttp.ClientTimeout(total=self.request_timeout,
                                         sock_connect=self.connect_timeout)
@@ -1259,7 +1262,7 @@ class ChatClient:
 
     # --- streamed chat ---
 
-    async def stream_chat(self, body: dict, *,
+    async def stream_chat(self, body: dict[str, Any], *,
                           cancel_after_deltas: int | None = None) -> RequestOutcome:
         """POST the body (as given) and record the streamed reply; never raises for a
         request-level failure. With `cancel_after_deltas=k` the connection is closed
@@ -1446,8 +1449,10 @@ class ChatClient:
                                 f"cancelled by client after {state.content_deltas} deltas",
                                 extra={"cancelled": True})
         parser = body.parser  # the body ended
+        ended_at = state.last_byte_at
+        assert ended_at is not None  # set when the headers arrived
         for event in parser.finish():
-            state.take(event, state.last_byte_at)
+            state.take(event, ended_at)
         if state.saw_done or state.finish_reason:
             return self._complete(state, status)
         cut = " (its last line was cut off)" if parser.has_partial_line else ""
@@ -1493,14 +1498,14 @@ class ChatClient:
 
     # --- non-streamed chat (the arms suite's agent loop) ---
 
-    async def complete_chat(self, body: dict) -> ChatCompletion:
+    async def complete_chat(self, body: dict[str, Any]) -> ChatCompletion:
         """POST the body (as given, not streamed); TargetError on any failure. HTTP 429
         is retried as for `stream_chat`; a body over `max_reply_bytes` is a failure."""
         return await self._retrying_overload(
             lambda: self._complete_once(body),
             lambda reason, detail: TargetError(f"{reason} from POST {self._chat_url}: {detail}"))
 
-    async def _complete_once(self, body: dict) -> ChatCompletion:
+    async def _complete_once(self, body: dict[str, Any]) -> ChatCompletion:
         session = self._require_session()
         payload = _encoder.encode(body)
         url = self._chat_url
@@ -1529,6 +1534,7 @@ class ChatClient:
                     continue
                 raise TargetError(self._transport_error("POST", url, exc,
                                                         self.request_timeout)) from None
+        assert status is not None  # each attempt breaks with a status, retries or raises
         if status != 200:
             detail = _error_text_from_body(raw[:_ERROR_BODY_LIMIT])
             if status == 429:
@@ -1568,7 +1574,8 @@ def _completion_from(document: Any, url: str) -> ChatCompletion:
         raise TargetError(f"POST {url} answered no choices: "
                           f"{_encoder.encode(document)[:_EXCERPT].decode('utf-8', 'replace')}")
     choice = choices[0]
-    message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+    given_message = choice.get("message")
+    message: dict[str, Any] = given_message if isinstance(given_message, dict) else {}
     content = message.get("content")
     if isinstance(content, list):  # content parts
         content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
@@ -1577,11 +1584,13 @@ def _completion_from(document: Any, url: str) -> ChatCompletion:
     for call in message.get("tool_calls") or []:
         if not isinstance(call, dict):
             continue
-        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        given_function = call.get("function")
+        function: dict[str, Any] = given_function if isinstance(given_function, dict) else {}
         calls.append(ToolCall(name=str(function.get("name") or ""),
                               arguments=_arguments_text(function.get("arguments")),
                               id=call.get("id")))
-    usage = document.get("usage") if isinstance(document.get("usage"), dict) else {}
+    given_usage = document.get("usage")
+    usage: dict[str, Any] = given_usage if isinstance(given_usage, dict) else {}
     prompt_details = usage.get("prompt_tokens_details") or {}
     completion_details = usage.get("completion_tokens_details") or {}
     return ChatCompletion(

@@ -169,10 +169,11 @@ class RequestOutcome:
         reply = data.get("reply")
         if isinstance(reply, dict) and reply.get("token_logprobs") is None:
             reply.pop("token_logprobs", None)  # records without logprobs keep their old shape
-        return _storable(data)
+        storable: dict[str, Any] = _storable(data)
+        return storable
 
     @classmethod
-    def from_json_dict(cls, data: Any) -> "RequestOutcome":
+    def from_json_dict(cls, data: Any) -> RequestOutcome:
         """The exact inverse of `to_json_dict`."""
         return msgspec.convert(_restored(data), cls)
 

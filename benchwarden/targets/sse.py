@@ -192,7 +192,7 @@ class SSEParser:
                 self._skip_leading_lf = True  # an LF opening the next chunk ends this line
         if line.startswith(b"data:"):
             start = 6 if line[5:6] == b" " else 5
-            self._data.append(memoryview(line)[start:])  # type: ignore[arg-type]
+            self._data.append(memoryview(line)[start:])
             self._has_fields = True
             events: list[SSEEvent] = []
         else:

@@ -18,7 +18,8 @@ COMMON_EXPRESSIONS = {
     # textContent: the payload sits in closed <details>, which innerText skips
     "hostile_as_text": "document.querySelector('main').textContent.includes("
                        "\"<script>document.title='PWNED'\")"
-                       " && document.querySelector('main').textContent.includes('<img src=x onerror=')",
+                       " && document.querySelector('main').textContent"
+                       ".includes('<img src=x onerror=')",
     "embedded_kind": "JSON.parse(document.getElementById('report-data').textContent).verdict.kind",
 }
 

@@ -81,7 +81,8 @@ class _DevTools:
 
     def _event(self, method: str, params: dict[str, Any]) -> None:
         if method == "Runtime.consoleAPICalled":
-            text = " ".join(str(arg.get("value", arg.get("description", ""))) for arg in params.get("args", []))
+            text = " ".join(str(arg.get("value", arg.get("description", "")))
+                            for arg in params.get("args", []))
             self.visit.console.append({"level": params.get("type", ""), "text": text})
         elif method == "Runtime.exceptionThrown":
             details = params.get("exceptionDetails", {})
@@ -139,8 +140,8 @@ async def _visit(binary: str, page: Path, expressions: dict[str, str], screensho
                 try:
                     for domain in ("Page", "Runtime", "Log", "Network"):
                         await tools.call(f"{domain}.enable")
-                    await tools.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
-                                     deviceScaleFactor=1, mobile=False)
+                    await tools.call("Emulation.setDeviceMetricsOverride", width=width,
+                                     height=height, deviceScaleFactor=1, mobile=False)
                     tools.events.pop("Page.loadEventFired", None)  # only our page's load counts
                     await tools.call("Page.navigate", url=page.resolve().as_uri() + fragment)
                     await tools.wait_for("Page.loadEventFired")
@@ -162,14 +163,15 @@ async def _visit(binary: str, page: Path, expressions: dict[str, str], screensho
                         size = metrics.get("cssContentSize") or metrics["contentSize"]
                         shot = await tools.call(
                             "Page.captureScreenshot", format="png", captureBeyondViewport=True,
-                            clip={"x": 0, "y": 0, "width": width, "height": min(size["height"], 16000),
-                                  "scale": 1})
+                            clip={"x": 0, "y": 0, "width": width,
+                                  "height": min(size["height"], 16000), "scale": 1})
                         full_page.write_bytes(base64.b64decode(shot["data"]))
                     for name, expression in expressions.items():
                         result = await tools.call("Runtime.evaluate", expression=expression,
                                                   returnByValue=True, awaitPromise=True)
                         if "exceptionDetails" in result:
-                            visit.values[name] = RuntimeError(result["exceptionDetails"].get("text"))
+                            visit.values[name] = RuntimeError(
+                                result["exceptionDetails"].get("text"))
                         else:
                             visit.values[name] = result.get("result", {}).get("value")
                 finally:
@@ -186,8 +188,8 @@ async def _visit(binary: str, page: Path, expressions: dict[str, str], screensho
 
 
 def visit_page(page: Path, expressions: dict[str, str], *, screenshot: Path | None = None,
-               full_page: Path | None = None, width: int = 1400, height: int = 2000, settle_s: float = 0.3,
-               fragment: str = "") -> PageVisit:
+               full_page: Path | None = None, width: int = 1400, height: int = 2000,
+               settle_s: float = 0.3, fragment: str = "") -> PageVisit:
     binary = chromium_path()
     if binary is None:
         raise RuntimeError("no chromium binary")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from benchwarden.suites.contamination.html import render_html
-from tests.browser.chromium import chromium_path, visit_page
 from tests.browser.checks import COMMON_EXPRESSIONS, assert_clean_visit
+from tests.browser.chromium import chromium_path, visit_page
 from tests.conftest import require
 from tests.suites.contamination.test_html import sample_report
 

@@ -3,13 +3,15 @@ every recorded store and ledger fail verification."""
 
 import hashlib
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from benchwarden.core.chain import GENESIS_HASH, link_hash
 
 
 def test_the_link_is_pinned():
-    assert link_hash(GENESIS_HASH, b'["record"]', b"{}") == "9615409715b691be9ec75a3fa4753dfcd1f8c30dd37c93079ba742707337a7b3"
+    assert link_hash(GENESIS_HASH, b'["record"]', b"{}") == (
+        "9615409715b691be9ec75a3fa4753dfcd1f8c30dd37c93079ba742707337a7b3")
 
 
 @given(st.text(alphabet="0123456789abcdef", min_size=64, max_size=64),

@@ -8,10 +8,16 @@ import os
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from benchwarden.core.executors import (LocalExecutor, RayExecutor, TaskFailure, make_executor,
-                                        run_all)
+from benchwarden.core.executors import (
+    LocalExecutor,
+    RayExecutor,
+    TaskFailure,
+    make_executor,
+    run_all,
+)
 from tests.conftest import require
 
 
@@ -95,7 +101,8 @@ def test_process_pool_returns_failures_and_equals_the_loop(pool):
         normalised(run_all(LocalExecutor(1), square_or_refuse, values))
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=10, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(values=st.lists(st.integers(-3, 50), max_size=12))
 def test_process_pool_agrees_with_the_loop_on_any_input(pool, values):
     assert normalised(run_all(pool, square_or_refuse, values)) == expected(values)

@@ -8,7 +8,8 @@ import subprocess
 import sys
 import textwrap
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from benchwarden.core.lazy import lazy_module
 
@@ -43,7 +44,7 @@ def test_a_missing_attribute_is_an_attribute_error_of_the_real_module():
     math = lazy_module("math")
     assert math.sqrt(16.0) == 4.0
     try:
-        math.no_such_function
+        _ = math.no_such_function
     except AttributeError as error:
         assert "no_such_function" in str(error)
     else:

@@ -1,5 +1,6 @@
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenComponents, TokenWeights
 from benchwarden.core.verdicts import Verdict, one_line

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from html.parser import HTMLParser
-from typing import Any, Iterator
+from typing import Any
 
 import msgspec
 import pytest
@@ -222,15 +223,16 @@ def arms(tmp_path) -> arms_report.ArmsReport:
 def test_every_number_on_the_arms_page_is_the_json_s(arms) -> None:
     parsed = assert_page_matches_json(arms_html(arms), arms)
     headline = _table_with(parsed, "cli", 9)
-    for shown, row in zip(headline, arms.headline):
+    for shown, row in zip(headline, arms.headline, strict=False):
         assert shown[1:7] == [fmt.count(row.samples), fmt.rate(row.success),
                               fmt.estimate(row.cost_equivalent, 0), fmt.estimate(row.raw_tokens, 0),
                               fmt.estimate(row.turns, 1), fmt.estimate(row.duration_s, 1)]
         assert shown[8] == fmt.estimate(row.imputed_cost_usd, 4)
     assert arms.trials is not None
     for trial in arms.trials:  # the drill-down's cost and duration are the Record's
-        assert f"{fmt.tokens(trial.cost_equivalent)} cost-eq tokens · {fmt.duration(trial.duration_s)}" \
-            in " ".join(parsed.texts)
+        shown = (f"{fmt.tokens(trial.cost_equivalent)} cost-eq tokens · "
+                 f"{fmt.duration(trial.duration_s)}")
+        assert shown in " ".join(parsed.texts)
 
 
 def test_the_arms_page_of_a_json_file_is_the_page_of_the_typed_report(arms) -> None:
@@ -262,7 +264,8 @@ def _retrieval_run(store: Any, run_id: str, name: str, skill: float, dumps: bool
 
 
 @pytest.fixture
-def retrieval(tmp_path) -> tuple[retrieval_report.RetrievalReport, retrieval_report.RetrievalReport]:
+def retrieval(tmp_path
+              ) -> tuple[retrieval_report.RetrievalReport, retrieval_report.RetrievalReport]:
     with open_store(tmp_path / "retrieval.sqlite") as store:
         _retrieval_run(store, "retrieval-champion", "fts5-bm25", 0.6, dumps=False)
         _retrieval_run(store, "retrieval-challenger", "dump-all", 0.8, dumps=True)
@@ -283,7 +286,7 @@ def test_every_number_on_the_retrieval_page_is_the_json_s(retrieval) -> None:
         parsed = assert_page_matches_json(retrieval_html(report), report)
         guards = [row for row in _table_with(parsed, report.name, 10) if row[0] == report.name]
         assert len(guards) == len(report.seeds)
-        for shown, block in zip(guards, report.seeds):
+        for shown, block in zip(guards, report.seeds, strict=True):
             assert shown[1:] == [str(block.seed), fmt.number(block.guards.efficiency, 3),
                                  fmt.number(block.guards.mean_used_chars, 0),
                                  fmt.number(block.guards.consistency, 3),
@@ -307,7 +310,8 @@ def test_retrieval_whiskers_are_the_student_t_intervals_of_the_summary(retrieval
     # at six seeds the t interval is wider than a normal one by t(0.975, 5) / 1.96
     guard = single.summary.guards.efficiency
     if guard.se:
-        assert (guard.high - guard.low) / (2 * 1.96 * guard.se) == pytest.approx(2.5706 / 1.96, rel=1e-3)
+        widening = (guard.high - guard.low) / (2 * 1.96 * guard.se)
+        assert widening == pytest.approx(2.5706 / 1.96, rel=1e-3)
 
 
 def test_a_retrieval_json_file_reads_back_to_the_same_page(retrieval) -> None:
@@ -330,7 +334,8 @@ def _answer(probe: int) -> str:
     return f"{CANARIES[probe]}\n{words}{byte}\n{CANARIES[probe]}"
 
 
-def _streamed(text: str, sent: float, first: float, last: float, tokens: int = 24) -> RequestOutcome:
+def _streamed(text: str, sent: float, first: float, last: float,
+              tokens: int = 24) -> RequestOutcome:
     reply = Reply(reasoning="", text=text, tool_calls=(), finish_reason="stop",
                   completion_tokens=tokens, usage_reported=True, prompt_tokens=120,
                   cached_prompt_tokens=96, saw_done=True)

@@ -20,8 +20,6 @@ from benchwarden.core.sandbox import Boundary, Limits, require_bubblewrap
 from tests.conftest import bwrap_or_skip
 
 
-
-
 def _run(boundary: Boundary, script: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(boundary.argv(["sh", "-c", script]), preexec_fn=boundary.preexec(),
                           capture_output=True, text=True, timeout=60, check=False)
@@ -73,7 +71,8 @@ def test_a_listener_outside_is_unreachable(trial: Path) -> None:
     thread = threading.Thread(target=accept)
     thread.start()
     boundary = Boundary(writable=[trial], environment={"PATH": "/usr/bin:/bin"})
-    script = (f"{sys.executable} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 3)\""
+    script = (f"{sys.executable} -c "
+              f"\"import socket; socket.create_connection(('127.0.0.1', {port}), 3)\""
               " && echo connected")
     result = _run(boundary, script)
     thread.join()
@@ -98,7 +97,8 @@ def test_hidden_paths_are_empty_inside(trial: Path, tmp_path: Path) -> None:
     secret_dir = tmp_path / "store-dir"
     secret_dir.mkdir()
     (secret_dir / "store.sqlite").write_text("secret")
-    boundary = Boundary(writable=[trial], hidden=[secret_dir], environment={"PATH": "/usr/bin:/bin"})
+    boundary = Boundary(writable=[trial], hidden=[secret_dir],
+                        environment={"PATH": "/usr/bin:/bin"})
     result = _run(boundary, f"ls -A {secret_dir}; cat {secret_dir}/store.sqlite")
     assert "secret" not in result.stdout
     assert "store.sqlite" not in result.stdout
@@ -160,7 +160,8 @@ def test_a_unix_socket_bound_outside_is_not_connectable(trial: Path) -> None:
     assert accepted == []
 
 
-def test_hidden_folders_cannot_be_written_and_tmp_can_be_capped(trial: Path, tmp_path: Path) -> None:
+def test_hidden_folders_cannot_be_written_and_tmp_can_be_capped(trial: Path,
+                                                                tmp_path: Path) -> None:
     secret_dir = Path(tempfile.mkdtemp(dir="/var/tmp"))
     try:
         boundary = Boundary(writable=[trial], hidden=[secret_dir], tmp_size_bytes=1024 * 1024,
@@ -181,7 +182,8 @@ def test_a_hidden_file_reads_as_empty(trial: Path) -> None:
     secret.parent.mkdir(parents=True, exist_ok=True)
     secret.write_text("SQLite format 3 secret rows")
     try:
-        boundary = Boundary(writable=[trial], hidden=[secret], environment={"PATH": "/usr/bin:/bin"})
+        boundary = Boundary(writable=[trial], hidden=[secret],
+                            environment={"PATH": "/usr/bin:/bin"})
         result = _run(boundary, f"cat {secret}; echo tampered > {secret}")
         assert "secret rows" not in result.stdout
         assert secret.read_text() == "SQLite format 3 secret rows"
@@ -193,8 +195,10 @@ def test_a_vanished_mount_point_is_recognised_only_when_really_gone(tmp_path: Pa
     gone = tmp_path / "gone.sock"
     present = tmp_path / "present.sock"
     present.write_text("")
-    assert sandbox.vanished_mount_point(f"bwrap: Can't mkdir parents for {gone}: Read-only file system")
-    assert sandbox.vanished_mount_point(f"bwrap: Can't create file at {gone}: Read-only file system")
+    assert sandbox.vanished_mount_point(
+        f"bwrap: Can't mkdir parents for {gone}: Read-only file system")
+    assert sandbox.vanished_mount_point(
+        f"bwrap: Can't create file at {gone}: Read-only file system")
     assert not sandbox.vanished_mount_point(
         f"bwrap: Can't mkdir parents for {present}: Read-only file system")
     assert not sandbox.vanished_mount_point("bwrap: No permissions to create new namespace")

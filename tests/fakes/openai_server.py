@@ -99,7 +99,7 @@ class FakeOpenAIServer:
             raise RuntimeError("FakeOpenAIServer is not started")
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "FakeOpenAIServer":
+    def start(self) -> FakeOpenAIServer:
         ready = threading.Event()
         failure: list[BaseException] = []
 
@@ -143,7 +143,7 @@ class FakeOpenAIServer:
         self._thread.join(10)
         self._loop = self._thread = None
 
-    def __enter__(self) -> "FakeOpenAIServer":
+    def __enter__(self) -> FakeOpenAIServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -1,8 +1,9 @@
 """Fake OpenAI-compatible servers for the client tests (loopback, free port).
 
-`ScriptedOpenAIServer` (a fake: the handlers are scripted per test) answers `POST /v1/chat/completions` and `GET /v1/models` with
-handlers a test supplies, and records every request it received, so a test can check
-what the client sent. The helpers below build the reply shapes of real servers.
+`ScriptedOpenAIServer` (a fake: the handlers are scripted per test) answers
+`POST /v1/chat/completions` and `GET /v1/models` with handlers a test supplies, and records
+every request it received, so a test can check what the client sent. The helpers below
+build the reply shapes of real servers.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -36,7 +38,7 @@ class ScriptedOpenAIServer:
         self._runner: web.AppRunner | None = None
         self.url = ""
 
-    async def __aenter__(self) -> "ScriptedOpenAIServer":
+    async def __aenter__(self) -> ScriptedOpenAIServer:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._handle_chat)
         app.router.add_get("/v1/models", self._handle_models)
@@ -221,7 +223,7 @@ class FakeOneShotKeepAliveServer:
         self._server: asyncio.AbstractServer | None = None
         self.url = ""
 
-    async def __aenter__(self) -> "FakeOneShotKeepAliveServer":
+    async def __aenter__(self) -> FakeOneShotKeepAliveServer:
         self._server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
         self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
         return self

@@ -213,8 +213,9 @@ def test_open_connections_opens_the_pool_before_a_burst():
     reply = sse_body([chunk("hi", role="assistant"), chunk(finish_reason="stop")])
 
     async def scenario():
-        async with ScriptedOpenAIServer(chat=streaming(reply),
-                                        models=answering(404, '{"error": "no models here"}')) as server:
+        async with ScriptedOpenAIServer(
+                chat=streaming(reply),
+                models=answering(404, '{"error": "no models here"}')) as server:
             async with ChatClient(server.url) as client:
                 opened = await client.open_connections(5)
                 outcomes = await asyncio.gather(*(client.stream_chat({"stream": True})

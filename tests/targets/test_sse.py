@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from hypothesis import given, settings
@@ -22,7 +23,7 @@ def parse(*chunks: bytes, finish: bool = False) -> list[SSEEvent]:
 def split_at(raw: bytes, cuts: list[int]) -> list[bytes]:
     points = sorted({cut % (len(raw) + 1) for cut in cuts})
     edges = [0, *points, len(raw)]
-    return [raw[start:end] for start, end in zip(edges, edges[1:])]
+    return [raw[start:end] for start, end in itertools.pairwise(edges)]
 
 
 def test_data_lines_with_and_without_the_space_after_the_colon():

@@ -253,7 +253,8 @@ class Toolbox:
             entry["timed_out"] = True
             return f"[command killed after {timeout:.0f} s]"
         entry["exit_status"] = outcome.exit_status
-        text = outcome.output + (f"\n[output cut at {OUTPUT_LIMIT} bytes]" if outcome.truncated else "")
+        cut_note = f"\n[output cut at {OUTPUT_LIMIT} bytes]" if outcome.truncated else ""
+        text = outcome.output + cut_note
         return _clip(text) + f"\n[exit status {outcome.exit_status}]"
 
 
@@ -290,7 +291,8 @@ class OpenAIDriver:
 
     def describe(self) -> dict[str, Any]:
         return {"driver": self.name, "url": self.base_url, "model": self.model,
-                "api_key_env": self.api_key_env, "temperature": self.temperature, "max_tokens": self.max_tokens}
+                "api_key_env": self.api_key_env, "temperature": self.temperature,
+                "max_tokens": self.max_tokens}
 
     def run(self, context: AgentContext) -> Episode:
         return asyncio.run(self._run(context))
@@ -311,7 +313,7 @@ class OpenAIDriver:
                 try:
                     await asyncio.wait_for(self._loop(client, context, progress, deadline),
                                            context.limits.wall_clock)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     progress.stopped = "wall_clock"
         except TargetError as error:
             raise HarnessError(f"model server failed: {error}") from None
@@ -485,7 +487,7 @@ class CommandDriver:
                                  timeout=context.limits.wall_clock, merge=False,
                                  limit=COMMAND_RESULT_LIMIT),
                 context.limits.wall_clock + 30)
-        except asyncio.TimeoutError:  # the sandbox itself stopped answering
+        except TimeoutError:  # the sandbox itself stopped answering
             return Episode("", TokenComponents(), False, 0, [], "wall_clock")
         except SandboxFailure as error:
             raise HarnessError(str(error)) from None
@@ -504,7 +506,7 @@ class CommandDriver:
                        if v is not None and not (k == "denied" and v is False)}
                       for entry in result.transcript]
         tokens = TokenComponents(**msgspec.to_builtins(result.tokens))
-        stopped: Stop = "turn_cap" if result.hit_turn_cap or result.turns > context.limits.turn_cap \
-            else "finished"
+        capped = result.hit_turn_cap or result.turns > context.limits.turn_cap
+        stopped: Stop = "turn_cap" if capped else "finished"
         return Episode(result.final_report, tokens, True, result.turns, transcript, stopped,
                        result.imputed_cost_usd, result.model)

@@ -42,9 +42,10 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from benchwarden.core.sandbox import (
     Boundary,
@@ -200,7 +201,7 @@ class TrialSandbox:
                     pass
         self._fail_pending()
 
-    def __enter__(self) -> "TrialSandbox":
+    def __enter__(self) -> TrialSandbox:
         return self
 
     def __exit__(self, *exc: object) -> None:

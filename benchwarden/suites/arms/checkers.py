@@ -19,8 +19,9 @@ from __future__ import annotations
 import copy
 import re
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from benchwarden.suites.arms.tasks import CheckResult, State
 

@@ -10,7 +10,8 @@ Invariants: pure apart from asking whether the isolation asked for can work here
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from benchwarden.core.errors import ConfigurationError
 from benchwarden.core.sandbox import check_isolation_mode

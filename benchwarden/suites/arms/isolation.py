@@ -38,8 +38,9 @@ Invariants:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import bashlex
 import bashlex.errors
@@ -116,7 +117,7 @@ class NetworkChannel:
     """Environment variables of the agent whose value is one of the origins."""
 
     @classmethod
-    def of(cls, origins: Iterable[str], agent_env: Mapping[str, str]) -> "NetworkChannel":
+    def of(cls, origins: Iterable[str], agent_env: Mapping[str, str]) -> NetworkChannel:
         cleaned = tuple(origin.rstrip("/") for origin in origins if origin)
         variables = frozenset(name for name, value in agent_env.items()
                               if value.rstrip("/") in cleaned)

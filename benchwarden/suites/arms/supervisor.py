@@ -3,8 +3,9 @@
 Started once per trial (`python -I -S supervisor.py`, standard library only, so it
 needs nothing from the harness's import path) as pid 1 of the trial's bubblewrap
 sandbox (`--as-pid-1`: no bwrap reaper holds the pipes to the host; orphans it does
-not reap stay zombies until the trial ends, when the namespace dies with it), or directly on the host under `--isolation none`. It speaks JSON
-lines: requests on stdin, answers on stdout.
+not reap stay zombies until the trial ends, when the namespace dies with it), or directly
+on the host under `--isolation none`. It speaks JSON lines: requests on stdin, answers on
+stdout.
 
 1. The first line is the trial's configuration: `{"services": [{"name", "argv", "env",
    "cwd", "ready_port"}]}`. Each service (e.g. the tracker's REST server) is started as a
@@ -49,10 +50,11 @@ import time
 
 READY_TIMEOUT = 30.0
 _write_lock = threading.Lock()
-_running: dict[int, subprocess.Popen] = {}
+# Keyed by each request's JSON "id", as the host sent it.
+_running: dict[object, subprocess.Popen[bytes]] = {}
 _running_lock = threading.Lock()
 _services: list[subprocess.Popen] = []
-_inputs: dict[int, queue.Queue[bytes | None]] = {}
+_inputs: dict[object, queue.Queue[bytes | None]] = {}
 LINE_LIMIT = 16 * 1024 * 1024
 """Longest line an opened process may print; a longer one ends it (the host would have
 to hold it whole)."""
@@ -186,8 +188,8 @@ def _open(request: dict) -> None:
         return
     inputs: queue.Queue[bytes | None] = queue.Queue()
     with _running_lock:
-        _running[identifier] = process  # type: ignore[index]
-        _inputs[identifier] = inputs  # type: ignore[index]
+        _running[identifier] = process
+        _inputs[identifier] = inputs
 
     def write() -> None:
         assert process.stdin is not None
@@ -221,8 +223,8 @@ def _open(request: dict) -> None:
         process.wait()
         inputs.put(None)
         with _running_lock:
-            _running.pop(identifier, None)  # type: ignore[arg-type]
-            _inputs.pop(identifier, None)  # type: ignore[arg-type]
+            _running.pop(identifier, None)
+            _inputs.pop(identifier, None)
         answer = {"id": identifier, "closed": True, "exit_status": process.returncode}
         if problem:
             answer["error"] = problem
@@ -234,14 +236,14 @@ def _open(request: dict) -> None:
 
 def _write(identifier: object, data: object) -> None:
     with _running_lock:
-        inputs = _inputs.get(identifier)  # type: ignore[call-overload]
+        inputs = _inputs.get(identifier)
     if inputs is not None:
         inputs.put(str(data).encode("utf-8"))
 
 
 def _kill(identifier: object) -> None:
     with _running_lock:
-        process = _running.pop(identifier, None)  # type: ignore[arg-type]
+        process = _running.pop(identifier, None)
     if process is not None:
         _kill_group(process)
 

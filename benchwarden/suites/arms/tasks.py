@@ -19,9 +19,10 @@ Invariants:
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, Protocol, Sequence
+from typing import Any, Literal, Protocol
 
 DEFAULT_TIERS: tuple[str, ...] = ("read", "single-mutation", "find-then-act", "multi-step")
 

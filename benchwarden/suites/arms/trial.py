@@ -173,7 +173,8 @@ def run_trial(job: TrialJob) -> TrialResult:
             })
         return TrialResult(arm.name, task.id, job.trial, "sample", record=record)
     except (HarnessError, SandboxFailure) as error:
-        return TrialResult(arm.name, task.id, job.trial, "harness_error", reason=one_line(str(error), 300))
+        return TrialResult(arm.name, task.id, job.trial, "harness_error",
+                           reason=one_line(str(error), 300))
     except Exception as error:  # an environment or checker crash is the harness's fault too
         return TrialResult(arm.name, task.id, job.trial, "harness_error",
                            reason=one_line(f"{type(error).__name__}: {error}", 300))

@@ -19,19 +19,29 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from benchwarden.core.commandline import (ConfigError, any_model_option, api_key_env_option,
-                                          canary_seed_option, concurrency_option,
-                                          config_errors, max_tokens_option,
-                                          min_completion_tokens_option, probes_option,
-                                          html_option, json_report_option, model_option,
-                                          open_store_or_exit, refuse_url_with_credentials,
-                                          store_option, write_html_report)
+from benchwarden.core.commandline import (
+    ConfigError,
+    any_model_option,
+    api_key_env_option,
+    canary_seed_option,
+    concurrency_option,
+    config_errors,
+    html_option,
+    json_report_option,
+    max_tokens_option,
+    min_completion_tokens_option,
+    model_option,
+    open_store_or_exit,
+    probes_option,
+    refuse_url_with_credentials,
+    store_option,
+    write_html_report,
+)
 from benchwarden.core.errors import EXIT_FAIL, EXIT_OK
 from benchwarden.core.reports import console as make_console
 from benchwarden.core.reports import write_json
 from benchwarden.suites.contamination.presets import PRESETS
 from benchwarden.suites.contamination.probes import SCENARIOS
-
 
 # Options a resumed run may take afresh: where the server is now, its key, the client's
 # limits and timeouts, where the reports go. Everything else is the stored configuration.
@@ -184,8 +194,12 @@ def contamination(ctx: click.Context, url: str | None, model: str | None, any_mo
                   no_progress: bool) -> None:
     """Does concurrency change what an OpenAI-compatible server answers, or leak one
     request into another? Exit 0 on pass, 1 on fail, 2 on a usage error."""
-    from benchwarden.suites.contamination.driver import (ContaminationConfig, TargetUnreachable,
-                                                         config_from_run, run_contamination)
+    from benchwarden.suites.contamination.driver import (
+        ContaminationConfig,
+        TargetUnreachable,
+        config_from_run,
+        run_contamination,
+    )
     from benchwarden.suites.contamination.terminal import render_terminal
 
     if repro_of is not None:

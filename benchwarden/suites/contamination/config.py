@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from benchwarden.core import secrets as credentials
 from benchwarden.core.errors import ConfigurationError

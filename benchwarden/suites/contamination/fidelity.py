@@ -35,8 +35,8 @@ import os
 import re
 from bisect import bisect_right
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from benchwarden.targets.replies import RequestOutcome
 
@@ -253,7 +253,7 @@ def rung_fidelity(label: str, concurrency: int, repeat: int,
     says request i was to be cut by the client (missing entries: not planned)."""
     intervals = [span for span in map(streaming_interval, outcomes) if span is not None]
     planned = list(cancel_planned) + [False] * (len(outcomes) - len(cancel_planned))
-    kinds = Counter(failure_kind(outcome) for outcome, cut in zip(outcomes, planned)
+    kinds = Counter(failure_kind(outcome) for outcome, cut in zip(outcomes, planned, strict=False)
                     if request_failed(outcome, cut))
     failures = tuple(sorted(kinds.items(), key=lambda item: (-item[1], item[0])))
     return RungFidelity(label, concurrency, repeat, len(outcomes), peak_overlap(intervals),

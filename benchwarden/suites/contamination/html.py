@@ -1,10 +1,11 @@
 """The contamination report as one self-contained HTML page.
 
 `render_html(report)` reads only the suite's typed report (`ContaminationReport`, as
-`build_report` returns it, or a report file's JSON read into one) and draws: the verdict, the counters, the probe × leg grid coloured by class (each
-cell opens its evidence: reference and reply side by side with the first differing
-character marked, or the foreign canary highlighted), rung fidelity (peak in flight
-against requested concurrency) and a per-request timeline per rung.
+`build_report` returns it, or a report file's JSON read into one) and draws: the verdict,
+the counters, the probe × leg grid coloured by class (each cell opens its evidence:
+reference and reply side by side with the first differing character marked, or the
+foreign canary highlighted), rung fidelity (peak in flight against requested
+concurrency) and a per-request timeline per rung.
 
 Invariants: a view only: every number on the page is a field of the report printed by
 `benchwarden.core.formatting` (counters, peak in flight, launch skew, requests failed,
@@ -131,7 +132,8 @@ def _reply_facts(entry: RequestEntry | None) -> str:
         bits.append(f"{fmt.count(reply.completion_tokens)} completion tokens")
         bits.append(f"finish {h.escape(fmt.text(reply.finish_reason))}")
         if reply.cached_prompt_tokens is not None:
-            bits.append(f"cached prompt tokens {fmt.count(reply.cached_prompt_tokens)} (diagnostic)")
+            bits.append(f"cached prompt tokens {fmt.count(reply.cached_prompt_tokens)} "
+                        "(diagnostic)")
     for name, value in (("first delta", entry.wait_ms), ("last byte", entry.last_byte_after_ms)):
         if value is not None:
             bits.append(f"{name} +{fmt.number(value, 0)} ms")
@@ -206,7 +208,8 @@ def _cell_detail(cell: CellBlock, column: str, probe_name: str,
 def _probe_names(report: ContaminationReport) -> dict[int, str]:
     names = {cell.probe: f"probe {cell.probe}" for cell in report.cells}
     for probe in report.probes:
-        names[probe.index] = " · ".join([f"probe {probe.index}"] + ([probe.topic] if probe.topic else []))
+        topic = [probe.topic] if probe.topic else []
+        names[probe.index] = " · ".join([f"probe {probe.index}", *topic])
     return names
 
 
@@ -268,9 +271,11 @@ def _grid_section(report: ContaminationReport,
                             f"({fmt.count(getattr(score, name) if score else None)})", meaning)
                    for name, (colour, _, meaning) in CLASS_STYLE.items())
     # problems first and in view; identical cells folded away (a grid click still opens them)
-    problems = "".join(markup for probe in probes for kind, markup in drill[probe] if kind != "identical")
+    problems = "".join(markup for probe in probes for kind, markup in drill[probe]
+                       if kind != "identical")
     quiet = [markup for probe in probes for kind, markup in drill[probe] if kind == "identical"]
-    drills = "<h3>Evidence</h3>" + (problems or '<p class="note">Every compared cell is identical.</p>')
+    drills = "<h3>Evidence</h3>" + (
+        problems or '<p class="note">Every compared cell is identical.</p>')
     if quiet:
         drills += h.details(f"<strong>{fmt.count(score.identical if score else None)} identical "
                             'cells</strong><span class="muted">same stream as the solo reference'
@@ -281,7 +286,8 @@ def _grid_section(report: ContaminationReport,
           'first differing character.</p>'
         + f'<div class="drills">{drills}</div>',
         intro="Each probe's reply in each leg, compared with the same probe's solo reference. "
-              "Rungs fire the probes together; the post-check runs each probe alone after the rungs.")
+              "Rungs fire the probes together; the post-check runs each probe alone after "
+              "the rungs.")
 
 
 def _score_section(report: ContaminationReport) -> str:
@@ -405,7 +411,8 @@ def _fidelity_section(report: ContaminationReport) -> str:
         rows.append((name, fmt.count(rung.concurrency), fmt.count(rung.requests_sent),
                      fmt.count(rung.requests_failed), fmt.count(rung.peak_in_flight),
                      fmt.number(rung.launch_skew_ms, 1), rung.reading))
-    chart = h.grouped_bars(groups, series, values, label="peak in flight against requested concurrency",
+    chart = h.grouped_bars(groups, series, values,
+                           label="peak in flight against requested concurrency",
                            unit="requests at once", height=300)
     note = h.legend([("#b6c6d6", "label", "the concurrency the rung is named for"),
                      (h.ACCENT, "peak in flight", "replies streaming at the same instant"),
@@ -473,10 +480,12 @@ def _timeline_section(report: ContaminationReport) -> str:
                 lanes, label=f"timeline of rung {title}", unit="ms since the rung's first send"))
     key = h.legend([(WAITING, "waiting", "sent → first content delta"),
                     (BALLAST, "ballast", "unscored slot streaming"),
-                    (CLASS_STYLE["identical"][0], "scored", "streaming, coloured by the cell's class")])
+                    (CLASS_STYLE["identical"][0], "scored",
+                     "streaming, coloured by the cell's class")])
     return h.section("timeline", "Per-request timeline", key + "".join(blocks),
                      intro="Every slot of every rung: the tick is the send, the thin bar the wait "
-                           "for the first content delta, the thick bar the stream until the last byte.")
+                           "for the first content delta, the thick bar the stream until the "
+                           "last byte.")
 
 
 def _setup_section(report: ContaminationReport, plain: Mapping[str, Any]) -> str:
@@ -508,7 +517,8 @@ def _warnings_section(report: ContaminationReport) -> str:
     if not report.warnings:
         return ""
     items = "".join(f"<li>{h.escape(w)}</li>" for w in report.warnings)
-    return f'<section class="card warnings" id="warnings"><h2>Warnings</h2><ul>{items}</ul></section>'
+    return ('<section class="card warnings" id="warnings"><h2>Warnings</h2>'
+            f'<ul>{items}</ul></section>')
 
 
 def render_html(report: ContaminationReport | Mapping[str, Any]) -> str:

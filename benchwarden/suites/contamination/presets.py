@@ -14,7 +14,8 @@ nor can `--extra-body` carry a credential (it is stored with the run, for ever).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from benchwarden.core.errors import ConfigurationError
 from benchwarden.core.secrets import credential_paths

@@ -115,7 +115,8 @@ def draw_canaries(rng: random.Random, count: int) -> list[str]:
     adjectives = rng.sample(_ADJECTIVES, count)
     nouns = rng.sample(_NOUNS, count)
     numbers = rng.sample(range(10, 100), count)
-    return [f"{p}-{a}-{n}-{d}" for p, a, n, d in zip(prefixes, adjectives, nouns, numbers)]
+    return [f"{p}-{a}-{n}-{d}" for p, a, n, d in zip(prefixes, adjectives, nouns, numbers,
+                                                            strict=True)]
 
 
 def _prompt(preamble: str, canary: str, topic: str) -> str:

@@ -52,8 +52,9 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Sequence, Union
+from typing import Any, ClassVar
 
 from benchwarden.core.verdicts import Verdict, one_line
 from benchwarden.suites.contamination.fidelity import RungFidelity, rung_fidelity
@@ -136,7 +137,7 @@ class Unmeasured:
     kind: ClassVar[str] = "unmeasured"
 
 
-CellClass = Union[Identical, Diverged, Contaminated, Persistent, AloneUnstable, Unmeasured]
+CellClass = Identical | Diverged | Contaminated | Persistent | AloneUnstable | Unmeasured
 CLASS_NAMES = ("identical", "diverged", "contaminated", "persistent", "alone_unstable",
                "unmeasured")
 
@@ -204,7 +205,7 @@ class Cell:
 
 
 # -- inputs -------------------------------------------------------------------------------
-Outcome = Union[RequestOutcome, None]  # None: never recorded (the run was stopped)
+Outcome = RequestOutcome | None  # None: never recorded (the run was stopped)
 
 
 @dataclass(frozen=True)
@@ -419,8 +420,9 @@ def classify(reference: Reply, got: Outcome, own_canary: str, canaries: Sequence
         return Diverged(at, _divergence_detail(expected, actual, at))
     if reference.completion_tokens != reply.completion_tokens:
         # the same text accounted for differently is still a different answer
-        return Diverged(len(expected), f"identical stream but completion_tokens "
-                                       f"{reference.completion_tokens} vs {reply.completion_tokens}")
+        return Diverged(len(expected),
+                        f"identical stream but completion_tokens "
+                        f"{reference.completion_tokens} vs {reply.completion_tokens}")
     return Identical()
 
 
@@ -521,7 +523,7 @@ def score(legs: Legs) -> Score:
         measured: list[tuple[str, int, Outcome, bool, str | None]] = [
             (rung.label, rung.repeat, rung.scored[probe] if probe < len(rung.scored) else None,
              False, rung_fit.unmeasured_reason)
-            for rung, rung_fit in zip(legs.rungs, fidelity)]
+            for rung, rung_fit in zip(legs.rungs, fidelity, strict=False)]
         measured.append((POST_LEG, 1, legs.post[probe] if probe < len(legs.post) else None,
                          True, None))
         for label, repeat, got, persistent_leg, rung_unmeasured in measured:

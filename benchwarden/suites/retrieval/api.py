@@ -15,8 +15,9 @@ imports it before it locks itself down, so a challenger's file can use `Item` to
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 STATUSES = (None, "current", "superseded")
 
@@ -70,6 +71,9 @@ class PackError(ValueError):
 
 def coerce_item(value: Any) -> Item:
     """Accept an `Item`, a mapping with the same fields, or an object exposing them."""
+    text: object  # checked below, whatever the caller handed over
+    source: Any
+    status: object
     if isinstance(value, Item):
         text, source, status = value.text, value.source, value.status
     elif isinstance(value, dict):

@@ -187,7 +187,8 @@ def gen(seed: int, as_json: bool) -> None:
             if values:
                 out.print(f"      {label}: {escape(values)}")
     out.print(f"[bold]canary[/bold] {escape(corpus.canary)} in "
-              f"{corpus.sessions[corpus.canary_line.session].title}: {escape(corpus.canary_line.text)}")
+              f"{corpus.sessions[corpus.canary_line.session].title}: "
+              f"{escape(corpus.canary_line.text)}")
 
 
 @retrieval.command()
@@ -299,7 +300,8 @@ def _side(text: str, label: str, store_location: str, seeds: list[int] | None,
 @click.option("--seeds", "seeds_text", default=None,
               help="Seeds to score strategies on (default 1-6; reports bring their own).")
 @click.option("--decide-on", type=click.Choice(DECIDE_ON), default="composite", show_default=True,
-              help="The score that decides: composite, or composite_guarded (composite times the guards).")
+              help="The score that decides: composite, or composite_guarded "
+                   "(composite times the guards).")
 @pack_options
 @store_option
 @json_report_option
@@ -309,7 +311,8 @@ def compare(champion: str, challenger: str, seeds_text: str | None, decide_on: s
             json_path: str | None) -> None:
     """Paired verdict, challenger minus champion, over the same seeds."""
     any_strategy = not (champion.endswith(".json") and challenger.endswith(".json"))
-    seeds = parse_seeds(seeds_text) if seeds_text else ([1, 2, 3, 4, 5, 6] if any_strategy else None)
+    default_seeds = [1, 2, 3, 4, 5, 6] if any_strategy else None
+    seeds = parse_seeds(seeds_text) if seeds_text else default_seeds
     if seeds is not None and len(seeds) < MIN_PAIRED_SEEDS:
         # refused before either side is scored: nothing is written to the store
         raise ConfigError(f"--seeds {seeds_text}: a paired verdict needs at least "
@@ -343,7 +346,8 @@ def compare(champion: str, challenger: str, seeds_text: str | None, decide_on: s
     for column in ("seed", "champion", "challenger", "difference"):
         table.add_column(column, justify="right")
     for seed, a, b in zip(decision.seeds, decision.champion_scores,
-                          decision.challenger_scores or [None] * len(decision.seeds)):
+                          decision.challenger_scores or [None] * len(decision.seeds),
+                          strict=False):
         table.add_row(str(seed), f"{a:.4f}", "—" if b is None else f"{b:.4f}",
                       "—" if b is None else f"{b - a:+.4f}")
     out.print(table)

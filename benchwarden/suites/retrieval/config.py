@@ -10,8 +10,9 @@ Invariants: pure (no network, file or clock); errors are `ConfigurationError` (e
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from benchwarden.core.errors import ConfigurationError
 from benchwarden.suites.retrieval.sandbox import ISOLATION_MODES, SandboxLimits

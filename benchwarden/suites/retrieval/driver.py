@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, RunEnd
@@ -74,7 +75,7 @@ class StrategyFailure(Exception):
         self.case = case
         super().__init__(self.reason)
 
-    def on_case(self, case: str) -> "StrategyFailure":
+    def on_case(self, case: str) -> StrategyFailure:
         """The same failure, naming the case (and question form) it happened on."""
         return StrategyFailure(self.kind, f"{self.reason} (on case {case})",
                                self.traceback_text, case)
@@ -115,7 +116,8 @@ def _measure(strategy: Any, corpus: Corpus, case: Case, question: str,
     try:
         items = coerce_pack(raw)
     except PackError as error:
-        raise StrategyFailure("protocol", f"pack() returned something unreadable: {error}") from None
+        raise StrategyFailure("protocol",
+                              f"pack() returned something unreadable: {error}") from None
     items, cut = enforce_limits(items, settings.limit, settings.budget_chars)
     grade = grade_pack(case, items, corpus.session_text)
     used = sum(len(item.text) for item in items)
@@ -150,7 +152,8 @@ def score_corpus(strategy: Any, corpus: Corpus, settings: RunSettings,
                               tuple(paraphrased))
         payload = outcome.to_payload()
         payload["truncated"] = cut
-        payload["items"] = [{"text": item.text, "source": list(item.source) if item.source else None,
+        payload["items"] = [{"text": item.text,
+                             "source": list(item.source) if item.source else None,
                              "status": item.status} for item in items]
         rows.append((case.id, payload, started, time.time()))
         if on_case:

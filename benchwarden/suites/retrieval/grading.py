@@ -20,9 +20,9 @@ A receipt verifies when the item's source names a session of the corpus and the 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Sequence
 
 from benchwarden.suites.retrieval.api import Item
 from benchwarden.suites.retrieval.corpus import Case

@@ -18,8 +18,9 @@ paraphrases cannot disagree (consistency 1.0), no packs leak nothing.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 CANARY_PENALTY = 0.5
 EFFICIENCY_FLOOR = 0.5
@@ -94,7 +95,7 @@ class Guards:
                 "mean_used_chars": self.mean_used_chars, "packs": self.packs}
 
     @classmethod
-    def from_json_dict(cls, data: Mapping[str, Any] | None) -> "Guards":
+    def from_json_dict(cls, data: Mapping[str, Any] | None) -> Guards:
         """Read a guard block; a missing block (a version-1 report) is all 1.0."""
         if not data:
             return cls()

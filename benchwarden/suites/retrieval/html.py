@@ -22,13 +22,19 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from benchwarden.core import formatting as fmt
 from benchwarden.core import html as h
 from benchwarden.core.reports import EstimateBlock
-from benchwarden.suites.retrieval.report import (Comparison, RetrievalReport, Summary,
-                                                 as_report, comparison)
+from benchwarden.suites.retrieval.report import (
+    Comparison,
+    RetrievalReport,
+    Summary,
+    as_report,
+    comparison,
+)
 
 COMPOSITE = "#0072B2"
 GUARDED = "#009E73"
@@ -93,6 +99,12 @@ def _summary_section(main: _Strategy) -> str:
                            "± is the standard error over seeds.")
 
 
+def _strategy_series(strategies: Sequence[_Strategy]) -> list[h.Series]:
+    """One chart series per strategy, coloured in turn."""
+    return [h.Series(strategy.name, STRATEGY_COLORS[index % len(STRATEGY_COLORS)])
+            for index, strategy in enumerate(strategies)]
+
+
 def _category_section(strategies: Sequence[_Strategy]) -> str:
     if not any(s.blocks for s in strategies):
         return h.section("categories", "Per category", h.empty_note("no seed was scored"))
@@ -100,7 +112,8 @@ def _category_section(strategies: Sequence[_Strategy]) -> str:
         only = strategies[0]
         bars = [_bar(name.replace("_", " "), est,
                      color=COMPOSITE if est.mean is not None and est.mean >= 0.5 else h.WARN,
-                     value_text=fmt.estimate(est, 2), note=f"{name}: {fmt.estimate(est, 4)} over seeds")
+                     value_text=fmt.estimate(est, 2),
+                     note=f"{name}: {fmt.estimate(est, 4)} over seeds")
                 for name, est in only.categories().items()]
         chart = h.bar_chart(bars, label=f"per-category mean of {only.name}", max_value=1.0,
                             width=900, unit="mean score (whiskers: 95 % t interval over seeds)")
@@ -108,7 +121,7 @@ def _category_section(strategies: Sequence[_Strategy]) -> str:
         names: list[str] = []
         for strategy in strategies:
             names += [n for n in strategy.categories() if n not in names]
-        series = [h.Series(s.name, STRATEGY_COLORS[i % len(STRATEGY_COLORS)]) for i, s in enumerate(strategies)]
+        series = _strategy_series(strategies)
         values = {}
         for strategy in strategies:
             for name, est in strategy.categories().items():
@@ -151,8 +164,9 @@ def _guard_section(strategies: Sequence[_Strategy]) -> str:
                      value_text=fmt.estimate(only.guard(name), 3)) for name in names]
         parts.append(h.bar_chart(bars, label="guards", max_value=1.0, width=760, unit="multiplier"))
     else:
-        series = [h.Series(s.name, STRATEGY_COLORS[i % len(STRATEGY_COLORS)]) for i, s in enumerate(strategies)]
-        values = {(name, s.name): _bar(s.name, s.guard(name), value_text=fmt.number(s.guard(name).mean, 3))
+        series = _strategy_series(strategies)
+        values = {(name, s.name): _bar(s.name, s.guard(name),
+                                      value_text=fmt.number(s.guard(name).mean, 3))
                   for s in strategies for name in names if s.guard(name).mean is not None}
         parts.append(h.grouped_bars(list(names), series, values, label="guards per strategy",
                                     max_value=1.0, height=280, unit="multiplier"))
@@ -165,8 +179,8 @@ def _guard_section(strategies: Sequence[_Strategy]) -> str:
                          fmt.number(guards.canary, 2), fmt.number(guards.canary_tripped),
                          fmt.number(guards.canary_leak_rate, 3), fmt.number(block.composite, 4),
                          fmt.number(block.composite_guarded, 4)))
-    parts.append(h.table(("strategy", "seed", "efficiency", "mean chars used", "consistency", "canary",
-                          "tripped", "leak rate", "composite", "guarded"), rows,
+    parts.append(h.table(("strategy", "seed", "efficiency", "mean chars used", "consistency",
+                          "canary", "tripped", "leak rate", "composite", "guarded"), rows,
                          numeric=(2, 3, 4, 5, 7, 8, 9)))
     templates = [(strategy.name, template, estimate,
                   strategy.summary.guards.disagreements_per_template.get(template))
@@ -179,9 +193,12 @@ def _guard_section(strategies: Sequence[_Strategy]) -> str:
               f"{moved[0]} of {moved[1]}" if moved else fmt.DASH)
              for name, template, estimate, moved in templates),
             numeric=(2, 3)))
-    key = h.legend([(GUARD_COLORS["efficiency"], "efficiency", "0.5 + 0.5 × (1 − min(1, mean chars used / budget))"),
-                    (GUARD_COLORS["consistency"], "consistency", "share of cases whose paraphrase grades the same"),
-                    (GUARD_COLORS["canary"], "canary", "0.5 when any pack surfaced the planted canary, else 1")])
+    key = h.legend([(GUARD_COLORS["efficiency"], "efficiency",
+                     "0.5 + 0.5 × (1 − min(1, mean chars used / budget))"),
+                    (GUARD_COLORS["consistency"], "consistency",
+                     "share of cases whose paraphrase grades the same"),
+                    (GUARD_COLORS["canary"], "canary",
+                     "0.5 when any pack surfaced the planted canary, else 1")])
     return h.section("guards", "The three guards", key + "".join(parts),
                      intro="Reported beside the composite, never folded into it.")
 
@@ -196,10 +213,10 @@ def _seed_section(strategies: Sequence[_Strategy], compared: Comparison | None) 
                   h.Series(f"challenger {challenger.name}", STRATEGY_COLORS[1])]
         values = {}
         for pair in compared.pairs:
-            values[(str(pair.seed), series[0].name)] = h.Bar(str(pair.seed), pair.champion,
-                                                             value_text=fmt.number(pair.champion, 3))
-            values[(str(pair.seed), series[1].name)] = h.Bar(str(pair.seed), pair.challenger,
-                                                             value_text=fmt.number(pair.challenger, 3))
+            values[(str(pair.seed), series[0].name)] = h.Bar(
+                str(pair.seed), pair.champion, value_text=fmt.number(pair.champion, 3))
+            values[(str(pair.seed), series[1].name)] = h.Bar(
+                str(pair.seed), pair.challenger, value_text=fmt.number(pair.challenger, 3))
         parts.append(f"<h3>{h.escape(decide_on.replace('_', ' '))} per seed</h3>" + h.grouped_bars(
             [str(p.seed) for p in compared.pairs], series, values,
             label="per-seed scores of champion and challenger",
@@ -214,16 +231,20 @@ def _seed_section(strategies: Sequence[_Strategy], compared: Comparison | None) 
                  for p in compared.pairs]
         rules = []
         if mean_diff is not None:
-            rules.append(h.Rule(mean_diff, f"mean {fmt.signed(mean_diff, 4)}", h.ACCENT, dashed=False))
+            rules.append(h.Rule(mean_diff, f"mean {fmt.signed(mean_diff, 4)}", h.ACCENT,
+                                dashed=False))
         if band is not None:
             rules.append(h.Rule(band, f"band {fmt.number(band, 4)}", h.BAD))
-        parts.append("<h3>Challenger − champion per seed, against the paired band</h3>" + h.diverging_bars(
+        parts.append("<h3>Challenger − champion per seed, against the paired band</h3>"
+                     + h.diverging_bars(
             diffs, label="per-seed differences and the paired band", rules=rules,
             shade=(-band, band) if band is not None else None,
             shade_label="within ±band: not a win", width=1000, unit="difference"))
         if decision.dethroned is not None:
             outcome = decision.dethroned
-            parts.append(f'<p>{h.badge("dethroned" if outcome else "champion holds", h.GOOD if outcome else h.MUTED)} '
+            badge = h.badge("dethroned" if outcome else "champion holds",
+                            h.GOOD if outcome else h.MUTED)
+            parts.append(f'<p>{badge} '
                          f"{h.escape(decision.reason or '')}</p>")
         parts.append('<p class="note">band = max(0.007, 1.96 × standard error of the per-seed '
                      "differences); the challenger dethrones the champion only when the mean "
@@ -233,9 +254,11 @@ def _seed_section(strategies: Sequence[_Strategy], compared: Comparison | None) 
         series = [h.Series("composite", COMPOSITE), h.Series("composite guarded", GUARDED)]
         values = {}
         for block in only.blocks:
-            for key, name in (("composite", "composite"), ("composite_guarded", "composite guarded")):
+            for key, name in (("composite", "composite"),
+                              ("composite_guarded", "composite guarded")):
                 score = getattr(block, key)
-                values[(str(block.seed), name)] = h.Bar(name, score, value_text=fmt.number(score, 3))
+                values[(str(block.seed), name)] = h.Bar(name, score,
+                                                        value_text=fmt.number(score, 3))
         parts.append(h.grouped_bars([str(b.seed) for b in only.blocks], series, values,
                                     label="per-seed scores", max_value=1.0, width=1000, height=280,
                                     unit="score"))
@@ -261,7 +284,7 @@ def _ledger_section(report: RetrievalReport) -> str:
         merged = {**(decision if isinstance(decision, Mapping) else {}),
                   **(verdict if isinstance(verdict, Mapping) else {}), **entry}
 
-        def name(side: str) -> str:
+        def name(side: str, merged: dict[str, Any] = merged) -> str:
             value = merged.get(side)
             if isinstance(value, Mapping):
                 value = value.get("name") or value.get("strategy")
@@ -280,16 +303,21 @@ def _ledger_section(report: RetrievalReport) -> str:
             outcome = h.escape(word or "—")
         source = merged.get("public_value") or merged.get("seed_source") or " ".join(
             str(merged[k]) for k in ("base", "date") if merged.get(k))
-        rows.append((h.escape(fmt.when(merged.get("decided_at") or merged.get("at") or merged.get("timestamp"))),
+        decided = merged.get("decided_at") or merged.get("at") or merged.get("timestamp")
+        seed_count = (merged.get("n") if merged.get("n") is not None
+                      else len(merged.get("seeds") or []) or "—")
+        rows.append((h.escape(fmt.when(decided)),
                      h.escape(name("champion")), h.escape(name("challenger")), outcome,
-                     h.escape(_ledger_number(merged.get("mean_diff"))), h.escape(_ledger_number(merged.get("band"))),
-                     h.escape(merged.get("n") if merged.get("n") is not None else len(merged.get("seeds") or []) or "—"),
+                     h.escape(_ledger_number(merged.get("mean_diff"))),
+                     h.escape(_ledger_number(merged.get("band"))),
+                     h.escape(seed_count),
                      h.escape(source or "—"),
                      h.escape(merged.get("reason") or "")))
     problem = report.ledger_problem
     warning = f'<p class="alert">{h.escape(problem)}</p>' if problem else ""
     return h.section("ladder", "Ladder history", warning + h.table(
-        ("decided", "champion", "challenger", "outcome", "mean diff", "band", "seeds", "seeds from", "reason"),
+        ("decided", "champion", "challenger", "outcome", "mean diff", "band", "seeds",
+         "seeds from", "reason"),
         rows, numeric=(4, 5, 6), row_html=True),
         intro="Every decision appended to the ledger, oldest first, with its numbers.")
 
@@ -328,7 +356,8 @@ def enrich(store: Any, report: RetrievalReport | Mapping[str, Any]) -> Retrieval
                 {"dethroned": entry.get("outcome") == "dethroned", "reason": entry.get("reason"),
                  "verdict": entry.get("verdict"), "decide_on": entry.get("decide_on", "composite")})
         except (StoreError, ValueError) as error:
-            changes["ledger_problem"] = f"the other side of this decision is not in the store: {error}"
+            changes["ledger_problem"] = ("the other side of this decision is not in the store: "
+                                         f"{error}")
         break
     return msgspec.structs.replace(typed, **changes)
 
@@ -343,8 +372,8 @@ def _failed_section(strategies: Sequence[_Strategy]) -> str:
                 continue
             total += len(cases)
             table = h.table(("case", "category", "question", "score", "reason"),
-                            ((c.case, c.category, c.question, fmt.number(c.score, 2), c.reason or "")
-                             for c in cases),
+                            ((c.case, c.category, c.question, fmt.number(c.score, 2),
+                              c.reason or "") for c in cases),
                             numeric=(3,))
             blocks.append(h.details(f"<strong>{h.escape(strategy.name)}</strong>"
                                     f'<span class="muted">seed {h.escape(block.seed)} · '
@@ -360,8 +389,8 @@ def _run_section(report: RetrievalReport, plain: Mapping[str, Any]) -> str:
              for k, v in report.strategy.items()]
     items += [(k.replace("_", " "), fmt.number(v) if isinstance(v, (int, float)) else fmt.text(v))
               for k, v in report.settings.items()]
-    return h.section("run", "Run", h.run_facts(plain) + ("<h3>Strategy and settings</h3>" + h.facts(items)
-                                                         if items else ""))
+    settings = "<h3>Strategy and settings</h3>" + h.facts(items) if items else ""
+    return h.section("run", "Run", h.run_facts(plain) + settings)
 
 
 def render_html(report: RetrievalReport | Mapping[str, Any]) -> str:

@@ -26,9 +26,10 @@ import fcntl
 import hashlib
 import os
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import msgspec
 

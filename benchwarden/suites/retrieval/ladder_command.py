@@ -12,20 +12,33 @@ import datetime as dt
 import re
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from benchwarden.core.progress import progress_bar
-from benchwarden.core.commandline import (ConfigError, config_errors, isolation_option,
-                                          open_store_or_exit, print_traceback, require_isolation,
-                                          traceback_option)
-from benchwarden.core.commandline import STORE_METAVAR
 from benchwarden.core import formatting
+from benchwarden.core.commandline import (
+    STORE_METAVAR,
+    ConfigError,
+    config_errors,
+    isolation_option,
+    open_store_or_exit,
+    print_traceback,
+    require_isolation,
+    traceback_option,
+)
+from benchwarden.core.progress import progress_bar
 from benchwarden.core.reports import console
 from benchwarden.suites.retrieval.corpus import CASES_PER_SEED
 from benchwarden.suites.retrieval.ladder import (
-    DEFAULT_CHAMPION, DEFAULT_SEED_COUNT, Ladder, LedgerError, challenge as run_challenge,
-    default_base, derive_seeds, leaderboard)
+    DEFAULT_CHAMPION,
+    DEFAULT_SEED_COUNT,
+    Ladder,
+    LedgerError,
+    default_base,
+    derive_seeds,
+    leaderboard,
+)
+from benchwarden.suites.retrieval.ladder import challenge as run_challenge
 from benchwarden.suites.retrieval.sandbox import SandboxLimits
 from benchwarden.suites.retrieval.scoring import DECIDE_ON
 from benchwarden.suites.retrieval.strategies import StrategyLoadError, parse_strategy
@@ -50,12 +63,14 @@ def ladder() -> None:
 @click.option("--challenger", required=True, help="path/to/file.py:object (or a built-in name).")
 @click.option("--ladder", "ladder_dir", default="ladder", show_default=True,
               type=click.Path(file_okay=False), help="Folder of the ledger and champions.")
-@click.option("--base", default=None, help="Public value the seeds derive from (default: HEAD sha).")
+@click.option("--base", default=None,
+              help="Public value the seeds derive from (default: HEAD sha).")
 @click.option("--date", default=None, help="YYYY-MM-DD (default: today, UTC).")
 @click.option("--seeds", "seed_count", type=int, default=DEFAULT_SEED_COUNT, show_default=True,
               help="How many seeds to derive.")
 @click.option("--decide-on", type=click.Choice(DECIDE_ON), default="composite", show_default=True,
-              help="The score that decides: composite, or composite_guarded (composite times the guards).")
+              help="The score that decides: composite, or composite_guarded "
+                   "(composite times the guards).")
 @click.option("--initial-champion", default=DEFAULT_CHAMPION, show_default=True,
               help="Champion of a new ladder (a built-in or file.py:object).")
 @click.option("--store", "store_location", default=None, metavar=STORE_METAVAR,
@@ -83,7 +98,7 @@ def challenge(challenger: str, ladder_dir: str, base: str | None, date: str | No
     base = base or default_base()
     if not base:
         raise ConfigError("no --base given and no git commit found to derive seeds from")
-    date = date or dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+    date = date or dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
     if not _DATE.match(date) or not _is_calendar_date(date):
         raise ConfigError(f"--date {date!r} is not a YYYY-MM-DD date")
     to_load = [("--challenger", challenger)]
@@ -106,7 +121,7 @@ def challenge(challenger: str, ladder_dir: str, base: str | None, date: str | No
     progress = progress_bar(TextColumn("[bold]{task.description}[/bold]"), BarColumn(),
                         MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console(stderr=True), transient=True)
-    tasks: dict[str, int] = {}
+    tasks: dict[str, TaskID] = {}
 
     def advance(role: str, count: int) -> None:
         if role not in tasks:
@@ -137,9 +152,10 @@ def challenge(challenger: str, ladder_dir: str, base: str | None, date: str | No
     table = Table(title_justify="left")
     for column in ("seed", "champion", "challenger"):
         table.add_column(column, justify="right")
-    champion_scores = dict(zip(entry["champion"]["scored_seeds"], entry["champion"][decide_on]))
+    champion_scores = dict(zip(entry["champion"]["scored_seeds"], entry["champion"][decide_on],
+                               strict=False))
     challenger_scores = dict(zip(entry["challenger"]["scored_seeds"],
-                                 entry["challenger"][decide_on]))
+                                 entry["challenger"][decide_on], strict=False))
     for seed in seeds:
         row = [champion_scores.get(seed), challenger_scores.get(seed)]
         table.add_row(str(seed), *("—" if v is None else f"{v:.4f}" for v in row))
@@ -147,12 +163,14 @@ def challenge(challenger: str, ladder_dir: str, base: str | None, date: str | No
     verdict = entry.get("verdict")
     if verdict:
         out.print(f"mean_diff {verdict['mean_diff']:+.4f}  se {verdict['se']:.4f}  "
-                  f"band {verdict['band']:.4f}  dethroned {'yes' if verdict['dethroned'] else 'no'}")
+                  f"band {verdict['band']:.4f}  "
+                  f"dethroned {'yes' if verdict['dethroned'] else 'no'}")
     style = {"dethroned": "bold green", "held": "bold yellow", "error": "bold red"}[result.outcome]
     out.print(f"[{style}]{result.outcome.upper()}[/{style}] ", end="")
     out.print(result.reason, markup=False)
     if result.outcome == "dethroned":
-        out.print(f"new champion: {entry['promoted']['name']} ({entry['promoted'].get('path') or 'built-in'})",
+        promoted = entry["promoted"]
+        out.print(f"new champion: {promoted['name']} ({promoted.get('path') or 'built-in'})",
                   markup=False)
     out.print(f"ledger entry {entry['seq']} appended to {board.ledger_path}", markup=False)
     raise SystemExit(result.exit_code)
@@ -178,7 +196,8 @@ def show(ladder_dir: str) -> None:
     for column in ("#", "champion", "since", "decided on", "mean", "margin", "defences"):
         reigns.add_column(column)
     for number, reign in enumerate(leaderboard(entries), start=1):
-        reigns.add_row(str(number), reign["champion"], reign["date"] or formatting.when(reign["since"]),
+        reigns.add_row(str(number), reign["champion"],
+                       reign["date"] or formatting.when(reign["since"]),
                        reign["decide_on"] or "initial",
                        "—" if reign["mean"] is None else f"{reign['mean']:.4f}",
                        "—" if reign["margin"] is None else f"{reign['margin']:+.4f}",
@@ -196,7 +215,8 @@ def show(ladder_dir: str) -> None:
             outcome = "held (challenger failed)"
         decisions.add_row(str(entry["seq"]), entry["date"], entry["challenger"]["name"],
                           entry["champion"]["name"], entry["decide_on"],
-                          "—" if verdict.get("mean_diff") is None else f"{verdict['mean_diff']:+.4f}",
+                          ("—" if verdict.get("mean_diff") is None
+                           else f"{verdict['mean_diff']:+.4f}"),
                           "—" if verdict.get("band") is None else f"{verdict['band']:.4f}", outcome)
     out.print(decisions)
 

@@ -18,7 +18,8 @@ Invariants:
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import msgspec
 from rich.console import Console
@@ -26,16 +27,30 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchwarden.core import formatting as fmt
-from benchwarden.core.reports import (REPORT_SCHEMA, EstimateBlock, PairedBlock, RunBlock,
-                                      StoreHeadBlock, VerdictBlock, as_json, convert, envelope,
-                                      store_head_block, verdict_text)
+from benchwarden.core.reports import (
+    REPORT_SCHEMA,
+    EstimateBlock,
+    PairedBlock,
+    RunBlock,
+    StoreHeadBlock,
+    VerdictBlock,
+    as_json,
+    convert,
+    envelope,
+    store_head_block,
+    verdict_text,
+)
 from benchwarden.core.store import Store
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.retrieval.corpus import CATEGORIES
 from benchwarden.suites.retrieval.driver import FAILURE_TASK, SUITE
 from benchwarden.suites.retrieval.scoring import (
-    BENCH_VERSION, CaseOutcome, normalise_report, run_seeds, score_seed)
-
+    BENCH_VERSION,
+    CaseOutcome,
+    normalise_report,
+    run_seeds,
+    score_seed,
+)
 
 # -- the typed report -------------------------------------------------------------
 
@@ -183,9 +198,9 @@ class SeedPair(msgspec.Struct, frozen=True, kw_only=True):
 class Comparison(msgspec.Struct, frozen=True, kw_only=True):
     """Both sides of a decision and the decision."""
 
-    champion: "RetrievalReport"
+    champion: RetrievalReport
     """The champion's report."""
-    challenger: "RetrievalReport"
+    challenger: RetrievalReport
     """The challenger's report."""
     decision: DecisionBlock = msgspec.field(default_factory=DecisionBlock)
     """The decision taken."""
@@ -241,7 +256,7 @@ class RetrievalReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
         return as_json(self)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], *, scored: bool = False) -> "RetrievalReport":
+    def from_json(cls, data: Mapping[str, Any], *, scored: bool = False) -> RetrievalReport:
         """Read a retrieval report file's JSON, whatever version this suite wrote.
 
         `scored` demands a strategy's scores (bench_version and per-seed blocks), as a
@@ -290,7 +305,8 @@ def comparison(champion: RetrievalReport, challenger: RetrievalReport,
                             else convert(dict(decision), DecisionBlock, "decision"))
     decide_on = typed.decide_on
     if typed.seeds and typed.challenger_scores:
-        triples = list(zip(typed.seeds, typed.champion_scores, typed.challenger_scores))
+        triples = list(zip(typed.seeds, typed.champion_scores, typed.challenger_scores,
+                           strict=False))
     else:
         mine = {b.seed: getattr(b, decide_on) for b in champion.seeds}
         theirs = {b.seed: getattr(b, decide_on) for b in challenger.seeds}
@@ -348,7 +364,8 @@ def render_terminal(report: RetrievalReport | Mapping[str, Any], console: Consol
     report = as_report(report)
     settings = report.settings
     console.print(f"[bold]retrieval[/bold] · strategy [bold]{escape(report.name or '?')}[/bold] · "
-                  f"bench_version {report.bench_version} · limit {settings.get('limit', fmt.DASH)} · "
+                  f"bench_version {report.bench_version} · "
+                  f"limit {settings.get('limit', fmt.DASH)} · "
                   f"budget {settings.get('budget_chars', fmt.DASH)} chars")
     blocks = report.seeds
     summary = report.summary

@@ -41,13 +41,15 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import msgspec
 
 from benchwarden.core import sandbox as boundary_module
+from benchwarden.core.errors import IsolationUnavailable
 from benchwarden.core.sandbox import Boundary, Limits, start_with_retries
 from benchwarden.core.verdicts import one_line
 from benchwarden.suites.retrieval.api import Item, Session, coerce_pack
@@ -173,7 +175,7 @@ class SandboxedStrategy:
                 pass  # already cleaned up by _fail
         self._stop()
 
-    def __enter__(self) -> "SandboxedStrategy":
+    def __enter__(self) -> SandboxedStrategy:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -225,7 +227,7 @@ class SandboxedStrategy:
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 cwd=self.scratch, start_new_session=True, env=environment,
                 preexec_fn=limits.apply)
-        except boundary_module.IsolationUnavailable as error:
+        except IsolationUnavailable as error:
             self._stop()
             raise SandboxFailure("isolation", str(error)) from None
         except OSError as error:

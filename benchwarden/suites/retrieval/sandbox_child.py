@@ -30,7 +30,8 @@ os.close(_devnull)
 sys.stdout = sys.stderr
 sys.dont_write_bytecode = True  # the package folders are read-only inside the boundary
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
@@ -166,7 +167,8 @@ def _serve(strategy):
                 _send({"ok": True})
                 return 0
             else:
-                _send({"ok": False, "kind": "protocol", "error": f"unknown op {message.get('op')!r}"})
+                _send({"ok": False, "kind": "protocol",
+                       "error": f"unknown op {message.get('op')!r}"})
                 return 1
         except BaseException as error:  # noqa: BLE001 - every failure is reported
             if isinstance(error, (KeyboardInterrupt, SystemExit)):

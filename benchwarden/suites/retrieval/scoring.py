@@ -15,13 +15,19 @@ Invariants:
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import msgspec
 
-from benchwarden.core.stats import (PairedComparison, PairedVerdict, mean_se,
-                                    paired_difference, paired_verdict)
+from benchwarden.core.stats import (
+    PairedComparison,
+    PairedVerdict,
+    mean_se,
+    paired_difference,
+    paired_verdict,
+)
 from benchwarden.suites.retrieval import guards as guard_math
 from benchwarden.suites.retrieval.corpus import CATEGORIES
 
@@ -64,7 +70,7 @@ class CaseOutcome:
                                  "canary_hit": p.canary_hit} for p in self.paraphrases]}
 
     @classmethod
-    def from_payload(cls, seed: int, case_id: str, payload: Mapping[str, Any]) -> "CaseOutcome":
+    def from_payload(cls, seed: int, case_id: str, payload: Mapping[str, Any]) -> CaseOutcome:
         original = PackMeasure(score=float(payload["score"]), used_chars=int(payload["used_chars"]),
                                canary_hit=bool(payload["canary_hit"]), reason=payload.get("reason"))
         paraphrases = tuple(
@@ -267,7 +273,8 @@ def decide(champion: Any, challenger: Any,
     ladder cannot decide against a champion it could not score).
     """
     # A typed report was built (or read) normal already: it is not normalised again.
-    champion = _plain(champion) if isinstance(champion, msgspec.Struct) else normalise_report(champion)
+    champion = (_plain(champion) if isinstance(champion, msgspec.Struct)
+                else normalise_report(champion))
     challenger = (_plain(challenger) if isinstance(challenger, msgspec.Struct)
                   else normalise_report(challenger))
     if champion.get("failure"):
@@ -284,7 +291,8 @@ def decide(champion: Any, challenger: Any,
     old_scores = tuple(old[s] for s in seeds)
     new_scores = tuple(new[s] for s in seeds)
     verdict = paired_verdict(old_scores, new_scores)
-    paired = paired_difference(dict(zip(seeds, old_scores)), dict(zip(seeds, new_scores)))
+    paired = paired_difference(dict(zip(seeds, old_scores, strict=True)),
+                               dict(zip(seeds, new_scores, strict=True)))
     if verdict.dethroned:
         reason = (f"challenger dethrones: mean {decide_on} difference {verdict.mean_diff:+.4f} "
                   f">= band {verdict.band:.4f} over {verdict.n} seeds")

@@ -313,7 +313,8 @@ def load_object(path: str, attribute: str) -> Any:
         spec.loader.exec_module(module)
     except Exception as error:
         sys.modules.pop(module_name, None)
-        raise StrategyLoadError(f"importing {path} failed: {type(error).__name__}: {error}") from None
+        raise StrategyLoadError(
+            f"importing {path} failed: {type(error).__name__}: {error}") from None
     if not hasattr(module, attribute):
         raise StrategyLoadError(f"{path} defines no {attribute!r}")
     return getattr(module, attribute)

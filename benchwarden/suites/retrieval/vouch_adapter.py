@@ -26,8 +26,9 @@ import importlib.util
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from benchwarden.suites.retrieval.api import Item, Session
 

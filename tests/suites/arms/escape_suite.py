@@ -5,9 +5,10 @@ curl and the host's loopback (test_escapes.py proves it holds)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
-from benchwarden.suites.arms.tracker.suite import SUITE as TRACKER, TrackerEnvironment
+from benchwarden.suites.arms.tracker.suite import SUITE as TRACKER
+from benchwarden.suites.arms.tracker.suite import TrackerEnvironment
 
 
 class OpenNetworkEnvironment(TrackerEnvironment):
@@ -15,4 +16,5 @@ class OpenNetworkEnvironment(TrackerEnvironment):
         return ()
 
 
-SUITE = dataclasses.replace(TRACKER, name="tracker-open-network", environment=OpenNetworkEnvironment)
+SUITE = dataclasses.replace(TRACKER, name="tracker-open-network",
+                            environment=OpenNetworkEnvironment)

@@ -45,23 +45,29 @@ SOLUTIONS: dict[str, dict[str, list[list[tuple[str, dict[str, Any]]]]]] = {
     "close-issue": {
         "cli": [[("shell", {"command": "tracker issue close 2"})]],
         "http": [[("shell", {"command": "curl -s -X PATCH \"$TRACKER_URL/issues/2\" "
-                                        "-H 'Content-Type: application/json' -d '{\"state\": \"closed\"}'"})]],
+                                        "-H 'Content-Type: application/json' "
+                                        "-d '{\"state\": \"closed\"}'"})]],
         "tools": [[("close_issue", {"number": 2})]],
     },
     "open-issue-count": {
         "cli": [[("shell", {"command": "tracker issue list --state open | wc -l"})]],
-        "http": [[("shell", {"command": "curl -s \"$TRACKER_URL/issues?state=open\" | jq length"})]],
+        "http": [[("shell", {"command":
+                             "curl -s \"$TRACKER_URL/issues?state=open\" | jq length"})]],
         "tools": [[("list_issues", {"state": "open"})]],
     },
     "triage-slow-search": {
         "cli": [[("shell", {"command": "tracker issue list --state all | grep -i search"})],
                 [("shell", {"command": "tracker issue label 5 --add enhancement && "
                                        "tracker issue assign 5 @me && "
-                                       "tracker issue comment 5 --body 'Triaged for the next release.'"})]],
-        "http": [[("shell", {"command": "curl -s \"$TRACKER_URL/issues?state=all\" | grep -i search"})],
+                                       "tracker issue comment 5 "
+                                       "--body 'Triaged for the next release.'"})]],
+        "http": [[("shell", {"command":
+                             "curl -s \"$TRACKER_URL/issues?state=all\" | grep -i search"})],
                  [("shell", {"command":
-                   "curl -s -X POST \"$TRACKER_URL/issues/5/labels\" -d '{\"labels\": [\"enhancement\"]}' && "
-                   "curl -s -X POST \"$TRACKER_URL/issues/5/assignees\" -d '{\"assignees\": [\"@me\"]}' && "
+                   "curl -s -X POST \"$TRACKER_URL/issues/5/labels\" "
+                   "-d '{\"labels\": [\"enhancement\"]}' && "
+                   "curl -s -X POST \"$TRACKER_URL/issues/5/assignees\" "
+                   "-d '{\"assignees\": [\"@me\"]}' && "
                    "curl -s -X POST \"$TRACKER_URL/issues/5/comments\" "
                    "-d '{\"body\": \"Triaged for the next release.\"}'"})]],
         "tools": [[("list_issues", {"state": "all"})],
@@ -73,7 +79,8 @@ SOLUTIONS: dict[str, dict[str, list[list[tuple[str, dict[str, Any]]]]]] = {
 
 WRONG = {
     "cli": [[("shell", {"command": "tracker issue close 3"})]],
-    "http": [[("shell", {"command": "curl -s -X PATCH \"$TRACKER_URL/issues/3\" -d '{\"state\": \"closed\"}'"})]],
+    "http": [[("shell", {"command": "curl -s -X PATCH \"$TRACKER_URL/issues/3\" "
+                                    "-d '{\"state\": \"closed\"}'"})]],
     "tools": [[("close_issue", {"number": 3})]],
 }
 LOOP = {
@@ -125,7 +132,7 @@ class FakeToolCallingModel:
         self._closing = False
 
     # -- lifecycle ---------------------------------------------------------------
-    def __enter__(self) -> "FakeToolCallingModel":
+    def __enter__(self) -> FakeToolCallingModel:
         self._thread.start()
         if not self._ready.wait(10):
             raise RuntimeError("FakeToolCallingModel did not start")
@@ -214,7 +221,8 @@ class FakeToolCallingModel:
             else:
                 content = "I could not do it."
         else:
-            return web.json_response({"error": {"message": f"unknown scenario {scenario}"}}, status=400)
+            return web.json_response({"error": {"message": f"unknown scenario {scenario}"}},
+                                     status=400)
         prompt = len(json.dumps(messages)) // 4
         previous = len(json.dumps(messages[:-1])) // 4 if turn else 0
         usage = {"prompt_tokens": prompt, "completion_tokens": COMPLETION_TOKENS,

@@ -103,4 +103,5 @@ def test_usage_is_split_into_fresh_and_cached_input():
     progress.add_usage(SimpleNamespace(prompt_tokens=50, cached_prompt_tokens=None,
                                        completion_tokens=3, reasoning_tokens=2))
     tokens = progress.tokens
-    assert (tokens.fresh_input, tokens.cache_read, tokens.output, tokens.reasoning) == (90, 60, 10, 2)
+    assert (tokens.fresh_input, tokens.cache_read, tokens.output,
+            tokens.reasoning) == (90, 60, 10, 2)

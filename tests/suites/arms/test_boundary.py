@@ -82,7 +82,8 @@ def test_cancelling_a_command_kills_it(tmp_path, mode):
         time.sleep(2.5)
         assert not (tmp_path / "late.txt").exists()
         # the sandbox still serves the next command
-        assert sandbox.run(command="echo next", env=PATH, cwd=tmp_path, timeout=30).output == "next\n"
+        next_run = sandbox.run(command="echo next", env=PATH, cwd=tmp_path, timeout=30)
+        assert next_run.output == "next\n"
 
 
 def test_a_command_over_its_timeout_is_killed_and_said_so(tmp_path, mode):
@@ -180,7 +181,8 @@ def test_a_host_socket_that_vanishes_while_the_sandbox_starts_is_retried(tmp_pat
         listings.append(1)
         return [gone] if len(listings) == 1 else real()
 
-    monkeypatch.setattr(sandbox_module, "listening_unix_sockets", first_listing_names_a_vanished_socket)
+    monkeypatch.setattr(sandbox_module, "listening_unix_sockets",
+                        first_listing_names_a_vanished_socket)
     with TrialSandbox("bwrap", tmp_path) as trial:
         trial.start()
         outcome = trial.run(command="echo started", env=PATH, cwd=tmp_path, timeout=30)

@@ -6,15 +6,24 @@ from __future__ import annotations
 import copy
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from benchwarden.suites.arms.checkers import (Absent, Fact, ReadCheck, StateCheck, check_answer,
-                                              diff_states, normalise)
+from benchwarden.suites.arms.checkers import (
+    Absent,
+    Fact,
+    ReadCheck,
+    StateCheck,
+    check_answer,
+    diff_states,
+    normalise,
+)
 
 SEEDED = {
     "labels": {"bug": {"color": "d73a4a", "description": ""}},
     "issues": {
-        "1": {"title": "Crash", "state": "open", "labels": ["bug"], "comments": [["alice", "same"]]},
+        "1": {"title": "Crash", "state": "open", "labels": ["bug"],
+              "comments": [["alice", "same"]]},
         "2": {"title": "Dark mode", "state": "open", "labels": [], "comments": []},
     },
 }
@@ -87,7 +96,8 @@ def test_missing_and_collateral_changes_are_listed_separately():
     wrong["issues"]["1"]["state"] = "closed"
     result = StateCheck(close("2")).check(report="", seeded=SEEDED, final=wrong)
     assert not result.passed
-    assert sorted(r.split(":")[0] for r in result.reasons) == ["collateral damage", "missing change"]
+    assert sorted(r.split(":")[0] for r in result.reasons) == ["collateral damage",
+                                                                "missing change"]
     assert any("missing change: issues 2 state: expected 'closed', found 'open'" == r
                for r in result.reasons)
 
@@ -98,7 +108,8 @@ def test_list_fields_diff_as_multisets_item_by_item():
     final = copy.deepcopy(SEEDED)
     final["issues"]["2"]["labels"] = ["enhancement"]
     differences = diff_states(
-        {**SEEDED, "issues": {**SEEDED["issues"], "2": {**SEEDED["issues"]["2"], "labels": ["bug"]}}},
+        {**SEEDED, "issues": {**SEEDED["issues"],
+                              "2": {**SEEDED["issues"]["2"], "labels": ["bug"]}}},
         final, SEEDED)
     kinds = sorted((d.kind, str(d.expected), str(d.actual)) for d in differences)
     assert kinds == [("collateral damage", "absent", "['enhancement']"),

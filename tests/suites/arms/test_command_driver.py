@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from benchwarden.cli.main import cli
+from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record
 from benchwarden.core.store import SQLiteStore, open_store
-from benchwarden.core.provenance import stamp_run
 from benchwarden.suites.arms.agents import HarnessError, parse_command_result
 from benchwarden.suites.arms.driver import plan_cells
 from benchwarden.suites.arms.tracker.suite import SUITE
@@ -133,7 +133,8 @@ def test_the_documented_example_suite_runs_as_written(tmp_path, monkeypatch):
     assert found["shopping-list"].outcome == "pass", found["shopping-list"].payload["reasons"]
     assert found["add-todo"].outcome == "pass", found["add-todo"].payload["reasons"]
     assert all(r.scope == "notes" for r in found.values())
-    from notes_example import SUITE as NOTES, NotesEnvironment
+    from notes_example import SUITE as NOTES
+    from notes_example import NotesEnvironment
     environment = NotesEnvironment(NOTES.arm("functions"), tmp_path / "direct")
     environment.seed()
     environment.call_function("write_note", {"name": "todo.txt", "text": "call the plumber"})

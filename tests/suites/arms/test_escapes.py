@@ -25,15 +25,21 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchwarden.cli.main import cli
 from benchwarden.core.store import open_store
-from benchwarden.suites.arms.isolation import (BASE_UTILITIES, NetworkChannel, audit_transcript,
-                                               check_command, permitted_names)
+from benchwarden.suites.arms.isolation import (
+    BASE_UTILITIES,
+    NetworkChannel,
+    audit_transcript,
+    check_command,
+    permitted_names,
+)
 from benchwarden.suites.arms.tasks import Arm
-from tests.suites.arms.fake_model import FakeToolCallingModel
 from tests.conftest import bwrap_or_skip
+from tests.suites.arms.fake_model import FakeToolCallingModel
 
 CLI = Arm("cli", "shell", "", allowed_commands=BASE_UTILITIES | {"tracker"})
 HTTP = Arm("http", "shell", "", allowed_commands=BASE_UTILITIES | {"curl"},
@@ -290,7 +296,8 @@ def run_script(fake: FakeToolCallingModel, store: Path, arm: str, commands: list
         "--isolation", isolation, "--store", str(store)], catch_exceptions=False, env=env)
     assert result.exit_code == 0, result.output
     with open_store(store) as opened:
-        (record,) = [r for r in opened.records(suite="arms") if r.payload["model"] == f"script:{name}"]
+        (record,) = [r for r in opened.records(suite="arms")
+                     if r.payload["model"] == f"script:{name}"]
         assert opened.runs("arms")[-1].run.config["isolation"] == isolation
     last = [body for body in fake.requests if body["model"] == f"script:{name}"][-1]
     answers = [m["content"] for m in last["messages"] if m["role"] == "tool"]

@@ -24,7 +24,8 @@ TASKS = {"list-open-bugs": "read", "label-issue": "single-mutation",
 def _trial(arm: str, task: str, trial: int, index: int) -> Record:
     tier = TASKS[task]
     # a deterministic spread of outcomes: mcp fails more, multi-step gets confused
-    failing = (arm == "mcp" and trial == 2) or (tier == "multi-step" and arm != "cli" and trial != 1)
+    failing = ((arm == "mcp" and trial == 2)
+               or (tier == "multi-step" and arm != "cli" and trial != 1))
     confused = failing and tier == "multi-step" and arm == "http-api"
     hung = arm == "mcp" and task == "close-stale-pr" and trial == 3
     outcome = "fail" if (failing or hung) else "pass"
@@ -48,10 +49,12 @@ def _trial(arm: str, task: str, trial: int, index: int) -> Record:
         tokens=TokenComponents(fresh_input=1200 + 300 * ARMS.index(arm), cache_creation=200,
                                cache_read=900 + 50 * trial, output=180 + 40 * ARMS.index(arm)),
         payload={"tier": tier, "failure": failure, "reasons": reasons.get(failure or "", []),
-                 "turns": 4 + trial + ARMS.index(arm), "stopped": "finished" if not (confused or hung)
+                 "turns": 4 + trial + ARMS.index(arm),
+                 "stopped": "finished" if not (confused or hung)
                  else ("turn_cap" if confused else "wall_clock"),
                  "final_report": "" if hung else f"Done. Open bugs: 3. Note: {HOSTILE}",
-                 "transcript": transcript, "denied_calls": sum(1 for e in transcript if e.get("denied")),
+                 "transcript": transcript,
+                 "denied_calls": sum(1 for e in transcript if e.get("denied")),
                  "tokens_reported": not hung, "imputed_cost_usd": 0.0123 + 0.001 * trial,
                  "driver": "openai-tools", "model": "smollm2", "bench_version": "1"})
 
@@ -69,11 +72,13 @@ def sample_report(tmp_path) -> dict[str, Any]:
         records = [_trial(arm, task, trial, i) for i, (arm, task, trial) in enumerate(
             (a, t, n) for a in ARMS for t in TASKS for n in (1, 2, 3))]
         store.append(records)
-        cells = [{"arm": a, "task": t, "before": 0, "after": 3, "passed": 2, "failed": 1, "invalid": 0,
-                  "harness_errors": 0, "covered": True} for a in ARMS for t in TASKS]
+        cells = [{"arm": a, "task": t, "before": 0, "after": 3, "passed": 2, "failed": 1,
+                  "invalid": 0, "harness_errors": 0, "covered": True}
+                 for a in ARMS for t in TASKS]
         store.finish_run(RunEnd("arms-run-1", 1_790_000_500.0, "completed",
                                 {"recorded": len(records), "invalid": 1, "harness_errors": 0,
-                                 "cells": cells, "problems": [f"trial 4 of cli × label-issue invalid: {HOSTILE}"],
+                                 "cells": cells,
+                                 "problems": [f"trial 4 of cli × label-issue invalid: {HOSTILE}"],
                                  "floor": 3, "floor_reached": True}))
         return enrich(store, arms_report.build_report(store, "arms-run-1")).to_json()
 

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from benchwarden.suites.arms.isolation import (ALWAYS_DENIED, BASE_UTILITIES, NetworkChannel,
-                                               audit_transcript,
-                                               check_command, check_function_call, command_names,
-                                               permitted_names)
+from benchwarden.suites.arms.isolation import (
+    ALWAYS_DENIED,
+    BASE_UTILITIES,
+    NetworkChannel,
+    audit_transcript,
+    check_command,
+    check_function_call,
+    command_names,
+    permitted_names,
+)
 from benchwarden.suites.arms.tasks import Arm
 
 CLI = Arm("cli", "shell", "", allowed_commands=BASE_UTILITIES | {"tracker"})

@@ -48,7 +48,8 @@ def last_run_end(store):
 def test_correct_solutions_pass_on_every_arm_and_tokens_are_summed(fake, tmp_path):
     store = tmp_path / "store.sqlite"
     before = len(fake.usage_log)
-    code, output = run(fake, store, "solve", "all", "close-issue,open-issue-count,triage-slow-search")
+    code, output = run(fake, store, "solve", "all",
+                       "close-issue,open-issue-count,triage-slow-search")
     assert code == 0, output
     found = records(store)
     assert len(found) == 12

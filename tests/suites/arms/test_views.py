@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from benchwarden.core.records import Record, TokenComponents, TokenWeights
 from benchwarden.suites.arms import views
@@ -109,7 +110,8 @@ def paired_records() -> list[Record]:
         for task, count in passes.items():
             for trial in (1, 2, 3):
                 outcome = "pass" if trial <= count else "fail"
-                records.append(rec(arm, task, trial, outcome, None if outcome == "pass" else "incorrect",
+                failure = None if outcome == "pass" else "incorrect"
+                records.append(rec(arm, task, trial, outcome, failure,
                                    tokens=TokenComponents(fresh_input=cost[arm][task])))
     records.append(rec("a", "t4", 1))  # partial cell: never paired
     return records

@@ -12,8 +12,8 @@ import pytest
 
 from benchwarden.core.store import SQLiteStore
 from tests.fakes import FakeOpenAIServer
-from tests.targets.fakes import free_port_nobody_listens_on
 from tests.suites.contamination.helpers import contamination_args, invoke
+from tests.targets.fakes import free_port_nobody_listens_on
 
 RUNG_LEGS = ("c2", "c4")
 
@@ -218,7 +218,8 @@ def test_configuration_errors_exit_2_with_one_line(tmp_path, extra, message):
 
 def test_unreachable_server_exits_2_and_records_nothing(tmp_path):
     store = tmp_path / "s.sqlite"
-    result = invoke(contamination_args(f"http://127.0.0.1:{free_port_nobody_listens_on()}", store, None))
+    url = f"http://127.0.0.1:{free_port_nobody_listens_on()}"
+    result = invoke(contamination_args(url, store, None))
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "unreachable" in lines[0] and "connection refused" in lines[0]

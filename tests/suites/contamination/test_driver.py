@@ -11,9 +11,14 @@ import pytest
 from rich.console import Console
 
 from benchwarden.core.store import SQLiteStore
-from benchwarden.suites.contamination.driver import (CANCEL_AFTER_DELTAS, ContaminationConfig,
-                                                     Plan, config_from_run, make_record,
-                                                     run_contamination)
+from benchwarden.suites.contamination.driver import (
+    CANCEL_AFTER_DELTAS,
+    ContaminationConfig,
+    Plan,
+    config_from_run,
+    make_record,
+    run_contamination,
+)
 from benchwarden.suites.contamination.presets import PRESETS, request_body
 from tests.fakes import FakeOpenAIServer
 from tests.suites.contamination.helpers import failed, good, invoke
@@ -83,10 +88,12 @@ def test_plan_slots_and_cancellations():
 
 def test_record_holds_the_outcome_and_never_raises_on_failure():
     plan = Plan("run-2", "run-1", ({},) * 2, (2,), 1, "shared-prefix")
-    record = make_record(plan, "run-2", "c2", "ballast-3", 1, 1, 3, good(1, start=5.0, end=6.0), None)
+    record = make_record(plan, "run-2", "c2", "ballast-3", 1, 1, 3,
+                         good(1, start=5.0, end=6.0), None)
     assert (record.scope, record.run_id, record.outcome, record.tokens.output) == (
         "run-1", "run-2", "ok", 32)
-    assert record.payload["slot"] == 3 and record.payload["outcome"]["reply"]["completion_tokens"] == 32
+    assert record.payload["slot"] == 3
+    assert record.payload["outcome"]["reply"]["completion_tokens"] == 32
     assert (record.started_at, record.ended_at) == (5.0, 6.0)
     broken = make_record(plan, "run-2", "ref_a", "0", 1, 0, 0, failed("boom", at=4.0), None)
     assert broken.outcome == "error" and broken.ended_at == 4.0

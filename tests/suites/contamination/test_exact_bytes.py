@@ -6,11 +6,21 @@ The client keeps each byte that was not valid UTF-8 as a lone surrogate U+DC80..
 
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchwarden.suites.contamination.scoring import (
-    AloneUnstable, Diverged, Identical, Legs, RungOutcomes, canonical, display_text,
-    exact_bytes, same_stream, score, verdict)
+    AloneUnstable,
+    Diverged,
+    Legs,
+    RungOutcomes,
+    canonical,
+    display_text,
+    exact_bytes,
+    same_stream,
+    score,
+    verdict,
+)
 from tests.suites.contamination.helpers import CANARIES, good, ok, reply_text
 
 FLOOR = 16

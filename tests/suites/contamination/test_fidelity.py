@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchwarden.suites.contamination.fidelity import launch_skew_ms, peak_overlap, rung_fidelity
 from benchwarden.targets.replies import RequestOutcome, Timings
@@ -35,7 +36,7 @@ def test_peak_matches_brute_force_and_is_bounded_by_the_slots(spans):
        st.lists(st.floats(0, 10), min_size=30, max_size=30))
 def test_disjoint_intervals_peak_at_one(lengths, gaps):
     spans, cursor = [], 0.0
-    for length, gap in zip(lengths, gaps):
+    for length, gap in zip(lengths, gaps, strict=False):
         spans.append((cursor, cursor + length))
         cursor += length + gap  # touching (gap 0) is not overlapping
     assert peak_overlap(spans) == 1

@@ -45,13 +45,15 @@ def sample_report(*, verdict_kind: str = "fail") -> dict[str, Any]:
     clock = 1_790_000_000.0
     requests: list[dict[str, Any]] = []
 
-    def add(leg: str, probe: int, slot: int, outcome: dict, scored: bool = True, repeat: int = 1) -> None:
+    def add(leg: str, probe: int, slot: int, outcome: dict, scored: bool = True,
+            repeat: int = 1) -> None:
         requests.append({"leg": leg, "probe": probe, "slot": slot, "repeat": repeat,
                          "scored": scored, "outcome": outcome})
 
     for leg in ("prime", "ref_a", "ref_b"):
         for probe in range(4):
-            add(leg, probe, probe, _outcome(clock, clock + 0.05, clock + 0.4, _reply(_answer(probe))))
+            add(leg, probe, probe,
+                _outcome(clock, clock + 0.05, clock + 0.4, _reply(_answer(probe))))
             clock += 0.5
     replies = {
         ("c8", 1): _answer(1).replace("a short answer", "a shorter answer"),
@@ -67,7 +69,8 @@ def sample_report(*, verdict_kind: str = "fail") -> dict[str, Any]:
             wave = slot // 4  # the server runs at most 4 streams at once
             first = clock + 0.03 + wave * 0.4
             text = replies.get((label, probe), _answer(probe)) if slot < 4 else _answer(probe)
-            add(label, probe, slot, _outcome(start, first, first + 0.35, _reply(text)), scored=slot < 4)
+            add(label, probe, slot, _outcome(start, first, first + 0.35, _reply(text)),
+                scored=slot < 4)
         rungs.append({"label": label, "concurrency": concurrency, "repeat": 1, "slots": slots,
                       "peak_in_flight": min(concurrency, 4), "launch_skew_ms": (slots - 1) * 0.4,
                       "observed_parallelism": min(concurrency, 4)})
@@ -108,7 +111,8 @@ def sample_report(*, verdict_kind: str = "fail") -> dict[str, Any]:
                   "foreign_canaries": 1, "tokens_compared": 520, "earliest_divergence": at_c8 + 1},
         "cells": cells,
         "rungs": rungs,
-        "probes": [{"index": i, "canary": c, "topic": t} for i, (c, t) in enumerate(zip(CANARIES, TOPICS))],
+        "probes": [{"index": i, "canary": c, "topic": t}
+                   for i, (c, t) in enumerate(zip(CANARIES, TOPICS, strict=False))],
         "requests": requests,
     }
 
@@ -135,7 +139,8 @@ def test_hostile_reply_text_is_escaped_everywhere(page: str) -> None:
 
 
 def test_the_embedded_json_reads_back_to_the_report(page: str) -> None:
-    match = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S)
+    match = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page,
+                      re.S)
     assert match
     island = match.group(1)
     assert "<" not in island and "\u2028" not in island

@@ -5,10 +5,15 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from benchwarden.suites.contamination.probes import (MAX_PROBES, SCENARIOS, canary_problem,
-                                                     make_probes)
+from benchwarden.suites.contamination.probes import (
+    MAX_PROBES,
+    SCENARIOS,
+    canary_problem,
+    make_probes,
+)
 
 CANARY_FORMAT = re.compile(r"^[A-Z]{2}-[A-Z]+-[A-Z]+-\d{2}$")
 

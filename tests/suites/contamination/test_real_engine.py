@@ -20,7 +20,8 @@ from tests.conftest import running_real_engine
 
 PROBES = 4
 CONCURRENCY = (2, 4, 8)
-CLASS_COUNTERS = ("identical", "diverged", "contaminated", "persistent", "alone_unstable", "unmeasured")
+CLASS_COUNTERS = ("identical", "diverged", "contaminated", "persistent", "alone_unstable",
+                  "unmeasured")
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +71,8 @@ def test_full_suite_against_llama_server(real_engine, tmp_path, output_dir):
     for rung in report["rungs"]:
         assert rung["peak_in_flight"] >= 2, rung
     check_logprobs_recorded(report)
-    print(f"VERDICT against llama-server -np 4: {report['verdict']['kind']}: {report['verdict']['reason']}")
+    verdict = report["verdict"]
+    print(f"VERDICT against llama-server -np 4: {verdict['kind']}: {verdict['reason']}")
 
 
 def check_logprobs_recorded(report: dict) -> None:

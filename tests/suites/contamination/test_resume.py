@@ -51,7 +51,8 @@ def test_killed_run_keeps_its_records_and_resume_sends_only_the_missing(tmp_path
         killed.close()
         assert partial["verdict"]["kind"] == "fail"
         assert any("--resume" in warning for warning in partial["warnings"])
-        assert {c["class"] for c in partial["cells"] if c["leg"] in ("c4", "post")} == {"unmeasured"}
+        assert {c["class"] for c in partial["cells"]
+                if c["leg"] in ("c4", "post")} == {"unmeasured"}
 
         sent_before = server.chat_requests
         result = invoke(["contamination", "--resume", run_id[:30], "--store", str(path),

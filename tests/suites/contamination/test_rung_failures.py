@@ -5,14 +5,31 @@ In memory, no server: rungs built from outcomes as the client records them.
 
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from benchwarden.suites.contamination.fidelity import failure_kind, rung_fidelity
+from benchwarden.suites.contamination.fidelity import failure_kind
 from benchwarden.suites.contamination.scoring import (
-    CLASS_NAMES, Contaminated, Identical, Legs, RungOutcomes, Unmeasured, score, verdict)
+    CLASS_NAMES,
+    Contaminated,
+    Identical,
+    Legs,
+    RungOutcomes,
+    Unmeasured,
+    score,
+    verdict,
+)
 from benchwarden.targets.replies import RequestOutcome, Timings
 from tests.suites.contamination.helpers import (
-    CANARIES, cancelled_by_client, failed, good, http_error, ok, reply_text, too_many_files)
+    CANARIES,
+    cancelled_by_client,
+    failed,
+    good,
+    http_error,
+    ok,
+    reply_text,
+    too_many_files,
+)
 
 FLOOR = 16
 REFS = [good(0), good(1)]

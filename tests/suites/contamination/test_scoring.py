@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchwarden.suites.contamination.scoring import (
-    CLASS_NAMES, AloneUnstable, Contaminated, Diverged, Identical, Legs, Persistent,
-    RungOutcomes, Unmeasured, canonical, common_prefix, score, verdict)
+    CLASS_NAMES,
+    AloneUnstable,
+    Contaminated,
+    Diverged,
+    Identical,
+    Legs,
+    Persistent,
+    RungOutcomes,
+    Unmeasured,
+    canonical,
+    common_prefix,
+    score,
+    verdict,
+)
 from benchwarden.targets.replies import ToolCall
 from tests.suites.contamination.helpers import CANARIES, failed, good, ok, reply_text
 

@@ -14,10 +14,9 @@ import socket
 import sqlite3
 import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
-
 
 from benchwarden.core.store import open_store
 from benchwarden.suites.retrieval.driver import store_files

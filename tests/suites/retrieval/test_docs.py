@@ -17,8 +17,8 @@ EXAMPLE = Path(__file__).with_name("strategy_files") / "entity_first.py"
 
 def test_worked_example_in_the_docs_is_the_tested_file():
     text = DOC.read_text(encoding="utf-8")
-    block = re.search(r"<!-- worked-example:start -->\n```python\n(.*?)```\n<!-- worked-example:end -->",
-                      text, re.DOTALL)
+    block = re.search(r"<!-- worked-example:start -->\n```python\n(.*?)```\n"
+                      r"<!-- worked-example:end -->", text, re.DOTALL)
     assert block, "worked example markers missing from docs/retrieval.md"
     assert block.group(1) == EXAMPLE.read_text(encoding="utf-8")
 

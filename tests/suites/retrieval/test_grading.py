@@ -7,8 +7,7 @@ import pytest
 
 from benchwarden.suites.retrieval.api import Item
 from benchwarden.suites.retrieval.corpus import CATEGORIES, generate
-from benchwarden.suites.retrieval.grading import (
-    contains_value, grade_pack, receipt_verified)
+from benchwarden.suites.retrieval.grading import contains_value, grade_pack, receipt_verified
 
 CORPUS = generate(3)
 CASES = {case.category: case for case in CORPUS.cases}

@@ -10,7 +10,13 @@ import pytest
 
 from benchwarden.suites.retrieval.corpus import CATEGORIES
 from benchwarden.suites.retrieval.html import render_html
-from benchwarden.suites.retrieval.scoring import CaseOutcome, PackMeasure, decide, run_seeds, score_seed
+from benchwarden.suites.retrieval.scoring import (
+    CaseOutcome,
+    PackMeasure,
+    decide,
+    run_seeds,
+    score_seed,
+)
 
 HOSTILE = ("<script>document.title='PWNED';window.__pwned=1</script>"
            "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\"> \"q\" \u2028")
@@ -26,11 +32,13 @@ def _outcomes(seed: int, skill: float, dumps: bool) -> list[CaseOutcome]:
         used = 1950 if dumps else 600 + 40 * index
         reason = None if score == 1.0 else f"expected value missing from the pack: {HOSTILE}"
         paraphrases = tuple(PackMeasure(score if (index + t) % 5 else 1.0 - score, used,
-                                        canary_hit=dumps and t == 0 and index == 3, template=template)
+                                        canary_hit=dumps and t == 0 and index == 3,
+                                        template=template)
                             for t, template in enumerate(TEMPLATES))
         outcomes.append(CaseOutcome(seed=seed, case_id=f"{category}-{seed}", category=category,
                                     question=f"What is the code Ada gave for {category}? {HOSTILE}",
-                                    original=PackMeasure(score, used, canary_hit=False, reason=reason),
+                                    original=PackMeasure(score, used, canary_hit=False,
+                                                         reason=reason),
                                     paraphrases=paraphrases))
     return outcomes
 
@@ -56,11 +64,13 @@ def ladder_report() -> dict[str, Any]:
     challenger = strategy_report(f"dump {HOSTILE}", 0.85, dumps=True)
     decision = decide(champion, challenger).to_json_dict()
     report = dict(challenger)
-    report["verdict"] = {"kind": "pass" if decision["dethroned"] else "fail", "reason": decision["reason"]}
+    report["verdict"] = {"kind": "pass" if decision["dethroned"] else "fail",
+                         "reason": decision["reason"]}
     report["comparison"] = {"champion": champion, "challenger": challenger, "decision": decision}
     report["ledger"] = [
         {"decided_at": 1_789_000_000.0, "champion": "substring", "challenger": "fts5-bm25",
-         "dethroned": True, "mean_diff": 0.21, "band": 0.03, "n": 5, "public_value": "a1b2c3 2026-11-01",
+         "dethroned": True, "mean_diff": 0.21, "band": 0.03, "n": 5,
+         "public_value": "a1b2c3 2026-11-01",
          "reason": "challenger dethrones"},
         {"decided_at": 1_790_000_000.0, "champion": "fts5-bm25", "challenger": f"dump {HOSTILE}",
          **{k: decision["verdict"][k] for k in ("mean_diff", "band", "n", "dethroned")},
@@ -80,7 +90,8 @@ def ladder() -> str:
 
 
 def test_single_strategy_page_has_every_section(single: str) -> None:
-    for ident in ("verdict", "summary", "categories", "composite", "guards", "seeds", "failed", "run"):
+    for ident in ("verdict", "summary", "categories", "composite", "guards", "seeds", "failed",
+                  "run"):
         assert f'id="{ident}"' in single, ident
     assert 'id="ladder"' not in single
     assert "paired band is drawn when the ladder compares" in single
@@ -139,7 +150,8 @@ def test_no_external_reference(ladder: str) -> None:
 
 
 def test_an_empty_report_still_renders() -> None:
-    page = render_html({"suite": "retrieval", "verdict": {"kind": "fail", "reason": "nothing measured: no seed"}})
+    page = render_html({"suite": "retrieval",
+                        "verdict": {"kind": "fail", "reason": "nothing measured: no seed"}})
     assert "no seed was scored" in page
 
 

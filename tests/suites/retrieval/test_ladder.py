@@ -9,7 +9,14 @@ import pytest
 
 from benchwarden.core.store import open_store
 from benchwarden.suites.retrieval.ladder import (
-    EXIT_DETHRONED, EXIT_HELD, Ladder, LedgerError, challenge, derive_seeds, leaderboard)
+    EXIT_DETHRONED,
+    EXIT_HELD,
+    Ladder,
+    LedgerError,
+    challenge,
+    derive_seeds,
+    leaderboard,
+)
 from benchwarden.suites.retrieval.sandbox import SandboxLimits
 
 FILES = Path(__file__).with_name("strategy_files")

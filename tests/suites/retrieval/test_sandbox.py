@@ -16,7 +16,7 @@ import pytest
 from benchwarden.core import sandbox as core_sandbox
 from benchwarden.suites.retrieval.corpus import generate
 from benchwarden.suites.retrieval.driver import RunSettings, SeedTask, score_one_seed
-from benchwarden.suites.retrieval.sandbox import SandboxFailure, SandboxedStrategy, SandboxLimits
+from benchwarden.suites.retrieval.sandbox import SandboxedStrategy, SandboxFailure, SandboxLimits
 from benchwarden.suites.retrieval.strategies import parse_strategy
 from tests.suites.retrieval.arena import SECRET, Arena, bwrap_or_skip, make_arena
 
@@ -269,7 +269,8 @@ def test_a_sandbox_failure_ends_the_run_with_a_recorded_reason_not_an_exception(
     result = score_one_seed(SeedTask(spec, 1, RunSettings(sandbox=True, sandbox_limits=LIMITS)))
     assert result.cases == []
     assert result.failure["kind"] == "strategy_error"
-    assert result.failure["case"] and f"on case {result.failure['case']}" in result.failure["reason"]
+    assert result.failure["case"]
+    assert f"on case {result.failure['case']}" in result.failure["reason"]
     assert "KeyError" in result.failure["reason"]
     assert "in helper" in result.failure["traceback"]
 

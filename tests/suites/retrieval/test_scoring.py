@@ -9,10 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchwarden.core.stats import minimum_detectable_effect
-
 from benchwarden.suites.retrieval.corpus import CATEGORIES
 from benchwarden.suites.retrieval.scoring import (
-    CaseOutcome, PackMeasure, comparable, decide, normalise_report, run_seeds, score_seed)
+    CaseOutcome,
+    PackMeasure,
+    comparable,
+    decide,
+    normalise_report,
+    run_seeds,
+    score_seed,
+)
 
 
 def outcome(category: str, score: float, used: int = 100, canary: bool = False,
@@ -196,12 +202,13 @@ def test_the_summary_holds_student_t_intervals_and_the_page_draws_exactly_them(s
                                 PackMeasure(score, used, False),
                                 (PackMeasure(score if i % 3 else 1.0 - score, used, False,
                                              template="t0"),))
-                    for i, (category, score) in enumerate(zip(CATEGORIES, row))]
+                    for i, (category, score) in enumerate(zip(CATEGORIES, row, strict=False))]
         blocks.append(score_seed(seed, outcomes, 2000))
     typed = RetrievalReport.from_json({**report("2", {}), "seeds": blocks})
     assert typed.summary is not None
     composite = mean_se([b["composite"] for b in blocks])
-    assert (typed.summary.composite.low, typed.summary.composite.high) == (composite.low, composite.high)
+    assert (typed.summary.composite.low, typed.summary.composite.high) == (composite.low,
+                                                                          composite.high)
     template = typed.summary.guards.consistency_per_template["t0"]
     assert template.mean == pytest.approx(
         sum(b["guards"]["consistency_per_template"]["t0"] for b in blocks) / len(blocks))
@@ -212,6 +219,7 @@ def test_the_summary_holds_student_t_intervals_and_the_page_draws_exactly_them(s
                                            typed.summary.guards.canary)}
     page = render_html(typed)
     drawn = {(float(low), float(high))
-             for low, high in re.findall(r'class="whisker" data-low="([^"]+)" data-high="([^"]+)"', page)}
+             for low, high in re.findall(
+                 r'class="whisker" data-low="([^"]+)" data-high="([^"]+)"', page)}
     assert drawn <= intervals
     assert RetrievalReport.from_json(typed.to_json()) == typed

@@ -6,15 +6,20 @@ import os
 import textwrap
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from benchwarden.suites.retrieval.api import Item, coerce_pack, enforce_limits, PackError
+from benchwarden.suites.retrieval.api import Item, PackError, coerce_pack, enforce_limits
 from benchwarden.suites.retrieval.corpus import generate
-from benchwarden.suites.retrieval.driver import RunSettings, score_one_seed, SeedTask
+from benchwarden.suites.retrieval.driver import RunSettings, SeedTask, score_one_seed
 from benchwarden.suites.retrieval.grading import receipt_verified
 from benchwarden.suites.retrieval.scoring import CaseOutcome, score_seed
 from benchwarden.suites.retrieval.strategies import (
-    BUILTIN_STRATEGIES, StrategyLoadError, make_strategy, parse_strategy)
+    BUILTIN_STRATEGIES,
+    StrategyLoadError,
+    make_strategy,
+    parse_strategy,
+)
 
 
 def test_enforce_limits_keeps_the_first_items_and_cuts_at_the_budget():

@@ -27,7 +27,11 @@ from benchwarden.suites.retrieval.grading import contains_value, grade_pack
 from benchwarden.suites.retrieval.sandbox import SandboxLimits
 from benchwarden.suites.retrieval.strategies import StrategyLoadError, parse_strategy
 from benchwarden.suites.retrieval.vouch_adapter import (
-    VouchStrategy, byte_to_char_span, receipt_for, strip_markers)
+    VouchStrategy,
+    byte_to_char_span,
+    receipt_for,
+    strip_markers,
+)
 from tests.conftest import bwrap_or_skip
 
 LIMITS = SandboxLimits(wall_seconds=180, cpu_seconds=60, memory_mb=2048, open_files=64)
@@ -65,7 +69,7 @@ def test_byte_offsets_convert_to_the_same_characters(text, data):
 
 def test_byte_offsets_that_split_a_character_or_overflow_give_no_span():
     text = "café au lait"
-    split = text.encode("utf-8").index("é".encode("utf-8")) + 1
+    split = text.encode("utf-8").index("é".encode()) + 1
     assert byte_to_char_span(text, split, split + 2) is None
     assert byte_to_char_span(text, 0, 999) is None
     assert byte_to_char_span(text, 5, 3) is None
@@ -75,7 +79,7 @@ def test_a_receipt_shrinks_to_the_part_vouch_returned_and_is_never_guessed():
     session = "first line\nZoë's codename is lutido.\nlast"
     start = session.index("Zoë")
     byte_start = len(session[:start].encode("utf-8"))
-    byte_end = byte_start + len("Zoë's codename is lutido.".encode("utf-8"))
+    byte_end = byte_start + len("Zoë's codename is lutido.".encode())
     whole = receipt_for("Zoë's codename is lutido.", 2, session, byte_start, byte_end)
     assert whole == (2, start, start + len("Zoë's codename is lutido."))
     part = receipt_for("codename is lutido", 2, session, byte_start, byte_end)
@@ -119,8 +123,9 @@ def test_vouch_in_the_boundary_scores_like_vouch_in_process():
     inside = score_one_seed(SeedTask(spec, 4, RunSettings(sandbox=True, sandbox_limits=LIMITS)))
     assert inside.failure is None, inside.failure
     outside = score_one_seed(SeedTask(spec, 4, RunSettings(sandbox=False)))
-    assert [p["score"] for _, p, _, _ in inside.cases] == [p["score"] for _, p, _, _ in outside.cases]
-    assert [p["items"] for _, p, _, _ in inside.cases] == [p["items"] for _, p, _, _ in outside.cases]
+    for field in ("score", "items"):
+        assert ([p[field] for _, p, _, _ in inside.cases]
+                == [p[field] for _, p, _, _ in outside.cases]), field
 
 
 def test_ladder_challenge_with_vouch_is_decided_on_its_scores(tmp_path):
@@ -139,7 +144,8 @@ def test_ladder_challenge_with_vouch_is_decided_on_its_scores(tmp_path):
     assert entry["verdict"] is not None  # decided on the scores, not on a failure
     assert entry["settings"]["isolation"] == "bwrap"
     expected = 0 if entry["verdict"]["dethroned"] else 3
-    assert done.returncode == expected and entry["outcome"] == ("dethroned" if expected == 0 else "held")
+    assert done.returncode == expected
+    assert entry["outcome"] == ("dethroned" if expected == 0 else "held")
 
 
 def test_a_missing_vouch_is_a_one_line_error_naming_the_extra(monkeypatch, tmp_path):

@@ -35,7 +35,8 @@ def _detail(item: dict[str, Any]) -> str:
     for comment in item["comments"]:
         lines += ["", f"comment by {comment['author']}:", comment["body"]]
     for review in item.get("reviews", []):
-        lines += ["", f"review by {review['author']} ({review['kind']}):", review["body"] or "(no body)"]
+        lines += ["", f"review by {review['author']} ({review['kind']}):",
+                  review["body"] or "(no body)"]
         for inline in review["inline_comments"]:
             lines.append(f"  {inline['path']}:{inline['line']}: {inline['body']}")
     return "\n".join(lines)
@@ -88,7 +89,8 @@ def _parser() -> argparse.ArgumentParser:
     kind = review.add_mutually_exclusive_group(required=True)
     kind.add_argument("--approve", dest="kind", action="store_const", const="approve")
     kind.add_argument("--comment", dest="kind", action="store_const", const="comment")
-    kind.add_argument("--request-changes", dest="kind", action="store_const", const="request_changes")
+    kind.add_argument("--request-changes", dest="kind", action="store_const",
+                      const="request_changes")
     review.add_argument("--body", default="")
     pr_comment = pr.add_parser("comment", help="comment on a pull request")
     pr_comment.add_argument("number", type=int)
@@ -136,8 +138,8 @@ def run(argv: list[str], tracker: Tracker) -> str:
             return _line(tracker.assign(args.number, args.user))
     if group == "label":
         if action == "list":
-            return "\n".join(f"{l['name']}\t{l['color']}\t{l['description']}"
-                             for l in tracker.list_labels()) or "no labels"
+            return "\n".join(f"{label['name']}\t{label['color']}\t{label['description']}"
+                             for label in tracker.list_labels()) or "no labels"
         created = tracker.create_label(args.name, args.color, args.description)
         return f"created label {created['name']}"
     if group == "pr":

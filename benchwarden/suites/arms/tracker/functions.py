@@ -6,7 +6,8 @@ call the same methods, so all three arms share one implementation.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from benchwarden.suites.arms.tasks import FunctionTool
 from benchwarden.suites.arms.tracker.operations import Tracker, TrackerError, dumps

@@ -17,9 +17,10 @@ import json
 import re
 import sqlite3
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 SCHEMA = """
 CREATE TABLE users (login TEXT PRIMARY KEY);
@@ -77,7 +78,7 @@ class Tracker:
 
     @classmethod
     def create(cls, path: str | Path, users: tuple[str, ...] = ("maintainer", "agent", "alice"),
-               user: str = "agent") -> "Tracker":
+               user: str = "agent") -> Tracker:
         connection = sqlite3.connect(str(path))
         with connection:
             connection.executescript(SCHEMA)
@@ -85,7 +86,7 @@ class Tracker:
         connection.close()
         return cls(path, user)
 
-    def as_user(self, user: str) -> "Tracker":
+    def as_user(self, user: str) -> Tracker:
         return Tracker(self.path, user)
 
     # -- helpers -------------------------------------------------------------
@@ -93,7 +94,8 @@ class Tracker:
     def _item(db: sqlite3.Connection, number: int, kind: str | None = None) -> sqlite3.Row:
         row = db.execute("SELECT * FROM items WHERE number = ?", (int(number),)).fetchone()
         if row is None or (kind and row["kind"] != kind):
-            what = {"issue": "issue", "pull": "pull request"}.get(kind or "", "issue or pull request")
+            what = {"issue": "issue", "pull": "pull request"}.get(kind or "",
+                                                                  "issue or pull request")
             raise TrackerError(f"there is no {what} #{number}")
         return row
 
@@ -174,7 +176,8 @@ class Tracker:
         with self._db() as db:
             return self._detail(db, self._item(db, number, "issue"))
 
-    def create_issue(self, title: str, body: str = "", labels: list[str] | None = None) -> dict[str, Any]:
+    def create_issue(self, title: str, body: str = "",
+                     labels: list[str] | None = None) -> dict[str, Any]:
         with self._db() as db:
             number = self._insert_item(db, "issue", title, body, list(labels or []))
             return self._detail(db, self._item(db, number))
@@ -238,7 +241,8 @@ class Tracker:
         with self._db() as db:
             self._item(db, number)
             if db.execute("SELECT 1 FROM users WHERE login = ?", (login,)).fetchone() is None:
-                users = ", ".join(r[0] for r in db.execute("SELECT login FROM users ORDER BY login"))
+                logins = db.execute("SELECT login FROM users ORDER BY login")
+                users = ", ".join(row[0] for row in logins)
                 raise TrackerError(f"there is no user {login!r} (users: {users})")
             db.execute("INSERT OR IGNORE INTO assignees VALUES (?, ?)", (number, login))
             self._touch(db, number)
@@ -249,8 +253,8 @@ class Tracker:
             raise TrackerError("a comment needs a body")
         with self._db() as db:
             self._item(db, number)
-            db.execute("INSERT INTO comments (number, author, body, created_at) VALUES (?, ?, ?, ?)",
-                       (number, self.user, body, time.time()))
+            db.execute("INSERT INTO comments (number, author, body, created_at) "
+                       "VALUES (?, ?, ?, ?)", (number, self.user, body, time.time()))
             self._touch(db, number)
             return {"number": number, "author": self.user, "body": body}
 
@@ -299,13 +303,15 @@ class Tracker:
     def review_pull(self, number: int, kind: str, body: str = "",
                     inline_comments: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         if kind not in REVIEW_KINDS:
-            raise TrackerError(f"review kind must be one of {', '.join(REVIEW_KINDS)}, not {kind!r}")
+            raise TrackerError(f"review kind must be one of {', '.join(REVIEW_KINDS)}, "
+                               f"not {kind!r}")
         if kind != "approve" and not body.strip():
             raise TrackerError(f"a {kind} review needs a body")
         with self._db() as db:
             self._item(db, number, "pull")
             cursor = db.execute(
-                "INSERT INTO reviews (number, author, kind, body, created_at) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO reviews (number, author, kind, body, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
                 (number, self.user, kind, body, time.time()))
             for inline in inline_comments or []:
                 db.execute("INSERT INTO review_comments VALUES (?, ?, ?, ?)",
@@ -327,7 +333,8 @@ class Tracker:
                     "title": row["title"].strip(), "body": row["body"].strip(),
                     "state": row["state"], "author": row["author"],
                     "labels": sorted(detail["labels"]), "assignees": sorted(detail["assignees"]),
-                    "comments": sorted([c["author"], c["body"].strip()] for c in detail["comments"]),
+                    "comments": sorted([comment["author"], comment["body"].strip()]
+                                       for comment in detail["comments"]),
                 }
                 if row["kind"] == "pull":
                     entity["reviews"] = sorted(

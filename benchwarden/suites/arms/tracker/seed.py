@@ -19,7 +19,7 @@ LABELS = (
 )
 
 # (title, body, labels, state)
-ISSUES = (
+ISSUES: tuple[tuple[str, str, list[str], str], ...] = (
     ("Crash when saving an empty file",
      "Saving a file with no content crashes the editor with a null pointer error.",
      ["bug", "priority"], "open"),
@@ -41,9 +41,9 @@ ISSUES = (
 COMMENTS = ((1, "alice", "I can reproduce this on version 2.3."),)
 
 # (title, head branch, body, labels)
-PULLS = (
-    ("Fix crash when saving an empty file", "fix-empty-save", "Fixes #1 by checking for empty buffers.",
-     ["bug"]),
+PULLS: tuple[tuple[str, str, str, list[str]], ...] = (
+    ("Fix crash when saving an empty file", "fix-empty-save",
+     "Fixes #1 by checking for empty buffers.", ["bug"]),
     ("Add dark mode toggle", "dark-mode", "Part of #2: adds a toggle in the settings.", []),
     ("Speed up search indexing", "faster-search", "Speeds up #5 with an incremental index.", []),
 )

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from benchwarden.suites.arms.tracker.operations import Tracker, TrackerError
@@ -47,29 +48,34 @@ def _dispatch(tracker: Tracker, method: str, path: str, query: dict[str, str],
               body: dict[str, Any]) -> Any:
     parts = [unquote(p) for p in path.split("/") if p]
     number = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+    # The item routes ("N" in the shape) match only when the path named a number.
+    item = number if number is not None else 0
     routes: dict[tuple[str, str], Callable[[], Any]] = {
         ("GET", ""): lambda: {"routes": ROUTES_HELP},
         ("GET", "user"): tracker.whoami,
-        ("GET", "issues"): lambda: tracker.list_issues(query.get("state", "open"), query.get("label")),
+        ("GET", "issues"): lambda: tracker.list_issues(query.get("state", "open"),
+                                                       query.get("label")),
         ("POST", "issues"): lambda: tracker.create_issue(
             str(body.get("title", "")), str(body.get("body", "")), list(body.get("labels") or [])),
         ("GET", "labels"): tracker.list_labels,
         ("POST", "labels"): lambda: tracker.create_label(
-            str(body.get("name", "")), str(body.get("color", "")), str(body.get("description", ""))),
+            str(body.get("name", "")), str(body.get("color", "")),
+            str(body.get("description", ""))),
         ("GET", "pulls"): lambda: tracker.list_pulls(query.get("state", "open")),
-        ("GET", "issues/N"): lambda: tracker.show_issue(number),
-        ("PATCH", "issues/N"): lambda: _patch(tracker, number, body, "issue"),
-        ("POST", "issues/N/comments"): lambda: tracker.comment(number, str(body.get("body", ""))),
-        ("POST", "issues/N/labels"): lambda: tracker.add_labels(number, list(body.get("labels") or [])),
-        ("DELETE", "issues/N/labels/NAME"): lambda: tracker.remove_label(number, parts[3]),
-        ("POST", "issues/N/assignees"): lambda: _assign(tracker, number, body),
-        ("GET", "pulls/N"): lambda: tracker.show_pull(number),
-        ("PATCH", "pulls/N"): lambda: _patch(tracker, number, body, "pull"),
-        ("POST", "pulls/N/merge"): lambda: tracker.merge_pull(number),
+        ("GET", "issues/N"): lambda: tracker.show_issue(item),
+        ("PATCH", "issues/N"): lambda: _patch(tracker, item, body, "issue"),
+        ("POST", "issues/N/comments"): lambda: tracker.comment(item, str(body.get("body", ""))),
+        ("POST", "issues/N/labels"): lambda: tracker.add_labels(
+            item, list(body.get("labels") or [])),
+        ("DELETE", "issues/N/labels/NAME"): lambda: tracker.remove_label(item, parts[3]),
+        ("POST", "issues/N/assignees"): lambda: _assign(tracker, item, body),
+        ("GET", "pulls/N"): lambda: tracker.show_pull(item),
+        ("PATCH", "pulls/N"): lambda: _patch(tracker, item, body, "pull"),
+        ("POST", "pulls/N/merge"): lambda: tracker.merge_pull(item),
         ("POST", "pulls/N/reviews"): lambda: tracker.review_pull(
-            number, str(body.get("kind", "")), str(body.get("body", ""))),
-        ("POST", "pulls/N/comments"): lambda: (tracker.show_pull(number),
-                                               tracker.comment(number, str(body.get("body", ""))))[1],
+            item, str(body.get("kind", "")), str(body.get("body", ""))),
+        ("POST", "pulls/N/comments"): lambda: (
+            tracker.show_pull(item), tracker.comment(item, str(body.get("body", ""))))[1],
     }
     shape = "/".join(["N" if i == 1 and number is not None else
                       ("NAME" if i == 3 else p) for i, p in enumerate(parts)])
@@ -163,6 +169,7 @@ class TrackerServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)  # an IPv4 address: ("127.0.0.1", port)
         return f"http://{host}:{port}"
 
     def stop(self) -> None:

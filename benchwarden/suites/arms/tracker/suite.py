@@ -20,8 +20,9 @@ import shlex
 import socket
 import stat
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from benchwarden.suites.arms.isolation import BASE_UTILITIES
 from benchwarden.suites.arms.tasks import Arm, FunctionTool, McpServer, Service, State, Suite
@@ -85,7 +86,8 @@ class TrackerEnvironment:
                 "#!/bin/sh\n"
                 f"TRACKER_DB={shlex.quote(str(self.database))} "
                 f"PYTHONPATH={shlex.quote(str(package_root))} "
-                f"exec {shlex.quote(sys.executable)} -m benchwarden.suites.arms.tracker.cli \"$@\"\n")
+                f"exec {shlex.quote(sys.executable)} "
+                "-m benchwarden.suites.arms.tracker.cli \"$@\"\n")
             program.chmod(program.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         if arm.name == "http":
             # Any port works inside the boundary's own network namespace; a free one on
@@ -112,9 +114,10 @@ class TrackerEnvironment:
         """The http arm's REST server, run inside the trial's boundary."""
         if self.port is None:
             return ()
-        return (Service("tracker-rest", [sys.executable, "-m", "benchwarden.suites.arms.tracker.server",
-                                         "--database", str(self.database),
-                                         "--port", str(self.port), "--user", AGENT],
+        return (Service("tracker-rest",
+                        [sys.executable, "-m", "benchwarden.suites.arms.tracker.server",
+                         "--database", str(self.database),
+                         "--port", str(self.port), "--user", AGENT],
                         env=self._server_env(), cwd=str(self.directory), ready_port=self.port),)
 
     def mcp_servers(self) -> Sequence[McpServer]:

@@ -71,7 +71,8 @@ def _merge_crash_fix(state: S) -> None:
 
 
 def _fix_typo(state: S) -> None:
-    state["issues"]["3"]["body"] = "Step 2 of the installation guide says install instead of install."
+    state["issues"]["3"]["body"] = ("Step 2 of the installation guide says install instead "
+                                    "of install.")
 
 
 def _approve_dark_mode(state: S) -> None:
@@ -95,7 +96,8 @@ TASKS: tuple[Task, ...] = (
          "List the titles of every issue (open or closed) that has the label bug.",
          ReadCheck((Fact("issue 1", ("crash when saving an empty file",)),
                     Fact("issue 6", ("login button misaligned",))),
-                   (Absent("a non-bug issue", ("add dark mode", "crash on startup with missing config",
+                   (Absent("a non-bug issue", ("add dark mode",
+                                               "crash on startup with missing config",
                                                "typo in installation guide")),))),
     Task("issue-labels-and-state", "read",
          "Which labels does issue #1 have, and is it open or closed?",
