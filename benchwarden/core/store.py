@@ -41,6 +41,7 @@ import functools
 import importlib
 import itertools
 import os
+import re
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
@@ -663,6 +664,36 @@ class Store(ABC):
                 outcome=slim.outcome, started_at=slim.started_at, ended_at=slim.ended_at,
                 tokens=slim.tokens,
                 payload=msgspec.to_builtins(slim.payload))  # UNSET (absent) fields left out
+
+    def query_summaries(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Rows of a read-only query over `record_summaries` (only when
+        `has_record_summaries`), for reports that aggregate in the database. `{p}` in
+        `sql` is the backend's placeholder; `{json:NAME}`, `{type:NAME}` and
+        `{number:NAME}` are a summary field's JSON text (NULL when the record lacks it),
+        its type (null, true, false, integer, real, text, array or object, the same on
+        every backend) and its numeric value (NULL unless a number), for NAME in
+        `SUMMARY_FIELDS`."""
+        if not self.has_record_summaries:
+            raise StoreError(f"store {self.location} has no record summary table (schema "
+                             f"version 1); open it for writing once to add it")
+
+        def expand(match: re.Match[str]) -> str:
+            form, name = match.group(1), match.group(2)
+            if name not in SUMMARY_FIELDS:
+                raise ValueError(f"{name!r} is not a summary field ({', '.join(SUMMARY_FIELDS)})")
+            return self._summary_field_sql(form, name)
+
+        expanded = re.sub(r"\{(json|type|number):(\w+)\}", expand, sql)
+        return self._query(expanded.replace("{p}", self.placeholder), params)
+
+    def _summary_field_sql(self, form: str, name: str) -> str:
+        """SQLite's JSON functions over the `fields` text (see `query_summaries`)."""
+        if form == "json":
+            return f"(fields -> '$.{name}')"
+        if form == "type":
+            return f"json_type(fields, '$.{name}')"
+        return (f"(CASE WHEN json_type(fields, '$.{name}') IN ('integer', 'real') "
+                f"THEN json_extract(fields, '$.{name}') END)")
 
     def records_at(self, seqs: Iterable[int]) -> dict[int, Record]:
         """The records at these sequence numbers (fully decoded), by sequence number: for

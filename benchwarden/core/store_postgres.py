@@ -277,6 +277,20 @@ class PostgresStore(Store):
             return  # an append-only role: reports read the bodies instead
         self.has_record_summaries = True
 
+    def _summary_field_sql(self, form: str, name: str) -> str:
+        """jsonb over the `fields` text, its types named as SQLite's `json_type` names
+        them (see `Store.query_summaries`)."""
+        value = f"(fields::jsonb -> '{name}')"
+        kind = f"jsonb_typeof{value}"
+        if form == "json":
+            return f"({value}::text)"
+        if form == "type":
+            return (f"(CASE {kind} WHEN 'boolean' THEN (CASE WHEN {value} = 'true'::jsonb "
+                    f"THEN 'true' ELSE 'false' END) WHEN 'number' THEN (CASE WHEN "
+                    f"{value}::text ~ '^-?[0-9]+$' THEN 'integer' ELSE 'real' END) "
+                    f"WHEN 'string' THEN 'text' ELSE {kind} END)")
+        return f"(CASE WHEN {kind} = 'number' THEN ({value}::text)::numeric END)"
+
     def _table_exists(self, name: str) -> bool:
         rows = self._query("SELECT to_regclass(%s) IS NOT NULL", (name,))
         return bool(rows and rows[0][0])

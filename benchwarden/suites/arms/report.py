@@ -448,12 +448,70 @@ def _resolve_scope(store: Store, scope: str | None) -> tuple[str, list[Any]]:
 
 
 def summarize_scope(store: Store, scope: str) -> Any:
-    """`views.Summary` of a scope: one streaming pass over slim rows (no transcript or
-    final report is decoded), in memory bounded by the scope's cells."""
+    """`views.Summary` of a scope. Summed by the database over the store's summary table
+    when it has one (`summary_in_database`); otherwise (a version 1 store opened
+    read-only, or a field of a type only Python's rules sum correctly) one streaming
+    pass over slim rows (no transcript or final report is decoded). Both give the same
+    totals; memory is bounded by the scope's cells either way."""
     from benchwarden.suites.arms import views
 
+    if store.has_record_summaries:
+        summary = summary_in_database(store, scope)
+        if summary is not None:
+            return summary
     return views.summarize(store.iter_record_summaries(
         suite=SUITE_NAME, scope=scope, payload_fields=views.PAYLOAD_FIELDS))
+
+
+# Which records count as priced, and the field types the SQL below sums exactly as
+# `views.Accumulator.add` does; a record with any other type (a boolean turn count, a
+# numeric string) makes the report fall back to the streaming pass, which applies
+# Python's rules to it.
+_PRICED = "({type:tokens_reported} IS NULL OR {type:tokens_reported} = 'true')"
+_ORDINARY = ("COALESCE({type:tokens_reported}, 'null') IN ('null', 'true', 'false') "
+             "AND COALESCE({type:turns}, 'null') IN ('null', 'false', 'integer', 'real') "
+             "AND COALESCE({type:denied_calls}, 'null') IN ('null', 'false', 'integer') "
+             "AND COALESCE({type:imputed_cost_usd}, 'null') IN ('null', 'integer', 'real')")
+_GROUP = "arm, task, outcome, {json:tier}, {json:failure}"
+_IN_SCOPE = "suite = {p} AND scope = {p}"
+_GROUP_TOTALS = (
+    f"SELECT {_GROUP}, MIN(seq), COUNT(*), "
+    "SUM(CASE WHEN outcome = {p} THEN 1 ELSE 0 END), "
+    f"SUM(CASE WHEN {_PRICED} THEN 1 ELSE 0 END), "
+    + "".join(f"SUM(CASE WHEN {_PRICED} THEN {name} ELSE 0 END), "
+              for name in ("fresh_input", "cache_creation", "cache_read", "output"))
+    + f"SUM(CASE WHEN {_PRICED} AND reasoning IS NOT NULL THEN 1 ELSE 0 END), "
+    f"SUM(CASE WHEN {_PRICED} AND reasoning IS NOT NULL THEN reasoning ELSE 0 END), "
+    "SUM(CASE WHEN ended_at - started_at > 0 THEN ended_at - started_at ELSE 0 END), "
+    "SUM(COALESCE({number:turns}, 0)), SUM(COALESCE({number:denied_calls}, 0)), "
+    "SUM(CASE WHEN {number:imputed_cost_usd} IS NOT NULL THEN 1 ELSE 0 END), "
+    "SUM(COALESCE({number:imputed_cost_usd}, 0)), "
+    f"SUM(CASE WHEN {_ORDINARY} THEN 0 ELSE 1 END) "
+    f"FROM record_summaries WHERE {_IN_SCOPE} GROUP BY {_GROUP}")
+_NEWEST = (
+    "SELECT arm, task, outcome, tier, failure, seq FROM (SELECT arm, task, outcome, "
+    "{json:tier} AS tier, {json:failure} AS failure, seq, ROW_NUMBER() OVER (PARTITION BY "
+    f"{_GROUP} ORDER BY seq DESC) AS recency FROM record_summaries WHERE {_IN_SCOPE}) "
+    "AS ranked WHERE recency <= {p}")
+_VERSIONS = f"SELECT DISTINCT {{json:bench_version}} FROM record_summaries WHERE {_IN_SCOPE}"
+
+
+def summary_in_database(store: Store, scope: str) -> Any:
+    """`views.Summary` of a scope summed by the database (GROUP BY over the summary
+    table; the newest trials of each group by a window query), or None when a record
+    holds a field of a type the SQL does not sum as Python does."""
+    from benchwarden.suites.arms import views
+    from benchwarden.suites.arms.tasks import PASS
+
+    where = (SUITE_NAME, scope)
+    groups = []
+    for row in store.query_summaries(_GROUP_TOTALS, (PASS, *where)):
+        if row[-1]:
+            return None
+        groups.append(views.GroupRow(*row[:-1]))
+    newest = store.query_summaries(_NEWEST, (*where, views.TRIALS_PER_CELL))
+    versions = [row[0] for row in store.query_summaries(_VERSIONS, where)]
+    return views.summary_from_groups(groups, newest, versions)
 
 
 def _clip(text: Any) -> Any:
