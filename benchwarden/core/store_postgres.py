@@ -41,9 +41,18 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from benchwarden.core import paths
-from benchwarden.core.store import (ENTRY_COLUMNS, READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION,
-                                    SUMMARY_COLUMNS, CorruptStore, NoStore, Store, StoreError, StoreUsageError,
-                                    lock_timeout)
+from benchwarden.core.store import (
+    ENTRY_COLUMNS,
+    READABLE_SCHEMA_VERSIONS,
+    SCHEMA_VERSION,
+    SUMMARY_COLUMNS,
+    CorruptStore,
+    NoStore,
+    Store,
+    StoreError,
+    StoreUsageError,
+    lock_timeout,
+)
 
 # First key of the advisory lock ("BWST"); the second is the `entries` table's oid,
 # so stores in different schemas of one database do not wait for each other.
