@@ -150,11 +150,14 @@ def _summary_decoder(payload_fields: tuple[str, ...]) -> Any:
 # damage. A store has it exactly when its schema version is 2 (SCHEMA_VERSION).
 SUMMARY_FIELDS = ("tier", "failure", "turns", "tokens_reported", "denied_calls",
                   "imputed_cost_usd", "bench_version")
-"""Payload fields copied into a summary row's `fields` JSON (only those a record holds):
-the per-trial fields reports group or sum by."""
+"""Payload fields copied into a summary row (as JSON text): the per-trial fields reports
+group or sum by."""
 SUMMARY_COLUMNS = ("seq", "suite", "scope", "arm", "task", "trial", "run_id", "outcome",
                    "started_at", "ended_at", "fresh_input", "cache_creation", "cache_read",
-                   "output", "reasoning", "fields")
+                   "output", "reasoning", *(f"field_{name}" for name in SUMMARY_FIELDS))
+"""`field_<name>` holds the payload field's JSON text, NULL when the record lacks it: one
+column each, so a report reads a field's type and value from its first characters
+without parsing JSON per row (what makes a GROUP BY over a million rows cheap)."""
 # records decoded per backfill page (slim decode; one progress line per page on stderr)
 BACKFILL_BATCH = 20_000
 
@@ -177,10 +180,22 @@ def summary_row(seq: int, body: bytes) -> tuple[Any, ...]:
     Raises `msgspec.DecodeError` when the body is not a record."""
     slim = _summary_row_decoder().decode(body)
     tokens = slim.tokens
-    fields = msgspec.json.encode(msgspec.to_builtins(slim.payload)).decode("utf-8")
+    payload = slim.payload
+    fields = tuple(None if (value := getattr(payload, name)) is msgspec.UNSET
+                   else msgspec.json.encode(value).decode("utf-8") for name in SUMMARY_FIELDS)
     return (int(seq), slim.suite, slim.scope, slim.arm, slim.task, slim.trial, slim.run_id,
             slim.outcome, float(slim.started_at), float(slim.ended_at), tokens.fresh_input,
-            tokens.cache_creation, tokens.cache_read, tokens.output, tokens.reasoning, fields)
+            tokens.cache_creation, tokens.cache_read, tokens.output, tokens.reasoning, *fields)
+
+
+def _json_type_sql(column: str) -> str:
+    """SQL naming the JSON type of a column of msgspec-encoded JSON text as SQLite's
+    `json_type` does (NULL for NULL), from its first character alone."""
+    return (f"(CASE substr({column}, 1, 1) WHEN '\"' THEN 'text' WHEN 't' THEN 'true' "
+            f"WHEN 'f' THEN 'false' WHEN 'n' THEN 'null' WHEN '[' THEN 'array' "
+            f"WHEN '{{' THEN 'object' ELSE (CASE WHEN {column} IS NULL THEN NULL "
+            f"WHEN replace(replace(replace({column}, '.', ''), 'e', ''), 'E', '') <> {column} "
+            f"THEN 'real' ELSE 'integer' END) END)")
 
 
 def _same_summary(stored: Sequence[Any], expected: Sequence[Any]) -> bool:
@@ -687,13 +702,19 @@ class Store(ABC):
         return self._query(expanded.replace("{p}", self.placeholder), params)
 
     def _summary_field_sql(self, form: str, name: str) -> str:
-        """SQLite's JSON functions over the `fields` text (see `query_summaries`)."""
+        """A field's JSON text, its type read from its first characters (the text is
+        msgspec's: no leading space, a number is real exactly when it holds `.`, `e` or
+        `E`) and its numeric value (see `query_summaries`)."""
+        column = f"field_{name}"
         if form == "json":
-            return f"(fields -> '$.{name}')"
+            return column
+        kind = _json_type_sql(column)
         if form == "type":
-            return f"json_type(fields, '$.{name}')"
-        return (f"(CASE WHEN json_type(fields, '$.{name}') IN ('integer', 'real') "
-                f"THEN json_extract(fields, '$.{name}') END)")
+            return kind
+        return f"(CASE WHEN {kind} IN ('integer', 'real') THEN {self._number_sql(column)} END)"
+
+    def _number_sql(self, column: str) -> str:
+        return f"CAST({column} AS REAL)"
 
     def records_at(self, seqs: Iterable[int]) -> dict[int, Record]:
         """The records at these sequence numbers (fully decoded), by sequence number: for
@@ -966,7 +987,8 @@ _SQLITE_SUMMARY_SCHEMA = (
     started_at REAL NOT NULL, ended_at REAL NOT NULL,
     fresh_input INTEGER NOT NULL, cache_creation INTEGER NOT NULL,
     cache_read INTEGER NOT NULL, output INTEGER NOT NULL, reasoning INTEGER,
-    fields TEXT NOT NULL
+    field_tier TEXT, field_failure TEXT, field_turns TEXT, field_tokens_reported TEXT,
+    field_denied_calls TEXT, field_imputed_cost_usd TEXT, field_bench_version TEXT
 )""",
     """CREATE INDEX IF NOT EXISTS record_summaries_by_scope
     ON record_summaries (suite, scope, arm, task, outcome)""",

@@ -101,7 +101,8 @@ CREATE TABLE IF NOT EXISTS record_summaries (
     started_at DOUBLE PRECISION NOT NULL, ended_at DOUBLE PRECISION NOT NULL,
     fresh_input BIGINT NOT NULL, cache_creation BIGINT NOT NULL,
     cache_read BIGINT NOT NULL, output BIGINT NOT NULL, reasoning BIGINT,
-    fields TEXT NOT NULL
+    field_tier TEXT, field_failure TEXT, field_turns TEXT, field_tokens_reported TEXT,
+    field_denied_calls TEXT, field_imputed_cost_usd TEXT, field_bench_version TEXT
 );
 CREATE INDEX IF NOT EXISTS record_summaries_by_scope
     ON record_summaries (suite, scope, arm, task, outcome);
@@ -286,19 +287,8 @@ class PostgresStore(Store):
             return  # an append-only role: reports read the bodies instead
         self.has_record_summaries = True
 
-    def _summary_field_sql(self, form: str, name: str) -> str:
-        """jsonb over the `fields` text, its types named as SQLite's `json_type` names
-        them (see `Store.query_summaries`)."""
-        value = f"(fields::jsonb -> '{name}')"
-        kind = f"jsonb_typeof{value}"
-        if form == "json":
-            return f"({value}::text)"
-        if form == "type":
-            return (f"(CASE {kind} WHEN 'boolean' THEN (CASE WHEN {value} = 'true'::jsonb "
-                    f"THEN 'true' ELSE 'false' END) WHEN 'number' THEN (CASE WHEN "
-                    f"{value}::text ~ '^-?[0-9]+$' THEN 'integer' ELSE 'real' END) "
-                    f"WHEN 'string' THEN 'text' ELSE {kind} END)")
-        return f"(CASE WHEN {kind} = 'number' THEN ({value}::text)::numeric END)"
+    def _number_sql(self, column: str) -> str:
+        return f"({column})::numeric"
 
     def _table_exists(self, name: str) -> bool:
         rows = self._query("SELECT to_regclass(%s) IS NOT NULL", (name,))

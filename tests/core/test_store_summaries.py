@@ -74,7 +74,9 @@ def test_every_append_writes_its_summary_rows(backend):  # noqa: F811
         rows = summaries(store)
         assert rows == expected_summaries(store) and len(rows) == 7
         assert rows[-1][3:8] == ("a", "single", 1, "run-1", "pass")
-        assert '"imputed_cost_usd":0.25' in rows[-1][-1] and "transcript" not in rows[-1][-1]
+        fields = dict(zip(SUMMARY_COLUMNS, rows[-1], strict=True))
+        assert fields["field_imputed_cost_usd"] == "0.25" and fields["field_tier"] == '"read"'
+        assert fields["field_failure"] is None  # absent from the payload
         assert store.verify().ok
 
 
@@ -111,13 +113,12 @@ def test_a_version_1_store_is_read_as_it_is_and_upgraded_by_a_writer(backend, ca
 @pytest.mark.parametrize("change, named", [
     ("UPDATE record_summaries SET output = output + 1 WHERE seq = 4",
      "entry 4, record demo/s/a/t2/trial 2 (run run-1): its row in the summary table disagrees"),
-    ("UPDATE record_summaries SET fields = '{}' WHERE seq = 3", "entry 3, record"),
+    ("UPDATE record_summaries SET field_tier = NULL WHERE seq = 3", "entry 3, record"),
     ("DELETE FROM record_summaries WHERE seq = 5", "entry 5, record demo/s/a/t3/trial 3 "
      "(run run-1): its row in the summary table is missing"),
-    ("INSERT INTO record_summaries SELECT 1, suite, scope, arm, task, trial, run_id, outcome, "
-     "started_at, ended_at, fresh_input, cache_creation, cache_read, output, reasoning, fields "
-     "FROM record_summaries WHERE seq = 2", "entry 1, run of run run-1: the summary table "
-     "holds a record row for it"),
+    (f"INSERT INTO record_summaries SELECT 1, {', '.join(SUMMARY_COLUMNS[1:])} "
+     "FROM record_summaries WHERE seq = 2",
+     "entry 1, run of run run-1: the summary table holds a record row for it"),
 ])
 def test_verify_names_a_summary_row_that_disagrees_with_the_chain(backend, change, named):  # noqa: F811
     filled(backend)
@@ -130,9 +131,8 @@ def test_verify_names_a_summary_row_that_disagrees_with_the_chain(backend, chang
 
 def test_verify_finds_summary_rows_past_the_end_of_the_chain(backend):  # noqa: F811
     filled(backend)
-    raw(backend, "INSERT INTO record_summaries SELECT seq + 100, suite, scope, arm, task, "
-        "trial, run_id, outcome, started_at, ended_at, fresh_input, cache_creation, "
-        "cache_read, output, reasoning, fields FROM record_summaries WHERE seq = 2")
+    raw(backend, f"INSERT INTO record_summaries SELECT seq + 100, "
+        f"{', '.join(SUMMARY_COLUMNS[1:])} FROM record_summaries WHERE seq = 2")
     with backend.open(create=False) as store:
         report = store.verify(own_witness=False)
     assert not report.ok
@@ -160,6 +160,8 @@ def test_query_summaries_expands_fields_the_same_on_both_backends(backend):  # n
         rows = store.query_summaries(
             "SELECT task, {type:failure}, {json:failure}, {number:failure} FROM "
             "record_summaries WHERE suite = {p} ORDER BY seq", ("demo",))
+        assert store.query_summaries("SELECT {number:turns} FROM record_summaries "
+                                     "ORDER BY seq LIMIT 1") in ([(1.0,)], [(1,)])
     import json
 
     types = [row[1] for row in rows]
