@@ -287,6 +287,8 @@ class PostgresStore(Store):
             return  # an append-only role: reports read the bodies instead
         self.has_record_summaries = True
 
+    _fence = "OFFSET 0"
+
     def _number_sql(self, column: str) -> str:
         return f"({column})::numeric"
 
