@@ -106,6 +106,7 @@ CREATE TABLE IF NOT EXISTS record_summaries (
 );
 CREATE INDEX IF NOT EXISTS record_summaries_by_scope
     ON record_summaries (suite, scope, arm, task, outcome);
+CREATE INDEX IF NOT EXISTS record_summaries_by_run ON record_summaries (run_id, suite);
 DO $body$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_trigger
