@@ -30,8 +30,7 @@ from benchwarden.core import secrets
 from benchwarden.core.chain import GENESIS_HASH, chain_links, link_hash
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, TokenComponents, canonical_json, canonical_json_many
-from benchwarden.core.store import DuplicateRecord, Store, open_store, summary_row
-from benchwarden.core.store import SUMMARY_COLUMNS
+from benchwarden.core.store import SUMMARY_COLUMNS, DuplicateRecord, Store, open_store, summary_row
 from benchwarden.core.witness import read_witness, sidecar_for
 from tests.conftest import fresh_postgres_database
 from tests.core.test_store_backends import PostgresBackend, SQLiteBackend, make_record
@@ -262,8 +261,8 @@ def test_a_chain_written_entry_by_entry_continues_and_verifies(tmp_path):
                     (*address, body, previous, current))
         seq = raw.execute("SELECT MAX(seq) FROM entries").fetchone()[0]
         # as that writer also wrote the derived summary row (verify checks it)
-        raw.execute(f"INSERT INTO record_summaries VALUES ({', '.join(['?'] * len(SUMMARY_COLUMNS))})",
-                    summary_row(seq, body))
+        marks = ", ".join(["?"] * len(SUMMARY_COLUMNS))
+        raw.execute(f"INSERT INTO record_summaries VALUES ({marks})", summary_row(seq, body))
         previous = current
     raw.close()
     with open_store(path, create=False, read_only=False) as store:

@@ -528,7 +528,7 @@ def summary_in_database(store: Store, scope: str) -> Any:
         if row[-1]:
             return None
         groups.append(views.GroupRow(*row[:-1]))
-    newest = []
+    newest: list[tuple[str, str, str, Any, Any, int]] = []
     for group in groups:
         given = [text for text in (group.tier_json, group.failure_json) if text is not None]
         sql = _newest_sql(group.tier_json is None, group.failure_json is None)
