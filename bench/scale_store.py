@@ -7,7 +7,7 @@ record has the 4 token components, an outcome, a 5-entry transcript and a final 
 string, about 1 KB of canonical JSON. Values are drawn from a fixed seed, so a size
 always gives the same records (timestamps of the runs themselves excepted).
 
-Stores are cached as `arms-<size>.sqlite` in the bench cache folder
+Stores are cached as `arms-<size>.v<schema version>.sqlite` in the bench cache folder
 (`$BENCHWARDEN_BENCH_CACHE`, default `~/.cache/benchwarden/bench`); a store is built
 beside its final name and renamed only when complete, so an interrupted build is
 never reused.
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, RunEnd, TokenComponents
-from benchwarden.core.store import open_store
+from benchwarden.core.store import SCHEMA_VERSION, open_store
 
 ARMS = ("cli", "http", "mcp")
 TASKS = tuple(f"task-{number:03d}" for number in range(200))
@@ -128,19 +128,44 @@ def build(path: Path, size: int, *, quiet: bool = False) -> None:
                       f"({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
 
 
+def cached_name(size: int) -> str:
+    """Stores are cached per schema version: a store of an older version is never
+    upgraded in place (a benchwarden of that version may still read it)."""
+    if SCHEMA_VERSION == 1:
+        return f"arms-{size_label(size)}.sqlite"
+    return f"arms-{size_label(size)}.v{SCHEMA_VERSION}.sqlite"
+
+
+def upgrade_copy(older: Path, partial: Path, *, quiet: bool = False) -> None:
+    """A copy of an older version's cached store at `partial`, upgraded by opening it for
+    writing (the summary table filled from the chained bodies); the original untouched."""
+    if not quiet:
+        print(f"copying {older} to upgrade it (the original is left as it is)", file=sys.stderr)
+    with open_store(older, create=False) as source:
+        source.backup_to(partial)
+    with open_store(partial, create=False, read_only=False):
+        pass
+
+
 def ensure_store(size: int, folder: Path | None = None, *, quiet: bool = False) -> Path:
-    """The cached store of `size` records, built first when missing."""
+    """The cached store of `size` records, built first when missing (or copied from the
+    cached store of an older schema version and upgraded, which is faster)."""
     folder = folder or cache_folder()
     folder.mkdir(parents=True, exist_ok=True)
-    final = folder / f"arms-{size_label(size)}.sqlite"
+    final = folder / cached_name(size)
     if final.exists():
         return final
     partial = folder / f".arms-{size_label(size)}.building.sqlite"
     for leftover in folder.glob(partial.name + "*"):  # a build that was interrupted
         leftover.unlink()
-    if not quiet:
-        print(f"building {final} ({size:,} records, cached for later runs)", file=sys.stderr)
-    build(partial, size, quiet=quiet)
+    older = folder / f"arms-{size_label(size)}.sqlite"
+    if older.exists() and older != final:
+        upgrade_copy(older, partial, quiet=quiet)
+    else:
+        if not quiet:
+            print(f"building {final} ({size:,} records, cached for later runs)",
+                  file=sys.stderr)
+        build(partial, size, quiet=quiet)
     for suffix in ("-wal", "-shm"):  # closed cleanly: the WAL is checkpointed away
         Path(f"{partial}{suffix}").unlink(missing_ok=True)
     partial.rename(final)

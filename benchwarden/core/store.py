@@ -41,6 +41,7 @@ import functools
 import importlib
 import itertools
 import os
+import re
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
@@ -72,7 +73,12 @@ from benchwarden.core.witness import (
     write_witness,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Version 1 has no `record_summaries` table: it is read as it is (reports stream the
+# bodies) and upgraded to 2 (table made and filled) when opened for writing. Benchwarden
+# versions that know only 1 refuse a version 2 store, so no writer can append a record
+# without its summary row.
+READABLE_SCHEMA_VERSIONS = ("1", "2")
 # `PRAGMA application_id` of every SQLite store this version creates ("BWST"): how a
 # store is told apart from another application's SQLite file before anything is written.
 APPLICATION_ID = 0x42575354
@@ -134,6 +140,73 @@ def _summary_decoder(payload_fields: tuple[str, ...]) -> Any:
         ("tokens", TokenComponents, msgspec.field(default_factory=TokenComponents)),
         ("payload", payload, msgspec.field(default_factory=payload))], frozen=True)
     return msgspec.json.Decoder(slim)
+
+
+# -- the record summary table (derived data, outside the chain) ----------------------
+# `record_summaries` holds one slim row per record, written in the same transaction as
+# the record (and backfilled once into a store made before it): what reports aggregate
+# in SQL instead of decoding every body. It is derived from the stored body by
+# `summary_row` alone, so `verify` recomputes every row and reports any difference as
+# damage. A store has it exactly when its schema version is 2 (SCHEMA_VERSION).
+SUMMARY_FIELDS = ("tier", "failure", "turns", "tokens_reported", "denied_calls",
+                  "imputed_cost_usd", "bench_version")
+"""Payload fields copied into a summary row (as JSON text): the per-trial fields reports
+group or sum by."""
+SUMMARY_COLUMNS = ("seq", "suite", "scope", "arm", "task", "trial", "run_id", "outcome",
+                   "started_at", "ended_at", "fresh_input", "cache_creation", "cache_read",
+                   "output", "reasoning", *(f"field_{name}" for name in SUMMARY_FIELDS))
+"""`field_<name>` holds the payload field's JSON text, NULL when the record lacks it: one
+column each, so a report reads a field's type and value from its first characters
+without parsing JSON per row (what makes a GROUP BY over a million rows cheap)."""
+# records decoded per backfill page (slim decode; one progress line per page on stderr)
+BACKFILL_BATCH = 20_000
+
+
+@functools.lru_cache(maxsize=1)
+def _summary_row_decoder() -> Any:
+    payload = msgspec.defstruct("SummaryRowPayload", [(name, Any, msgspec.UNSET)
+                                                      for name in SUMMARY_FIELDS], frozen=True)
+    slim = msgspec.defstruct("SummaryRowRecord", [
+        ("suite", str), ("scope", str), ("arm", str), ("task", str), ("trial", int),
+        ("run_id", str), ("outcome", str), ("started_at", float), ("ended_at", float),
+        ("tokens", TokenComponents, msgspec.field(default_factory=TokenComponents)),
+        ("payload", payload, msgspec.field(default_factory=payload))], frozen=True)
+    return msgspec.json.Decoder(slim)
+
+
+def summary_row(seq: int, body: bytes) -> tuple[Any, ...]:
+    """The `record_summaries` row (in `SUMMARY_COLUMNS` order) of the record stored at
+    `seq` with these exact bytes: the one definition append, backfill and verify share.
+    Raises `msgspec.DecodeError` when the body is not a record."""
+    slim = _summary_row_decoder().decode(body)
+    tokens = slim.tokens
+    payload = slim.payload
+    fields = tuple(None if (value := getattr(payload, name)) is msgspec.UNSET
+                   else msgspec.json.encode(value).decode("utf-8") for name in SUMMARY_FIELDS)
+    return (int(seq), slim.suite, slim.scope, slim.arm, slim.task, slim.trial, slim.run_id,
+            slim.outcome, float(slim.started_at), float(slim.ended_at), tokens.fresh_input,
+            tokens.cache_creation, tokens.cache_read, tokens.output, tokens.reasoning, *fields)
+
+
+def _json_type_sql(column: str) -> str:
+    """SQL naming the JSON type of a column of msgspec-encoded JSON text as SQLite's
+    `json_type` does (NULL for NULL), from its first character alone."""
+    return (f"(CASE substr({column}, 1, 1) WHEN '\"' THEN 'text' WHEN 't' THEN 'true' "
+            f"WHEN 'f' THEN 'false' WHEN 'n' THEN 'null' WHEN '[' THEN 'array' "
+            f"WHEN '{{' THEN 'object' ELSE (CASE WHEN {column} IS NULL THEN NULL "
+            f"WHEN replace(replace(replace({column}, '.', ''), 'e', ''), 'E', '') <> {column} "
+            f"THEN 'real' ELSE 'integer' END) END)")
+
+
+def _same_summary(stored: Sequence[Any], expected: Sequence[Any]) -> bool:
+    """Stored and recomputed rows agree (the database may hand integers back as floats
+    or text as bytes; a different value is never equal)."""
+    return len(stored) == len(expected) and all(
+        _as_text(a) == _as_text(b) for a, b in zip(stored, expected, strict=True))
+
+
+def _as_text(value: Any) -> Any:
+    return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
 
@@ -306,6 +379,9 @@ class Store(ABC):
     placeholder = "?"
     location: str
     read_only: bool = False
+    has_record_summaries: bool = False
+    """True when `record_summaries` exists and is complete: appends write it, reports
+    may aggregate it. False for a store from before it opened read-only."""
 
     # -- dialect hooks -------------------------------------------------------
     @abstractmethod
@@ -358,14 +434,17 @@ class Store(ABC):
         encoded_addresses = canonical_json_many(addresses)
         try:
             with self._transaction() as cursor:
-                cursor.execute("SELECT hash FROM entries ORDER BY seq DESC LIMIT 1")
+                cursor.execute("SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1")
                 row = cursor.fetchone()
-                first_previous = row[0] if row else GENESIS_HASH
+                first_previous = row[1] if row else GENESIS_HASH
                 links = chain_links(first_previous, zip(encoded_addresses, bodies, strict=True))
                 previous_links = [first_previous, *links[:-1]]
                 self._insert_rows(cursor, [
                     (*address, body, previous, current) for address, body, previous, current
                     in zip(addresses, bodies, previous_links, links, strict=True)])
+                if self.has_record_summaries:
+                    self._insert_summaries_after(cursor, int(row[0]) if row else 0,
+                                                 addresses, bodies)
                 head = self._head_in(cursor) if self.witness_path is not None else None
         except Exception as error:  # translate the backend's refusal into ours
             if self._is_unique_violation(error):
@@ -377,6 +456,62 @@ class Store(ABC):
         if head is not None:  # only once committed: a crash before this leaves it behind,
             self._committed_first_hash = head.first  # never ahead of the store
             self._write_witness(head, forward_only=True)
+
+    def _insert_summaries_after(self, cursor: Any, head_seq: int,
+                                addresses: Sequence[tuple[Any, ...]],
+                                bodies: Sequence[bytes]) -> None:
+        """Inside the append transaction: the summary rows of the records just inserted
+        after `head_seq` (the append lock is held, so every entry after it is ours, in
+        the order given)."""
+        if not any(address[0] == "record" for address in addresses):
+            return
+        cursor.execute(f"SELECT seq FROM entries WHERE seq > {self.placeholder} ORDER BY seq",
+                       (head_seq,))
+        seqs = [int(found[0]) for found in cursor.fetchall()]
+        if len(seqs) != len(addresses):
+            raise StoreError(f"store {self.location}: an append saw {len(seqs)} new entries "
+                             f"for the {len(addresses)} it wrote; nothing was stored")
+        self._insert_summary_rows(cursor, [
+            summary_row(seq, body) for seq, address, body in zip(seqs, addresses, bodies,
+                                                                   strict=True)
+            if address[0] == "record"])
+
+    def _insert_summary_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
+        p = self.placeholder
+        cursor.executemany(f"INSERT INTO record_summaries ({', '.join(SUMMARY_COLUMNS)}) "
+                           f"VALUES ({', '.join([p] * len(SUMMARY_COLUMNS))})", rows)
+
+    def _backfill_summaries(self, cursor: Any) -> int:
+        """Inside a transaction holding the append lock, with `record_summaries` just
+        created: one row per record already stored, `BACKFILL_BATCH` records a page, a
+        progress line per page on stderr. Returns the number of rows written."""
+        import sys
+
+        p = self.placeholder
+        cursor.execute("SELECT COUNT(*) FROM entries WHERE kind = 'record'")
+        total = int(cursor.fetchone()[0])
+        written, after = 0, 0
+        while True:
+            cursor.execute(f"SELECT seq, body FROM entries WHERE kind = 'record' AND seq > {p} "
+                           f"ORDER BY seq LIMIT {p}", (after, BACKFILL_BATCH))
+            page = cursor.fetchall()
+            if not page:
+                break
+            rows = []
+            for seq, body in page:
+                try:
+                    rows.append(summary_row(int(seq), _as_bytes(body)))
+                except msgspec.DecodeError as error:
+                    raise CorruptStore(
+                        f"store {self.location}: entry {seq} is not a readable record "
+                        f"({error}); `benchwarden verify --store` checks the whole store"
+                    ) from None
+            self._insert_summary_rows(cursor, rows)
+            written += len(rows)
+            after = int(page[-1][0])
+            print(f"benchwarden: store {self.location}: summarising existing records for fast "
+                  f"reports: {written:,} of {total:,}", file=sys.stderr, flush=True)
+        return written
 
     def _insert_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
         """Insert entry rows, in `ENTRY_COLUMNS` order, inside the append transaction
@@ -545,6 +680,51 @@ class Store(ABC):
                 tokens=slim.tokens,
                 payload=msgspec.to_builtins(slim.payload))  # UNSET (absent) fields left out
 
+    def query_summaries(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Rows of a read-only query over `record_summaries` (only when
+        `has_record_summaries`), for reports that aggregate in the database. `{p}` in
+        `sql` is the backend's placeholder; `{json:NAME}`, `{type:NAME}` and
+        `{number:NAME}` are a summary field's JSON text (NULL when the record lacks it),
+        its type (null, true, false, integer, real, text, array or object, the same on
+        every backend) and its numeric value (NULL unless a number), for NAME in
+        `SUMMARY_FIELDS`; `{number_of:COLUMN}` is the number in a column of JSON text
+        (known to hold one); `{fence}` ends a subquery whose columns the database
+        must compute once per row."""
+        if not self.has_record_summaries:
+            raise StoreError(f"store {self.location} has no record summary table (schema "
+                             f"version 1); open it for writing once to add it")
+
+        def expand(match: re.Match[str]) -> str:
+            form, name = match.group(1), match.group(2)
+            if form == "number_of":
+                return self._number_sql(name)
+            if name not in SUMMARY_FIELDS:
+                raise ValueError(f"{name!r} is not a summary field ({', '.join(SUMMARY_FIELDS)})")
+            return self._summary_field_sql(form, name)
+
+        expanded = re.sub(r"\{(json|type|number|number_of):(\w+)\}", expand, sql)
+        return self._query(expanded.replace("{p}", self.placeholder)
+                           .replace("{fence}", self._fence), params)
+
+    # what ends a subquery so the database computes its columns once per row instead of
+    # inlining them into the outer query (`query_summaries`' `{fence}`)
+    _fence = "LIMIT -1"
+
+    def _summary_field_sql(self, form: str, name: str) -> str:
+        """A field's JSON text, its type read from its first characters (the text is
+        msgspec's: no leading space, a number is real exactly when it holds `.`, `e` or
+        `E`) and its numeric value (see `query_summaries`)."""
+        column = f"field_{name}"
+        if form == "json":
+            return column
+        kind = _json_type_sql(column)
+        if form == "type":
+            return kind
+        return f"(CASE WHEN {kind} IN ('integer', 'real') THEN {self._number_sql(column)} END)"
+
+    def _number_sql(self, column: str) -> str:
+        return f"CAST({column} AS REAL)"
+
     def records_at(self, seqs: Iterable[int]) -> dict[int, Record]:
         """The records at these sequence numbers (fully decoded), by sequence number: for
         the few records a report shows in full. Numbers that hold no record are absent."""
@@ -577,16 +757,24 @@ class Store(ABC):
         p = self.placeholder
         where = f" AND suite = {p}" if suite else ""
         params = (suite,) if suite else ()
-        starts = self._query(f"SELECT body FROM entries WHERE kind = 'run'{where} ORDER BY seq",
-                             params)
+        # sorted here, not by ORDER BY seq, which would make SQLite scan every entry
+        # instead of the index of run starts
+        starts = [(body,) for _, body in sorted(self._query(
+            f"SELECT seq, body FROM entries WHERE kind = 'run'{where}", params),
+            key=lambda row: int(row[0]))]
         ends = {
             end.run_id: end for end in (
                 _run_end_decoder.decode(_as_bytes(row[0])) for row in self._query(
                     f"SELECT body FROM entries WHERE kind = 'run_end'{where}", params))
         }
-        counts = dict(self._query(
-            f"SELECT run_id, COUNT(*) FROM entries WHERE kind = 'record'{where} GROUP BY run_id",
-            params))
+        # counted over the slim summary table when there is one (a tenth of the bytes)
+        if self.has_record_summaries:  # over the index by run, in its order: no sort
+            in_suite = f" WHERE suite || '' = {p}" if suite else ""
+            counted = f"SELECT run_id, COUNT(*) FROM record_summaries{in_suite} GROUP BY run_id"
+        else:
+            counted = (f"SELECT run_id, COUNT(*) FROM entries WHERE kind = 'record'{where} "
+                       "GROUP BY run_id")
+        counts = dict(self._query(counted, params))
         infos = []
         for row in starts:
             run = _run_decoder.decode(_as_bytes(row[0]))
@@ -674,9 +862,12 @@ class Store(ABC):
         p = self.placeholder
         sql = ("SELECT seq, kind, suite, scope, arm, task, trial, run_id, body, prev_hash, hash "
                f"FROM entries WHERE seq > {p} ORDER BY seq LIMIT {p}")
+        summaries = self._summaries_present()
         after = 0
         while True:
             rows = self._query(sql, (after, batch))
+            summary_problem = (self._summaries_problem(after, rows)
+                               if summaries and rows else None)
             for seq, kind, suite, scope, arm, task, trial, run_id, body, prev_hash, stored in rows:
                 entry = _Entry(kind, suite, scope, arm, task, int(trial), run_id, _as_bytes(body))
                 problem = None
@@ -687,6 +878,9 @@ class Store(ABC):
                     problem = "its contents do not match its hash (edited after it was written)"
                 elif kind == "record":
                     problem = self._record_columns_problem(entry)
+                if problem is None and summary_problem is not None \
+                        and summary_problem[0] == int(seq):
+                    problem = summary_problem[1]
                 if problem:
                     return ChainReport(False, checked, f"entry {seq}, {entry.describe()}: {problem}",
                                        last_seq=last_seq)
@@ -697,16 +891,75 @@ class Store(ABC):
                 previous = stored
                 last_seq = int(seq)
                 checked += 1
+            if summary_problem is not None:  # a summary row for a number with no entry
+                return ChainReport(False, checked, f"record summary {summary_problem[0]}: "
+                                   f"{summary_problem[1]}", last_seq=last_seq)
             if len(rows) < batch:
                 break
             after = int(rows[-1][0])
+        summary_tail: str | None = None
+        if summaries:  # rows past the chain's end: its tail was cut (or rows were added)
+            extra = self._query(f"SELECT MIN(seq), MAX(seq) FROM record_summaries "
+                                f"WHERE seq > {p}", (last_seq or 0,))
+            if extra and extra[0][0] is not None:
+                ends = f"ends at entry {last_seq}" if last_seq is not None else "is empty"
+                summary_tail = (
+                    f"entries were removed from its tail: the store {ends} but its summary "
+                    f"table holds records up to entry {extra[0][1]}")
         lines, tail_problem = compare_with_witnesses(first_hash, last_seq, hashes_at, consulted)
+        tail_problem = tail_problem or summary_tail
         if own_line is not None and (checked or own_problem is not None):
             lines.insert(0, own_line)
         if own_problem is not None and not consulted:
             tail_problem = tail_problem or own_problem
         return ChainReport(tail_problem is None, checked, None, last_seq=last_seq,
                            witness_lines=tuple(lines), tail_problem=tail_problem)
+
+    def _summaries_present(self) -> bool:
+        """The summary table exists (complete or not: any row it holds must be right)."""
+        if self.has_record_summaries:
+            return True
+        return self._table_exists("record_summaries")
+
+    def _table_exists(self, name: str) -> bool:
+        rows = self._query(f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
+                           f"{self.placeholder}", (name,))
+        return bool(rows)
+
+    def _summaries_problem(self, after: int,
+                           page: Sequence[tuple[Any, ...]]) -> tuple[int, str] | None:
+        """The first entry of this page of the chain (entries after `after`) whose summary
+        row is missing, extra or not what its body says; None when all agree. Bounded by
+        one page: the summary rows of the same sequence range are read and compared."""
+        p = self.placeholder
+        last = int(page[-1][0])
+        stored = {int(row[0]): row for row in self._query(
+            f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM record_summaries WHERE seq > {p} AND "
+            f"seq <= {p} ORDER BY seq", (after, last))}
+        complete = self.has_record_summaries
+        for row in page:
+            seq, kind, body = int(row[0]), row[1], row[8]
+            found = stored.pop(seq, None)
+            if kind != "record":
+                if found is not None:
+                    return seq, ("the summary table holds a record row for it, but it is not "
+                                 "a record (derived data edited)")
+                continue
+            if found is None:
+                if complete:
+                    return seq, "its row in the summary table is missing (derived data removed)"
+                continue
+            try:
+                expected = summary_row(seq, _as_bytes(body))
+            except msgspec.DecodeError:
+                continue  # the record check names an unreadable body
+            if not _same_summary(found, expected):
+                return seq, ("its row in the summary table disagrees with its body (derived "
+                             "data edited)")
+        if stored:
+            seq = min(stored)
+            return seq, "the summary table holds a row for a sequence number with no entry"
+        return None
 
     @staticmethod
     def _record_columns_problem(entry: _Entry) -> str | None:
@@ -739,6 +992,30 @@ _SQLITE_SCHEMA = (
     """CREATE TRIGGER IF NOT EXISTS entries_refuse_update BEFORE UPDATE ON entries
 BEGIN SELECT RAISE(ABORT, 'benchwarden store is append-only: UPDATE refused'); END""",
     """CREATE TRIGGER IF NOT EXISTS entries_refuse_delete BEFORE DELETE ON entries
+BEGIN SELECT RAISE(ABORT, 'benchwarden store is append-only: DELETE refused'); END""",
+)
+
+# The derived summary table (see SUMMARY_COLUMNS); append-only like `entries`.
+_SQLITE_SUMMARY_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS record_summaries (
+    seq INTEGER PRIMARY KEY,
+    suite TEXT NOT NULL, scope TEXT NOT NULL, arm TEXT NOT NULL, task TEXT NOT NULL,
+    trial INTEGER NOT NULL, run_id TEXT NOT NULL, outcome TEXT NOT NULL,
+    started_at REAL NOT NULL, ended_at REAL NOT NULL,
+    fresh_input INTEGER NOT NULL, cache_creation INTEGER NOT NULL,
+    cache_read INTEGER NOT NULL, output INTEGER NOT NULL, reasoning INTEGER,
+    field_tier TEXT, field_failure TEXT, field_turns TEXT, field_tokens_reported TEXT,
+    field_denied_calls TEXT, field_imputed_cost_usd TEXT, field_bench_version TEXT
+)""",
+    """CREATE INDEX IF NOT EXISTS record_summaries_by_scope
+    ON record_summaries (suite, scope, arm, task, outcome)""",
+    # `runs()` counts records per run in index order, without sorting a million rows
+    "CREATE INDEX IF NOT EXISTS record_summaries_by_run ON record_summaries (run_id, suite)",
+    """CREATE TRIGGER IF NOT EXISTS record_summaries_refuse_update BEFORE UPDATE
+    ON record_summaries
+BEGIN SELECT RAISE(ABORT, 'benchwarden store is append-only: UPDATE refused'); END""",
+    """CREATE TRIGGER IF NOT EXISTS record_summaries_refuse_delete BEFORE DELETE
+    ON record_summaries
 BEGIN SELECT RAISE(ABORT, 'benchwarden store is append-only: DELETE refused'); END""",
 )
 
@@ -1007,6 +1284,11 @@ class SQLiteStore(Store):
                           "nothing was ever written to it")
         self._check_version()
         self._keeps_sidecar = self._meta(_WITNESS_META[0]) == _WITNESS_META[1]
+        try:  # a report's GROUP BY over a large scope: fewer re-reads of the same pages
+            self._connection.execute(f"PRAGMA cache_size = -{_WRITER_CACHE_KIB}")
+        except sqlite3.Error as error:
+            raise sqlite_failure(self.location, error, "reading it") from None
+        self.has_record_summaries = self._meta("schema_version") == str(SCHEMA_VERSION)
 
     def _open_for_writing(self) -> None:
         try:
@@ -1049,13 +1331,24 @@ class SQLiteStore(Store):
         existing store with what this version adds (application id, witness flag)."""
         try:
             if kind == "empty":
-                for statement in _SQLITE_SCHEMA:
+                for statement in (*_SQLITE_SCHEMA, *_SQLITE_SUMMARY_SCHEMA):
                     self._connection.execute(statement)
                 self._connection.execute(
                     "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
                 self._connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             else:
                 self._check_version()
+                if self._meta("schema_version") != str(SCHEMA_VERSION):
+                    # a store from before the summary table: made and filled once, in this
+                    # transaction (the write lock is held, so no append runs meanwhile)
+                    cursor = self._connection.cursor()
+                    for statement in _SQLITE_SUMMARY_SCHEMA:
+                        cursor.execute(statement)
+                    self._backfill_summaries(cursor)
+                    cursor.execute("UPDATE meta SET value = ? WHERE name = 'schema_version'",
+                                   (str(SCHEMA_VERSION),))
+                    cursor.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self.has_record_summaries = True
             if kind in ("empty", "legacy"):
                 self._connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             if not self._memory:
@@ -1073,10 +1366,11 @@ class SQLiteStore(Store):
 
     def _check_version(self) -> None:
         version = self._meta("schema_version")
-        if version is None or version.strip() != str(SCHEMA_VERSION):
+        if version is None or version.strip() not in READABLE_SCHEMA_VERSIONS:
             raise CorruptStore(
                 f"store {self.location} has schema version {version}, this benchwarden reads "
-                f"{SCHEMA_VERSION}; use the matching benchwarden version")
+                f"{' and '.join(READABLE_SCHEMA_VERSIONS)}; use the matching benchwarden "
+                "version")
 
     # -- the backend hooks -----------------------------------------------------
     @property

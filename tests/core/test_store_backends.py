@@ -402,7 +402,7 @@ def test_postgres_append_only_role_can_write(postgres, pg_store):
     postgres.execute(f"CREATE ROLE {role} LOGIN")
     try:
         postgres.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}; "
-                         f"GRANT SELECT, INSERT ON entries, meta TO {role}; "
+                         f"GRANT SELECT, INSERT ON entries, meta, record_summaries TO {role}; "
                          f"GRANT USAGE ON SEQUENCE entries_seq_seq TO {role}")
         url = postgres.location.replace("://postgres@", f"://{role}@")
         with open_store(url) as writer:
@@ -415,7 +415,7 @@ def test_postgres_append_only_role_can_write(postgres, pg_store):
 
 def test_postgres_schema_version_mismatch_is_one_clear_line(postgres, pg_store):
     postgres.execute("UPDATE meta SET value = '99' WHERE name = 'schema_version'")
-    with pytest.raises(CorruptStore, match="schema version 99, this benchwarden reads 1"):
+    with pytest.raises(CorruptStore, match="schema version 99, this benchwarden reads 1 and 2"):
         postgres.open()
 
 

@@ -22,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict, deque
 from collections.abc import Hashable, Iterable, Mapping, Sequence
@@ -243,6 +244,81 @@ def summarize(rows: Iterable[RecordSummary | Record]) -> Summary:
 
 
 _PLAIN = (str, type(None))
+
+
+class GroupRow(NamedTuple):
+    """One group's totals as the database sums them (`summary_from_groups`): the group's
+    tier and failure as JSON text, then the fields of `Totals` without `newest`."""
+
+    arm: str
+    task: str
+    outcome: str
+    tier_json: str | None
+    failure_json: str | None
+    first_seq: int
+    samples: int
+    passes: int
+    priced: int
+    fresh_input: int
+    cache_creation: int
+    cache_read: int
+    output: int
+    reasoning_samples: int
+    reasoning: int
+    duration_s: float
+    turns: float
+    denied_calls: int
+    imputed_samples: int
+    imputed_cost_usd: float
+
+
+def _from_json(text: Any) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _group_key(arm: str, task: str, outcome: str, tier_json: Any,
+               failure_json: Any) -> GroupKey:
+    """The key `summarize` gives a record with these fields (JSON text decoded; a value
+    that cannot be hashed keyed by its text, as there)."""
+    return GroupKey(arm, task, _hashable(_from_json(tier_json)), outcome,
+                    _hashable(_from_json(failure_json)))
+
+
+def summary_from_groups(groups: Iterable[GroupRow],
+                        newest: Iterable[tuple[str, str, str, Any, Any, int]],
+                        versions: Iterable[Any]) -> Summary:
+    """The `Summary` that `summarize` makes of the records, from totals the database
+    summed per (arm, task, outcome, tier text, failure text), the newest sequence numbers
+    of each such group, and the distinct bench versions (as JSON text). Groups whose
+    texts differ but whose values are equal in Python (1 and 1.0) are merged, as
+    `summarize` would have put their records in one group."""
+    summary = Summary()
+    for row in sorted(groups, key=lambda group: int(group.first_seq)):
+        key = _group_key(row.arm, row.task, row.outcome, row.tier_json, row.failure_json)
+        totals = Totals(
+            samples=int(row.samples), passes=int(row.passes), priced=int(row.priced),
+            fresh_input=int(row.fresh_input), cache_creation=int(row.cache_creation),
+            cache_read=int(row.cache_read), output=int(row.output),
+            reasoning_samples=int(row.reasoning_samples), reasoning=int(row.reasoning),
+            duration_s=float(row.duration_s), turns=float(row.turns),
+            denied_calls=int(row.denied_calls), imputed_samples=int(row.imputed_samples),
+            imputed_cost_usd=float(row.imputed_cost_usd))
+        if key in summary.groups:
+            summary.groups[key].merge(totals)
+        else:
+            summary.groups[key] = totals
+            summary.first_seen[key] = int(row.first_seq)
+    seqs: dict[GroupKey, list[int]] = defaultdict(list)
+    for arm, task, outcome, tier_json, failure_json, seq in newest:
+        seqs[_group_key(arm, task, outcome, tier_json, failure_json)].append(int(seq))
+    for key, found in seqs.items():
+        if key in summary.groups:
+            summary.groups[key].newest = tuple(sorted(found)[-TRIALS_PER_CELL:])
+    for text in versions:
+        version = _from_json(text)
+        if version:
+            summary.versions.add(str(version))
+    return summary
 
 
 def _summary(source: Source) -> Summary:
@@ -541,4 +617,4 @@ def shown_trials(source: Source, limit: int) -> list[int]:
 __all__ = ["COMPONENTS", "FLOOR", "PAYLOAD_FIELDS", "Summary", "all_pairs", "arms_and_tasks",
            "cell_counts", "compare", "conclusion", "coverage", "coverage_class",
            "failure_tags", "headline", "per_component", "per_tier", "shown_mde",
-           "shown_trials", "summarize"]
+           "shown_trials", "summarize", "summary_from_groups"]

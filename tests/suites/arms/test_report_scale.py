@@ -187,7 +187,19 @@ def test_the_streamed_report_equals_a_per_record_computation(rows, weight_text):
     # the same views from the records in memory (no store) give the same report body
     in_memory = views.headline(records, report.arms, report.tasks, weights, 2)
     assert [row.arm for row in report.headline] == [row["arm"] for row in in_memory]
-    assert msgspec_plain(report.headline) == in_memory
+    # equal, floats to rounding: the database adds durations and costs in its own order
+    assert msgspec_plain(report.headline) == approx_tree(in_memory)
+
+
+def approx_tree(value: Any) -> Any:
+    """`value` with every float compared to 1e-12 relative (nested dicts and lists)."""
+    if isinstance(value, float):
+        return pytest.approx(value, rel=1e-12, abs=1e-12)
+    if isinstance(value, dict):
+        return {key: approx_tree(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [approx_tree(item) for item in value]
+    return value
 
 
 def msgspec_plain(value: Any) -> Any:
@@ -335,3 +347,113 @@ def test_the_tally_covers_every_run_of_the_cell():
                                     "harness_errors": 1, "covered": True}
     assert not cells[("http", "t0")]["covered"] and not tally["floor_reached"]
     assert arms_report.runs_tally([], floor=3) is None
+
+
+# ---------------------------------------------------------------------------- in the database
+
+def assert_same_summary(database: views.Summary, streamed: views.Summary) -> None:
+    """Integer totals, group keys, first-seen order and newest trials exactly; float sums
+    to rounding (the database adds in its own order)."""
+    assert list(database.groups) == list(streamed.groups)
+    assert database.first_seen == streamed.first_seen and database.versions == streamed.versions
+    for key, expected in streamed.groups.items():
+        found = database.groups[key]
+        for name in ("samples", "passes", "priced", "fresh_input", "cache_creation",
+                     "cache_read", "output", "reasoning_samples", "reasoning", "denied_calls",
+                     "imputed_samples", "newest"):
+            assert getattr(found, name) == getattr(expected, name), (key, name)
+        for name in ("duration_s", "turns", "imputed_cost_usd"):
+            assert getattr(found, name) == pytest.approx(getattr(expected, name), rel=1e-12,
+                                                         abs=1e-9), (key, name)
+
+
+def streamed_summary(store: Store) -> views.Summary:
+    return views.summarize(store.iter_record_summaries(
+        suite="arms", scope=SCOPE, payload_fields=views.PAYLOAD_FIELDS))
+
+
+# payload values of every JSON type, for the fields the database groups or sums by
+odd_values = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(-2, 2),
+                       st.sampled_from(["", "read", "3"]), st.lists(st.integers(0, 2), max_size=2))
+
+
+@given(record_rows, st.lists(st.tuples(st.sampled_from(
+    ["tier", "failure", "turns", "denied_calls", "tokens_reported", "imputed_cost_usd",
+     "bench_version"]), odd_values), max_size=3))
+@settings(max_examples=40, deadline=None)
+def test_the_database_sums_what_the_stream_sums(rows, oddities):
+    """Whatever the payload holds: the database's totals (or, for types only Python's
+    rules sum, the fallback it asks for) equal the streaming pass over the same store."""
+    trials: dict[tuple[str, str], int] = defaultdict(int)
+    records = []
+    for index, (arm, task, passed, failure, tokens, turns, duration, reported, cost,
+                reasoning) in enumerate(rows):
+        trials[(arm, task)] += 1
+        made = make_record(arm, task, trials[(arm, task)], passed=passed, tokens=tokens,
+                           turns=turns, duration=duration, reported=reported, cost=cost,
+                           reasoning=reasoning, failure=failure)
+        if oddities and index % 3 == 0:
+            name, value = oddities[index % len(oddities)]
+            made.payload[name] = value
+        records.append(made)
+    with SQLiteStore(":memory:") as store:
+        fill(store, records, ["cli", "http", "mcp"], ["t0", "t1", "t2", "t3"])
+        in_database = arms_report.summary_in_database(store, SCOPE)
+        try:
+            streamed = streamed_summary(store)
+        except (TypeError, ValueError) as error:  # a value Python cannot sum (a list of
+            assert in_database is None  # turns): the database declines, the stream raises
+            with pytest.raises(type(error)):
+                arms_report.summarize_scope(store, SCOPE)
+            return
+        used = arms_report.summarize_scope(store, SCOPE)
+    if in_database is None:  # a type only Python's rules sum: the report streams instead
+        assert any(name in ("turns", "denied_calls", "tokens_reported", "imputed_cost_usd")
+                   for name, _ in oddities)
+        assert used.groups == streamed.groups
+    else:
+        assert_same_summary(in_database, streamed)
+        assert used is not None
+
+
+def test_both_backends_sum_in_the_database_as_the_stream_does(backend):  # noqa: F811
+    arms, tasks = ["cli", "http"], [f"t{n}" for n in range(5)]
+    records = random_records(11, arms, tasks, depth=7)
+    records[3].payload["tier"] = [1, 2]  # grouped by its text, as the stream does
+    records[4].payload["failure"] = 1.0
+    records[5].payload["failure"] = 1
+    with backend.open() as store:
+        fill(store, records, arms, tasks)
+        in_database = arms_report.summary_in_database(store, SCOPE)
+        assert in_database is not None
+        assert_same_summary(in_database, streamed_summary(store))
+        records_odd = [make_record("cli", "t9", 1, passed=True, tokens=[1, 1, 1, 1],
+                                   turns=None, duration=1.0)]
+        records_odd[0].payload["turns"] = "4"  # float("4") in Python: the stream decides
+        store.append(records_odd)
+        assert arms_report.summary_in_database(store, SCOPE) is None
+        assert arms_report.summarize_scope(store, SCOPE).groups == streamed_summary(store).groups
+
+
+def test_an_old_store_reports_the_same_read_only_and_after_its_upgrade(backend):  # noqa: F811
+    from tests.core.test_store_summaries import make_version_1
+
+    arms, tasks = ["cli", "http", "mcp"], [f"t{n}" for n in range(4)]
+    records = random_records(5, arms, tasks, depth=5)
+    weights = TokenWeights.parse("output=2")
+    with backend.open() as store:
+        fill(store, records, arms, tasks)
+        current = arms_report.build_report(store, "run-1", weights, floor=2)
+    make_version_1(backend)
+    with backend.open(create=False) as reader:  # no table: the streaming pass
+        assert not reader.has_record_summaries
+        streamed = arms_report.build_report(reader, "run-1", weights, floor=2)
+    with backend.open() as writer:  # opened for writing: backfilled
+        assert writer.has_record_summaries
+    with backend.open(create=False) as reader:
+        upgraded = arms_report.build_report(reader, "run-1", weights, floor=2)
+    for report in (current, streamed, upgraded):
+        assert_report_is_the_per_record_computation(report, records, weights)
+        assert [trial.trial for trial in report.trials or []] == \
+            [trial.trial for trial in current.trials or []]
+        assert msgspec_plain(report.coverage) == msgspec_plain(current.coverage)

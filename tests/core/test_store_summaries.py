@@ -1,0 +1,172 @@
+"""The record summary table (schema 2): written in the same transaction as each record,
+made and filled once when a version 1 store is opened for writing, never made by a
+read-only open, and checked by `verify` against the chained bodies. Both backends."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import pytest
+
+from benchwarden.core.provenance import stamp_run
+from benchwarden.core.records import Record, TokenComponents
+from benchwarden.core.store import SUMMARY_COLUMNS, DuplicateRecord, Store, summary_row
+from tests.core.test_store_backends import backend, postgres_database  # noqa: F401 (fixtures)
+
+
+def record(task: str, trial: int = 1, **payload: Any) -> Record:
+    return Record(suite="demo", scope="s", arm="a", task=task, trial=trial, run_id="run-1",
+                  outcome="pass", started_at=10.0, ended_at=12.5,
+                  tokens=TokenComponents(1, 2, 3, 4, None if trial % 2 else 5),
+                  payload={"tier": "read", "turns": trial, "transcript": ["long"] * 3,
+                           **payload})
+
+
+def summaries(store: Store) -> list[tuple[Any, ...]]:
+    return [tuple(row) for row in store._query(
+        f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM record_summaries ORDER BY seq")]
+
+
+def expected_summaries(store: Store) -> list[tuple[Any, ...]]:
+    return [summary_row(int(seq), bytes(body)) for seq, body in store._query(
+        "SELECT seq, body FROM entries WHERE kind = 'record' ORDER BY seq")]
+
+
+def raw(backend: Any, *statements: str) -> None:  # noqa: F811 (the fixture's name)
+    """Statements as the database's owner, the summary table's guards dropped first."""
+    if backend.name == "sqlite":
+        connection = sqlite3.connect(backend.path)
+        for trigger in ("record_summaries_refuse_update", "record_summaries_refuse_delete"):
+            connection.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        for statement in statements:
+            connection.execute(statement)
+        connection.commit()
+        connection.close()
+        return
+    with backend.psycopg.connect(backend.location, autocommit=True) as connection:
+        connection.execute("DROP TRIGGER IF EXISTS record_summaries_refuse_change "
+                           "ON record_summaries")
+        for statement in statements:
+            connection.execute(statement)
+
+
+def make_version_1(backend: Any) -> None:  # noqa: F811
+    """The store as a benchwarden from before the summary table left it."""
+    statements = ["DROP TABLE record_summaries",
+                  "UPDATE meta SET value = '1' WHERE name = 'schema_version'"]
+    if backend.name == "sqlite":
+        statements.append("PRAGMA user_version = 1")
+    raw(backend, *statements)
+
+
+def filled(backend: Any, count: int = 7) -> None:  # noqa: F811
+    with backend.open() as store:
+        store.begin_run(stamp_run(suite="demo", bench_version="1", config={}, run_id="run-1"))
+        store.append([record(f"t{index}", index) for index in range(count - 1)])
+        store.append([record("single", 1, imputed_cost_usd=0.25)])
+
+
+def test_every_append_writes_its_summary_rows(backend):  # noqa: F811
+    filled(backend)
+    with backend.open(create=False) as store:
+        assert store.has_record_summaries
+        rows = summaries(store)
+        assert rows == expected_summaries(store) and len(rows) == 7
+        assert rows[-1][3:8] == ("a", "single", 1, "run-1", "pass")
+        fields = dict(zip(SUMMARY_COLUMNS, rows[-1], strict=True))
+        assert fields["field_imputed_cost_usd"] == "0.25" and fields["field_tier"] == '"read"'
+        assert fields["field_failure"] is None  # absent from the payload
+        assert store.verify().ok
+
+
+def test_a_refused_batch_leaves_no_summary_rows(backend):  # noqa: F811
+    filled(backend)
+    with backend.open() as store:
+        before = summaries(store)
+        with pytest.raises(DuplicateRecord):
+            store.append([record("new", 1), record("t1", 1)])
+        assert summaries(store) == before
+
+
+def test_a_version_1_store_is_read_as_it_is_and_upgraded_by_a_writer(backend, capfd):  # noqa: F811
+    filled(backend)
+    make_version_1(backend)
+    with backend.open(create=False) as reader:
+        assert not reader.has_record_summaries  # read-only: nothing made or written
+        assert len(reader.records()) == 7 and reader.verify().ok
+    with backend.open(create=False) as reader:
+        assert not reader._table_exists("record_summaries")
+    with backend.open() as writer:  # opened for writing: made and filled once
+        assert writer.has_record_summaries
+        assert summaries(writer) == expected_summaries(writer)
+        writer.append([record("after", 1)])
+        assert summaries(writer) == expected_summaries(writer) and len(summaries(writer)) == 8
+        assert writer.verify().ok
+    progress = capfd.readouterr().err
+    assert "summarising existing records for fast reports: 7 of 7" in progress
+    assert progress.count("\n") == 1
+    with backend.open(create=False) as reader:
+        assert reader.has_record_summaries
+
+
+@pytest.mark.parametrize("change, named", [
+    ("UPDATE record_summaries SET output = output + 1 WHERE seq = 4",
+     "entry 4, record demo/s/a/t2/trial 2 (run run-1): its row in the summary table disagrees"),
+    ("UPDATE record_summaries SET field_tier = NULL WHERE seq = 3", "entry 3, record"),
+    ("DELETE FROM record_summaries WHERE seq = 5", "entry 5, record demo/s/a/t3/trial 3 "
+     "(run run-1): its row in the summary table is missing"),
+    (f"INSERT INTO record_summaries SELECT 1, {', '.join(SUMMARY_COLUMNS[1:])} "
+     "FROM record_summaries WHERE seq = 2",
+     "entry 1, run of run run-1: the summary table holds a record row for it"),
+])
+def test_verify_names_a_summary_row_that_disagrees_with_the_chain(backend, change, named):  # noqa: F811
+    filled(backend)
+    raw(backend, change)
+    with backend.open(create=False) as store:
+        report = store.verify(batch=3)  # pages: the check is bounded by one page
+    assert not report.ok and report.first_broken is not None
+    assert named in report.first_broken, report.line()
+
+
+def test_verify_finds_summary_rows_past_the_end_of_the_chain(backend):  # noqa: F811
+    filled(backend)
+    raw(backend, f"INSERT INTO record_summaries SELECT seq + 100, "
+        f"{', '.join(SUMMARY_COLUMNS[1:])} FROM record_summaries WHERE seq = 2")
+    with backend.open(create=False) as store:
+        report = store.verify(own_witness=False)
+    assert not report.ok
+    assert "summary table holds records up to entry 102" in report.line()
+
+
+def test_the_summary_table_is_append_only(backend):  # noqa: F811
+    filled(backend)
+    with backend.open() as store:
+        for statement in ("UPDATE record_summaries SET output = 0",
+                          "DELETE FROM record_summaries"):
+            with pytest.raises(Exception, match="append-only"):
+                with store._transaction() as cursor:
+                    cursor.execute(statement)
+        assert summaries(store) == expected_summaries(store)
+
+
+def test_query_summaries_expands_fields_the_same_on_both_backends(backend):  # noqa: F811
+    with backend.open() as store:
+        store.begin_run(stamp_run(suite="demo", bench_version="1", config={}, run_id="run-1"))
+        values: list[Any] = [None, True, False, 3, 2.5, "x", [1, "a"], {"k": 1}]
+        store.append([record(f"t{index}", 1, failure=value)
+                      for index, value in enumerate(values)])
+        store.append([record("absent", 1)])
+        rows = store.query_summaries(
+            "SELECT task, {type:failure}, {json:failure}, {number:failure} FROM "
+            "record_summaries WHERE suite = {p} ORDER BY seq", ("demo",))
+        assert store.query_summaries("SELECT {number:turns} FROM record_summaries "
+                                     "ORDER BY seq LIMIT 1") in ([(1.0,)], [(1,)])
+    import json
+
+    types = [row[1] for row in rows]
+    assert types == ["null", "true", "false", "integer", "real", "text", "array", "object",
+                     None]
+    assert [None if row[2] is None else json.loads(row[2]) for row in rows] == [*values, None]
+    assert [None if row[3] is None else float(row[3]) for row in rows] == \
+        [None, None, None, 3.0, 2.5, None, None, None, None]
