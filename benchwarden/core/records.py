@@ -12,8 +12,9 @@ Invariants:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import msgspec
 
@@ -46,7 +47,7 @@ class TokenWeights:
     output: float = 5.0
 
     @classmethod
-    def parse(cls, text: str) -> "TokenWeights":
+    def parse(cls, text: str) -> TokenWeights:
         """Read `fresh=1,cache_creation=1.25,cache_read=0.1,output=5` (any subset)."""
         aliases = {"fresh": "fresh_input", "fresh_input": "fresh_input",
                    "cache_creation": "cache_creation", "cache_read": "cache_read",
@@ -78,7 +79,7 @@ class TokenComponents:
     output: int = 0
     reasoning: int | None = None  # only where the server reports it separately
 
-    def __add__(self, other: "TokenComponents") -> "TokenComponents":
+    def __add__(self, other: TokenComponents) -> TokenComponents:
         reasoning = None
         if self.reasoning is not None or other.reasoning is not None:
             reasoning = (self.reasoning or 0) + (other.reasoning or 0)
@@ -145,7 +146,7 @@ class Record:
         return msgspec.to_builtins(self)
 
     @classmethod
-    def from_json_dict(cls, data: Mapping[str, Any]) -> "Record":
+    def from_json_dict(cls, data: Mapping[str, Any]) -> Record:
         return msgspec.convert(data, cls)
 
 
@@ -173,7 +174,7 @@ class Run:
         return msgspec.to_builtins(self)
 
     @classmethod
-    def from_json_dict(cls, data: Mapping[str, Any]) -> "Run":
+    def from_json_dict(cls, data: Mapping[str, Any]) -> Run:
         return msgspec.convert(data, cls)
 
 
@@ -190,5 +191,5 @@ class RunEnd:
         return msgspec.to_builtins(self)
 
     @classmethod
-    def from_json_dict(cls, data: Mapping[str, Any]) -> "RunEnd":
+    def from_json_dict(cls, data: Mapping[str, Any]) -> RunEnd:
         return msgspec.convert(data, cls)

@@ -45,10 +45,11 @@ import re
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 from urllib.parse import quote
 
 import msgspec
@@ -568,13 +569,11 @@ class Store(ABC):
                 in_batch = key in seen
                 seen.add(key)
                 if in_batch or self._query(
-                        "SELECT 1 FROM entries WHERE kind = 'record' AND suite = {p} AND "
-                        "scope = {p} AND arm = {p} AND task = {p} AND trial = {p}".format(
-                            p=self.placeholder), key):
+                        f"SELECT 1 FROM entries WHERE kind = 'record' AND suite = {self.placeholder} AND "
+                        f"scope = {self.placeholder} AND arm = {self.placeholder} AND task = {self.placeholder} AND trial = {self.placeholder}", key):
                     return f"refused: the store already holds {entry.describe()}"
             elif self._query(
-                    "SELECT 1 FROM entries WHERE kind = {p} AND run_id = {p}".format(
-                        p=self.placeholder), (entry.kind, entry.run_id)):
+                    f"SELECT 1 FROM entries WHERE kind = {self.placeholder} AND run_id = {self.placeholder}", (entry.kind, entry.run_id)):
                 return f"refused: the store already holds the {entry.describe()}"
         return "refused: an entry with the same address is already stored"
 

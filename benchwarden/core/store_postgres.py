@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg

@@ -12,13 +12,23 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from benchwarden.core.provenance import stamp_run
-from benchwarden.core.store import (APPLICATION_ID, CorruptStore, ForeignDatabase, NoStore,
-                                    SQLiteStore, StoreError, compare_with_witnesses,
-                                    find_secrets, lock_timeout, open_store)
 from benchwarden.core.errors import EXIT_ENVIRONMENT, EXIT_USAGE, ConfigurationError
+from benchwarden.core.provenance import stamp_run
+from benchwarden.core.store import (
+    APPLICATION_ID,
+    CorruptStore,
+    ForeignDatabase,
+    NoStore,
+    SQLiteStore,
+    StoreError,
+    compare_with_witnesses,
+    find_secrets,
+    lock_timeout,
+    open_store,
+)
 from benchwarden.core.witness import StoreHead, Witness, WitnessError, parse_witness_text
 from tests.core.test_store_backends import make_record
 

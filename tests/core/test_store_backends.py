@@ -13,17 +13,26 @@ import os
 import secrets
 import sqlite3
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 from urllib.parse import quote
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, RunEnd, TokenComponents
-from benchwarden.core.store import (CorruptStore, DuplicateRecord, NoStore, RecordSummary,
-                                    SQLiteStore, Store, StoreError, open_store)
+from benchwarden.core.store import (
+    CorruptStore,
+    DuplicateRecord,
+    NoStore,
+    RecordSummary,
+    SQLiteStore,
+    Store,
+    StoreError,
+    open_store,
+)
 from tests.conftest import require
 
 POSTGRES_URL = os.environ.get("BENCHWARDEN_TEST_POSTGRES_URL", "")

@@ -20,8 +20,9 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from benchwarden.core.errors import RunInterrupted
 from benchwarden.core.interrupts import signals_deferred

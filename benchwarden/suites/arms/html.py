@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from benchwarden.core import formatting as fmt
 from benchwarden.core import html as h

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import msgspec
 from rich.console import Console
@@ -39,7 +40,7 @@ from benchwarden.core.reports import (
     store_head_block,
     verdict_text,
 )
-from benchwarden.core.store import Store, StoreError, StoreUsageError
+from benchwarden.core.store import Store, StoreUsageError
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.arms.tasks import FLOOR
 from benchwarden.suites.arms.trial import SUITE_NAME
@@ -392,7 +393,7 @@ class ArmsReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         return as_json(self)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "ArmsReport":
+    def from_json(cls, data: Mapping[str, Any]) -> ArmsReport:
         """Read a report file's JSON (any arms report this package wrote)."""
         if data.get("suite", SUITE_NAME) != SUITE_NAME:
             raise ValueError(f"not an arms report (suite {data.get('suite')!r})")
@@ -407,7 +408,7 @@ def _empty_report() -> dict[str, Any]:
             "failure_tags": [], "comparisons": [], "tally": None, "runs": []}
 
 
-def as_report(report: "ArmsReport | Mapping[str, Any]") -> ArmsReport:
+def as_report(report: ArmsReport | Mapping[str, Any]) -> ArmsReport:
     """The typed report, reading a JSON mapping when given one."""
     return report if isinstance(report, ArmsReport) else ArmsReport.from_json(report)
 
@@ -599,7 +600,7 @@ def export_command(store: Store) -> str:
             "--format jsonl --out arms-trials.jsonl")
 
 
-def with_trials(store: Store, report: "ArmsReport | Mapping[str, Any]") -> ArmsReport:
+def with_trials(store: Store, report: ArmsReport | Mapping[str, Any]) -> ArmsReport:
     """The report with its shown trials (read from the store), for the page.
 
     A report that already carries trials is returned as it is; an older one gets the
@@ -712,7 +713,7 @@ def comparison_of(plain: Mapping[str, Any]) -> Comparison:
 
 # -- terminal ------------------------------------------------------------------
 
-def render_terminal(report: "ArmsReport | Mapping[str, Any]", console: Console) -> None:
+def render_terminal(report: ArmsReport | Mapping[str, Any], console: Console) -> None:
     report = as_report(report)
     console.print(f"[bold]arms[/bold] suite [bold]{report.scope}[/bold] "
                   f"({report.bench_version}), floor {report.floor} samples per cell")
@@ -804,7 +805,7 @@ def render_trials(report: ArmsReport, console: Console) -> None:
                       f"{escape(report.export_command)}")
 
 
-def render_comparison(given: "Comparison | Mapping[str, Any]", console: Console) -> None:
+def render_comparison(given: Comparison | Mapping[str, Any], console: Console) -> None:
     comparison = given if isinstance(given, Comparison) else comparison_of(given)
     success = comparison.success_difference
     cost = comparison.cost_equivalent_difference
@@ -831,7 +832,7 @@ def render_comparison(given: "Comparison | Mapping[str, Any]", console: Console)
                       f"(--trials {comparison.floor})")
 
 
-def render_tally(given: "Tally | Mapping[str, Any]", console: Console,
+def render_tally(given: Tally | Mapping[str, Any], console: Console,
                  title: str = "run tally") -> None:
     tally: Tally = given if isinstance(given, Tally) else convert(dict(given), Tally, "run tally")
     table = Table(title=f"{title}: {tally.recorded} recorded, {tally.invalid} invalid "
