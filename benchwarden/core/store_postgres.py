@@ -59,6 +59,24 @@ from benchwarden.core.store import (
 # so stores in different schemas of one database do not wait for each other.
 _LOCK_NAMESPACE = 0x42575354
 
+
+def _refuse_changes_to(table: str) -> str:
+    """The statement that makes `table` append-only (once: a store opened again keeps its
+    trigger), refusing UPDATE, DELETE and TRUNCATE through `benchwarden_refuse_change`."""
+    return f"""DO $body$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_trigger
+                   WHERE tgname = '{table}_refuse_change'
+                     AND tgrelid = '{table}'::regclass) THEN
+        CREATE TRIGGER {table}_refuse_change
+            BEFORE UPDATE OR DELETE OR TRUNCATE ON {table}
+            FOR EACH STATEMENT EXECUTE FUNCTION benchwarden_refuse_change();
+    END IF;
+END
+$body$;
+"""
+
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS entries (
@@ -80,18 +98,7 @@ BEGIN
         USING ERRCODE = 'restrict_violation';
 END
 $body$;
-DO $body$
-BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_trigger
-                   WHERE tgname = 'entries_refuse_change'
-                     AND tgrelid = 'entries'::regclass) THEN
-        CREATE TRIGGER entries_refuse_change
-            BEFORE UPDATE OR DELETE OR TRUNCATE ON entries
-            FOR EACH STATEMENT EXECUTE FUNCTION benchwarden_refuse_change();
-    END IF;
-END
-$body$;
-"""
+""" + _refuse_changes_to("entries")
 
 # The derived summary table (core/store.py, SUMMARY_COLUMNS); append-only like `entries`.
 _SUMMARY_SCHEMA = """
@@ -108,18 +115,7 @@ CREATE TABLE IF NOT EXISTS record_summaries (
 CREATE INDEX IF NOT EXISTS record_summaries_by_scope
     ON record_summaries (suite, scope, arm, task, outcome);
 CREATE INDEX IF NOT EXISTS record_summaries_by_run ON record_summaries (run_id, suite);
-DO $body$
-BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_trigger
-                   WHERE tgname = 'record_summaries_refuse_change'
-                     AND tgrelid = 'record_summaries'::regclass) THEN
-        CREATE TRIGGER record_summaries_refuse_change
-            BEFORE UPDATE OR DELETE OR TRUNCATE ON record_summaries
-            FOR EACH STATEMENT EXECUTE FUNCTION benchwarden_refuse_change();
-    END IF;
-END
-$body$;
-"""
+""" + _refuse_changes_to("record_summaries")
 
 
 def redact(url: str) -> str:
