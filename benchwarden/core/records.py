@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -143,7 +143,7 @@ class Record:
         return max(0.0, self.ended_at - self.started_at)
 
     def to_json_dict(self) -> dict[str, Any]:
-        return msgspec.to_builtins(self)
+        return cast("dict[str, Any]", msgspec.to_builtins(self))
 
     @classmethod
     def from_json_dict(cls, data: Mapping[str, Any]) -> Record:
@@ -171,7 +171,7 @@ class Run:
     resumed_from: str | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
-        return msgspec.to_builtins(self)
+        return cast("dict[str, Any]", msgspec.to_builtins(self))
 
     @classmethod
     def from_json_dict(cls, data: Mapping[str, Any]) -> Run:
@@ -188,7 +188,7 @@ class RunEnd:
     summary: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json_dict(self) -> dict[str, Any]:
-        return msgspec.to_builtins(self)
+        return cast("dict[str, Any]", msgspec.to_builtins(self))
 
     @classmethod
     def from_json_dict(cls, data: Mapping[str, Any]) -> RunEnd:

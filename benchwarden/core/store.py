@@ -569,11 +569,14 @@ class Store(ABC):
                 in_batch = key in seen
                 seen.add(key)
                 if in_batch or self._query(
-                        f"SELECT 1 FROM entries WHERE kind = 'record' AND suite = {self.placeholder} AND "
-                        f"scope = {self.placeholder} AND arm = {self.placeholder} AND task = {self.placeholder} AND trial = {self.placeholder}", key):
+                        f"SELECT 1 FROM entries WHERE kind = 'record' AND suite = "
+                        f"{self.placeholder} AND scope = {self.placeholder} AND arm = "
+                        f"{self.placeholder} AND task = {self.placeholder} AND trial = "
+                        f"{self.placeholder}", key):
                     return f"refused: the store already holds {entry.describe()}"
             elif self._query(
-                    f"SELECT 1 FROM entries WHERE kind = {self.placeholder} AND run_id = {self.placeholder}", (entry.kind, entry.run_id)):
+                    f"SELECT 1 FROM entries WHERE kind = {self.placeholder} AND run_id = "
+                    f"{self.placeholder}", (entry.kind, entry.run_id)):
                 return f"refused: the store already holds the {entry.describe()}"
         return "refused: an entry with the same address is already stored"
 
@@ -881,7 +884,8 @@ class Store(ABC):
                         and summary_problem[0] == int(seq):
                     problem = summary_problem[1]
                 if problem:
-                    return ChainReport(False, checked, f"entry {seq}, {entry.describe()}: {problem}",
+                    return ChainReport(False, checked,
+                                       f"entry {seq}, {entry.describe()}: {problem}",
                                        last_seq=last_seq)
                 if first_hash is None:
                     first_hash = stored
@@ -985,8 +989,10 @@ _SQLITE_SCHEMA = (
 )""",
     """CREATE UNIQUE INDEX IF NOT EXISTS entries_record_address
     ON entries (suite, scope, arm, task, trial) WHERE kind = 'record'""",
-    "CREATE UNIQUE INDEX IF NOT EXISTS entries_one_start_per_run ON entries (run_id) WHERE kind = 'run'",
-    "CREATE UNIQUE INDEX IF NOT EXISTS entries_one_end_per_run ON entries (run_id) WHERE kind = 'run_end'",
+    "CREATE UNIQUE INDEX IF NOT EXISTS entries_one_start_per_run ON entries (run_id) "
+    "WHERE kind = 'run'",
+    "CREATE UNIQUE INDEX IF NOT EXISTS entries_one_end_per_run ON entries (run_id) "
+    "WHERE kind = 'run_end'",
     "CREATE INDEX IF NOT EXISTS entries_by_run ON entries (run_id, kind)",
     """CREATE TRIGGER IF NOT EXISTS entries_refuse_update BEFORE UPDATE ON entries
 BEGIN SELECT RAISE(ABORT, 'benchwarden store is append-only: UPDATE refused'); END""",
@@ -1333,7 +1339,8 @@ class SQLiteStore(Store):
                 for statement in (*_SQLITE_SCHEMA, *_SQLITE_SUMMARY_SCHEMA):
                     self._connection.execute(statement)
                 self._connection.execute(
-                    "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                    "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),))
                 self._connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             else:
                 self._check_version()

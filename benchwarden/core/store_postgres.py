@@ -88,8 +88,10 @@ CREATE TABLE IF NOT EXISTS entries (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS entries_record_address
     ON entries (suite, scope, arm, task, trial) WHERE kind = 'record';
-CREATE UNIQUE INDEX IF NOT EXISTS entries_one_start_per_run ON entries (run_id) WHERE kind = 'run';
-CREATE UNIQUE INDEX IF NOT EXISTS entries_one_end_per_run ON entries (run_id) WHERE kind = 'run_end';
+CREATE UNIQUE INDEX IF NOT EXISTS entries_one_start_per_run
+    ON entries (run_id) WHERE kind = 'run';
+CREATE UNIQUE INDEX IF NOT EXISTS entries_one_end_per_run
+    ON entries (run_id) WHERE kind = 'run_end';
 CREATE INDEX IF NOT EXISTS entries_by_run ON entries (run_id, kind);
 CREATE OR REPLACE FUNCTION benchwarden_refuse_change() RETURNS trigger
 LANGUAGE plpgsql AS $body$
@@ -145,7 +147,8 @@ def _connection_error(location: str, error: psycopg.Error) -> StoreError:
     reason = _first_line(error)
     lowered = str(error).lower()
     if "password authentication failed" in lowered or "no password supplied" in lowered \
-            or "not permitted to log in" in lowered or "role" in lowered and "does not exist" in lowered \
+            or "not permitted to log in" in lowered \
+            or "role" in lowered and "does not exist" in lowered \
             or "no pg_hba.conf entry" in lowered:
         return StoreError(f"PostgreSQL store {location} refused the credentials: {reason}")
     if "database" in lowered and "does not exist" in lowered:
@@ -229,7 +232,7 @@ class PostgresStore(Store):
             self._connection.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_LOCK_NAMESPACE,))
             present = self._connection.execute(
                 "SELECT to_regclass('entries') IS NOT NULL, to_regclass('meta') IS NOT NULL"
-            ).fetchone()
+            ).fetchone() or (False, False)
             if present == (True, True):
                 version = self._connection.execute(
                     "SELECT value FROM meta WHERE name = 'schema_version'").fetchone()

@@ -258,7 +258,8 @@ def test_runs_and_run_end_are_listed(store):
 _scopes = itertools.count()
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cells=st.lists(st.tuples(st.sampled_from("abc"), st.integers(1, 4)), max_size=10))
 def test_any_append_sequence_keeps_addresses_unique_and_chain_intact(store, cells):
     scope = f"scope-{next(_scopes)}"  # one store per test; a fresh scope per example
