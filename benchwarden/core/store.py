@@ -9,7 +9,10 @@ first entry that does not match, then checks the chain against head witnesses
 Invariants:
 - Append-only, enforced by the database itself: triggers refuse UPDATE and DELETE.
 - A record address (suite, scope, arm, task, trial) is unique: a partial unique index
-  refuses a second one, and the refusal names the address.
+  refuses a second one, and the refusal names the address. (SQLite keeps that index trial
+  first, so a batch's records land together at any store size, and answers per-cell
+  questions from `record_cells`, derived counts written in the append's transaction:
+  the one table whose rows change, recounted by `verify`.)
 - Every append is one transaction; a batch either lands whole or not at all. After it
   commits, the head witness beside the store is rewritten from the head read inside
   that transaction, so it never names an entry that was not committed, and only moves
@@ -321,6 +324,24 @@ class _Entry:
         return f"{self.kind.replace('_', ' ')} of run {self.run_id}"
 
 
+def cell_counts(addresses: Iterable[Sequence[Any]]) -> list[tuple[str, str, str, str, int, int]]:
+    """Pure: per cell of the records among `addresses` (kind, suite, scope, arm, task,
+    trial, run_id), `(suite, scope, arm, task, records, highest trial)`, cells in the
+    order first seen: what an append adds to `record_cells`."""
+    cells: dict[tuple[str, str, str, str], list[int]] = {}
+    for kind, suite, scope, arm, task, trial, _ in addresses:
+        if kind != "record":
+            continue
+        counted = cells.get((suite, scope, arm, task))
+        if counted is None:
+            cells[suite, scope, arm, task] = [1, trial]
+        else:
+            counted[0] += 1
+            if trial > counted[1]:
+                counted[1] = trial
+    return [(*cell, records, highest) for cell, (records, highest) in cells.items()]
+
+
 def _scrubbed_bodies(records: Sequence[Record], bodies: list[bytes]) -> list[bytes]:
     """The stored bodies of `records` (their canonical JSON in `bodies`) after the process
     scrubber: exactly `canonical_json(scrub_entry(record))` for each. A record is walked
@@ -443,6 +464,7 @@ class Store(ABC):
                 self._insert_rows(cursor, [
                     (*address, body, previous, current) for address, body, previous, current
                     in zip(addresses, bodies, previous_links, links, strict=True)])
+                self._count_cells(cursor, addresses)
                 if self.has_record_summaries:
                     self._insert_summaries_after(cursor, int(row[0]) if row else 0,
                                                  addresses, bodies)
@@ -457,6 +479,15 @@ class Store(ABC):
         if head is not None:  # only once committed: a crash before this leaves it behind,
             self._committed_first_hash = head.first  # never ahead of the store
             self._write_witness(head, forward_only=True)
+
+    def _count_cells(self, cursor: Any, addresses: Sequence[tuple[Any, ...]]) -> None:
+        """Inside the append transaction: add the batch's records to the per-cell counts,
+        for backends that keep them (`highest_trial`, `cell_depth`)."""
+
+    def _cells_problem(self) -> str | None:
+        """For `verify`: how the per-cell counts a backend keeps disagree with the records
+        (None when they agree or it keeps none)."""
+        return None
 
     def _insert_summaries_after(self, cursor: Any, head_seq: int,
                                 addresses: Sequence[tuple[Any, ...]],
@@ -910,7 +941,7 @@ class Store(ABC):
                     f"entries were removed from its tail: the store {ends} but its summary "
                     f"table holds records up to entry {extra[0][1]}")
         lines, tail_problem = compare_with_witnesses(first_hash, last_seq, hashes_at, consulted)
-        tail_problem = tail_problem or summary_tail
+        tail_problem = tail_problem or summary_tail or self._cells_problem()
         if own_line is not None and (checked or own_problem is not None):
             lines.insert(0, own_line)
         if own_problem is not None and not consulted:
@@ -976,6 +1007,32 @@ class Store(ABC):
         return None
 
 
+# The unique address of a record, trial first: the records a batch appends (a new run's
+# cells, or the next trial of every cell of a campaign going on) share their trial
+# numbers, so they land together at one place of the index instead of one leaf per cell
+# all over it (what made a campaign's appends slow down as the store grew: every commit
+# wrote hundreds of index pages). Per-cell reads are served by `record_cells`.
+_SQLITE_ADDRESS_INDEX = """CREATE UNIQUE INDEX IF NOT EXISTS entries_record_address_by_trial
+    ON entries (suite, scope, trial, arm, task) WHERE kind = 'record'"""
+# The address index of stores made before it (cell first); dropped by
+# `_upgrade_address_layout` when such a store is next opened for writing.
+_SQLITE_CELL_FIRST_INDEX = "entries_record_address"
+# Derived data outside the chain, one row per cell: how many records it holds and its
+# highest trial number, counted in the append's transaction (so planning a run reads
+# 600 rows, not the store). The one table whose rows change (an append adds to its
+# counts); `verify` recounts it from `entries` and reports any difference as damage.
+_SQLITE_CELLS_TABLE = """CREATE TABLE IF NOT EXISTS record_cells (
+    suite TEXT NOT NULL, scope TEXT NOT NULL, arm TEXT NOT NULL, task TEXT NOT NULL,
+    records INTEGER NOT NULL, highest_trial INTEGER NOT NULL,
+    PRIMARY KEY (suite, scope, arm, task)
+) WITHOUT ROWID"""
+_COUNT_CELLS = """INSERT INTO record_cells (suite, scope, arm, task, records, highest_trial)
+    VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (suite, scope, arm, task) DO UPDATE
+    SET records = records + excluded.records,
+        highest_trial = max(highest_trial, excluded.highest_trial)"""
+_CELLS_FROM_ENTRIES = """SELECT suite, scope, arm, task, COUNT(*), MAX(trial) FROM entries
+    WHERE kind = 'record' GROUP BY suite, scope, arm, task"""
+
 # One statement per item: the schema is created inside one transaction, and sqlite3's
 # executescript() would commit first.
 _SQLITE_SCHEMA = (
@@ -987,8 +1044,8 @@ _SQLITE_SCHEMA = (
     trial INTEGER NOT NULL, run_id TEXT NOT NULL,
     body BLOB NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL
 )""",
-    """CREATE UNIQUE INDEX IF NOT EXISTS entries_record_address
-    ON entries (suite, scope, arm, task, trial) WHERE kind = 'record'""",
+    _SQLITE_ADDRESS_INDEX,
+    _SQLITE_CELLS_TABLE,
     "CREATE UNIQUE INDEX IF NOT EXISTS entries_one_start_per_run ON entries (run_id) "
     "WHERE kind = 'run'",
     "CREATE UNIQUE INDEX IF NOT EXISTS entries_one_end_per_run ON entries (run_id) "
@@ -1164,6 +1221,7 @@ class SQLiteStore(Store):
         self._memory = str(path) == ":memory:"
         self._path = Path(path)
         self._keeps_sidecar = False
+        self._has_cells = False  # `record_cells` exists (and is kept by appends)
         if self._memory:
             self._connection = sqlite3.connect(":memory:", isolation_level=None,
                                                check_same_thread=False)
@@ -1289,6 +1347,7 @@ class SQLiteStore(Store):
                           "nothing was ever written to it")
         self._check_version()
         self._keeps_sidecar = self._meta(_WITNESS_META[0]) == _WITNESS_META[1]
+        self._has_cells = self._has_cells_table()
         try:  # a report's GROUP BY over a large scope: fewer re-reads of the same pages
             self._connection.execute(f"PRAGMA cache_size = -{_WRITER_CACHE_KIB}")
         except sqlite3.Error as error:
@@ -1354,6 +1413,8 @@ class SQLiteStore(Store):
                     cursor.execute("UPDATE meta SET value = ? WHERE name = 'schema_version'",
                                    (str(SCHEMA_VERSION),))
                     cursor.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                self._upgrade_address_layout(self._connection.cursor())
+            self._has_cells = True
             self.has_record_summaries = True
             if kind in ("empty", "legacy"):
                 self._connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -1361,6 +1422,73 @@ class SQLiteStore(Store):
                 self._connection.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", _WITNESS_META)
         except sqlite3.Error as error:
             raise sqlite_failure(self.location, error, "preparing it") from None
+
+    def _upgrade_address_layout(self, cursor: sqlite3.Cursor) -> None:
+        """Inside the open transaction (the write lock held): give a store made before the
+        trial-first address index its `record_cells` table (counted from its records) and
+        that index, then drop the cell-first one. Once per store; about half a minute at
+        a million records on a loaded 2-core machine, a line on stderr per step."""
+        import sys
+        import time
+
+        names = {row[0] for row in cursor.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")}
+        steps = [(text, statement) for text, statement, needed in (
+            ("counting the records of every cell", None, "record_cells" not in names),
+            ("indexing record addresses trial first", _SQLITE_ADDRESS_INDEX,
+             "entries_record_address_by_trial" not in names),
+            ("dropping the cell-first address index",
+             f"DROP INDEX IF EXISTS {_SQLITE_CELL_FIRST_INDEX}",
+             _SQLITE_CELL_FIRST_INDEX in names)) if needed]
+        for text, statement in steps:
+            started = time.monotonic()
+            print(f"benchwarden: store {self.location}: upgrading for fast appends: {text}",
+                  file=sys.stderr, flush=True)
+            if statement is None:  # over the cell-first index while it is still there
+                cursor.execute(_SQLITE_CELLS_TABLE)
+                cursor.execute("INSERT INTO record_cells (suite, scope, arm, task, records, "
+                               f"highest_trial) {_CELLS_FROM_ENTRIES}")
+            else:
+                cursor.execute(statement)
+            print(f"benchwarden: store {self.location}: {text}: done in "
+                  f"{time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+
+    def _has_cells_table(self) -> bool:
+        try:
+            return self._connection.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'record_cells'"
+            ).fetchone() is not None
+        except sqlite3.Error as error:
+            raise sqlite_failure(self.location, error, "reading it") from None
+
+    def _count_cells(self, cursor: Any, addresses: Sequence[tuple[Any, ...]]) -> None:
+        if self._has_cells:
+            cursor.executemany(_COUNT_CELLS, cell_counts(addresses))
+
+    def _cells_problem(self) -> str | None:
+        if not self._has_cells:
+            return None
+        for first, second, wrong in (
+                (_CELLS_FROM_ENTRIES, "SELECT suite, scope, arm, task, records, highest_trial "
+                 "FROM record_cells", "is missing or miscounted"),
+                ("SELECT suite, scope, arm, task, records, highest_trial FROM record_cells",
+                 _CELLS_FROM_ENTRIES, "counts records the store does not hold")):
+            rows = self._query(f"SELECT * FROM ({first} EXCEPT {second}) LIMIT 1")
+            if rows:
+                suite, scope, arm, task = rows[0][:4]
+                return (f"its per-cell counts (record_cells) disagree with its records: cell "
+                        f"{suite}/{scope}/{arm}/{task} {wrong} (derived data edited)")
+        return None
+
+    def highest_trial(self, suite: str, scope: str, arm: str, task: str) -> int:
+        return self.cell_depth(suite, scope, arm, task)[1]
+
+    def cell_depth(self, suite: str, scope: str, arm: str, task: str) -> tuple[int, int]:
+        if not self._has_cells:  # a store from before the table, opened read-only
+            return super().cell_depth(suite, scope, arm, task)
+        rows = self._query("SELECT records, highest_trial FROM record_cells WHERE suite = ? "
+                           "AND scope = ? AND arm = ? AND task = ?", (suite, scope, arm, task))
+        return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
 
     def _meta(self, name: str) -> str | None:
         try:

@@ -263,6 +263,9 @@ def test_a_chain_written_entry_by_entry_continues_and_verifies(tmp_path):
         # as that writer also wrote the derived summary row (verify checks it)
         marks = ", ".join(["?"] * len(SUMMARY_COLUMNS))
         raw.execute(f"INSERT INTO record_summaries VALUES ({marks})", summary_row(seq, body))
+        # and counted the record in its cell (verify recounts them)
+        raw.execute("INSERT INTO record_cells VALUES (?, ?, ?, ?, 1, ?)",
+                    (*address[1:5], record.trial))
         previous = current
     raw.close()
     with open_store(path, create=False, read_only=False) as store:
