@@ -483,6 +483,7 @@ class Store(ABC):
     def _count_cells(self, cursor: Any, addresses: Sequence[tuple[Any, ...]]) -> None:
         """Inside the append transaction: add the batch's records to the per-cell counts,
         for backends that keep them (`highest_trial`, `cell_depth`)."""
+        return None
 
     def _cells_problem(self) -> str | None:
         """For `verify`: how the per-cell counts a backend keeps disagree with the records
