@@ -21,7 +21,11 @@ reach (`gc.freeze`) so that collections walking the bench's own pre-built input 
 not charged to the store. Ratios are what to read: the machine is shared and noisy.
 
     python bench/store_append.py [--records 20000] [--repeat 3] [--growth 100k,1M]
-                                 [--postgres URL]
+                                 [--postgres URL] [--entries-only]
+
+`--entries-only` is a diagnostic: appends skip the derived `record_summaries` rows (the
+stores are thrown away after), to split what the chain's table costs from what the
+summary table costs; its figures are not those of a store anyone would use.
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ ARMS = ("cli", "mcp", "rest")
 # a credential-shaped value the scrubber remembers for the "scrubbed" rounds; it never
 # occurs in the records, so it measures the check every batch pays
 REMEMBERED_SECRET = "sk-bench-" + "q7" * 16
+# set by --entries-only (a diagnostic: appends write no summary rows)
+ENTRIES_ONLY = False
 
 
 def arm_record(index: int, scope: str) -> Record:
@@ -123,6 +129,8 @@ def store_append_timed(open_one: Callable[[], Store], count: int, batch: int,
     process's CPU time (less swayed by other jobs on a shared machine)."""
     scope = f"bench-{uuid.uuid4().hex[:12]}"
     store = open_one()
+    if ENTRIES_ONLY:
+        store.has_record_summaries = False
     try:
         store.begin_run(stamp_run(suite="arms", bench_version="bench", config={},
                                   run_id=scope))
@@ -212,8 +220,13 @@ def main() -> None:
                              "synthetic stores, built once when missing; '' to skip)")
     parser.add_argument("--dir", default=None, help="folder for the files (default: a temp dir)")
     parser.add_argument("--postgres", default=None, help="also measure a PostgreSQL store")
+    parser.add_argument("--entries-only", action="store_true",
+                        help="diagnostic: appends write no summary rows (the chain's table "
+                             "alone)")
     add_json_option(parser)
     options = parser.parse_args()
+    global ENTRIES_ONLY
+    ENTRIES_ONLY = options.entries_only
 
     size = len(canonical_json(arm_record(1, "bench-0123456789ab")))
     figures: list[Figure] = []
