@@ -1223,6 +1223,8 @@ class SQLiteStore(Store):
         self._path = Path(path)
         self._keeps_sidecar = False
         self._has_cells = False  # `record_cells` exists (and is kept by appends)
+        # asked several times per append: built once (a Path costs microseconds)
+        self._witness_path = None if self._memory else sidecar_for(self._path)
         if self._memory:
             self._connection = sqlite3.connect(":memory:", isolation_level=None,
                                                check_same_thread=False)
@@ -1510,7 +1512,7 @@ class SQLiteStore(Store):
     # -- the backend hooks -----------------------------------------------------
     @property
     def witness_path(self) -> Path | None:
-        return None if self._memory else sidecar_for(self._path)
+        return self._witness_path
 
     def _keeps_witness(self) -> bool:
         return self._keeps_sidecar
