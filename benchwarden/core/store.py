@@ -48,9 +48,11 @@ import re
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -326,20 +328,14 @@ class _Entry:
 
 def cell_counts(addresses: Iterable[Sequence[Any]]) -> list[tuple[str, str, str, str, int, int]]:
     """Pure: per cell of the records among `addresses` (kind, suite, scope, arm, task,
-    trial, run_id), `(suite, scope, arm, task, records, highest trial)`, cells in the
-    order first seen: what an append adds to `record_cells`."""
-    cells: dict[tuple[str, str, str, str], list[int]] = {}
-    for kind, suite, scope, arm, task, trial, _ in addresses:
-        if kind != "record":
-            continue
-        counted = cells.get((suite, scope, arm, task))
-        if counted is None:
-            cells[suite, scope, arm, task] = [1, trial]
-        else:
-            counted[0] += 1
-            if trial > counted[1]:
-                counted[1] = trial
-    return [(*cell, records, highest) for cell, (records, highest) in cells.items()]
+    trial, run_id), `(suite, scope, arm, task, records, highest trial)`, one row per
+    cell: what an append adds to `record_cells`. (Counted by `Counter` and a sort by
+    trial, whose last value per cell a dict keeps: no Python step per record.)"""
+    pairs = [((suite, scope, arm, task), trial)
+             for kind, suite, scope, arm, task, trial, _ in addresses if kind == "record"]
+    counts = Counter(map(itemgetter(0), pairs))
+    highest = dict(sorted(pairs, key=itemgetter(1)))
+    return [(*cell, counts[cell], trial) for cell, trial in highest.items()]
 
 
 def _scrubbed_bodies(records: Sequence[Record], bodies: list[bytes]) -> list[bytes]:
