@@ -12,6 +12,8 @@ Measured in one run, alternating the two so drift on a shared machine hits both 
 - **warm scoring**: the same, after one other seed was scored in that process, so the
   strategy's own imports (bm25s pulls in scipy.sparse) are done before the clock
   starts and the forked workers inherit them: what the pool does to the work alone.
+- **command CPU**: user + system time of that whole command, its workers included:
+  what running in a pool adds in work (on two busy cores, extra CPU is extra wall time).
 - **pool start**: making a two-worker `LocalExecutor` and getting one trivial task back,
   forked (what the executor does in a single-threaded process) against the forkserver
   it falls back to when other threads run.
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -36,14 +39,21 @@ from pathlib import Path
 from _figures import Figure, add_json_option, emit
 
 
-def command_seconds(strategy: str, seeds: str, executor: str) -> float:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def command_seconds(strategy: str, seeds: str, executor: str) -> tuple[float, float]:
+    """Wall time and CPU time (user + system, the command and its workers) of one run."""
     with tempfile.TemporaryDirectory(prefix="bw-exec-") as folder:
+        cpu_before = _children_cpu()
         started = time.perf_counter()
         subprocess.run([sys.executable, "-m", "benchwarden", "retrieval", "run",
                         "--strategy", strategy, "--seeds", seeds, "--executor", executor,
                         "--store", str(Path(folder) / "store.sqlite")],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return time.perf_counter() - started
+        return time.perf_counter() - started, _children_cpu() - cpu_before
 
 
 def phase_seconds(mode: str, strategy: str, seeds: str, executor: str) -> float:
@@ -111,12 +121,13 @@ def main() -> None:
         return
 
     timings: dict[str, list[float]] = {key: [] for key in (
-        "command.local", "command.parallel", "scoring.local", "scoring.parallel",
-        "warm.local", "warm.parallel", "pool.fork", "pool.forkserver")}
+        "command.local", "command.parallel", "cpu.local", "cpu.parallel", "scoring.local",
+        "scoring.parallel", "warm.local", "warm.parallel", "pool.fork", "pool.forkserver")}
     for round_number in range(options.repeats):
         for executor, key in (("local", "local"), (options.executor, "parallel")):
-            timings[f"command.{key}"].append(
-                command_seconds(options.strategy, options.seeds, executor))
+            wall, cpu = command_seconds(options.strategy, options.seeds, executor)
+            timings[f"command.{key}"].append(wall)
+            timings[f"cpu.{key}"].append(cpu)
             timings[f"scoring.{key}"].append(
                 phase_seconds("scoring", options.strategy, options.seeds, executor))
             timings[f"warm.{key}"].append(
@@ -132,6 +143,9 @@ def main() -> None:
     emit("retrieval_executor", [
         Figure("command_seconds", median["command.parallel"], median["command.local"], "s",
                f"whole command, {label}, vs in-process; goal ratio <= 0.6"),
+        Figure("command_cpu_seconds", median["cpu.parallel"], median["cpu.local"], "s",
+               f"CPU (user + system, workers included) of the whole command, {label}, "
+               "vs in-process: what the pool adds in work, not in waiting"),
         Figure("scoring_seconds", median["scoring.parallel"], median["scoring.local"], "s",
                f"executor made + seeds scored and stored, {label}, vs in-process"),
         Figure("warm_scoring_seconds", median["warm.parallel"], median["warm.local"], "s",
