@@ -150,14 +150,15 @@ class LocalExecutor:
     def _get_pool(self) -> futures.ProcessPoolExecutor:
         if self._pool is None:
             self.start_method = pool_start_method()
-            forking = self.start_method == "fork"
+            # a caller that froze objects itself keeps them frozen (unfreeze is all or none)
+            freezing = self.start_method == "fork" and gc.get_freeze_count() == 0
             try:
                 pool = futures.ProcessPoolExecutor(
                     self.workers, mp_context=multiprocessing.get_context(self.start_method),
                     initializer=_worker_signals)
                 # With fork, the first submit forks every worker before the pool's own
                 # management thread starts: do it now, while this process is single-threaded.
-                if forking:
+                if freezing:
                     gc.freeze()  # the workers inherit everything here as never-collected
                 pool.submit(_ready)
             except OSError as error:  # process or memory limits
@@ -165,7 +166,7 @@ class LocalExecutor:
                     f"cannot start {self.workers} worker processes ({self.start_method}): "
                     f"{error.strerror or error}") from None
             finally:
-                if forking:
+                if freezing:
                     gc.unfreeze()  # this process collects as before
             self._pool = pool
         return self._pool
