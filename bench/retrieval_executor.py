@@ -12,6 +12,14 @@ Measured in one run, alternating the two so drift on a shared machine hits both 
 - **warm scoring**: the same, after one other seed was scored in that process, so the
   strategy's own imports (bm25s pulls in scipy.sparse) are done before the clock
   starts and the forked workers inherit them: what the pool does to the work alone.
+- **command CPU**: user + system time of that whole command, its workers included:
+  what running in a pool adds in work (on two busy cores, extra CPU is extra wall time).
+- **phases** of the whole command (one timed run per round, in its own process, with
+  the command's own functions wrapped to note the clock): start-up (interpreter and
+  imports, until the executor is asked for), executor (the strategy's library imported
+  and, for a pool, its workers forked), scoring (seeds scored and stored), report
+  (built from the store and printed) and exit (the interpreter ending). Only scoring
+  can run on two cores; the rest is one core in both.
 - **pool start**: making a two-worker `LocalExecutor` and getting one trivial task back,
   forked (what the executor does in a single-threaded process) against the forkserver
   it falls back to when other threads run.
@@ -26,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -36,14 +45,21 @@ from pathlib import Path
 from _figures import Figure, add_json_option, emit
 
 
-def command_seconds(strategy: str, seeds: str, executor: str) -> float:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def command_seconds(strategy: str, seeds: str, executor: str) -> tuple[float, float]:
+    """Wall time and CPU time (user + system, the command and its workers) of one run."""
     with tempfile.TemporaryDirectory(prefix="bw-exec-") as folder:
+        cpu_before = _children_cpu()
         started = time.perf_counter()
         subprocess.run([sys.executable, "-m", "benchwarden", "retrieval", "run",
                         "--strategy", strategy, "--seeds", seeds, "--executor", executor,
                         "--store", str(Path(folder) / "store.sqlite")],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return time.perf_counter() - started
+        return time.perf_counter() - started, _children_cpu() - cpu_before
 
 
 def phase_seconds(mode: str, strategy: str, seeds: str, executor: str) -> float:
@@ -52,6 +68,61 @@ def phase_seconds(mode: str, strategy: str, seeds: str, executor: str) -> float:
                              "--strategy", strategy, "--seeds", seeds, "--executor", executor],
                             check=True, capture_output=True, text=True).stdout
     return float(json.loads(output.strip().splitlines()[-1])["seconds"])
+
+
+PHASES = ("startup", "executor", "scoring", "report", "exit")
+
+
+def timeline_seconds(strategy: str, seeds: str, executor: str) -> dict[str, float]:
+    """Runs `--phase timeline` (the real command, its functions wrapped) in a fresh
+    process; returns how long each phase took. The clock is the system's monotonic
+    one, which this process and its child share."""
+    with tempfile.TemporaryDirectory(prefix="bw-exec-") as folder:
+        started = time.perf_counter()
+        output = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--phase", "timeline", "--strategy",
+             strategy, "--seeds", seeds, "--executor", executor, "--store",
+             str(Path(folder) / "store.sqlite")],
+            check=True, capture_output=True, text=True).stdout
+        ended = time.perf_counter()
+    marks = json.loads(output.strip().splitlines()[-1])
+    points = [started, marks["executor_asked"], marks["executor_made"], marks["scored"],
+              marks["reported"], ended]
+    return {phase: points[index + 1] - points[index] for index, phase in enumerate(PHASES)}
+
+
+def run_timeline(strategy: str, seeds: str, executor_spec: str, store: str) -> None:
+    """The command as a user runs it (`main()` with this process's argv), noting the
+    clock when it asks for the executor, gets it, has scored, and has reported."""
+    import atexit
+
+    from benchwarden.cli import main as cli_main
+    from benchwarden.suites.retrieval import command
+
+    marks: dict[str, float] = {}
+
+    def noting(function, before: str | None, after: str):
+        def wrapper(*args, **kwargs):
+            if before:
+                marks[before] = time.perf_counter()
+            result = function(*args, **kwargs)
+            marks[after] = time.perf_counter()
+            return result
+        return wrapper
+
+    command.executor_or_exit = noting(command.executor_or_exit, "executor_asked",
+                                      "executor_made")
+    command.run_strategy = noting(command.run_strategy, None, "scored")
+    command.render_terminal = noting(command.render_terminal, None, "reported")
+    real_stdout = os.dup(1)
+    # printed last, after the command's own output (sent to /dev/null) is done
+    atexit.register(lambda: os.write(real_stdout, (json.dumps(marks) + "\n").encode()))
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    sys.argv = ["benchwarden", "retrieval", "run", "--strategy", strategy, "--seeds", seeds,
+                "--executor", executor_spec, "--store", store]
+    cli_main.main()
 
 
 def _trivial(value: int) -> int:
@@ -103,24 +174,32 @@ def main() -> None:
     parser.add_argument("--executor", default="local:2", help="the executor to compare")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--phase", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--store", default=None, help=argparse.SUPPRESS)
     add_json_option(parser)
     options = parser.parse_args()
+    if options.phase == "timeline":
+        run_timeline(options.strategy, options.seeds, options.executor, options.store)
+        return
     if options.phase:
         seconds = run_phase(options.phase, options.strategy, options.seeds, options.executor)
         print(json.dumps({"seconds": seconds}))
         return
 
     timings: dict[str, list[float]] = {key: [] for key in (
-        "command.local", "command.parallel", "scoring.local", "scoring.parallel",
-        "warm.local", "warm.parallel", "pool.fork", "pool.forkserver")}
+        "command.local", "command.parallel", "cpu.local", "cpu.parallel", "scoring.local",
+        "scoring.parallel", "warm.local", "warm.parallel", "pool.fork", "pool.forkserver")}
     for round_number in range(options.repeats):
         for executor, key in (("local", "local"), (options.executor, "parallel")):
-            timings[f"command.{key}"].append(
-                command_seconds(options.strategy, options.seeds, executor))
+            wall, cpu = command_seconds(options.strategy, options.seeds, executor)
+            timings[f"command.{key}"].append(wall)
+            timings[f"cpu.{key}"].append(cpu)
             timings[f"scoring.{key}"].append(
                 phase_seconds("scoring", options.strategy, options.seeds, executor))
             timings[f"warm.{key}"].append(
                 phase_seconds("scoring-warm", options.strategy, options.seeds, executor))
+            for phase, seconds in timeline_seconds(options.strategy, options.seeds,
+                                                   executor).items():
+                timings.setdefault(f"phase.{phase}.{key}", []).append(seconds)
         for method in ("fork", "forkserver"):
             timings[f"pool.{method}"].append(
                 phase_seconds(f"pool-{method}", options.strategy, options.seeds, "local:2"))
@@ -132,10 +211,19 @@ def main() -> None:
     emit("retrieval_executor", [
         Figure("command_seconds", median["command.parallel"], median["command.local"], "s",
                f"whole command, {label}, vs in-process; goal ratio <= 0.6"),
+        Figure("command_cpu_seconds", median["cpu.parallel"], median["cpu.local"], "s",
+               f"CPU (user + system, workers included) of the whole command, {label}, "
+               "vs in-process: what the pool adds in work, not in waiting"),
         Figure("scoring_seconds", median["scoring.parallel"], median["scoring.local"], "s",
                f"executor made + seeds scored and stored, {label}, vs in-process"),
         Figure("warm_scoring_seconds", median["warm.parallel"], median["warm.local"], "s",
                f"as scoring, the strategy's imports done first (the work alone), {label}"),
+        *[Figure(f"phase_{phase}_seconds", median[f"phase.{phase}.parallel"],
+                 None if phase == "executor" else median[f"phase.{phase}.local"], "s",
+                 f"{phase} phase of the whole command, {label}, vs in-process"
+                 + (" (which makes none: its strategy import is in scoring)"
+                    if phase == "executor" else ""))
+          for phase in PHASES],
         Figure("pool_start_seconds", median["pool.fork"], median["pool.forkserver"], "s",
                "two-worker pool, first results back: fork vs forkserver"),
     ], options.json_path)

@@ -21,11 +21,16 @@ every module already imported here (no per-worker interpreter start, no second s
 import). A process that already runs other threads (a progress bar, an event loop in a
 thread, Ray) could leave a fork child holding a lock copied mid-use, so there the pool
 falls back to the forkserver, which is slower to start but never copies a thread.
+Around that fork the parent's objects are frozen out of the garbage collector
+(`gc.freeze`, then `gc.unfreeze` in the parent, as Python's documentation advises for
+fork without exec): each worker keeps them frozen, so its collections never walk the
+inherited modules (numpy, scipy, the strategy's library) or touch their pages.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as futures
+import gc
 import importlib
 import multiprocessing
 import os
@@ -145,17 +150,24 @@ class LocalExecutor:
     def _get_pool(self) -> futures.ProcessPoolExecutor:
         if self._pool is None:
             self.start_method = pool_start_method()
+            # a caller that froze objects itself keeps them frozen (unfreeze is all or none)
+            freezing = self.start_method == "fork" and gc.get_freeze_count() == 0
             try:
                 pool = futures.ProcessPoolExecutor(
                     self.workers, mp_context=multiprocessing.get_context(self.start_method),
                     initializer=_worker_signals)
                 # With fork, the first submit forks every worker before the pool's own
                 # management thread starts: do it now, while this process is single-threaded.
+                if freezing:
+                    gc.freeze()  # the workers inherit everything here as never-collected
                 pool.submit(_ready)
             except OSError as error:  # process or memory limits
                 raise EnvironmentFailure(
                     f"cannot start {self.workers} worker processes ({self.start_method}): "
                     f"{error.strerror or error}") from None
+            finally:
+                if freezing:
+                    gc.unfreeze()  # this process collects as before
             self._pool = pool
         return self._pool
 

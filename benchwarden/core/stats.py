@@ -26,6 +26,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from benchwarden.core import t_quantiles
 from benchwarden.core.lazy import lazy_module
 
 # Imported on first use: scipy alone takes about a second, which commands that compute
@@ -33,8 +34,9 @@ from benchwarden.core.lazy import lazy_module
 np = lazy_module("numpy")
 optimize = lazy_module("scipy.optimize")
 scipy_stats = lazy_module("scipy.stats")
-# The t quantile every report's interval needs comes from scipy.special (what
-# scipy.stats.t.ppf itself calls), about half the import cost of scipy.stats.
+# The t quantile every report's interval needs is scipy.special.stdtrit (what
+# scipy.stats.t.ppf itself calls); the common ones are looked up in `t_quantiles`, a
+# table of exactly those numbers, so a report imports no scipy for them.
 scipy_special = lazy_module("scipy.special")
 
 Key = TypeVar("Key", bound=Hashable)
@@ -51,6 +53,7 @@ __all__ = [
     "minimum_detectable_effect",
     "paired_difference",
     "paired_verdict",
+    "t_quantile",
     "wilson_interval",
 ]
 
@@ -143,11 +146,25 @@ def _check_confidence(confidence: float) -> None:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence!r}")
 
 
+def t_quantile(degrees_of_freedom: int, confidence: float = 0.95) -> float:
+    """The two-sided Student t quantile, `scipy.special.stdtrit(df, 0.5 + confidence / 2)`:
+    from the generated table (the same numbers, bit for bit) when it has them, else
+    from scipy."""
+    if degrees_of_freedom < 1:
+        raise ValueError(f"a t quantile needs at least 1 degree of freedom, "
+                         f"got {degrees_of_freedom!r}")
+    table = t_quantiles.QUANTILES.get(confidence)
+    if table is not None and isinstance(degrees_of_freedom, int) \
+            and degrees_of_freedom <= len(table):
+        return table[degrees_of_freedom - 1]
+    return float(scipy_special.stdtrit(degrees_of_freedom, 0.5 + confidence / 2.0))
+
+
 def _t_interval(mean: float, se: float, degrees_of_freedom: int,
                 confidence: float) -> tuple[float, float]:
     if se == 0.0:
         return mean, mean
-    half_width = float(scipy_special.stdtrit(degrees_of_freedom, 0.5 + confidence / 2.0)) * se
+    half_width = t_quantile(degrees_of_freedom, confidence) * se
     return mean - half_width, mean + half_width
 
 

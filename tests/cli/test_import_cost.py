@@ -16,13 +16,13 @@ from benchwarden.core.store import open_store
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def imported_modules(*arguments: str, cwd, program: tuple[str, ...] = ("-m", "benchwarden")
-                     ) -> set[str]:
+def imported_modules(*arguments: str, cwd, program: tuple[str, ...] = ("-m", "benchwarden"),
+                     exit_code: int = 0) -> set[str]:
     environment = dict(os.environ)
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [environment.get("PYTHONPATH"), ROOT]))
     done = subprocess.run([sys.executable, "-X", "importtime", *program, *arguments],
                           capture_output=True, text=True, env=environment, timeout=120, cwd=cwd)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == exit_code, done.stdout + done.stderr
     lines = [line for line in done.stderr.splitlines() if line.startswith("import time:")]
     assert lines, "python -X importtime printed nothing: the check would be empty"
     return {line.rsplit("|", 1)[1].strip() for line in lines}
@@ -60,9 +60,27 @@ def test_a_command_without_statistics_never_imports_scipy(tmp_path, store_path, 
     assert not scipy_modules(modules)
 
 
+def test_contamination_start_up_imports_neither_scipy_nor_numpy(tmp_path):
+    """Up to its first request (here refused: nothing listens on port 9, exit 2)."""
+    modules = imported_modules("contamination", "--url", "http://127.0.0.1:9/v1",
+                               "--store", str(tmp_path / "store.sqlite"), cwd=tmp_path,
+                               exit_code=2)
+    assert "benchwarden.suites.contamination.driver" in modules
+    assert not scipy_modules(modules) and "numpy" not in modules
+
+
+def test_a_retrieval_run_reports_its_intervals_without_scipy(tmp_path):
+    """A strategy that needs no scipy (fts5) scored, recorded and reported with its t
+    intervals: the quantile comes from the table, so scipy is never imported."""
+    modules = imported_modules("retrieval", "run", "--strategy", "fts5", "--seeds", "1-3",
+                               "--store", str(tmp_path / "store.sqlite"), cwd=tmp_path)
+    assert "benchwarden.suites.retrieval.report" in modules
+    assert not scipy_modules(modules)
+
+
 def test_the_check_sees_scipy_when_statistics_are_computed(tmp_path):
     """The same probe does see scipy once an interval is computed, so the check above
     can fail."""
     modules = imported_modules(cwd=tmp_path, program=(
-        "-c", "from benchwarden.core.stats import mean_se; mean_se([1.0, 2.0, 4.0])"))
+        "-c", "from benchwarden.core.stats import wilson_interval; wilson_interval(3, 10)"))
     assert scipy_modules(modules)

@@ -171,6 +171,29 @@ def test_a_single_threaded_process_forks_warm_workers_that_import_nothing_again(
     assert len((tmp_path / "imports.log").read_text().split()) == 1
 
 
+def test_forked_workers_keep_the_inherited_objects_out_of_collection_and_the_parent_not(
+        tmp_path):
+    """Frozen around the fork: a worker's collections skip what it inherited; the parent
+    is unfrozen again and collects as before."""
+    (tmp_path / "warm_module.py").write_text(WARM_MODULE + """
+def frozen_count(_):
+    import gc
+    return gc.get_freeze_count()
+""")
+    output = _run_python(tmp_path, """
+        import gc
+        import warm_module
+        from benchwarden.core.executors import LocalExecutor, run_all
+
+        print(gc.get_freeze_count())
+        with LocalExecutor(2) as executor:
+            print(executor.start_method, gc.get_freeze_count())
+            counts = run_all(executor, warm_module.frozen_count, [1, 2, 3, 4])
+        print(min(counts) > 1000)
+    """)
+    assert output.split("\n")[:3] == ["0", "fork 0", "True"]
+
+
 def test_preloaded_modules_are_imported_once_in_the_parent_before_the_fork(tmp_path):
     (tmp_path / "warm_module.py").write_text(WARM_MODULE)
     output = _run_python(tmp_path, """

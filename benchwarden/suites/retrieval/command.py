@@ -20,7 +20,6 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from benchwarden.core import stats
 from benchwarden.core.commandline import (
     ConfigError,
     config_errors,
@@ -38,7 +37,6 @@ from benchwarden.core.commandline import (
     write_html_report,
 )
 from benchwarden.core.errors import RunInterrupted
-from benchwarden.core.lazy import import_in_background
 from benchwarden.core.progress import progress_bar
 from benchwarden.core.provenance import new_run_id
 from benchwarden.core.reports import console, read_json, write_json
@@ -99,13 +97,6 @@ def _settings(limit: int, budget_chars: int, sandbox: bool,
     return settings
 
 
-def _overlap_report_imports(executor: Any) -> None:
-    """With workers scoring (`--executor local:N`, Ray), this process only waits until
-    the report: it imports the report's statistics library meanwhile, not after."""
-    if executor is not None and getattr(executor, "workers", 2) > 1:
-        import_in_background(stats.scipy_special)
-
-
 def _parse_or_exit(strategy_text: str) -> Any:
     try:
         return parse_strategy(strategy_text)
@@ -121,7 +112,6 @@ def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
     # a sandboxed strategy imports its library in its own child, never in a worker
     executor = executor_or_exit(
         executor_spec, preload=() if settings.sandbox else libraries_to_preload(spec))
-    _overlap_report_imports(executor)
     progress = progress_bar(TextColumn(f"[bold]{spec.name}[/bold]"), BarColumn(),
                         MofNCompleteColumn(), TextColumn("cases"), TimeElapsedColumn(),
                         console=console(stderr=True), transient=True)
@@ -249,7 +239,6 @@ def _resume_line(run_id: str) -> str:
 
 def _resume(store_location: str, run_id: str, executor_spec: str | None) -> RetrievalReport:
     executor = executor_or_exit(executor_spec)
-    _overlap_report_imports(executor)
     interrupted = False
     progress = progress_bar(TextColumn("[bold]resuming[/bold]"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("cases"), TimeElapsedColumn(), console=console(stderr=True),
