@@ -717,11 +717,14 @@ class _StallWatch:
         except AttributeError:  # a protocol without an instance dict: body-only watch
             return
         self.protocol = protocol
+        _refresh_protocol(protocol)
 
     def detach(self) -> None:
-        if self.protocol is not None:
-            self.protocol.__dict__.pop("data_received", None)
+        protocol = self.protocol
+        if protocol is not None:
+            protocol.__dict__.pop("data_received", None)
             self.protocol = None
+            _refresh_protocol(protocol)
 
     def headers_arrived(self) -> None:
         self.detach()
@@ -736,6 +739,16 @@ class _StallWatch:
         self.detach()
         if self.handle is not None:
             self.handle.cancel()
+
+
+def _refresh_protocol(protocol: Any) -> None:
+    """Make the transport look up `protocol.data_received` again. asyncio's transports
+    look it up on every read; uvloop's keep the bound method they found when the
+    protocol was set, so setting the protocol again is what makes them see a hook
+    added (or removed) since."""
+    transport = getattr(protocol, "transport", None)
+    if transport is not None and not transport.is_closing():
+        transport.set_protocol(protocol)
 
 
 # The stall watch of the request the current task is sending: `_WatchingConnector`
