@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from benchwarden.targets.openai_client import (
-    _Chunk,
     _Choice,
+    _Chunk,
     _Delta,
     _Function,
     _Logprobs,
