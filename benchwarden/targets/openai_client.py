@@ -4,7 +4,8 @@ Built on aiohttp (one `ClientSession` per `ChatClient`; a streamed body is taken
 by piece inside the connection's `data_received`, see `_BodyReader`) and msgspec (chunks
 decoded straight into typed structs): under hundreds of concurrent streams this spends
 tens of times less client CPU per token than the `openai` SDK
-(docs/decisions/0002-http-client.md, bench/client_overhead.py).
+(docs/decisions/0002-http-client.md, bench/client_overhead.py). It runs on any asyncio
+event loop; the CLI starts uvloop where installed (event_loop.py).
 
 Invariants:
 - `stream_chat` never raises for a request-level failure: every failure becomes a
