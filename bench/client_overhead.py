@@ -11,6 +11,10 @@ reply is checked to have all its tokens.
     python bench/client_overhead.py                      # 256 streams x 256 tokens
     python bench/client_overhead.py --per-token-writes   # one server write per token
     python bench/client_overhead.py --streams 1024 --tokens 64 --repeats 3
+    python bench/client_overhead.py --loop asyncio         # benchwarden on asyncio's loop
+
+benchwarden runs on the loop the CLI runs it on (benchwarden/targets/event_loop.py:
+uvloop when installed); the SDK on asyncio's own loop, as `asyncio.run` gives its users.
 
 See bench/README.md for how to read the figures.
 """
@@ -145,6 +149,24 @@ async def measured(start_round) -> tuple[float, float, int]:
     return (cpu, wall, sum(counts))
 
 
+def benchwarden_loop_run(coroutine):
+    """Run on the client's own loop (uvloop when installed); an older checkout without
+    benchwarden/targets/event_loop.py ran on asyncio's."""
+    try:
+        from benchwarden.targets import event_loop
+    except ImportError:
+        return asyncio.run(coroutine)
+    return event_loop.run(coroutine)
+
+
+def benchwarden_loop_name() -> str:
+    try:
+        from benchwarden.targets import event_loop
+    except ImportError:
+        return "asyncio"
+    return event_loop.event_loop_name()
+
+
 def report(name: str, results, streams: int, tokens: int) -> float:
     expected = streams * tokens
     per_token = []
@@ -167,6 +189,8 @@ def main() -> None:
                         help="the server writes each chunk separately (default: one write)")
     parser.add_argument("--repeats", type=int, default=2, help="measured rounds per client")
     parser.add_argument("--only", choices=["benchwarden", "openai"], help="measure one client")
+    parser.add_argument("--loop", choices=["uvloop", "asyncio"],
+                        help="benchwarden's event loop (default: the one the CLI uses)")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     add_json_option(parser)
     options = parser.parse_args()
@@ -174,6 +198,8 @@ def main() -> None:
         serve(options.tokens, options.per_token_writes)
         return
 
+    if options.loop:
+        os.environ["BENCHWARDEN_EVENT_LOOP"] = options.loop
     command = [sys.executable, os.path.abspath(__file__), "--serve",
                "--tokens", str(options.tokens)]
     if options.per_token_writes:
@@ -186,16 +212,18 @@ def main() -> None:
         url = f"http://127.0.0.1:{int(line.split()[1])}"
         mode = "one write per token" if options.per_token_writes else "one write per reply"
         print(f"client CPU per streamed token: {options.streams} concurrent streams x "
-              f"{options.tokens} tokens, server {mode}, {options.repeats} measured rounds each")
+              f"{options.tokens} tokens, server {mode}, {options.repeats} measured rounds each; "
+              f"benchwarden on {benchwarden_loop_name()}, the SDK on asyncio")
         medians = {}
-        clients = {"benchwarden": run_benchwarden, "openai SDK": run_openai}
+        clients = {"benchwarden": (run_benchwarden, benchwarden_loop_run),
+                   "openai SDK": (run_openai, asyncio.run)}
         if options.only:
             clients = {k: v for k, v in clients.items() if k.startswith(options.only)}
         results = {name: [] for name in clients}
         for _ in range(options.repeats):  # alternate, so drift hits both alike
-            for name, run in clients.items():
+            for name, (run, on_loop) in clients.items():
                 # Two rounds on one client: the first (unmeasured) opens the connections.
-                warm_up, measured_round = asyncio.run(run(url, options.streams, 2))
+                warm_up, measured_round = on_loop(run(url, options.streams, 2))
                 results[name].append(measured_round)
         for name in clients:
             medians[name] = report(name, results[name], options.streams, options.tokens)

@@ -102,6 +102,7 @@ def serve(reply_mb: int) -> None:
 # --- one client scenario (its own process, so its peak RSS is its own) ---
 
 def client(url: str, scenario: str) -> None:
+    from benchwarden.targets import event_loop
     from benchwarden.targets.openai_client import ChatClient
 
     async def run() -> str:
@@ -123,7 +124,7 @@ def client(url: str, scenario: str) -> None:
                 return f"ok, {len(outcome.reply.text):,} characters of text in {took:.1f} s"
             return f"{outcome.error} ({took:.1f} s)"
 
-    result = asyncio.run(run())
+    result = event_loop.run(run())  # the loop the CLI runs the client on
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     print(json.dumps({"peak_mb": peak_kb / 1024, "result": result}), flush=True)
 

@@ -42,6 +42,7 @@ from benchwarden.suites.contamination.fidelity import (  # noqa: E402
     peak_overlap,
     streaming_interval,
 )
+from benchwarden.targets import event_loop  # noqa: E402
 from benchwarden.targets.openai_client import ChatClient  # noqa: E402
 
 BODY = {"model": "bench-model", "stream": True, "max_tokens": 64,
@@ -109,16 +110,17 @@ def main() -> None:
             raise SystemExit("the bench server did not start")
         url = f"http://127.0.0.1:{int(line.split()[1])}"
         print(f"launch skew (first to last send) of one rung, median of {options.repeats} "
-              "bursts; peak in flight: lowest of the bursts")
+              "bursts; peak in flight: lowest of the bursts; on the client's loop, "
+              f"{event_loop.event_loop_name()}")
         print(f"{'slots':>6}  {'gate, then send (baseline)':>27}  {'stream_together':>16}  "
               f"{'ratio':>6}  {'peak in flight':>14}  {'launch CPU (baseline)':>22}")
         for slots in (int(text) for text in options.slots.split(",")):
             before, together, peaks, cpu_before, cpu_together = [], [], [], [], []
             for _ in range(options.repeats):  # alternate, so drift hits both alike
-                skew, _, cpu = asyncio.run(launch(url, slots, together=False))
+                skew, _, cpu = event_loop.run(launch(url, slots, together=False))
                 before.append(skew)
                 cpu_before.append(cpu)
-                skew, peak, cpu = asyncio.run(launch(url, slots, together=True))
+                skew, peak, cpu = event_loop.run(launch(url, slots, together=True))
                 together.append(skew)
                 peaks.append(peak)
                 cpu_together.append(cpu)

@@ -4,7 +4,8 @@ Built on aiohttp (one `ClientSession` per `ChatClient`; a streamed body is taken
 by piece inside the connection's `data_received`, see `_BodyReader`) and msgspec (chunks
 decoded straight into typed structs): under hundreds of concurrent streams this spends
 tens of times less client CPU per token than the `openai` SDK
-(docs/decisions/0002-http-client.md, bench/client_overhead.py).
+(docs/decisions/0002-http-client.md, bench/client_overhead.py). It runs on any asyncio
+event loop; the CLI starts uvloop where installed (event_loop.py).
 
 Invariants:
 - `stream_chat` never raises for a request-level failure: every failure becomes a
@@ -91,11 +92,13 @@ __all__ = [  # the values are re-exported from replies.py for callers' convenien
 # advanced by perf_counter so that intervals inside a run are monotonic and precise.
 _EPOCH_AT_IMPORT = time.time()
 _PERF_AT_IMPORT = time.perf_counter()
+_CLOCK_OFFSET = _EPOCH_AT_IMPORT - _PERF_AT_IMPORT  # now() = perf_counter() + this
+_perf_counter = time.perf_counter
 
 
 def now() -> float:
     """Seconds since the epoch, advanced by `time.perf_counter` (the client clock)."""
-    return _EPOCH_AT_IMPORT + (time.perf_counter() - _PERF_AT_IMPORT)
+    return _perf_counter() + _CLOCK_OFFSET
 
 
 def one_line_error(text: str) -> str:
@@ -385,6 +388,27 @@ class _StreamState:
     def take_chunk(self, chunk: _Chunk, read_at: float) -> None:
         """One decoded chat-completion chunk (a frame's JSON)."""
         self.frames += 1
+        choices = chunk.choices
+        if (choices is not None and len(choices) == 1 and chunk.error is None
+                and chunk.usage is None):
+            # The usual chunk, one content delta of our choice and nothing else: what the
+            # general path below does for it, with fewer steps (it is once per token).
+            choice = choices[0]
+            delta = choice.delta
+            if (delta is not None and delta.content and not choice.index
+                    and choice.finish_reason is None and choice.logprobs is None
+                    and delta.reasoning_content is None and delta.reasoning is None
+                    and delta.tool_calls is None):
+                self.text.append(delta.content)
+                self.counted_deltas += 1
+                self.content_deltas += 1
+                if self.first_content_at is None:
+                    self.first_content_at = read_at
+                return
+        self._take_chunk_fields(chunk, read_at)
+
+    def _take_chunk_fields(self, chunk: _Chunk, read_at: float) -> None:
+        """`take_chunk` for any chunk, field by field (after `frames` is counted)."""
         if chunk.error is not None:
             raise _StreamFailure(self._in_band(_error_text(chunk.error)))
         if chunk.usage is not None:
@@ -717,11 +741,14 @@ class _StallWatch:
         except AttributeError:  # a protocol without an instance dict: body-only watch
             return
         self.protocol = protocol
+        _refresh_protocol(protocol)
 
     def detach(self) -> None:
-        if self.protocol is not None:
-            self.protocol.__dict__.pop("data_received", None)
+        protocol = self.protocol
+        if protocol is not None:
+            protocol.__dict__.pop("data_received", None)
             self.protocol = None
+            _refresh_protocol(protocol)
 
     def headers_arrived(self) -> None:
         self.detach()
@@ -736,6 +763,16 @@ class _StallWatch:
         self.detach()
         if self.handle is not None:
             self.handle.cancel()
+
+
+def _refresh_protocol(protocol: Any) -> None:
+    """Make the transport look up `protocol.data_received` again. asyncio's transports
+    look it up on every read; uvloop's keep the bound method they found when the
+    protocol was set, so setting the protocol again is what makes them see a hook
+    added (or removed) since."""
+    transport = getattr(protocol, "transport", None)
+    if transport is not None and not transport.is_closing():
+        transport.set_protocol(protocol)
 
 
 # The stall watch of the request the current task is sending: `_WatchingConnector`
@@ -924,40 +961,57 @@ class _BodyReader:
         return _evidence(self.received, self.hasher, self.head)
 
     def feed(self, piece: bytes) -> None:
-        """One piece of the body, as it arrived; never raises."""
+        """One piece of the body, as it arrived; never raises.
+
+        The usual piece, exactly one `data: {...}` block at a block boundary, is taken
+        in this one call: decoded by msgspec from its bytes, without an SSE event or a
+        str (a frame msgspec refuses from bytes, invalid UTF-8 among them, goes the
+        general way, with the general messages). Anything else goes through the parser.
+        """
         try:
-            self._take(piece)
+            state = self.state
+            read_at = state.last_byte_at = _perf_counter() + _CLOCK_OFFSET  # now()
+            received = self.received = self.received + len(piece)
+            self.hasher.update(piece)
+            head = self.head
+            if len(head) < EVIDENCE_BYTES:
+                head += piece[:EVIDENCE_BYTES - len(head)]
+            if self.byte_cap is not None and received > self.byte_cap:
+                self._stop(_Stop.BYTE_CAP)
+                return
+            parser = self.parser
+            line = parser.single_data_line(piece)
+            if line is None or line[:1] != b"{":
+                events = (parser.feed(piece) if line is None
+                          else [SSEEvent(line.decode("utf-8", "surrogateescape"))])
+                self._take_events(events, read_at)
+                return
+            try:
+                chunk = _chunk_decoder.decode(line)
+            except (msgspec.DecodeError, RecursionError):
+                self._take_events([SSEEvent(line.decode("utf-8", "surrogateescape"))],
+                                  read_at)
+                return
+            watch = self.watch
+            if watch is not None:
+                if watch.handle is None:
+                    watch.arm(read_at)
+                self.progress_seen = parser.progress
+                watch.last_progress_at = read_at
+            self.events_seen += 1
+            if self.event_cap is not None and self.events_seen > self.event_cap:
+                self._stop(_Stop.EVENT_CAP)
+                return
+            state.take_chunk(chunk, read_at)
+            if self.cancel_after is not None and state.content_deltas >= self.cancel_after:
+                self._stop(_Stop.CANCELLED)
         except Exception as exc:  # noqa: BLE001 - surfaces in the task, as an outcome
             self.error = exc
             self._stop(_Stop.FAILED)
 
-    def _take(self, piece: bytes) -> None:
-        state = self.state
-        read_at = state.last_byte_at = now()
-        self.received += len(piece)
-        self.hasher.update(piece)
-        head = self.head
-        if len(head) < EVIDENCE_BYTES:
-            head += piece[:EVIDENCE_BYTES - len(head)]
-        if self.byte_cap is not None and self.received > self.byte_cap:
-            self._stop(_Stop.BYTE_CAP)
-            return
+    def _take_events(self, events: list[SSEEvent], read_at: float) -> None:
+        """The events the parser completed from one piece (maybe none)."""
         parser = self.parser
-        line = parser.single_data_line(piece)
-        if line is not None and line[:1] == b"{":
-            # The usual frame (one `data: {...}` block per read): decoded from the bytes,
-            # without the parser's event or a str. A frame msgspec refuses from bytes
-            # (invalid UTF-8 among them) goes the usual way, with the usual messages.
-            try:
-                chunk = _chunk_decoder.decode(line)
-            except (msgspec.DecodeError, RecursionError):
-                chunk = None
-            if chunk is not None:
-                self._take_fast_frame(chunk, read_at)
-                return
-            events = [SSEEvent(line.decode("utf-8", "surrogateescape"))]
-        else:
-            events = parser.feed(piece)
         watch = self.watch
         if watch is not None:
             if watch.handle is None:
@@ -971,6 +1025,7 @@ class _BodyReader:
         if self.event_cap is not None and self.events_seen > self.event_cap:
             self._stop(_Stop.EVENT_CAP)
             return
+        state = self.state
         take = state.take
         cancel_after = self.cancel_after
         for event in events:
@@ -981,23 +1036,6 @@ class _BodyReader:
             if cancel_after is not None and state.content_deltas >= cancel_after:
                 self._stop(_Stop.CANCELLED)
                 return
-
-    def _take_fast_frame(self, chunk: _Chunk, read_at: float) -> None:
-        """What `_take` does for one event, for a frame already decoded."""
-        watch = self.watch
-        if watch is not None:
-            if watch.handle is None:
-                watch.arm(read_at)
-            self.progress_seen = self.parser.progress
-            watch.last_progress_at = read_at
-        self.events_seen += 1
-        if self.event_cap is not None and self.events_seen > self.event_cap:
-            self._stop(_Stop.EVENT_CAP)
-            return
-        state = self.state
-        state.take_chunk(chunk, read_at)
-        if self.cancel_after is not None and state.content_deltas >= self.cancel_after:
-            self._stop(_Stop.CANCELLED)
 
     def _stop(self, reason: _Stop) -> None:
         self.stop = reason

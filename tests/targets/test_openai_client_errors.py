@@ -20,6 +20,9 @@ from .fakes import (
     streaming,
 )
 
+# Every test here runs on asyncio's loop and on uvloop (tests/targets/conftest.py).
+pytestmark = pytest.mark.usefixtures("on_both_loops")
+
 BODY = {"model": "fake-model", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
 
 

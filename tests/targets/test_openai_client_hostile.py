@@ -24,6 +24,9 @@ from benchwarden.targets.openai_client import (
 from benchwarden.targets.replies import ERROR_LIMIT, RequestOutcome
 from tests.fakes.hostile_servers import HostileServer, TricklingServer
 
+# Every test here runs on asyncio's loop and on uvloop (tests/targets/conftest.py).
+pytestmark = pytest.mark.usefixtures("on_both_loops")
+
 BODY = {"model": "fake-model", "stream": True, "max_tokens": 16,
         "messages": [{"role": "user", "content": "topic: rivers\nXK-AZURE-HERON-41"}]}
 

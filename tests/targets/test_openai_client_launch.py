@@ -21,6 +21,9 @@ from tests.fakes.gathering_server import GatheringServer
 
 from .fakes import ScriptedOpenAIServer, chunk, free_port_nobody_listens_on, sse_body, streaming
 
+# Every test here runs on asyncio's loop and on uvloop (tests/targets/conftest.py).
+pytestmark = pytest.mark.usefixtures("on_both_loops")
+
 
 def body(number: int) -> dict:
     return {"model": "fake-model", "stream": True, "max_tokens": 64,

@@ -20,6 +20,9 @@ from .fakes import (
     usage_chunk,
 )
 
+# Every test here runs on asyncio's loop and on uvloop (tests/targets/conftest.py).
+pytestmark = pytest.mark.usefixtures("on_both_loops")
+
 BODY = {"model": "fake-model", "stream": True, "temperature": 0, "max_tokens": 16,
         "messages": [{"role": "user", "content": "hi"}],
         "stream_options": {"include_usage": True}}

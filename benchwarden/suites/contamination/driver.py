@@ -28,7 +28,6 @@ Invariants:
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
 import secrets
@@ -63,6 +62,7 @@ from benchwarden.suites.contamination.scoring import (
     rung_label,
     score,
 )
+from benchwarden.targets import event_loop
 from benchwarden.targets.models import choose_model
 from benchwarden.targets.openai_client import (
     ChatClient,
@@ -327,7 +327,7 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
                               **config.client_bounds()) as client:
             return await _reach(client)
 
-    models = asyncio.run(reach())
+    models = event_loop.run(reach())
     if original is not None:
         run_config = dict(original.config)
         run_config.update(url=normalise_base_url(config.url), api_key_env=config.api_key_env,
@@ -346,7 +346,7 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
         top_logprobs = config.top_logprobs()
         refused = None
         if top_logprobs:
-            refused = asyncio.run(_logprobs_refused(config, api_key, request_body(
+            refused = event_loop.run(_logprobs_refused(config, api_key, request_body(
                 model=model, prompt=probes[0].prompt, max_tokens=2, preset=config.preset,
                 extra=config.extra_body, top_logprobs=top_logprobs)))
             if refused is not None:
@@ -392,7 +392,7 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
             await _drive(open_client, plan, store, done, advance, warn)
 
         try:
-            asyncio.run(drive())
+            event_loop.run(drive())
             report = build_report(store, run.run_id)
         except BaseException as error:  # a signal, a store error: keep what was measured
             _end_interrupted(store, run.run_id, resume_hint(plan.scope), error)

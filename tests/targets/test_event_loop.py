@@ -1,0 +1,83 @@
+"""The loop the client runs on: uvloop when installed, asyncio's own on request or when
+it is not; `run` keeps `asyncio.run`'s behaviour (result, exception, Ctrl-C)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+
+import pytest
+
+from benchwarden.core.errors import ConfigurationError
+from benchwarden.targets import event_loop
+
+
+async def running_loop_module() -> str:
+    return type(asyncio.get_running_loop()).__module__
+
+
+def test_uvloop_is_the_default_when_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("uvloop")
+    monkeypatch.delenv(event_loop.EVENT_LOOP_VARIABLE, raising=False)
+    assert event_loop.event_loop_name() == "uvloop"
+    assert event_loop.run(running_loop_module()).startswith("uvloop")
+
+
+def test_the_variable_asks_for_asyncios_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(event_loop.EVENT_LOOP_VARIABLE, " AsyncIO ")
+    assert event_loop.event_loop_name() == "asyncio"
+    assert event_loop.run(running_loop_module()).startswith("asyncio")
+
+
+def test_without_uvloop_the_client_runs_on_asyncio(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(event_loop.EVENT_LOOP_VARIABLE, raising=False)
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # import uvloop now fails
+    assert event_loop.event_loop_name() == "asyncio"
+    assert event_loop.run(running_loop_module()).startswith("asyncio")
+
+
+def test_asking_for_uvloop_without_it_is_a_one_line_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(event_loop.EVENT_LOOP_VARIABLE, "uvloop")
+    monkeypatch.setitem(sys.modules, "uvloop", None)
+    with pytest.raises(ConfigurationError, match="uvloop is not installed") as caught:
+        event_loop.run(running_loop_module())
+    assert "\n" not in str(caught.value)
+
+
+def test_an_unknown_loop_name_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(event_loop.EVENT_LOOP_VARIABLE, "trio")
+    with pytest.raises(ConfigurationError, match="'trio' is not one of uvloop, asyncio"):
+        event_loop.run(running_loop_module())
+
+
+@pytest.mark.usefixtures("on_both_loops")
+def test_results_and_exceptions_pass_through() -> None:
+    async def fails() -> None:
+        raise LookupError("from inside")
+
+    assert event_loop.run(asyncio.sleep(0, result=42)) == 42
+    with pytest.raises(LookupError, match="from inside"):
+        event_loop.run(fails())
+
+
+@pytest.mark.usefixtures("on_both_loops")
+def test_a_sigint_cancels_the_main_task_so_it_can_clean_up() -> None:
+    cleaned_up: list[bool] = []
+
+    async def interrupted() -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            await asyncio.sleep(30)
+        finally:
+            cleaned_up.append(True)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # not inherited
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            event_loop.run(interrupted())
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert cleaned_up == [True]
