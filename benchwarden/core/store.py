@@ -44,6 +44,7 @@ import math
 import os
 import re
 import sqlite3
+import sys
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -201,6 +202,8 @@ def _summary_row_decoder() -> Any:
 # Largest count `summed_number` accepts as an integer: every backend's 64-bit integer
 # column holds the sum of many such values.
 _LARGEST_COUNT = 2**53
+# Largest integer that converts to a finite float (the sums of turns and costs are floats).
+_LARGEST_FLOAT = int(sys.float_info.max)
 
 
 def summed_number(value: Any, *, count: bool = False) -> tuple[float | int | None, bool]:
@@ -214,7 +217,7 @@ def summed_number(value: Any, *, count: bool = False) -> tuple[float | int | Non
         return None, False
     kind = type(value)
     if kind is int:
-        if abs(value) <= _LARGEST_COUNT:
+        if abs(value) <= (_LARGEST_COUNT if count else _LARGEST_FLOAT):
             return value, False
         return None, True
     if kind is float and math.isfinite(value):
@@ -547,8 +550,6 @@ class Store(ABC):
         """Inside a transaction holding the append lock, with `record_summaries` just
         created: one row per record already stored, `BACKFILL_BATCH` records a page, a
         progress line per page on stderr. Returns the number of rows written."""
-        import sys
-
         p = self.placeholder
         cursor.execute("SELECT COUNT(*) FROM entries WHERE kind = 'record'")
         total = int(cursor.fetchone()[0])

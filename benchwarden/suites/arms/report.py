@@ -40,7 +40,7 @@ from benchwarden.core.reports import (
     store_head_block,
     verdict_text,
 )
-from benchwarden.core.store import Store, StoreUsageError
+from benchwarden.core.store import Store, StoreUsageError, summed_number
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.arms.tasks import FLOOR
 from benchwarden.suites.arms.trial import SUITE_NAME
@@ -515,10 +515,27 @@ def _clip(text: Any) -> Any:
     return text
 
 
+def _text(value: Any) -> str | None:
+    """A payload value shown as text: a string as it is, anything else (a driver's odd
+    value: a number, a list) as its JSON, so an odd record is shown, never refused."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+# the tool-call fields the page shows as text (`TranscriptEntry`)
+_ENTRY_TEXT = ("kind", "command", "name", "server", "tool", "reason")
+
+
 def _clip_entry(entry: Any) -> Any:
     if not isinstance(entry, Mapping):
-        return entry
-    clipped = {key: _clip(value) for key, value in entry.items()}
+        return {"kind": "call", "command": _clip(_text(entry))}
+    clipped = {key: _clip(_text(value) if key in _ENTRY_TEXT else value)
+               for key, value in entry.items()}
+    if clipped.get("kind") is None:
+        clipped.pop("kind", None)
+    if "denied" in clipped:
+        clipped["denied"] = bool(clipped["denied"])
     arguments = clipped.get("arguments")
     if arguments is not None and not isinstance(arguments, str):
         text = json.dumps(arguments, ensure_ascii=False)
@@ -532,25 +549,33 @@ def trial_entry(record: Record, weights: TokenWeights) -> dict[str, Any]:
     (tool calls, final report, reasons) clipped so a page stays bounded."""
     payload = record.payload
     tokens = record.tokens
-    transcript = list(payload.get("transcript") or [])
-    reasons = list(payload.get("reasons") or [])
+    transcript = _as_list(payload.get("transcript"))
+    reasons = _as_list(payload.get("reasons"))
     return {
         "arm": record.arm, "task": record.task, "trial": record.trial, "run_id": record.run_id,
-        "outcome": record.outcome, "failure": payload.get("failure"),
-        "tier": payload.get("tier"),
-        "reasons": [_clip(reason) for reason in reasons[:REASONS_SHOWN]]
+        "outcome": record.outcome, "failure": _text(payload.get("failure")),
+        "tier": _text(payload.get("tier")),
+        "reasons": [_clip(_text(reason)) for reason in reasons[:REASONS_SHOWN]]
         + ([f"… {len(reasons) - REASONS_SHOWN} more"] if len(reasons) > REASONS_SHOWN else []),
-        "turns": payload.get("turns"), "stopped": payload.get("stopped"),
-        "final_report": _clip(payload.get("final_report")),
+        "turns": summed_number(payload.get("turns"), count=True)[0],
+        "stopped": _text(payload.get("stopped")),
+        "final_report": _clip(_text(payload.get("final_report"))),
         "transcript": [_clip_entry(entry) for entry in transcript[:TRANSCRIPT_SHOWN]],
         "tool_calls": len(transcript),
-        "denied_calls": payload.get("denied_calls"),
+        "denied_calls": summed_number(payload.get("denied_calls"), count=True)[0],
         "tokens": {name: getattr(tokens, name) for name in COMPONENTS},
-        "tokens_reported": payload.get("tokens_reported", True),
+        "tokens_reported": bool(payload.get("tokens_reported", True)),
         "cost_equivalent": tokens.cost_equivalent(weights),
         "duration_s": record.duration_s,
-        "model": payload.get("model"), "driver": payload.get("driver"),
+        "model": _text(payload.get("model")), "driver": _text(payload.get("driver")),
     }
+
+
+def _as_list(value: Any) -> list[Any]:
+    """A payload list (reasons, transcript); a single odd value as a list of itself."""
+    if value is None or value == "":
+        return []
+    return list(value) if isinstance(value, list) else [value]
 
 
 def _shown_trials(store: Store, summary: Any, weights: TokenWeights) -> list[Trial]:

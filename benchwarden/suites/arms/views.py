@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict, deque
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -170,9 +170,9 @@ class GroupKey(NamedTuple):
 
     arm: str
     task: str
-    tier: Hashable
+    tier: str | None
     outcome: str
-    failure: Hashable
+    failure: str | None
 
 
 @dataclass
@@ -211,12 +211,13 @@ class Summary:
 Source = Summary | Iterable[Record] | Iterable[RecordSummary]
 
 
-def _hashable(value: Any) -> Hashable:
-    try:
-        hash(value)
-    except TypeError:
-        return str(value)
-    return value  # type: ignore[no-any-return]
+def _key_text(value: Any) -> str | None:
+    """A tier or failure as a group key: text as it is (None when absent); any other
+    value (a driver's odd number, boolean or list) as its JSON text, so every key is
+    text a report can show and both the database and the stream key it alike."""
+    if value is None or type(value) is str:
+        return value  # type: ignore[no-any-return]
+    return json.dumps(value, ensure_ascii=False)
 
 
 def summarize(rows: Iterable[RecordSummary | Record]) -> Summary:
@@ -230,9 +231,9 @@ def summarize(rows: Iterable[RecordSummary | Record]) -> Summary:
         payload = row.payload
         tier, failure = payload.get("tier"), payload.get("failure")
         if type(tier) not in _PLAIN:
-            tier = _hashable(tier)
+            tier = _key_text(tier)
         if type(failure) not in _PLAIN:
-            failure = _hashable(failure)
+            failure = _key_text(failure)
         key = (row.arm, row.task, tier, row.outcome, failure)
         collecting = accumulators.get(key)
         if collecting is None:
@@ -283,19 +284,18 @@ def _from_json(text: Any) -> Any:
 
 
 def _group_key(arm: str, task: str, outcome: str, group_key: str) -> GroupKey:
-    """The key `summarize` gives a record with these fields (`[tier, failure]` decoded; a
-    value that cannot be hashed keyed by its text, as there)."""
+    """The key `summarize` gives a record with these fields (`[tier, failure]` decoded,
+    then keyed as there)."""
     tier, failure = json.loads(group_key)
-    return GroupKey(arm, task, _hashable(tier), outcome, _hashable(failure))
+    return GroupKey(arm, task, _key_text(tier), outcome, _key_text(failure))
 
 
 def summary_from_groups(groups: Iterable[GroupRow], newest: Iterable[tuple[str, str, str, str, int]],
                         versions: Iterable[Any]) -> Summary:
     """The `Summary` that `summarize` makes of the records, from totals the database
     summed per (arm, task, outcome, group key text), the newest sequence numbers of each
-    such group, and the distinct bench versions (as JSON text). Groups whose texts
-    differ but whose values are equal in Python (1 and 1.0) are merged, as `summarize`
-    would have put their records in one group."""
+    such group, and the distinct bench versions (as JSON text). Groups whose keys come
+    out equal are merged, as `summarize` would have put their records in one group."""
     summary = Summary()
     for row in sorted(groups, key=lambda group: int(group.first_seq)):
         key = _group_key(row.arm, row.task, row.outcome, row.group_key)
