@@ -432,7 +432,7 @@ def build_scope_report(store: Store, scope: str | None = None,
                        floor: int = FLOOR) -> ArmsReport:
     """The report of a suite's scope (default: the scope of the latest arms run)."""
     scope, mine = _resolve_scope(store, scope)
-    return _report(store, scope, mine[-1] if mine else None, weights, floor)
+    return _report(store, scope, mine[-1] if mine else None, weights, floor, mine)
 
 
 def _resolve_scope(store: Store, scope: str | None) -> tuple[str, list[Any]]:
@@ -635,11 +635,14 @@ def runs_tally(ends: Sequence[Mapping[str, Any]], floor: int) -> dict[str, Any] 
 
 
 def _report(store: Store, scope: str, info: Any, weights: TokenWeights,
-            floor: int) -> ArmsReport:
+            floor: int, scope_runs: list[Any] | None = None) -> ArmsReport:
+    """The report of `scope`; `scope_runs` are its runs when the caller read them already
+    (reading them counts every run's records)."""
     from benchwarden.suites.arms import views  # scipy: only when a report is built
 
     summary = summarize_scope(store, scope)
-    scope_runs = [i for i in store.runs(SUITE_NAME) if i.run.config.get("scope") == scope]
+    if scope_runs is None:
+        scope_runs = [i for i in store.runs(SUITE_NAME) if i.run.config.get("scope") == scope]
     configs = [i.run.config for i in scope_runs]
     arms, tasks, tiers = views.arms_and_tasks(summary, configs)
     counts = views.coverage(summary, arms, tasks, floor)
@@ -657,7 +660,8 @@ def _report(store: Store, scope: str, info: Any, weights: TokenWeights,
             + (f"; mixed bench versions {versions}: compare with care" if len(versions) > 1 else "")
             + (f"; {skipped} turns, denied_calls or imputed_cost_usd values skipped: not "
                "numbers" if skipped else ""))
-    bench_version = info.run.bench_version if info is not None else (versions[-1] if versions else "")
+    bench_version = info.run.bench_version if info is not None else \
+        (versions[-1] if versions else "")
     body = {
         "scope": scope,
         "floor": floor,
@@ -719,7 +723,8 @@ def render_terminal(report: ArmsReport | Mapping[str, Any], console: Console) ->
     console.print("cost-equivalent weights: "
                   + ", ".join(f"{k}={v:g}" for k, v in report.weights.items()))
 
-    table = Table(title="headline per arm (mean ± SE clustered by task; success with Wilson 95 % CI)")
+    table = Table(title="headline per arm (mean ± SE clustered by task; "
+                        "success with Wilson 95 % CI)")
     for column in ("arm", "samples", "success", "cost-eq tokens", "per task [BCa 95 %]",
                    "raw tokens", "turns",
                    "duration s", "covered/partial/missing", "imputed $"):

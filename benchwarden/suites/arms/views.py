@@ -290,7 +290,8 @@ def _group_key(arm: str, task: str, outcome: str, group_key: str) -> GroupKey:
     return GroupKey(arm, task, _key_text(tier), outcome, _key_text(failure))
 
 
-def summary_from_groups(groups: Iterable[GroupRow], newest: Iterable[tuple[str, str, str, str, int]],
+def summary_from_groups(groups: Iterable[GroupRow],
+                        newest: Iterable[tuple[str, str, str, str, int]],
                         versions: Iterable[Any]) -> Summary:
     """The `Summary` that `summarize` makes of the records, from totals the database
     summed per (arm, task, outcome, group key text), the newest sequence numbers of each
@@ -463,7 +464,7 @@ def failure_tags(source: Source, arms: Sequence[str]) -> list[dict[str, Any]]:
             rows.append({"arm": arm, "samples": 0, "pass": None,
                          **{tag: None for tag in FAILURE_TAGS}, "denied_calls": None})
             continue
-        row = {"arm": arm, "samples": whole.samples, "pass": whole.passes}
+        row: dict[str, Any] = {"arm": arm, "samples": whole.samples, "pass": whole.passes}
         for tag in FAILURE_TAGS:
             row[tag] = sum(totals.samples for key, totals in summary.groups.items()
                            if key.arm == arm and key.outcome != PASS and key.failure == tag)
@@ -548,7 +549,8 @@ def conclusion(result: Mapping[str, Any]) -> str:
     else:
         better, worse = (b, a) if decided > 0 else (a, b)
         parts.append(f"{better} succeeds more often than {worse} "
-                     f"({100 * abs(success['mean_diff']):.1f} pp over {len(result['tasks'])} tasks)")
+                     f"({100 * abs(success['mean_diff']):.1f} pp over "
+                     f"{len(result['tasks'])} tasks)")
     decided = _direction(cost)
     if decided is None:
         parts.append("cost cannot be told apart" if cost.get("n") else "cost is not known")
@@ -579,8 +581,8 @@ def all_pairs(arms: Sequence[str]) -> list[tuple[str, str]]:
     return [(a, b) for i, a in enumerate(arms) for b in arms[i + 1:]]
 
 
-def arms_and_tasks(source: Source,
-                   configs: Iterable[Mapping[str, Any]] = ()) -> tuple[list[str], list[str], list[str]]:
+def arms_and_tasks(source: Source, configs: Iterable[Mapping[str, Any]] = ()
+                   ) -> tuple[list[str], list[str], list[str]]:
     """Arms, tasks and tiers to show: what runs planned plus what records hold, in
     first-seen order, so a planned cell with no sample shows as missing."""
     summary = _summary(source)
