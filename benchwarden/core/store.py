@@ -159,11 +159,15 @@ def _summary_decoder(payload_fields: tuple[str, ...]) -> Any:
 # a 9 s report). Now `summary_row` computes, in Python and once per record, what the
 # report sums (`priced`, `duration_s`, `turns_number`, `denied_number`, `cost_number`,
 # `odd_values`, by `summed_number`'s rules, which the streaming pass applies too), and
-# SQLite keeps the rows clustered by group (WITHOUT ROWID, primary key suite, scope,
-# arm, task, outcome, group_key, seq): the GROUP BY is one ordered walk of the scope's
-# rows with plain SUMs, no sort and no per-row expression. Appends still write three
-# B-trees per record, as before (the clustered table, the sequence-number index, the run
-# index); only the first lands among its cell's rows rather than at the end.
+# SQLite's group index (suite, scope, arm, task, outcome, group_key, seq, then the
+# summed columns) replaces version 2's scope index: the GROUP BY is one ordered walk of
+# that index with plain SUMs, no sort, no table read and no per-row expression. Appends
+# write the same three B-trees per record as in version 2 (the table and the run index
+# at their ends, the group index among its cell's entries); the group index's entries
+# are wider (about 100 bytes instead of 40), which is what a campaign's scattered
+# appends pay (bench/README.md, scale_growth and store_append). A table clustered by
+# group (WITHOUT ROWID) was measured too: as fast to sum, but every scattered write is
+# a whole row (about 200 bytes) and `verify` must look rows up by sequence number.
 SUMMARY_FIELDS = ("tier", "failure", "turns", "tokens_reported", "denied_calls",
                   "imputed_cost_usd", "bench_version")
 """Payload fields copied into a summary row (as JSON text): the per-trial fields reports
@@ -181,8 +185,13 @@ fields as `summed_number` reads them (NULL when absent or not a number) and
 `odd_values` counts the ones present but not numbers. `field_<name>` holds the payload
 field's JSON text, NULL when the record lacks it."""
 SUMMARY_GROUP_COLUMNS = ("suite", "scope", "arm", "task", "outcome", "group_key")
-"""The order rows are kept in (SQLite's primary key, then `seq`): a scope's groups in
-turn, each group's rows by sequence number."""
+"""The order of the group index (then `seq`): a scope's groups in turn, each group's
+rows by sequence number."""
+SUMMARY_GROUP_SUMMED = ("priced", "fresh_input", "cache_creation", "cache_read", "output",
+                        "reasoning", "duration_s", "turns_number", "denied_number",
+                        "cost_number", "odd_values", "field_bench_version")
+"""What a report sums per group, carried in SQLite's group index so the GROUP BY never
+reads the table."""
 # records decoded per backfill page (slim decode; one progress line per page on stderr)
 BACKFILL_BATCH = 20_000
 
@@ -1065,10 +1074,12 @@ BEGIN SELECT RAISE(ABORT, 'benchwarden store is append-only: DELETE refused'); E
 )
 
 # The derived summary table (see SUMMARY_COLUMNS, in that column order); append-only like
-# `entries`. Clustered by group (WITHOUT ROWID): a report's GROUP BY walks it in order.
+# `entries`. Rows are appended in sequence order (the rowid is the sequence number);
+# the group index holds, in report-group order, every column a report sums, so the
+# GROUP BY walks the index alone.
 _SQLITE_SUMMARY_SCHEMA = (
-    f"""CREATE TABLE IF NOT EXISTS record_summaries (
-    seq INTEGER NOT NULL,
+    """CREATE TABLE IF NOT EXISTS record_summaries (
+    seq INTEGER PRIMARY KEY,
     suite TEXT NOT NULL, scope TEXT NOT NULL, arm TEXT NOT NULL, task TEXT NOT NULL,
     trial INTEGER NOT NULL, run_id TEXT NOT NULL, outcome TEXT NOT NULL,
     group_key TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL NOT NULL,
@@ -1077,11 +1088,10 @@ _SQLITE_SUMMARY_SCHEMA = (
     priced INTEGER NOT NULL, turns_number REAL, denied_number INTEGER, cost_number REAL,
     odd_values INTEGER NOT NULL,
     field_tier TEXT, field_failure TEXT, field_turns TEXT, field_tokens_reported TEXT,
-    field_denied_calls TEXT, field_imputed_cost_usd TEXT, field_bench_version TEXT,
-    PRIMARY KEY ({', '.join(SUMMARY_GROUP_COLUMNS)}, seq)
-) WITHOUT ROWID""",
-    # `verify` reads the rows of a page of the chain by sequence number
-    "CREATE UNIQUE INDEX IF NOT EXISTS record_summaries_by_seq ON record_summaries (seq)",
+    field_denied_calls TEXT, field_imputed_cost_usd TEXT, field_bench_version TEXT
+)""",
+    f"""CREATE INDEX IF NOT EXISTS record_summaries_by_group ON record_summaries (
+    {', '.join(SUMMARY_GROUP_COLUMNS)}, seq, {', '.join(SUMMARY_GROUP_SUMMED)})""",
     # `runs()` counts records per run in index order, without sorting a million rows
     "CREATE INDEX IF NOT EXISTS record_summaries_by_run ON record_summaries (run_id, suite)",
     """CREATE TRIGGER IF NOT EXISTS record_summaries_refuse_update BEFORE UPDATE

@@ -102,8 +102,8 @@ $body$;
 """ + _refuse_changes_to("entries")
 
 # The derived summary table (core/store.py, SUMMARY_COLUMNS, in that column order);
-# append-only like `entries`. PostgreSQL sums a scope's groups by hashing, so the rows
-# stay in sequence order; the group index serves each group's newest trials.
+# append-only like `entries`. PostgreSQL sums a scope's groups by hashing, so its group
+# index carries no summed columns: it serves each group's newest trials.
 _SUMMARY_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS record_summaries (
     seq BIGINT PRIMARY KEY,
