@@ -24,7 +24,11 @@ from benchwarden.core.store import (
     summary_row,
     summed_number,
 )
-from tests.core.test_store_backends import backend, postgres_database  # noqa: F401 (fixtures)
+from tests.core.test_store_backends import (  # noqa: F401 (fixtures)
+    backend,
+    postgres,
+    postgres_database,
+)
 
 
 def record(task: str, trial: int = 1, **payload: Any) -> Record:
@@ -275,3 +279,34 @@ def test_summed_number_takes_numbers_and_counts_everything_else(value, count):
     assert row["turns_number"] == (None if turns is None else float(turns))
     assert row["denied_number"] == denied and row["cost_number"] == row["turns_number"]
     assert row["odd_values"] == 2 * odd_turns + odd_denied
+
+
+@pytest.mark.postgres
+def test_an_append_only_role_is_refused_a_version_2_store_it_cannot_upgrade(postgres):  # noqa: F811
+    """Appending without rows to a version 2 table would leave it incomplete for the
+    benchwardens that read it: the role is refused in one line, a reader still reads."""
+    import secrets
+
+    from benchwarden.core.store import StoreError, open_store
+
+    filled(postgres)
+    make_version_2(postgres)
+    role = f"bw_writer_{secrets.token_hex(3)}"
+    schema = postgres.location.rsplit("%3D", 1)[1]
+    with postgres.psycopg.connect(postgres.location, autocommit=True) as connection:
+        connection.execute(f"CREATE ROLE {role} LOGIN")
+        connection.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}; "
+                           f"GRANT SELECT, INSERT ON entries, meta, record_summaries TO {role}; "
+                           f"GRANT USAGE ON SEQUENCE entries_seq_seq TO {role}")
+    try:
+        url = postgres.location.replace("://postgres@", f"://{role}@")
+        with pytest.raises(StoreError, match="schema version 2; .* may not upgrade it") as raised:
+            open_store(url)
+        assert "\n" not in str(raised.value)
+        with open_store(url, create=False) as reader:
+            assert not reader.has_record_summaries and len(reader.records()) == 7
+    finally:
+        with postgres.psycopg.connect(postgres.location, autocommit=True) as connection:
+            connection.execute(f"DROP OWNED BY {role}; DROP ROLE {role}")
+    with postgres.open(create=False) as reader:
+        assert reader._stored_schema_version() == "2"
