@@ -21,6 +21,13 @@ first trial) for 180 cells at the smallest and the largest size, with their rati
     python bench/scale_growth.py --sizes 100k,1M          # the README's growth table
     python bench/scale_growth.py --commands export_jsonl,verify --sizes 10k,100k,1M
     python bench/scale_growth.py --commands arms_report,arms_compare,report_html --sizes 10k,100k,1M
+    python bench/scale_growth.py --before /tmp/base --sizes 100k,1M    # A/B in one run
+
+`--before CHECKOUT` also runs every command with an older checkout's code
+(`PYTHONPATH=CHECKOUT`) against the store that checkout's own `scale_store.py` builds
+for its schema version (`--before-cache`, default the same cache folder), right before
+the same command with this code, so both meet the same load; the figures then include
+each command's time and peak RSS now against before (`<command>.seconds.<size>.now_vs_before`).
 """
 
 from __future__ import annotations
@@ -47,9 +54,12 @@ COMMANDS: dict[str, list[str]] = {
 }
 
 
-def measure(arguments: list[str]) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS in MiB and exit code of one command in its own process."""
+def measure(arguments: list[str], code: str | None = None) -> tuple[float, float, int]:
+    """Wall seconds, peak RSS in MiB and exit code of one command in its own process
+    (with the package at `code` when given, else the one this process imports)."""
     environment = dict(os.environ)
+    if code is not None:
+        environment["PYTHONPATH"] = code
     started = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", "benchwarden", *arguments],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -63,6 +73,17 @@ def measure(arguments: list[str]) -> tuple[float, float, int]:
         print(f"  ! {' '.join(arguments[:2])} exited {process.returncode}: {tail[0]}",
               file=sys.stderr)
     return elapsed, usage.ru_maxrss / 1024.0, process.returncode  # ru_maxrss is in KiB
+
+
+def before_store(checkout: str, size: int, cache: Path | None) -> Path:
+    """The store of `size` records for the older checkout's schema version, built (or
+    found) by that checkout's own `scale_store.py`."""
+    command = [sys.executable, str(Path(checkout) / "bench" / "scale_store.py"), str(size)]
+    if cache is not None:
+        command += ["--cache", str(cache)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": checkout})
+    return Path(done.stdout.strip().splitlines()[-1])
 
 
 REPORTS = ("arms_report", "arms_compare", "report_html")
@@ -119,6 +140,10 @@ def main() -> None:
     parser.add_argument("--commands", default=",".join(COMMANDS),
                         help=f"comma-separated subset of {', '.join(COMMANDS)}")
     parser.add_argument("--cache", default=None, help="store cache folder (see scale_store.py)")
+    parser.add_argument("--before", default=None, metavar="CHECKOUT",
+                        help="an older checkout: run each command with its code too (A/B)")
+    parser.add_argument("--before-cache", default=None,
+                        help="store cache folder of the older checkout (default: --cache)")
     add_json_option(parser)
     options = parser.parse_args()
 
@@ -129,19 +154,25 @@ def main() -> None:
         parser.error(f"unknown command(s) {unknown}" if unknown else "give at least one size")
     cache = Path(options.cache).expanduser() if options.cache else None
 
+    before_cache = Path(options.before_cache).expanduser() if options.before_cache else cache
     results: dict[tuple[str, int], tuple[float, float, int, int | None]] = {}
+    earlier: dict[tuple[str, int], tuple[float, float, int, int | None]] = {}
     for size in sizes:
         store = ensure_store(size, cache)
+        older = before_store(options.before, size, before_cache) if options.before else None
         for name in chosen:
-            with tempfile.TemporaryDirectory(prefix="bw-scale-") as out:
-                arguments = [part.format(store=store, out=out) for part in COMMANDS[name]]
-                seconds, rss, code = measure(arguments)
-                page = Path(out, "x.html")
-                page_bytes = page.stat().st_size if page.exists() else None
-            results[(name, size)] = (seconds, rss, code, page_bytes)
-            print(f"  {size_label(size):>5} {name:<15} {seconds:8.2f} s {rss:9.0f} MiB"
-                  + (f"  exit {code}" if code else "")
-                  + (f"  page {page_bytes / 2**20:.1f} MiB" if page_bytes else ""), flush=True)
+            sides = [("before", older, options.before, earlier)] if older else []
+            for side, path, code_path, into in [*sides, ("now", store, None, results)]:
+                with tempfile.TemporaryDirectory(prefix="bw-scale-") as out:
+                    arguments = [part.format(store=path, out=out) for part in COMMANDS[name]]
+                    seconds, rss, code = measure(arguments, code_path)
+                    page = Path(out, "x.html")
+                    page_bytes = page.stat().st_size if page.exists() else None
+                into[(name, size)] = (seconds, rss, code, page_bytes)
+                print(f"  {size_label(size):>5} {name:<15} {side:<6} {seconds:8.2f} s "
+                      f"{rss:9.0f} MiB" + (f"  exit {code}" if code else "")
+                      + (f"  page {page_bytes / 2**20:.1f} MiB" if page_bytes else ""),
+                      flush=True)
 
     print(f"\n{'command':<15}" + "".join(f"{size_label(s):>22}" for s in sizes))
     for name in chosen:
@@ -152,6 +183,22 @@ def main() -> None:
         print(f"{name:<15}" + "".join(f"{cell:>22}" for cell in cells))
 
     figures = []
+    if earlier:
+        print(f"\nnow against before ({options.before}): time and peak RSS ratios")
+        for name in chosen:
+            cells = []
+            for size in sizes:
+                now_seconds, now_rss, _, _ = results[(name, size)]
+                then_seconds, then_rss, _, _ = earlier[(name, size)]
+                cells.append(f"{then_seconds:6.2f} -> {now_seconds:5.2f} s "
+                             f"(x{now_seconds / then_seconds:.2f})")
+                figures.append(Figure(f"{name}.seconds.{size_label(size)}.now_vs_before",
+                                      now_seconds, then_seconds, "s",
+                                      f"wall time at {size_label(size)}, this code vs before"))
+                figures.append(Figure(f"{name}.peak_rss.{size_label(size)}.now_vs_before",
+                                      now_rss, then_rss, "MiB",
+                                      f"peak RSS at {size_label(size)}, this code vs before"))
+            print(f"{name:<15}" + "".join(f"{cell:>32}" for cell in cells))
     if "arms_report" in chosen or "arms_compare" in chosen:
         plans = [plan_seconds(ensure_store(size, cache)) for size in (sizes[0], sizes[-1])]
         print(f"\nplan_cells, 180 cells: {plans[0] * 1000:.1f} ms at {size_label(sizes[0])}, "

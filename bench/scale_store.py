@@ -27,6 +27,7 @@ from pathlib import Path
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, RunEnd, TokenComponents
 from benchwarden.core.store import SCHEMA_VERSION, open_store
+from benchwarden.core.witness import sidecar_for
 
 ARMS = ("cli", "http", "mcp")
 TASKS = tuple(f"task-{number:03d}" for number in range(200))
@@ -168,6 +169,9 @@ def ensure_store(size: int, folder: Path | None = None, *, quiet: bool = False) 
         build(partial, size, quiet=quiet)
     for suffix in ("-wal", "-shm"):  # closed cleanly: the WAL is checkpointed away
         Path(f"{partial}{suffix}").unlink(missing_ok=True)
+    witness = sidecar_for(partial)  # the head witness goes with its store
+    if witness.exists():
+        witness.rename(sidecar_for(final))
     partial.rename(final)
     return final
 

@@ -47,6 +47,7 @@ from benchwarden.core.store import (
     READABLE_SCHEMA_VERSIONS,
     SCHEMA_VERSION,
     SUMMARY_COLUMNS,
+    SUMMARY_GROUP_COLUMNS,
     CorruptStore,
     NoStore,
     Store,
@@ -102,20 +103,25 @@ END
 $body$;
 """ + _refuse_changes_to("entries")
 
-# The derived summary table (core/store.py, SUMMARY_COLUMNS); append-only like `entries`.
-_SUMMARY_SCHEMA = """
+# The derived summary table (core/store.py, SUMMARY_COLUMNS, in that column order);
+# append-only like `entries`. PostgreSQL sums a scope's groups by hashing, so its group
+# index carries no summed columns: it serves each group's newest trials.
+_SUMMARY_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS record_summaries (
     seq BIGINT PRIMARY KEY,
     suite TEXT NOT NULL, scope TEXT NOT NULL, arm TEXT NOT NULL, task TEXT NOT NULL,
     trial BIGINT NOT NULL, run_id TEXT NOT NULL, outcome TEXT NOT NULL,
-    started_at DOUBLE PRECISION NOT NULL, ended_at DOUBLE PRECISION NOT NULL,
+    group_key TEXT NOT NULL, started_at DOUBLE PRECISION NOT NULL,
+    ended_at DOUBLE PRECISION NOT NULL, duration_s DOUBLE PRECISION NOT NULL,
     fresh_input BIGINT NOT NULL, cache_creation BIGINT NOT NULL,
     cache_read BIGINT NOT NULL, output BIGINT NOT NULL, reasoning BIGINT,
+    priced BIGINT NOT NULL, turns_number DOUBLE PRECISION, denied_number BIGINT,
+    cost_number DOUBLE PRECISION, odd_values BIGINT NOT NULL,
     field_tier TEXT, field_failure TEXT, field_turns TEXT, field_tokens_reported TEXT,
     field_denied_calls TEXT, field_imputed_cost_usd TEXT, field_bench_version TEXT
 );
-CREATE INDEX IF NOT EXISTS record_summaries_by_scope
-    ON record_summaries (suite, scope, arm, task, outcome);
+CREATE INDEX IF NOT EXISTS record_summaries_by_group
+    ON record_summaries ({', '.join(SUMMARY_GROUP_COLUMNS)}, seq);
 CREATE INDEX IF NOT EXISTS record_summaries_by_run ON record_summaries (run_id, suite);
 """ + _refuse_changes_to("record_summaries")
 
@@ -264,11 +270,13 @@ class PostgresStore(Store):
                 "SELECT value FROM meta WHERE name = 'schema_version'").fetchone())
 
     def _prepare_summaries(self, version: str) -> None:
-        """Inside `_prepare_schema`'s transaction: a version 2 store has the summary
-        table; a writer upgrades a version 1 store, making and filling it once (holding
-        the append lock, so no append runs meanwhile). A reader, or a role that may not
-        create tables, goes on without it (reports then stream the bodies; such a role's
-        appends leave the store at version 1, so the table is never incomplete)."""
+        """Inside `_prepare_schema`'s transaction: a version 3 store has the summary
+        table; a writer upgrades a version 1 or 2 store, making (again, for version 2's
+        older layout) and filling it once (holding the append lock, so no append runs
+        meanwhile). A reader goes on without it (reports then stream the bodies). A role
+        that may not create tables appends to a version 1 store as it is (the store stays
+        at version 1, so no table is ever incomplete), but is refused a version 2 store,
+        whose older table it could not keep complete."""
         if version == str(SCHEMA_VERSION):
             self.has_record_summaries = True
             return
@@ -280,11 +288,17 @@ class PostgresStore(Store):
                     cursor.execute(
                         "SELECT pg_advisory_xact_lock(%s, 'entries'::regclass::oid::int)",
                         (_LOCK_NAMESPACE,))
+                    cursor.execute("DROP TABLE IF EXISTS record_summaries")
                     cursor.execute(_SUMMARY_SCHEMA)
                     self._backfill_summaries(cursor)
                     cursor.execute("UPDATE meta SET value = %s WHERE name = 'schema_version'",
                                    (str(SCHEMA_VERSION),))
         except pg_errors.InsufficientPrivilege:
+            if version != "1":
+                raise StoreError(
+                    f"PostgreSQL store {self.location} has schema version {version}; this "
+                    f"benchwarden writes version {SCHEMA_VERSION} and this role may not "
+                    "upgrade it: open it for writing once as the tables' owner") from None
             return  # an append-only role: reports read the bodies instead
         self.has_record_summaries = True
 

@@ -1,18 +1,34 @@
-"""The record summary table (schema 2): written in the same transaction as each record,
-made and filled once when a version 1 store is opened for writing, never made by a
-read-only open, and checked by `verify` against the chained bodies. Both backends."""
+"""The record summary table (schema 3): written in the same transaction as each record,
+made and filled once when a version 1 or 2 store is opened for writing, never made by a
+read-only open, and checked by `verify` against the chained bodies. Both backends. Its
+summed columns follow `summed_number`, checked here against an independent rule."""
 
 from __future__ import annotations
 
+import math
 import sqlite3
+import sys
 from typing import Any
 
+import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, TokenComponents
-from benchwarden.core.store import SUMMARY_COLUMNS, DuplicateRecord, Store, summary_row
-from tests.core.test_store_backends import backend, postgres_database  # noqa: F401 (fixtures)
+from benchwarden.core.store import (
+    SUMMARY_COLUMNS,
+    DuplicateRecord,
+    Store,
+    summary_row,
+    summed_number,
+)
+from tests.core.test_store_backends import (  # noqa: F401 (fixtures)
+    backend,
+    postgres,
+    postgres_database,
+)
 
 
 def record(task: str, trial: int = 1, **payload: Any) -> Record:
@@ -57,6 +73,26 @@ def make_version_1(backend: Any) -> None:  # noqa: F811
                   "UPDATE meta SET value = '1' WHERE name = 'schema_version'"]
     if backend.name == "sqlite":
         statements.append("PRAGMA user_version = 1")
+    raw(backend, *statements)
+
+
+# The version 2 layout: the summed fields as JSON text only, rows in sequence order.
+_VERSION_2_COLUMNS = ("seq", "suite", "scope", "arm", "task", "trial", "run_id", "outcome",
+                      "started_at", "ended_at", "fresh_input", "cache_creation", "cache_read",
+                      "output", "reasoning", "field_tier", "field_failure", "field_turns",
+                      "field_tokens_reported", "field_denied_calls", "field_imputed_cost_usd",
+                      "field_bench_version")
+
+
+def make_version_2(backend: Any) -> None:  # noqa: F811
+    """The store as the benchwarden of schema 2 left it (its table's rows kept)."""
+    columns = ", ".join(_VERSION_2_COLUMNS)
+    statements = [f"CREATE TABLE summaries_v2 AS SELECT {columns} FROM record_summaries",
+                  "DROP TABLE record_summaries",
+                  "ALTER TABLE summaries_v2 RENAME TO record_summaries",
+                  "UPDATE meta SET value = '2' WHERE name = 'schema_version'"]
+    if backend.name == "sqlite":
+        statements.append("PRAGMA user_version = 2")
     raw(backend, *statements)
 
 
@@ -170,3 +206,107 @@ def test_query_summaries_expands_fields_the_same_on_both_backends(backend):  # n
     assert [None if row[2] is None else json.loads(row[2]) for row in rows] == [*values, None]
     assert [None if row[3] is None else float(row[3]) for row in rows] == \
         [None, None, None, 3.0, 2.5, None, None, None, None]
+
+
+def test_a_version_2_store_is_read_as_it_is_and_rebuilt_by_a_writer(backend, capfd):  # noqa: F811
+    filled(backend)
+    make_version_2(backend)
+    with backend.open(create=False) as reader:  # its older table: not used, not checked
+        assert not reader.has_record_summaries
+        assert len(reader.records()) == 7 and reader.verify().ok
+    with backend.open() as writer:  # opened for writing: the table made again and filled
+        assert writer.has_record_summaries
+        assert summaries(writer) == expected_summaries(writer) and len(summaries(writer)) == 7
+        writer.append([record("after", 1, turns="three")])
+        assert summaries(writer) == expected_summaries(writer)
+        assert writer.verify().ok
+    assert "summarising existing records for fast reports: 7 of 7" in capfd.readouterr().err
+    with backend.open(create=False) as reader:
+        assert reader.has_record_summaries and reader.verify().ok
+
+
+def test_the_summed_columns_of_a_row(backend):  # noqa: F811
+    with backend.open() as store:
+        store.begin_run(stamp_run(suite="demo", bench_version="1", config={}, run_id="run-1"))
+        store.append([record("plain", 1, denied_calls=2, imputed_cost_usd=0.5, failure="hung"),
+                      record("odd", 1, turns="4", denied_calls=1.5, imputed_cost_usd=[1],
+                             tokens_reported=None),
+                      record("bare", 2, turns=None, tokens_reported="yes", tier=None)])
+        rows = [dict(zip(SUMMARY_COLUMNS, row, strict=True)) for row in summaries(store)]
+        assert store.verify().ok
+    plain, odd, bare = rows
+    assert (plain["group_key"], plain["priced"], plain["turns_number"], plain["denied_number"],
+            plain["cost_number"], plain["odd_values"]) == ('["read","hung"]', 1, 1.0, 2, 0.5, 0)
+    assert plain["duration_s"] == 2.5
+    assert (odd["priced"], odd["turns_number"], odd["denied_number"], odd["cost_number"],
+            odd["odd_values"]) == (0, None, None, None, 3)
+    assert (bare["group_key"], bare["priced"], bare["turns_number"], bare["odd_values"]) == \
+        ("[null,null]", 1, None, 0)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+    | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=2), inner,
+                                                                max_size=2), max_leaves=4)
+
+
+@given(json_values, st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_summed_number_takes_numbers_and_counts_everything_else(value, count):
+    """An independent statement of the rule: a JSON number that is not a boolean and is a
+    finite float, or where a count is wanted a whole number up to 2**53, is its value;
+    null is nothing; anything else is odd. The row written holds exactly that."""
+    number, odd = summed_number(value, count=count)
+    if type(value) is int:
+        is_number = abs(value) <= (2**53 if count else sys.float_info.max)
+    elif type(value) is float:
+        is_number = math.isfinite(value) and (
+            not count or (value.is_integer() and abs(value) <= 2**53))
+    else:
+        is_number = False
+    if value is None:
+        assert (number, odd) == (None, False)
+    elif is_number:
+        assert not odd and number == value and type(number) is (int if count else type(value))
+    else:
+        assert (number, odd) == (None, True)
+    body = msgspec.json.encode(record("t", 1, turns=value, denied_calls=value,
+                                      imputed_cost_usd=value))
+    row = dict(zip(SUMMARY_COLUMNS, summary_row(1, body), strict=True))
+    turns, odd_turns = summed_number(value)
+    denied, odd_denied = summed_number(value, count=True)
+    assert row["turns_number"] == (None if turns is None else float(turns))
+    assert row["denied_number"] == denied and row["cost_number"] == row["turns_number"]
+    assert row["odd_values"] == 2 * odd_turns + odd_denied
+
+
+@pytest.mark.postgres
+def test_an_append_only_role_is_refused_a_version_2_store_it_cannot_upgrade(postgres):  # noqa: F811
+    """Appending without rows to a version 2 table would leave it incomplete for the
+    benchwardens that read it: the role is refused in one line, a reader still reads."""
+    import secrets
+
+    from benchwarden.core.store import StoreError, open_store
+
+    filled(postgres)
+    make_version_2(postgres)
+    role = f"bw_writer_{secrets.token_hex(3)}"
+    schema = postgres.location.rsplit("%3D", 1)[1]
+    with postgres.psycopg.connect(postgres.location, autocommit=True) as connection:
+        connection.execute(f"CREATE ROLE {role} LOGIN")
+        connection.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}; "
+                           f"GRANT SELECT, INSERT ON entries, meta, record_summaries TO {role}; "
+                           f"GRANT USAGE ON SEQUENCE entries_seq_seq TO {role}")
+    try:
+        url = postgres.location.replace("://postgres@", f"://{role}@")
+        with pytest.raises(StoreError, match="schema version 2; .* may not upgrade it") as raised:
+            open_store(url)
+        assert "\n" not in str(raised.value)
+        with open_store(url, create=False) as reader:
+            assert not reader.has_record_summaries and len(reader.records()) == 7
+    finally:
+        with postgres.psycopg.connect(postgres.location, autocommit=True) as connection:
+            connection.execute(f"DROP OWNED BY {role}; DROP ROLE {role}")
+    with postgres.open(create=False) as reader:
+        assert reader._stored_schema_version() == "2"

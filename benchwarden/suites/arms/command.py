@@ -1,4 +1,5 @@
-"""`benchwarden arms run | report | compare` (the arms suite's commands): a thin layer over benchwarden.suites.arms.
+"""`benchwarden arms run | report | compare` (the arms suite's commands): a thin layer over
+benchwarden.suites.arms.
 
 Exit codes: 0 when the run completed without harness errors, 1 when any trial hit a
 harness error (driver, server or environment failure; never an agent outcome), 2 on

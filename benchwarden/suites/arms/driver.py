@@ -126,9 +126,13 @@ class RunTally:
                 "problems": list(self.problems)}
 
 
+# the limits of a run that names none (frozen: one shared default is safe)
+DEFAULT_LIMITS = Limits()
+
+
 def run_arms(store: Store, suite: Suite, suite_spec: str, *, arms: Sequence[str],
              tasks: Sequence[str], trials: int, driver: OpenAIDriver | CommandDriver,
-             limits: Limits = Limits(), seed: int | None = None, executor: Any = None,
+             limits: Limits = DEFAULT_LIMITS, seed: int | None = None, executor: Any = None,
              on_start: Callable[[list[CellPlan]], None] | None = None,
              on_result: Callable[[TrialResult], None] | None = None,
              run_id: str | None = None, isolation: str = "bwrap") -> RunTally:

@@ -86,7 +86,8 @@ def _headline_section(report: ArmsReport, colors: Mapping[str, str]) -> str:
     for row in report.headline:
         coverage = row.coverage
         rows.append((
-            f'<span class="swatch" style="background:{h.color(colors.get(row.arm, h.MUTED))}"></span> '
+            f'<span class="swatch" style="background:'
+            f'{h.color(colors.get(row.arm, h.MUTED))}"></span> '
             f'<strong class="nowrap">{h.escape(row.arm)}</strong>',
             h.escape(fmt.count(row.samples)),
             h.escape(fmt.rate(row.success)),
@@ -98,9 +99,10 @@ def _headline_section(report: ArmsReport, colors: Mapping[str, str]) -> str:
                      f"{coverage.missing} of {coverage.cells}"),
             h.escape(fmt.estimate(row.imputed_cost_usd, 4)),
         ))
+    weights = ", ".join(f"{k.replace('_', ' ')} × {v:g}" for k, v in report.weights.items())
     note = ('<p class="note">Means ± standard error clustered by task; success with a Wilson 95 % '
             "interval. Cost-equivalent tokens weigh the stored components "
-            + h.escape(", ".join(f"{k.replace('_', ' ')} × {v:g}" for k, v in report.weights.items()))
+            + h.escape(weights)
             + f". A cell is covered at ≥ {h.escape(report.floor)} samples.</p>")
     table = h.table(("arm", "samples", "success", "cost-eq tokens", "raw tokens", "turns",
                      "duration s", "covered / partial / missing", "imputed $"),
@@ -114,14 +116,15 @@ def _charts_section(report: ArmsReport, colors: Mapping[str, str]) -> str:
     for row in report.headline:
         arm = row.arm
         low, high = _interval(row.success)
-        success_bars.append(h.Bar(arm, _mean(row.success), low, high, color=colors.get(arm, h.ACCENT),
-                                  note=f"{fmt.rate(row.success)} over {fmt.count(row.samples)} samples",
-                                  value_text=fmt.rate(row.success)))
+        success_bars.append(h.Bar(
+            arm, _mean(row.success), low, high, color=colors.get(arm, h.ACCENT),
+            note=f"{fmt.rate(row.success)} over {fmt.count(row.samples)} samples",
+            value_text=fmt.rate(row.success)))
         low, high = _interval(row.cost_equivalent)
-        cost_bars.append(h.Bar(arm, _mean(row.cost_equivalent), low, high,
-                               color=colors.get(arm, h.ACCENT),
-                               note=f"{fmt.estimate(row.cost_equivalent, 0)} cost-equivalent tokens per trial",
-                               value_text=fmt.estimate(row.cost_equivalent, 0)))
+        cost_bars.append(h.Bar(
+            arm, _mean(row.cost_equivalent), low, high, color=colors.get(arm, h.ACCENT),
+            note=f"{fmt.estimate(row.cost_equivalent, 0)} cost-equivalent tokens per trial",
+            value_text=fmt.estimate(row.cost_equivalent, 0)))
     left = ("<h3>Success rate (Wilson 95 %)</h3>"
             + h.bar_chart(success_bars, label="success rate per arm", max_value=1.0, width=600,
                           value_format="{:.0%}", unit="share of trials passed"))
@@ -145,7 +148,8 @@ def _charts_section(report: ArmsReport, colors: Mapping[str, str]) -> str:
                                             unit="cost-equivalent tokens", height=300))
     return h.section("charts", "Success and cost", f'<div class="two-col"><div>{left}</div>'
                      f"<div>{right}</div></div>{component_chart}",
-                     intro="Whiskers are 95 % intervals; overlapping whiskers are not a difference.")
+                     intro="Whiskers are 95 % intervals; overlapping whiskers are not a "
+                           "difference.")
 
 
 def _tier_section(report: ArmsReport, colors: Mapping[str, str]) -> str:
@@ -209,7 +213,8 @@ def _failure_section(report: ArmsReport) -> str:
     series = [h.Series(name, OUTCOME_COLORS[name]) for name in names]
     values = {}
     for row in rows:
-        for name, value in zip(names, (row.passed, row.incorrect, row.confused, row.hung)):
+        for name, value in zip(names, (row.passed, row.incorrect, row.confused, row.hung),
+                               strict=True):
             if value is not None:
                 values[(row.arm, name)] = h.Bar(name, float(value), value_text=fmt.count(value))
     chart = h.grouped_bars([r.arm for r in rows], series, values,
@@ -259,8 +264,8 @@ def _transcript_html(transcript: Sequence[Any]) -> str:
         if kind == "shell":
             call = f'<code class="kv">$ {h.pre_text(entry.command or "")}</code>'
         else:
-            arguments = entry.arguments if isinstance(entry.arguments, str) or entry.arguments is None \
-                else json.dumps(entry.arguments, ensure_ascii=False)
+            arguments = entry.arguments if isinstance(entry.arguments, str) \
+                or entry.arguments is None else json.dumps(entry.arguments, ensure_ascii=False)
             callee = (f"{entry.server or ''}.{entry.tool or ''}" if kind == "mcp"
                       else entry.name or "")
             call = (f'<code class="kv">{h.pre_text(callee)}'
@@ -296,7 +301,8 @@ def _trial_detail(trial: Trial) -> str:
         body.append("<h4>final report</h4>" + h.pre(trial.final_report))
     body.append(h.facts([
         ("stopped", fmt.text(trial.stopped)),
-        ("tokens", " · ".join(f"{k.replace('_', ' ')} {fmt.count(v)}" for k, v in trial.tokens.items())
+        ("tokens", " · ".join(f"{k.replace('_', ' ')} {fmt.count(v)}"
+                              for k, v in trial.tokens.items())
          + ("" if trial.tokens_reported else " (not reported by the driver)")),
         ("model", fmt.text(trial.model)),
         ("run", fmt.text(trial.run_id)),
@@ -308,7 +314,8 @@ def _trial_detail(trial: Trial) -> str:
 def _trials_section(report: ArmsReport) -> str:
     if report.trials is None:
         return h.section("trials", "Trials", h.empty_note(
-            "this report carries no per-trial data; `benchwarden report RUN --html` adds it from the store"))
+            "this report carries no per-trial data; `benchwarden report RUN --html` adds it "
+            "from the store"))
     trials = report.trials
     if not trials:
         return h.section("trials", "Trials", h.empty_note("no trial recorded"))
@@ -330,7 +337,8 @@ def _trials_section(report: ArmsReport) -> str:
                        + '<span class="chips">'
                        + "".join(f'<span class="swatch" title="trial {h.escape(t.trial)}: '
                                  f'{h.escape(t.failure or t.outcome)}" style="background:'
-                                 f'{h.color(OUTCOME_COLORS.get(t.failure or t.outcome, h.MUTED))}"></span>'
+                                 f'{h.color(OUTCOME_COLORS.get(t.failure or t.outcome, h.MUTED))}'
+                                 '"></span>'
                                  for t in items)
                        + f'</span><span class="muted">{passes}/{len(items)} passed</span>')
             cells.append(h.details(summary, "".join(_trial_detail(t) for t in items),
@@ -365,7 +373,8 @@ def _tally_section(report: ArmsReport) -> str:
             for c in tally.cells]
     problems = "".join(f"<li>{h.escape(p)}</li>" for p in tally.problems)
     return h.section("tally", title, tiles + h.table(
-        ("arm", "task", "samples before → after", "pass", "fail", "invalid", "harness errors", "floor"),
+        ("arm", "task", "samples before → after", "pass", "fail", "invalid", "harness errors",
+         "floor"),
         rows, numeric=(3, 4, 5, 6)) + (f"<ul>{problems}</ul>" if problems else ""))
 
 

@@ -40,7 +40,7 @@ from benchwarden.core.reports import (
     store_head_block,
     verdict_text,
 )
-from benchwarden.core.store import Store, StoreUsageError
+from benchwarden.core.store import Store, StoreUsageError, summed_number
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.arms.tasks import FLOOR
 from benchwarden.suites.arms.trial import SUITE_NAME
@@ -387,6 +387,9 @@ class ArmsReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """The command that writes every trial of the scope as data."""
     runs_tally: Tally | None = None
     """The tallies of every ended run of the scope, summed per cell."""
+    skipped_values: int = 0
+    """Turn counts, denied-call counts and imputed costs left out of the means because
+    they are not numbers (a string, a boolean, a list; `core.store.summed_number`)."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON-able report (the same field names as the dict reports before it)."""
@@ -429,7 +432,7 @@ def build_scope_report(store: Store, scope: str | None = None,
                        floor: int = FLOOR) -> ArmsReport:
     """The report of a suite's scope (default: the scope of the latest arms run)."""
     scope, mine = _resolve_scope(store, scope)
-    return _report(store, scope, mine[-1] if mine else None, weights, floor)
+    return _report(store, scope, mine[-1] if mine else None, weights, floor, mine)
 
 
 def _resolve_scope(store: Store, scope: str | None) -> tuple[str, list[Any]]:
@@ -450,94 +453,59 @@ def _resolve_scope(store: Store, scope: str | None) -> tuple[str, list[Any]]:
 
 def summarize_scope(store: Store, scope: str) -> Any:
     """`views.Summary` of a scope. Summed by the database over the store's summary table
-    when it has one (`summary_in_database`); otherwise (a version 1 store opened
-    read-only, or a field of a type only Python's rules sum correctly) one streaming
-    pass over slim rows (no transcript or final report is decoded). Both give the same
-    totals; memory is bounded by the scope's cells either way."""
+    when it has one (`summary_in_database`); otherwise (a store of an older schema
+    version opened read-only) one streaming pass over slim rows (no transcript or final
+    report is decoded). Both give the same totals, by the same rules (`summed_number`);
+    memory is bounded by the scope's cells either way."""
     from benchwarden.suites.arms import views
 
     if store.has_record_summaries:
-        summary = summary_in_database(store, scope)
-        if summary is not None:
-            return summary
+        return summary_in_database(store, scope)
     return views.summarize(store.iter_record_summaries(
         suite=SUITE_NAME, scope=scope, payload_fields=views.PAYLOAD_FIELDS))
 
 
-# Which records count as priced, and the field types the SQL below sums exactly as
-# `views.Accumulator.add` does; a record with any other type (a boolean turn count, a
-# numeric string) makes the report fall back to the streaming pass, which applies
-# Python's rules to it.
-_GROUP = "arm, task, outcome, tier, failure"
-# `|| ''` keeps the planner off the scope index: one sequential pass over the table is
-# cheaper than fetching every row of a large scope through the index.
-_IN_SCOPE = "suite || '' = {p} AND scope || '' = {p}"
-# Each row's field types computed once ({fence} keeps the database from inlining this
-# into the sums below, which would compute them again for every sum).
-_ROWS = (
-    "SELECT arm, task, outcome, seq, started_at, ended_at, fresh_input, cache_creation, "
-    "cache_read, output, reasoning, {json:tier} AS tier, {json:failure} AS failure, "
-    "{type:tokens_reported} AS reported_type, {type:turns} AS turns_type, "
-    "{json:turns} AS turns, {type:denied_calls} AS denied_type, "
-    "{json:denied_calls} AS denied, {type:imputed_cost_usd} AS cost_type, "
-    "{json:imputed_cost_usd} AS cost "
-    f"FROM record_summaries WHERE {_IN_SCOPE} {{fence}}")
-_PRICED = "(reported_type IS NULL OR reported_type = 'true')"
-_NUMBER = "('integer', 'real')"
-_ORDINARY = ("COALESCE(reported_type, 'null') IN ('null', 'true', 'false') "
-             "AND COALESCE(turns_type, 'null') IN ('null', 'false', 'integer', 'real') "
-             "AND COALESCE(denied_type, 'null') IN ('null', 'false', 'integer') "
-             "AND COALESCE(cost_type, 'null') IN ('null', 'integer', 'real')")
+# The rows of a scope's group are contiguous in the summary table (SQLite keeps it in
+# this order; PostgreSQL hashes), so the GROUP BY is one ordered walk with plain sums:
+# every per-record rule (priced, duration, the numbers and the odd values) was applied
+# once, when the row was written (`core.store.summary_row`).
+_GROUP = "suite, scope, arm, task, outcome, group_key"
 _GROUP_TOTALS = (
-    f"SELECT {_GROUP}, MIN(seq), COUNT(*), "
-    "SUM(CASE WHEN outcome = {p} THEN 1 ELSE 0 END), "
-    f"SUM(CASE WHEN {_PRICED} THEN 1 ELSE 0 END), "
-    + "".join(f"SUM(CASE WHEN {_PRICED} THEN {name} ELSE 0 END), "
-              for name in ("fresh_input", "cache_creation", "cache_read", "output"))
-    + f"SUM(CASE WHEN {_PRICED} AND reasoning IS NOT NULL THEN 1 ELSE 0 END), "
-    f"SUM(CASE WHEN {_PRICED} AND reasoning IS NOT NULL THEN reasoning ELSE 0 END), "
-    "SUM(CASE WHEN ended_at - started_at > 0 THEN ended_at - started_at ELSE 0 END), "
-    f"SUM(CASE WHEN turns_type IN {_NUMBER} THEN {{number_of:turns}} ELSE 0 END), "
-    "SUM(CASE WHEN denied_type = 'integer' THEN {number_of:denied} ELSE 0 END), "
-    f"SUM(CASE WHEN cost_type IN {_NUMBER} THEN 1 ELSE 0 END), "
-    f"SUM(CASE WHEN cost_type IN {_NUMBER} THEN {{number_of:cost}} ELSE 0 END), "
-    f"SUM(CASE WHEN {_ORDINARY} THEN 0 ELSE 1 END) "
-    f"FROM ({_ROWS}) AS typed GROUP BY {_GROUP}")
-_VERSIONS = f"SELECT DISTINCT {{json:bench_version}} FROM record_summaries WHERE {_IN_SCOPE}"
-
-
-def _newest_sql(tier_absent: bool, failure_absent: bool) -> str:
-    """One group's newest trials: walked backwards through the scope index (whose
-    entries end in the sequence number), stopping after TRIALS_PER_CELL."""
-    tier = "{json:tier} IS NULL" if tier_absent else "{json:tier} = {p}"
-    failure = "{json:failure} IS NULL" if failure_absent else "{json:failure} = {p}"
-    return ("SELECT seq FROM record_summaries WHERE suite = {p} AND scope = {p} AND "
-            f"arm = {{p}} AND task = {{p}} AND outcome = {{p}} AND {tier} AND {failure} "
-            "ORDER BY seq DESC LIMIT {p}")
+    "SELECT arm, task, outcome, group_key, MIN(seq), COUNT(*), SUM(priced), "
+    + "".join(f"SUM({name} * priced), " for name in COMPONENTS)
+    + "SUM(CASE WHEN reasoning IS NULL THEN 0 ELSE priced END), "
+    "COALESCE(SUM(reasoning * priced), 0), SUM(duration_s), COALESCE(SUM(turns_number), 0), "
+    "COALESCE(SUM(denied_number), 0), COUNT(cost_number), COALESCE(SUM(cost_number), 0), "
+    "SUM(odd_values), MIN(field_bench_version), MAX(field_bench_version) "
+    f"FROM record_summaries WHERE suite = {{p}} AND scope = {{p}} GROUP BY {_GROUP}")
+# Only when a group holds more than one bench version (a scope run by two versions of
+# the suite): every distinct version of the scope.
+_VERSIONS = ("SELECT DISTINCT field_bench_version FROM record_summaries "
+             "WHERE suite = {p} AND scope = {p}")
+# One group's newest trials: the end of its run of rows, walked backwards.
+_NEWEST = ("SELECT seq FROM record_summaries WHERE suite = {p} AND scope = {p} AND arm = {p} "
+           "AND task = {p} AND outcome = {p} AND group_key = {p} ORDER BY seq DESC LIMIT {p}")
 
 
 def summary_in_database(store: Store, scope: str) -> Any:
-    """`views.Summary` of a scope summed by the database (GROUP BY over the summary
-    table; the newest trials of each group by one short query per group), or None when a record
-    holds a field of a type the SQL does not sum as Python does."""
+    """`views.Summary` of a scope summed by the database: one GROUP BY over the summary
+    table, then one short query per group for its newest trials."""
     from benchwarden.suites.arms import views
-    from benchwarden.suites.arms.tasks import PASS
 
     where = (SUITE_NAME, scope)
-    groups = []
-    for row in store.query_summaries(_GROUP_TOTALS, (PASS, *where)):
-        if row[-1]:
-            return None
-        groups.append(views.GroupRow(*row[:-1]))
-    newest: list[tuple[str, str, str, Any, Any, int]] = []
+    groups, versions, mixed = [], set(), False
+    for row in store.query_summaries(_GROUP_TOTALS, where):
+        groups.append(views.GroupRow(*row[:-2]))
+        versions.add(row[-2])
+        mixed = mixed or row[-2] != row[-1]  # a group of two versions at least
+    if mixed:
+        versions = {row[0] for row in store.query_summaries(_VERSIONS, where)}
+    newest: list[tuple[str, str, str, str, int]] = []
     for group in groups:
-        given = [text for text in (group.tier_json, group.failure_json) if text is not None]
-        sql = _newest_sql(group.tier_json is None, group.failure_json is None)
-        found = store.query_summaries(sql, (*where, group.arm, group.task, group.outcome,
-                                            *given, views.TRIALS_PER_CELL))
-        newest.extend((group.arm, group.task, group.outcome, group.tier_json,
-                       group.failure_json, row[0]) for row in found)
-    versions = [row[0] for row in store.query_summaries(_VERSIONS, where)]
+        found = store.query_summaries(_NEWEST, (*where, group.arm, group.task, group.outcome,
+                                                group.group_key, views.TRIALS_PER_CELL))
+        newest.extend((group.arm, group.task, group.outcome, group.group_key, row[0])
+                      for row in found)
     return views.summary_from_groups(groups, newest, versions)
 
 
@@ -547,10 +515,27 @@ def _clip(text: Any) -> Any:
     return text
 
 
+def _text(value: Any) -> str | None:
+    """A payload value shown as text: a string as it is, anything else (a driver's odd
+    value: a number, a list) as its JSON, so an odd record is shown, never refused."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+# the tool-call fields the page shows as text (`TranscriptEntry`)
+_ENTRY_TEXT = ("kind", "command", "name", "server", "tool", "reason")
+
+
 def _clip_entry(entry: Any) -> Any:
     if not isinstance(entry, Mapping):
-        return entry
-    clipped = {key: _clip(value) for key, value in entry.items()}
+        return {"kind": "call", "command": _clip(_text(entry))}
+    clipped = {key: _clip(_text(value) if key in _ENTRY_TEXT else value)
+               for key, value in entry.items()}
+    if clipped.get("kind") is None:
+        clipped.pop("kind", None)
+    if "denied" in clipped:
+        clipped["denied"] = bool(clipped["denied"])
     arguments = clipped.get("arguments")
     if arguments is not None and not isinstance(arguments, str):
         text = json.dumps(arguments, ensure_ascii=False)
@@ -564,25 +549,33 @@ def trial_entry(record: Record, weights: TokenWeights) -> dict[str, Any]:
     (tool calls, final report, reasons) clipped so a page stays bounded."""
     payload = record.payload
     tokens = record.tokens
-    transcript = list(payload.get("transcript") or [])
-    reasons = list(payload.get("reasons") or [])
+    transcript = _as_list(payload.get("transcript"))
+    reasons = _as_list(payload.get("reasons"))
     return {
         "arm": record.arm, "task": record.task, "trial": record.trial, "run_id": record.run_id,
-        "outcome": record.outcome, "failure": payload.get("failure"),
-        "tier": payload.get("tier"),
-        "reasons": [_clip(reason) for reason in reasons[:REASONS_SHOWN]]
+        "outcome": record.outcome, "failure": _text(payload.get("failure")),
+        "tier": _text(payload.get("tier")),
+        "reasons": [_clip(_text(reason)) for reason in reasons[:REASONS_SHOWN]]
         + ([f"… {len(reasons) - REASONS_SHOWN} more"] if len(reasons) > REASONS_SHOWN else []),
-        "turns": payload.get("turns"), "stopped": payload.get("stopped"),
-        "final_report": _clip(payload.get("final_report")),
+        "turns": summed_number(payload.get("turns"), count=True)[0],
+        "stopped": _text(payload.get("stopped")),
+        "final_report": _clip(_text(payload.get("final_report"))),
         "transcript": [_clip_entry(entry) for entry in transcript[:TRANSCRIPT_SHOWN]],
         "tool_calls": len(transcript),
-        "denied_calls": payload.get("denied_calls"),
+        "denied_calls": summed_number(payload.get("denied_calls"), count=True)[0],
         "tokens": {name: getattr(tokens, name) for name in COMPONENTS},
-        "tokens_reported": payload.get("tokens_reported", True),
+        "tokens_reported": bool(payload.get("tokens_reported", True)),
         "cost_equivalent": tokens.cost_equivalent(weights),
         "duration_s": record.duration_s,
-        "model": payload.get("model"), "driver": payload.get("driver"),
+        "model": _text(payload.get("model")), "driver": _text(payload.get("driver")),
     }
+
+
+def _as_list(value: Any) -> list[Any]:
+    """A payload list (reasons, transcript); a single odd value as a list of itself."""
+    if value is None or value == "":
+        return []
+    return list(value) if isinstance(value, list) else [value]
 
 
 def _shown_trials(store: Store, summary: Any, weights: TokenWeights) -> list[Trial]:
@@ -642,11 +635,14 @@ def runs_tally(ends: Sequence[Mapping[str, Any]], floor: int) -> dict[str, Any] 
 
 
 def _report(store: Store, scope: str, info: Any, weights: TokenWeights,
-            floor: int) -> ArmsReport:
+            floor: int, scope_runs: list[Any] | None = None) -> ArmsReport:
+    """The report of `scope`; `scope_runs` are its runs when the caller read them already
+    (reading them counts every run's records)."""
     from benchwarden.suites.arms import views  # scipy: only when a report is built
 
     summary = summarize_scope(store, scope)
-    scope_runs = [i for i in store.runs(SUITE_NAME) if i.run.config.get("scope") == scope]
+    if scope_runs is None:
+        scope_runs = [i for i in store.runs(SUITE_NAME) if i.run.config.get("scope") == scope]
     configs = [i.run.config for i in scope_runs]
     arms, tasks, tiers = views.arms_and_tasks(summary, configs)
     counts = views.coverage(summary, arms, tasks, floor)
@@ -654,14 +650,18 @@ def _report(store: Store, scope: str, info: Any, weights: TokenWeights,
     cells = sum(row["cells"] for row in counts.values())
     versions = sorted(summary.versions)
     samples = summary.samples
+    skipped = sum(totals.odd_values for totals in summary.groups.values())
     if not samples:
         verdict = Verdict.nothing_measured(f"no samples recorded for suite {scope!r}")
     else:
         verdict = Verdict.info(
             f"{samples} samples over {len(arms)} arms × {len(tasks)} tasks; "
             f"{covered} of {cells} cells covered (≥ {floor} samples)"
-            + (f"; mixed bench versions {versions}: compare with care" if len(versions) > 1 else ""))
-    bench_version = info.run.bench_version if info is not None else (versions[-1] if versions else "")
+            + (f"; mixed bench versions {versions}: compare with care" if len(versions) > 1 else "")
+            + (f"; {skipped} turns, denied_calls or imputed_cost_usd values skipped: not "
+               "numbers" if skipped else ""))
+    bench_version = info.run.bench_version if info is not None else \
+        (versions[-1] if versions else "")
     body = {
         "scope": scope,
         "floor": floor,
@@ -685,6 +685,7 @@ def _report(store: Store, scope: str, info: Any, weights: TokenWeights,
         "export_command": export_command(store),
         "runs_tally": runs_tally([dict(i.end.summary) for i in scope_runs
                                   if i.end is not None and i.end.summary], floor),
+        "skipped_values": skipped,
     }
     plain = envelope(suite=SUITE_NAME, bench_version=bench_version,
                      run=info.run if info is not None else None,
@@ -722,7 +723,8 @@ def render_terminal(report: ArmsReport | Mapping[str, Any], console: Console) ->
     console.print("cost-equivalent weights: "
                   + ", ".join(f"{k}={v:g}" for k, v in report.weights.items()))
 
-    table = Table(title="headline per arm (mean ± SE clustered by task; success with Wilson 95 % CI)")
+    table = Table(title="headline per arm (mean ± SE clustered by task; "
+                        "success with Wilson 95 % CI)")
     for column in ("arm", "samples", "success", "cost-eq tokens", "per task [BCa 95 %]",
                    "raw tokens", "turns",
                    "duration s", "covered/partial/missing", "imputed $"):

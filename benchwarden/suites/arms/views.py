@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict, deque
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -37,7 +37,7 @@ from benchwarden.core.stats import (
     paired_difference,
     wilson_interval,
 )
-from benchwarden.core.store import RecordSummary
+from benchwarden.core.store import RecordSummary, summed_number
 from benchwarden.suites.arms.tasks import FAILURE_TAGS, FLOOR, PASS
 
 COMPONENTS = ("fresh_input", "cache_creation", "cache_read", "output")
@@ -75,10 +75,10 @@ class Accumulator:
 
     __slots__ = ("samples", "passes", "priced", "fresh_input", "cache_creation", "cache_read",
                  "output", "reasoning_samples", "reasoning", "duration_s", "turns",
-                 "denied_calls", "imputed_samples", "imputed_cost_usd", "newest")
+                 "denied_calls", "imputed_samples", "imputed_cost_usd", "odd_values", "newest")
 
     def __init__(self) -> None:
-        self.samples = self.passes = self.priced = 0
+        self.samples = self.passes = self.priced = self.odd_values = 0
         self.fresh_input = self.cache_creation = self.cache_read = self.output = 0
         self.reasoning_samples = self.reasoning = self.denied_calls = self.imputed_samples = 0
         self.duration_s, self.turns, self.imputed_cost_usd = FloatSum(), FloatSum(), FloatSum()
@@ -101,16 +101,19 @@ class Accumulator:
                 self.reasoning_samples += 1
                 self.reasoning += tokens.reasoning
         self.duration_s.add(row.duration_s)
-        turns = payload.get("turns")
+        # numbers read by the rule the database's rows were written by (`summed_number`):
+        # a value that is not a number is skipped and counted, never a crash
+        turns, odd_turns = summed_number(payload.get("turns"))
         if turns:
             self.turns.add(float(turns))
-        denied = payload.get("denied_calls")
+        denied, odd_denied = summed_number(payload.get("denied_calls"), count=True)
         if denied:
             self.denied_calls += int(denied)
-        cost = payload.get("imputed_cost_usd")
+        cost, odd_cost = summed_number(payload.get("imputed_cost_usd"))
         if cost is not None:
             self.imputed_samples += 1
             self.imputed_cost_usd.add(float(cost))
+        self.odd_values += odd_turns + odd_denied + odd_cost
 
     def totals(self) -> Totals:
         return Totals(
@@ -120,7 +123,8 @@ class Accumulator:
             reasoning_samples=self.reasoning_samples, reasoning=self.reasoning,
             duration_s=self.duration_s.value, turns=self.turns.value,
             denied_calls=self.denied_calls, imputed_samples=self.imputed_samples,
-            imputed_cost_usd=self.imputed_cost_usd.value, newest=tuple(self.newest))
+            imputed_cost_usd=self.imputed_cost_usd.value, odd_values=self.odd_values,
+            newest=tuple(self.newest))
 
 
 @dataclass
@@ -142,6 +146,8 @@ class Totals:
     denied_calls: int = 0
     imputed_samples: int = 0
     imputed_cost_usd: float = 0.0
+    odd_values: int = 0
+    """Turn counts, denied-call counts and imputed costs skipped for not being numbers."""
     newest: tuple[int, ...] = ()
     """Sequence numbers of the group's newest trials (at most TRIALS_PER_CELL)."""
 
@@ -164,9 +170,9 @@ class GroupKey(NamedTuple):
 
     arm: str
     task: str
-    tier: Hashable
+    tier: str | None
     outcome: str
-    failure: Hashable
+    failure: str | None
 
 
 @dataclass
@@ -205,12 +211,13 @@ class Summary:
 Source = Summary | Iterable[Record] | Iterable[RecordSummary]
 
 
-def _hashable(value: Any) -> Hashable:
-    try:
-        hash(value)
-    except TypeError:
-        return str(value)
-    return value  # type: ignore[no-any-return]
+def _key_text(value: Any) -> str | None:
+    """A tier or failure as a group key: text as it is (None when absent); any other
+    value (a driver's odd number, boolean or list) as its JSON text, so every key is
+    text a report can show and both the database and the stream key it alike."""
+    if value is None or type(value) is str:
+        return value  # type: ignore[no-any-return]
+    return json.dumps(value, ensure_ascii=False)
 
 
 def summarize(rows: Iterable[RecordSummary | Record]) -> Summary:
@@ -224,9 +231,9 @@ def summarize(rows: Iterable[RecordSummary | Record]) -> Summary:
         payload = row.payload
         tier, failure = payload.get("tier"), payload.get("failure")
         if type(tier) not in _PLAIN:
-            tier = _hashable(tier)
+            tier = _key_text(tier)
         if type(failure) not in _PLAIN:
-            failure = _hashable(failure)
+            failure = _key_text(failure)
         key = (row.arm, row.task, tier, row.outcome, failure)
         collecting = accumulators.get(key)
         if collecting is None:
@@ -248,16 +255,15 @@ _PLAIN = (str, type(None))
 
 class GroupRow(NamedTuple):
     """One group's totals as the database sums them (`summary_from_groups`): the group's
-    tier and failure as JSON text, then the fields of `Totals` without `newest`."""
+    `[tier, failure]` as JSON text, then the fields of `Totals` without `passes` (all or
+    none of a group's samples, by its outcome) and `newest`."""
 
     arm: str
     task: str
     outcome: str
-    tier_json: str | None
-    failure_json: str | None
+    group_key: str
     first_seq: int
     samples: int
-    passes: int
     priced: int
     fresh_input: int
     cache_creation: int
@@ -270,47 +276,48 @@ class GroupRow(NamedTuple):
     denied_calls: int
     imputed_samples: int
     imputed_cost_usd: float
+    odd_values: int
 
 
 def _from_json(text: Any) -> Any:
     return None if text is None else json.loads(text)
 
 
-def _group_key(arm: str, task: str, outcome: str, tier_json: Any,
-               failure_json: Any) -> GroupKey:
-    """The key `summarize` gives a record with these fields (JSON text decoded; a value
-    that cannot be hashed keyed by its text, as there)."""
-    return GroupKey(arm, task, _hashable(_from_json(tier_json)), outcome,
-                    _hashable(_from_json(failure_json)))
+def _group_key(arm: str, task: str, outcome: str, group_key: str) -> GroupKey:
+    """The key `summarize` gives a record with these fields (`[tier, failure]` decoded,
+    then keyed as there)."""
+    tier, failure = json.loads(group_key)
+    return GroupKey(arm, task, _key_text(tier), outcome, _key_text(failure))
 
 
 def summary_from_groups(groups: Iterable[GroupRow],
-                        newest: Iterable[tuple[str, str, str, Any, Any, int]],
+                        newest: Iterable[tuple[str, str, str, str, int]],
                         versions: Iterable[Any]) -> Summary:
     """The `Summary` that `summarize` makes of the records, from totals the database
-    summed per (arm, task, outcome, tier text, failure text), the newest sequence numbers
-    of each such group, and the distinct bench versions (as JSON text). Groups whose
-    texts differ but whose values are equal in Python (1 and 1.0) are merged, as
-    `summarize` would have put their records in one group."""
+    summed per (arm, task, outcome, group key text), the newest sequence numbers of each
+    such group, and the distinct bench versions (as JSON text). Groups whose keys come
+    out equal are merged, as `summarize` would have put their records in one group."""
     summary = Summary()
     for row in sorted(groups, key=lambda group: int(group.first_seq)):
-        key = _group_key(row.arm, row.task, row.outcome, row.tier_json, row.failure_json)
+        key = _group_key(row.arm, row.task, row.outcome, row.group_key)
+        samples = int(row.samples)
         totals = Totals(
-            samples=int(row.samples), passes=int(row.passes), priced=int(row.priced),
+            samples=samples, passes=samples if row.outcome == PASS else 0,
+            priced=int(row.priced),
             fresh_input=int(row.fresh_input), cache_creation=int(row.cache_creation),
             cache_read=int(row.cache_read), output=int(row.output),
             reasoning_samples=int(row.reasoning_samples), reasoning=int(row.reasoning),
             duration_s=float(row.duration_s), turns=float(row.turns),
             denied_calls=int(row.denied_calls), imputed_samples=int(row.imputed_samples),
-            imputed_cost_usd=float(row.imputed_cost_usd))
+            imputed_cost_usd=float(row.imputed_cost_usd), odd_values=int(row.odd_values))
         if key in summary.groups:
             summary.groups[key].merge(totals)
         else:
             summary.groups[key] = totals
             summary.first_seen[key] = int(row.first_seq)
     seqs: dict[GroupKey, list[int]] = defaultdict(list)
-    for arm, task, outcome, tier_json, failure_json, seq in newest:
-        seqs[_group_key(arm, task, outcome, tier_json, failure_json)].append(int(seq))
+    for arm, task, outcome, group_key, seq in newest:
+        seqs[_group_key(arm, task, outcome, group_key)].append(int(seq))
     for key, found in seqs.items():
         if key in summary.groups:
             summary.groups[key].newest = tuple(sorted(found)[-TRIALS_PER_CELL:])
@@ -457,7 +464,7 @@ def failure_tags(source: Source, arms: Sequence[str]) -> list[dict[str, Any]]:
             rows.append({"arm": arm, "samples": 0, "pass": None,
                          **{tag: None for tag in FAILURE_TAGS}, "denied_calls": None})
             continue
-        row = {"arm": arm, "samples": whole.samples, "pass": whole.passes}
+        row: dict[str, Any] = {"arm": arm, "samples": whole.samples, "pass": whole.passes}
         for tag in FAILURE_TAGS:
             row[tag] = sum(totals.samples for key, totals in summary.groups.items()
                            if key.arm == arm and key.outcome != PASS and key.failure == tag)
@@ -542,7 +549,8 @@ def conclusion(result: Mapping[str, Any]) -> str:
     else:
         better, worse = (b, a) if decided > 0 else (a, b)
         parts.append(f"{better} succeeds more often than {worse} "
-                     f"({100 * abs(success['mean_diff']):.1f} pp over {len(result['tasks'])} tasks)")
+                     f"({100 * abs(success['mean_diff']):.1f} pp over "
+                     f"{len(result['tasks'])} tasks)")
     decided = _direction(cost)
     if decided is None:
         parts.append("cost cannot be told apart" if cost.get("n") else "cost is not known")
@@ -573,8 +581,8 @@ def all_pairs(arms: Sequence[str]) -> list[tuple[str, str]]:
     return [(a, b) for i, a in enumerate(arms) for b in arms[i + 1:]]
 
 
-def arms_and_tasks(source: Source,
-                   configs: Iterable[Mapping[str, Any]] = ()) -> tuple[list[str], list[str], list[str]]:
+def arms_and_tasks(source: Source, configs: Iterable[Mapping[str, Any]] = ()
+                   ) -> tuple[list[str], list[str], list[str]]:
     """Arms, tasks and tiers to show: what runs planned plus what records hold, in
     first-seen order, so a planned cell with no sample shows as missing."""
     summary = _summary(source)

@@ -374,16 +374,26 @@ def streamed_summary(store: Store) -> views.Summary:
 
 # payload values of every JSON type, for the fields the database groups or sums by
 odd_values = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(-2, 2),
-                       st.sampled_from(["", "read", "3"]), st.lists(st.integers(0, 2), max_size=2))
+                       st.sampled_from(["", "read", "3"]), st.lists(st.integers(0, 2), max_size=2),
+                       st.dictionaries(st.sampled_from(["k"]), st.integers(0, 2), max_size=1))
+SUMMED = ("turns", "denied_calls", "imputed_cost_usd")
 
 
-@given(record_rows, st.lists(st.tuples(st.sampled_from(
-    ["tier", "failure", "turns", "denied_calls", "tokens_reported", "imputed_cost_usd",
-     "bench_version"]), odd_values), max_size=3))
-@settings(max_examples=40, deadline=None)
-def test_the_database_sums_what_the_stream_sums(rows, oddities):
-    """Whatever the payload holds: the database's totals (or, for types only Python's
-    rules sum, the fallback it asks for) equal the streaming pass over the same store."""
+def is_summed(value: Any, *, whole: bool = False) -> bool:
+    """The rule, stated apart from `summed_number`: a JSON number (not a boolean), whole
+    where a count is wanted; these tests' values are small and finite."""
+    if type(value) not in (int, float):
+        return False
+    return not whole or float(value).is_integer()
+
+
+def expected_skipped(records: Sequence[Record]) -> int:
+    return sum(name in r.payload and r.payload[name] is not None
+               and not is_summed(r.payload[name], whole=name == "denied_calls")
+               for r in records for name in SUMMED)
+
+
+def records_with_oddities(rows: Any, oddities: Sequence[tuple[str, Any]]) -> list[Record]:
     trials: dict[tuple[str, str], int] = defaultdict(int)
     records = []
     for index, (arm, task, passed, failure, tokens, turns, duration, reported, cost,
@@ -396,24 +406,51 @@ def test_the_database_sums_what_the_stream_sums(rows, oddities):
             name, value = oddities[index % len(oddities)]
             made.payload[name] = value
         records.append(made)
+    return records
+
+
+@given(record_rows, st.lists(st.tuples(st.sampled_from(
+    ["tier", "failure", "turns", "denied_calls", "tokens_reported", "imputed_cost_usd",
+     "bench_version"]), odd_values), max_size=3))
+@settings(max_examples=40, deadline=None)
+def test_the_database_sums_what_the_stream_sums(rows, oddities):
+    """Whatever the payload holds, the database's totals equal the streaming pass over the
+    same store, and both skip and count exactly the summed values that are not numbers."""
+    records = records_with_oddities(rows, oddities)
     with SQLiteStore(":memory:") as store:
         fill(store, records, ["cli", "http", "mcp"], ["t0", "t1", "t2", "t3"])
         in_database = arms_report.summary_in_database(store, SCOPE)
-        try:
-            streamed = streamed_summary(store)
-        except (TypeError, ValueError) as error:  # a value Python cannot sum (a list of
-            assert in_database is None  # turns): the database declines, the stream raises
-            with pytest.raises(type(error)):
-                arms_report.summarize_scope(store, SCOPE)
-            return
-        used = arms_report.summarize_scope(store, SCOPE)
-    if in_database is None:  # a type only Python's rules sum: the report streams instead
-        assert any(name in ("turns", "denied_calls", "tokens_reported", "imputed_cost_usd")
-                   for name, _ in oddities)
-        assert used.groups == streamed.groups
-    else:
-        assert_same_summary(in_database, streamed)
-        assert used is not None
+        streamed = streamed_summary(store)
+    assert_same_summary(in_database, streamed)
+    skipped = expected_skipped(records)
+    assert sum(totals.odd_values for totals in in_database.groups.values()) == skipped
+    assert sum(totals.denied_calls for totals in streamed.groups.values()) == sum(
+        int(r.payload["denied_calls"]) for r in records
+        if is_summed(r.payload.get("denied_calls"), whole=True))
+
+
+@given(record_rows, st.lists(st.tuples(st.sampled_from(
+    [*SUMMED, *SUMMED, "tier", "failure", "tokens_reported", "bench_version", "reasons",
+     "transcript", "stopped", "final_report", "model"]), odd_values), min_size=1, max_size=3))
+@settings(max_examples=30, deadline=None)
+def test_a_report_with_odd_payload_values_is_built_and_says_what_it_skipped(rows, oddities):
+    """The same report from the database and from the streaming pass, the odd summed
+    values skipped and counted in both (once a traceback: `float("read")`), odd shown
+    values shown as text."""
+    records = records_with_oddities(rows, oddities)
+    with SQLiteStore(":memory:") as store:
+        fill(store, records, ["cli", "http", "mcp"], ["t0", "t1", "t2", "t3"])
+        summed = arms_report.build_report(store, "run-1", floor=2)
+        store.has_record_summaries = False  # as a store without the table is read
+        streamed = arms_report.build_report(store, "run-1", floor=2)
+    skipped = expected_skipped(records)
+    for report in (summed, streamed):
+        assert report.skipped_values == skipped
+        assert report.verdict is not None
+        assert (f"{skipped} turns, denied_calls or imputed_cost_usd values skipped"
+                in report.verdict.reason) == bool(skipped)
+    assert msgspec_plain(summed.headline) == approx_tree(msgspec_plain(streamed.headline))
+    assert msgspec_plain(summed.failure_tags) == msgspec_plain(streamed.failure_tags)
 
 
 def test_both_backends_sum_in_the_database_as_the_stream_does(backend):  # noqa: F811
@@ -422,17 +459,23 @@ def test_both_backends_sum_in_the_database_as_the_stream_does(backend):  # noqa:
     records[3].payload["tier"] = [1, 2]  # grouped by its text, as the stream does
     records[4].payload["failure"] = 1.0
     records[5].payload["failure"] = 1
+    records[6].payload["bench_version"] = "2"  # two versions in one group
     with backend.open() as store:
         fill(store, records, arms, tasks)
+        assert_same_summary(arms_report.summary_in_database(store, SCOPE),
+                            streamed_summary(store))
+        odd = [make_record("cli", "t9", trial, passed=True, tokens=[1, 1, 1, 1], turns=None,
+                           duration=1.0) for trial in (1, 2, 3)]
+        odd[0].payload["turns"] = "4"
+        odd[1].payload["imputed_cost_usd"] = ["0.1"]
+        odd[2].payload["denied_calls"] = True
+        store.append(odd)
         in_database = arms_report.summary_in_database(store, SCOPE)
-        assert in_database is not None
         assert_same_summary(in_database, streamed_summary(store))
-        records_odd = [make_record("cli", "t9", 1, passed=True, tokens=[1, 1, 1, 1],
-                                   turns=None, duration=1.0)]
-        records_odd[0].payload["turns"] = "4"  # float("4") in Python: the stream decides
-        store.append(records_odd)
-        assert arms_report.summary_in_database(store, SCOPE) is None
-        assert arms_report.summarize_scope(store, SCOPE).groups == streamed_summary(store).groups
+        assert in_database.versions == {"1", "2"}
+        assert sum(totals.odd_values for totals in in_database.groups.values()) == 3
+        report = arms_report.build_scope_report(store, SCOPE, floor=2)
+        assert report.skipped_values == 3
 
 
 def test_an_old_store_reports_the_same_read_only_and_after_its_upgrade(backend):  # noqa: F811
@@ -457,3 +500,41 @@ def test_an_old_store_reports_the_same_read_only_and_after_its_upgrade(backend):
         assert [trial.trial for trial in report.trials or []] == \
             [trial.trial for trial in current.trials or []]
         assert msgspec_plain(report.coverage) == msgspec_plain(current.coverage)
+
+
+def test_the_commands_report_odd_values_from_the_table_and_from_an_old_store(tmp_path):
+    """`arms report`, `arms compare` and `report --html` as a user runs them (their own
+    process): odd turns and costs are skipped and said so, on a current store and on a
+    version 1 store read as it is (the streaming pass); exit 0, no traceback."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.core.test_store_summaries import make_version_1
+
+    path = tmp_path / "odd.sqlite"
+    records = random_records(3, ["cli", "http"], ["t0", "t1", "t2"], depth=3)
+    records[0].payload["turns"] = "seven"
+    records[1].payload["imputed_cost_usd"] = [0.1]
+    records[2].payload["turns"] = True
+    with SQLiteStore(path) as store:
+        fill(store, records, ["cli", "http"], ["t0", "t1", "t2"])
+
+    def run(*arguments: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "benchwarden", *arguments, "--store",
+                               str(path)], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "COLUMNS": "200"})
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr
+        return done.stdout
+
+    for summed_by_the_database in (True, False):
+        with SQLiteStore(path, create=False) as reader:
+            assert reader.has_record_summaries == summed_by_the_database
+        assert "3 turns, denied_calls or imputed_cost_usd values skipped" in \
+            " ".join(run("arms", "report").split())
+        assert "paired" in run("arms", "compare", "cli", "http")
+        run("report", "--latest", "--html", str(tmp_path / "page.html"))
+        assert "values skipped" in (tmp_path / "page.html").read_text()
+        if summed_by_the_database:
+            make_version_1(type("SQLite", (), {"name": "sqlite", "path": path})())
