@@ -26,6 +26,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchwarden.core import formatting as fmt
+from benchwarden.core import stats
+from benchwarden.core.lazy import import_in_background
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
 from benchwarden.core.reports import (
     REPORT_SCHEMA,
@@ -460,13 +462,16 @@ def summarize_scope(store: Store, scope: str) -> Any:
     from benchwarden.suites.arms import views
 
     if store.has_record_summaries:
+        # The intervals need scipy.stats (about a second to import); the database sums
+        # without holding the GIL, so the import runs beside the query instead of after.
+        import_in_background(stats.scipy_stats)
         return summary_in_database(store, scope)
     return views.summarize(store.iter_record_summaries(
         suite=SUITE_NAME, scope=scope, payload_fields=views.PAYLOAD_FIELDS))
 
 
-# The rows of a scope's group are contiguous in the summary table (SQLite keeps it in
-# this order; PostgreSQL hashes), so the GROUP BY is one ordered walk with plain sums:
+# The rows of a scope's group are contiguous in SQLite's group index (which carries
+# every summed column; PostgreSQL hashes), so the GROUP BY is one ordered walk with plain sums:
 # every per-record rule (priced, duration, the numbers and the odd values) was applied
 # once, when the row was written (`core.store.summary_row`).
 _GROUP = "suite, scope, arm, task, outcome, group_key"
