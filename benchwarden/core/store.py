@@ -45,7 +45,6 @@ import importlib
 import itertools
 import math
 import os
-import re
 import sqlite3
 import sys
 import threading
@@ -265,16 +264,6 @@ def summary_row(seq: int, body: bytes) -> tuple[Any, ...]:
             1 if reported is msgspec.UNSET or reported else 0,
             None if turns is None else float(turns), denied,
             None if cost is None else float(cost), odd_turns + odd_denied + odd_cost, *fields)
-
-
-def _json_type_sql(column: str) -> str:
-    """SQL naming the JSON type of a column of msgspec-encoded JSON text as SQLite's
-    `json_type` does (NULL for NULL), from its first character alone."""
-    return (f"(CASE substr({column}, 1, 1) WHEN '\"' THEN 'text' WHEN 't' THEN 'true' "
-            f"WHEN 'f' THEN 'false' WHEN 'n' THEN 'null' WHEN '[' THEN 'array' "
-            f"WHEN '{{' THEN 'object' ELSE (CASE WHEN {column} IS NULL THEN NULL "
-            f"WHEN replace(replace(replace({column}, '.', ''), 'e', ''), 'E', '') <> {column} "
-            f"THEN 'real' ELSE 'integer' END) END)")
 
 
 def _same_summary(stored: Sequence[Any], expected: Sequence[Any]) -> bool:
@@ -783,48 +772,13 @@ class Store(ABC):
 
     def query_summaries(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Rows of a read-only query over `record_summaries` (only when
-        `has_record_summaries`), for reports that aggregate in the database. `{p}` in
-        `sql` is the backend's placeholder; `{json:NAME}`, `{type:NAME}` and
-        `{number:NAME}` are a summary field's JSON text (NULL when the record lacks it),
-        its type (null, true, false, integer, real, text, array or object, the same on
-        every backend) and its numeric value (NULL unless a number), for NAME in
-        `SUMMARY_FIELDS`; `{number_of:COLUMN}` is the number in a column of JSON text
-        (known to hold one); `{fence}` ends a subquery whose columns the database
-        must compute once per row."""
+        `has_record_summaries`), for reports that aggregate in the database; `{p}` in
+        `sql` is the backend's placeholder. The summed fields are typed columns
+        (`SUMMARY_COLUMNS`), so a query needs no per-backend expression."""
         if not self.has_record_summaries:
-            raise StoreError(f"store {self.location} has no record summary table (schema "
-                             f"version 1); open it for writing once to add it")
-
-        def expand(match: re.Match[str]) -> str:
-            form, name = match.group(1), match.group(2)
-            if form == "number_of":
-                return self._number_sql(name)
-            if name not in SUMMARY_FIELDS:
-                raise ValueError(f"{name!r} is not a summary field ({', '.join(SUMMARY_FIELDS)})")
-            return self._summary_field_sql(form, name)
-
-        expanded = re.sub(r"\{(json|type|number|number_of):(\w+)\}", expand, sql)
-        return self._query(expanded.replace("{p}", self.placeholder)
-                           .replace("{fence}", self._fence), params)
-
-    # what ends a subquery so the database computes its columns once per row instead of
-    # inlining them into the outer query (`query_summaries`' `{fence}`)
-    _fence = "LIMIT -1"
-
-    def _summary_field_sql(self, form: str, name: str) -> str:
-        """A field's JSON text, its type read from its first characters (the text is
-        msgspec's: no leading space, a number is real exactly when it holds `.`, `e` or
-        `E`) and its numeric value (see `query_summaries`)."""
-        column = f"field_{name}"
-        if form == "json":
-            return column
-        kind = _json_type_sql(column)
-        if form == "type":
-            return kind
-        return f"(CASE WHEN {kind} IN ('integer', 'real') THEN {self._number_sql(column)} END)"
-
-    def _number_sql(self, column: str) -> str:
-        return f"CAST({column} AS REAL)"
+            raise StoreError(f"store {self.location} has no record summary table of this "
+                             f"version; open it for writing once to add it")
+        return self._query(sql.replace("{p}", self.placeholder), params)
 
     def records_at(self, seqs: Iterable[int]) -> dict[int, Record]:
         """The records at these sequence numbers (fully decoded), by sequence number: for
@@ -1511,9 +1465,8 @@ class SQLiteStore(Store):
     def _upgrade_address_layout(self, cursor: sqlite3.Cursor) -> None:
         """Inside the open transaction (the write lock held): give a store made before the
         trial-first address index its `record_cells` table (counted from its records) and
-        that index, then drop the cell-first one. Once per store; about half a minute at
-        a million records on a loaded 2-core machine, a line on stderr per step."""
-        import sys
+        that index, then drop the cell-first one. Once per store; about 2 s at a million
+        records on a quiet 2-core machine, a line on stderr per step."""
         import time
 
         names = {row[0] for row in cursor.execute(

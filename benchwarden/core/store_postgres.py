@@ -302,11 +302,6 @@ class PostgresStore(Store):
             return  # an append-only role: reports read the bodies instead
         self.has_record_summaries = True
 
-    _fence = "OFFSET 0"
-
-    def _number_sql(self, column: str) -> str:
-        return f"({column})::numeric"
-
     def _table_exists(self, name: str) -> bool:
         rows = self._query("SELECT to_regclass(%s) IS NOT NULL", (name,))
         return bool(rows and rows[0][0])

@@ -186,7 +186,7 @@ def test_the_summary_table_is_append_only(backend):  # noqa: F811
         assert summaries(store) == expected_summaries(store)
 
 
-def test_query_summaries_expands_fields_the_same_on_both_backends(backend):  # noqa: F811
+def test_summary_fields_keep_their_json_text_the_same_on_both_backends(backend):  # noqa: F811
     with backend.open() as store:
         store.begin_run(stamp_run(suite="demo", bench_version="1", config={}, run_id="run-1"))
         values: list[Any] = [None, True, False, 3, 2.5, "x", [1, "a"], {"k": 1}]
@@ -194,18 +194,11 @@ def test_query_summaries_expands_fields_the_same_on_both_backends(backend):  # n
                       for index, value in enumerate(values)])
         store.append([record("absent", 1)])
         rows = store.query_summaries(
-            "SELECT task, {type:failure}, {json:failure}, {number:failure} FROM "
-            "record_summaries WHERE suite = {p} ORDER BY seq", ("demo",))
-        assert store.query_summaries("SELECT {number:turns} FROM record_summaries "
-                                     "ORDER BY seq LIMIT 1") in ([(1.0,)], [(1,)])
+            "SELECT task, field_failure FROM record_summaries WHERE suite = {p} ORDER BY seq",
+            ("demo",))
     import json
 
-    types = [row[1] for row in rows]
-    assert types == ["null", "true", "false", "integer", "real", "text", "array", "object",
-                     None]
-    assert [None if row[2] is None else json.loads(row[2]) for row in rows] == [*values, None]
-    assert [None if row[3] is None else float(row[3]) for row in rows] == \
-        [None, None, None, 3.0, 2.5, None, None, None, None]
+    assert [None if row[1] is None else json.loads(row[1]) for row in rows] == [*values, None]
 
 
 def test_a_version_2_store_is_read_as_it_is_and_rebuilt_by_a_writer(backend, capfd):  # noqa: F811
