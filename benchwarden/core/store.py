@@ -572,6 +572,17 @@ class Store(ABC):
         cursor.executemany(f"INSERT INTO record_summaries ({', '.join(SUMMARY_COLUMNS)}) "
                            f"VALUES ({', '.join([p] * len(SUMMARY_COLUMNS))})", rows)
 
+    def _rebuild_summaries(self, cursor: Any, schema: Iterable[str]) -> None:
+        """Inside a transaction holding the append lock: `record_summaries` made again
+        (an older version's table has another layout) by the backend's `schema`
+        statements, filled from the stored bodies, and the store marked as this version."""
+        cursor.execute("DROP TABLE IF EXISTS record_summaries")
+        for statement in schema:
+            cursor.execute(statement)
+        self._backfill_summaries(cursor)
+        cursor.execute(f"UPDATE meta SET value = {self.placeholder} "
+                       "WHERE name = 'schema_version'", (str(SCHEMA_VERSION),))
+
     def _backfill_summaries(self, cursor: Any) -> int:
         """Inside a transaction holding the append lock, with `record_summaries` just
         created: one row per record already stored, `BACKFILL_BATCH` records a page, a
@@ -1445,12 +1456,7 @@ class SQLiteStore(Store):
                     # table has the older layout) and filled once, in this transaction
                     # (the write lock is held, so no append runs meanwhile)
                     cursor = self._connection.cursor()
-                    cursor.execute("DROP TABLE IF EXISTS record_summaries")
-                    for statement in _SQLITE_SUMMARY_SCHEMA:
-                        cursor.execute(statement)
-                    self._backfill_summaries(cursor)
-                    cursor.execute("UPDATE meta SET value = ? WHERE name = 'schema_version'",
-                                   (str(SCHEMA_VERSION),))
+                    self._rebuild_summaries(cursor, _SQLITE_SUMMARY_SCHEMA)
                     cursor.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 self._upgrade_address_layout(self._connection.cursor())
             self._has_cells = True

@@ -288,11 +288,7 @@ class PostgresStore(Store):
                     cursor.execute(
                         "SELECT pg_advisory_xact_lock(%s, 'entries'::regclass::oid::int)",
                         (_LOCK_NAMESPACE,))
-                    cursor.execute("DROP TABLE IF EXISTS record_summaries")
-                    cursor.execute(_SUMMARY_SCHEMA)
-                    self._backfill_summaries(cursor)
-                    cursor.execute("UPDATE meta SET value = %s WHERE name = 'schema_version'",
-                                   (str(SCHEMA_VERSION),))
+                    self._rebuild_summaries(cursor, (_SUMMARY_SCHEMA,))
         except pg_errors.InsufficientPrivilege:
             if version != "1":
                 raise StoreError(
