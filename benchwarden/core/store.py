@@ -1395,7 +1395,7 @@ class SQLiteStore(Store):
                           "nothing was ever written to it")
         self._check_version()
         self._keeps_sidecar = self._meta(_WITNESS_META[0]) == _WITNESS_META[1]
-        self._has_cells = self._has_cells_table()
+        self._has_cells = self._table_exists("record_cells")
         try:  # a report's GROUP BY over a large scope: fewer re-reads of the same pages
             self._connection.execute(f"PRAGMA cache_size = -{_WRITER_CACHE_KIB}")
         except sqlite3.Error as error:
@@ -1496,14 +1496,6 @@ class SQLiteStore(Store):
                 cursor.execute(statement)
             print(f"benchwarden: store {self.location}: {text}: done in "
                   f"{time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
-
-    def _has_cells_table(self) -> bool:
-        try:
-            return self._connection.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'record_cells'"
-            ).fetchone() is not None
-        except sqlite3.Error as error:
-            raise sqlite_failure(self.location, error, "reading it") from None
 
     def _count_cells(self, cursor: Any, addresses: Sequence[tuple[Any, ...]]) -> None:
         if self._has_cells:
