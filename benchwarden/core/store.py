@@ -62,6 +62,13 @@ import msgspec
 
 from benchwarden.core.chain import GENESIS_HASH, chain_links, link_hash
 from benchwarden.core.errors import EXIT_USAGE, EnvironmentFailure
+from benchwarden.core.group_totals import (
+    GROUP_KEY_COLUMNS,
+    GROUP_TOTALS_COLUMNS,
+    GroupTotals,
+    first_difference,
+    fold_into,
+)
 from benchwarden.core.records import (
     Record,
     Run,
@@ -80,13 +87,15 @@ from benchwarden.core.witness import (
     write_witness,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Version 1 has no `record_summaries` table; version 2 has one with the summed fields as
-# JSON text only. Both are read as they are (reports stream the bodies) and upgraded to
-# 3 (the table made again and filled from the bodies) when opened for writing.
-# Benchwarden versions that know only older versions refuse a newer store, so no writer
-# can append a record without its summary row.
-READABLE_SCHEMA_VERSIONS = ("1", "2", "3")
+# JSON text only; version 3 has this version's table with a wide group index and no
+# `record_group_totals`. All are read as they are (reports stream the bodies) and
+# upgraded to 4 when opened for writing (versions 1 and 2: the table made again and
+# filled from the bodies; version 3: its group index dropped; then the group totals
+# counted once). Benchwarden versions that know only older versions refuse a newer
+# store, so no writer can append a record without its summary row and group totals.
+READABLE_SCHEMA_VERSIONS = ("1", "2", "3", "4")
 # `PRAGMA application_id` of every SQLite store this version creates ("BWST"): how a
 # store is told apart from another application's SQLite file before anything is written.
 APPLICATION_ID = 0x42575354
@@ -155,7 +164,7 @@ def _summary_decoder(payload_fields: tuple[str, ...]) -> Any:
 # the record (and backfilled once into a store made before it): what reports aggregate
 # in SQL instead of decoding every body. It is derived from the stored body by
 # `summary_row` alone, so `verify` recomputes every row and reports any difference as
-# damage. A store has it exactly when its schema version is 3 (SCHEMA_VERSION).
+# damage. A store has it exactly when its schema version is 3 or 4 (SCHEMA_VERSION).
 #
 # Why typed columns and this layout (schema 3): a report sums a million rows per scope.
 # With the summed fields as JSON text (schema 2) the database computed each row's types
@@ -188,14 +197,14 @@ absent or truthy); `turns_number`, `denied_number` and `cost_number` are those p
 fields as `summed_number` reads them (NULL when absent or not a number) and
 `odd_values` counts the ones present but not numbers. `field_<name>` holds the payload
 field's JSON text, NULL when the record lacks it."""
-SUMMARY_GROUP_COLUMNS = ("suite", "scope", "arm", "task", "outcome", "group_key")
-"""The order of the group index (then `seq`): a scope's groups in turn, each group's
-rows by sequence number."""
-SUMMARY_GROUP_SUMMED = ("priced", "fresh_input", "cache_creation", "cache_read", "output",
-                        "reasoning", "duration_s", "turns_number", "denied_number",
-                        "cost_number", "odd_values", "field_bench_version")
-"""What a report sums per group, carried in SQLite's group index so the GROUP BY never
-reads the table."""
+#
+# Schema 4: what a report sums per group is kept summed, in `record_group_totals` (one
+# row per (suite, scope, arm, task, outcome, group_key), `core.group_totals`), updated in
+# the append's transaction like `record_cells`. A report reads a scope's few thousand
+# group rows instead of walking a million-row index (whose pages, cold, are spread
+# through the file), and the wide group index of version 3 is gone: it made every
+# campaign batch dirty one of its leaves per group. The totals are derived from the
+# summary rows by `group_totals.fold` alone, and `verify` recomputes them.
 # records decoded per backfill page (slim decode; one progress line per page on stderr)
 BACKFILL_BATCH = 20_000
 
@@ -275,6 +284,52 @@ def _same_summary(stored: Sequence[Any], expected: Sequence[Any]) -> bool:
 
 def _as_text(value: Any) -> Any:
     return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+# -- the group totals table (derived data, outside the chain) -----------------------
+# `record_group_totals`: one row per report group, `core.group_totals` (schema 4). The
+# column types of each backend are named by kind here, so both tables match.
+_GROUP_TOTALS_KINDS = {name: "text" for name in (*GROUP_KEY_COLUMNS, "bench_versions",
+                                                  "newest")} | {
+    name: "real" for name in ("duration_s", "duration_s_error", "turns", "turns_error",
+                              "imputed_cost_usd", "imputed_cost_usd_error")}
+# The group index of schema 3 (dropped by the upgrade to 4).
+_VERSION_3_GROUP_INDEX = "record_summaries_by_group"
+# group keys per read of the touched groups' rows (6 parameters each)
+_KEYS_PER_READ = 400
+
+
+def group_totals_table(types: Mapping[str, str], suffix: str = "") -> str:
+    """`CREATE TABLE` of `record_group_totals` with the backend's type per kind
+    (`text`, `integer`, `real`); `suffix` follows the closing parenthesis."""
+    columns = ",\n    ".join(
+        f"{name} {types[_GROUP_TOTALS_KINDS.get(name, 'integer')]} NOT NULL"
+        for name in GROUP_TOTALS_COLUMNS)
+    return (f"CREATE TABLE IF NOT EXISTS record_group_totals (\n    {columns},\n    "
+            f"PRIMARY KEY ({', '.join(GROUP_KEY_COLUMNS)})\n){suffix}")
+
+
+def _group_key_of(row: Sequence[Any]) -> tuple[Any, ...]:
+    return (row[1], row[2], row[3], row[4], row[7], row[8])
+
+
+@functools.lru_cache(maxsize=8)
+def _read_group_totals(placeholder: str, keys: int) -> str:
+    one = f"({', '.join([placeholder] * len(GROUP_KEY_COLUMNS))})"
+    return (f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM record_group_totals WHERE "
+            f"({', '.join(GROUP_KEY_COLUMNS)}) IN (VALUES {', '.join([one] * keys)})")
+
+
+@functools.lru_cache(maxsize=2)
+def _upsert_group_totals(placeholder: str) -> str:
+    """One group's row written whole: inserted, or replacing the stored one (the same
+    statement on SQLite and PostgreSQL)."""
+    values = ", ".join([placeholder] * len(GROUP_TOTALS_COLUMNS))
+    updates = ", ".join(f"{name} = excluded.{name}" for name in GROUP_TOTALS_COLUMNS
+                        if name not in GROUP_KEY_COLUMNS)
+    return (f"INSERT INTO record_group_totals ({', '.join(GROUP_TOTALS_COLUMNS)}) "
+            f"VALUES ({values}) ON CONFLICT ({', '.join(GROUP_KEY_COLUMNS)}) "
+            f"DO UPDATE SET {updates}")
 
 
 
@@ -562,26 +617,89 @@ class Store(ABC):
         if len(seqs) != len(addresses):
             raise StoreError(f"store {self.location}: an append saw {len(seqs)} new entries "
                              f"for the {len(addresses)} it wrote; nothing was stored")
-        self._insert_summary_rows(cursor, [
-            summary_row(seq, body) for seq, address, body in zip(seqs, addresses, bodies,
-                                                                   strict=True)
-            if address[0] == "record"])
+        rows = [summary_row(seq, body) for seq, address, body
+                in zip(seqs, addresses, bodies, strict=True) if address[0] == "record"]
+        self._insert_summary_rows(cursor, rows)
+        self._add_to_group_totals(cursor, rows)
 
     def _insert_summary_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
         p = self.placeholder
         cursor.executemany(f"INSERT INTO record_summaries ({', '.join(SUMMARY_COLUMNS)}) "
                            f"VALUES ({', '.join([p] * len(SUMMARY_COLUMNS))})", rows)
 
-    def _rebuild_summaries(self, cursor: Any, schema: Iterable[str]) -> None:
-        """Inside a transaction holding the append lock: `record_summaries` made again
-        (an older version's table has another layout) by the backend's `schema`
-        statements, filled from the stored bodies, and the store marked as this version."""
-        cursor.execute("DROP TABLE IF EXISTS record_summaries")
+    def _add_to_group_totals(self, cursor: Any, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Inside the append transaction (the append lock held): fold the batch's summary
+        rows into `record_group_totals`. The touched groups' rows are read, folded in
+        Python (`group_totals.fold_into`, the rule `verify` recomputes by) and written
+        back whole by one UPSERT each, so the SQL is the same on every backend."""
+        if not rows:
+            return
+        keys = list(dict.fromkeys(map(_group_key_of, rows)))
+        current: dict[tuple[Any, ...], GroupTotals] = {}
+        for start in range(0, len(keys), _KEYS_PER_READ):
+            chunk = keys[start:start + _KEYS_PER_READ]
+            cursor.execute(_read_group_totals(self.placeholder, len(chunk)),
+                           [part for key in chunk for part in key])
+            for found in cursor.fetchall():
+                group = GroupTotals.from_row(found)
+                current[group.key] = group
+        touched = fold_into(current, rows)
+        cursor.executemany(_upsert_group_totals(self.placeholder),
+                           [group.row() for group in touched])
+
+    def group_totals(self, suite: str, scope: str) -> list[GroupTotals]:
+        """The per-group totals of a scope (`core.group_totals`): what a report sums,
+        summed as the records were appended. Only when `has_record_summaries`."""
+        if not self.has_record_summaries:
+            raise StoreError(f"store {self.location} has no group totals of this version; "
+                             "open it for writing once to add them")
+        p = self.placeholder
+        return [GroupTotals.from_row(row) for row in self._query(
+            f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM record_group_totals "
+            f"WHERE suite = {p} AND scope = {p}", (suite, scope))]
+
+    def _rebuild_summaries(self, cursor: Any, schema: Iterable[str], version: str) -> None:
+        """Inside a transaction holding the append lock: bring a store of an older schema
+        `version` to this one by the backend's `schema` statements. Versions 1 and 2:
+        `record_summaries` made again (version 2's has another layout) and filled from
+        the stored bodies. Version 3: its table kept, its group index dropped. Then the
+        group totals counted once from the summary rows, and the store marked."""
+        if version != "3":
+            cursor.execute("DROP TABLE IF EXISTS record_summaries")
         for statement in schema:
             cursor.execute(statement)
-        self._backfill_summaries(cursor)
+        if version != "3":
+            self._backfill_summaries(cursor)
+        cursor.execute(f"DROP INDEX IF EXISTS {_VERSION_3_GROUP_INDEX}")
+        self._count_group_totals(cursor)
         cursor.execute(f"UPDATE meta SET value = {self.placeholder} "
                        "WHERE name = 'schema_version'", (str(SCHEMA_VERSION),))
+
+    def _count_group_totals(self, cursor: Any) -> None:
+        """Inside the upgrade's transaction: `record_group_totals` filled from every summary
+        row, in sequence order (`BACKFILL_BATCH` a page), by the append's fold. About
+        a line on stderr before and after (it takes seconds at a million records)."""
+        import time
+
+        started = time.monotonic()
+        print(f"benchwarden: store {self.location}: upgrading for fast reports: totalling "
+              "every group of records", file=sys.stderr, flush=True)
+        p = self.placeholder
+        totals: dict[tuple[Any, ...], GroupTotals] = {}
+        after = 0
+        while True:
+            cursor.execute(f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM record_summaries "
+                           f"WHERE seq > {p} ORDER BY seq LIMIT {p}", (after, BACKFILL_BATCH))
+            page = cursor.fetchall()
+            if not page:
+                break
+            fold_into(totals, page)
+            after = int(page[-1][0])
+        cursor.execute("DELETE FROM record_group_totals")
+        cursor.executemany(_upsert_group_totals(p), [group.row() for group in totals.values()])
+        print(f"benchwarden: store {self.location}: totalling every group of records: "
+              f"{len(totals):,} groups, done in {time.monotonic() - started:.1f} s",
+              file=sys.stderr, flush=True)
 
     def _backfill_summaries(self, cursor: Any) -> int:
         """Inside a transaction holding the append lock, with `record_summaries` just
@@ -929,10 +1047,12 @@ class Store(ABC):
         sql = ("SELECT seq, kind, suite, scope, arm, task, trial, run_id, body, prev_hash, hash "
                f"FROM entries WHERE seq > {p} ORDER BY seq LIMIT {p}")
         summaries = self._summaries_present()
+        # the group totals recomputed from the records, folded as appends fold them
+        expected_totals: dict[tuple[Any, ...], GroupTotals] = {}
         after = 0
         while True:
             rows = self._query(sql, (after, batch))
-            summary_problem = (self._summaries_problem(after, rows)
+            summary_problem = (self._summaries_problem(after, rows, expected_totals)
                                if summaries and rows else None)
             for seq, kind, suite, scope, arm, task, trial, run_id, body, prev_hash, stored in rows:
                 entry = _Entry(kind, suite, scope, arm, task, int(trial), run_id, _as_bytes(body))
@@ -974,7 +1094,8 @@ class Store(ABC):
                     f"entries were removed from its tail: the store {ends} but its summary "
                     f"table holds records up to entry {extra[0][1]}")
         lines, tail_problem = compare_with_witnesses(first_hash, last_seq, hashes_at, consulted)
-        tail_problem = tail_problem or summary_tail or self._cells_problem()
+        tail_problem = tail_problem or summary_tail or self._cells_problem() or (
+            self._group_totals_problem(expected_totals) if summaries else None)
         if own_line is not None and (checked or own_problem is not None):
             lines.insert(0, own_line)
         if own_problem is not None and not consulted:
@@ -1001,17 +1122,31 @@ class Store(ABC):
                            f"{self.placeholder}", (name,))
         return bool(rows)
 
-    def _summaries_problem(self, after: int,
-                           page: Sequence[tuple[Any, ...]]) -> tuple[int, str] | None:
+    def _group_totals_problem(self, expected: dict[tuple[Any, ...], GroupTotals]) -> str | None:
+        """For `verify`: the first group whose stored totals differ from `expected` (the
+        totals folded from every record's body), in one line; None when all agree."""
+        stored = [GroupTotals.from_row(row) for row in self._query(
+            f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM record_group_totals")]
+        wrong = first_difference(stored, expected)
+        if wrong is None:
+            return None
+        return (f"its per-group totals (record_group_totals) disagree with its records: "
+                f"{wrong} (derived data edited)")
+
+    def _summaries_problem(self, after: int, page: Sequence[tuple[Any, ...]],
+                           totals: dict[tuple[Any, ...], GroupTotals]
+                           ) -> tuple[int, str] | None:
         """The first entry of this page of the chain (entries after `after`) whose summary
         row is missing, extra or not what its body says; None when all agree. Bounded by
-        one page: the summary rows of the same sequence range are read and compared."""
+        one page: the summary rows of the same sequence range are read and compared. The
+        page's expected rows are folded into `totals` (memory bounded by the groups)."""
         p = self.placeholder
         last = int(page[-1][0])
         stored = {int(row[0]): row for row in self._query(
             f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM record_summaries WHERE seq > {p} AND "
             f"seq <= {p} ORDER BY seq", (after, last))}
         complete = self.has_record_summaries
+        folded: list[tuple[Any, ...]] = []
         for row in page:
             seq, kind, body = int(row[0]), row[1], row[8]
             found = stored.pop(seq, None)
@@ -1028,12 +1163,14 @@ class Store(ABC):
                 expected = summary_row(seq, _as_bytes(body))
             except msgspec.DecodeError:
                 continue  # the record check names an unreadable body
+            folded.append(expected)
             if not _same_summary(found, expected):
                 return seq, ("its row in the summary table disagrees with its body (derived "
                              "data edited)")
         if stored:
             seq = min(stored)
             return seq, "the summary table holds a row for a sequence number with no entry"
+        fold_into(totals, folded)
         return None
 
     @staticmethod
@@ -1099,9 +1236,8 @@ BEGIN SELECT RAISE(ABORT, 'benchwarden store is append-only: DELETE refused'); E
 )
 
 # The derived summary table (see SUMMARY_COLUMNS, in that column order); append-only like
-# `entries`. Rows are appended in sequence order (the rowid is the sequence number);
-# the group index holds, in report-group order, every column a report sums, so the
-# GROUP BY walks the index alone.
+# `entries`. Rows are appended in sequence order (the rowid is the sequence number), and
+# its one index serves `runs()`. Reports read the group totals beside it.
 _SQLITE_SUMMARY_SCHEMA = (
     """CREATE TABLE IF NOT EXISTS record_summaries (
     seq INTEGER PRIMARY KEY,
@@ -1115,8 +1251,9 @@ _SQLITE_SUMMARY_SCHEMA = (
     field_tier TEXT, field_failure TEXT, field_turns TEXT, field_tokens_reported TEXT,
     field_denied_calls TEXT, field_imputed_cost_usd TEXT, field_bench_version TEXT
 )""",
-    f"""CREATE INDEX IF NOT EXISTS record_summaries_by_group ON record_summaries (
-    {', '.join(SUMMARY_GROUP_COLUMNS)}, seq, {', '.join(SUMMARY_GROUP_SUMMED)})""",
+    # clustered by group: a scope's groups are one range of the table's own B-tree
+    group_totals_table({"text": "TEXT", "integer": "INTEGER", "real": "REAL"},
+                       " WITHOUT ROWID"),
     # `runs()` counts records per run in index order, without sorting a million rows
     "CREATE INDEX IF NOT EXISTS record_summaries_by_run ON record_summaries (run_id, suite)",
     """CREATE TRIGGER IF NOT EXISTS record_summaries_refuse_update BEFORE UPDATE
@@ -1456,7 +1593,8 @@ class SQLiteStore(Store):
                     # table has the older layout) and filled once, in this transaction
                     # (the write lock is held, so no append runs meanwhile)
                     cursor = self._connection.cursor()
-                    self._rebuild_summaries(cursor, _SQLITE_SUMMARY_SCHEMA)
+                    self._rebuild_summaries(cursor, _SQLITE_SUMMARY_SCHEMA,
+                                            str(self._meta("schema_version")).strip())
                     cursor.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 self._upgrade_address_layout(self._connection.cursor())
             self._has_cells = True

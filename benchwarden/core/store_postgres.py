@@ -47,12 +47,12 @@ from benchwarden.core.store import (
     READABLE_SCHEMA_VERSIONS,
     SCHEMA_VERSION,
     SUMMARY_COLUMNS,
-    SUMMARY_GROUP_COLUMNS,
     CorruptStore,
     NoStore,
     Store,
     StoreError,
     StoreUsageError,
+    group_totals_table,
     lock_timeout,
 )
 
@@ -103,9 +103,9 @@ END
 $body$;
 """ + _refuse_changes_to("entries")
 
-# The derived summary table (core/store.py, SUMMARY_COLUMNS, in that column order);
-# append-only like `entries`. PostgreSQL sums a scope's groups by hashing, so its group
-# index carries no summed columns: it serves each group's newest trials.
+# The derived summary table (core/store.py, SUMMARY_COLUMNS, in that column order),
+# append-only like `entries`, and the group totals beside it (`core.group_totals`): the
+# one table here whose rows change, recomputed by `verify`.
 _SUMMARY_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS record_summaries (
     seq BIGINT PRIMARY KEY,
@@ -120,9 +120,8 @@ CREATE TABLE IF NOT EXISTS record_summaries (
     field_tier TEXT, field_failure TEXT, field_turns TEXT, field_tokens_reported TEXT,
     field_denied_calls TEXT, field_imputed_cost_usd TEXT, field_bench_version TEXT
 );
-CREATE INDEX IF NOT EXISTS record_summaries_by_group
-    ON record_summaries ({', '.join(SUMMARY_GROUP_COLUMNS)}, seq);
 CREATE INDEX IF NOT EXISTS record_summaries_by_run ON record_summaries (run_id, suite);
+{group_totals_table({"text": "TEXT", "integer": "BIGINT", "real": "DOUBLE PRECISION"})};
 """ + _refuse_changes_to("record_summaries")
 
 
@@ -270,13 +269,13 @@ class PostgresStore(Store):
                 "SELECT value FROM meta WHERE name = 'schema_version'").fetchone())
 
     def _prepare_summaries(self, version: str) -> None:
-        """Inside `_prepare_schema`'s transaction: a version 3 store has the summary
-        table; a writer upgrades a version 1 or 2 store, making (again, for version 2's
-        older layout) and filling it once (holding the append lock, so no append runs
-        meanwhile). A reader goes on without it (reports then stream the bodies). A role
-        that may not create tables appends to a version 1 store as it is (the store stays
-        at version 1, so no table is ever incomplete), but is refused a version 2 store,
-        whose older table it could not keep complete."""
+        """Inside `_prepare_schema`'s transaction: a version 4 store has the summary
+        table and the group totals; a writer upgrades a version 1, 2 or 3 store
+        (`Store._rebuild_summaries`, holding the append lock, so no append runs
+        meanwhile). A reader goes on without them (reports then stream the bodies). A
+        role that may not create tables appends to a version 1 store as it is (the store
+        stays at version 1, so no table is ever incomplete), but is refused a version 2
+        or 3 store, whose tables it could not keep complete."""
         if version == str(SCHEMA_VERSION):
             self.has_record_summaries = True
             return
@@ -288,7 +287,7 @@ class PostgresStore(Store):
                     cursor.execute(
                         "SELECT pg_advisory_xact_lock(%s, 'entries'::regclass::oid::int)",
                         (_LOCK_NAMESPACE,))
-                    self._rebuild_summaries(cursor, (_SUMMARY_SCHEMA,))
+                    self._rebuild_summaries(cursor, (_SUMMARY_SCHEMA,), version)
         except pg_errors.InsufficientPrivilege:
             if version != "1":
                 raise StoreError(

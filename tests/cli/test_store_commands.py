@@ -332,6 +332,15 @@ def _delete_newest_run(store: Path) -> int:
     raw.execute("DELETE FROM record_cells")
     raw.execute("INSERT INTO record_cells SELECT suite, scope, arm, task, COUNT(*), MAX(trial) "
                 "FROM entries WHERE kind = 'record' GROUP BY suite, scope, arm, task")
+    # and the derived group totals, folded again from the summary rows left
+    from benchwarden.core.group_totals import fold_into
+    from benchwarden.core.store import SUMMARY_COLUMNS
+
+    raw.execute("DELETE FROM record_group_totals")
+    for group in fold_into({}, raw.execute(f"SELECT {', '.join(SUMMARY_COLUMNS)} "
+                                           "FROM record_summaries ORDER BY seq").fetchall()):
+        raw.execute(f"INSERT INTO record_group_totals VALUES "
+                    f"({', '.join(['?'] * len(group.row()))})", group.row())
     raw.commit()
     raw.close()
     return removed

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from benchwarden.core import secrets
 from benchwarden.core.chain import GENESIS_HASH, chain_links, link_hash
+from benchwarden.core.group_totals import fold_into
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, TokenComponents, canonical_json, canonical_json_many
 from benchwarden.core.store import SUMMARY_COLUMNS, DuplicateRecord, Store, open_store, summary_row
@@ -250,6 +251,7 @@ def test_a_chain_written_entry_by_entry_continues_and_verifies(tmp_path):
         store.begin_run(stamp_run(suite="demo", bench_version="1", config={}, run_id="run-1"))
     raw = sqlite3.connect(path, isolation_level=None)
     (previous,), = raw.execute("SELECT hash FROM entries ORDER BY seq DESC LIMIT 1")
+    summary_rows = []
     for index in range(5):
         record = make_record(task=f"old-{index}")
         address = ("record", record.suite, record.scope, record.arm, record.task,
@@ -266,7 +268,12 @@ def test_a_chain_written_entry_by_entry_continues_and_verifies(tmp_path):
         # and counted the record in its cell (verify recounts them)
         raw.execute("INSERT INTO record_cells VALUES (?, ?, ?, ?, 1, ?)",
                     (*address[1:5], record.trial))
+        summary_rows.append(summary_row(seq, body))
         previous = current
+    # and kept its groups' totals (verify recomputes them)
+    for group in fold_into({}, summary_rows):
+        raw.execute(f"INSERT INTO record_group_totals VALUES "
+                    f"({', '.join(['?'] * len(group.row()))})", group.row())
     raw.close()
     with open_store(path, create=False, read_only=False) as store:
         store.append([make_record(task=f"new-{index}") for index in range(120)])

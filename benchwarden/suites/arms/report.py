@@ -454,8 +454,8 @@ def _resolve_scope(store: Store, scope: str | None) -> tuple[str, list[Any]]:
 
 
 def summarize_scope(store: Store, scope: str) -> Any:
-    """`views.Summary` of a scope. Summed by the database over the store's summary table
-    when it has one (`summary_in_database`); otherwise (a store of an older schema
+    """`views.Summary` of a scope. Read from the store's group totals when it has them
+    (`summary_in_database`); otherwise (a store of an older schema
     version opened read-only) one streaming pass over slim rows (no transcript or final
     report is decoded). Both give the same totals, by the same rules (`summed_number`);
     memory is bounded by the scope's cells either way."""
@@ -470,48 +470,13 @@ def summarize_scope(store: Store, scope: str) -> Any:
         suite=SUITE_NAME, scope=scope, payload_fields=views.PAYLOAD_FIELDS))
 
 
-# The rows of a scope's group are contiguous in SQLite's group index (which carries
-# every summed column; PostgreSQL hashes), so the GROUP BY is one ordered walk with plain sums:
-# every per-record rule (priced, duration, the numbers and the odd values) was applied
-# once, when the row was written (`core.store.summary_row`).
-_GROUP = "suite, scope, arm, task, outcome, group_key"
-_GROUP_TOTALS = (
-    "SELECT arm, task, outcome, group_key, MIN(seq), COUNT(*), SUM(priced), "
-    + "".join(f"SUM({name} * priced), " for name in COMPONENTS)
-    + "SUM(CASE WHEN reasoning IS NULL THEN 0 ELSE priced END), "
-    "COALESCE(SUM(reasoning * priced), 0), SUM(duration_s), COALESCE(SUM(turns_number), 0), "
-    "COALESCE(SUM(denied_number), 0), COUNT(cost_number), COALESCE(SUM(cost_number), 0), "
-    "SUM(odd_values), MIN(field_bench_version), MAX(field_bench_version) "
-    f"FROM record_summaries WHERE suite = {{p}} AND scope = {{p}} GROUP BY {_GROUP}")
-# Only when a group holds more than one bench version (a scope run by two versions of
-# the suite): every distinct version of the scope.
-_VERSIONS = ("SELECT DISTINCT field_bench_version FROM record_summaries "
-             "WHERE suite = {p} AND scope = {p}")
-# One group's newest trials: the end of its run of rows, walked backwards.
-_NEWEST = ("SELECT seq FROM record_summaries WHERE suite = {p} AND scope = {p} AND arm = {p} "
-           "AND task = {p} AND outcome = {p} AND group_key = {p} ORDER BY seq DESC LIMIT {p}")
-
-
 def summary_in_database(store: Store, scope: str) -> Any:
-    """`views.Summary` of a scope summed by the database: one GROUP BY over the summary
-    table, then one short query per group for its newest trials."""
+    """`views.Summary` of a scope from the store's group totals (`Store.group_totals`:
+    a few rows per cell, kept summed as the records were appended, each group's newest
+    trials included): no record and no per-record row is read."""
     from benchwarden.suites.arms import views
 
-    where = (SUITE_NAME, scope)
-    groups, versions, mixed = [], set(), False
-    for row in store.query_summaries(_GROUP_TOTALS, where):
-        groups.append(views.GroupRow(*row[:-2]))
-        versions.add(row[-2])
-        mixed = mixed or row[-2] != row[-1]  # a group of two versions at least
-    if mixed:
-        versions = {row[0] for row in store.query_summaries(_VERSIONS, where)}
-    newest: list[tuple[str, str, str, str, int]] = []
-    for group in groups:
-        found = store.query_summaries(_NEWEST, (*where, group.arm, group.task, group.outcome,
-                                                group.group_key, views.TRIALS_PER_CELL))
-        newest.extend((group.arm, group.task, group.outcome, group.group_key, row[0])
-                      for row in found)
-    return views.summary_from_groups(groups, newest, versions)
+    return views.summary_from_groups(store.group_totals(SUITE_NAME, scope))
 
 
 def _clip(text: Any) -> Any:

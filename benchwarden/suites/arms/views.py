@@ -7,8 +7,10 @@ the same functions (every view accepts records or a `Summary`).
 Invariants:
 - One pass, bounded memory: `summarize` keeps totals per (arm, task, tier, outcome,
   failure) group and a few trial numbers per cell, never the records; every view is
-  computed from those totals (integer token counts summed exactly, float sums folded
-  with `math.fsum`, so the means equal a per-record computation to rounding).
+  computed from those totals (integer token counts summed exactly, float sums as
+  compensated pairs added in sequence order by `core.group_totals.compensated_add`: the
+  store's group totals are folded the same way, so a report summed by the database
+  equals the streamed one to the last bit, whatever the batches the records came in).
 - Every rate comes with a Wilson interval and every mean with a standard error
   (clustered by task: trials of one task are not independent) and its interval.
 - An empty group yields `None` (rendered as a dash), never 0.
@@ -29,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from benchwarden.core.group_totals import NEWEST_KEPT, GroupTotals, compensated_add
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
 from benchwarden.core.stats import (
     bootstrap_mean_ci,
@@ -44,30 +47,28 @@ COMPONENTS = ("fresh_input", "cache_creation", "cache_read", "output")
 # The payload fields the views read; the store decodes these and skips the rest.
 PAYLOAD_FIELDS = ("tier", "failure", "turns", "tokens_reported", "denied_calls",
                   "imputed_cost_usd", "bench_version")
-# Trials a report shows per cell, worst first (failures, newest first, then passes).
-TRIALS_PER_CELL = 3
+# Trials a report shows per cell, worst first (failures, newest first, then passes):
+# as many as the store's group totals keep per group.
+TRIALS_PER_CELL = NEWEST_KEPT
 
 
 class FloatSum:
-    """A float sum over a stream: values are buffered and folded with `math.fsum` every
-    `FOLD` values, so a million durations sum in bounded memory with one rounding per
-    fold (relative error far below 1e-12) instead of one per value."""
+    """A float sum over a stream, as the store's group totals hold it: a compensated
+    pair, one value added at a time (`compensated_add`), so a million durations sum in
+    constant memory with an error far below 1e-12 and the same bits as the table."""
 
-    FOLD = 8_192
-    __slots__ = ("pending",)
+    __slots__ = ("error", "total")
 
     def __init__(self) -> None:
-        self.pending: list[float] = []
+        self.total = 0.0
+        self.error = 0.0
 
     def add(self, value: float) -> None:
-        pending = self.pending
-        pending.append(value)
-        if len(pending) >= self.FOLD:
-            self.pending = [math.fsum(pending)]
+        self.total, self.error = compensated_add(self.total, self.error, value)
 
     @property
     def value(self) -> float:
-        return math.fsum(self.pending)
+        return self.total + self.error
 
 
 class Accumulator:
@@ -100,11 +101,11 @@ class Accumulator:
             if tokens.reasoning is not None:
                 self.reasoning_samples += 1
                 self.reasoning += tokens.reasoning
-        self.duration_s.add(row.duration_s)
+        self.duration_s.add(max(0.0, float(row.ended_at) - float(row.started_at)))
         # numbers read by the rule the database's rows were written by (`summed_number`):
         # a value that is not a number is skipped and counted, never a crash
         turns, odd_turns = summed_number(payload.get("turns"))
-        if turns:
+        if turns is not None:
             self.turns.add(float(turns))
         denied, odd_denied = summed_number(payload.get("denied_calls"), count=True)
         if denied:
@@ -253,32 +254,6 @@ def summarize(rows: Iterable[RecordSummary | Record]) -> Summary:
 _PLAIN = (str, type(None))
 
 
-class GroupRow(NamedTuple):
-    """One group's totals as the database sums them (`summary_from_groups`): the group's
-    `[tier, failure]` as JSON text, then the fields of `Totals` without `passes` (all or
-    none of a group's samples, by its outcome) and `newest`."""
-
-    arm: str
-    task: str
-    outcome: str
-    group_key: str
-    first_seq: int
-    samples: int
-    priced: int
-    fresh_input: int
-    cache_creation: int
-    cache_read: int
-    output: int
-    reasoning_samples: int
-    reasoning: int
-    duration_s: float
-    turns: float
-    denied_calls: int
-    imputed_samples: int
-    imputed_cost_usd: float
-    odd_values: int
-
-
 def _from_json(text: Any) -> Any:
     return None if text is None else json.loads(text)
 
@@ -290,41 +265,40 @@ def _group_key(arm: str, task: str, outcome: str, group_key: str) -> GroupKey:
     return GroupKey(arm, task, _key_text(tier), outcome, _key_text(failure))
 
 
-def summary_from_groups(groups: Iterable[GroupRow],
-                        newest: Iterable[tuple[str, str, str, str, int]],
-                        versions: Iterable[Any]) -> Summary:
-    """The `Summary` that `summarize` makes of the records, from totals the database
-    summed per (arm, task, outcome, group key text), the newest sequence numbers of each
-    such group, and the distinct bench versions (as JSON text). Groups whose keys come
-    out equal are merged, as `summarize` would have put their records in one group."""
+def summary_from_groups(groups: Iterable[GroupTotals]) -> Summary:
+    """The `Summary` that `summarize` makes of the records, from the store's totals per
+    (arm, task, outcome, group key text) of one scope (`Store.group_totals`). Groups
+    whose keys come out equal are merged, as `summarize` would have put their records
+    in one group (their float sums then agree with the stream's to rounding only)."""
     summary = Summary()
-    for row in sorted(groups, key=lambda group: int(group.first_seq)):
-        key = _group_key(row.arm, row.task, row.outcome, row.group_key)
-        samples = int(row.samples)
+    newest: dict[GroupKey, list[int]] = defaultdict(list)
+    for group in sorted(groups, key=lambda group: int(group.first_seq)):
+        key = _group_key(group.arm, group.task, group.outcome, group.group_key)
+        samples = int(group.records)
         totals = Totals(
-            samples=samples, passes=samples if row.outcome == PASS else 0,
-            priced=int(row.priced),
-            fresh_input=int(row.fresh_input), cache_creation=int(row.cache_creation),
-            cache_read=int(row.cache_read), output=int(row.output),
-            reasoning_samples=int(row.reasoning_samples), reasoning=int(row.reasoning),
-            duration_s=float(row.duration_s), turns=float(row.turns),
-            denied_calls=int(row.denied_calls), imputed_samples=int(row.imputed_samples),
-            imputed_cost_usd=float(row.imputed_cost_usd), odd_values=int(row.odd_values))
+            samples=samples, passes=samples if group.outcome == PASS else 0,
+            priced=int(group.priced),
+            fresh_input=int(group.fresh_input), cache_creation=int(group.cache_creation),
+            cache_read=int(group.cache_read), output=int(group.output),
+            reasoning_samples=int(group.reasoning_samples), reasoning=int(group.reasoning),
+            duration_s=float(group.duration_s) + float(group.duration_s_error),
+            turns=float(group.turns) + float(group.turns_error),
+            denied_calls=int(group.denied_calls), imputed_samples=int(group.imputed_samples),
+            imputed_cost_usd=float(group.imputed_cost_usd)
+            + float(group.imputed_cost_usd_error),
+            odd_values=int(group.odd_values))
         if key in summary.groups:
             summary.groups[key].merge(totals)
         else:
             summary.groups[key] = totals
-            summary.first_seen[key] = int(row.first_seq)
-    seqs: dict[GroupKey, list[int]] = defaultdict(list)
-    for arm, task, outcome, group_key, seq in newest:
-        seqs[_group_key(arm, task, outcome, group_key)].append(int(seq))
-    for key, found in seqs.items():
-        if key in summary.groups:
-            summary.groups[key].newest = tuple(sorted(found)[-TRIALS_PER_CELL:])
-    for text in versions:
-        version = _from_json(text)
-        if version:
-            summary.versions.add(str(version))
+            summary.first_seen[key] = int(group.first_seq)
+        newest[key].extend(group.newest)
+        for text in group.bench_versions:
+            version = _from_json(text)
+            if version:
+                summary.versions.add(str(version))
+    for key, found in newest.items():
+        summary.groups[key].newest = tuple(sorted(found)[-TRIALS_PER_CELL:])
     return summary
 
 

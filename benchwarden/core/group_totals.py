@@ -1,0 +1,210 @@
+"""Per-group totals of record summaries: the one fold that appends, upgrades, `verify`
+and a report's streaming pass share, so they agree to the last bit.
+
+A group is what a report sums records by: (suite, scope, arm, task, outcome,
+group_key), `group_key` being the JSON text of `[tier, failure]` (`store.summary_row`).
+The store keeps one `GroupTotals` row per group in `record_group_totals` (derived data
+outside the chain, updated in each append's transaction), so a report reads a few
+thousand rows instead of a million.
+
+Invariants:
+- Pure: nothing here reads a file, a clock or a database.
+- Totals do not depend on how records were batched. Integers are summed exactly; a
+  float sum is a compensated pair (Neumaier: the running sum and the rounding error it
+  lost) advanced one value at a time in sequence order (`compensated_add`), so folding
+  a batch into stored totals performs exactly the additions folding every record one by
+  one from the start performs. Its value is `sum + error`.
+- `newest` holds the group's last `NEWEST_KEPT` sequence numbers, ascending;
+  `bench_versions` the distinct bench versions (JSON text) seen, sorted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+NEWEST_KEPT = 3
+"""Newest sequence numbers kept per group (a report shows at most this many per cell)."""
+
+GROUP_KEY_COLUMNS = ("suite", "scope", "arm", "task", "outcome", "group_key")
+GROUP_TOTALS_COLUMNS = (
+    *GROUP_KEY_COLUMNS, "first_seq", "records", "priced", "fresh_input", "cache_creation",
+    "cache_read", "output", "reasoning_samples", "reasoning", "duration_s",
+    "duration_s_error", "turns", "turns_error", "denied_calls", "imputed_samples",
+    "imputed_cost_usd", "imputed_cost_usd_error", "odd_values", "bench_versions", "newest")
+"""A `record_group_totals` row. Token components are sums over priced records (the
+driver reported tokens); `reasoning` over priced records that report it. `<x>_error`
+is the compensation of the float sum `<x>`. `bench_versions` and `newest` are JSON
+arrays (text)."""
+
+# positions of the fields `fold` reads in a `store.summary_row` (SUMMARY_COLUMNS order)
+_SEQ, _SUITE, _SCOPE, _ARM, _TASK, _OUTCOME, _GROUP_KEY = 0, 1, 2, 3, 4, 7, 8
+_DURATION, _FRESH, _CREATION, _READ, _OUTPUT, _REASONING, _PRICED = 11, 12, 13, 14, 15, 16, 17
+_TURNS, _DENIED, _COST, _ODD, _VERSION = 18, 19, 20, 21, 28
+
+
+def compensated_add(total: float, error: float, value: float) -> tuple[float, float]:
+    """`(total, error)` after adding `value` (Neumaier's step): the rounding lost by
+    `total + value` is kept in `error`. Once a sum has overflowed to infinity the error
+    is left as it was (it would become NaN)."""
+    added = total + value
+    if not math.isfinite(added):
+        return added, error
+    if abs(total) >= abs(value):
+        return added, error + ((total - added) + value)
+    return added, error + ((value - added) + total)
+
+
+class GroupTotals:
+    """The totals of one group (one `record_group_totals` row), folded record by record."""
+
+    # the two JSON columns are held as a list and a set while folding (`row` writes text)
+    __slots__ = (*GROUP_TOTALS_COLUMNS[:-2], "versions", "newest_seqs")
+
+    suite: str
+    scope: str
+    arm: str
+    task: str
+    outcome: str
+    group_key: str
+    first_seq: int
+    records: int
+    priced: int
+    fresh_input: int
+    cache_creation: int
+    cache_read: int
+    output: int
+    reasoning_samples: int
+    reasoning: int
+    duration_s: float
+    duration_s_error: float
+    turns: float
+    turns_error: float
+    denied_calls: int
+    imputed_samples: int
+    imputed_cost_usd: float
+    imputed_cost_usd_error: float
+    odd_values: int
+    versions: set[str]
+    newest_seqs: list[int]
+
+    @classmethod
+    def empty(cls, key: Sequence[Any], first_seq: int) -> GroupTotals:
+        """A group with no record yet (its key in `GROUP_KEY_COLUMNS` order)."""
+        return cls.from_row((*key, first_seq, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0, 0,
+                             0.0, 0.0, 0, "[]", "[]"))
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> GroupTotals:
+        """A stored row (in `GROUP_TOTALS_COLUMNS` order; text may come back as bytes)."""
+        totals = cls.__new__(cls)
+        values = [value.decode("utf-8") if isinstance(value, bytes) else value
+                  for value in row]
+        for name, value in zip(GROUP_TOTALS_COLUMNS[:-2], values, strict=False):
+            setattr(totals, name, value)
+        totals.versions = set(json.loads(values[-2]))
+        totals.newest_seqs = [int(seq) for seq in json.loads(values[-1])]
+        return totals
+
+    @property
+    def bench_versions(self) -> list[str]:
+        """The distinct bench versions of the group's records (JSON text each), sorted."""
+        return sorted(self.versions)
+
+    @property
+    def newest(self) -> tuple[int, ...]:
+        """The group's newest sequence numbers (at most `NEWEST_KEPT`), ascending."""
+        return tuple(self.newest_seqs)
+
+    def row(self) -> tuple[Any, ...]:
+        """The row to store, in `GROUP_TOTALS_COLUMNS` order."""
+        return (*(getattr(self, name) for name in GROUP_TOTALS_COLUMNS[:-2]),
+                _json_text(self.bench_versions), _json_text(self.newest_seqs))
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        return (self.suite, self.scope, self.arm, self.task, self.outcome, self.group_key)
+
+    def fold(self, rows: Iterable[Sequence[Any]]) -> None:
+        """Add summary rows of this group (`store.summary_row`), in sequence order."""
+        newest = self.newest_seqs
+        versions = self.versions
+        for row in rows:
+            self.records += 1
+            newest.append(int(row[_SEQ]))
+            if row[_PRICED]:
+                self.priced += 1
+                self.fresh_input += row[_FRESH]
+                self.cache_creation += row[_CREATION]
+                self.cache_read += row[_READ]
+                self.output += row[_OUTPUT]
+                if row[_REASONING] is not None:
+                    self.reasoning_samples += 1
+                    self.reasoning += row[_REASONING]
+            self.duration_s, self.duration_s_error = compensated_add(
+                self.duration_s, self.duration_s_error, row[_DURATION])
+            if row[_TURNS] is not None:
+                self.turns, self.turns_error = compensated_add(
+                    self.turns, self.turns_error, row[_TURNS])
+            if row[_DENIED] is not None:
+                self.denied_calls += row[_DENIED]
+            if row[_COST] is not None:
+                self.imputed_samples += 1
+                self.imputed_cost_usd, self.imputed_cost_usd_error = compensated_add(
+                    self.imputed_cost_usd, self.imputed_cost_usd_error, row[_COST])
+            self.odd_values += row[_ODD]
+            if row[_VERSION] is not None:
+                versions.add(row[_VERSION])
+        del newest[:-NEWEST_KEPT]
+
+    def same_as(self, other: GroupTotals) -> bool:
+        """Every column equal (floats exactly: both were folded the one way)."""
+        return self.row() == other.row()
+
+
+def _json_text(values: list[Any]) -> str:
+    return json.dumps(values, ensure_ascii=False, separators=(",", ":"))
+
+
+def group_of(summary_row: Sequence[Any]) -> tuple[Any, ...]:
+    """The group key (`GROUP_KEY_COLUMNS` order) of a `store.summary_row`."""
+    return (summary_row[_SUITE], summary_row[_SCOPE], summary_row[_ARM], summary_row[_TASK],
+            summary_row[_OUTCOME], summary_row[_GROUP_KEY])
+
+
+def fold_into(totals: dict[tuple[Any, ...], GroupTotals],
+              summary_rows: Sequence[Sequence[Any]]) -> list[GroupTotals]:
+    """Fold summary rows (in sequence order) into `totals` by group, making groups not
+    there yet; returns the groups touched, in first-touched order."""
+    by_group: dict[tuple[Any, ...], list[Sequence[Any]]] = {}
+    for row in summary_rows:
+        by_group.setdefault(group_of(row), []).append(row)
+    touched = []
+    for key, rows in by_group.items():
+        group = totals.get(key)
+        if group is None:
+            group = totals[key] = GroupTotals.empty(key, int(rows[0][_SEQ]))
+        group.fold(rows)
+        touched.append(group)
+    return touched
+
+
+def first_difference(stored: Iterable[GroupTotals],
+                     expected: dict[tuple[Any, ...], GroupTotals]) -> str | None:
+    """Pure, for `verify`: the first group (in key order) whose stored totals differ from
+    the totals recomputed from the records, in words; None when all agree."""
+    found = {group.key: group for group in stored}
+    for key in sorted(set(found) | set(expected), key=lambda key: tuple(map(str, key))):
+        named = "/".join(str(part) for part in key[:4]) + f" ({key[4]}, {key[5]})"
+        if key not in found:
+            return f"group {named} is missing"
+        if key not in expected:
+            return f"group {named} totals records the store does not hold"
+        if not found[key].same_as(expected[key]):
+            wrong = next(name for name, a, b in zip(GROUP_TOTALS_COLUMNS, found[key].row(),
+                                                    expected[key].row(), strict=True)
+                         if a != b)
+            return f"group {named} has a wrong {wrong}"
+    return None
