@@ -23,6 +23,14 @@ first trial) for 180 cells at the smallest and the largest size, with their rati
     python bench/scale_growth.py --commands arms_report,arms_compare,report_html --sizes 10k,100k,1M
     python bench/scale_growth.py --before /tmp/base --sizes 100k,1M    # A/B in one run
 
+`--cold` also times every command with the store's files dropped from the page cache
+first (`drop_from_page_cache`: `os.posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)` on the
+store, its -wal and -shm, which needs no root and leaves Python's own files cached), as
+a user meets a store nobody read lately; each command then runs cold, then warm.
+
+    python bench/scale_growth.py --cold --commands arms_report,arms_compare,report_html \
+        --sizes 10k,100k,1M
+
 `--before CHECKOUT` also runs every command with an older checkout's code
 (`PYTHONPATH=CHECKOUT`) against the store that checkout's own `scale_store.py` builds
 for its schema version (`--before-cache`, default the same cache folder), right before
@@ -73,6 +81,22 @@ def measure(arguments: list[str], code: str | None = None) -> tuple[float, float
         print(f"  ! {' '.join(arguments[:2])} exited {process.returncode}: {tail[0]}",
               file=sys.stderr)
     return elapsed, usage.ru_maxrss / 1024.0, process.returncode  # ru_maxrss is in KiB
+
+
+def drop_from_page_cache(store: Path) -> None:
+    """Drop a store's files from the OS page cache, so the next read comes from the disk.
+    DONTNEED drops clean pages only: the cached stores are closed cleanly (checkpointed),
+    so every page of theirs is clean."""
+    for path in (store, Path(f"{store}-wal"), Path(f"{store}-shm")):
+        try:
+            descriptor = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            os.fdatasync(descriptor)
+            os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(descriptor)
 
 
 def before_store(checkout: str, size: int, cache: Path | None) -> Path:
@@ -144,6 +168,9 @@ def main() -> None:
                         help="an older checkout: run each command with its code too (A/B)")
     parser.add_argument("--before-cache", default=None,
                         help="store cache folder of the older checkout (default: --cache)")
+    parser.add_argument("--cold", action="store_true",
+                        help="also time each command with the store dropped from the page "
+                             "cache first (cold, then warm)")
     add_json_option(parser)
     options = parser.parse_args()
 
@@ -157,6 +184,7 @@ def main() -> None:
     before_cache = Path(options.before_cache).expanduser() if options.before_cache else cache
     results: dict[tuple[str, int], tuple[float, float, int, int | None]] = {}
     earlier: dict[tuple[str, int], tuple[float, float, int, int | None]] = {}
+    cold: dict[tuple[str, str, int], float] = {}  # (side, command, size) -> seconds
     for size in sizes:
         store = ensure_store(size, cache)
         older = before_store(options.before, size, before_cache) if options.before else None
@@ -165,6 +193,11 @@ def main() -> None:
             for side, path, code_path, into in [*sides, ("now", store, None, results)]:
                 with tempfile.TemporaryDirectory(prefix="bw-scale-") as out:
                     arguments = [part.format(store=path, out=out) for part in COMMANDS[name]]
+                    if options.cold:
+                        drop_from_page_cache(path)
+                        cold[(side, name, size)] = measure(arguments, code_path)[0]
+                        print(f"  {size_label(size):>5} {name:<15} {side:<6} "
+                              f"{cold[(side, name, size)]:8.2f} s cold", flush=True)
                     seconds, rss, code = measure(arguments, code_path)
                     page = Path(out, "x.html")
                     page_bytes = page.stat().st_size if page.exists() else None
@@ -183,6 +216,26 @@ def main() -> None:
         print(f"{name:<15}" + "".join(f"{cell:>22}" for cell in cells))
 
     figures = []
+    if cold:
+        print("\ncold page cache (the store's files dropped first): seconds")
+        for name in chosen:
+            cells = []
+            for size in sizes:
+                now_cold = cold[("now", name, size)]
+                then_cold = cold.get(("before", name, size))
+                cells.append(f"{now_cold:6.2f} s" if then_cold is None else
+                             f"{then_cold:6.2f} -> {now_cold:5.2f} s (x{now_cold / then_cold:.2f})")
+                if then_cold is not None:
+                    figures.append(Figure(f"{name}.cold_seconds.{size_label(size)}.now_vs_before",
+                                          now_cold, then_cold, "s", f"wall time at "
+                                          f"{size_label(size)}, cold cache, this code vs before"))
+            print(f"{name:<15}" + "".join(f"{cell:>32}" for cell in cells))
+            if len(sizes) >= 2:
+                small, large = sizes[-2], sizes[-1]
+                figures.append(Figure(
+                    f"{name}.cold_seconds.{size_label(small)}_to_{size_label(large)}",
+                    cold[("now", name, large)], cold[("now", name, small)], "s",
+                    f"cold wall time at {size_label(large)} vs {size_label(small)}"))
     if earlier:
         print(f"\nnow against before ({options.before}): time and peak RSS ratios")
         for name in chosen:

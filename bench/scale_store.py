@@ -139,13 +139,17 @@ def cached_name(size: int) -> str:
 
 def upgrade_copy(older: Path, partial: Path, *, quiet: bool = False) -> None:
     """A copy of an older version's cached store at `partial`, upgraded by opening it for
-    writing (the summary table filled from the chained bodies); the original untouched."""
+    writing (what that version lacks made from the stored records); the original untouched."""
     if not quiet:
         print(f"copying {older} to upgrade it (the original is left as it is)", file=sys.stderr)
     with open_store(older, create=False) as source:
         source.backup_to(partial)
+    started = time.perf_counter()
     with open_store(partial, create=False, read_only=False):
         pass
+    if not quiet:
+        print(f"upgraded {partial.name} in {time.perf_counter() - started:.1f} s "
+              "(open for writing, the upgrade's own progress lines above)", file=sys.stderr)
 
 
 def ensure_store(size: int, folder: Path | None = None, *, quiet: bool = False) -> Path:
@@ -159,8 +163,13 @@ def ensure_store(size: int, folder: Path | None = None, *, quiet: bool = False) 
     partial = folder / f".arms-{size_label(size)}.building.sqlite"
     for leftover in folder.glob(partial.name + "*"):  # a build that was interrupted
         leftover.unlink()
-    older = folder / f"arms-{size_label(size)}.sqlite"
-    if older.exists() and older != final:
+    # the newest older version cached: the least to upgrade (from version 3, only the
+    # group totals are counted; from 1 or 2, the summary table is filled from the bodies)
+    older = next((candidate for candidate in (
+        *(folder / f"arms-{size_label(size)}.v{version}.sqlite"
+          for version in range(SCHEMA_VERSION - 1, 1, -1)),
+        folder / f"arms-{size_label(size)}.sqlite") if candidate.exists()), None)
+    if older is not None and older != final:
         upgrade_copy(older, partial, quiet=quiet)
     else:
         if not quiet:

@@ -1,7 +1,8 @@
-"""The record summary table (schema 3): written in the same transaction as each record,
-made and filled once when a version 1 or 2 store is opened for writing, never made by a
-read-only open, and checked by `verify` against the chained bodies. Both backends. Its
-summed columns follow `summed_number`, checked here against an independent rule."""
+"""The record summary table (schema 3) and the group totals beside it (schema 4): written
+in the same transaction as each record, made and filled once when a version 1, 2 or 3
+store is opened for writing, never made by a read-only open, and checked by `verify`
+against the chained bodies. Both backends. Its summed columns follow `summed_number`,
+checked here against an independent rule."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchwarden.core.group_totals import GROUP_TOTALS_COLUMNS, GroupTotals, fold_into
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, TokenComponents
 from benchwarden.core.store import (
@@ -94,6 +96,35 @@ def make_version_2(backend: Any) -> None:  # noqa: F811
     if backend.name == "sqlite":
         statements.append("PRAGMA user_version = 2")
     raw(backend, *statements)
+
+
+def make_version_3(backend: Any) -> None:  # noqa: F811
+    """The store as the benchwarden of schema 3 left it: no group totals, the wide group
+    index (its columns as version 3 made it on SQLite)."""
+    summed = ("priced, fresh_input, cache_creation, cache_read, output, reasoning, "
+              "duration_s, turns_number, denied_number, cost_number, odd_values, "
+              "field_bench_version") if backend.name == "sqlite" else ""
+    statements = ["DROP TABLE record_group_totals",
+                  "CREATE INDEX record_summaries_by_group ON record_summaries (suite, scope, "
+                  f"arm, task, outcome, group_key, seq{', ' + summed if summed else ''})",
+                  "UPDATE meta SET value = '3' WHERE name = 'schema_version'"]
+    if backend.name == "sqlite":
+        statements.append("PRAGMA user_version = 3")
+    raw(backend, *statements)
+
+
+def group_totals(store: Store) -> list[tuple[Any, ...]]:
+    """Every stored group totals row, in key order."""
+    return sorted(tuple(GroupTotals.from_row(row).row()) for row in store._query(
+        f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM record_group_totals"))
+
+
+def expected_group_totals(store: Store) -> list[tuple[Any, ...]]:
+    """The group totals folded from the records' bodies, one record at a time."""
+    totals: dict[tuple[Any, ...], GroupTotals] = {}
+    for row in expected_summaries(store):
+        fold_into(totals, [row])
+    return sorted(group.row() for group in totals.values())
 
 
 def filled(backend: Any, count: int = 7) -> None:  # noqa: F811
@@ -275,15 +306,17 @@ def test_summed_number_takes_numbers_and_counts_everything_else(value, count):
 
 
 @pytest.mark.postgres
-def test_an_append_only_role_is_refused_a_version_2_store_it_cannot_upgrade(postgres):  # noqa: F811
-    """Appending without rows to a version 2 table would leave it incomplete for the
-    benchwardens that read it: the role is refused in one line, a reader still reads."""
+@pytest.mark.parametrize("version", ["2", "3"])
+def test_an_append_only_role_is_refused_an_older_store_it_cannot_upgrade(postgres, version):  # noqa: F811
+    """Appending without rows to a version 2 table, or without totals to a version 3
+    store, would leave them incomplete for the benchwardens that read them: the role is
+    refused in one line, a reader still reads."""
     import secrets
 
     from benchwarden.core.store import StoreError, open_store
 
     filled(postgres)
-    make_version_2(postgres)
+    (make_version_2 if version == "2" else make_version_3)(postgres)
     role = f"bw_writer_{secrets.token_hex(3)}"
     schema = postgres.location.rsplit("%3D", 1)[1]
     with postgres.psycopg.connect(postgres.location, autocommit=True) as connection:
@@ -293,7 +326,8 @@ def test_an_append_only_role_is_refused_a_version_2_store_it_cannot_upgrade(post
                            f"GRANT USAGE ON SEQUENCE entries_seq_seq TO {role}")
     try:
         url = postgres.location.replace("://postgres@", f"://{role}@")
-        with pytest.raises(StoreError, match="schema version 2; .* may not upgrade it") as raised:
+        with pytest.raises(StoreError,
+                           match=f"schema version {version}; .* may not upgrade it") as raised:
             open_store(url)
         assert "\n" not in str(raised.value)
         with open_store(url, create=False) as reader:
@@ -302,4 +336,119 @@ def test_an_append_only_role_is_refused_a_version_2_store_it_cannot_upgrade(post
         with postgres.psycopg.connect(postgres.location, autocommit=True) as connection:
             connection.execute(f"DROP OWNED BY {role}; DROP ROLE {role}")
     with postgres.open(create=False) as reader:
-        assert reader._stored_schema_version() == "2"
+        assert reader._stored_schema_version() == version
+
+
+# ---------------------------------------------------------------------------- group totals
+
+def test_every_append_keeps_the_group_totals_of_its_records(backend):  # noqa: F811
+    filled(backend)
+    with backend.open() as store:
+        store.append([record("t1", 7, turns=2.5, bench_version="2"),
+                      record("single", 2, failure="hung")])
+        assert group_totals(store) == expected_group_totals(store)
+        assert store.verify().ok
+        groups = {(group.task, group.group_key): group
+                  for group in store.group_totals("demo", "s")}
+    assert groups[("t1", '["read",null]')].records == 2
+    assert groups[("t1", '["read",null]')].newest == (3, 9)
+    assert groups[("t1", '["read",null]')].bench_versions == ['"2"']
+    assert groups[("single", '["read","hung"]')].records == 1
+
+
+def test_a_refused_batch_leaves_the_group_totals_as_they_were(backend):  # noqa: F811
+    filled(backend)
+    with backend.open() as store:
+        before = group_totals(store)
+        with pytest.raises(DuplicateRecord):
+            store.append([record("t1", 9), record("t1", 1)])
+        assert group_totals(store) == before
+
+
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=6))
+@settings(max_examples=15, deadline=None)
+def test_group_totals_do_not_depend_on_how_appends_were_batched(cuts):
+    """The same records appended in different batches: the same rows, floats bit for bit
+    (durations and costs that plain addition would round differently)."""
+    from benchwarden.core.store import SQLiteStore
+
+    made = [record(f"t{index % 3}", index, imputed_cost_usd=[0.1, 1e16, 0.3, -1e16][index % 4],
+                   turns=0.1 * index) for index in range(1, 13)]
+    stored = []
+    for batches in ([made], [[one] for one in made], _cut(made, cuts)):
+        with SQLiteStore(":memory:") as store:
+            store.begin_run(stamp_run(suite="demo", bench_version="1", config={},
+                                      run_id="run-1"))
+            for batch in batches:
+                store.append(batch)
+            stored.append(group_totals(store))
+            assert stored[-1] == expected_group_totals(store)
+    assert stored[0] == stored[1] == stored[2]
+
+
+def _cut(items: list[Any], cuts: list[int]) -> list[list[Any]]:
+    batches, start, index = [], 0, 0
+    while start < len(items):
+        batches.append(items[start:start + cuts[index % len(cuts)]])
+        start, index = start + cuts[index % len(cuts)], index + 1
+    return batches
+
+
+@pytest.mark.parametrize("change, named", [
+    ("UPDATE record_group_totals SET output = output + 1 WHERE task = 't2'",
+     "group demo/s/a/t2 (pass, [\"read\",null]) has a wrong output"),
+    ("UPDATE record_group_totals SET duration_s = duration_s + 1e-9 WHERE task = 't3'",
+     "group demo/s/a/t3 (pass, [\"read\",null]) has a wrong duration_s"),
+    ("UPDATE record_group_totals SET newest = '[1]' WHERE task = 'single'",
+     "group demo/s/a/single (pass, [\"read\",null]) has a wrong newest"),
+    ("DELETE FROM record_group_totals WHERE task = 't0'",
+     "group demo/s/a/t0 (pass, [\"read\",null]) is missing"),
+    ("INSERT INTO record_group_totals SELECT suite, scope, arm, 'ghost', "
+     f"{', '.join(GROUP_TOTALS_COLUMNS[4:])} FROM record_group_totals WHERE task = 't1'",
+     "group demo/s/a/ghost (pass, [\"read\",null]) totals records the store does not hold"),
+])
+def test_verify_names_the_first_group_whose_totals_were_edited(backend, change, named):  # noqa: F811
+    filled(backend)
+    raw(backend, change)
+    with backend.open(create=False) as store:
+        report = store.verify(batch=3)
+    assert not report.ok and report.first_broken is None
+    line = report.line()
+    assert "\n" not in line and "record_group_totals" in line and named in line, line
+    assert "(derived data edited)" in line
+
+
+def test_a_version_3_store_is_reported_as_it_is_and_upgraded_by_a_writer(backend, capfd):  # noqa: F811
+    filled(backend)
+    make_version_3(backend)
+    with backend.open(create=False) as reader:  # read-only: nothing made or written
+        assert not reader.has_record_summaries
+        assert not reader._table_exists("record_group_totals")
+        assert len(reader.records()) == 7 and reader.verify().ok
+    with backend.open() as writer:  # opened for writing: its rows kept, totals counted
+        assert writer.has_record_summaries
+        assert summaries(writer) == expected_summaries(writer)
+        assert group_totals(writer) == expected_group_totals(writer)
+        writer.append([record("after", 1)])
+        assert group_totals(writer) == expected_group_totals(writer)
+        assert writer.verify().ok
+        assert writer._stored_schema_version() == "4"
+        index = ("SELECT 1 FROM sqlite_master WHERE name = 'record_summaries_by_group'"
+                 if backend.name == "sqlite" else
+                 "SELECT 1 WHERE to_regclass('record_summaries_by_group') IS NOT NULL")
+        assert writer._query(index) == []  # version 3's wide group index is gone
+    progress = capfd.readouterr().err
+    assert "summarising existing records" not in progress  # its rows are kept as they are
+    assert "totalling every group of records: 8 groups" not in progress
+    assert "totalling every group of records: 7 groups, done in" in progress
+
+
+def test_a_newer_store_is_refused_in_one_line(backend):  # noqa: F811
+    from benchwarden.core.store import CorruptStore
+
+    filled(backend)
+    raw(backend, "UPDATE meta SET value = '5' WHERE name = 'schema_version'")
+    with pytest.raises(CorruptStore, match="schema version 5, this benchwarden reads "
+                       "1 and 2 and 3 and 4") as raised:
+        backend.open(create=False)
+    assert "\n" not in str(raised.value)

@@ -1,0 +1,164 @@
+"""The per-group fold (core/group_totals.py): pure, in memory. Folding the same records
+in any batching gives the same row bit for bit; the row holds what an independent
+per-record computation gives (integers exactly, float sums to rounding)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchwarden.core.group_totals import (
+    GROUP_TOTALS_COLUMNS,
+    NEWEST_KEPT,
+    GroupTotals,
+    compensated_add,
+    first_difference,
+    fold_into,
+    group_of,
+)
+from benchwarden.core.records import Record, TokenComponents
+from benchwarden.core.store import SUMMARY_COLUMNS, summary_row
+
+
+def test_the_fold_reads_the_summary_columns_it_means():
+    """`group_totals` reads summary rows by position: the positions name these columns."""
+    from benchwarden.core import group_totals
+
+    for position, column in ((group_totals._SEQ, "seq"), (group_totals._OUTCOME, "outcome"),
+                             (group_totals._GROUP_KEY, "group_key"),
+                             (group_totals._DURATION, "duration_s"),
+                             (group_totals._FRESH, "fresh_input"),
+                             (group_totals._CREATION, "cache_creation"),
+                             (group_totals._READ, "cache_read"),
+                             (group_totals._OUTPUT, "output"),
+                             (group_totals._REASONING, "reasoning"),
+                             (group_totals._PRICED, "priced"),
+                             (group_totals._TURNS, "turns_number"),
+                             (group_totals._DENIED, "denied_number"),
+                             (group_totals._COST, "cost_number"),
+                             (group_totals._ODD, "odd_values"),
+                             (group_totals._VERSION, "field_bench_version")):
+        assert SUMMARY_COLUMNS[position] == column
+
+
+def test_compensated_add_keeps_what_plain_addition_loses():
+    total, error = 0.0, 0.0
+    for value in [1e16, 1.0, -1e16, 1.0] * 1000:
+        total, error = compensated_add(total, error, value)
+    assert total + error == 2000.0
+    plain = 0.0
+    for value in [1e16, 1.0, -1e16, 1.0] * 1000:
+        plain += value
+    assert plain != 2000.0  # what the compensation is for
+
+
+def test_an_overflowing_sum_stays_infinite_not_nan():
+    total, error = compensated_add(1.7e308, 0.0, 1.7e308)
+    assert math.isinf(total) and not math.isnan(total + error)
+
+
+records_strategy = st.lists(st.tuples(
+    st.sampled_from(["a", "b"]), st.sampled_from(["t0", "t1"]), st.booleans(),
+    st.sampled_from([None, "read", "write"]),
+    st.floats(0, 1e6, allow_nan=False, allow_infinity=False),
+    st.one_of(st.none(), st.integers(0, 50), st.floats(0, 1e3), st.just("odd")),
+    st.one_of(st.none(), st.floats(0, 10)), st.booleans(),
+    st.integers(0, 10**9), st.one_of(st.none(), st.sampled_from(["1", "2"]))),
+    min_size=1, max_size=40)
+
+
+def summary_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    made = []
+    for seq, (arm, task, passed, tier, duration, turns, cost, reported, tokens,
+              version) in enumerate(rows, start=1):
+        payload: dict[str, Any] = {"tier": tier, "turns": turns, "tokens_reported": reported}
+        if cost is not None:
+            payload["imputed_cost_usd"] = cost
+        if version is not None:
+            payload["bench_version"] = version
+        record = Record(suite="arms", scope="s", arm=arm, task=task, trial=seq, run_id="r",
+                        outcome="pass" if passed else "fail", started_at=1.5,
+                        ended_at=1.5 + duration,
+                        tokens=TokenComponents(tokens, 1, 2, 3, tokens if seq % 2 else None),
+                        payload=payload)
+        made.append(summary_row(seq, msgspec.json.encode(record)))
+    return made
+
+
+@given(records_strategy, st.lists(st.integers(1, 7), min_size=1, max_size=10))
+@settings(max_examples=150, deadline=None)
+def test_totals_do_not_depend_on_how_records_were_batched(rows, cuts):
+    """Folded in one batch, one record at a time, or in any batches, through stored rows
+    (as an append reads the touched groups back): the same rows, floats bit for bit."""
+    summaries = summary_rows(rows)
+    whole: dict[tuple[Any, ...], GroupTotals] = {}
+    fold_into(whole, summaries)
+    one_by_one: dict[tuple[Any, ...], GroupTotals] = {}
+    for row in summaries:
+        fold_into(one_by_one, [row])
+    batched: dict[tuple[Any, ...], GroupTotals] = {}
+    start, index = 0, 0
+    while start < len(summaries):
+        size = cuts[index % len(cuts)]
+        # as stored and read back: every touched group goes through its row
+        stored = {key: GroupTotals.from_row(group.row()) for key, group in batched.items()}
+        fold_into(stored, summaries[start:start + size])
+        batched = stored
+        start, index = start + size, index + 1
+    expected = {key: group.row() for key, group in whole.items()}
+    assert {key: group.row() for key, group in one_by_one.items()} == expected
+    assert {key: group.row() for key, group in batched.items()} == expected
+    assert first_difference(batched.values(), whole) is None
+
+
+@given(records_strategy)
+@settings(max_examples=100, deadline=None)
+def test_a_group_row_holds_the_per_record_totals(rows):
+    """An independent statement: per group, counts and token sums over priced records
+    exactly, float sums to rounding of `math.fsum`, the newest sequence numbers, the
+    distinct bench versions."""
+    summaries = summary_rows(rows)
+    totals: dict[tuple[Any, ...], GroupTotals] = {}
+    fold_into(totals, summaries)
+    for key, group in totals.items():
+        mine = [dict(zip(SUMMARY_COLUMNS, row, strict=True)) for row in summaries
+                if group_of(row) == key]
+        priced = [row for row in mine if row["priced"]]
+        assert group.records == len(mine) and group.priced == len(priced)
+        assert group.first_seq == mine[0]["seq"]
+        assert group.fresh_input == sum(row["fresh_input"] for row in priced)
+        assert group.reasoning_samples == sum(row["reasoning"] is not None for row in priced)
+        assert group.duration_s + group.duration_s_error == math.fsum(
+            row["duration_s"] for row in mine) or math.isclose(
+            group.duration_s + group.duration_s_error,
+            math.fsum(row["duration_s"] for row in mine), rel_tol=1e-15)
+        turns = [row["turns_number"] for row in mine if row["turns_number"] is not None]
+        assert math.isclose(group.turns + group.turns_error, math.fsum(turns),
+                            rel_tol=1e-15, abs_tol=1e-300)
+        assert group.imputed_samples == sum(row["cost_number"] is not None for row in mine)
+        assert group.odd_values == sum(row["odd_values"] for row in mine)
+        assert group.newest == tuple(row["seq"] for row in mine)[-NEWEST_KEPT:]
+        assert group.bench_versions == sorted({row["field_bench_version"] for row in mine
+                                               if row["field_bench_version"] is not None})
+
+
+def test_first_difference_names_the_first_wrong_group_and_column():
+    summaries = summary_rows([("a", "t0", True, "read", 1.0, 2, None, True, 5, "1"),
+                              ("b", "t1", False, None, 2.0, 3, 0.5, True, 7, None)])
+    expected: dict[tuple[Any, ...], GroupTotals] = {}
+    fold_into(expected, summaries)
+    stored = [GroupTotals.from_row(group.row()) for group in expected.values()]
+    assert first_difference(stored, expected) is None
+    stored[1].output += 1
+    assert first_difference(stored, expected) == \
+        'group arms/s/b/t1 (fail, [null,null]) has a wrong output'
+    assert "is missing" in str(first_difference(stored[:1], expected))
+    stored[1].output -= 1
+    extra = GroupTotals.from_row(("arms", "s", "c", "t9", *stored[0].row()[4:]))
+    assert "totals records the store does not hold" in str(
+        first_difference([*stored, extra], expected))
+    assert len(GROUP_TOTALS_COLUMNS) == len(stored[0].row())
