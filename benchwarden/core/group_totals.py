@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -60,8 +61,9 @@ def compensated_add(total: float, error: float, value: float) -> tuple[float, fl
 class GroupTotals:
     """The totals of one group (one `record_group_totals` row), folded record by record."""
 
-    # the two JSON columns are held as a list and a set while folding (`row` writes text)
-    __slots__ = (*GROUP_TOTALS_COLUMNS[:-2], "versions", "newest_seqs")
+    # the two JSON columns are held as a set (and its text, made again only when a new
+    # version is seen) and a list while folding
+    __slots__ = (*GROUP_TOTALS_COLUMNS[:-2], "versions", "versions_text", "newest_seqs")
 
     suite: str
     scope: str
@@ -88,6 +90,7 @@ class GroupTotals:
     imputed_cost_usd_error: float
     odd_values: int
     versions: set[str]
+    versions_text: str
     newest_seqs: list[int]
 
     @classmethod
@@ -98,14 +101,22 @@ class GroupTotals:
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> GroupTotals:
-        """A stored row (in `GROUP_TOTALS_COLUMNS` order; text may come back as bytes)."""
+        """A stored row (in `GROUP_TOTALS_COLUMNS` order; text may come back as bytes).
+        Raises `ValueError` when its JSON columns are not what `row` writes."""
         totals = cls.__new__(cls)
         values = [value.decode("utf-8") if isinstance(value, bytes) else value
                   for value in row]
         for name, value in zip(GROUP_TOTALS_COLUMNS[:-2], values, strict=False):
             setattr(totals, name, value)
-        totals.versions = set(json.loads(values[-2]))
-        totals.newest_seqs = [int(seq) for seq in json.loads(values[-1])]
+        try:
+            versions = json.loads(values[-2])
+            newest = json.loads(values[-1])
+            totals.versions = {str(version) for version in versions}
+            totals.newest_seqs = [int(seq) for seq in newest]
+        except (TypeError, ValueError):
+            raise ValueError(f"the group totals of {'/'.join(map(str, values[:4]))} hold "
+                             "unreadable bench_versions or newest") from None
+        totals.versions_text = _json_text(sorted(totals.versions))
         return totals
 
     @property
@@ -120,8 +131,8 @@ class GroupTotals:
 
     def row(self) -> tuple[Any, ...]:
         """The row to store, in `GROUP_TOTALS_COLUMNS` order."""
-        return (*(getattr(self, name) for name in GROUP_TOTALS_COLUMNS[:-2]),
-                _json_text(self.bench_versions), _json_text(self.newest_seqs))
+        return (*_plain_columns(self), self.versions_text,
+                "[" + ",".join(map(str, self.newest_seqs)) + "]")
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -131,6 +142,7 @@ class GroupTotals:
         """Add summary rows of this group (`store.summary_row`), in sequence order."""
         newest = self.newest_seqs
         versions = self.versions
+        seen = len(versions)
         for row in rows:
             self.records += 1
             newest.append(int(row[_SEQ]))
@@ -158,10 +170,16 @@ class GroupTotals:
             if row[_VERSION] is not None:
                 versions.add(row[_VERSION])
         del newest[:-NEWEST_KEPT]
+        if len(versions) != seen:
+            self.versions_text = _json_text(sorted(versions))
 
     def same_as(self, other: GroupTotals) -> bool:
         """Every column equal (floats exactly: both were folded the one way)."""
         return self.row() == other.row()
+
+
+# the columns held as they are stored, read in one call (`row`, once per touched group)
+_plain_columns = operator.attrgetter(*GROUP_TOTALS_COLUMNS[:-2])
 
 
 def _json_text(values: list[Any]) -> str:

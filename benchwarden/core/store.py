@@ -297,6 +297,10 @@ _GROUP_TOTALS_KINDS = {name: "text" for name in (*GROUP_KEY_COLUMNS, "bench_vers
 _VERSION_3_GROUP_INDEX = "record_summaries_by_group"
 # group keys per read of the touched groups' rows (6 parameters each)
 _KEYS_PER_READ = 400
+# group rows per UPSERT statement (26 parameters each)
+_GROUPS_PER_UPSERT = 32
+# groups a writer keeps in memory between its appends (about 1 KB each)
+_GROUPS_KEPT_IN_MEMORY = 50_000
 
 
 def group_totals_table(types: Mapping[str, str], suffix: str = "") -> str:
@@ -315,20 +319,25 @@ def _group_key_of(row: Sequence[Any]) -> tuple[Any, ...]:
 
 @functools.lru_cache(maxsize=8)
 def _read_group_totals(placeholder: str, keys: int) -> str:
+    """The stored rows of `keys` groups: the wanted keys joined to the table's primary
+    key, so each is one lookup (a row-value IN list made SQLite scan the table)."""
     one = f"({', '.join([placeholder] * len(GROUP_KEY_COLUMNS))})"
-    return (f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM record_group_totals WHERE "
-            f"({', '.join(GROUP_KEY_COLUMNS)}) IN (VALUES {', '.join([one] * keys)})")
+    return (f"WITH wanted ({', '.join(GROUP_KEY_COLUMNS)}) AS (VALUES "
+            f"{', '.join([one] * keys)}) SELECT "
+            f"{', '.join(f'totals.{name}' for name in GROUP_TOTALS_COLUMNS)} "
+            "FROM wanted JOIN record_group_totals AS totals ON "
+            + " AND ".join(f"totals.{name} = wanted.{name}" for name in GROUP_KEY_COLUMNS))
 
 
-@functools.lru_cache(maxsize=2)
-def _upsert_group_totals(placeholder: str) -> str:
-    """One group's row written whole: inserted, or replacing the stored one (the same
-    statement on SQLite and PostgreSQL)."""
-    values = ", ".join([placeholder] * len(GROUP_TOTALS_COLUMNS))
+@functools.lru_cache(maxsize=8)
+def _upsert_group_totals(placeholder: str, rows: int) -> str:
+    """`rows` groups' rows written whole: each inserted, or replacing the stored one (the
+    same statement on SQLite and PostgreSQL; the rows' keys are distinct)."""
+    one = f"({', '.join([placeholder] * len(GROUP_TOTALS_COLUMNS))})"
     updates = ", ".join(f"{name} = excluded.{name}" for name in GROUP_TOTALS_COLUMNS
                         if name not in GROUP_KEY_COLUMNS)
     return (f"INSERT INTO record_group_totals ({', '.join(GROUP_TOTALS_COLUMNS)}) "
-            f"VALUES ({values}) ON CONFLICT ({', '.join(GROUP_KEY_COLUMNS)}) "
+            f"VALUES {', '.join([one] * rows)} ON CONFLICT ({', '.join(GROUP_KEY_COLUMNS)}) "
             f"DO UPDATE SET {updates}")
 
 
@@ -514,9 +523,13 @@ class Store(ABC):
     placeholder = "?"
     location: str
     read_only: bool = False
+    # the group totals this writer's last append wrote, tagged with the chain's head
+    # after it (`_add_to_group_totals`)
+    _groups_written: tuple[tuple[int, str], dict[tuple[Any, ...], GroupTotals]] | None = None
     has_record_summaries: bool = False
-    """True when `record_summaries` exists and is complete: appends write it, reports
-    may aggregate it. False for a store from before it opened read-only."""
+    """True when `record_summaries` and `record_group_totals` (schema 4) exist and are
+    complete: appends write them, reports read the totals. False for a store of an
+    older version opened read-only."""
 
     # -- dialect hooks -------------------------------------------------------
     @abstractmethod
@@ -611,41 +624,67 @@ class Store(ABC):
         the order given)."""
         if not any(address[0] == "record" for address in addresses):
             return
-        cursor.execute(f"SELECT seq FROM entries WHERE seq > {self.placeholder} ORDER BY seq",
-                       (head_seq,))
-        seqs = [int(found[0]) for found in cursor.fetchall()]
-        if len(seqs) != len(addresses):
-            raise StoreError(f"store {self.location}: an append saw {len(seqs)} new entries "
+        # the head before the batch (absent in an empty store), then the batch's entries
+        cursor.execute(f"SELECT seq, hash FROM entries WHERE seq >= {self.placeholder} "
+                       "ORDER BY seq", (head_seq,))
+        found = [(int(seq), str(link)) for seq, link in cursor.fetchall()]
+        before = found.pop(0) if found and found[0][0] == head_seq else (head_seq, "")
+        if len(found) != len(addresses):
+            raise StoreError(f"store {self.location}: an append saw {len(found)} new entries "
                              f"for the {len(addresses)} it wrote; nothing was stored")
-        rows = [summary_row(seq, body) for seq, address, body
-                in zip(seqs, addresses, bodies, strict=True) if address[0] == "record"]
+        rows = [summary_row(seq, body) for (seq, _), address, body
+                in zip(found, addresses, bodies, strict=True) if address[0] == "record"]
         self._insert_summary_rows(cursor, rows)
-        self._add_to_group_totals(cursor, rows)
+        self._add_to_group_totals(cursor, rows, before, found[-1])
 
     def _insert_summary_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
         p = self.placeholder
         cursor.executemany(f"INSERT INTO record_summaries ({', '.join(SUMMARY_COLUMNS)}) "
                            f"VALUES ({', '.join([p] * len(SUMMARY_COLUMNS))})", rows)
 
-    def _add_to_group_totals(self, cursor: Any, rows: Sequence[tuple[Any, ...]]) -> None:
+    def _add_to_group_totals(self, cursor: Any, rows: Sequence[tuple[Any, ...]],
+                             before: tuple[int, str], after: tuple[int, str]) -> None:
         """Inside the append transaction (the append lock held): fold the batch's summary
         rows into `record_group_totals`. The touched groups' rows are read, folded in
         Python (`group_totals.fold_into`, the rule `verify` recomputes by) and written
-        back whole by one UPSERT each, so the SQL is the same on every backend."""
+        back whole by one UPSERT each, so the SQL is the same on every backend.
+
+        The groups this writer last wrote are kept in memory, tagged with the chain's
+        head (sequence number and hash) after that append: when the head before this
+        batch is that tag, nobody appended since and the earlier append committed, so
+        they are what the table holds and are not read again. The tag is cleared before
+        folding (a failure part way leaves no cache), and a head that does not match (a
+        rolled-back append, another writer) means reading every touched group."""
+        cached, self._groups_written = self._groups_written, None
+        current = cached[1] if cached is not None and cached[0] == before else {}
         if not rows:
             return
-        keys = list(dict.fromkeys(map(_group_key_of, rows)))
-        current: dict[tuple[Any, ...], GroupTotals] = {}
-        for start in range(0, len(keys), _KEYS_PER_READ):
-            chunk = keys[start:start + _KEYS_PER_READ]
+        wanted = [key for key in dict.fromkeys(map(_group_key_of, rows)) if key not in current]
+        for start in range(0, len(wanted), _KEYS_PER_READ):
+            chunk = wanted[start:start + _KEYS_PER_READ]
             cursor.execute(_read_group_totals(self.placeholder, len(chunk)),
                            [part for key in chunk for part in key])
             for found in cursor.fetchall():
-                group = GroupTotals.from_row(found)
+                try:
+                    group = GroupTotals.from_row(found)
+                except ValueError as error:
+                    raise CorruptStore(f"store {self.location}: {error} (derived data "
+                                       "edited); `benchwarden verify --store` checks the "
+                                       "whole store") from None
                 current[group.key] = group
-        touched = fold_into(current, rows)
-        cursor.executemany(_upsert_group_totals(self.placeholder),
-                           [group.row() for group in touched])
+        self._write_group_totals(cursor, fold_into(current, rows))
+        if len(current) <= _GROUPS_KEPT_IN_MEMORY:
+            self._groups_written = (after, current)
+
+    def _write_group_totals(self, cursor: Any, groups: Sequence[GroupTotals]) -> None:
+        """Each group's row written whole, inserted or replacing the stored one, by
+        multi-row UPSERTs of `_GROUPS_PER_UPSERT` rows (a statement per row cost half
+        as much again)."""
+        rows = [group.row() for group in groups]
+        for start in range(0, len(rows), _GROUPS_PER_UPSERT):
+            chunk = rows[start:start + _GROUPS_PER_UPSERT]
+            cursor.execute(_upsert_group_totals(self.placeholder, len(chunk)),
+                           [value for row in chunk for value in row])
 
     def group_totals(self, suite: str, scope: str) -> list[GroupTotals]:
         """The per-group totals of a scope (`core.group_totals`): what a report sums,
@@ -695,8 +734,9 @@ class Store(ABC):
                 break
             fold_into(totals, page)
             after = int(page[-1][0])
+        self._groups_written = None
         cursor.execute("DELETE FROM record_group_totals")
-        cursor.executemany(_upsert_group_totals(p), [group.row() for group in totals.values()])
+        self._write_group_totals(cursor, list(totals.values()))
         print(f"benchwarden: store {self.location}: totalling every group of records: "
               f"{len(totals):,} groups, done in {time.monotonic() - started:.1f} s",
               file=sys.stderr, flush=True)
@@ -1125,8 +1165,12 @@ class Store(ABC):
     def _group_totals_problem(self, expected: dict[tuple[Any, ...], GroupTotals]) -> str | None:
         """For `verify`: the first group whose stored totals differ from `expected` (the
         totals folded from every record's body), in one line; None when all agree."""
-        stored = [GroupTotals.from_row(row) for row in self._query(
-            f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM record_group_totals")]
+        try:
+            stored = [GroupTotals.from_row(row) for row in self._query(
+                f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM record_group_totals")]
+        except ValueError as error:
+            return (f"its per-group totals (record_group_totals) disagree with its records: "
+                    f"{error} (derived data edited)")
         wrong = first_difference(stored, expected)
         if wrong is None:
             return None

@@ -452,3 +452,43 @@ def test_a_newer_store_is_refused_in_one_line(backend):  # noqa: F811
                        "1 and 2 and 3 and 4") as raised:
         backend.open(create=False)
     assert "\n" not in str(raised.value)
+
+
+def test_a_writer_keeps_its_groups_in_memory_only_while_nobody_else_appends(backend):  # noqa: F811
+    """Two writers take turns on one store, and one append fails after its totals were
+    folded (rolled back): each writer's kept groups are used only when the chain's head
+    is the one its own last append left, so the table stays exact."""
+    filled(backend)
+    with backend.open() as first, backend.open() as second:
+        first.append([record("t1", 10)])
+        second.append([record("t1", 11), record("t2", 11)])  # first's memory now stale
+        first.append([record("t1", 12)])
+        assert group_totals(first) == expected_group_totals(first)
+
+        def fail_after_the_fold(cursor: Any) -> Any:
+            raise RuntimeError("the disk went away")
+
+        original = first._head_in
+        first._head_in = fail_after_the_fold  # type: ignore[method-assign]
+        with pytest.raises(RuntimeError):
+            first.append([record("t1", 13)])
+        first._head_in = original  # type: ignore[method-assign]
+        first.append([record("t1", 14)])  # after a rollback: read again, not remembered
+        second.append([record("t1", 15)])
+        first.append([record("t1", 16)])
+        assert group_totals(first) == expected_group_totals(first)
+        assert first.verify().ok
+
+
+def test_unreadable_group_totals_are_one_line_for_verify_and_appends(backend):  # noqa: F811
+    from benchwarden.core.store import CorruptStore
+
+    filled(backend)
+    raw(backend, "UPDATE record_group_totals SET newest = 'not json' WHERE task = 't1'")
+    with backend.open(create=False) as store:
+        report = store.verify()
+    assert not report.ok and "unreadable bench_versions or newest" in report.line()
+    with backend.open() as writer, pytest.raises(CorruptStore, match="derived data edited") \
+            as raised:
+        writer.append([record("t1", 9)])
+    assert "\n" not in str(raised.value)
