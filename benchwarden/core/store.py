@@ -723,17 +723,10 @@ class Store(ABC):
         started = time.monotonic()
         print(f"benchwarden: store {self.location}: upgrading for fast reports: totalling "
               "every group of records", file=sys.stderr, flush=True)
-        p = self.placeholder
         totals: dict[tuple[Any, ...], GroupTotals] = {}
-        after = 0
-        while True:
-            cursor.execute(f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM record_summaries "
-                           f"WHERE seq > {p} ORDER BY seq LIMIT {p}", (after, BACKFILL_BATCH))
-            page = cursor.fetchall()
-            if not page:
-                break
+        for page in self._pages_by_seq(cursor, f"SELECT {', '.join(SUMMARY_COLUMNS)} "
+                                       "FROM record_summaries WHERE"):
             fold_into(totals, page)
-            after = int(page[-1][0])
         self._groups_written = None
         cursor.execute("DELETE FROM record_group_totals")
         self._write_group_totals(cursor, list(totals.values()))
@@ -741,20 +734,29 @@ class Store(ABC):
               f"{len(totals):,} groups, done in {time.monotonic() - started:.1f} s",
               file=sys.stderr, flush=True)
 
+    def _pages_by_seq(self, cursor: Any, select: str) -> Iterator[list[tuple[Any, ...]]]:
+        """The rows of `select` (ending in `WHERE` or `AND`; its first column `seq`) in
+        sequence order, `BACKFILL_BATCH` a page (keyset pagination: memory bounded)."""
+        p = self.placeholder
+        after = 0
+        while True:
+            cursor.execute(f"{select} seq > {p} ORDER BY seq LIMIT {p}",
+                           (after, BACKFILL_BATCH))
+            page = cursor.fetchall()
+            if not page:
+                return
+            yield page
+            after = int(page[-1][0])
+
     def _backfill_summaries(self, cursor: Any) -> int:
         """Inside a transaction holding the append lock, with `record_summaries` just
         created: one row per record already stored, `BACKFILL_BATCH` records a page, a
         progress line per page on stderr. Returns the number of rows written."""
-        p = self.placeholder
         cursor.execute("SELECT COUNT(*) FROM entries WHERE kind = 'record'")
         total = int(cursor.fetchone()[0])
-        written, after = 0, 0
-        while True:
-            cursor.execute(f"SELECT seq, body FROM entries WHERE kind = 'record' AND seq > {p} "
-                           f"ORDER BY seq LIMIT {p}", (after, BACKFILL_BATCH))
-            page = cursor.fetchall()
-            if not page:
-                break
+        written = 0
+        for page in self._pages_by_seq(cursor, "SELECT seq, body FROM entries "
+                                       "WHERE kind = 'record' AND"):
             rows = []
             for seq, body in page:
                 try:
@@ -766,7 +768,6 @@ class Store(ABC):
                     ) from None
             self._insert_summary_rows(cursor, rows)
             written += len(rows)
-            after = int(page[-1][0])
             print(f"benchwarden: store {self.location}: summarising existing records for fast "
                   f"reports: {written:,} of {total:,}", file=sys.stderr, flush=True)
         return written
