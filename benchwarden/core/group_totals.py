@@ -96,8 +96,17 @@ class GroupTotals:
     @classmethod
     def empty(cls, key: Sequence[Any], first_seq: int) -> GroupTotals:
         """A group with no record yet (its key in `GROUP_KEY_COLUMNS` order)."""
-        return cls.from_row((*key, first_seq, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0, 0,
-                             0.0, 0.0, 0, "[]", "[]"))
+        totals = cls.__new__(cls)
+        (totals.suite, totals.scope, totals.arm, totals.task, totals.outcome,
+         totals.group_key) = key
+        totals.first_seq = first_seq
+        totals.records = totals.priced = totals.fresh_input = totals.cache_creation = 0
+        totals.cache_read = totals.output = totals.reasoning_samples = totals.reasoning = 0
+        totals.denied_calls = totals.imputed_samples = totals.odd_values = 0
+        totals.duration_s = totals.duration_s_error = totals.turns = totals.turns_error = 0.0
+        totals.imputed_cost_usd = totals.imputed_cost_usd_error = 0.0
+        totals.versions, totals.versions_text, totals.newest_seqs = set(), "[]", []
+        return totals
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> GroupTotals:

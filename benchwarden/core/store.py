@@ -43,6 +43,7 @@ from __future__ import annotations
 import functools
 import importlib
 import itertools
+import json
 import math
 import os
 import sqlite3
@@ -65,6 +66,7 @@ from benchwarden.core.errors import EXIT_USAGE, EnvironmentFailure
 from benchwarden.core.group_totals import (
     GROUP_KEY_COLUMNS,
     GROUP_TOTALS_COLUMNS,
+    NEWEST_KEPT,
     GroupTotals,
     first_difference,
     fold_into,
@@ -295,6 +297,19 @@ _GROUP_TOTALS_KINDS = {name: "text" for name in (*GROUP_KEY_COLUMNS, "bench_vers
                               "imputed_cost_usd", "imputed_cost_usd_error")}
 # The group index of schema 3 (dropped by the upgrade to 4).
 _VERSION_3_GROUP_INDEX = "record_summaries_by_group"
+# A version 3 store's group totals, summed by walking that index (read-only stores): the
+# columns of `GROUP_TOTALS_COLUMNS` up to `odd_values` (compensations 0), then the
+# group's lowest and highest bench version.
+_VERSION_3_GROUP_TOTALS = (
+    f"SELECT {', '.join(GROUP_KEY_COLUMNS)}, MIN(seq), COUNT(*), SUM(priced), "
+    + "".join(f"SUM({name} * priced), " for name in ("fresh_input", "cache_creation",
+                                                      "cache_read", "output"))
+    + "SUM(CASE WHEN reasoning IS NULL THEN 0 ELSE priced END), "
+    "COALESCE(SUM(reasoning * priced), 0), SUM(duration_s), 0.0, "
+    "COALESCE(SUM(turns_number), 0), 0.0, COALESCE(SUM(denied_number), 0), "
+    "COUNT(cost_number), COALESCE(SUM(cost_number), 0), 0.0, SUM(odd_values), "
+    "MIN(field_bench_version), MAX(field_bench_version) FROM record_summaries "
+    f"WHERE suite = {{p}} AND scope = {{p}} GROUP BY {', '.join(GROUP_KEY_COLUMNS)}")
 # group keys per read of the touched groups' rows (6 parameters each)
 _KEYS_PER_READ = 400
 # group rows per UPSERT statement (26 parameters each)
@@ -526,6 +541,8 @@ class Store(ABC):
     # the group totals this writer's last append wrote, tagged with the chain's head
     # after it (`_add_to_group_totals`)
     _groups_written: tuple[tuple[int, str], dict[tuple[Any, ...], GroupTotals]] | None = None
+    # a version 3 store opened read-only: its group index answers `group_totals`
+    _reads_version_3_groups: bool = False
     has_record_summaries: bool = False
     """True when `record_summaries` and `record_group_totals` (schema 4) exist and are
     complete: appends write them, reports read the totals. False for a store of an
@@ -676,6 +693,27 @@ class Store(ABC):
         if len(current) <= _GROUPS_KEPT_IN_MEMORY:
             self._groups_written = (after, current)
 
+    def _version_3_group_totals(self, suite: str, scope: str) -> list[GroupTotals]:
+        """A version 3 store read as it is (read-only, not upgraded): the totals summed
+        by one GROUP BY over its group index (every summed column in it), each group's
+        newest trials and, where a group holds more than one, its bench versions by a
+        short query each. Float sums are the database's (equal to the fold to rounding)."""
+        p = self.placeholder
+        where = " AND ".join(f"{name} = {p}" for name in GROUP_KEY_COLUMNS)
+        groups = []
+        for row in self._query(_VERSION_3_GROUP_TOTALS.replace("{p}", p), (suite, scope)):
+            key, low, high = row[:6], row[-2], row[-1]
+            versions = [] if low is None else [low] if low == high else sorted(
+                {found for found, in self._query(
+                    f"SELECT DISTINCT field_bench_version FROM record_summaries WHERE {where} "
+                    "AND field_bench_version IS NOT NULL", key)})
+            newest = sorted(int(seq) for seq, in self._query(
+                f"SELECT seq FROM record_summaries WHERE {where} ORDER BY seq DESC "
+                f"LIMIT {NEWEST_KEPT}", key))
+            groups.append(GroupTotals.from_row((*row[:-2], json.dumps(versions),
+                                                json.dumps(newest))))
+        return groups
+
     def _write_group_totals(self, cursor: Any, groups: Sequence[GroupTotals]) -> None:
         """Each group's row written whole, inserted or replacing the stored one, by
         multi-row UPSERTs of `_GROUPS_PER_UPSERT` rows (a statement per row cost half
@@ -686,9 +724,17 @@ class Store(ABC):
             cursor.execute(_upsert_group_totals(self.placeholder, len(chunk)),
                            [value for row in chunk for value in row])
 
+    @property
+    def has_group_totals(self) -> bool:
+        """True when `group_totals` answers: a store of this version, or a version 3
+        store opened read-only (summed from its summary table by its group index)."""
+        return self.has_record_summaries or self._reads_version_3_groups
+
     def group_totals(self, suite: str, scope: str) -> list[GroupTotals]:
         """The per-group totals of a scope (`core.group_totals`): what a report sums,
-        summed as the records were appended. Only when `has_record_summaries`."""
+        summed as the records were appended. Only when `has_group_totals`."""
+        if not self.has_record_summaries and self._reads_version_3_groups:
+            return self._version_3_group_totals(suite, scope)
         if not self.has_record_summaries:
             raise StoreError(f"store {self.location} has no group totals of this version; "
                              "open it for writing once to add them")
@@ -993,7 +1039,8 @@ class Store(ABC):
                     f"SELECT body FROM entries WHERE kind = 'run_end'{where}", params))
         }
         # counted over the slim summary table when there is one (a tenth of the bytes)
-        if self.has_record_summaries:  # over the index by run, in its order: no sort
+        # (a version 3 store read as it is has the same complete table)
+        if self.has_group_totals:  # over the index by run, in its order: no sort
             in_suite = f" WHERE suite || '' = {p}" if suite else ""
             counted = f"SELECT run_id, COUNT(*) FROM record_summaries{in_suite} GROUP BY run_id"
         else:
@@ -1582,7 +1629,9 @@ class SQLiteStore(Store):
             self._connection.execute(f"PRAGMA cache_size = -{_WRITER_CACHE_KIB}")
         except sqlite3.Error as error:
             raise sqlite_failure(self.location, error, "reading it") from None
-        self.has_record_summaries = self._meta("schema_version") == str(SCHEMA_VERSION)
+        version = str(self._meta("schema_version")).strip()
+        self.has_record_summaries = version == str(SCHEMA_VERSION)
+        self._reads_version_3_groups = version == "3"
 
     def _open_for_writing(self) -> None:
         try:

@@ -280,6 +280,7 @@ class PostgresStore(Store):
             self.has_record_summaries = True
             return
         if self.read_only:
+            self._reads_version_3_groups = version == "3"
             return
         try:
             with self._connection.transaction():  # a savepoint: a refusal undoes only this

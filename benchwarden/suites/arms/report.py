@@ -455,13 +455,14 @@ def _resolve_scope(store: Store, scope: str | None) -> tuple[str, list[Any]]:
 
 def summarize_scope(store: Store, scope: str) -> Any:
     """`views.Summary` of a scope. Read from the store's group totals when it has them
-    (`summary_in_database`); otherwise (a store of an older schema
-    version opened read-only) one streaming pass over slim rows (no transcript or final
-    report is decoded). Both give the same totals, by the same rules (`summed_number`);
-    memory is bounded by the scope's cells either way."""
+    (`summary_in_database`; a version 3 store opened read-only sums them from its group
+    index); otherwise (a store of version 1 or 2 opened read-only) one streaming pass
+    over slim rows (no transcript or final report is decoded). All give the same
+    totals, by the same rules (`summed_number`); memory is bounded by the scope's cells
+    either way."""
     from benchwarden.suites.arms import views
 
-    if store.has_record_summaries:
+    if store.has_group_totals:
         # The intervals need scipy.stats (about a second to import); the database sums
         # without holding the GIL, so the import runs beside the query instead of after.
         import_in_background(stats.scipy_stats)

@@ -509,8 +509,31 @@ def test_both_backends_sum_in_the_database_as_the_stream_does(backend):  # noqa:
         assert report.skipped_values == 3
 
 
-def test_an_old_store_reports_the_same_read_only_and_after_its_upgrade(backend):  # noqa: F811
-    from tests.core.test_store_summaries import make_version_1
+def test_a_version_3_store_read_as_it_is_sums_what_the_stream_sums(backend):  # noqa: F811
+    """Its group index summed by the database (no totals table): the same groups, counts,
+    newest trials and versions (two in one group) as the stream, floats to rounding."""
+    from tests.core.test_store_summaries import make_version_3
+
+    arms, tasks = ["cli", "http"], [f"t{n}" for n in range(4)]
+    records = random_records(13, arms, tasks, depth=6)
+    records[2].payload["bench_version"] = "2"
+    records[3].payload["turns"] = "four"
+    with backend.open() as store:
+        fill(store, records, arms, tasks)
+    make_version_3(backend)
+    with backend.open(create=False) as reader:
+        assert reader.has_group_totals and not reader.has_record_summaries
+        in_database = arms_report.summary_in_database(reader, SCOPE)
+        assert_same_summary(in_database, streamed_summary(reader))
+    assert in_database.versions == {"1", "2"}
+    assert sum(totals.odd_values for totals in in_database.groups.values()) == 1
+
+
+@pytest.mark.parametrize("version", ["1", "3"])
+def test_an_old_store_reports_the_same_read_only_and_after_its_upgrade(backend, version):  # noqa: F811
+    """Read as it is, a version 1 store is streamed and a version 3 store summed by its
+    group index; upgraded, both read the group totals: the same report each time."""
+    from tests.core.test_store_summaries import make_version_1, make_version_3
 
     arms, tasks = ["cli", "http", "mcp"], [f"t{n}" for n in range(4)]
     records = random_records(5, arms, tasks, depth=5)
@@ -518,10 +541,12 @@ def test_an_old_store_reports_the_same_read_only_and_after_its_upgrade(backend):
     with backend.open() as store:
         fill(store, records, arms, tasks)
         current = arms_report.build_report(store, "run-1", weights, floor=2)
-    make_version_1(backend)
-    with backend.open(create=False) as reader:  # no table: the streaming pass
+    (make_version_1 if version == "1" else make_version_3)(backend)
+    with backend.open(create=False) as reader:  # no totals: streamed, or the v3 GROUP BY
         assert not reader.has_record_summaries
+        assert reader.has_group_totals == (version == "3")
         streamed = arms_report.build_report(reader, "run-1", weights, floor=2)
+        assert [run.record_count for run in reader.runs()] == [len(records)]
     with backend.open() as writer:  # opened for writing: backfilled
         assert writer.has_record_summaries
     with backend.open(create=False) as reader:
