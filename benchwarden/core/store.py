@@ -70,6 +70,7 @@ from benchwarden.core.group_totals import (
     GroupTotals,
     first_difference,
     fold_into,
+    group_of,
 )
 from benchwarden.core.records import (
     Record,
@@ -326,10 +327,6 @@ def group_totals_table(types: Mapping[str, str], suffix: str = "") -> str:
         for name in GROUP_TOTALS_COLUMNS)
     return (f"CREATE TABLE IF NOT EXISTS record_group_totals (\n    {columns},\n    "
             f"PRIMARY KEY ({', '.join(GROUP_KEY_COLUMNS)})\n){suffix}")
-
-
-def _group_key_of(row: Sequence[Any]) -> tuple[Any, ...]:
-    return (row[1], row[2], row[3], row[4], row[7], row[8])
 
 
 @functools.lru_cache(maxsize=8)
@@ -676,7 +673,7 @@ class Store(ABC):
         current = cached[1] if cached is not None and cached[0] == before else {}
         if not rows:
             return
-        wanted = [key for key in dict.fromkeys(map(_group_key_of, rows)) if key not in current]
+        wanted = [key for key in dict.fromkeys(map(group_of, rows)) if key not in current]
         for start in range(0, len(wanted), _KEYS_PER_READ):
             chunk = wanted[start:start + _KEYS_PER_READ]
             cursor.execute(_read_group_totals(self.placeholder, len(chunk)),
