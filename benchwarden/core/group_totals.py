@@ -20,6 +20,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import operator
@@ -125,7 +126,7 @@ class GroupTotals:
         except (TypeError, ValueError):
             raise ValueError(f"the group totals of {'/'.join(map(str, values[:4]))} hold "
                              "unreadable bench_versions or newest") from None
-        totals.versions_text = _json_text(sorted(totals.versions))
+        totals.versions_text = _versions_text(tuple(sorted(totals.versions)))
         return totals
 
     @property
@@ -180,7 +181,7 @@ class GroupTotals:
                 versions.add(row[_VERSION])
         del newest[:-NEWEST_KEPT]
         if len(versions) != seen:
-            self.versions_text = _json_text(sorted(versions))
+            self.versions_text = _versions_text(tuple(sorted(versions)))
 
     def same_as(self, other: GroupTotals) -> bool:
         """Every column equal (floats exactly: both were folded the one way)."""
@@ -193,6 +194,13 @@ _plain_columns = operator.attrgetter(*GROUP_TOTALS_COLUMNS[:-2])
 
 def _json_text(values: list[Any]) -> str:
     return json.dumps(values, ensure_ascii=False, separators=(",", ":"))
+
+
+@functools.lru_cache(maxsize=64)
+def _versions_text(versions: tuple[str, ...]) -> str:
+    """The stored text of a set of bench versions (a store holds a handful of sets: one
+    text each, not one `json.dumps` per new group)."""
+    return _json_text(list(versions))
 
 
 def group_of(summary_row: Sequence[Any]) -> tuple[Any, ...]:
