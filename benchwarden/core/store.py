@@ -519,14 +519,17 @@ class Store(ABC):
                 first_previous = row[1] if row else GENESIS_HASH
                 links = chain_links(first_previous, zip(encoded_addresses, bodies, strict=True))
                 previous_links = [first_previous, *links[:-1]]
-                self._insert_rows(cursor, [
+                seqs = self._insert_rows(cursor, [
                     (*address, body, previous, current) for address, body, previous, current
                     in zip(addresses, bodies, previous_links, links, strict=True)])
                 self._count_cells(cursor, addresses)
                 if self.has_record_summaries:
                     self._insert_summaries_after(cursor, int(row[0]) if row else 0,
-                                                 addresses, bodies)
-                head = self._head_in(cursor) if self.witness_path is not None else None
+                                                 addresses, bodies, seqs)
+                head = None
+                if self.witness_path is not None:
+                    head = self._head_in(cursor) if seqs is None else StoreHead(
+                        seqs[-1], links[-1], self._first_hash(cursor, links[0], row is None))
         except Exception as error:  # translate the backend's refusal into ours
             if self._is_unique_violation(error):
                 raise DuplicateRecord(self._explain_duplicate([
@@ -550,15 +553,17 @@ class Store(ABC):
 
     def _insert_summaries_after(self, cursor: Any, head_seq: int,
                                 addresses: Sequence[tuple[Any, ...]],
-                                bodies: Sequence[bytes]) -> None:
+                                bodies: Sequence[bytes],
+                                seqs: Sequence[int] | None = None) -> None:
         """Inside the append transaction: the summary rows of the records just inserted
         after `head_seq` (the append lock is held, so every entry after it is ours, in
-        the order given)."""
+        the order given), at `seqs` when the insert reported them (read back otherwise)."""
         if not any(address[0] == "record" for address in addresses):
             return
-        cursor.execute(f"SELECT seq FROM entries WHERE seq > {self.placeholder} ORDER BY seq",
-                       (head_seq,))
-        seqs = [int(found[0]) for found in cursor.fetchall()]
+        if seqs is None:
+            cursor.execute(f"SELECT seq FROM entries WHERE seq > {self.placeholder} "
+                           "ORDER BY seq", (head_seq,))
+            seqs = [int(found[0]) for found in cursor.fetchall()]
         if len(seqs) != len(addresses):
             raise StoreError(f"store {self.location}: an append saw {len(seqs)} new entries "
                              f"for the {len(addresses)} it wrote; nothing was stored")
@@ -613,12 +618,14 @@ class Store(ABC):
                   f"reports: {written:,} of {total:,}", file=sys.stderr, flush=True)
         return written
 
-    def _insert_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
+    def _insert_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> Sequence[int] | None:
         """Insert entry rows, in `ENTRY_COLUMNS` order, inside the append transaction
-        (backends may use a faster bulk path)."""
+        (backends may use a faster bulk path). Returns the sequence numbers they were given
+        when the backend knows them without reading them back (None otherwise)."""
         p = self.placeholder
         cursor.executemany(f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) "
                            f"VALUES ({', '.join([p] * len(ENTRY_COLUMNS))})", rows)
+        return None
 
     def _write_witness(self, head: StoreHead, *, forward_only: bool) -> None:
         target = self.witness_path
@@ -640,6 +647,17 @@ class Store(ABC):
         with self._transaction() as cursor:
             head = self._head_in(cursor) or StoreHead.empty()
         self._write_witness(head, forward_only=False)
+
+    def _first_hash(self, cursor: Any, first_link: str, was_empty: bool) -> str:
+        """The chain's first hash, inside the append transaction: `first_link` when this
+        append started the chain, else as committed (read once, then remembered)."""
+        if was_empty:
+            return first_link
+        first = getattr(self, "_committed_first_hash", None)
+        if first is None:
+            cursor.execute("SELECT hash FROM entries ORDER BY seq LIMIT 1")
+            first = str(cursor.fetchone()[0])
+        return first
 
     def _head_in(self, cursor: Any) -> StoreHead | None:
         cursor.execute("SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1")
@@ -1142,6 +1160,11 @@ def _multi_row_insert(rows: int) -> str:
 # the append connection's page cache (KiB) and WAL size between checkpoints (pages)
 _WRITER_CACHE_KIB = 65536
 _WAL_CHECKPOINT_PAGES = 4096
+# Page size of a store created from now on (an existing store keeps the one it was made
+# with). SQLite writes the WAL and checkpoints one page per system call; at ~700-byte
+# entries and 4 KiB pages those calls were a quarter of an append's time. 16 KiB pages
+# took 15-20% off the entries' insert (bench/README.md, store_append.py).
+_NEW_STORE_PAGE_BYTES = 16384
 
 # meta row recording that the store keeps a head witness beside it, so that a copy
 # which lost the witness is reported instead of passing as intact
@@ -1273,6 +1296,7 @@ class SQLiteStore(Store):
         if self._memory:
             self._connection = sqlite3.connect(":memory:", isolation_level=None,
                                                check_same_thread=False)
+            self._connection.execute(f"PRAGMA page_size = {_NEW_STORE_PAGE_BYTES}")
             self._initialise("empty")
             return
         fresh = self._check_path(create, create_parents)
@@ -1280,7 +1304,7 @@ class SQLiteStore(Store):
             self._refuse_foreign_early()
         self._connect(immutable=False)
         try:
-            self._open_existing() if self.read_only else self._open_for_writing()
+            self._open_existing() if self.read_only else self._open_for_writing(fresh)
         except StoreError as error:
             self._connection.close()
             if not (self.read_only and _is_read_only(self._path)
@@ -1402,8 +1426,10 @@ class SQLiteStore(Store):
             raise sqlite_failure(self.location, error, "reading it") from None
         self.has_record_summaries = self._meta("schema_version") == str(SCHEMA_VERSION)
 
-    def _open_for_writing(self) -> None:
+    def _open_for_writing(self, fresh: bool) -> None:
         try:
+            if fresh:  # SQLite takes a page size only before its first write transaction
+                self._connection.execute(f"PRAGMA page_size = {_NEW_STORE_PAGE_BYTES}")
             self._connection.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as error:
             raise self._failure(error, "opening it for writing") from None
@@ -1586,14 +1612,29 @@ class SQLiteStore(Store):
             except sqlite3.Error as error:
                 raise sqlite_failure(self.location, error, "reading it") from None
 
-    def _insert_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
+    def _insert_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> Sequence[int] | None:
         """Multi-row INSERTs of `_ROWS_PER_INSERT` rows: a fifth less database time per
         entry than one INSERT each (statement steps, and AUTOINCREMENT's bookkeeping,
-        which SQLite does once per statement). Same constraints, same transaction."""
+        which SQLite does once per statement). Same constraints, same transaction.
+
+        Returns the rows' sequence numbers without reading them back: AUTOINCREMENT gives
+        each inserted row one more than the largest ever given, so with the append lock
+        held a batch's rows are numbered consecutively, and the last statement's
+        `lastrowid` is the last of them. (Checked: the numbers from the first statement's
+        to the last must span exactly the batch, else they are read back.)"""
+        if not rows:
+            return None
+        first: int | None = None
         for start in range(0, len(rows), _ROWS_PER_INSERT):
             chunk = rows[start:start + _ROWS_PER_INSERT]
             cursor.execute(_multi_row_insert(len(chunk)),
                            list(itertools.chain.from_iterable(chunk)))
+            if first is None:
+                first = int(cursor.lastrowid) - len(chunk) + 1
+        last = int(cursor.lastrowid)
+        if first is None or last - first + 1 != len(rows):
+            return None  # not what AUTOINCREMENT promises: read them back instead
+        return range(first, last + 1)
 
     def _is_unique_violation(self, error: Exception) -> bool:
         return isinstance(error, sqlite3.IntegrityError) and "UNIQUE" in str(error)
