@@ -1160,11 +1160,9 @@ def _multi_row_insert(rows: int) -> str:
 # the append connection's page cache (KiB) and WAL size between checkpoints (pages)
 _WRITER_CACHE_KIB = 65536
 _WAL_CHECKPOINT_PAGES = 4096
-# Page size of a store created from now on (an existing store keeps the one it was made
-# with). SQLite writes the WAL and checkpoints one page per system call; at ~700-byte
-# entries and 4 KiB pages those calls were a quarter of an append's time. 16 KiB pages
-# took 15-20% off the entries' insert (bench/README.md, store_append.py).
-_NEW_STORE_PAGE_BYTES = 16384
+# (SQLite's default 4 KiB pages are kept: 16 KiB pages made batches of 1,000 5-15%
+# cheaper but single-record appends, what the drivers do, about 25% dearer, every commit
+# writing four times the bytes per dirty page to the WAL; bench/README.md.)
 
 # meta row recording that the store keeps a head witness beside it, so that a copy
 # which lost the witness is reported instead of passing as intact
@@ -1296,7 +1294,6 @@ class SQLiteStore(Store):
         if self._memory:
             self._connection = sqlite3.connect(":memory:", isolation_level=None,
                                                check_same_thread=False)
-            self._connection.execute(f"PRAGMA page_size = {_NEW_STORE_PAGE_BYTES}")
             self._initialise("empty")
             return
         fresh = self._check_path(create, create_parents)
@@ -1304,7 +1301,7 @@ class SQLiteStore(Store):
             self._refuse_foreign_early()
         self._connect(immutable=False)
         try:
-            self._open_existing() if self.read_only else self._open_for_writing(fresh)
+            self._open_existing() if self.read_only else self._open_for_writing()
         except StoreError as error:
             self._connection.close()
             if not (self.read_only and _is_read_only(self._path)
@@ -1426,10 +1423,8 @@ class SQLiteStore(Store):
             raise sqlite_failure(self.location, error, "reading it") from None
         self.has_record_summaries = self._meta("schema_version") == str(SCHEMA_VERSION)
 
-    def _open_for_writing(self, fresh: bool) -> None:
+    def _open_for_writing(self) -> None:
         try:
-            if fresh:  # SQLite takes a page size only before its first write transaction
-                self._connection.execute(f"PRAGMA page_size = {_NEW_STORE_PAGE_BYTES}")
             self._connection.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as error:
             raise self._failure(error, "opening it for writing") from None

@@ -251,8 +251,7 @@ def test_a_damaged_page_is_exit_4(tmp_path):
     store = tmp_path / "store.sqlite"
     small_store(store, runs=4, records=20)
     data = bytearray(store.read_bytes())
-    page = int.from_bytes(data[16:18], "big")  # the header's page size
-    data[page:3 * page] = b"\x5a" * (2 * page)
+    data[4096:3 * 4096] = b"\x5a" * (2 * 4096)
     store.write_bytes(bytes(data))
     for command in (["verify"], ["runs"], ["contamination", "--url", DEAD_URL, "--no-progress"]):
         assert_one_line_error(bw(*command, "--store", str(store)), 4, "damaged")
@@ -276,7 +275,7 @@ def tmpfs(folder: Path, size: str):
 
 
 def test_a_full_disk_is_one_line_exit_4_and_keeps_what_was_stored(tmp_path):
-    with tmpfs(tmp_path / "small", "1m") as disk:
+    with tmpfs(tmp_path / "small", "320k") as disk:
         store = disk / "store.sqlite"
         small_store(store, runs=1, records=2)
         filler = disk / "filler"
