@@ -14,9 +14,10 @@ Invariants:
   questions from `record_cells`, derived counts written in the append's transaction:
   the one table whose rows change, recounted by `verify`.)
 - Every append is one transaction; a batch either lands whole or not at all. After it
-  commits, the head witness beside the store is rewritten from the head read inside
-  that transaction, so it never names an entry that was not committed, and only moves
-  forward (core/witness.py serialises concurrent writers).
+  commits, the head witness beside the store is rewritten from the head known inside
+  that transaction (its last row: the number it was given, the link just computed), so
+  it never names an entry that was not committed, and only moves forward
+  (core/witness.py serialises concurrent writers).
 - No credential is ever stored: runs are checked for secret-looking keys first, and
   every entry written passes the process's scrubber (`core.secrets`) on the way in (a
   record whose encoded bytes cannot hold a remembered secret is checked, not walked:
@@ -506,7 +507,9 @@ class Store(ABC):
         """Append entries given as (kind, suite, scope, arm, task, trial, run_id) and their
         bodies, in one transaction. The chain's head is read once, inside the
         transaction that holds the append lock; the links are computed in one pass and
-        inserted in bulk (`_insert_rows`); the witness is written once, after commit."""
+        inserted in bulk (`_insert_rows`), which reports the rows' sequence numbers or
+        they are read back once; the witness is written once, after commit, naming the
+        last row and its link."""
         if not addresses:
             return
         if self.read_only:
@@ -519,17 +522,19 @@ class Store(ABC):
                 first_previous = row[1] if row else GENESIS_HASH
                 links = chain_links(first_previous, zip(encoded_addresses, bodies, strict=True))
                 previous_links = [first_previous, *links[:-1]]
+                head_seq = int(row[0]) if row else 0
                 seqs = self._insert_rows(cursor, [
                     (*address, body, previous, current) for address, body, previous, current
                     in zip(addresses, bodies, previous_links, links, strict=True)])
+                if seqs is None and (self.has_record_summaries or self.witness_path is not None):
+                    seqs = self._read_back_seqs(cursor, head_seq, len(addresses))
                 self._count_cells(cursor, addresses)
                 if self.has_record_summaries:
-                    self._insert_summaries_after(cursor, int(row[0]) if row else 0,
-                                                 addresses, bodies, seqs)
-                head = None
-                if self.witness_path is not None:
-                    head = self._head_in(cursor) if seqs is None else StoreHead(
-                        seqs[-1], links[-1], self._first_hash(cursor, links[0], row is None))
+                    self._insert_summaries_after(cursor, head_seq, addresses, bodies, seqs)
+                head = None  # the witness's head: the last of our rows, its link just computed
+                if self.witness_path is not None and seqs is not None:
+                    head = StoreHead(seqs[-1], links[-1], self._first_hash(
+                        cursor, started_by=links[0] if row is None else None))
         except Exception as error:  # translate the backend's refusal into ours
             if self._is_unique_violation(error):
                 raise DuplicateRecord(self._explain_duplicate([
@@ -561,16 +566,23 @@ class Store(ABC):
         if not any(address[0] == "record" for address in addresses):
             return
         if seqs is None:
-            cursor.execute(f"SELECT seq FROM entries WHERE seq > {self.placeholder} "
-                           "ORDER BY seq", (head_seq,))
-            seqs = [int(found[0]) for found in cursor.fetchall()]
-        if len(seqs) != len(addresses):
-            raise StoreError(f"store {self.location}: an append saw {len(seqs)} new entries "
-                             f"for the {len(addresses)} it wrote; nothing was stored")
+            seqs = self._read_back_seqs(cursor, head_seq, len(addresses))
         self._insert_summary_rows(cursor, [
             summary_row(seq, body) for seq, address, body in zip(seqs, addresses, bodies,
                                                                    strict=True)
             if address[0] == "record"])
+
+    def _read_back_seqs(self, cursor: Any, head_seq: int, count: int) -> list[int]:
+        """Inside the append transaction: the sequence numbers of the `count` entries just
+        inserted after `head_seq` (the append lock is held, so every entry after it is
+        ours), for backends whose bulk insert does not report them."""
+        cursor.execute(f"SELECT seq FROM entries WHERE seq > {self.placeholder} ORDER BY seq",
+                       (head_seq,))
+        seqs = [int(found[0]) for found in cursor.fetchall()]
+        if len(seqs) != count:
+            raise StoreError(f"store {self.location}: an append saw {len(seqs)} new entries "
+                             f"for the {count} it wrote; nothing was stored")
+        return seqs
 
     def _insert_summary_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
         p = self.placeholder
@@ -648,11 +660,12 @@ class Store(ABC):
             head = self._head_in(cursor) or StoreHead.empty()
         self._write_witness(head, forward_only=False)
 
-    def _first_hash(self, cursor: Any, first_link: str, was_empty: bool) -> str:
-        """The chain's first hash, inside the append transaction: `first_link` when this
-        append started the chain, else as committed (read once, then remembered)."""
-        if was_empty:
-            return first_link
+    def _first_hash(self, cursor: Any, *, started_by: str | None = None) -> str:
+        """The chain's first hash, inside an append transaction: `started_by` (the first
+        link of an append that started the chain), else as committed (read once: the
+        first entry never changes once committed, so `_committed_first_hash` keeps it)."""
+        if started_by is not None:
+            return started_by
         first = getattr(self, "_committed_first_hash", None)
         if first is None:
             cursor.execute("SELECT hash FROM entries ORDER BY seq LIMIT 1")
@@ -664,11 +677,7 @@ class Store(ABC):
         last = cursor.fetchone()
         if last is None:
             return None
-        first = getattr(self, "_committed_first_hash", None)
-        if first is None:  # the first entry never changes once committed: cached below
-            cursor.execute("SELECT hash FROM entries ORDER BY seq LIMIT 1")
-            first = str(cursor.fetchone()[0])
-        return StoreHead(int(last[0]), str(last[1]), first)
+        return StoreHead(int(last[0]), str(last[1]), self._first_hash(cursor))
 
     def head(self) -> StoreHead | None:
         """The chain's last entry (and first hash): what reports embed as `store_head`."""
