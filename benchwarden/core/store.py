@@ -1169,7 +1169,7 @@ def _multi_row_insert(rows: int) -> str:
 # the append connection's page cache (KiB) and WAL size between checkpoints (pages)
 _WRITER_CACHE_KIB = 65536
 _WAL_CHECKPOINT_PAGES = 4096
-# (SQLite's default 4 KiB pages are kept: 16 KiB pages made batches of 1,000 5-15%
+# (SQLite's default 4 KiB pages are kept: 16 KiB pages made batches of 1,000 up to 13%
 # cheaper but single-record appends, what the drivers do, about 25% dearer, every commit
 # writing four times the bytes per dirty page to the WAL; bench/README.md.)
 
