@@ -21,11 +21,13 @@ reach (`gc.freeze`) so that collections walking the bench's own pre-built input 
 not charged to the store. Ratios are what to read: the machine is shared and noisy.
 
     python bench/store_append.py [--records 20000] [--repeat 3] [--growth 100k,1M]
-                                 [--postgres URL] [--entries-only]
+                                 [--postgres URL] [--entries-only] [--phases]
 
 `--entries-only` is a diagnostic: appends skip the derived `record_summaries` rows (the
 stores are thrown away after), to split what the chain's table costs from what the
 summary table costs; its figures are not those of a store anyone would use.
+`--phases` is another: where an append's CPU goes, step by step and part by part of the
+database (`_append_phases.py`); it prints a breakdown instead of the figures.
 """
 
 from __future__ import annotations
@@ -223,10 +225,16 @@ def main() -> None:
     parser.add_argument("--entries-only", action="store_true",
                         help="diagnostic: appends write no summary rows (the chain's table "
                              "alone)")
+    parser.add_argument("--phases", action="store_true",
+                        help="diagnostic: print where an append's CPU goes (Python steps, "
+                             "then the database's parts by difference) and exit")
     add_json_option(parser)
     options = parser.parse_args()
     global ENTRIES_ONLY
     ENTRIES_ONLY = options.entries_only
+    if options.phases:
+        print_phases(options.records, options.repeat, options.dir)
+        return
 
     size = len(canonical_json(arm_record(1, "bench-0123456789ab")))
     figures: list[Figure] = []
@@ -293,6 +301,25 @@ def main() -> None:
                   f"{wall / empty_wall:>8.2f}x {wall / baseline:>11.1f}x {cpu:>10,.0f} "
                   f"{cpu / empty_cpu:>8.2f}x")
     emit("store_append", figures, options.json_path)
+
+
+def print_phases(count: int, rounds: int, folder: str | None) -> None:
+    """The `--phases` breakdown: CPU µs per record, least of `rounds` rounds."""
+    import _append_phases
+
+    print(f"where an append's CPU goes: µs of CPU per record, {count:,} arm records in "
+          f"batches of 1,000, least of {rounds} rounds (load average "
+          f"{os.getloadavg()[0]:.1f})")
+    print("\nPython steps of Store.append, each alone in memory:")
+    steps = _append_phases.python_steps(records_for(count, "bench-phases"), rounds)
+    for name, cost in steps:
+        print(f"  {name:<64} {cost:6.2f}")
+    print(f"  {'sum':<64} {sum(cost for _, cost in steps):6.2f}")
+    print("\nthe store's parts, by difference (the database's share, with the Python above):")
+    with tempfile.TemporaryDirectory(dir=folder) as temporary:
+        for name, cost in _append_phases.database_parts(
+                Path(temporary), lambda scope: records_for(count, scope), rounds):
+            print(f"  {name:<70} {cost:6.2f}")
 
 
 def _remove_store_files(path: Path) -> None:

@@ -14,9 +14,10 @@ Invariants:
   questions from `record_cells`, derived counts written in the append's transaction:
   the one table whose rows change, recounted by `verify`.)
 - Every append is one transaction; a batch either lands whole or not at all. After it
-  commits, the head witness beside the store is rewritten from the head read inside
-  that transaction, so it never names an entry that was not committed, and only moves
-  forward (core/witness.py serialises concurrent writers).
+  commits, the head witness beside the store is rewritten from the head known inside
+  that transaction (its last row: the number it was given, the link just computed), so
+  it never names an entry that was not committed, and only moves forward
+  (core/witness.py serialises concurrent writers).
 - No credential is ever stored: runs are checked for secret-looking keys first, and
   every entry written passes the process's scrubber (`core.secrets`) on the way in (a
   record whose encoded bytes cannot hold a remembered secret is checked, not walked:
@@ -588,7 +589,9 @@ class Store(ABC):
         """Append entries given as (kind, suite, scope, arm, task, trial, run_id) and their
         bodies, in one transaction. The chain's head is read once, inside the
         transaction that holds the append lock; the links are computed in one pass and
-        inserted in bulk (`_insert_rows`); the witness is written once, after commit."""
+        inserted in bulk (`_insert_rows`), which reports the rows' sequence numbers or
+        they are read back once; the witness is written once, after commit, naming the
+        last row and its link."""
         if not addresses:
             return
         if self.read_only:
@@ -601,14 +604,21 @@ class Store(ABC):
                 first_previous = row[1] if row else GENESIS_HASH
                 links = chain_links(first_previous, zip(encoded_addresses, bodies, strict=True))
                 previous_links = [first_previous, *links[:-1]]
-                self._insert_rows(cursor, [
+                head_seq = int(row[0]) if row else 0
+                seqs = self._insert_rows(cursor, [
                     (*address, body, previous, current) for address, body, previous, current
                     in zip(addresses, bodies, previous_links, links, strict=True)])
+                if seqs is None and (self.has_record_summaries or self.witness_path is not None):
+                    seqs = self._read_back_seqs(cursor, head_seq, len(addresses))
                 self._count_cells(cursor, addresses)
                 if self.has_record_summaries:
-                    self._insert_summaries_after(cursor, int(row[0]) if row else 0,
-                                                 addresses, bodies)
-                head = self._head_in(cursor) if self.witness_path is not None else None
+                    assert seqs is not None  # read back above when the insert did not say
+                    self._insert_summaries_after(cursor, (head_seq, row[1] if row else ""),
+                                                 addresses, bodies, seqs, links)
+                head = None  # the witness's head: the last of our rows, its link just computed
+                if self.witness_path is not None and seqs is not None:
+                    head = StoreHead(seqs[-1], links[-1], self._first_hash(
+                        cursor, started_by=links[0] if row is None else None))
         except Exception as error:  # translate the backend's refusal into ours
             if self._is_unique_violation(error):
                 raise DuplicateRecord(self._explain_duplicate([
@@ -630,26 +640,31 @@ class Store(ABC):
         (None when they agree or it keeps none)."""
         return None
 
-    def _insert_summaries_after(self, cursor: Any, head_seq: int,
+    def _insert_summaries_after(self, cursor: Any, before: tuple[int, str],
                                 addresses: Sequence[tuple[Any, ...]],
-                                bodies: Sequence[bytes]) -> None:
-        """Inside the append transaction: the summary rows of the records just inserted
-        after `head_seq` (the append lock is held, so every entry after it is ours, in
-        the order given)."""
+                                bodies: Sequence[bytes], seqs: Sequence[int],
+                                links: Sequence[str]) -> None:
+        """Inside the append transaction: the summary rows of the records just inserted at
+        `seqs` with chain `links`, after the head `before` (its number and link; link ""
+        in an empty store), and their groups folded into the per-group totals."""
         if not any(address[0] == "record" for address in addresses):
             return
-        # the head before the batch (absent in an empty store), then the batch's entries
-        cursor.execute(f"SELECT seq, hash FROM entries WHERE seq >= {self.placeholder} "
-                       "ORDER BY seq", (head_seq,))
-        found = [(int(seq), str(link)) for seq, link in cursor.fetchall()]
-        before = found.pop(0) if found and found[0][0] == head_seq else (head_seq, "")
-        if len(found) != len(addresses):
-            raise StoreError(f"store {self.location}: an append saw {len(found)} new entries "
-                             f"for the {len(addresses)} it wrote; nothing was stored")
-        rows = [summary_row(seq, body) for (seq, _), address, body
-                in zip(found, addresses, bodies, strict=True) if address[0] == "record"]
+        rows = [summary_row(seq, body) for seq, address, body
+                in zip(seqs, addresses, bodies, strict=True) if address[0] == "record"]
         self._insert_summary_rows(cursor, rows)
-        self._add_to_group_totals(cursor, rows, before, found[-1])
+        self._add_to_group_totals(cursor, rows, before, (int(seqs[-1]), links[-1]))
+
+    def _read_back_seqs(self, cursor: Any, head_seq: int, count: int) -> list[int]:
+        """Inside the append transaction: the sequence numbers of the `count` entries just
+        inserted after `head_seq` (the append lock is held, so every entry after it is
+        ours), for backends whose bulk insert does not report them."""
+        cursor.execute(f"SELECT seq FROM entries WHERE seq > {self.placeholder} ORDER BY seq",
+                       (head_seq,))
+        seqs = [int(found[0]) for found in cursor.fetchall()]
+        if len(seqs) != count:
+            raise StoreError(f"store {self.location}: an append saw {len(seqs)} new entries "
+                             f"for the {count} it wrote; nothing was stored")
+        return seqs
 
     def _insert_summary_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
         p = self.placeholder
@@ -815,12 +830,14 @@ class Store(ABC):
                   f"reports: {written:,} of {total:,}", file=sys.stderr, flush=True)
         return written
 
-    def _insert_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
+    def _insert_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> Sequence[int] | None:
         """Insert entry rows, in `ENTRY_COLUMNS` order, inside the append transaction
-        (backends may use a faster bulk path)."""
+        (backends may use a faster bulk path). Returns the sequence numbers they were given
+        when the backend knows them without reading them back (None otherwise)."""
         p = self.placeholder
         cursor.executemany(f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) "
                            f"VALUES ({', '.join([p] * len(ENTRY_COLUMNS))})", rows)
+        return None
 
     def _write_witness(self, head: StoreHead, *, forward_only: bool) -> None:
         target = self.witness_path
@@ -843,16 +860,24 @@ class Store(ABC):
             head = self._head_in(cursor) or StoreHead.empty()
         self._write_witness(head, forward_only=False)
 
+    def _first_hash(self, cursor: Any, *, started_by: str | None = None) -> str:
+        """The chain's first hash, inside an append transaction: `started_by` (the first
+        link of an append that started the chain), else as committed (read once: the
+        first entry never changes once committed, so `_committed_first_hash` keeps it)."""
+        if started_by is not None:
+            return started_by
+        first = getattr(self, "_committed_first_hash", None)
+        if first is None:
+            cursor.execute("SELECT hash FROM entries ORDER BY seq LIMIT 1")
+            first = str(cursor.fetchone()[0])
+        return first
+
     def _head_in(self, cursor: Any) -> StoreHead | None:
         cursor.execute("SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1")
         last = cursor.fetchone()
         if last is None:
             return None
-        first = getattr(self, "_committed_first_hash", None)
-        if first is None:  # the first entry never changes once committed: cached below
-            cursor.execute("SELECT hash FROM entries ORDER BY seq LIMIT 1")
-            first = str(cursor.fetchone()[0])
-        return StoreHead(int(last[0]), str(last[1]), first)
+        return StoreHead(int(last[0]), str(last[1]), self._first_hash(cursor))
 
     def head(self) -> StoreHead | None:
         """The chain's last entry (and first hash): what reports embed as `store_head`."""
@@ -1368,6 +1393,9 @@ def _multi_row_insert(rows: int) -> str:
 # the append connection's page cache (KiB) and WAL size between checkpoints (pages)
 _WRITER_CACHE_KIB = 65536
 _WAL_CHECKPOINT_PAGES = 4096
+# (SQLite's default 4 KiB pages are kept: 16 KiB pages made batches of 1,000 up to 13%
+# cheaper but single-record appends, what the drivers do, about 25% dearer, every commit
+# writing four times the bytes per dirty page to the WAL; bench/README.md.)
 
 # meta row recording that the store keeps a head witness beside it, so that a copy
 # which lost the witness is reported instead of passing as intact
@@ -1815,14 +1843,29 @@ class SQLiteStore(Store):
             except sqlite3.Error as error:
                 raise sqlite_failure(self.location, error, "reading it") from None
 
-    def _insert_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
+    def _insert_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> Sequence[int] | None:
         """Multi-row INSERTs of `_ROWS_PER_INSERT` rows: a fifth less database time per
         entry than one INSERT each (statement steps, and AUTOINCREMENT's bookkeeping,
-        which SQLite does once per statement). Same constraints, same transaction."""
+        which SQLite does once per statement). Same constraints, same transaction.
+
+        Returns the rows' sequence numbers without reading them back: AUTOINCREMENT gives
+        each inserted row one more than the largest ever given, so with the append lock
+        held a batch's rows are numbered consecutively, and the last statement's
+        `lastrowid` is the last of them. (Checked: the numbers from the first statement's
+        to the last must span exactly the batch, else they are read back.)"""
+        if not rows:
+            return None
+        first: int | None = None
         for start in range(0, len(rows), _ROWS_PER_INSERT):
             chunk = rows[start:start + _ROWS_PER_INSERT]
             cursor.execute(_multi_row_insert(len(chunk)),
                            list(itertools.chain.from_iterable(chunk)))
+            if first is None:
+                first = int(cursor.lastrowid) - len(chunk) + 1
+        last = int(cursor.lastrowid)
+        if first is None or last - first + 1 != len(rows):
+            return None  # not what AUTOINCREMENT promises: read them back instead
+        return range(first, last + 1)
 
     def _is_unique_violation(self, error: Exception) -> bool:
         return isinstance(error, sqlite3.IntegrityError) and "UNIQUE" in str(error)

@@ -330,13 +330,15 @@ class PostgresStore(Store):
             except psycopg.Error as error:
                 raise _query_error(self.location, error, "appending") from None
 
-    def _insert_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
+    def _insert_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> Sequence[int] | None:
         """One COPY per batch: the rows stream to the server in one round trip instead of
         one INSERT each; constraints and unique indexes are checked exactly as for INSERT
-        (a duplicate fails the COPY, and the transaction, whole)."""
+        (a duplicate fails the COPY, and the transaction, whole). COPY reports no
+        sequence numbers: the caller reads them back."""
         with cursor.copy(f"COPY entries ({', '.join(ENTRY_COLUMNS)}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
+        return None
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:

@@ -246,7 +246,7 @@ def test_a_damaged_page_is_one_line(tmp_path):
     path = tmp_path / "s.sqlite"
     _store_with(path, 40)
     data = bytearray(path.read_bytes())
-    page = 4096
+    page = int.from_bytes(data[16:18], "big")  # the header's page size
     assert len(data) > 3 * page
     data[page:3 * page] = b"\xa5" * (2 * page)  # pages 2 and 3: the tables' b-trees
     path.write_bytes(bytes(data))

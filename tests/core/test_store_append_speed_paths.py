@@ -31,7 +31,14 @@ from benchwarden.core.chain import GENESIS_HASH, chain_links, link_hash
 from benchwarden.core.group_totals import fold_into
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, TokenComponents, canonical_json, canonical_json_many
-from benchwarden.core.store import SUMMARY_COLUMNS, DuplicateRecord, Store, open_store, summary_row
+from benchwarden.core.store import (
+    SUMMARY_COLUMNS,
+    DuplicateRecord,
+    SQLiteStore,
+    Store,
+    open_store,
+    summary_row,
+)
 from benchwarden.core.witness import read_witness, sidecar_for
 from tests.conftest import fresh_postgres_database
 from tests.core.test_store_backends import PostgresBackend, SQLiteBackend, make_record
@@ -318,3 +325,56 @@ def test_verify_command_passes_a_batch_written_store_and_fails_a_tampered_one(tm
     done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=120)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "entry 1502" in done.stdout + done.stderr
+
+
+# -- sequence numbers and the head taken from the insert, not read back --------------
+
+def _summaries_match_entries(store: Store) -> None:
+    """Every record's summary row sits at the record's own sequence number."""
+    entries = store._query("SELECT seq, suite, scope, arm, task, trial, run_id FROM entries "
+                           "WHERE kind = 'record' ORDER BY seq")
+    summaries = store._query("SELECT seq, suite, scope, arm, task, trial, run_id "
+                             "FROM record_summaries ORDER BY seq")
+    assert summaries == entries
+
+
+@pytest.mark.parametrize("reported", [True, False], ids=["from the insert", "read back"])
+def test_summary_rows_and_witness_land_at_the_inserted_numbers(tmp_path, monkeypatch, reported):
+    given: list[Any] = []
+    insert_rows = SQLiteStore._insert_rows
+
+    def spy(self: SQLiteStore, cursor: Any, rows: list[tuple[Any, ...]]) -> Any:
+        numbers = insert_rows(self, cursor, rows)
+        given.append(numbers)
+        return numbers if reported else None
+
+    monkeypatch.setattr(SQLiteStore, "_insert_rows", spy)
+    with open_store(tmp_path / "s.sqlite") as store:
+        store.begin_run(stamp_run(suite="demo", bench_version="1", config={}, run_id="run-1"))
+        for start, size in ((0, 137), (137, 1), (138, 60)):
+            store.append([make_record(task=f"t{index}") for index in range(start, start + size)])
+            assert read_witness(store.witness_path) == store.head()
+        _summaries_match_entries(store)
+        assert store.verify().ok
+    # what the insert reported is exactly what the table holds, batch by batch
+    assert [list(numbers) for numbers in given] == [[1], list(range(2, 139)), [139],
+                                                    list(range(140, 200))]
+
+
+def test_a_gap_before_a_batch_is_followed(tmp_path):
+    """AUTOINCREMENT numbers from the largest number ever given: a store whose counter is
+    ahead of its last entry (as one edited by hand) gets a batch after a gap, and the
+    summary rows and the witness follow the numbers the rows really got."""
+    path = tmp_path / "s.sqlite"
+    with open_store(path) as store:
+        store.begin_run(stamp_run(suite="demo", bench_version="1", config={}, run_id="run-1"))
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("UPDATE sqlite_sequence SET seq = seq + 10 WHERE name = 'entries'")
+    raw.close()
+    with open_store(path) as store:
+        store.append([make_record(task=f"t{index}") for index in range(75)])
+        assert [row[0] for row in store._query(
+            "SELECT seq FROM entries WHERE kind = 'record' ORDER BY seq")] == list(range(12, 87))
+        _summaries_match_entries(store)
+        assert read_witness(store.witness_path) == store.head()
+        assert store.head().seq == 86
