@@ -2,9 +2,10 @@
 
 Why: bm25s imports scipy.sparse at its top (in a `try`), only to build its index
 matrix when `csc_backend="scipy"`; scipy.sparse in turn loads scipy's array-API layer,
-which walks every NumPy submodule (f2py, testing, ma, polynomial, random...). That
-import is most of what `bm25` costs before its first seed (about 0.2 s of 0.3 s on
-the project's machine), and a `local:N` parent pays it serially before its workers fork.
+which walks every NumPy submodule (f2py, testing, ma, polynomial, random...). That is
+more than half of what importing bm25s costs (0.23 s of CPU against 0.10 s without it
+on the project's machine, bench/retrieval_executor.py), paid serially in both modes: by
+the first seed in one process, by a `local:N` parent before its workers fork.
 
 Invariants:
 - The strategy builds its index with `csc_backend="numpy"`, bm25s' own documented
