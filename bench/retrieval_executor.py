@@ -10,7 +10,7 @@ Measured in one run, alternating the two so drift on a shared machine hits both 
   the command's modules are imported: make the executor, score and store the 12 seeds
   (`run_strategy`), close it. The baseline is the same call with no executor.
 - **warm scoring**: the same, after one other seed was scored in that process, so the
-  strategy's own imports (bm25s pulls in scipy.sparse) are done before the clock
+  strategy's own imports (bm25s and NumPy) are done before the clock
   starts and the forked workers inherit them: what the pool does to the work alone.
 - **command CPU**: user + system time of that whole command, its workers included:
   what running in a pool adds in work (on two busy cores, extra CPU is extra wall time).
@@ -20,6 +20,12 @@ Measured in one run, alternating the two so drift on a shared machine hits both 
   and, for a pool, its workers forked), scoring (seeds scored and stored), report
   (built from the store and printed) and exit (the interpreter ending). Only scoring
   can run on two cores; the rest is one core in both.
+- **library import**: the `bm25` strategy's library as it imports it
+  (`suites.retrieval.bm25_library`: bm25s with scipy.sparse hidden, NumPy's index
+  builder) against a plain `import bm25s` (which pulls in scipy.sparse and, through
+  scipy's array-API layer, most NumPy submodules), each in a fresh process after the
+  command's own modules are imported: CPU seconds of that import alone. Serial in
+  both modes (the parent's, before a pool forks; the first seed's, in one process).
 - **pool start**: making a two-worker `LocalExecutor` and getting one trivial task back,
   forked (what the executor does in a single-threaded process) against the forkserver
   it falls back to when other threads run.
@@ -136,6 +142,13 @@ def run_phase(mode: str, strategy: str, seeds: str, executor_spec: str) -> float
     from benchwarden.suites.retrieval.driver import RunSettings, run_strategy
     from benchwarden.suites.retrieval.strategies import parse_strategy
 
+    if mode in ("import-library", "import-plain"):
+        started = time.process_time()
+        if mode == "import-library":
+            import benchwarden.suites.retrieval.bm25_library  # noqa: F401
+        else:
+            import bm25s  # noqa: F401
+        return time.process_time() - started
     if mode == "pool-fork" or mode == "pool-forkserver":
         if mode == "pool-forkserver":
             import threading
@@ -187,7 +200,8 @@ def main() -> None:
 
     timings: dict[str, list[float]] = {key: [] for key in (
         "command.local", "command.parallel", "cpu.local", "cpu.parallel", "scoring.local",
-        "scoring.parallel", "warm.local", "warm.parallel", "pool.fork", "pool.forkserver")}
+        "scoring.parallel", "warm.local", "warm.parallel", "pool.fork", "pool.forkserver",
+        "import.library", "import.plain")}
     for round_number in range(options.repeats):
         for executor, key in (("local", "local"), (options.executor, "parallel")):
             wall, cpu = command_seconds(options.strategy, options.seeds, executor)
@@ -200,6 +214,9 @@ def main() -> None:
             for phase, seconds in timeline_seconds(options.strategy, options.seeds,
                                                    executor).items():
                 timings.setdefault(f"phase.{phase}.{key}", []).append(seconds)
+        for kind in ("library", "plain"):
+            timings[f"import.{kind}"].append(
+                phase_seconds(f"import-{kind}", options.strategy, options.seeds, "local"))
         for method in ("fork", "forkserver"):
             timings[f"pool.{method}"].append(
                 phase_seconds(f"pool-{method}", options.strategy, options.seeds, "local:2"))
@@ -224,6 +241,9 @@ def main() -> None:
                  + (" (which makes none: its strategy import is in scoring)"
                     if phase == "executor" else ""))
           for phase in PHASES],
+        Figure("library_import_cpu_seconds", median["import.library"], median["import.plain"],
+               "s", "CPU of importing bm25s as the bm25 strategy does (no scipy.sparse) vs "
+               "a plain `import bm25s`, after the command's modules"),
         Figure("pool_start_seconds", median["pool.fork"], median["pool.forkserver"], "s",
                "two-worker pool, first results back: fork vs forkserver"),
     ], options.json_path)

@@ -9,12 +9,19 @@ Invariant: `lazy_module(name).attribute` is exactly `importlib.import_module(nam
 the import happens at most once (Python's module cache), on the first attribute read.
 `import_in_background` only moves that import earlier, into a thread, for a process
 that would otherwise sit idle (waiting on worker processes) before it needs the module.
+`modules_hidden` makes an *optional* import of a library fail for the length of a
+`with` block, for a third-party package that can do without it (bm25s without
+scipy.sparse): it never hides a module already imported, and restores `sys.modules`
+exactly as it found it.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -66,3 +73,26 @@ def import_in_background(*modules: LazyModule) -> threading.Thread:
     thread = threading.Thread(target=load_all, name="benchwarden-import", daemon=True)
     thread.start()
     return thread
+
+
+@contextmanager
+def modules_hidden(*names: str) -> Iterator[None]:
+    """Inside the block, `import NAME` raises ModuleNotFoundError for each name not yet
+    imported (Python's own rule for a `None` entry in `sys.modules`).
+
+    For a library that imports an optional dependency at its top in a `try` block
+    (bm25s does `try: import scipy.sparse`): importing it inside this block skips that
+    dependency's cost, and the library takes its documented fallback. A module already
+    imported is left alone (hiding it would change nothing already bound to it), so the
+    block only ever saves work. Call it from the thread that imports: another thread
+    importing a hidden name meanwhile would be refused too.
+    """
+    hidden = [name for name in names if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]  # the import system's "refuse"
+    try:
+        yield
+    finally:
+        for name in hidden:
+            if sys.modules.get(name, "") is None:
+                del sys.modules[name]

@@ -84,3 +84,18 @@ def test_the_check_sees_scipy_when_statistics_are_computed(tmp_path):
     modules = imported_modules(cwd=tmp_path, program=(
         "-c", "from benchwarden.core.stats import wilson_interval; wilson_interval(3, 10)"))
     assert scipy_modules(modules)
+
+
+def test_a_bm25_retrieval_run_imports_no_scipy(tmp_path):
+    """bm25s imports scipy.sparse only for its scipy index builder; the strategy uses
+    the NumPy one and imports bm25s with scipy.sparse hidden, so a bm25 run (one
+    process, and a `local:2` pool whose parent preloads bm25s) never imports scipy."""
+    for executor in ("local", "local:2"):
+        modules = imported_modules("retrieval", "run", "--strategy", "bm25", "--seeds", "1-2",
+                                   "--executor", executor,
+                                   "--store", str(tmp_path / f"{executor}.sqlite"), cwd=tmp_path)
+        assert "bm25s" in modules and "benchwarden.suites.retrieval.report" in modules
+        # importtime also names the refused `import scipy.sparse` (a few microseconds);
+        # any real scipy module needs the `scipy` package imported first
+        assert "scipy" not in modules, executor
+        assert "numpy.f2py" not in modules  # what scipy's array-API layer used to pull in

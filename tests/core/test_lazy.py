@@ -8,10 +8,11 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchwarden.core.lazy import lazy_module
+from benchwarden.core.lazy import lazy_module, modules_hidden
 
 
 def run_python(source: str, extra_path: str | None = None) -> str:
@@ -105,3 +106,30 @@ def test_a_background_import_that_fails_fails_again_where_the_module_is_used(tmp
             print("raised:", error)
     """, str(tmp_path))
     assert output == "raised: broken on purpose"
+
+
+def test_modules_hidden_refuses_a_new_import_inside_and_restores_sys_modules(tmp_path,
+                                                                               monkeypatch):
+    (tmp_path / "optional_dependency.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("optional_dependency", None)
+    before = dict(sys.modules)
+    with modules_hidden("optional_dependency", "json"):
+        with pytest.raises(ModuleNotFoundError):
+            import optional_dependency  # noqa: F401
+        import json  # already imported before the block: never hidden
+
+        assert json.dumps(1) == "1"
+    assert "optional_dependency" not in sys.modules and dict(sys.modules) == before
+    import optional_dependency  # importable again once the block ends
+
+    assert optional_dependency.VALUE == 1
+    del sys.modules["optional_dependency"]
+
+
+def test_modules_hidden_restores_sys_modules_when_the_block_raises():
+    name = "benchwarden_never_imported_module"
+    with pytest.raises(RuntimeError), modules_hidden(name):
+        assert sys.modules[name] is None
+        raise RuntimeError("the import inside failed")
+    assert name not in sys.modules

@@ -139,13 +139,13 @@ class Bm25Strategy:
         self.retriever: Any = None
 
     def index(self, sessions: Sequence[Session]) -> None:
-        import bm25s  # imported here: the sandbox child never needs it
-        import numpy
+        # imported here: the sandbox child never needs it
+        from benchwarden.suites.retrieval.bm25_library import CSC_BACKEND, bm25s, numpy
 
         self.units = line_units(sessions)
         tokens = bm25s.tokenize([unit.text for unit in self.units], stopwords="en",
                                 show_progress=False)
-        self.retriever = bm25s.BM25()
+        self.retriever = bm25s.BM25(csc_backend=CSC_BACKEND)
         self.retriever.index(tokens, show_progress=False)
         self._bm25s = bm25s
         self._numpy = numpy
@@ -225,7 +225,9 @@ BUILTIN_STRATEGIES: dict[str, Callable[[], Any]] = {
 
 # The libraries a built-in imports when it indexes: a local worker pool imports them in
 # the parent before it forks, so each worker does not pay the import again per run.
-BUILTIN_LIBRARIES: dict[str, tuple[str, ...]] = {"bm25": ("bm25s",), "vouch": ("vouch",)}
+# bm25's is the module that imports bm25s the way the strategy uses it (no scipy.sparse).
+BUILTIN_LIBRARIES: dict[str, tuple[str, ...]] = {
+    "bm25": ("benchwarden.suites.retrieval.bm25_library",), "vouch": ("vouch",)}
 
 
 def libraries_to_preload(spec: StrategySpec) -> tuple[str, ...]:

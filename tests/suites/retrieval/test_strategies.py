@@ -252,9 +252,52 @@ def test_a_strategy_file_imports_helper_modules_kept_beside_it(tmp_path):
 def test_only_builtins_name_libraries_to_preload_before_workers_fork(tmp_path) -> None:
     from benchwarden.suites.retrieval.strategies import libraries_to_preload
 
-    assert libraries_to_preload(parse_strategy("bm25")) == ("bm25s",)
+    assert libraries_to_preload(parse_strategy("bm25")) == (
+        "benchwarden.suites.retrieval.bm25_library",)
     assert libraries_to_preload(parse_strategy("substring")) == ()
     user_file = tmp_path / "mine.py"
     user_file.write_text("class Mine:\n    pass\n")
     # importing a user's file would run its code in the harness: never preloaded
     assert libraries_to_preload(parse_strategy(f"{user_file}:Mine")) == ()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 12, 31])
+def test_bm25s_numpy_index_builder_scores_every_question_as_the_scipy_one_does(seed,
+                                                                               monkeypatch):
+    """The bm25 strategy builds its index with bm25s' NumPy builder so it can skip
+    importing scipy.sparse; that must not move a single score: every question and
+    paraphrase of the seed, compared as bytes against the scipy builder's scores."""
+    import bm25s
+    import scipy.sparse
+
+    # bm25s imported by the strategy (scipy.sparse hidden) has noted scipy as missing:
+    # give this test's scipy builder what its own import would have found
+    monkeypatch.setattr(bm25s, "sp", scipy.sparse, raising=False)
+    monkeypatch.setattr(bm25s, "SCIPY_AVAILABLE", True)
+
+    from benchwarden.suites.retrieval.strategies import line_units
+
+    corpus = generate(seed)
+    units = line_units(list(corpus.sessions))
+    tokens = bm25s.tokenize([unit.text for unit in units], stopwords="en", show_progress=False)
+    by_scipy, by_numpy = bm25s.BM25(csc_backend="scipy"), bm25s.BM25(csc_backend="numpy")
+    by_scipy.index(tokens, show_progress=False)
+    by_numpy.index(tokens, show_progress=False)
+    compared = 0
+    for case in corpus.cases:
+        for question in (case.question, *(text for _, text in case.paraphrases)):
+            words = bm25s.tokenize([question], stopwords="en", return_ids=False,
+                                   show_progress=False)[0]
+            ids = by_scipy.get_tokens_ids(list(words))
+            assert ids == by_numpy.get_tokens_ids(list(words))
+            if ids:
+                compared += 1
+                assert (by_scipy.get_scores_from_ids(ids).tobytes()
+                        == by_numpy.get_scores_from_ids(ids).tobytes()), question
+    assert compared > len(corpus.cases)  # the check really scored questions
+
+
+def test_the_bm25_strategy_indexes_with_the_numpy_builder():
+    strategy = make_strategy(parse_strategy("bm25"))
+    strategy.index(list(generate(2).sessions))
+    assert strategy.retriever.csc_backend == "numpy"
