@@ -1162,7 +1162,7 @@ class _Tap:
         self.protocol: Any = None
         self.receive: Callable[[Any, bytes], None] | None = None  # the class's data_received
         self.head: bytearray | None = bytearray()  # None: no longer looking for the end
-        self.feed_parser: Callable[[bytes], None] | None = None
+        self.feed_parser: Callable[[bytes], None] = _ignore_bytes  # the body's parser
         self.taken = False  # the body is ours
         self.chunked = False
         self.finished = False  # the body ended and the tap let go of it
@@ -1301,10 +1301,8 @@ class _Tap:
     # --- the body ---
 
     def _body_received(self, data: bytes) -> None:
-        feed = self.feed_parser
-        assert feed is not None
         try:
-            feed(data)
+            self.feed_parser(data)
         except Exception as exc:  # noqa: BLE001 - llhttp's framing errors, never raised
             self._framing_failed(exc)
             return
