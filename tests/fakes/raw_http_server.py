@@ -23,6 +23,19 @@ from benchwarden.targets.openai_client import now
 PIECE_PAUSE = 0.005  # seconds between pieces, so that each is its own read
 
 
+async def read_request(reader: asyncio.StreamReader) -> bytes:
+    """One request off the connection (its head, and its body by Content-Length);
+    the head is returned. IncompleteReadError when the client closed instead."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    await reader.readexactly(length)
+    return head
+
+
 def chunked(*frames: bytes, upper: bool = False, extension: bytes = b"") -> list[bytes]:
     """Each frame as one HTTP chunk (hex size, optional extension, data, CRLF)."""
     size_format = b"%X" if upper else b"%x"
@@ -84,13 +97,7 @@ class RawHTTPServer:
         slot = len(self.requests_per_connection) - 1
         try:
             while self._served < len(self._replies):
-                request_head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in request_head.split(b"\r\n"):
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value)
-                await reader.readexactly(length)
+                await read_request(reader)
                 self.requests_per_connection[slot] += 1
                 reply = self._replies[self._served]
                 self._served += 1
