@@ -1,8 +1,9 @@
 """The OpenAI-compatible chat client every suite talks to a server through.
 
-Built on aiohttp (one `ClientSession` per `ChatClient`; a streamed body is taken piece
-by piece inside the connection's `data_received`, see `_BodyReader`) and msgspec (chunks
-decoded straight into typed structs): under hundreds of concurrent streams this spends
+Built on aiohttp (one `ClientSession` per `ChatClient`; a streamed event-stream body is
+taken from the connection once aiohttp has parsed the headers, its HTTP framing decoded
+by httptools, see `_Tap` and `_BodyReader`) and msgspec (chunks decoded straight into
+typed structs): under hundreds of concurrent streams this spends
 tens of times less client CPU per token than the `openai` SDK
 (docs/decisions/0002-http-client.md, bench/client_overhead.py). It runs on any asyncio
 event loop; the CLI starts uvloop where installed (event_loop.py).
@@ -27,6 +28,10 @@ Invariants:
   out on failed before any response came, the sign of a connection the server had
   already closed. The retry uses a new connection and the outcome says so
   (`extra["reconnected"]`).
+
+- A body the `_Tap` takes is never seen by aiohttp, and its connection goes back to the
+  pool only when the body ended cleanly (a chunked body, nothing after its last chunk);
+  broken framing fails the request at once, never hangs it.
 
 - `sent_at` is when the request's body was written to its connection (after the
   connection was obtained and the request built); `stream_together` holds a burst's
@@ -893,7 +898,8 @@ class _Stop(enum.Enum):
 
 
 class _BodyReader:
-    """Reads one 200 event stream inside the connection's `data_received`, as aiohttp's
+    """Reads one 200 event stream inside the connection's `data_received`, as the
+    request's `_Tap` (httptools) or, for a body the tap leaves to aiohttp, aiohttp's
     HTTP parser hands over each piece of the body, instead of waking the request's task
     for every piece.
 
@@ -904,13 +910,15 @@ class _BodyReader:
     hashed, parsed and taken where it arrives, and the task wakes once, when the reply
     stops (`[DONE]`, a cap, a failure, the cancel point) or the body ends.
 
-    How: the response's `StreamReader` is switched to `_ReaderWithSink`, a subclass that
-    adds no state (so the switch is allowed) and hands `feed_data` to the reader
-    registered for it in `_SINKS`. Pieces that came with the headers are taken first.
-    Invariants: `feed` never raises into aiohttp (a failure is kept in `error`); nothing
-    is taken after `stop` is set; after `[DONE]` later bytes go to the `StreamReader`
-    as usual (so the body can be drained and the connection reused), after any other
-    stop they are dropped (the response is being closed: memory stays bounded). The
+    How: a taken body's parser calls `feed` itself (`ended` notes the body's end); for a
+    body aiohttp reads, the response's `StreamReader` is switched to `_ReaderWithSink`, a
+    subclass that adds no state (so the switch is allowed) and hands `feed_data` to the
+    reader registered for it in `_SINKS`, pieces that came with the headers first (the
+    switch also wakes the task when aiohttp sees the body end or fail, for both).
+    Invariants: `feed` never raises (a failure is kept in `error`); nothing is taken
+    after `stop` is set; after `[DONE]` later bytes are drained (so the connection can
+    be reused), after any other stop they are dropped (the response is being closed:
+    memory stays bounded). The
     request's total timeout still applies: the task waits inside the reader's timer,
     exactly as `StreamReader` reads do.
     """
