@@ -12,6 +12,8 @@ reply is checked to have all its tokens.
     python bench/client_overhead.py --per-token-writes   # one server write per token
     python bench/client_overhead.py --streams 1024 --tokens 64 --repeats 3
     python bench/client_overhead.py --loop asyncio         # benchwarden on asyncio's loop
+    python bench/client_overhead.py --read-path            # diagnostic: CPU per body read
+    python bench/client_overhead.py --decoders             # diagnostic: chunk decoders
 
 benchwarden runs on the loop the CLI runs it on (benchwarden/targets/event_loop.py:
 uvloop when installed); the SDK on asyncio's own loop, as `asyncio.run` gives its users.
@@ -181,6 +183,123 @@ def report(name: str, results, streams: int, tokens: int) -> float:
     return median
 
 
+# --- diagnostics: the body's read path alone, in one process (far less noisy) ---
+
+def chunk_framed_frame() -> tuple[bytes, bytes]:
+    """One content frame of the bench's reply, and the same as one HTTP chunk."""
+    frame = render_reply(1)[0]
+    return frame, b"%x\r\n" % len(frame) + frame + b"\r\n"
+
+
+async def read_path(reads: int, rounds: int) -> list[float]:
+    """µs of CPU per body read from the connection's `data_received` on (what the
+    client does with a read; the loop's own read and the kernel are left out): a
+    stream is opened against a server that sends its head and then nothing, and the
+    protocol is handed one chunk-framed frame per call, `reads` times per round."""
+    from aiohttp import web
+
+    from benchwarden.targets.openai_client import ChatClient
+
+    release = asyncio.Event()
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await release.wait()
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    _, framed = chunk_framed_frame()
+    figures = []
+    async with ChatClient(url, max_reply_bytes=None, max_chunks_per_token=None,
+                          stall_timeout=None) as client:
+        stream = asyncio.create_task(client.stream_chat({**BODY, "max_tokens": None}))
+        await asyncio.sleep(0.5)  # the head is in and the body is being read
+        connector = client._session.connector  # type: ignore[union-attr]
+        (protocol,) = list(connector._acquired)  # type: ignore[union-attr]
+        for _ in range(rounds):
+            received = protocol.data_received
+            before = time.process_time()
+            for _ in range(reads):
+                received(framed)
+            figures.append((time.process_time() - before) / reads * 1e6)
+        stream.cancel()
+        await asyncio.gather(stream, return_exceptions=True)
+    release.set()
+    await runner.cleanup()
+    return figures
+
+
+def decoders(reads: int, rounds: int) -> dict[str, list[float]]:
+    """µs of CPU per read to take the frame out of one chunk-framed read: httptools
+    (llhttp) against a minimal Python decoder that handles only that case (decision
+    0002 says why httptools decodes the client's bodies)."""
+    import re
+
+    import httptools
+
+    frame, framed = chunk_framed_frame()
+    taken: list[bytes] = []
+
+    class Callbacks:
+        on_body = taken.append
+
+    parser = httptools.HttpResponseParser(Callbacks())
+    parser.feed_data(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+    size_line = re.compile(rb"([0-9A-Fa-f]{1,15})(?:;[^\r\n]*)?\r\n").match
+
+    def with_httptools(data: bytes, feed=parser.feed_data) -> None:
+        try:
+            feed(data)
+        except httptools.HttpParserError:
+            raise SystemExit("httptools refused the bench frame") from None
+
+    def minimal(data: bytes) -> None:
+        found = size_line(data)
+        if found is not None:
+            start, size = found.end(), int(found[1], 16)
+            if len(data) == start + size + 2 and data[-2:] == b"\r\n":
+                taken.append(data[start:-2])
+                return
+        raise SystemExit("the minimal decoder refused the bench frame")
+
+    figures: dict[str, list[float]] = {"httptools": [], "minimal Python": []}
+    for _ in range(rounds):
+        for name, decode in (("httptools", with_httptools), ("minimal Python", minimal)):
+            taken.clear()
+            before = time.process_time()
+            for _ in range(reads):
+                decode(framed)
+            figures[name].append((time.process_time() - before) / reads * 1e6)
+            if taken != [frame] * reads:
+                raise SystemExit(f"{name} took the wrong bytes")
+    return figures
+
+
+def run_diagnostic(options: argparse.Namespace) -> None:
+    reads, rounds = 100_000, 5
+    if options.read_path:
+        figures = benchwarden_loop_run(read_path(reads, rounds))
+        print(f"CPU per body read from data_received on ({benchwarden_loop_name()}; one "
+              f"chunk-framed frame per read, {reads:,} reads per round): min "
+              f"{min(figures):.2f} µs, median {statistics.median(figures):.2f} µs "
+              f"(rounds: {', '.join(f'{value:.2f}' for value in figures)})")
+        return
+    results = decoders(reads, rounds)
+    for name, figures in results.items():
+        print(f"  {name:<15} min {min(figures):.3f} µs/read, median "
+              f"{statistics.median(figures):.3f} (rounds: "
+              f"{', '.join(f'{value:.3f}' for value in figures)})")
+    ratio = min(results["minimal Python"]) / min(results["httptools"])
+    print(f"  minimal Python / httptools = {ratio:.2f}x (best rounds)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--streams", type=int, default=256, help="concurrent streams per round")
@@ -191,11 +310,20 @@ def main() -> None:
     parser.add_argument("--only", choices=["benchwarden", "openai"], help="measure one client")
     parser.add_argument("--loop", choices=["uvloop", "asyncio"],
                         help="benchwarden's event loop (default: the one the CLI uses)")
+    parser.add_argument("--read-path", action="store_true",
+                        help="diagnostic: CPU per body read from data_received on, in-process")
+    parser.add_argument("--decoders", action="store_true",
+                        help="diagnostic: httptools against a minimal chunk decoder")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     add_json_option(parser)
     options = parser.parse_args()
     if options.serve:
         serve(options.tokens, options.per_token_writes)
+        return
+    if options.read_path or options.decoders:
+        if options.loop:
+            os.environ["BENCHWARDEN_EVENT_LOOP"] = options.loop
+        run_diagnostic(options)
         return
 
     if options.loop:

@@ -1,8 +1,9 @@
 """The OpenAI-compatible chat client every suite talks to a server through.
 
-Built on aiohttp (one `ClientSession` per `ChatClient`; a streamed body is taken piece
-by piece inside the connection's `data_received`, see `_BodyReader`) and msgspec (chunks
-decoded straight into typed structs): under hundreds of concurrent streams this spends
+Built on aiohttp (one `ClientSession` per `ChatClient`; a streamed event-stream body is
+taken from the connection once aiohttp has parsed the headers, its HTTP framing decoded
+by httptools, see `_Tap` and `_BodyReader`) and msgspec (chunks decoded straight into
+typed structs): under hundreds of concurrent streams this spends
 tens of times less client CPU per token than the `openai` SDK
 (docs/decisions/0002-http-client.md, bench/client_overhead.py). It runs on any asyncio
 event loop; the CLI starts uvloop where installed (event_loop.py).
@@ -28,6 +29,10 @@ Invariants:
   already closed. The retry uses a new connection and the outcome says so
   (`extra["reconnected"]`).
 
+- A body the `_Tap` takes is never seen by aiohttp, and its connection goes back to the
+  pool only when the body ended cleanly (a chunked body, nothing after its last chunk);
+  broken framing fails the request at once, never hangs it.
+
 - `sent_at` is when the request's body was written to its connection (after the
   connection was obtained and the request built); `stream_together` holds a burst's
   requests until every one is ready to write, so their spread is only the writes.
@@ -51,10 +56,12 @@ import json
 import math
 import re
 import time
+import types
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import aiohttp
+import httptools
 import msgspec
 
 from benchwarden.core.errors import TargetUnreachableError
@@ -689,16 +696,14 @@ class _StallWatch:
     completes for `seconds`: header lines first, then SSE lines.
 
     One timer per request, re-armed only when it fires: the readers merely note when a
-    line last completed. Until the headers are complete, the bytes are seen through a
-    hook on the connection's protocol (`attach`, installed by `_WatchingConnector`), so
-    a server trickling its status line is caught too; the hook is removed as soon as the
-    headers are in, and the body is watched by the SSE parser's `progress` at the cost
-    of one assignment per read. On a stall the watch expires the request's
-    `asyncio.timeout` guard, which cancels it and surfaces as TimeoutError with `fired`.
+    line last completed. Until the headers are complete, the bytes are seen by the
+    request's `_Tap` on the connection, so a server trickling its status line is caught
+    too; the body is watched by the SSE parser's `progress` at the cost of one
+    assignment per read. On a stall the watch expires the request's `asyncio.timeout`
+    guard, which cancels it and surfaces as TimeoutError with `fired`.
     """
 
-    __slots__ = ("seconds", "guard", "last_progress_at", "handle", "fired", "protocol",
-                 "headers_in")
+    __slots__ = ("seconds", "guard", "last_progress_at", "handle", "fired", "headers_in")
 
     def __init__(self, seconds: float, guard: asyncio.Timeout) -> None:
         self.seconds = seconds
@@ -706,7 +711,6 @@ class _StallWatch:
         self.last_progress_at = 0.0
         self.handle: asyncio.TimerHandle | None = None
         self.fired = False
-        self.protocol: Any = None
         self.headers_in = False
 
     def arm(self, at: float) -> None:
@@ -722,36 +726,14 @@ class _StallWatch:
         else:
             self.handle = loop.call_later(self.seconds - quiet, self._check)
 
-    def attach(self, protocol: Any) -> None:
-        """See the bytes `protocol` receives until `headers_arrived` (an instance
-        attribute shadows the class's `data_received`; asyncio looks it up per call)."""
-        self.detach()
-        receive = type(protocol).data_received
-
-        def data_received(data: bytes) -> None:
-            at = now()
-            if self.handle is None:
-                self.arm(at)
-            elif b"\n" in data:
-                self.last_progress_at = at
-            receive(protocol, data)
-
-        try:
-            protocol.data_received = data_received
-        except AttributeError:  # a protocol without an instance dict: body-only watch
-            return
-        self.protocol = protocol
-        _refresh_protocol(protocol)
-
-    def detach(self) -> None:
-        protocol = self.protocol
-        if protocol is not None:
-            protocol.__dict__.pop("data_received", None)
-            self.protocol = None
-            _refresh_protocol(protocol)
+    def saw_bytes(self, data: bytes, at: float) -> None:
+        """Bytes of the response head arrived (a line completed if they hold `\n`)."""
+        if self.handle is None:
+            self.arm(at)
+        elif b"\n" in data:
+            self.last_progress_at = at
 
     def headers_arrived(self) -> None:
-        self.detach()
         self.headers_in = True
         at = now()
         if self.handle is None:
@@ -760,7 +742,6 @@ class _StallWatch:
             self.last_progress_at = at
 
     def stop(self) -> None:
-        self.detach()
         if self.handle is not None:
             self.handle.cancel()
 
@@ -775,10 +756,10 @@ def _refresh_protocol(protocol: Any) -> None:
         transport.set_protocol(protocol)
 
 
-# The stall watch of the request the current task is sending: `_WatchingConnector`
-# reads it when it hands that request its connection (in the same task).
-_request_watch: contextvars.ContextVar[_StallWatch | None] = contextvars.ContextVar(
-    "benchwarden_request_watch", default=None)
+# The tap of the streamed request the current task is sending: `_WatchingConnector`
+# attaches it when it hands that request its connection (in the same task).
+_request_tap: contextvars.ContextVar[_Tap | None] = contextvars.ContextVar(
+    "benchwarden_request_tap", default=None)
 
 
 READ_SIZE = 64 * 1024
@@ -889,19 +870,20 @@ class _TimedRequest(aiohttp.ClientRequest):
 
 
 class _WatchingConnector(aiohttp.TCPConnector):
-    """A TCPConnector that lets the current request's stall watch see its connection's
-    bytes before the response headers are complete (aiohttp shows none until then), and
-    reads its sockets in `READ_SIZE` pieces."""
+    """A TCPConnector that attaches the current streamed request's `_Tap` to the
+    connection it hands over (so the stall watch sees the bytes before the response
+    headers are complete, and the body can be taken from the socket), and reads its
+    sockets in `READ_SIZE` pieces."""
 
     async def connect(self, *args: Any, **kwargs: Any) -> Any:
         connection = await super().connect(*args, **kwargs)
         transport = getattr(connection, "transport", None)
         if getattr(transport, "max_size", 0) > READ_SIZE:
             transport.max_size = READ_SIZE  # type: ignore[union-attr]
-        watch = _request_watch.get()
+        tap = _request_tap.get()
         protocol = getattr(connection, "protocol", None)
-        if watch is not None and protocol is not None:
-            watch.attach(protocol)
+        if tap is not None and protocol is not None:
+            tap.attach(protocol)
         return connection
 
 
@@ -916,7 +898,8 @@ class _Stop(enum.Enum):
 
 
 class _BodyReader:
-    """Reads one 200 event stream inside the connection's `data_received`, as aiohttp's
+    """Reads one 200 event stream inside the connection's `data_received`, as the
+    request's `_Tap` (httptools) or, for a body the tap leaves to aiohttp, aiohttp's
     HTTP parser hands over each piece of the body, instead of waking the request's task
     for every piece.
 
@@ -927,20 +910,22 @@ class _BodyReader:
     hashed, parsed and taken where it arrives, and the task wakes once, when the reply
     stops (`[DONE]`, a cap, a failure, the cancel point) or the body ends.
 
-    How: the response's `StreamReader` is switched to `_ReaderWithSink`, a subclass that
-    adds no state (so the switch is allowed) and hands `feed_data` to the reader
-    registered for it in `_SINKS`. Pieces that came with the headers are taken first.
-    Invariants: `feed` never raises into aiohttp (a failure is kept in `error`); nothing
-    is taken after `stop` is set; after `[DONE]` later bytes go to the `StreamReader`
-    as usual (so the body can be drained and the connection reused), after any other
-    stop they are dropped (the response is being closed: memory stays bounded). The
+    How: a taken body's parser calls `feed` itself (`ended` notes the body's end); for a
+    body aiohttp reads, the response's `StreamReader` is switched to `_ReaderWithSink`, a
+    subclass that adds no state (so the switch is allowed) and hands `feed_data` to the
+    reader registered for it in `_SINKS`, pieces that came with the headers first (the
+    switch also wakes the task when aiohttp sees the body end or fail, for both).
+    Invariants: `feed` never raises (a failure is kept in `error`); nothing is taken
+    after `stop` is set; after `[DONE]` later bytes are drained (so the connection can
+    be reused), after any other stop they are dropped (the response is being closed:
+    memory stays bounded). The
     request's total timeout still applies: the task waits inside the reader's timer,
     exactly as `StreamReader` reads do.
     """
 
     __slots__ = ("state", "parser", "byte_cap", "event_cap", "cancel_after", "watch",
                  "received", "events_seen", "progress_seen", "hasher", "head", "stop",
-                 "error", "waiter")
+                 "error", "waiter", "ended")
 
     def __init__(self, state: _StreamState, byte_cap: int | None, event_cap: int | None,
                  cancel_after: int | None, watch: _StallWatch | None) -> None:
@@ -956,6 +941,7 @@ class _BodyReader:
         self.stop: _Stop | None = None
         self.error: BaseException | None = None
         self.waiter: asyncio.Future[None] | None = None
+        self.ended = False  # the body's end, as the request's `_Tap` decoded it
 
     def evidence(self) -> dict[str, Any]:
         return _evidence(self.received, self.hasher, self.head)
@@ -967,7 +953,10 @@ class _BodyReader:
         in this one call: decoded by msgspec from its bytes, without an SSE event or a
         str (a frame msgspec refuses from bytes, invalid UTF-8 among them, goes the
         general way, with the general messages). Anything else goes through the parser.
+        Pieces after `stop` (the `_Tap` keeps decoding the body to its end) are dropped.
         """
+        if self.stop is not None:
+            return
         try:
             state = self.state
             read_at = state.last_byte_at = _perf_counter() + _CLOCK_OFFSET  # now()
@@ -1049,7 +1038,9 @@ class _BodyReader:
     async def read(self, response: aiohttp.ClientResponse) -> None:
         """Until `stop` is set or the body ended (then `stop` is None). A transport
         failure (the server closed mid-reply, the request timeout) raises as a read of
-        the body would."""
+        the body would. When the request's `_Tap` took the body, the pieces come from it
+        (some maybe before this is called) and aiohttp's reader only reports the end of
+        a body delimited by the connection's close, or the failure of a cut one."""
         content = response.content
         if content.__class__ is not aiohttp.StreamReader:  # unusual: read it the plain way
             async for piece in content.iter_any():
@@ -1061,13 +1052,13 @@ class _BodyReader:
         arrived = content.read_nowait()  # what came with the headers
         if arrived:
             self.feed(arrived)
-        if self.stop is not None or content.is_eof():
+        if self.stop is not None or self.ended or content.is_eof():
             return
         _SINKS[content] = self
         content.__class__ = _ReaderWithSink
         timer: Any = getattr(content, "_timer", None) or contextlib.nullcontext()
         try:
-            while self.stop is None and not content.is_eof():
+            while self.stop is None and not self.ended and not content.is_eof():
                 failure = content.exception()
                 if failure is not None:
                     raise failure
@@ -1079,8 +1070,25 @@ class _BodyReader:
             if _SINKS.get(content) is self:
                 del _SINKS[content]
         failure = content.exception()
-        if failure is not None and self.stop is None:
+        if failure is not None and self.stop is None and not self.ended:
             raise failure
+
+    async def drain(self, response: aiohttp.ClientResponse, tap: _Tap | None) -> None:
+        """After `[DONE]`: wait (briefly) for the body's end, so that the connection can
+        go back to the pool; a server that keeps the body open just costs that
+        connection (aiohttp closes a connection whose body did not end)."""
+        if tap is None or not tap.taken:
+            await _drain_after_done(response)
+            return
+        if self.ended:
+            return
+        self.waiter = asyncio.get_running_loop().create_future()
+        try:
+            await asyncio.wait_for(self.waiter, _DRAIN_SECONDS)
+        except TimeoutError:
+            pass
+        finally:
+            self.waiter = None
 
 
 # The body reader of each response being read through `_ReaderWithSink` (a response's
@@ -1112,6 +1120,237 @@ class _ReaderWithSink(aiohttp.StreamReader):
         sink = _SINKS.get(self)
         if sink is not None:
             sink.wake()
+
+
+HEAD_LIMIT = 64 * 1024
+"""The most bytes of a response head the `_Tap` keeps while looking for its end; a
+longer head is left to aiohttp (which refuses over-long header lines) as is its body."""
+
+_TERMINATOR = b"0\r\n\r\n"  # the last chunk of a chunked body, no trailers
+
+
+class _Tap:
+    """One streamed request's view of its connection's bytes, from the moment it holds
+    the connection: the response head (for the stall watch), then, when the response
+    is a 200 uncompressed event stream, the body itself, decoded by httptools (llhttp)
+    and handed to the request's `_BodyReader` without aiohttp seeing a byte of it.
+
+    Why: with one network read per token, aiohttp's read path (its protocol's
+    `data_received` in Python, its parser, the payload reader) was half of the client's
+    CPU per token; here a read is one Python call around llhttp and one into
+    `_BodyReader.feed` (docs/decisions/0002-http-client.md).
+
+    How: the tap shadows the protocol's `data_received` (an instance attribute; see
+    `_refresh_protocol` for uvloop). It passes the head's bytes to aiohttp until the
+    blank line that ends the head, and no further, so aiohttp parses the status line
+    and headers exactly as before and creates the response; what follows goes to
+    httptools, which was given the same head and so knows the body's framing (chunked
+    or until the close). The tap takes the body only when both parsers agree a new 200
+    `text/event-stream` response without content coding just began, chunked or
+    delimited by the close; otherwise (a Content-Length body among them: aiohttp must
+    see its bytes to end its response and reuse the connection) it hands everything on
+    to aiohttp and the body is read as before.
+
+    Invariants: aiohttp never sees part of a taken body. The connection returns to the
+    pool only when a chunked body ended cleanly with nothing after it: aiohttp is then
+    given the last chunk, which ends its response; any other end (the close, bytes
+    after the end, a framing error, a reply stopped early) leaves aiohttp's
+    response unfinished, and aiohttp closes such a connection when it is released. A
+    body cut short still fails through aiohttp (its parser sees the close mid-body),
+    with the messages it always gave. The tap is detached when the request ends.
+    """
+
+    __slots__ = ("reader", "watch", "protocol", "receive", "head", "taken",
+                 "chunked", "finished", "headers", "headers_complete", "messages",
+                 "feed_parser")
+
+    def __init__(self, reader: _BodyReader, watch: _StallWatch | None) -> None:
+        self.reader = reader
+        self.watch = watch
+        self.protocol: Any = None
+        self.receive: Callable[[Any, bytes], None] | None = None  # the class's data_received
+        self.head: bytearray | None = bytearray()  # None: no longer looking for the end
+        self.feed_parser: Callable[[bytes], None] = _ignore_bytes  # the body's parser
+        self.taken = False  # the body is ours
+        self.chunked = False
+        self.finished = False  # the body ended and the tap let go of it
+        self.headers: dict[bytes, bytes] = {}
+        self.headers_complete = False
+        self.messages = 0
+
+    # --- attaching to the connection ---
+
+    def attach(self, protocol: Any) -> None:
+        self.detach()
+        try:
+            protocol.data_received = self._head_received
+        except AttributeError:  # a protocol without an instance dict: aiohttp reads all
+            return
+        self.protocol = protocol
+        self.receive = type(protocol).data_received
+        _refresh_protocol(protocol)
+
+    def detach(self) -> None:
+        protocol = self.protocol
+        if protocol is not None:
+            protocol.__dict__.pop("data_received", None)
+            self.protocol = None
+            _refresh_protocol(protocol)
+
+    def _hook(self, data_received: Callable[[bytes], None]) -> None:
+        protocol = self.protocol
+        protocol.data_received = data_received
+        _refresh_protocol(protocol)
+
+    # --- the response head ---
+
+    def _head_received(self, data: bytes) -> None:
+        at = now()
+        if self.watch is not None:
+            self.watch.saw_bytes(data, at)
+        protocol = self.protocol
+        receive = self.receive
+        assert receive is not None
+        head = self.head
+        if head is None:  # not ours: only the stall watch looks, until the headers are in
+            receive(protocol, data)
+            return
+        searched_from = max(0, len(head) - 3)
+        head += data
+        end = head.find(b"\r\n\r\n", searched_from)
+        if end < 0:
+            if len(head) > HEAD_LIMIT:
+                self._leave_to_aiohttp()
+            receive(protocol, data)
+            return
+        end += 4
+        body_from = len(data) - (len(head) - end)
+        payload_before = getattr(protocol, "_payload", None)
+        receive(protocol, data[:body_from] if body_from < len(data) else data)
+        payload = getattr(protocol, "_payload", None)
+        rest = data[body_from:]
+        if (payload is None or payload is payload_before
+                or payload.__class__ is not aiohttp.StreamReader
+                or protocol.transport is None or protocol.transport.is_closing()
+                or not self._is_event_stream_head(bytes(head[:end]))):
+            self._leave_to_aiohttp()
+            if rest:
+                receive(protocol, rest)
+            return
+        self.taken = True
+        self.head = None
+        state = self.reader.state
+        state.first_byte_at = state.last_byte_at = at
+        if self.watch is not None:
+            self.watch.headers_in = True
+        self._hook(self._body_received)
+        if rest:
+            self._body_received(rest)
+
+    def _is_event_stream_head(self, head: bytes) -> bool:
+        """Does httptools read this head as a 200 uncompressed event stream?"""
+        parser = httptools.HttpResponseParser(types.SimpleNamespace(
+            on_header=self.on_header, on_headers_complete=self.on_headers_complete))
+        try:
+            parser.feed_data(head)
+        except httptools.HttpParserError:
+            return False
+        if not self.headers_complete or parser.get_status_code() != 200:
+            return False
+        headers = self.headers
+        media_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+        coding = headers.get(b"content-encoding", b"identity").strip().lower()
+        if media_type != b"text/event-stream" or coding not in (b"identity", b""):
+            return False
+        transfer = headers.get(b"transfer-encoding", b"").split(b",")[-1].strip().lower()
+        self.chunked = transfer == b"chunked"
+        if not self.chunked and b"content-length" in headers:
+            # aiohttp must see a Content-Length body to end its response, and without
+            # that the connection could not be reused: such a (rare) stream stays its.
+            return False
+        # The body's parser is another one, given the same head: it has no `on_header`,
+        # so httptools keeps no header text (trailers, however long, cost no memory),
+        # and its `on_body` is the body reader's own `feed`, no call in between.
+        # httptools finds the callbacks by name when the parser is made.
+        body_parser = httptools.HttpResponseParser(types.SimpleNamespace(
+            on_message_begin=self.on_message_begin, on_body=self.reader.feed,
+            on_message_complete=self.on_message_complete))
+        try:
+            body_parser.feed_data(head)
+        except httptools.HttpParserError:
+            return False
+        self.feed_parser = body_parser.feed_data
+        return True
+
+    def _leave_to_aiohttp(self) -> None:
+        """Not a body the tap takes: aiohttp reads it. The hook stays only while the
+        stall watch needs the head's bytes (`headers_arrived` removes it)."""
+        self.head = None
+        if self.watch is None:
+            self.detach()
+
+    # httptools' callbacks (the parser finds them by name when it is created)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if not self.headers_complete:
+            self.headers[name.lower()] = value
+
+    def on_headers_complete(self) -> None:
+        self.headers_complete = True
+
+    def on_message_begin(self) -> None:
+        self.messages += 1  # a second one: bytes after the body's end
+
+    def on_message_complete(self) -> None:
+        reader = self.reader
+        reader.ended = True
+        reader.wake()
+
+    # --- the body ---
+
+    def _body_received(self, data: bytes) -> None:
+        try:
+            self.feed_parser(data)
+        except Exception as exc:  # noqa: BLE001 - llhttp's framing errors, never raised
+            self._framing_failed(exc)
+            return
+        if self.reader.ended:
+            self._let_go()
+
+    def _framing_failed(self, exc: Exception) -> None:
+        reader = self.reader
+        if not reader.ended and reader.stop is None:
+            reader.error = _StreamFailure(
+                f"malformed HTTP body framing from the server after "
+                f"{reader.state.content_deltas} deltas: {exc}")
+            reader._stop(_Stop.FAILED)
+        self._drop_the_rest()
+
+    def _drop_the_rest(self) -> None:
+        """Nothing more is read from this connection's body: aiohttp's response stays
+        unfinished, so the connection is closed when the request lets go of it."""
+        self.finished = True
+        self._hook(_ignore_bytes)
+
+    def _let_go(self) -> None:
+        """The body ended: end aiohttp's response too when that is clean (a chunked
+        body, nothing after it), so the connection can be reused."""
+        if not self.chunked or self.messages > 1:
+            self._drop_the_rest()
+            return
+        self.finished = True
+        protocol, receive = self.protocol, self.receive
+        self.detach()
+        if protocol is not None and receive is not None:
+            receive(protocol, _TERMINATOR)
+
+    def stop(self) -> None:
+        """The request ended: the connection is aiohttp's again."""
+        self.detach()
+
+
+def _ignore_bytes(data: bytes) -> None:
+    """What a connection whose body was given up reads, until it is closed."""
 
 
 class _ModelEntry(msgspec.Struct, gc=False):
@@ -1384,14 +1623,17 @@ class ChatClient:
             async with asyncio.timeout(None) as guard:
                 if self.stall_timeout is not None:
                     watch = _StallWatch(self.stall_timeout, guard)
-                token = _request_watch.set(watch)
+                body = _BodyReader(state, self.max_reply_bytes,
+                                   None if cap is None else cap[0], cancel_after_deltas, watch)
+                tap = _Tap(body, watch)
+                token = _request_tap.set(tap)
                 state_token = _request_state.set(state)
                 try:
-                    return await self._post_stream(session, payload, state,
-                                                   cancel_after_deltas, cap, watch)
+                    return await self._post_stream(session, payload, state, body, tap, cap)
                 finally:
                     _request_state.reset(state_token)
-                    _request_watch.reset(token)
+                    _request_tap.reset(token)
+                    tap.stop()
                     if watch is not None:
                         watch.stop()
         except _StreamFailure as failure:
@@ -1420,14 +1662,16 @@ class ChatClient:
                                 f"{type(exc).__name__}: {exc}")
 
     async def _post_stream(self, session: aiohttp.ClientSession, payload: bytes,
-                           state: _StreamState,
-                           cancel_after_deltas: int | None, cap: tuple[int, int] | None,
-                           watch: _StallWatch | None) -> RequestOutcome:
+                           state: _StreamState, body: _BodyReader, tap: _Tap,
+                           cap: tuple[int, int] | None) -> RequestOutcome:
         async with session.post(self._chat_url, data=payload,
                                 headers=self._stream_headers) as response:
-            if watch is not None:
-                watch.headers_arrived()
-            state.first_byte_at = state.last_byte_at = now()
+            if not tap.taken:
+                tap.detach()  # aiohttp reads this body: the tap has nothing more to see
+                state.first_byte_at = state.last_byte_at = now()
+            # else the tap noted when the headers came (and maybe body pieces since)
+            if body.watch is not None:
+                body.watch.headers_arrived()
             status = state.status = response.status
             if status != 200:
                 detail = _error_text_from_body(await _read_capped(response))
@@ -1448,20 +1692,16 @@ class ChatClient:
                     state, status,
                     "server answered application/json instead of an event stream "
                     f"(does it support stream=true?): {detail}")
-            return await self._read_stream(response, state, status,
-                                           cancel_after_deltas, cap, watch)
+            return await self._read_stream(response, state, status, body, tap, cap)
 
     async def _read_stream(self, response: aiohttp.ClientResponse, state: _StreamState,
-                           status: int, cancel_after_deltas: int | None,
-                           cap: tuple[int, int] | None,
-                           watch: _StallWatch | None) -> RequestOutcome:
+                           status: int, body: _BodyReader, tap: _Tap,
+                           cap: tuple[int, int] | None) -> RequestOutcome:
         """The body of a 200 event stream, within the byte, chunk and stall bounds."""
-        body = _BodyReader(state, self.max_reply_bytes, None if cap is None else cap[0],
-                           cancel_after_deltas, watch)
         await body.read(response)
         stop = body.stop
         if stop is _Stop.DONE:
-            await _drain_after_done(response)
+            await body.drain(response, tap)
             return self._complete(state, status)
         if stop is _Stop.FAILED:
             raise body.error if body.error is not None else _StreamFailure("unknown error")

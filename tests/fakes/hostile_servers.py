@@ -38,6 +38,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.openai_server import _CANARY, FakeOpenAIServer
+from tests.fakes.raw_http_server import read_request
 
 CHAT_BEHAVIOURS = ("clean", "endless", "slowloris", "huge_line", "huge_reply", "overchunked",
                    "overloaded", "invalid_bytes", "gzip_bomb")
@@ -291,13 +292,7 @@ class TricklingServer:
         self._writers.add(writer)
         try:
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n"):
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value)
-                await reader.readexactly(length)
+                head = await read_request(reader)
                 if head.startswith(b"GET /v1/models"):
                     body = json.dumps({"object": "list",
                                        "data": [{"id": "fake-model"}]}).encode()

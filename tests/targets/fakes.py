@@ -17,6 +17,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.raw_http_server import read_request
+
 Handler = Callable[["ScriptedOpenAIServer", web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -238,13 +240,7 @@ class FakeOneShotKeepAliveServer:
         answered_here = 0
         try:
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n"):
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value)
-                await reader.readexactly(length)
+                await read_request(reader)
                 self.requests_seen += 1
                 if self._answer_nothing or answered_here:
                     break  # close without a response

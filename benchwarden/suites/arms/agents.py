@@ -58,6 +58,7 @@ from benchwarden.suites.arms.isolation import (
 )
 from benchwarden.suites.arms.mcp_client import McpFailure, McpSessions
 from benchwarden.suites.arms.tasks import Arm, FunctionTool, McpServer
+from benchwarden.targets import event_loop
 
 OUTPUT_LIMIT = 16_000
 COMMAND_RESULT_LIMIT = 16 * 1024 * 1024
@@ -295,7 +296,7 @@ class OpenAIDriver:
                 "max_tokens": self.max_tokens}
 
     def run(self, context: AgentContext) -> Episode:
-        return asyncio.run(self._run(context))
+        return event_loop.run(self._run(context))  # uvloop where installed, as contamination
 
     async def _run(self, context: AgentContext) -> Episode:
         from benchwarden.targets.openai_client import ChatClient, TargetError
