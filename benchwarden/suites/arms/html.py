@@ -283,7 +283,7 @@ def _trial_detail(trial: Trial) -> str:
     tag = trial.failure or outcome
     colour = OUTCOME_COLORS.get(tag if outcome != "pass" else "pass", h.MUTED)
     summary = (f'{h.badge(tag, colour)}<strong>trial {h.escape(trial.trial)}</strong>'
-               f'<span class="muted">{h.escape(fmt.count(trial.turns))} turns · '
+               f'<span class="muted">{h.escape(fmt.number(trial.turns, 1))} turns · '
                f'{h.escape(fmt.tokens(trial.cost_equivalent))} cost-eq tokens · '
                f'{h.escape(fmt.duration(trial.duration_s))}</span>')
     body = []

@@ -306,8 +306,9 @@ class Trial(msgspec.Struct, frozen=True, kw_only=True):
     """The task's tier."""
     reasons: list[str] = msgspec.field(default_factory=list)
     """The checker's reasons."""
-    turns: int | None = None
-    """Turns the agent took."""
+    turns: int | float | None = None
+    """Turns the agent took, read by the rule the totals sum it by (`summed_number`): a
+    fractional count a driver reports is shown as it is, as the mean counts it."""
     stopped: str | None = None
     """Why it stopped."""
     final_report: str | None = None
@@ -528,7 +529,7 @@ def trial_entry(record: Record, weights: TokenWeights) -> dict[str, Any]:
         "tier": _text(payload.get("tier")),
         "reasons": [_clip(_text(reason)) for reason in reasons[:REASONS_SHOWN]]
         + ([f"… {len(reasons) - REASONS_SHOWN} more"] if len(reasons) > REASONS_SHOWN else []),
-        "turns": summed_number(payload.get("turns"), count=True)[0],
+        "turns": summed_number(payload.get("turns"))[0],
         "stopped": _text(payload.get("stopped")),
         "final_report": _clip(_text(payload.get("final_report"))),
         "transcript": [_clip_entry(entry) for entry in transcript[:TRANSCRIPT_SHOWN]],
@@ -765,7 +766,7 @@ def render_trials(report: ArmsReport, console: Console) -> None:
         for trial in trials[:TERMINAL_TRIALS]:
             table.add_row(trial.arm, trial.task, fmt.count(trial.trial),
                           trial.failure or trial.outcome if trial.outcome != "pass" else "pass",
-                          fmt.count(trial.turns),
+                          fmt.number(trial.turns, 1),
                           fmt.count(trial.tool_calls if trial.tool_calls is not None
                                     else len(trial.transcript)),
                           fmt.tokens(trial.cost_equivalent),

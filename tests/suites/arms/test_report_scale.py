@@ -288,6 +288,28 @@ def test_shown_trials_put_each_cells_newest_failures_first():
     assert len(views.shown_trials(summary, limit=2)) == 2
 
 
+def test_a_fractional_turn_count_is_shown_as_the_mean_counts_it():
+    """A driver that reports 2.5 turns: the mean sums it, so the trial's own row shows
+    2.5 too, never a dash as if the value were missing."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    records = [make_record("cli", "t0", 1, passed=True, tokens=[1, 0, 0, 1], turns=2.5,
+                           duration=1.0),
+               make_record("cli", "t0", 2, passed=True, tokens=[1, 0, 0, 1], turns=3,
+                           duration=1.0)]
+    with SQLiteStore(":memory:") as store:
+        fill(store, records, ["cli"], ["t0"])
+        report = arms_report.build_report(store, "run-1", floor=1)
+    assert report.trials is not None
+    assert sorted((trial.trial, trial.turns) for trial in report.trials) == [(1, 2.5), (2, 3)]
+    output = StringIO()
+    arms_report.render_trials(report, Console(file=output, width=200))
+    rows = [line for line in output.getvalue().splitlines() if " cli " in f" {line} "]
+    assert any("2.5" in row for row in rows) and any(" 3 " in f" {row} " for row in rows)
+
+
 # ---------------------------------------------------------------------------- compare in words
 
 def _two_arms(pass_a: int, pass_b: int, tasks: int = 6, depth: int = 10) -> list[Record]:
