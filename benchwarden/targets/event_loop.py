@@ -10,6 +10,12 @@ Invariants:
   the coroutine's result or exception passed through, and Ctrl-C (or any signal routed
   through the SIGINT handler, see core/interrupts.py) cancels the main task so that
   open connections are closed on the way out.
+- A second interrupt (Ctrl-C again, or SIGTERM/SIGHUP while stopping) is never lost: it
+  raises `KeyboardInterrupt` from a loop callback, not from inside the signal handler.
+  Raised inside the handler, it lands wherever Python happens to run, and uvloop runs
+  some Python in C callbacks (its getaddrinfo result) that can only print an exception
+  ("Exception ignored in ...") and drop it: the user saw a traceback and the signal did
+  nothing.
 - uvloop is only ever a speed-up: anything the client does runs the same on asyncio's
   loop, which is used when uvloop is not installed or `BENCHWARDEN_EVENT_LOOP=asyncio`
   asks for it (to compare, or to rule the loop out when chasing a problem).
@@ -19,7 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import threading
 from collections.abc import Callable, Coroutine
+from types import FrameType
 from typing import Any, TypeVar
 
 from benchwarden.core.errors import ConfigurationError
@@ -68,4 +77,46 @@ def run(coroutine: Coroutine[Any, Any, _Result]) -> _Result:
         coroutine.close()  # never awaited: say so quietly, not with a RuntimeWarning
         raise
     with asyncio.Runner(loop_factory=factory) as runner:
-        return runner.run(coroutine)
+        interrupt = _LaterInterrupts()
+        try:
+            return runner.run(interrupt.guarding(coroutine))
+        finally:
+            interrupt.uninstall()
+
+
+def _raise_interrupt() -> None:
+    raise KeyboardInterrupt
+
+
+class _LaterInterrupts:
+    """Wraps the SIGINT handler `asyncio.Runner` installs for its run: the first
+    interrupt goes to it (it cancels the main task, so connections close and the run
+    records its end); every later one is raised by a callback of the loop, where both
+    loops pass `KeyboardInterrupt` out of `run_until_complete`."""
+
+    def __init__(self) -> None:
+        self._handler: Any = None
+        self._interrupts = 0
+
+    async def guarding(self, coroutine: Coroutine[Any, Any, _Result]) -> _Result:
+        runner_handler = signal.getsignal(signal.SIGINT)
+        if (threading.current_thread() is threading.main_thread() and callable(runner_handler)
+                and runner_handler is not signal.default_int_handler):
+            loop = asyncio.get_running_loop()
+
+            def handler(signum: int, frame: FrameType | None) -> None:
+                self._interrupts += 1
+                if self._interrupts == 1:
+                    runner_handler(signum, frame)
+                else:
+                    loop.call_soon_threadsafe(_raise_interrupt)
+
+            self._handler = handler
+            signal.signal(signal.SIGINT, handler)
+        return await coroutine
+
+    def uninstall(self) -> None:
+        """Put Python's own handler back, as the runner does for its own handler (it
+        leaves ours alone, not knowing it)."""
+        if self._handler is not None and signal.getsignal(signal.SIGINT) is self._handler:
+            signal.signal(signal.SIGINT, signal.default_int_handler)

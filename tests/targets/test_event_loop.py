@@ -81,3 +81,37 @@ def test_a_sigint_cancels_the_main_task_so_it_can_clean_up() -> None:
     finally:
         signal.signal(signal.SIGINT, previous)
     assert cleaned_up == [True]
+
+
+@pytest.mark.usefixtures("on_both_loops")
+def test_a_second_interrupt_while_stopping_is_raised_by_the_loop_not_the_handler() -> None:
+    """The first interrupt cancels the main task; the run is still stopping (its cleanup
+    awaits) when the second comes. The handler itself must return: raised inside it,
+    the interrupt would land in whatever Python runs at that instant, and uvloop runs
+    some inside C callbacks that print and drop it. The loop raises it instead, and it
+    ends the run."""
+    handler_returned: list[bool] = []
+    cleaned_up: list[bool] = []
+
+    async def stopping_slowly() -> None:
+        handler = signal.getsignal(signal.SIGINT)
+        assert callable(handler)
+        try:
+            handler(signal.SIGINT, None)  # the first: the main task is cancelled
+            await asyncio.sleep(30)
+        finally:
+            handler(signal.SIGINT, None)  # the second, while cleaning up
+            handler_returned.append(True)
+            try:
+                await asyncio.sleep(30)  # a cleanup that would otherwise take long
+            finally:
+                cleaned_up.append(True)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # not inherited
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            event_loop.run(stopping_slowly())
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert handler_returned == [True] and cleaned_up == [True]
