@@ -4,14 +4,27 @@ it is not; `run` keeps `asyncio.run`'s behaviour (result, exception, Ctrl-C)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
+from collections.abc import Iterator
 
 import pytest
 
 from benchwarden.core.errors import ConfigurationError
 from benchwarden.targets import event_loop
+
+
+@contextlib.contextmanager
+def python_sigint_handler() -> Iterator[None]:
+    """Python's own SIGINT handler for the duration, whatever was inherited (a background
+    `make test` inherits SIGINT ignored), then the previous one back."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 async def running_loop_module() -> str:
@@ -74,12 +87,8 @@ def test_a_sigint_cancels_the_main_task_so_it_can_clean_up() -> None:
         finally:
             cleaned_up.append(True)
 
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # not inherited
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            event_loop.run(interrupted())
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    with python_sigint_handler(), pytest.raises(KeyboardInterrupt):
+        event_loop.run(interrupted())
     assert cleaned_up == [True]
 
 
@@ -107,11 +116,8 @@ def test_a_second_interrupt_while_stopping_is_raised_by_the_loop_not_the_handler
             finally:
                 cleaned_up.append(True)
 
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # not inherited
-    try:
+    with python_sigint_handler():
         with pytest.raises(KeyboardInterrupt):
             event_loop.run(stopping_slowly())
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    finally:
-        signal.signal(signal.SIGINT, previous)
     assert handler_returned == [True] and cleaned_up == [True]
