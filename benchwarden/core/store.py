@@ -50,6 +50,7 @@ import os
 import sqlite3
 import sys
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -776,8 +777,6 @@ class Store(ABC):
         """Inside the upgrade's transaction: `record_group_totals` filled from every summary
         row, in sequence order (`BACKFILL_BATCH` a page), by the append's fold. About
         a line on stderr before and after (it takes seconds at a million records)."""
-        import time
-
         started = time.monotonic()
         print(f"benchwarden: store {self.location}: upgrading for fast reports: totalling "
               "every group of records", file=sys.stderr, flush=True)
@@ -1008,16 +1007,6 @@ class Store(ABC):
                 tokens=slim.tokens,
                 payload=msgspec.to_builtins(slim.payload))  # UNSET (absent) fields left out
 
-    def query_summaries(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Rows of a read-only query over `record_summaries` (only when
-        `has_record_summaries`), for reports that aggregate in the database; `{p}` in
-        `sql` is the backend's placeholder. The summed fields are typed columns
-        (`SUMMARY_COLUMNS`), so a query needs no per-backend expression."""
-        if not self.has_record_summaries:
-            raise StoreError(f"store {self.location} has no record summary table of this "
-                             f"version; open it for writing once to add it")
-        return self._query(sql.replace("{p}", self.placeholder), params)
-
     def records_at(self, seqs: Iterable[int]) -> dict[int, Record]:
         """The records at these sequence numbers (fully decoded), by sequence number: for
         the few records a report shows in full. Numbers that hold no record are absent."""
@@ -1238,10 +1227,9 @@ class Store(ABC):
         try:
             stored = [GroupTotals.from_row(row) for row in self._query(
                 f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM record_group_totals")]
+            wrong = first_difference(stored, expected)
         except ValueError as error:
-            return (f"its per-group totals (record_group_totals) disagree with its records: "
-                    f"{error} (derived data edited)")
-        wrong = first_difference(stored, expected)
+            wrong = str(error)
         if wrong is None:
             return None
         return (f"its per-group totals (record_group_totals) disagree with its records: "
@@ -1730,8 +1718,6 @@ class SQLiteStore(Store):
         trial-first address index its `record_cells` table (counted from its records) and
         that index, then drop the cell-first one. Once per store; about 2 s at a million
         records on a quiet 2-core machine, a line on stderr per step."""
-        import time
-
         names = {row[0] for row in cursor.execute(
             "SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")}
         steps = [(text, statement) for text, statement, needed in (

@@ -226,9 +226,8 @@ def test_summary_fields_keep_their_json_text_the_same_on_both_backends(backend):
         store.append([record(f"t{index}", 1, failure=value)
                       for index, value in enumerate(values)])
         store.append([record("absent", 1)])
-        rows = store.query_summaries(
-            "SELECT task, field_failure FROM record_summaries WHERE suite = {p} ORDER BY seq",
-            ("demo",))
+        rows = store._query("SELECT task, field_failure FROM record_summaries WHERE suite = "
+                            f"{store.placeholder} ORDER BY seq", ("demo",))
     import json
 
     assert [None if row[1] is None else json.loads(row[1]) for row in rows] == [*values, None]
