@@ -1161,8 +1161,7 @@ class _Tap:
     """
 
     __slots__ = ("reader", "watch", "protocol", "receive", "head", "taken",
-                 "chunked", "finished", "headers", "headers_complete", "messages",
-                 "feed_parser")
+                 "chunked", "headers", "headers_complete", "messages", "feed_parser")
 
     def __init__(self, reader: _BodyReader, watch: _StallWatch | None) -> None:
         self.reader = reader
@@ -1173,7 +1172,6 @@ class _Tap:
         self.feed_parser: Callable[[bytes], None] = _ignore_bytes  # the body's parser
         self.taken = False  # the body is ours
         self.chunked = False
-        self.finished = False  # the body ended and the tap let go of it
         self.headers: dict[bytes, bytes] = {}
         self.headers_complete = False
         self.messages = 0
@@ -1329,7 +1327,6 @@ class _Tap:
     def _drop_the_rest(self) -> None:
         """Nothing more is read from this connection's body: aiohttp's response stays
         unfinished, so the connection is closed when the request lets go of it."""
-        self.finished = True
         self._hook(_ignore_bytes)
 
     def _let_go(self) -> None:
@@ -1338,7 +1335,6 @@ class _Tap:
         if not self.chunked or self.messages > 1:
             self._drop_the_rest()
             return
-        self.finished = True
         protocol, receive = self.protocol, self.receive
         self.detach()
         if protocol is not None and receive is not None:
