@@ -12,6 +12,7 @@ Invariants:
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -35,6 +36,77 @@ def canonical_json_many(values: Sequence[Any]) -> list[bytes]:
     if not values:
         return []
     return _encoder.encode_lines(values).split(b"\n")[:-1]
+
+
+# JSON has no NaN or infinity: the canonical encoder writes null for them, silently, so a
+# record holding one would read back as another record. The store refuses such a value
+# (`storage_problem`) instead; the walk below finds one without building any path, and
+# only a record that holds one is walked again to name where.
+_PLAIN_JSON = frozenset((str, int, bool, type(None)))
+
+
+def _holds_non_finite(value: Any) -> bool:
+    kind = type(value)
+    if kind is dict:
+        value = value.values()
+    elif kind is not list and kind is not tuple:
+        if isinstance(value, float):
+            return not math.isfinite(value)
+        if isinstance(value, Mapping):
+            value = value.values()
+        elif isinstance(value, (list, tuple)):
+            pass
+        elif kind in _PLAIN_JSON:
+            return False
+        else:  # another type the encoder takes (a dataclass, a Struct, a set...): as it
+            try:  # encodes; one it cannot encode is left for the encoder to refuse
+                return _holds_non_finite(msgspec.to_builtins(value))
+            except (TypeError, ValueError):
+                return False
+    for item in value:
+        kind = type(item)
+        if kind in _PLAIN_JSON:
+            continue
+        if kind is float:
+            if not math.isfinite(item):
+                return True
+        elif _holds_non_finite(item):
+            return True
+    return False
+
+
+def first_non_finite(value: Any, path: str) -> tuple[str, float] | None:
+    """Pure: the first NaN or infinite float inside `value` and where it is (`path`
+    extended by `.key` and `[index]`), None when there is none."""
+    if not _holds_non_finite(value):
+        return None
+    if isinstance(value, float):
+        return path, value
+    if isinstance(value, Mapping):
+        items: Any = ((f"{path}.{key}", item) for key, item in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"{path}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return first_non_finite(msgspec.to_builtins(value), path)
+    for where, item in items:
+        found = first_non_finite(item, where)
+        if found is not None:
+            return found
+    return None
+
+
+def non_finite_problem(value: Any, path: str) -> str | None:
+    """`first_non_finite` in words, for a refusal: `payload.cost is NaN, which JSON
+    cannot hold`."""
+    found = first_non_finite(value, path)
+    if found is None:
+        return None
+    where, number = found
+    return f"{where} is {_number_words(number)}, which JSON cannot hold"
+
+
+def _number_words(value: float) -> str:
+    return "NaN" if math.isnan(value) else "infinity" if value > 0 else "minus infinity"
 
 
 @dataclass(frozen=True)
@@ -144,6 +216,23 @@ class Record:
 
     def to_json_dict(self) -> dict[str, Any]:
         return cast("dict[str, Any]", msgspec.to_builtins(self))
+
+    def storage_problem(self) -> str | None:
+        """Pure: why this record's canonical JSON would not read back as this record, in
+        words (`payload.scores[2] is NaN, which JSON cannot hold`), or None. Checked by
+        the store before anything is written: a non-finite float anywhere, a time that
+        is not a finite number, a token count that is not an integer."""
+        for name in ("started_at", "ended_at"):
+            moment = getattr(self, name)
+            if type(moment) is not int and not (isinstance(moment, float)
+                                                 and math.isfinite(moment)):
+                return (non_finite_problem(moment, name) if isinstance(moment, float)
+                        else f"{name} is {type(moment).__name__}, not a number of seconds")
+        for name in ("fresh_input", "cache_creation", "cache_read", "output", "reasoning"):
+            count = getattr(self.tokens, name)
+            if type(count) is not int and not (count is None and name == "reasoning"):
+                return f"tokens.{name} is {count!r}, not a whole number of tokens"
+        return non_finite_problem(self.payload, "payload")
 
     @classmethod
     def from_json_dict(cls, data: Mapping[str, Any]) -> Record:

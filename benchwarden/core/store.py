@@ -81,6 +81,7 @@ from benchwarden.core.records import (
     TokenComponents,
     canonical_json,
     canonical_json_many,
+    non_finite_problem,
 )
 from benchwarden.core.secrets import credential_paths, may_alter_json, scrub_entry
 from benchwarden.core.witness import (
@@ -374,6 +375,12 @@ class DuplicateRecord(StoreError):
     pass
 
 
+class UnstorableValue(StoreError):
+    """An entry holds a value its canonical JSON would not keep (a NaN, an infinity, a
+    token count that is not an integer): refused before anything is written, so the
+    store never holds a record other than the one its writer made."""
+
+
 class CorruptStore(StoreError):
     """The file or database is damaged, or is not a benchwarden store."""
 
@@ -476,6 +483,15 @@ def cell_counts(addresses: Iterable[Sequence[Any]]) -> list[tuple[str, str, str,
     counts = Counter(map(itemgetter(0), pairs))
     highest = dict(sorted(pairs, key=itemgetter(1)))
     return [(*cell, counts[cell], trial) for cell, trial in highest.items()]
+
+
+def _refuse_non_finite(entry: Run | RunEnd, named: str, *fields: str) -> None:
+    """Refuse a run or run end holding a NaN or infinity in one of `fields`: JSON would
+    store null in its place, silently."""
+    for name in fields:
+        problem = non_finite_problem(getattr(entry, name), name)
+        if problem is not None:
+            raise UnstorableValue(f"refusing to store {named}: {problem}; nothing was stored")
 
 
 def _scrubbed_bodies(records: Sequence[Record], bodies: list[bytes]) -> list[bytes]:
@@ -906,6 +922,7 @@ class Store(ABC):
         return "refused: an entry with the same address is already stored"
 
     def begin_run(self, run: Run) -> None:
+        _refuse_non_finite(run, f"run {run.run_id}", "config", "target", "host", "started_at")
         run = scrub_entry(run)  # the credentials this process was given, replaced
         secrets = find_secrets({"config": run.config, "target": run.target})
         if secrets:
@@ -915,13 +932,22 @@ class Store(ABC):
         self._append([_Entry("run", run.suite, "", "", "", 0, run.run_id, canonical_json(run))])
 
     def finish_run(self, end: RunEnd) -> None:
+        _refuse_non_finite(end, f"the end of run {end.run_id}", "summary", "ended_at")
         end = scrub_entry(end)
         suite = self.run_info(end.run_id).run.suite
         self._append([_Entry("run_end", suite, "", "", "", 0, end.run_id, canonical_json(end))])
 
     def append(self, records: Iterable[Record]) -> None:
-        """Append records in one transaction; refuses the whole batch on a duplicate."""
+        """Append records in one transaction; refuses the whole batch on a duplicate, or
+        on a record whose JSON would not read back as it (`Record.storage_problem`)."""
         batch = list(records)
+        for record in batch:
+            problem = record.storage_problem()
+            if problem is not None:
+                raise UnstorableValue(
+                    f"refusing to store the record {record.suite}/{record.scope}/{record.arm}/"
+                    f"{record.task}/trial {record.trial} (run {record.run_id}): {problem}; "
+                    "nothing of this batch was stored (records stored before it are kept)")
         self._append_rows(
             [("record", record.suite, record.scope, record.arm, record.task, record.trial,
               record.run_id) for record in batch],

@@ -1,8 +1,20 @@
+import dataclasses
+import math
+
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenComponents, TokenWeights
+from benchwarden.core.records import (
+    DEFAULT_WEIGHTS,
+    Record,
+    TokenComponents,
+    TokenWeights,
+    canonical_json,
+    first_non_finite,
+    non_finite_problem,
+)
 from benchwarden.core.verdicts import Verdict, one_line
 
 counts = st.integers(min_value=0, max_value=10**9)
@@ -50,3 +62,60 @@ def test_verdict_reason_is_one_line_and_kinds_are_checked():
     with pytest.raises(ValueError):
         Verdict("maybe", "x")
     assert one_line("x" * 10, 5) == "xxxx…"
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats()
+    | st.text(st.characters(blacklist_categories=("Cs",))),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    max_leaves=20)
+
+
+@given(JSON_VALUES)
+def test_a_value_is_named_non_finite_exactly_when_json_would_not_keep_it(value):
+    """The store's refusal rule against the encoder itself: a value round-trips through
+    canonical JSON unchanged exactly when no NaN or infinity is found in it."""
+    kept = msgspec.json.decode(canonical_json(value)) == value
+    assert (first_non_finite(value, "payload") is None) == kept
+
+
+@given(st.lists(st.sampled_from(["a", "b", 0, 1]), max_size=4),
+       st.sampled_from([float("nan"), float("inf"), -float("inf")]))
+def test_the_named_path_leads_to_the_non_finite_value(path, number):
+    value: object = number
+    expected = "payload"
+    for step in reversed(path):
+        value = {step: value} if isinstance(step, str) else [None] * step + [value]
+    for step in path:
+        expected += f".{step}" if isinstance(step, str) else f"[{step}]"
+    where, found = first_non_finite(value, "payload")
+    assert where == expected and (found == number or math.isnan(found))
+    words = {"nan": "NaN", "inf": "infinity", "-inf": "minus infinity"}[repr(number)]
+    assert non_finite_problem(value, "payload") == f"{expected} is {words}, which JSON cannot hold"
+
+
+def test_values_the_encoder_converts_are_walked_as_it_converts_them():
+    @dataclasses.dataclass
+    class Score:
+        value: float
+
+    where, number = first_non_finite({"s": Score(float("nan"))}, "p")
+    assert where == "p.s.value" and math.isnan(number)
+    assert first_non_finite({"s": {1.5, 2.5}}, "p") is None
+    assert first_non_finite({"s": frozenset([float("inf")])}, "p") == ("p.s[0]", float("inf"))
+
+
+def test_a_record_names_what_it_cannot_store():
+    record = Record(suite="s", scope="c", arm="a", task="t", trial=1, run_id="r",
+                    outcome="ok", started_at=1.0, ended_at=2.0)
+    assert record.storage_problem() is None
+    assert dataclasses.replace(record, started_at=2).storage_problem() is None  # an int is a time
+    assert dataclasses.replace(record, ended_at=float("-inf")).storage_problem() == (
+        "ended_at is minus infinity, which JSON cannot hold")
+    assert dataclasses.replace(record, started_at="soon").storage_problem() == (
+        "started_at is str, not a number of seconds")
+    assert dataclasses.replace(record, tokens=TokenComponents(reasoning=1.5)).storage_problem() == (
+        "tokens.reasoning is 1.5, not a whole number of tokens")
+    assert dataclasses.replace(record, payload={"x": [1, float("nan")]}).storage_problem() == (
+        "payload.x[1] is NaN, which JSON cannot hold")

@@ -8,6 +8,7 @@ superuser who switches the append-only trigger off.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import secrets
@@ -31,6 +32,7 @@ from benchwarden.core.store import (
     SQLiteStore,
     Store,
     StoreError,
+    UnstorableValue,
     open_store,
 )
 from tests.conftest import require
@@ -502,3 +504,42 @@ def test_cell_depth_counts_records_and_the_highest_trial(store):
     assert store.cell_depth("demo", "s", "a", "t")[0] == len(
         store.records(suite="demo", scope="s", arm="a", task="t"))
     assert store.cell_depth("demo", "s", "a", "t")[1] == store.highest_trial("demo", "s", "a", "t")
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    ({"payload": {"turns": float("nan")}}, r"payload\.turns is NaN"),
+    ({"payload": {"scores": [0.5, {"recall": float("inf")}]}},
+     r"payload\.scores\[1\]\.recall is infinity"),
+    ({"payload": {"cost": -float("inf")}}, r"payload\.cost is minus infinity"),
+    ({"started_at": float("nan")}, r"started_at is NaN"),
+    ({"ended_at": float("inf")}, r"ended_at is infinity"),
+    ({"tokens": TokenComponents(output=4.0)}, r"tokens\.output is 4\.0, not a whole"),  # type: ignore[arg-type]
+])
+def test_a_record_json_would_alter_is_refused_and_the_store_keeps_the_rest(store, change, named):
+    """JSON writes null for a NaN or an infinity, silently: such a record would read back
+    as another one. The whole batch is refused in one line naming the value; the batches
+    before it stay, and the store stays usable."""
+    store.append([make_record(task="before")])
+    bad = dataclasses.replace(make_record(task="bad"), **change)
+    with pytest.raises(UnstorableValue, match=named) as refused:
+        store.append([make_record(task="fine"), bad])
+    assert "\n" not in str(refused.value) and "demo/run-1/a/bad/trial 1" in str(refused.value)
+    assert [record.task for record in store.records()] == ["before"]
+    store.append([make_record(task="after")])
+    assert [record.task for record in store.records()] == ["before", "after"]
+    assert store.verify().ok
+
+
+def test_a_run_or_run_end_json_would_alter_is_refused(store):
+    runs_before = [info.run.run_id for info in store.runs()]
+    run = stamp_run(suite="demo", bench_version="1", config={"temperature": float("nan")},
+                    run_id="run-2")
+    with pytest.raises(UnstorableValue, match=r"config\.temperature is NaN"):
+        store.begin_run(run)
+    assert [info.run.run_id for info in store.runs()] == runs_before
+    store.append([make_record()])
+    with pytest.raises(UnstorableValue, match=r"summary\.score\[0\] is infinity"):
+        store.finish_run(RunEnd("run-1", 3.0, "completed", {"score": [float("inf")]}))
+    assert store.run_info("run-1").end is None  # resumable: no end was written
+    store.finish_run(RunEnd("run-1", 3.0, "completed", {"score": [1.0]}))
+    assert store.run_info("run-1").end is not None
