@@ -489,3 +489,21 @@ def test_unreadable_group_totals_are_one_line_for_verify_and_appends(backend):  
             as raised:
         writer.append([record("t1", 9)])
     assert "\n" not in str(raised.value)
+
+
+def test_a_writer_past_its_memory_limit_keeps_no_groups_and_stays_exact(backend, monkeypatch):  # noqa: F811
+    """A writer keeps the groups it wrote only while they are few (`_GROUPS_KEPT_IN_MEMORY`):
+    past that it keeps none, reads what it touches again, and the totals stay exact."""
+    import benchwarden.core.store as store_module
+
+    monkeypatch.setattr(store_module, "_GROUPS_KEPT_IN_MEMORY", 2)
+    filled(backend, count=0)
+    with backend.open() as writer:
+        writer.append([record("t1", 1), record("t2", 1)])
+        assert writer._groups_written is not None  # two groups: kept
+        writer.append([record("t1", 2), record("t3", 1)])  # a third group: past the limit
+        assert writer._groups_written is None
+        writer.append([record("t2", 2), record("t3", 2), record("t4", 1)])
+        assert writer._groups_written is None
+        assert group_totals(writer) == expected_group_totals(writer)
+        assert writer.verify().ok
