@@ -84,6 +84,7 @@ from benchwarden.core.records import (
     non_finite_problem,
 )
 from benchwarden.core.secrets import credential_paths, may_alter_json, scrub_entry
+from benchwarden.core.verdicts import one_line
 from benchwarden.core.witness import (
     StoreHead,
     Witness,
@@ -485,6 +486,13 @@ def cell_counts(addresses: Iterable[Sequence[Any]]) -> list[tuple[str, str, str,
     return [(*cell, counts[cell], trial) for cell, trial in highest.items()]
 
 
+def _unstorable_record(record: Record, problem: str) -> UnstorableValue:
+    return UnstorableValue(
+        f"refusing to store the record {record.suite}/{record.scope}/{record.arm}/"
+        f"{record.task}/trial {record.trial} (run {record.run_id}): {problem}; nothing of "
+        "this batch was stored (records stored before it are kept)")
+
+
 def _refuse_non_finite(entry: Run | RunEnd, named: str, *fields: str) -> None:
     """Refuse a run or run end holding a NaN or infinity in one of `fields`: JSON would
     store null in its place, silently."""
@@ -492,6 +500,16 @@ def _refuse_non_finite(entry: Run | RunEnd, named: str, *fields: str) -> None:
         problem = non_finite_problem(getattr(entry, name), name)
         if problem is not None:
             raise UnstorableValue(f"refusing to store {named}: {problem}; nothing was stored")
+
+
+def _encoded(entry: Run | RunEnd, named: str) -> bytes:
+    """The canonical JSON of a run or run end; the encoder's refusal (a dict key that is
+    not a string, a type JSON has no form for) in one line naming the entry."""
+    try:
+        return canonical_json(entry)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise UnstorableValue(f"refusing to store {named}: {one_line(str(error))}; "
+                              "nothing was stored") from None
 
 
 def _scrubbed_bodies(records: Sequence[Record], bodies: list[bytes]) -> list[bytes]:
@@ -929,13 +947,15 @@ class Store(ABC):
             raise StoreUsageError(
                 f"refusing to store run {run.run_id}: {', '.join(secrets)} looks like a "
                 "credential (pass keys through an environment variable instead)")
-        self._append([_Entry("run", run.suite, "", "", "", 0, run.run_id, canonical_json(run))])
+        self._append([_Entry("run", run.suite, "", "", "", 0, run.run_id,
+                             _encoded(run, f"run {run.run_id}"))])
 
     def finish_run(self, end: RunEnd) -> None:
         _refuse_non_finite(end, f"the end of run {end.run_id}", "summary", "ended_at")
         end = scrub_entry(end)
         suite = self.run_info(end.run_id).run.suite
-        self._append([_Entry("run_end", suite, "", "", "", 0, end.run_id, canonical_json(end))])
+        self._append([_Entry("run_end", suite, "", "", "", 0, end.run_id,
+                             _encoded(end, f"the end of run {end.run_id}"))])
 
     def append(self, records: Iterable[Record]) -> None:
         """Append records in one transaction; refuses the whole batch on a duplicate, or
@@ -944,14 +964,20 @@ class Store(ABC):
         for record in batch:
             problem = record.storage_problem()
             if problem is not None:
-                raise UnstorableValue(
-                    f"refusing to store the record {record.suite}/{record.scope}/{record.arm}/"
-                    f"{record.task}/trial {record.trial} (run {record.run_id}): {problem}; "
-                    "nothing of this batch was stored (records stored before it are kept)")
+                raise _unstorable_record(record, problem)
+        try:
+            bodies = canonical_json_many(batch)
+        except (TypeError, ValueError, OverflowError) as error:  # the encoder's refusal
+            for record in batch:  # named by the first record it refuses alone
+                try:
+                    canonical_json(record)
+                except (TypeError, ValueError, OverflowError) as alone:
+                    raise _unstorable_record(record, one_line(str(alone))) from None
+            raise UnstorableValue(f"refusing to store a batch of records: {error}") from None
         self._append_rows(
             [("record", record.suite, record.scope, record.arm, record.task, record.trial,
               record.run_id) for record in batch],
-            _scrubbed_bodies(batch, canonical_json_many(batch)))
+            _scrubbed_bodies(batch, bodies))
 
     # -- reading ---------------------------------------------------------------
     def iter_records(self, *, run_id: str | None = None, suite: str | None = None,

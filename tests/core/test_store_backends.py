@@ -543,3 +543,23 @@ def test_a_run_or_run_end_json_would_alter_is_refused(store):
     assert store.run_info("run-1").end is None  # resumable: no end was written
     store.finish_run(RunEnd("run-1", 3.0, "completed", {"score": [1.0]}))
     assert store.run_info("run-1").end is not None
+
+
+@pytest.mark.parametrize(("payload", "named"), [
+    ({"per_seed": {1: 0.5}}, "Only dicts with str keys"),
+    ({"text": "half a pair \udc80"}, "surrogates not allowed"),
+    ({"object": object()}, "Encoding objects of type object is unsupported"),
+])
+def test_a_record_the_encoder_refuses_is_named_in_one_line(store, payload, named):
+    """What canonical JSON cannot encode at all is refused as the store's own error (exit
+    4, one line naming the record), not the encoder's exception, and nothing of the batch
+    is written."""
+    with pytest.raises(UnstorableValue, match=named) as refused:
+        store.append([make_record(task="fine"), make_record(task="odd", **payload)])
+    assert "demo/run-1/a/odd/trial 1" in str(refused.value) and "\n" not in str(refused.value)
+    assert store.records() == []
+    with pytest.raises(UnstorableValue, match="refusing to store run run-2: Only dicts"):
+        store.begin_run(stamp_run(suite="demo", bench_version="1", config={"seeds": {1: 2}},
+                                  run_id="run-2"))
+    with pytest.raises(UnstorableValue, match="the end of run run-1: Only dicts"):
+        store.finish_run(RunEnd("run-1", 3.0, "completed", {"by_seed": {7: "ok"}}))
