@@ -36,6 +36,7 @@ from benchwarden.core.store import (
     DuplicateRecord,
     SQLiteStore,
     Store,
+    UnstorableValue,
     open_store,
     summary_row,
 )
@@ -235,7 +236,7 @@ def test_a_batch_with_a_duplicate_leaves_nothing(store, where):
 def test_a_batch_that_cannot_be_encoded_leaves_nothing(store):
     store.append([make_record(task="kept")])
     before = _state(store)
-    with pytest.raises(TypeError):
+    with pytest.raises(UnstorableValue, match="demo/run-1/a/bad/trial 1"):
         store.append([make_record(task="fine"), make_record(task="bad", value=object())])
     assert _state(store) == before
     assert store.verify().ok
