@@ -1,5 +1,6 @@
-"""`benchwarden runs`, `benchwarden show RUN` (read a store, never a server) and
-`benchwarden store backup SRC DEST` (the way to copy a store).
+"""`benchwarden runs`, `benchwarden show RUN` (read a store, never a server),
+`benchwarden store backup SRC DEST` (the way to copy a store) and `benchwarden store
+repair STORE` (derived tables made complete again).
 
 `runs` and `show` open the store read-only: a mistyped path is "no store at PATH"
 (exit 2), never a new empty store.
@@ -120,7 +121,7 @@ def show(run_id: str | None, latest: bool, store_location: str, json_path: str |
 
 @click.group(name="store")
 def store_group() -> None:
-    """Look after a store file: copy it safely."""
+    """Look after a store: copy it safely, repair its derived tables."""
 
 
 @store_group.command()
@@ -145,3 +146,22 @@ def backup(source: str, destination: str) -> None:
     ending = f", ending at entry {head.seq}" if head else " (empty)"
     click.echo(f"backed up {source} to {written}{ending}; "
                f"`benchwarden verify --store {written}` checks the copy")
+
+
+@store_group.command()
+@click.argument("location", metavar="STORE")
+@config_errors
+def repair(location: str) -> None:
+    """Bring STORE's derived tables up to date: summary rows, per-group totals, cell counts.
+
+    They are outside the hash chain (made from the records, to read a large store fast),
+    so they can be rebuilt from it: what opening the store for writing does when one was
+    removed or the store comes from an older benchwarden (a line on stderr says which).
+    Derived rows that were edited are not found here: `benchwarden verify --store STORE`
+    checks every one against the records.
+    """
+    with open_store_or_exit(location, create=False, read_only=False) as store:
+        head = store.head()
+    ending = f"{head.seq} entries" if head else "no entries"
+    click.echo(f"store {location}: derived tables complete ({ending}); "
+               f"`benchwarden verify --store {location}` checks them against the records")

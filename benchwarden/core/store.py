@@ -799,7 +799,9 @@ class Store(ABC):
         `version` to this one by the backend's `schema` statements. Versions 1 and 2:
         `record_summaries` made again (version 2's has another layout) and filled from
         the stored bodies. Version 3: its table kept, its group index dropped. Then the
-        group totals counted once from the summary rows, and the store marked."""
+        group totals counted once from the summary rows, and the store marked. A version 4
+        store missing a derived table comes here as the version whose tables it holds
+        (`_version_held`)."""
         if version != "3":
             cursor.execute("DROP TABLE IF EXISTS record_summaries")
         for statement in schema:
@@ -1249,7 +1251,8 @@ class Store(ABC):
                     f"entries were removed from its tail: the store {ends} but its summary "
                     f"table holds records up to entry {extra[0][1]}")
         lines, tail_problem = compare_with_witnesses(first_hash, last_seq, hashes_at, consulted)
-        tail_problem = tail_problem or summary_tail or self._cells_problem() or (
+        missing = self._missing_derived_tables()
+        tail_problem = tail_problem or summary_tail or missing or self._cells_problem() or (
             self._group_totals_problem(expected_totals) if summaries else None)
         if own_line is not None and (checked or own_problem is not None):
             lines.insert(0, own_line)
@@ -1267,6 +1270,43 @@ class Store(ABC):
             return True
         return self._table_exists("record_summaries") and \
             self._stored_schema_version() == str(SCHEMA_VERSION)
+
+    def _version_held(self, stored: str) -> str:
+        """The schema version whose derived tables the store really holds. benchwarden
+        never drops them, but they are outside the chain and anyone can: a version 4
+        store without `record_summaries` is read, and repaired by a writer, as version 2
+        (summary rows made again from the bodies, then the totals); one without only
+        `record_group_totals` as version 3 (totals counted from its summary rows). The
+        records themselves are in the chain, so nothing is lost."""
+        if stored != str(SCHEMA_VERSION):
+            return stored
+        if not self._table_exists("record_summaries"):
+            return "2"
+        if not self._table_exists("record_group_totals"):
+            return "3"
+        return stored
+
+    def _missing_derived_tables(self) -> str | None:
+        """For `verify`: a version 4 store's derived tables that are gone, in words."""
+        stored = self._stored_schema_version()
+        if stored != str(SCHEMA_VERSION):
+            return None
+        missing = [name for name in ("record_summaries", "record_group_totals")
+                   if not self._table_exists(name)]
+        if not missing:
+            return None
+        return (f"its derived table{'s' if len(missing) > 1 else ''} {' and '.join(missing)} "
+                f"{'are' if len(missing) > 1 else 'is'} missing (removed outside benchwarden); "
+                "opening the store for writing (any run, or `benchwarden store repair`) "
+                "rebuilds them from the records")
+
+    def _say_rebuilding(self, stored: str, held: str) -> None:
+        """A line on stderr before a writer rebuilds derived tables someone removed."""
+        if stored != held:
+            table = "record_summaries" if held == "2" else "record_group_totals"
+            print(f"benchwarden: store {self.location}: its table {table} is missing (removed "
+                  "outside benchwarden): rebuilding it from the records", file=sys.stderr,
+                  flush=True)
 
     def _stored_schema_version(self) -> str | None:
         rows = self._query("SELECT value FROM meta WHERE name = 'schema_version'")
@@ -1698,7 +1738,7 @@ class SQLiteStore(Store):
             self._connection.execute(f"PRAGMA cache_size = -{_WRITER_CACHE_KIB}")
         except sqlite3.Error as error:
             raise sqlite_failure(self.location, error, "reading it") from None
-        version = str(self._meta("schema_version")).strip()
+        version = self._version_held(str(self._meta("schema_version")).strip())
         self.has_record_summaries = version == str(SCHEMA_VERSION)
         self._reads_version_3_groups = version == "3"
 
@@ -1751,13 +1791,16 @@ class SQLiteStore(Store):
                 self._connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             else:
                 self._check_version()
-                if self._meta("schema_version") != str(SCHEMA_VERSION):
-                    # a store from before this summary table: made (again: a version 2
-                    # table has the older layout) and filled once, in this transaction
-                    # (the write lock is held, so no append runs meanwhile)
+                stored = str(self._meta("schema_version")).strip()
+                held = self._version_held(stored)
+                if held != str(SCHEMA_VERSION):
+                    # a store from before this summary table (or one whose derived tables
+                    # were removed): made (again: a version 2 table has the older layout)
+                    # and filled once, in this transaction (the write lock is held, so no
+                    # append runs meanwhile)
+                    self._say_rebuilding(stored, held)
                     cursor = self._connection.cursor()
-                    self._rebuild_summaries(cursor, _SQLITE_SUMMARY_SCHEMA,
-                                            str(self._meta("schema_version")).strip())
+                    self._rebuild_summaries(cursor, _SQLITE_SUMMARY_SCHEMA, held)
                     cursor.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 self._upgrade_address_layout(self._connection.cursor())
             self._has_cells = True

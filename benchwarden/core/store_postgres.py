@@ -276,6 +276,7 @@ class PostgresStore(Store):
         role that may not create tables appends to a version 1 store as it is (the store
         stays at version 1, so no table is ever incomplete), but is refused a version 2
         or 3 store, whose tables it could not keep complete."""
+        stored, version = version, self._version_held(version)
         if version == str(SCHEMA_VERSION):
             self.has_record_summaries = True
             return
@@ -288,6 +289,7 @@ class PostgresStore(Store):
                     cursor.execute(
                         "SELECT pg_advisory_xact_lock(%s, 'entries'::regclass::oid::int)",
                         (_LOCK_NAMESPACE,))
+                    self._say_rebuilding(stored, version)
                     self._rebuild_summaries(cursor, (_SUMMARY_SCHEMA,), version)
         except pg_errors.InsufficientPrivilege:
             if version != "1":

@@ -455,3 +455,26 @@ def test_postgres_read_only_commands_create_nothing_and_a_removed_tail_is_found(
         assert result.returncode == 1 and "removed from its tail" in result.stdout
         backup = bw("store", "backup", url, str(tmp_path / "copy.sqlite"))
         assert_one_line_error(backup, 2, "pg_dump")
+
+
+def test_store_repair_rebuilds_removed_derived_tables_and_verify_names_them(tmp_path):
+    """A derived table dropped behind benchwarden's back: `verify` fails naming it (exit
+    1), reports still read the records, `store repair` rebuilds it from the chain, and
+    `verify` passes again. A missing store is `no store` (exit 2), never created."""
+    path = tmp_path / "store.sqlite"
+    small_store(path)
+    with sqlite3.connect(path) as connection:
+        connection.execute("DROP TABLE record_group_totals")
+    failed = bw("verify", "--store", str(path))
+    assert failed.returncode == 1, failed.stderr
+    assert "record_group_totals is missing (removed outside benchwarden)" in failed.stdout
+    assert bw("runs", "--store", str(path)).returncode == 0
+    repaired = bw("store", "repair", str(path))
+    assert repaired.returncode == 0, repaired.stderr
+    assert "its table record_group_totals is missing" in repaired.stderr
+    assert "derived tables complete (8 entries)" in repaired.stdout
+    assert bw("verify", "--store", str(path)).returncode == 0
+    again = bw("store", "repair", str(path))  # nothing to rebuild: says nothing on stderr
+    assert again.returncode == 0 and again.stderr == ""
+    assert_one_line_error(bw("store", "repair", str(tmp_path / "typo.sqlite")), 2, "no store at")
+    assert not (tmp_path / "typo.sqlite").exists()

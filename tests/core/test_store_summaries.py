@@ -507,3 +507,34 @@ def test_a_writer_past_its_memory_limit_keeps_no_groups_and_stays_exact(backend,
         assert writer._groups_written is None
         assert group_totals(writer) == expected_group_totals(writer)
         assert writer.verify().ok
+
+
+@pytest.mark.parametrize("dropped", [("record_group_totals",), ("record_summaries",),
+                                     ("record_summaries", "record_group_totals")])
+def test_removed_derived_tables_fail_verify_and_a_writer_rebuilds_them(
+        backend, capfd, dropped):  # noqa: F811
+    """The derived tables are outside the chain, so anyone can drop them. Readers then
+    read the records (the report is still right), `verify` fails naming what is gone,
+    and the next writer (or `store repair`) rebuilds them from the records."""
+    filled(backend)
+    with backend.open(create=False) as before:
+        wanted_summaries = summaries(before)
+        wanted_totals = group_totals(before)
+    raw(backend, *(f"DROP TABLE {table}" for table in dropped))
+    with backend.open(create=False) as reader:
+        assert not reader.has_record_summaries
+        assert reader.has_group_totals == (dropped == ("record_group_totals",))
+        assert len(reader.records()) == 7
+        report = reader.verify()
+        assert not report.ok and " and ".join(dropped) in report.line()
+        assert "removed outside benchwarden" in report.line() and "\n" not in report.line()
+    capfd.readouterr()
+    with backend.open() as writer:
+        assert writer.has_record_summaries
+        assert summaries(writer) == wanted_summaries
+        assert group_totals(writer) == wanted_totals
+        writer.append([record("after", 1)])
+        assert group_totals(writer) == expected_group_totals(writer)
+        assert writer.verify().ok
+    said = capfd.readouterr().err
+    assert f"its table {dropped[0]} is missing (removed outside benchwarden): rebuilding" in said
