@@ -813,6 +813,28 @@ class Store(ABC):
         cursor.execute(f"UPDATE meta SET value = {self.placeholder} "
                        "WHERE name = 'schema_version'", (str(SCHEMA_VERSION),))
 
+    def rebuild_derived(self) -> None:
+        """Make every derived table again from the records in the chain, holding the
+        append lock: summary rows from the bodies, then the group totals, then the
+        backend's cell counts (`store repair`). For derived rows that were edited, not
+        only removed; the chain itself is not touched (`verify` still checks it)."""
+        if self.read_only:
+            raise StoreError(f"store {self.location} was opened read-only; its derived "
+                             "tables cannot be rebuilt")
+        with self._transaction() as cursor:
+            self._rebuild_summaries(cursor, self._summary_schema(), "2")
+            self._recount_cells(cursor)
+        self.has_record_summaries = True
+
+    def _summary_schema(self) -> Iterable[str]:
+        """The backend's statements making the derived tables (`_rebuild_summaries`)."""
+        raise NotImplementedError
+
+    def _recount_cells(self, cursor: Any) -> None:
+        """Inside a transaction holding the append lock: the per-cell counts of backends
+        that keep them, counted again from the records."""
+        return None
+
     def _count_group_totals(self, cursor: Any) -> None:
         """Inside the upgrade's transaction: `record_group_totals` filled from every summary
         row, in sequence order (`BACKFILL_BATCH` a page), by the append's fold. About
@@ -1838,6 +1860,16 @@ class SQLiteStore(Store):
                 cursor.execute(statement)
             print(f"benchwarden: store {self.location}: {text}: done in "
                   f"{time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+
+    def _summary_schema(self) -> Iterable[str]:
+        return _SQLITE_SUMMARY_SCHEMA
+
+    def _recount_cells(self, cursor: Any) -> None:
+        cursor.execute(_SQLITE_CELLS_TABLE)
+        cursor.execute("DELETE FROM record_cells")
+        cursor.execute("INSERT INTO record_cells (suite, scope, arm, task, records, "
+                       f"highest_trial) {_CELLS_FROM_ENTRIES}")
+        self._has_cells = True
 
     def _count_cells(self, cursor: Any, addresses: Sequence[tuple[Any, ...]]) -> None:
         if self._has_cells:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -299,6 +299,9 @@ class PostgresStore(Store):
                     "upgrade it: open it for writing once as the tables' owner") from None
             return  # an append-only role: reports read the bodies instead
         self.has_record_summaries = True
+
+    def _summary_schema(self) -> Iterable[str]:
+        return (_SUMMARY_SCHEMA,)
 
     def _table_exists(self, name: str) -> bool:
         rows = self._query("SELECT to_regclass(%s) IS NOT NULL", (name,))

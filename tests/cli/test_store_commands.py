@@ -457,10 +457,11 @@ def test_postgres_read_only_commands_create_nothing_and_a_removed_tail_is_found(
         assert_one_line_error(backup, 2, "pg_dump")
 
 
-def test_store_repair_rebuilds_removed_derived_tables_and_verify_names_them(tmp_path):
+def test_store_repair_rebuilds_removed_or_edited_derived_tables(tmp_path):
     """A derived table dropped behind benchwarden's back: `verify` fails naming it (exit
-    1), reports still read the records, `store repair` rebuilds it from the chain, and
-    `verify` passes again. A missing store is `no store` (exit 2), never created."""
+    1), reading commands still work, `store repair` rebuilds it from the chain, and
+    `verify` passes again; the same for derived rows edited in place. A missing store is
+    `no store` (exit 2), never created."""
     path = tmp_path / "store.sqlite"
     small_store(path)
     with sqlite3.connect(path) as connection:
@@ -472,9 +473,19 @@ def test_store_repair_rebuilds_removed_derived_tables_and_verify_names_them(tmp_
     repaired = bw("store", "repair", str(path))
     assert repaired.returncode == 0, repaired.stderr
     assert "its table record_group_totals is missing" in repaired.stderr
-    assert "derived tables complete (8 entries)" in repaired.stdout
+    assert "derived tables rebuilt from the records (8 entries)" in repaired.stdout
     assert bw("verify", "--store", str(path)).returncode == 0
-    again = bw("store", "repair", str(path))  # nothing to rebuild: says nothing on stderr
-    assert again.returncode == 0 and again.stderr == ""
+    with sqlite3.connect(path) as connection:  # edited rows this time, tables kept
+        connection.execute("UPDATE record_cells SET records = 99")
+        connection.execute("UPDATE record_group_totals SET output = 0")
+        connection.execute("DROP TRIGGER record_summaries_refuse_delete")
+        connection.execute("DELETE FROM record_summaries WHERE seq = 3")
+    assert bw("verify", "--store", str(path)).returncode == 1
+    assert bw("store", "repair", str(path)).returncode == 0
+    verified = bw("verify", "--store", str(path))
+    assert verified.returncode == 0, verified.stdout
+    with sqlite3.connect(path) as connection:  # the guard dropped above is back
+        assert connection.execute("SELECT 1 FROM sqlite_master WHERE "
+                                  "name = 'record_summaries_refuse_delete'").fetchall()
     assert_one_line_error(bw("store", "repair", str(tmp_path / "typo.sqlite")), 2, "no store at")
     assert not (tmp_path / "typo.sqlite").exists()

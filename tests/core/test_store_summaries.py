@@ -23,6 +23,7 @@ from benchwarden.core.store import (
     SUMMARY_COLUMNS,
     DuplicateRecord,
     Store,
+    StoreError,
     summary_row,
     summed_number,
 )
@@ -538,3 +539,24 @@ def test_removed_derived_tables_fail_verify_and_a_writer_rebuilds_them(
         assert writer.verify().ok
     said = capfd.readouterr().err
     assert f"its table {dropped[0]} is missing (removed outside benchwarden): rebuilding" in said
+
+
+def test_rebuilding_derived_tables_undoes_edited_rows(backend):  # noqa: F811
+    """`rebuild_derived` (what `store repair` runs) makes every derived table again from
+    the chain: edited summary rows and totals are gone, appends go on exactly."""
+    filled(backend)
+    with backend.open(create=False) as before:
+        wanted_summaries = summaries(before)
+        wanted_totals = group_totals(before)
+    raw(backend, "UPDATE record_group_totals SET records = 42",
+        "UPDATE record_summaries SET outcome = 'edited' WHERE seq = 2")
+    with backend.open() as writer:
+        assert not writer.verify().ok
+        writer.rebuild_derived()
+        assert summaries(writer) == wanted_summaries
+        assert group_totals(writer) == wanted_totals
+        writer.append([record("after", 1)])
+        assert group_totals(writer) == expected_group_totals(writer)
+        assert writer.verify().ok
+    with backend.open(create=False) as reader, pytest.raises(StoreError, match="read-only"):
+        reader.rebuild_derived()
