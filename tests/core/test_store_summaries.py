@@ -270,11 +270,14 @@ def test_the_summed_columns_of_a_row(backend):  # noqa: F811
         ("[null,null]", 1, None, 0)
 
 
+def _containers_of(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=2), inner,
+                                                         max_size=2)
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
-    | st.text(max_size=3),
-    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=2), inner,
-                                                                max_size=2), max_leaves=4)
+    | st.text(max_size=3), _containers_of, max_leaves=4)
 
 
 @given(json_values, st.booleans())
