@@ -25,6 +25,7 @@ import json
 import math
 import operator
 from collections.abc import Iterable, Sequence
+from decimal import Decimal
 from typing import Any
 
 NEWEST_KEPT = 3
@@ -112,11 +113,30 @@ class GroupTotals:
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> GroupTotals:
         """A stored row (in `GROUP_TOTALS_COLUMNS` order; text may come back as bytes).
-        Raises `ValueError` when its JSON columns are not what `row` writes."""
+        Raises `ValueError` naming the group and column when a value is not of its
+        column's kind (text, a whole number, a number: a row edited outside benchwarden,
+        which SQLite's loose column types let through) or its JSON columns are not what
+        `row` writes."""
         totals = cls.__new__(cls)
         values = [value.decode("utf-8") if isinstance(value, bytes) else value
                   for value in row]
         for name, value in zip(GROUP_TOTALS_COLUMNS[:-2], values, strict=False):
+            kind = type(value)
+            if name in _FLOAT_COLUMNS:
+                if kind is int or kind is Decimal:
+                    value = float(value)
+                elif kind is not float:
+                    raise _wrong_kind(values, name, "a number")
+            elif name in _TEXT_COLUMNS:
+                if kind is not str:
+                    raise _wrong_kind(values, name, "text")
+            elif kind is not int:
+                # PostgreSQL's SUM of integers is NUMERIC (a version 3 store summed
+                # read-only): a whole Decimal is a whole number
+                if not (isinstance(value, Decimal) and value.is_finite()
+                        and value == int(value)):
+                    raise _wrong_kind(values, name, "a whole number")
+                value = int(value)
             setattr(totals, name, value)
         try:
             versions = json.loads(values[-2])
@@ -186,6 +206,16 @@ class GroupTotals:
     def same_as(self, other: GroupTotals) -> bool:
         """Every column equal (floats exactly: both were folded the one way)."""
         return self.row() == other.row()
+
+
+_FLOAT_COLUMNS = frozenset(("duration_s", "duration_s_error", "turns", "turns_error",
+                            "imputed_cost_usd", "imputed_cost_usd_error"))
+_TEXT_COLUMNS = frozenset(GROUP_KEY_COLUMNS)
+
+
+def _wrong_kind(values: Sequence[Any], column: str, kind: str) -> ValueError:
+    named = "/".join(str(part) for part in values[:4])
+    return ValueError(f"the group totals of {named}: column {column} is not {kind}")
 
 
 # the columns held as they are stored, read in one call (`row`, once per touched group)

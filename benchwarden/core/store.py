@@ -736,9 +736,7 @@ class Store(ABC):
                 try:
                     group = GroupTotals.from_row(found)
                 except ValueError as error:
-                    raise CorruptStore(f"store {self.location}: {error} (derived data "
-                                       "edited); `benchwarden verify --store` checks the "
-                                       "whole store") from None
+                    raise self._edited_derived_data(error) from None
                 current[group.key] = group
         self._write_group_totals(cursor, fold_into(current, rows))
         if len(current) <= _GROUPS_KEPT_IN_MEMORY:
@@ -790,9 +788,19 @@ class Store(ABC):
             raise StoreError(f"store {self.location} has no group totals of this version; "
                              "open it for writing once to add them")
         p = self.placeholder
-        return [GroupTotals.from_row(row) for row in self._query(
-            f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM record_group_totals "
-            f"WHERE suite = {p} AND scope = {p}", (suite, scope))]
+        rows = self._query(f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM "
+                           f"record_group_totals WHERE suite = {p} AND scope = {p}",
+                           (suite, scope))
+        try:
+            return [GroupTotals.from_row(row) for row in rows]
+        except ValueError as error:
+            raise self._edited_derived_data(error) from None
+
+    def _edited_derived_data(self, problem: Exception | str) -> CorruptStore:
+        """A derived row a reader or writer cannot use, in one line that says the way out."""
+        return CorruptStore(f"store {self.location}: {problem} (derived data edited); "
+                            "`benchwarden store repair` makes it again from the records, "
+                            "`benchwarden verify --store` checks the whole store")
 
     def _rebuild_summaries(self, cursor: Any, schema: Iterable[str], version: str) -> None:
         """Inside a transaction holding the append lock: bring a store of an older schema
@@ -1898,7 +1906,13 @@ class SQLiteStore(Store):
             return super().cell_depth(suite, scope, arm, task)
         rows = self._query("SELECT records, highest_trial FROM record_cells WHERE suite = ? "
                            "AND scope = ? AND arm = ? AND task = ?", (suite, scope, arm, task))
-        return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
+        if not rows:
+            return 0, 0
+        records, highest = rows[0]
+        if type(records) is not int or type(highest) is not int:
+            raise self._edited_derived_data(f"the cell counts of {suite}/{scope}/{arm}/{task} "
+                                            "are not whole numbers")
+        return records, highest
 
     def _meta(self, name: str) -> str | None:
         try:

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -162,3 +163,51 @@ def test_first_difference_names_the_first_wrong_group_and_column():
     assert "totals records the store does not hold" in str(
         first_difference([*stored, extra], expected))
     assert len(GROUP_TOTALS_COLUMNS) == len(stored[0].row())
+
+
+def _stored_row() -> list[Any]:
+    group = GroupTotals.empty(("s", "c", "a", "t", "pass", "[null,null]"), 1)
+    group.fold([summary_row(1, msgspec.json.encode(Record(
+        suite="s", scope="c", arm="a", task="t", trial=1, run_id="r", outcome="pass",
+        started_at=1.0, ended_at=3.0, tokens=TokenComponents(output=5),
+        payload={"turns": 2})))])
+    return list(group.row())
+
+
+@pytest.mark.parametrize(("column", "value", "kind"), [
+    ("records", "abc", "a whole number"), ("output", 2.5, "a whole number"),
+    ("priced", None, "a whole number"), ("duration_s", "2.0", "a number"),
+    ("turns_error", None, "a number"), ("arm", 7, "text"),
+])
+def test_a_stored_row_of_the_wrong_kind_is_named_not_used(column, value, kind):
+    """SQLite's loose column types keep whatever an edit wrote; a report must not sum a
+    string, so reading the row names the group and column instead."""
+    row = _stored_row()
+    assert GroupTotals.from_row(row).same_as(GroupTotals.from_row(_stored_row()))
+    row[GROUP_TOTALS_COLUMNS.index(column)] = value
+    with pytest.raises(ValueError, match=f"s/c/{'7' if column == 'arm' else 'a'}/t: column "
+                       f"{column} is not {kind}"):
+        GroupTotals.from_row(row)
+
+
+def test_a_whole_number_in_a_float_column_is_read_as_a_float():
+    row = _stored_row()
+    row[GROUP_TOTALS_COLUMNS.index("duration_s")] = 2  # SQLite hands back 2.0 stored as 2
+    group = GroupTotals.from_row(row)
+    assert type(group.duration_s) is float and group.duration_s == 2.0
+
+
+def test_postgresql_sums_of_integers_read_as_whole_numbers():
+    """PostgreSQL's SUM over integers is NUMERIC (a version 3 store summed read-only):
+    a whole Decimal is a whole number, a fraction is not."""
+    from decimal import Decimal
+
+    row = _stored_row()
+    row[GROUP_TOTALS_COLUMNS.index("records")] = Decimal("3")
+    row[GROUP_TOTALS_COLUMNS.index("duration_s")] = Decimal("2.5")
+    group = GroupTotals.from_row(row)
+    assert (group.records, type(group.records)) == (3, int)
+    assert (group.duration_s, type(group.duration_s)) == (2.5, float)
+    row[GROUP_TOTALS_COLUMNS.index("records")] = Decimal("2.5")
+    with pytest.raises(ValueError, match="column records is not a whole number"):
+        GroupTotals.from_row(row)

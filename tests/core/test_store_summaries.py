@@ -563,3 +563,30 @@ def test_rebuilding_derived_tables_undoes_edited_rows(backend):  # noqa: F811
         assert writer.verify().ok
     with backend.open(create=False) as reader, pytest.raises(StoreError, match="read-only"):
         reader.rebuild_derived()
+
+
+def test_derived_values_of_the_wrong_kind_are_one_line_with_the_way_out(tmp_path):
+    """SQLite keeps text written into a number column; a reader meeting it says the
+    derived data was edited and how to mend it (exit 4), and `rebuild_derived` does."""
+    from benchwarden.core.store import CorruptStore, open_store
+
+    path = tmp_path / "store.sqlite"
+    with open_store(path) as store:
+        store.append([record("t1", 1), record("t2", 1)])
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE record_group_totals SET records = 'many' WHERE task = 't1'")
+        connection.execute("UPDATE record_cells SET highest_trial = 'x' WHERE task = 't2'")
+    with open_store(path, create=False) as reader:
+        with pytest.raises(CorruptStore, match="demo/s/a/t1: column records is not a whole "
+                           "number .derived data edited.; `benchwarden store repair`") as raised:
+            reader.group_totals("demo", "s")
+        assert "\n" not in str(raised.value) and raised.value.exit_code == 4
+        with pytest.raises(CorruptStore, match="cell counts of demo/s/a/t2 are not whole"):
+            reader.cell_depth("demo", "s", "a", "t2")
+        report = reader.verify()
+        assert not report.ok and "(derived data edited)" in report.line()
+    with open_store(path, create=False, read_only=False) as writer:
+        writer.rebuild_derived()
+        assert writer.cell_depth("demo", "s", "a", "t2") == (1, 1)
+        assert [group.records for group in writer.group_totals("demo", "s")] == [1, 1]
+        assert writer.verify().ok
