@@ -9,8 +9,8 @@ repair STORE` (derived tables made complete again).
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import click
 from rich.table import Table
@@ -25,8 +25,9 @@ from benchwarden.cli.common import (
 )
 from benchwarden.core import formatting
 from benchwarden.core.reports import console, write_json
-from benchwarden.core.store import StoreError, is_url
+from benchwarden.core.store import Store, StoreError, is_url
 from benchwarden.core.suite import SuiteUnavailable, get_suite
+from benchwarden.core.witness import StoreHead
 
 # What a run was measured against, most telling first: a server (url, model), a
 # retrieval strategy, an agent command.
@@ -124,6 +125,21 @@ def store_group() -> None:
     """Look after a store: copy it safely, repair its derived tables."""
 
 
+T = TypeVar("T")
+
+
+def _on_store(location: str, step: Callable[[Store], T], *,
+              read_only: bool | None = None) -> tuple[T, StoreHead | None]:
+    """`step` on the existing store at `location`, and its head after it; the store's
+    refusal is one line (exit 4)."""
+    with open_store_or_exit(location, create=False, read_only=read_only) as store:
+        try:
+            result = step(store)
+        except StoreError as error:
+            raise StoreFailure(error) from None
+        return result, store.head()
+
+
 @store_group.command()
 @click.argument("source")
 @click.argument("destination", type=click.Path(dir_okay=False))
@@ -137,12 +153,8 @@ def backup(source: str, destination: str) -> None:
     if is_url(source):
         raise ConfigError("`store backup` copies SQLite stores; back up a PostgreSQL store "
                           "with pg_dump (see docs/verify.md)")
-    with open_store_or_exit(source, create=False) as store:
-        try:
-            written = store.backup_to(destination)  # type: ignore[attr-defined]
-        except StoreError as error:
-            raise StoreFailure(error) from None
-        head = store.head()
+    written, head = _on_store(
+        source, lambda store: store.backup_to(destination))  # type: ignore[attr-defined]
     ending = f", ending at entry {head.seq}" if head else " (empty)"
     click.echo(f"backed up {source} to {written}{ending}; "
                f"`benchwarden verify --store {written}` checks the copy")
@@ -160,12 +172,7 @@ def repair(location: str) -> None:
     minute at a million records). The chain itself is not touched: `benchwarden verify
     --store STORE` afterwards still checks every entry.
     """
-    with open_store_or_exit(location, create=False, read_only=False) as store:
-        try:
-            store.rebuild_derived()
-        except StoreError as error:
-            raise StoreFailure(error) from None
-        head = store.head()
+    _, head = _on_store(location, Store.rebuild_derived, read_only=False)
     ending = f"{head.seq} entries" if head else "no entries"
     click.echo(f"store {location}: derived tables rebuilt from the records ({ending}); "
                f"`benchwarden verify --store {location}` checks the chain and them")
