@@ -1328,7 +1328,7 @@ class Store(ABC):
         return (f"its derived table{'s' if len(missing) > 1 else ''} {' and '.join(missing)} "
                 f"{'are' if len(missing) > 1 else 'is'} missing (removed outside benchwarden); "
                 "opening the store for writing (any run, or `benchwarden store repair`) "
-                "rebuilds them from the records")
+                f"rebuilds {'them' if len(missing) > 1 else 'it'} from the records")
 
     def _say_rebuilding(self, stored: str, held: str) -> None:
         """A line on stderr before a writer rebuilds derived tables someone removed."""
