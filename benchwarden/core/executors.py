@@ -9,6 +9,8 @@ Invariants:
   index and a one-line message, which the caller records like any other outcome.
 - Work is submitted with a bounded number of tasks in flight, so a long list of items
   does not flood the pool (or the cluster's object store) before anything finishes.
+  A local pool submits the first of them when `map_unordered` is called, so its workers
+  are busy while the caller prepares to read (the in-process loop runs as it is read).
 - An executor that started a pool or a cluster stops it in `close()`; one that joined
   an existing Ray session leaves it running.
 
@@ -76,7 +78,9 @@ class Executor(Protocol):
         """Run `function(item)` for every item; yield `(index, result)` as each ends."""
         ...
 
-    def close(self) -> None:
+    def close(self, *, wait: bool = True) -> None:
+        """Stop. `wait=False`: once every result was read, let the workers end on
+        their own (joined when this process exits) instead of waiting for them."""
         ...
 
 
@@ -173,12 +177,14 @@ class LocalExecutor:
 
     def map_unordered(self, function: Callable[[T], R],
                       items: Sequence[T]) -> Iterator[tuple[int, R | TaskFailure]]:
+        """With a pool, the first tasks are submitted by this call, not by the first
+        read: the workers start on them while the caller does what it must before it
+        reads a result (open a store, record a run's start, import its report)."""
         if self.workers == 1:
-            for index, item in enumerate(items):
-                yield index, _guarded(function, index, item)
-            return
+            return self._in_this_process(function, items)
         pool = self._get_pool()
         pending: dict[futures.Future[Any], int] = {}
+        failed: dict[int, TaskFailure] = {}
         upcoming = iter(enumerate(items))
 
         def fill() -> None:
@@ -190,8 +196,18 @@ class LocalExecutor:
                 if len(pending) >= self.max_in_flight:
                     return
 
-        failed: dict[int, TaskFailure] = {}
         fill()
+        return self._collect(pending, failed, fill)
+
+    @staticmethod
+    def _in_this_process(function: Callable[[T], R],
+                         items: Sequence[T]) -> Iterator[tuple[int, R | TaskFailure]]:
+        for index, item in enumerate(items):
+            yield index, _guarded(function, index, item)
+
+    @staticmethod
+    def _collect(pending: dict[futures.Future[Any], int], failed: dict[int, TaskFailure],
+                 fill: Callable[[], None]) -> Iterator[tuple[int, Any]]:
         while pending or failed:
             while failed:
                 yield failed.popitem()
@@ -207,9 +223,12 @@ class LocalExecutor:
                     yield index, TaskFailure(index, describe_exception(error))
             fill()
 
-    def close(self) -> None:
+    def close(self, *, wait: bool = True) -> None:
+        """`wait=False` is for a caller that has read every result: the workers are
+        told to stop and end while this process goes on (writing its report, say);
+        Python joins them when the process exits. Queued tasks are cancelled either way."""
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool.shutdown(wait=wait, cancel_futures=True)
             self._pool = None
 
     def abandon(self) -> None:
@@ -311,7 +330,9 @@ class RayExecutor:
                         f"{type(error).__name__}: {first_line}"))
             fill()
 
-    def close(self) -> None:
+    def close(self, *, wait: bool = True) -> None:
+        """A cluster started here is shut down (`wait` changes nothing: Ray's shutdown
+        is one call); one this process joined is left running."""
         if self._owns_session and self._ray.is_initialized():
             self._ray.shutdown()
         self._owns_session = False

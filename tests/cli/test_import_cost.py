@@ -3,6 +3,7 @@ checked with `python -X importtime`, which names every module a process imports.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -99,3 +100,42 @@ def test_a_bm25_retrieval_run_imports_no_scipy(tmp_path):
         # any real scipy module needs the `scipy` package imported first
         assert "scipy" not in modules, executor
         assert "numpy.f2py" not in modules  # what scipy's array-API layer used to pull in
+
+
+MODULES_PROBE = '''
+import json, os, sys
+
+class Probe:
+    """Writes the modules its worker process holds (inherited at the fork, or imported
+    since by the strategy's own code, which imports none of the ones checked)."""
+
+    def index(self, sessions):
+        path = os.path.join(os.environ["PROBE_FOLDER"], f"{os.getpid()}.json")
+        with open(path, "w") as out:
+            json.dump(sorted(name for name, module in sys.modules.items() if module), out)
+
+    def pack(self, question, limit, budget_chars):
+        return []
+'''
+
+
+def test_a_local_pool_forks_before_the_parent_imports_its_report(tmp_path, monkeypatch):
+    """`retrieval run --executor local:2` forks its workers, and hands them the seeds,
+    before the parent imports what only it needs (the report and its views, rich's
+    progress bar): that import runs while the workers score. The probe strategy's
+    workers see the modules the parent held when it forked."""
+    (tmp_path / "probe.py").write_text(MODULES_PROBE)
+    folder = tmp_path / "modules"
+    folder.mkdir()
+    monkeypatch.setenv("PROBE_FOLDER", str(folder))
+    parent = imported_modules("retrieval", "run", "--strategy", "probe.py:Probe", "--seeds",
+                              "1-4", "--executor", "local:2",
+                              "--store", str(tmp_path / "store.sqlite"), cwd=tmp_path)
+    after_the_fork = {"benchwarden.suites.retrieval.report", "benchwarden.core.progress",
+                      "rich.progress"}
+    assert after_the_fork <= parent  # the parent does import them, for the report
+    seen = [set(json.loads(path.read_text())) for path in folder.glob("*.json")]
+    assert seen, "no worker ran the probe"
+    for worker in seen:
+        assert "benchwarden.suites.retrieval.driver" in worker  # inherited, as it should
+        assert not after_the_fork & worker

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -38,6 +39,11 @@ def die_on_three(value: int) -> int:
     if value == 3:
         os._exit(17)  # the worker process vanishes without raising
     return value
+
+
+def leave_a_mark(path: str) -> str:
+    Path(path).write_text(str(os.getpid()))
+    return path
 
 
 def expected(values: list[int]) -> list[object]:
@@ -106,6 +112,48 @@ def test_process_pool_returns_failures_and_equals_the_loop(pool):
 @given(values=st.lists(st.integers(-3, 50), max_size=12))
 def test_process_pool_agrees_with_the_loop_on_any_input(pool, values):
     assert normalised(run_all(pool, square_or_refuse, values)) == expected(values)
+
+
+def wait_for(condition, seconds: float = 60.0) -> bool:
+    """Polls `condition` (no wall time asserted: only that it happens at all)."""
+    give_up = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > give_up:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_a_pool_starts_the_first_tasks_when_asked_not_when_a_result_is_read(tmp_path):
+    """The caller can open a store or import its report while the workers score."""
+    marks = [str(tmp_path / f"mark-{number}") for number in range(3)]
+    with LocalExecutor(2, max_in_flight=2) as executor:
+        results = executor.map_unordered(leave_a_mark, marks)
+        # nothing read yet: the first two (the limit in flight) run all the same
+        assert wait_for(lambda: all(Path(mark).exists() for mark in marks[:2]))
+        assert not Path(marks[2]).exists()  # the rest waits for room, as before
+        assert sorted(result for _, result in results) == marks
+        assert all(Path(mark).read_text() != str(os.getpid()) for mark in marks)
+
+
+def test_the_in_process_loop_still_runs_only_as_it_is_read(tmp_path):
+    marks = [str(tmp_path / f"mark-{number}") for number in range(2)]
+    results = LocalExecutor(1).map_unordered(leave_a_mark, marks)
+    assert not any(Path(mark).exists() for mark in marks)
+    assert next(results) == (0, marks[0]) and not Path(marks[1]).exists()
+
+
+def test_closing_without_waiting_lets_the_workers_end_on_their_own(tmp_path):
+    executor = LocalExecutor(2)
+    assert [result for _, result in sorted(executor.map_unordered(square_or_refuse,
+                                                                  [1, 2, 3]))] == [1, 4, 9]
+    assert executor._pool is not None
+    workers = list(executor._pool._processes.values())  # type: ignore[union-attr]
+    executor.close(wait=False)  # returns without joining them
+    assert executor._pool is None
+    assert wait_for(lambda: not any(worker.is_alive() for worker in workers))
+    executor.close()  # then closing (or abandoning) again is a no-op
+    executor.abandon()
 
 
 def test_a_dead_worker_fails_its_tasks_without_ending_the_map():

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from benchwarden.core.commandline import (
@@ -37,12 +36,10 @@ from benchwarden.core.commandline import (
     write_html_report,
 )
 from benchwarden.core.errors import RunInterrupted
-from benchwarden.core.progress import progress_bar
 from benchwarden.core.provenance import new_run_id
 from benchwarden.core.reports import console, read_json, write_json
 from benchwarden.suites.retrieval.corpus import CASES_PER_SEED, generate
-from benchwarden.suites.retrieval.driver import RunSettings, resume_run, run_strategy
-from benchwarden.suites.retrieval.report import RetrievalReport, build_report, render_terminal
+from benchwarden.suites.retrieval.driver import RunSettings, resume_run, run_strategy, start_seeds
 from benchwarden.suites.retrieval.sandbox import SandboxLimits
 from benchwarden.suites.retrieval.scoring import DECIDE_ON, decide
 from benchwarden.suites.retrieval.strategies import (
@@ -50,6 +47,9 @@ from benchwarden.suites.retrieval.strategies import (
     libraries_to_preload,
     parse_strategy,
 )
+
+if TYPE_CHECKING:
+    from benchwarden.suites.retrieval.report import RetrievalReport
 
 MAX_SEEDS = 10_000
 MIN_PAIRED_SEEDS = 2  # a paired verdict's standard error needs two differences
@@ -104,30 +104,57 @@ def _parse_or_exit(strategy_text: str) -> Any:
         raise ConfigError(str(error)) from None
 
 
+def _case_progress(label: str) -> Any:
+    """A progress bar over cases. rich's progress machinery, like the report module, is
+    imported on use rather than with this command: a `local:N` run forks its workers
+    first and imports them while the workers score."""
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+
+    from benchwarden.core.progress import progress_bar
+
+    return progress_bar(TextColumn(f"[bold]{label}[/bold]"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("cases"), TimeElapsedColumn(), console=console(stderr=True),
+                        transient=True)
+
+
 def score_strategy(store_location: str, strategy_text: str, seeds: list[int],
                    settings: RunSettings, executor_spec: str | None = None) -> RetrievalReport:
-    """Run one strategy with a progress bar over seeds x cases; return its report."""
+    """Run one strategy with a progress bar over seeds x cases; return its report.
+
+    With a pool (`--executor local:N`), the seeds are submitted as soon as its workers
+    are forked, before this process opens the store, records the run's start and imports
+    its report: that one-core work overlaps the workers' scoring instead of preceding
+    it. Once every seed is recorded the workers are let go without waiting for them to
+    end (they end while the report is built and printed)."""
     spec = _parse_or_exit(strategy_text)
     total = len(seeds) * CASES_PER_SEED
     # a sandboxed strategy imports its library in its own child, never in a worker
     executor = executor_or_exit(
         executor_spec, preload=() if settings.sandbox else libraries_to_preload(spec))
-    progress = progress_bar(TextColumn(f"[bold]{spec.name}[/bold]"), BarColumn(),
-                        MofNCompleteColumn(), TextColumn("cases"), TimeElapsedColumn(),
-                        console=console(stderr=True), transient=True)
     run_id = new_run_id("retrieval")
-    interrupted = False
+    finished = False
     try:
-        with open_store_or_exit(store_location, create=True) as store, progress:
+        started = (start_seeds(spec, seeds, settings, executor)
+                   if executor is not None and not settings.sandbox else None)
+        # imported now, not with this command: a pool's workers are forked and busy
+        from benchwarden.suites.retrieval.report import build_report
+
+        with open_store_or_exit(store_location, create=True) as store, \
+                _case_progress(spec.name) as progress:
             task = progress.add_task("scoring", total=total)
             run_strategy(store, spec, seeds, settings, executor=executor, run_id=run_id,
-                         on_progress=lambda n: progress.advance(task, n))
-            return build_report(store, run_id)
+                         on_progress=lambda n: progress.advance(task, n), started=started)
+            if executor is not None:
+                executor.close(wait=False)  # every result is read and recorded
+            report = build_report(store, run_id)
+        finished = True
+        return report
     except KeyboardInterrupt:  # a signal: the run keeps no end, so it stays resumable
-        interrupted = True
         raise RunInterrupted(_resume_line(run_id)) from None
     finally:
-        release_executor(executor, interrupted=interrupted)
+        # on any way out but the normal one (a signal, a store that refused, an error),
+        # seeds still running are stopped rather than waited for: nobody reads them
+        release_executor(executor, interrupted=not finished)
 
 
 def pack_options(function: Any) -> Any:
@@ -219,6 +246,8 @@ def run(ctx: click.Context, strategy_text: str | None, seeds_text: str, limit: i
         seeds = parse_seeds(seeds_text)
         report = score_strategy(store_location, strategy_text, seeds,
                                 _settings(limit, budget_chars, sandbox, isolation), executor_spec)
+    from benchwarden.suites.retrieval.report import render_terminal
+
     render_terminal(report, console())
     if report.run is not None:
         click.echo(f"run {report.run.id} recorded in {store_location}")
@@ -240,9 +269,7 @@ def _resume_line(run_id: str) -> str:
 def _resume(store_location: str, run_id: str, executor_spec: str | None) -> RetrievalReport:
     executor = executor_or_exit(executor_spec)
     interrupted = False
-    progress = progress_bar(TextColumn("[bold]resuming[/bold]"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("cases"), TimeElapsedColumn(), console=console(stderr=True),
-                        transient=True)
+    progress = _case_progress("resuming")
     try:
         with open_store_or_exit(store_location, create=False, read_only=False) as store, progress:
             task = progress.add_task("scoring", total=None)
@@ -252,6 +279,8 @@ def _resume(store_location: str, run_id: str, executor_spec: str | None) -> Retr
             except (ValueError, StrategyLoadError) as error:
                 raise ConfigError(str(error)) from None
             console(stderr=True).print(f"resumed {finished}: scored seeds {missing or 'none'}")
+            from benchwarden.suites.retrieval.report import build_report
+
             return build_report(store, finished)
     except KeyboardInterrupt:
         interrupted = True
@@ -269,6 +298,8 @@ def _refuse_other_seeds(label: str, report: RetrievalReport, seeds: list[int] | 
 
 def _read_side(text: str, label: str) -> RetrievalReport:
     try:
+        from benchwarden.suites.retrieval.report import RetrievalReport
+
         return RetrievalReport.from_json(read_json(text), scored=True)
     except ValueError as error:
         raise ConfigError(f"{label} {error}") from None

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -183,21 +183,63 @@ def score_one_seed(task: SeedTask, on_case: ProgressCallback | None = None) -> S
     return result
 
 
-def run_strategy(store: Store, spec: StrategySpec, seeds: Sequence[int], settings: RunSettings,
-                 *, on_progress: ProgressCallback | None = None, executor: Any = None,
-                 run_id: str | None = None, extra_config: dict[str, Any] | None = None) -> str:
-    """Score `spec` on `seeds`, record everything in `store`, return the run id.
+@dataclass(frozen=True)
+class StartedSeeds:
+    """Seeds already handed to an executor, before the store is open: a pool's workers
+    score them while this process opens the store and records the run's start. Read
+    once, by `run_strategy(..., started=...)`, which checks it is the same run."""
 
-    Raises ConfigurationError, before anything is written, for invalid settings or seeds."""
+    spec: StrategySpec
+    seeds: tuple[int, ...]
+    settings: RunSettings
+    results: Iterator[SeedResult]
+
+
+def start_seeds(spec: StrategySpec, seeds: Sequence[int], settings: RunSettings,
+                executor: Any) -> StartedSeeds:
+    """Submit every seed of an unsandboxed run to `executor` now (a local pool starts
+    them at once; the in-process loop still runs them as they are read).
+
+    Raises ConfigurationError, before anything is submitted, for invalid settings or
+    seeds; ValueError for a sandboxed run, whose tasks must carry the store's files to
+    hide, so they are made once the store is open (`run_strategy` without `started`)."""
     settings.validate()
     validate_seeds(seeds)
+    if executor is None:
+        raise ValueError("start_seeds needs an executor (a pool or a cluster); in this "
+                         "process, seeds are scored as run_strategy reads them")
+    if settings.sandbox:
+        raise ValueError("a sandboxed run hides its store from the strategy: its seeds "
+                         "start once the store is open (run_strategy without started)")
+    tasks = [SeedTask(spec, int(seed), settings) for seed in seeds]
+    return StartedSeeds(spec, tuple(task.seed for task in tasks), settings,
+                        _fan_out(executor, tasks))
+
+
+def run_strategy(store: Store, spec: StrategySpec, seeds: Sequence[int], settings: RunSettings,
+                 *, on_progress: ProgressCallback | None = None, executor: Any = None,
+                 run_id: str | None = None, extra_config: dict[str, Any] | None = None,
+                 started: StartedSeeds | None = None) -> str:
+    """Score `spec` on `seeds`, record everything in `store`, return the run id.
+    `started`: the same seeds already submitted by `start_seeds` (then `executor` is
+    the one they were submitted to, and nothing is submitted again).
+
+    Raises ConfigurationError, before anything is written, for invalid settings or seeds;
+    ValueError when `started` is another strategy's, seeds' or settings' work."""
+    settings.validate()
+    validate_seeds(seeds)
+    if started is not None and (started.spec, started.seeds, started.settings) != (
+            spec, tuple(int(seed) for seed in seeds), settings):
+        raise ValueError("started seeds are not this run's (another strategy, seeds or "
+                         "settings)")
     settings = hiding_the_store(settings, store)
     config = {"strategy": spec.describe(), "settings": settings.to_json_dict(),
               **(extra_config or {})}
     run = stamp_run(suite=SUITE, bench_version=BENCH_VERSION, config=config, seeds=seeds,
                     target={"strategy": spec.name}, run_id=run_id)
     store.begin_run(run)
-    _score_into(store, run.run_id, spec, list(seeds), settings, on_progress, executor)
+    _score_into(store, run.run_id, spec, list(seeds), settings, on_progress, executor,
+                started.results if started is not None else None)
     return run.run_id
 
 
@@ -239,15 +281,19 @@ def resume_run(store: Store, run_id: str, *, on_progress: ProgressCallback | Non
 
 def _score_into(store: Store, run_id: str, spec: StrategySpec, seeds: list[int],
                 settings: RunSettings, on_progress: ProgressCallback | None,
-                executor: Any) -> None:
+                executor: Any, started: Iterator[SeedResult] | None = None) -> None:
     settings = hiding_the_store(settings, store)
     tasks = [SeedTask(spec, int(seed), settings) for seed in seeds]
     failure: dict[str, Any] | None = None
-    if executor is None:
+    if started is not None:
+        results = started
+    elif executor is None:
         results = (score_one_seed(task, on_progress) for task in tasks)
     else:
-        results = _fan_out(executor, tasks, on_progress)
+        results = _fan_out(executor, tasks)
     for result in results:
+        if on_progress and (started is not None or executor is not None):
+            on_progress(len(result.cases))  # a pool's seed arrives whole
         _record_seed(store, run_id, spec, result)
         if result.failure and failure is None:
             failure = result.failure
@@ -276,16 +322,22 @@ def store_files(store: Store) -> list[str]:
     return [str(path)] + [f"{path}{suffix}" for suffix in ("-wal", "-shm", "-journal")]
 
 
-def _fan_out(executor: Any, tasks: Sequence[SeedTask], on_progress: ProgressCallback | None):
+def _fan_out(executor: Any, tasks: Sequence[SeedTask]) -> Iterator[SeedResult]:
+    """The seeds' results as they end; a local pool starts them here, before the
+    first is read (`LocalExecutor.map_unordered`)."""
     from benchwarden.core.executors import TaskFailure
 
-    for index, result in executor.map_unordered(score_one_seed, tasks):
-        if isinstance(result, TaskFailure):
-            result = SeedResult(seed=tasks[index].seed, failure={
-                "seed": tasks[index].seed, "kind": "crash", "reason": result.message})
-        if on_progress:
-            on_progress(len(result.cases) or 0)
-        yield result
+    mapped = executor.map_unordered(score_one_seed, tasks)
+
+    def results() -> Iterator[SeedResult]:
+        for index, result in mapped:
+            if isinstance(result, TaskFailure):
+                yield SeedResult(seed=tasks[index].seed, failure={
+                    "seed": tasks[index].seed, "kind": "crash", "reason": result.message})
+            else:
+                yield result
+
+    return results()
 
 
 def _record_seed(store: Store, run_id: str, spec: StrategySpec, result: SeedResult) -> None:
