@@ -166,6 +166,21 @@ class SSEParser:
         return not (self._pending_size or self._has_fields or self._at_start
                     or self._skip_leading_lf)
 
+    def single_data_line(self, chunk: bytes) -> bytes | None:
+        """The value X when `chunk` is exactly one block `data: X\n\n` arriving at a block
+        boundary (the usual network read of a chat stream), counted as progress; None
+        otherwise, and then nothing is consumed: feed the chunk instead.
+
+        Taking X is what `feed(chunk)` would do: it returns `[SSEEvent(X as text)]` and
+        leaves the parser as it found it. The caller may then decode X from bytes.
+        """
+        if (not chunk.startswith(b"data: ") or chunk.find(b"\n", 6) != len(chunk) - 2
+                or not chunk.endswith(b"\n\n") or 0x0D in chunk
+                or not self.at_block_boundary):
+            return None
+        self.progress += 1
+        return chunk[6:-2]
+
     def _end_large_line(self, chunk: bytes) -> list[SSEEvent]:
         """The held-back line is huge and ends in `chunk` (which has a line ending): join
         it once and keep a `data` value as a view into it; the rest of the chunk goes
