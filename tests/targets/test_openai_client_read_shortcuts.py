@@ -12,6 +12,7 @@ hook hands them over (`ChatClient` against real sockets is covered by the other 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import types
 
@@ -108,7 +109,7 @@ def tapped_reader(*, byte_cap: int | None = None,
 
 def split(data: bytes, cuts: list[int]) -> list[bytes]:
     points = sorted({cut % (len(data) + 1) for cut in cuts} | {0, len(data)})
-    return [data[start:end] for start, end in zip(points, points[1:]) if end > start]
+    return [data[start:end] for start, end in itertools.pairwise(points) if end > start]
 
 
 chunk_forms = st.sampled_from(["frame per chunk", "uppercase", "extension",
