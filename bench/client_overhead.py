@@ -191,11 +191,13 @@ def chunk_framed_frame() -> tuple[bytes, bytes]:
     return frame, b"%x\r\n" % len(frame) + frame + b"\r\n"
 
 
-async def read_path(reads: int, rounds: int) -> list[float]:
+async def read_path(reads: int, rounds: int, frames_per_read: int = 1) -> list[float]:
     """µs of CPU per body read from the connection's `data_received` on (what the
     client does with a read; the loop's own read and the kernel are left out): a
     stream is opened against a server that sends its head and then nothing, and the
-    protocol is handed one chunk-framed frame per call, `reads` times per round."""
+    protocol is handed `frames_per_read` chunk-framed frames per call (more than one:
+    reads that found several of the server's writes waiting, as under load), `reads`
+    times per round."""
     from aiohttp import web
 
     from benchwarden.targets.openai_client import ChatClient
@@ -216,6 +218,7 @@ async def read_path(reads: int, rounds: int) -> list[float]:
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     url = f"http://127.0.0.1:{runner.addresses[0][1]}"
     _, framed = chunk_framed_frame()
+    framed *= frames_per_read
     figures = []
     async with ChatClient(url, max_reply_bytes=None, max_chunks_per_token=None,
                           stall_timeout=None) as client:
@@ -285,9 +288,11 @@ def decoders(reads: int, rounds: int) -> dict[str, list[float]]:
 def run_diagnostic(options: argparse.Namespace) -> None:
     reads, rounds = 100_000, 5
     if options.read_path:
-        figures = benchwarden_loop_run(read_path(reads, rounds))
-        print(f"CPU per body read from data_received on ({benchwarden_loop_name()}; one "
-              f"chunk-framed frame per read, {reads:,} reads per round): min "
+        per_read = options.frames_per_read
+        figures = benchwarden_loop_run(read_path(reads, rounds, per_read))
+        print(f"CPU per body read from data_received on ({benchwarden_loop_name()}; "
+              f"{per_read} chunk-framed frame{'s' if per_read > 1 else ''} per read, "
+              f"{reads:,} reads per round): min "
               f"{min(figures):.2f} µs, median {statistics.median(figures):.2f} µs "
               f"(rounds: {', '.join(f'{value:.2f}' for value in figures)})")
         return
@@ -312,6 +317,8 @@ def main() -> None:
                         help="benchwarden's event loop (default: the one the CLI uses)")
     parser.add_argument("--read-path", action="store_true",
                         help="diagnostic: CPU per body read from data_received on, in-process")
+    parser.add_argument("--frames-per-read", type=int, default=1,
+                        help="with --read-path: frames in each read (default 1)")
     parser.add_argument("--decoders", action="store_true",
                         help="diagnostic: httptools against a minimal chunk decoder")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)

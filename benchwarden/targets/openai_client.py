@@ -52,6 +52,7 @@ import email.utils
 import enum
 import gc
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -1198,7 +1199,7 @@ def _size_line_of_whole_chunk(length: int) -> bytes | None:
 
 # Whole chunks up to this many bytes (a token's frame is a few hundred) are recognised
 # by `_BodyReader.feed` from their length alone; longer reads go through httptools.
-_WHOLE_CHUNK_MOST = 16 * 1024
+_WHOLE_CHUNK_MOST = 8 * 1024
 _SIZE_LINE_OF_WHOLE_CHUNK = [_size_line_of_whole_chunk(length)
                              for length in range(_WHOLE_CHUNK_MOST)]
 
@@ -1236,7 +1237,7 @@ class _Tap:
 
     __slots__ = ("reader", "watch", "protocol", "receive", "head", "taken",
                  "chunked", "headers", "headers_complete", "messages", "feed_parser",
-                 "chunk_just_completed")
+                 "chunks_begun", "chunks_ended")
 
     def __init__(self, reader: _BodyReader, watch: _StallWatch | None) -> None:
         self.reader = reader
@@ -1250,7 +1251,11 @@ class _Tap:
         self.headers: dict[bytes, bytes] = {}
         self.headers_complete = False
         self.messages = 0
-        self.chunk_just_completed = False  # httptools' last callback: a chunk's end
+        # httptools' calls of `on_chunk_header` and `on_chunk_complete`, counted in C
+        # (`itertools.count`: no Python call per chunk); read by `_body_received`,
+        # which advances both alike, so their difference stays the chunks still open
+        self.chunks_begun = itertools.count()
+        self.chunks_ended = itertools.count()
 
     # --- attaching to the connection ---
 
@@ -1357,7 +1362,8 @@ class _Tap:
         body_parser = httptools.HttpResponseParser(types.SimpleNamespace(
             on_message_begin=self.on_message_begin, on_body=self.reader.feed,
             on_message_complete=self.on_message_complete,
-            on_chunk_header=self.on_chunk_header, on_chunk_complete=self.on_chunk_complete))
+            on_chunk_header=self.chunks_begun.__next__,
+            on_chunk_complete=self.chunks_ended.__next__))
         try:
             body_parser.feed_data(head)
         except httptools.HttpParserError:
@@ -1389,11 +1395,6 @@ class _Tap:
         reader.ended = True
         reader.wake()
 
-    def on_chunk_header(self) -> None:
-        self.chunk_just_completed = False
-
-    def on_chunk_complete(self) -> None:
-        self.chunk_just_completed = True
 
     # --- the body ---
 
@@ -1411,12 +1412,13 @@ class _Tap:
         if reader.ended:
             self._let_go()
         elif self.chunked:
-            # Past a chunk's end and its line ending, with no byte of the next size line
-            # (a size line that is whole calls `on_chunk_header`; one cut short cannot
-            # end with LF): the next read may be one whole chunk again.
+            # Every chunk begun has ended, and no byte of the next size line came (a
+            # size line that is whole begins a chunk; one cut short cannot end with
+            # LF): the next read may be one whole chunk again.
             if raw_reads:
-                reader.raw_reads = (_AT_CHUNK_START if self.chunk_just_completed
-                                    and data[-1] == 0x0A else _MID_CHUNK)
+                reader.raw_reads = (
+                    _AT_CHUNK_START if data[-1] == 0x0A
+                    and next(self.chunks_begun) == next(self.chunks_ended) else _MID_CHUNK)
 
     def _framing_failed(self, exc: Exception) -> None:
         reader = self.reader
