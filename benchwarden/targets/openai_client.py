@@ -930,7 +930,8 @@ class _BodyReader:
 
     __slots__ = ("state", "parser", "byte_cap", "event_cap", "cancel_after", "watch",
                  "received", "events_seen", "progress_seen", "hasher", "head", "stop",
-                 "error", "waiter", "ended", "plain", "raw_reads", "framed_read")
+                 "error", "waiter", "ended", "plain", "raw_reads", "parse_framing", "chunks_begun",
+                 "chunks_ended", "framing_failed", "body_ended")
 
     def __init__(self, state: _StreamState, byte_cap: int | None, event_cap: int | None,
                  cancel_after: int | None, watch: _StallWatch | None) -> None:
@@ -952,8 +953,16 @@ class _BodyReader:
         # connection's reads of a chunked body, whose parser is where a chunk's size
         # line begins (`_AT_CHUNK_START`) or is not (`_MID_CHUNK`)
         self.raw_reads = _PIECES
-        # what `feed` hands a read that is not one whole chunk: the `_Tap`'s parser
-        self.framed_read: Callable[[bytes], None] = _ignore_bytes
+        # For those reads, the `_Tap`'s: httptools' parser of the body (its `on_body`
+        # is `feed`), what a framing error or the body's end calls.
+        self.parse_framing: Callable[[bytes], None] = _ignore_bytes
+        self.framing_failed: Callable[[Exception], None] = _ignore_failure
+        self.body_ended: Callable[[], None] = _nothing
+        # httptools' calls of `on_chunk_header` and `on_chunk_complete`, counted in C
+        # (`itertools.count`: no Python call per chunk); `feed` reads them by advancing
+        # both alike, so their difference stays the number of chunks still open
+        self.chunks_begun = itertools.count()
+        self.chunks_ended = itertools.count()
 
     def evidence(self) -> dict[str, Any]:
         return _evidence(self.received, self.hasher, self.head)
@@ -966,8 +975,9 @@ class _BodyReader:
         usual read, one whole chunk `<hex size>\r\n<data>\r\n`, has its data taken
         here and the parser, which would end where it began, is skipped; only the plain
         form (lowercase hex without leading zeros, no extension, not the last chunk) is
-        taken so. Any other read goes to the parser (`framed_read`), which hands its
-        data back here piece by piece.
+        taken so. Any other read goes to the parser (`parse_framing`), which hands its
+        data back here piece by piece. (That is done here, not in a function of the
+        tap's: one Python call more per read is a tenth of a read's cost.)
 
         The usual piece, exactly one `data: {...}` block at a block boundary of the SSE
         parser (`plain`), is taken in this one call: decoded by msgspec from its bytes,
@@ -986,7 +996,22 @@ class _BodyReader:
                          else None)
             if (size_line is None or piece[-1] != 0x0A or piece[-2] != 0x0D
                     or not piece.startswith(size_line)):
-                self.framed_read(piece)
+                self.raw_reads = _PIECES  # what httptools hands `feed` is the chunks' data
+                try:
+                    self.parse_framing(piece)
+                except Exception as exc:  # noqa: BLE001 - llhttp's framing errors
+                    self.framing_failed(exc)
+                    return
+                if self.ended:
+                    self.body_ended()
+                else:
+                    # Every chunk begun has ended, and no byte of the next size line
+                    # came (a whole size line begins a chunk; one cut short cannot end
+                    # with LF): the next read may be one whole chunk again.
+                    self.raw_reads = (
+                        _AT_CHUNK_START if piece[-1] == 0x0A
+                        and next(self.chunks_begun) == next(self.chunks_ended)
+                        else _MID_CHUNK)
                 return
             piece = piece[len(size_line):-2]
         if self.stop is not None:
@@ -1237,7 +1262,7 @@ class _Tap:
 
     __slots__ = ("reader", "watch", "protocol", "receive", "head", "taken",
                  "chunked", "headers", "headers_complete", "messages", "feed_parser",
-                 "chunks_begun", "chunks_ended")
+)
 
     def __init__(self, reader: _BodyReader, watch: _StallWatch | None) -> None:
         self.reader = reader
@@ -1251,11 +1276,6 @@ class _Tap:
         self.headers: dict[bytes, bytes] = {}
         self.headers_complete = False
         self.messages = 0
-        # httptools' calls of `on_chunk_header` and `on_chunk_complete`, counted in C
-        # (`itertools.count`: no Python call per chunk); read by `_body_received`,
-        # which advances both alike, so their difference stays the chunks still open
-        self.chunks_begun = itertools.count()
-        self.chunks_ended = itertools.count()
 
     # --- attaching to the connection ---
 
@@ -1323,9 +1343,8 @@ class _Tap:
         if self.watch is not None:
             self.watch.headers_in = True
         reader = self.reader
-        if self.chunked:  # the reader takes the usual read itself (`_BodyReader.feed`)
-            reader.framed_read = self._body_received
-            reader.raw_reads = _AT_CHUNK_START
+        if self.chunked:
+            self._hand_reads_to_reader()
             self._hook(reader.feed)
             if rest:
                 reader.feed(rest)
@@ -1333,6 +1352,15 @@ class _Tap:
             self._hook(self._body_received)
             if rest:
                 self._body_received(rest)
+
+    def _hand_reads_to_reader(self) -> None:
+        """A chunked body: its reader is given the connection's reads and decodes
+        their framing itself, with this tap's parser (`_BodyReader.feed`)."""
+        reader = self.reader
+        reader.parse_framing = self.feed_parser
+        reader.framing_failed = self._framing_failed
+        reader.body_ended = self._let_go
+        reader.raw_reads = _AT_CHUNK_START
 
     def _is_event_stream_head(self, head: bytes) -> bool:
         """Does httptools read this head as a 200 uncompressed event stream?"""
@@ -1362,8 +1390,8 @@ class _Tap:
         body_parser = httptools.HttpResponseParser(types.SimpleNamespace(
             on_message_begin=self.on_message_begin, on_body=self.reader.feed,
             on_message_complete=self.on_message_complete,
-            on_chunk_header=self.chunks_begun.__next__,
-            on_chunk_complete=self.chunks_ended.__next__))
+            on_chunk_header=self.reader.chunks_begun.__next__,
+            on_chunk_complete=self.reader.chunks_ended.__next__))
         try:
             body_parser.feed_data(head)
         except httptools.HttpParserError:
@@ -1399,26 +1427,15 @@ class _Tap:
     # --- the body ---
 
     def _body_received(self, data: bytes) -> None:
-        """A read of the body, through httptools (whose `on_body` is the reader's
-        `feed`); for a chunked body, the reads `_BodyReader.feed` does not take itself."""
-        reader = self.reader
-        raw_reads = reader.raw_reads
-        reader.raw_reads = _PIECES  # what httptools hands `feed` is the chunks' data
+        """A read of a body delimited by the close, through httptools (whose `on_body`
+        is the reader's `feed`; a chunked body's reads go to `feed` itself)."""
         try:
             self.feed_parser(data)
         except Exception as exc:  # noqa: BLE001 - llhttp's framing errors, never raised
             self._framing_failed(exc)
             return
-        if reader.ended:
+        if self.reader.ended:
             self._let_go()
-        elif self.chunked:
-            # Every chunk begun has ended, and no byte of the next size line came (a
-            # size line that is whole begins a chunk; one cut short cannot end with
-            # LF): the next read may be one whole chunk again.
-            if raw_reads:
-                reader.raw_reads = (
-                    _AT_CHUNK_START if data[-1] == 0x0A
-                    and next(self.chunks_begun) == next(self.chunks_ended) else _MID_CHUNK)
 
     def _framing_failed(self, exc: Exception) -> None:
         reader = self.reader
@@ -1451,7 +1468,18 @@ class _Tap:
         self.detach()
         reader = self.reader
         reader.raw_reads = _PIECES
-        reader.framed_read = _ignore_bytes  # (it was this tap's: no cycle outlives the request)
+        # (they were this tap's: no reference cycle outlives the request)
+        reader.parse_framing = _ignore_bytes
+        reader.framing_failed = _ignore_failure
+        reader.body_ended = _nothing
+
+
+def _ignore_failure(exc: Exception) -> None:
+    """A `_BodyReader`'s `framing_failed` when no `_Tap` gave it one."""
+
+
+def _nothing() -> None:
+    """A `_BodyReader`'s `body_ended` when no `_Tap` gave it one."""
 
 
 def _ignore_bytes(data: bytes) -> None:

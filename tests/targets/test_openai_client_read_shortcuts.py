@@ -102,8 +102,7 @@ def tapped_reader(*, byte_cap: int | None = None,
     tap.protocol = types.SimpleNamespace(transport=None)  # no connection: hooks go nowhere
     assert tap._is_event_stream_head(head()) and tap.chunked
     tap.taken = True
-    reader.framed_read = tap._body_received
-    reader.raw_reads = _AT_CHUNK_START
+    tap._hand_reads_to_reader()
     return reader, tap
 
 
@@ -160,15 +159,15 @@ def test_any_framing_and_any_reads_give_what_the_general_path_gives(
 
 
 def test_each_read_one_whole_chunk_skips_httptools():
-    reader, tap = tapped_reader()
+    reader, _ = tapped_reader()
     parsed: list[bytes] = []
-    httptools_feed = tap.feed_parser
+    httptools_feed = reader.parse_framing
 
     def counting(data: bytes) -> None:
         parsed.append(data)
         httptools_feed(data)
 
-    tap.feed_parser = counting
+    reader.parse_framing = counting
     body_frames = [content_frame("Hello"), content_frame(" world"), FINISH, b"data: [DONE]\n\n"]
     for piece in chunked(*body_frames):
         reader.feed(piece)
