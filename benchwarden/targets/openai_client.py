@@ -977,14 +977,12 @@ class _BodyReader:
         form (lowercase hex without leading zeros, no extension, not the last chunk) is
         taken so. Any other read goes to the parser (`parse_framing`), which hands its
         data back here piece by piece. (That is done here, not in a function of the
-        tap's: one Python call more per read is a tenth of a read's cost.)
+        tap's, to spare a Python call per read.)
 
         The usual piece, exactly one `data: {...}` block at a block boundary of the SSE
-        parser (`plain`), is taken in this one call: decoded by msgspec from its bytes,
-        without an SSE event or a str, and a plain content chunk is taken by
-        `_StreamState.take_chunk`'s shortcut, written out here (it is once per token;
-        tests/targets/test_openai_client_chunk_path.py holds both to the field-by-field
-        path). A frame msgspec refuses from bytes (invalid UTF-8 among them) and
+        parser (`plain`), is decoded by msgspec from its bytes, without an SSE event or
+        a str, and handed to `_StreamState.take_chunk` (whose shortcut takes the usual
+        chunk). A frame msgspec refuses from bytes (invalid UTF-8 among them) and
         anything else go through the parser, with the general messages. Pieces after
         `stop` (the `_Tap` keeps decoding the body to its end) are dropped.
         """
@@ -1053,24 +1051,6 @@ class _BodyReader:
             if self.event_cap is not None and self.events_seen > self.event_cap:
                 self._stop(_Stop.EVENT_CAP)
                 return
-            choices = chunk.choices
-            if (choices is not None and len(choices) == 1 and chunk.error is None
-                    and chunk.usage is None):
-                choice = choices[0]
-                delta = choice.delta
-                if (delta is not None and delta.content and not choice.index
-                        and choice.finish_reason is None and choice.logprobs is None
-                        and delta.reasoning_content is None and delta.reasoning is None
-                        and delta.tool_calls is None):
-                    state.frames += 1
-                    state.text.append(delta.content)
-                    state.counted_deltas += 1
-                    deltas = state.content_deltas = state.content_deltas + 1
-                    if state.first_content_at is None:
-                        state.first_content_at = read_at
-                    if self.cancel_after is not None and deltas >= self.cancel_after:
-                        self._stop(_Stop.CANCELLED)
-                    return
             state.take_chunk(chunk, read_at)
             if self.cancel_after is not None and state.content_deltas >= self.cancel_after:
                 self._stop(_Stop.CANCELLED)

@@ -60,6 +60,25 @@ frames = st.one_of(
                      b'data: {"choices":[{"delta":\n{"content":"lf"}}]}\n\n',
                      b'data: {"choices":[{"delta":\r{"content":"cr"}}]}\n\n',
                      b"retry\n", b'data: {"choices":[{"delta":{"content":"\\u00e9"}}]}\n\n']))
+# Chunks one thing away from the plain content chunk `take_chunk`'s shortcut takes:
+# the reader's own shortcut must hand them on as the general path does (the shortcut
+# in `take_chunk` is held to the field-by-field path by test_openai_client_chunk_path).
+near_plain = [json.dumps({"choices": choices, **extra}).encode() for choices, extra in [
+    ([{"index": 1, "delta": {"content": "other choice"}}], {}),
+    ([{"index": 0, "delta": {"content": "c"}, "finish_reason": "stop"}], {}),
+    ([{"index": 0, "delta": {"content": "lp"}, "logprobs": {"content": [
+        {"token": "lp", "logprob": -0.5, "bytes": [108, 112], "top_logprobs": []}]}}], {}),
+    ([{"delta": {"content": "r", "reasoning_content": "think"}}], {}),
+    ([{"delta": {"reasoning": "think"}}], {}),
+    ([{"delta": {"content": "", "tool_calls": [
+        {"index": 0, "id": "call_1", "function": {"name": "f", "arguments": "{}"}}]}}], {}),
+    ([{"delta": {"content": "a"}}, {"index": 1, "delta": {"content": "b"}}], {}),
+    ([{"index": 0}], {}),
+    ([{"delta": {"content": ""}}], {}),
+    ([{"delta": {"content": "u"}}], {"usage": {"prompt_tokens": 1, "completion_tokens": 1}}),
+    ([{"delta": {"content": None}}], {}),
+]]
+frames = st.one_of(frames, st.sampled_from([b"data: " + body + b"\n\n" for body in near_plain]))
 rare_frames = st.sampled_from([b"data: [DONE]\n\n", b'data: {"choices": 3}\n\n',
                                b"data: {not json}\n\n", b'data: {"error":{"message":"m"}}\n\n'])
 
