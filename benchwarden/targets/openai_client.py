@@ -1007,7 +1007,7 @@ class _BodyReader:
                     # came (a whole size line begins a chunk; one cut short cannot end
                     # with LF): the next read may be one whole chunk again.
                     self.raw_reads = (
-                        _AT_CHUNK_START if piece[-1] == 0x0A
+                        _AT_CHUNK_START if piece.endswith(b"\n")
                         and next(self.chunks_begun) == next(self.chunks_ended)
                         else _MID_CHUNK)
                 return
