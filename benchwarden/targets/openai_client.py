@@ -52,6 +52,7 @@ import email.utils
 import enum
 import gc
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -897,6 +898,10 @@ class _Stop(enum.Enum):
     CANCELLED = "cancelled"  # `cancel_after_deltas` reached
 
 
+# What `_BodyReader.feed` is given (its `raw_reads`).
+_PIECES, _AT_CHUNK_START, _MID_CHUNK = 0, 1, 2
+
+
 class _BodyReader:
     """Reads one 200 event stream inside the connection's `data_received`, as the
     request's `_Tap` (httptools) or, for a body the tap leaves to aiohttp, aiohttp's
@@ -925,7 +930,8 @@ class _BodyReader:
 
     __slots__ = ("state", "parser", "byte_cap", "event_cap", "cancel_after", "watch",
                  "received", "events_seen", "progress_seen", "hasher", "head", "stop",
-                 "error", "waiter", "ended")
+                 "error", "waiter", "ended", "plain", "raw_reads", "parse_framing", "chunks_begun",
+                 "chunks_ended", "framing_failed", "body_ended")
 
     def __init__(self, state: _StreamState, byte_cap: int | None, event_cap: int | None,
                  cancel_after: int | None, watch: _StallWatch | None) -> None:
@@ -942,6 +948,21 @@ class _BodyReader:
         self.error: BaseException | None = None
         self.waiter: asyncio.Future[None] | None = None
         self.ended = False  # the body's end, as the request's `_Tap` decoded it
+        self.plain = False  # the SSE parser is at a block boundary (`feed`'s shortcut)
+        # what `feed` is given (set by the `_Tap`): body pieces (`_PIECES`), or the
+        # connection's reads of a chunked body, whose parser is where a chunk's size
+        # line begins (`_AT_CHUNK_START`) or is not (`_MID_CHUNK`)
+        self.raw_reads = _PIECES
+        # For those reads, the `_Tap`'s: httptools' parser of the body (its `on_body`
+        # is `feed`), what a framing error or the body's end calls.
+        self.parse_framing: Callable[[bytes], None] = _ignore_bytes
+        self.framing_failed: Callable[[Exception], None] = _ignore_failure
+        self.body_ended: Callable[[], None] = _nothing
+        # httptools' calls of `on_chunk_header` and `on_chunk_complete`, counted in C
+        # (`itertools.count`: no Python call per chunk); `feed` reads them by advancing
+        # both alike, so their difference stays the number of chunks still open
+        self.chunks_begun = itertools.count()
+        self.chunks_ended = itertools.count()
 
     def evidence(self) -> dict[str, Any]:
         return _evidence(self.received, self.hasher, self.head)
@@ -949,12 +970,48 @@ class _BodyReader:
     def feed(self, piece: bytes) -> None:
         """One piece of the body, as it arrived; never raises.
 
-        The usual piece, exactly one `data: {...}` block at a block boundary, is taken
-        in this one call: decoded by msgspec from its bytes, without an SSE event or a
-        str (a frame msgspec refuses from bytes, invalid UTF-8 among them, goes the
-        general way, with the general messages). Anything else goes through the parser.
-        Pieces after `stop` (the `_Tap` keeps decoding the body to its end) are dropped.
+        With `raw_reads` set, `piece` is a read of the connection, of a chunked body.
+        When its parser (httptools, in the `_Tap`) expects a chunk's size line, the
+        usual read, one whole chunk `<hex size>\r\n<data>\r\n`, has its data taken
+        here and the parser, which would end where it began, is skipped; only the plain
+        form (lowercase hex without leading zeros, no extension, not the last chunk) is
+        taken so. Any other read goes to the parser (`parse_framing`), which hands its
+        data back here piece by piece. (That is done here, not in a function of the
+        tap's, to spare a Python call per read.)
+
+        The usual piece, exactly one `data: {...}` block at a block boundary of the SSE
+        parser (`plain`), is decoded by msgspec from its bytes, without an SSE event or
+        a str, and handed to `_StreamState.take_chunk` (whose shortcut takes the usual
+        chunk). A frame msgspec refuses from bytes (invalid UTF-8 among them) and
+        anything else go through the parser, with the general messages. Pieces after
+        `stop` (the `_Tap` keeps decoding the body to its end) are dropped.
         """
+        raw_reads = self.raw_reads
+        if raw_reads:
+            length = len(piece)
+            size_line = (_SIZE_LINE_OF_WHOLE_CHUNK[length]
+                         if raw_reads == _AT_CHUNK_START and length < _WHOLE_CHUNK_MOST
+                         else None)
+            if (size_line is None or piece[-1] != 0x0A or piece[-2] != 0x0D
+                    or not piece.startswith(size_line)):
+                self.raw_reads = _PIECES  # what httptools hands `feed` is the chunks' data
+                try:
+                    self.parse_framing(piece)
+                except Exception as exc:  # noqa: BLE001 - llhttp's framing errors
+                    self.framing_failed(exc)
+                    return
+                if self.ended:
+                    self.body_ended()
+                else:
+                    # Every chunk begun has ended, and no byte of the next size line
+                    # came (a whole size line begins a chunk; one cut short cannot end
+                    # with LF): the next read may be one whole chunk again.
+                    self.raw_reads = (
+                        _AT_CHUNK_START if piece.endswith(b"\n")
+                        and next(self.chunks_begun) == next(self.chunks_ended)
+                        else _MID_CHUNK)
+                return
+            piece = piece[len(size_line):-2]
         if self.stop is not None:
             return
         try:
@@ -962,30 +1019,33 @@ class _BodyReader:
             read_at = state.last_byte_at = _perf_counter() + _CLOCK_OFFSET  # now()
             received = self.received = self.received + len(piece)
             self.hasher.update(piece)
-            head = self.head
-            if len(head) < EVIDENCE_BYTES:
+            if received - len(piece) < EVIDENCE_BYTES:
+                head = self.head
                 head += piece[:EVIDENCE_BYTES - len(head)]
             if self.byte_cap is not None and received > self.byte_cap:
                 self._stop(_Stop.BYTE_CAP)
                 return
-            parser = self.parser
-            line = parser.single_data_line(piece)
-            if line is None or line[:1] != b"{":
-                events = (parser.feed(piece) if line is None
-                          else [SSEEvent(line.decode("utf-8", "surrogateescape"))])
+            chunk = None
+            # One `data: {...}` line and its blank line: no CR or LF (a line ending) in
+            # the value. (`13 not in` is a memchr; `b"\r" not in` costs seven times more.)
+            if (self.plain and piece.startswith(b"data: {") and piece[-1] == 0x0A
+                    and piece[-2] == 0x0A):
+                line = piece[6:-2]
+                if 0x0A not in line and 0x0D not in line:
+                    try:
+                        chunk = _chunk_decoder.decode(line)
+                    except (msgspec.DecodeError, RecursionError):
+                        pass  # the general path gives the general message
+            if chunk is None:
+                parser = self.parser
+                events = parser.feed(piece)
+                self.plain = parser.at_block_boundary
                 self._take_events(events, read_at)
-                return
-            try:
-                chunk = _chunk_decoder.decode(line)
-            except (msgspec.DecodeError, RecursionError):
-                self._take_events([SSEEvent(line.decode("utf-8", "surrogateescape"))],
-                                  read_at)
                 return
             watch = self.watch
             if watch is not None:
                 if watch.handle is None:
                     watch.arm(read_at)
-                self.progress_seen = parser.progress
                 watch.last_progress_at = read_at
             self.events_seen += 1
             if self.event_cap is not None and self.events_seen > self.event_cap:
@@ -1129,6 +1189,26 @@ longer head is left to aiohttp (which refuses over-long header lines) as is its 
 _TERMINATOR = b"0\r\n\r\n"  # the last chunk of a chunked body, no trailers
 
 
+def _size_line_of_whole_chunk(length: int) -> bytes | None:
+    """The size line (with its CRLF) that a read of `length` bytes holding exactly one
+    whole chunk, written as servers write it (lowercase hex, no leading zeros, no
+    extension), starts with; None when no such chunk of data is that long (the last
+    chunk, of size 0, is never one). A chunk of n bytes takes n + len(hex(n)) + 4 bytes,
+    so for each length there is at most one n."""
+    for digits in range(1, 8):
+        size = length - digits - 4
+        if size > 0 and len(b"%x" % size) == digits:
+            return b"%x\r\n" % size
+    return None
+
+
+# Whole chunks up to this many bytes (a token's frame is a few hundred) are recognised
+# by `_BodyReader.feed` from their length alone; longer reads go through httptools.
+_WHOLE_CHUNK_MOST = 8 * 1024
+_SIZE_LINE_OF_WHOLE_CHUNK = [_size_line_of_whole_chunk(length)
+                             for length in range(_WHOLE_CHUNK_MOST)]
+
+
 class _Tap:
     """One streamed request's view of its connection's bytes, from the moment it holds
     the connection: the response head (for the stall watch), then, when the response
@@ -1161,7 +1241,8 @@ class _Tap:
     """
 
     __slots__ = ("reader", "watch", "protocol", "receive", "head", "taken",
-                 "chunked", "headers", "headers_complete", "messages", "feed_parser")
+                 "chunked", "headers", "headers_complete", "messages", "feed_parser",
+)
 
     def __init__(self, reader: _BodyReader, watch: _StallWatch | None) -> None:
         self.reader = reader
@@ -1241,9 +1322,25 @@ class _Tap:
         state.first_byte_at = state.last_byte_at = at
         if self.watch is not None:
             self.watch.headers_in = True
-        self._hook(self._body_received)
-        if rest:
-            self._body_received(rest)
+        reader = self.reader
+        if self.chunked:
+            self._hand_reads_to_reader()
+            self._hook(reader.feed)
+            if rest:
+                reader.feed(rest)
+        else:
+            self._hook(self._body_received)
+            if rest:
+                self._body_received(rest)
+
+    def _hand_reads_to_reader(self) -> None:
+        """A chunked body: its reader is given the connection's reads and decodes
+        their framing itself, with this tap's parser (`_BodyReader.feed`)."""
+        reader = self.reader
+        reader.parse_framing = self.feed_parser
+        reader.framing_failed = self._framing_failed
+        reader.body_ended = self._let_go
+        reader.raw_reads = _AT_CHUNK_START
 
     def _is_event_stream_head(self, head: bytes) -> bool:
         """Does httptools read this head as a 200 uncompressed event stream?"""
@@ -1272,7 +1369,9 @@ class _Tap:
         # httptools finds the callbacks by name when the parser is made.
         body_parser = httptools.HttpResponseParser(types.SimpleNamespace(
             on_message_begin=self.on_message_begin, on_body=self.reader.feed,
-            on_message_complete=self.on_message_complete))
+            on_message_complete=self.on_message_complete,
+            on_chunk_header=self.reader.chunks_begun.__next__,
+            on_chunk_complete=self.reader.chunks_ended.__next__))
         try:
             body_parser.feed_data(head)
         except httptools.HttpParserError:
@@ -1304,9 +1403,12 @@ class _Tap:
         reader.ended = True
         reader.wake()
 
+
     # --- the body ---
 
     def _body_received(self, data: bytes) -> None:
+        """A read of a body delimited by the close, through httptools (whose `on_body`
+        is the reader's `feed`; a chunked body's reads go to `feed` itself)."""
         try:
             self.feed_parser(data)
         except Exception as exc:  # noqa: BLE001 - llhttp's framing errors, never raised
@@ -1327,6 +1429,7 @@ class _Tap:
     def _drop_the_rest(self) -> None:
         """Nothing more is read from this connection's body: aiohttp's response stays
         unfinished, so the connection is closed when the request lets go of it."""
+        self.reader.raw_reads = _PIECES
         self._hook(_ignore_bytes)
 
     def _let_go(self) -> None:
@@ -1343,6 +1446,20 @@ class _Tap:
     def stop(self) -> None:
         """The request ended: the connection is aiohttp's again."""
         self.detach()
+        reader = self.reader
+        reader.raw_reads = _PIECES
+        # (they were this tap's: no reference cycle outlives the request)
+        reader.parse_framing = _ignore_bytes
+        reader.framing_failed = _ignore_failure
+        reader.body_ended = _nothing
+
+
+def _ignore_failure(exc: Exception) -> None:
+    """A `_BodyReader`'s `framing_failed` when no `_Tap` gave it one."""
+
+
+def _nothing() -> None:
+    """A `_BodyReader`'s `body_ended` when no `_Tap` gave it one."""
 
 
 def _ignore_bytes(data: bytes) -> None:

@@ -157,6 +157,15 @@ class SSEParser:
         # bytes.splitlines splits on exactly LF, CRLF and CR (unlike str.splitlines).
         return self._lines(complete.splitlines())
 
+    @property
+    def at_block_boundary(self) -> bool:
+        """True when the next byte begins a new line of a new block (nothing held back,
+        no field lines waiting for their blank line, past the byte-order mark): then a
+        chunk that is exactly `data: X\n\n` is one event with data X, whatever came
+        before."""
+        return not (self._pending_size or self._has_fields or self._at_start
+                    or self._skip_leading_lf)
+
     def single_data_line(self, chunk: bytes) -> bytes | None:
         """The value X when `chunk` is exactly one block `data: X\n\n` arriving at a block
         boundary (the usual network read of a chat stream), counted as progress; None
@@ -166,9 +175,8 @@ class SSEParser:
         leaves the parser as it found it. The caller may then decode X from bytes.
         """
         if (not chunk.startswith(b"data: ") or chunk.find(b"\n", 6) != len(chunk) - 2
-                or not chunk.endswith(b"\n\n") or chunk.find(b"\r", 6) >= 0
-                or self._pending_size or self._has_fields or self._at_start
-                or self._skip_leading_lf):
+                or not chunk.endswith(b"\n\n") or 0x0D in chunk
+                or not self.at_block_boundary):
             return None
         self.progress += 1
         return chunk[6:-2]
