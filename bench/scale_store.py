@@ -104,8 +104,9 @@ def synthetic_record(index: int, run_id: str, draw: random.Random) -> Record:
         })
 
 
-def build(path: Path, size: int, *, quiet: bool = False) -> None:
-    """Write a store of `size` records at `path` (which must not exist)."""
+def build(path: Path | str, size: int, *, quiet: bool = False) -> None:
+    """Write a store of `size` records at `path` (which must not exist; a PostgreSQL URL
+    names an empty schema: `postgres_growth.py`)."""
     draw = random.Random(size)
     config = {"suite_spec": "synthetic", "scope": SCOPE, "arms": list(ARMS),
               "tasks": list(TASKS), "all_tasks": list(TASKS), "tiers": list(TIERS),
@@ -125,7 +126,7 @@ def build(path: Path, size: int, *, quiet: bool = False) -> None:
                               for index in range(offset, min(last, offset + BATCH))])
             store.finish_run(RunEnd(run_id, time.time(), "completed", {}))
             if not quiet:
-                print(f"  {path.name}: {last:,} of {size:,} records "
+                print(f"  {Path(str(path)).name}: {last:,} of {size:,} records "
                       f"({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
 
 
