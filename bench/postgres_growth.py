@@ -93,6 +93,7 @@ def main() -> None:
     if not options.postgres:
         print("postgres_growth: no PostgreSQL database given (--postgres URL or "
               "BENCHWARDEN_BENCH_POSTGRES); nothing measured")
+        emit("postgres_growth", [], options.json_path)  # run.py then merges no figure
         return
 
     # (backend, command, size) -> (seconds, peak RSS MiB, exit code, page bytes)
