@@ -33,8 +33,14 @@ from pathlib import Path
 from urllib.parse import quote
 
 from _figures import Figure, add_json_option, emit
-from scale_growth import COMMANDS, goal_lines, measure
-from scale_store import build, ensure_store, parse_size, size_label
+from scale_growth import (
+    COMMANDS,
+    add_size_and_command_options,
+    goal_lines,
+    measure,
+    sizes_and_commands,
+)
+from scale_store import build, ensure_store, size_label
 
 from benchwarden.core.store import SCHEMA_VERSION
 
@@ -78,18 +84,10 @@ def main() -> None:
     parser.add_argument("--postgres", default=os.environ.get("BENCHWARDEN_BENCH_POSTGRES"),
                         metavar="URL", help="a throw-away PostgreSQL database "
                         "(default: $BENCHWARDEN_BENCH_POSTGRES)")
-    parser.add_argument("--sizes", default="10k,100k",
-                        help="comma-separated store sizes (10k, 100k, 1M or numbers); the "
-                             "last two give the growth figures")
-    parser.add_argument("--commands", default=",".join(DEFAULT_COMMANDS),
-                        help=f"comma-separated subset of {', '.join(COMMANDS)}")
+    add_size_and_command_options(parser, DEFAULT_COMMANDS)
     add_json_option(parser)
     options = parser.parse_args()
-    sizes = sorted(parse_size(text) for text in options.sizes.split(",") if text.strip())
-    chosen = [name.strip() for name in options.commands.split(",") if name.strip()]
-    unknown = [name for name in chosen if name not in COMMANDS]
-    if unknown or not sizes:
-        parser.error(f"unknown command(s) {unknown}" if unknown else "give at least one size")
+    sizes, chosen = sizes_and_commands(parser, options)
     if not options.postgres:
         print("postgres_growth: no PostgreSQL database given (--postgres URL or "
               "BENCHWARDEN_BENCH_POSTGRES); nothing measured")

@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from _figures import Figure, add_json_option, emit
@@ -156,13 +157,31 @@ def goal_lines(results: dict[tuple[str, int], tuple[float, float, int, int | Non
     return lines
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_size_and_command_options(parser: argparse.ArgumentParser,
+                                 commands: Sequence[str]) -> None:
+    """`--sizes` and `--commands` (a subset of `COMMANDS`, `commands` by default)."""
     parser.add_argument("--sizes", default="10k,100k",
                         help="comma-separated store sizes (10k, 100k, 1M or numbers); the "
                              "last two give the growth figures")
-    parser.add_argument("--commands", default=",".join(COMMANDS),
+    parser.add_argument("--commands", default=",".join(commands),
                         help=f"comma-separated subset of {', '.join(COMMANDS)}")
+
+
+def sizes_and_commands(parser: argparse.ArgumentParser,
+                       options: argparse.Namespace) -> tuple[list[int], list[str]]:
+    """The sizes (ascending) and command names asked for; a usage error for an unknown
+    command or no size."""
+    sizes = sorted(parse_size(text) for text in options.sizes.split(",") if text.strip())
+    chosen = [name.strip() for name in options.commands.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in COMMANDS]
+    if unknown or not sizes:
+        parser.error(f"unknown command(s) {unknown}" if unknown else "give at least one size")
+    return sizes, chosen
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_size_and_command_options(parser, list(COMMANDS))
     parser.add_argument("--cache", default=None, help="store cache folder (see scale_store.py)")
     parser.add_argument("--before", default=None, metavar="CHECKOUT",
                         help="an older checkout: run each command with its code too (A/B)")
@@ -174,11 +193,7 @@ def main() -> None:
     add_json_option(parser)
     options = parser.parse_args()
 
-    sizes = sorted(parse_size(text) for text in options.sizes.split(",") if text.strip())
-    chosen = [name.strip() for name in options.commands.split(",") if name.strip()]
-    unknown = [name for name in chosen if name not in COMMANDS]
-    if unknown or not sizes:
-        parser.error(f"unknown command(s) {unknown}" if unknown else "give at least one size")
+    sizes, chosen = sizes_and_commands(parser, options)
     cache = Path(options.cache).expanduser() if options.cache else None
 
     before_cache = Path(options.before_cache).expanduser() if options.before_cache else cache
