@@ -490,6 +490,11 @@ def cell_counts(addresses: Iterable[Sequence[Any]]) -> list[tuple[str, str, str,
     return [(*cell, counts[cell], trial) for cell, trial in highest.items()]
 
 
+# What the canonical encoder raises for a value it has no JSON for (a dict key that is not
+# a string, a lone surrogate, an object of a type it does not know, an integer too large).
+_ENCODER_REFUSALS = (TypeError, ValueError, OverflowError)
+
+
 def _unstorable_record(record: Record, problem: str) -> UnstorableValue:
     return UnstorableValue(
         f"refusing to store the record {record.suite}/{record.scope}/{record.arm}/"
@@ -511,7 +516,7 @@ def _encoded(entry: Run | RunEnd, named: str) -> bytes:
     not a string, a type JSON has no form for) in one line naming the entry."""
     try:
         return canonical_json(entry)
-    except (TypeError, ValueError, OverflowError) as error:
+    except _ENCODER_REFUSALS as error:
         raise UnstorableValue(f"refusing to store {named}: {one_line(str(error))}; "
                               "nothing was stored") from None
 
@@ -1003,11 +1008,11 @@ class Store(ABC):
                 raise _unstorable_record(record, problem)
         try:
             bodies = canonical_json_many(batch)
-        except (TypeError, ValueError, OverflowError) as error:  # the encoder's refusal
+        except _ENCODER_REFUSALS as error:  # the encoder's refusal
             for record in batch:  # named by the first record it refuses alone
                 try:
                     canonical_json(record)
-                except (TypeError, ValueError, OverflowError) as alone:
+                except _ENCODER_REFUSALS as alone:
                     raise _unstorable_record(record, one_line(str(alone))) from None
             raise UnstorableValue(f"refusing to store a batch of records: {error}") from None
         self._append_rows(

@@ -1241,8 +1241,7 @@ class _Tap:
     """
 
     __slots__ = ("reader", "watch", "protocol", "receive", "head", "taken",
-                 "chunked", "headers", "headers_complete", "messages", "feed_parser",
-)
+                 "chunked", "headers", "headers_complete", "messages", "feed_parser")
 
     def __init__(self, reader: _BodyReader, watch: _StallWatch | None) -> None:
         self.reader = reader
@@ -1402,7 +1401,6 @@ class _Tap:
         reader = self.reader
         reader.ended = True
         reader.wake()
-
 
     # --- the body ---
 
