@@ -144,12 +144,16 @@ def meters_for(progress: Progress | None, stream: IO[str] | None = None) -> Mete
 
 
 def _largest_file_named(folder: Path, name: str) -> int:
+    """The size of the largest file called `name` under `folder` (0: none yet). pip
+    makes and removes its temporary folders while this walks them, so a folder or file
+    that vanishes part way is skipped, never an error (the meter only shows progress)."""
     sizes = [0]
-    for found in folder.rglob(name):
-        try:
-            sizes.append(found.stat().st_size)
-        except OSError:
-            continue  # pip moved or removed it meanwhile
+    for root, _folders, files in os.walk(folder):  # os.walk skips what vanished
+        if name in files:
+            try:
+                sizes.append(os.stat(os.path.join(root, name)).st_size)
+            except OSError:
+                continue  # pip moved or removed it meanwhile
     return max(sizes)
 
 

@@ -140,3 +140,35 @@ def test_a_real_pip_download_reports_every_tenth_on_a_non_terminal(tmp_path, mon
     assert percents == [10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
     assert said[-1].startswith(f"downloaded {WHEEL_NAME}: 100%")
     assert not list(tmp_path.glob(".pip-tmp-*"))
+
+
+def test_the_meters_walk_skips_folders_and_files_pip_removes_while_it_looks(tmp_path, monkeypatch):
+    # pip makes and deletes temporary folders under the watched one while the download
+    # runs; a folder listed and gone before it is read (seen on a fresh machine: the
+    # whole engine build failed with FileNotFoundError) must not fail the download
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / WHEEL_NAME).write_bytes(b"x" * 300)
+    vanishing = tmp_path / "tmp-gone"
+    vanishing.mkdir()
+    (vanishing / WHEEL_NAME).write_bytes(b"x" * 900)
+    real_scandir = os.scandir
+
+    def scandir_as_pip_deletes(path="."):
+        if os.fspath(path) == os.fspath(vanishing):
+            raise FileNotFoundError(2, "No such file or directory", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir_as_pip_deletes)
+    assert download._largest_file_named(tmp_path, WHEEL_NAME) == 300
+
+    real_stat = os.stat
+
+    def stat_as_pip_deletes(path, *args, **kwargs):
+        if os.fspath(path).startswith(os.fspath(kept)):
+            raise FileNotFoundError(2, "No such file or directory", os.fspath(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "scandir", real_scandir)
+    monkeypatch.setattr(os, "stat", stat_as_pip_deletes)
+    assert download._largest_file_named(tmp_path, WHEEL_NAME) == 900
