@@ -28,6 +28,8 @@ from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from typing import Any
 
+import msgspec
+
 NEWEST_KEPT = 3
 """Newest sequence numbers kept per group (a report shows at most this many per cell)."""
 
@@ -117,6 +119,22 @@ class GroupTotals:
         column's kind (text, a whole number, a number: a row edited outside benchwarden,
         which SQLite's loose column types let through) or its JSON columns are not what
         `row` writes."""
+        if tuple(map(type, row)) == _SOUND_KINDS:
+            # what the store reads back from a row it wrote: taken as it is (a report of
+            # a suite of thousands of tasks reads tens of thousands of rows)
+            try:
+                versions = _decode_texts(row[-2])
+                newest = _decode_numbers(row[-1])
+            except msgspec.DecodeError:
+                pass  # JSON of another shape: the general path reads it, or says what is wrong
+            else:
+                totals = cls.__new__(cls)
+                for name, value in zip(_PLAIN_COLUMN_NAMES, row, strict=False):
+                    setattr(totals, name, value)
+                totals.versions = set(versions)
+                totals.newest_seqs = newest
+                totals.versions_text = _versions_text(tuple(sorted(totals.versions)))
+                return totals
         totals = cls.__new__(cls)
         values = [value.decode("utf-8") if isinstance(value, bytes) else value
                   for value in row]
@@ -219,7 +237,14 @@ def _wrong_kind(values: Sequence[Any], column: str, kind: str) -> ValueError:
 
 
 # the columns held as they are stored, read in one call (`row`, once per touched group)
-_plain_columns = operator.attrgetter(*GROUP_TOTALS_COLUMNS[:-2])
+_PLAIN_COLUMN_NAMES = GROUP_TOTALS_COLUMNS[:-2]
+_plain_columns = operator.attrgetter(*_PLAIN_COLUMN_NAMES)
+# the Python type of each column of a row as the store writes it and reads it back
+_SOUND_KINDS = tuple(str if name in _TEXT_COLUMNS or name in ("bench_versions", "newest")
+                     else float if name in _FLOAT_COLUMNS else int
+                     for name in GROUP_TOTALS_COLUMNS)
+_decode_texts = msgspec.json.Decoder(list[str]).decode
+_decode_numbers = msgspec.json.Decoder(list[int]).decode
 
 
 def _json_text(values: list[Any]) -> str:

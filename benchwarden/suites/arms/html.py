@@ -17,7 +17,9 @@ Invariants:
   reaches the page through the escaping helpers of `benchwarden.core.html`.
 - The page is bounded whatever the store's size: at most `TRIAL_LIMIT` trials are drawn
   (and embedded), each with clipped text; the page names the export command that gives
-  every trial as data.
+  every trial as data. A suite of thousands of tasks draws at most
+  `COVERAGE_CELLS_DRAWN` coverage cells and `TALLY_ROWS_SHOWN` tally rows, those that
+  need attention first, and says how many it left out (all are in the report's JSON).
 """
 
 from __future__ import annotations
@@ -44,6 +46,11 @@ OUTCOME_COLORS = {"pass": h.GOOD, "incorrect": h.BAD, "confused": "#e69f00", "hu
 COVERAGE_COLORS = {"covered": h.GOOD, "partial": "#e69f00", "missing": "#afb8c1"}
 COMPONENT_COLORS = {"fresh_input": "#0072B2", "cache_creation": "#E69F00",
                     "cache_read": "#56B4E9", "output": "#D55E00"}
+# Cells of the coverage grid and rows of the tally drawn at most: a grid of 30,000 cells
+# was 9 MB of the page and no one can read it; past these, the tasks and cells needing
+# trials (below the floor, invalid, harness errors) come first.
+COVERAGE_CELLS_DRAWN = 2_400
+TALLY_ROWS_SHOWN = 600
 
 
 def enrich(store: Any, report: ArmsReport | Mapping[str, Any]) -> ArmsReport:
@@ -180,29 +187,55 @@ def _tier_section(report: ArmsReport, colors: Mapping[str, str]) -> str:
 
 def _coverage_section(report: ArmsReport) -> str:
     floor = report.floor
-    tasks = list(report.tasks)
+    tasks = dict.fromkeys(report.tasks)  # ordered, and a set for thousands of tasks
     arms = list(report.coverage)
-    cells = {}
+    samples_of = {}
     for arm, row in report.coverage.items():
         for task, samples in row.samples.items():
+            samples_of[(arm, task)] = samples
+            tasks.setdefault(task)
+    if not samples_of:
+        return h.section("coverage", "Coverage", h.empty_note("no cells planned or recorded"))
+    drawn = _tasks_drawn(list(tasks), arms, samples_of, floor)
+    cells = {}
+    for (arm, task), samples in samples_of.items():
+        if task in drawn:
             kind = _coverage_kind(samples, floor)
             cells[(arm, task)] = h.GridCell(
                 COVERAGE_COLORS[kind], fmt.count(samples),
                 f"{arm} × {task}: {fmt.count(samples)} samples ({kind})",
                 href="#" + h.anchor_id("trials", arm, task) if samples else None)
-            if task not in tasks:
-                tasks.append(task)
-    if not cells:
-        return h.section("coverage", "Coverage", h.empty_note("no cells planned or recorded"))
+    left_out = ""
+    if len(drawn) < len(tasks):
+        left_out = (f'<p class="note">Drawing {fmt.count(len(drawn))} of '
+                    f"{fmt.count(len(tasks))} tasks (chosen from those with a cell below the "
+                    f"floor of {fmt.count(floor)} samples first, then from the rest). Every "
+                    "cell's count is in the report's JSON (<code>coverage</code>), embedded "
+                    "in this page as <code>#report-data</code>.</p>")
     key = h.legend((colour, name, meaning) for name, colour, meaning in (
         ("covered", COVERAGE_COLORS["covered"], f"≥ {floor} samples"),
         ("partial", COVERAGE_COLORS["partial"], f"1–{floor - 1} samples"),
         ("missing", COVERAGE_COLORS["missing"], "no sample yet")))
-    chart = h.grid(arms, tasks, cells, label="samples per arm and task",
-                   cell_width=max(44, min(90, 1000 // max(1, len(tasks)))), row_header="arm",
+    chart = h.grid(arms, drawn, cells, label="samples per arm and task",
+                   cell_width=max(44, min(90, 1000 // max(1, len(drawn)))), row_header="arm",
                    column_header="task →")
-    return h.section("coverage", "Coverage", key + chart,
+    return h.section("coverage", "Coverage", key + left_out + chart,
                      intro="Samples per arm × task. Click a cell to open its trials.")
+
+
+def _tasks_drawn(tasks: list[str], arms: Sequence[str], samples_of: Mapping[tuple[str, str], int],
+                 floor: int) -> list[str]:
+    """The tasks the coverage grid draws, in suite order: all of them up to
+    `COVERAGE_CELLS_DRAWN` cells, else as many as fit, chosen from those with a cell
+    below the floor first (the cells a user must run again), then from the rest."""
+    fitting = max(1, COVERAGE_CELLS_DRAWN // max(1, len(arms)))
+    if len(tasks) <= fitting:
+        return tasks
+    short = [task for task in tasks
+             if any(samples_of.get((arm, task), 0) < floor for arm in arms)]
+    below = set(short)
+    chosen = set([*short, *(task for task in tasks if task not in below)][:fitting])
+    return [task for task in tasks if task in chosen]
 
 
 def _failure_section(report: ArmsReport) -> str:
@@ -367,12 +400,24 @@ def _tally_section(report: ArmsReport) -> str:
     tiles = h.stat_tiles([("recorded", fmt.count(tally.recorded), h.GOOD),
                           ("invalid (isolation leaks)", fmt.count(tally.invalid), h.BAD),
                           ("harness errors", fmt.count(tally.harness_errors), h.WARN)])
+    shown = list(tally.cells)
+    left_out = ""
+    if len(shown) > TALLY_ROWS_SHOWN:
+        # the cells needing attention (invalid trials, harness errors, below the floor)
+        # first, each kind in the tally's order
+        shown = sorted(shown, key=lambda c: not (c.invalid or c.harness_errors
+                                                 or not c.covered))[:TALLY_ROWS_SHOWN]
+        left_out = (f'<p class="note">Showing {fmt.count(len(shown))} of '
+                    f"{fmt.count(len(tally.cells))} cells: those with invalid trials, harness "
+                    "errors or below the floor first. Every cell is in the report's JSON "
+                    "(<code>tally</code>), embedded in this page as "
+                    "<code>#report-data</code>.</p>")
     rows = [(c.arm, c.task, f"{fmt.count(c.before)} → {fmt.count(c.after)}",
              fmt.count(c.passed), fmt.count(c.failed), fmt.count(c.invalid),
              fmt.count(c.harness_errors), "reached" if c.covered else "below")
-            for c in tally.cells]
+            for c in shown]
     problems = "".join(f"<li>{h.escape(p)}</li>" for p in tally.problems)
-    return h.section("tally", title, tiles + h.table(
+    return h.section("tally", title, tiles + left_out + h.table(
         ("arm", "task", "samples before → after", "pass", "fail", "invalid", "harness errors",
          "floor"),
         rows, numeric=(3, 4, 5, 6)) + (f"<ul>{problems}</ul>" if problems else ""))

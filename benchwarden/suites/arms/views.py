@@ -24,6 +24,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections import defaultdict, deque
@@ -153,8 +154,25 @@ class Totals:
     """Sequence numbers of the group's newest trials (at most TRIALS_PER_CELL)."""
 
     def merge(self, other: Totals) -> None:
-        for name in _TOTAL_FIELDS:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+        # spelled out: a report merges each group into several unions (per arm, per
+        # tier, per task), hundreds of thousands of merges for a suite of thousands of
+        # tasks; a loop over the field names cost three times as much. A test holds
+        # this to `_TOTAL_FIELDS`, one addition per field.
+        self.samples += other.samples
+        self.passes += other.passes
+        self.priced += other.priced
+        self.fresh_input += other.fresh_input
+        self.cache_creation += other.cache_creation
+        self.cache_read += other.cache_read
+        self.output += other.output
+        self.reasoning_samples += other.reasoning_samples
+        self.reasoning += other.reasoning
+        self.duration_s += other.duration_s
+        self.turns += other.turns
+        self.denied_calls += other.denied_calls
+        self.imputed_samples += other.imputed_samples
+        self.imputed_cost_usd += other.imputed_cost_usd
+        self.odd_values += other.odd_values
 
     def cost_equivalent(self, weights: TokenWeights) -> float:
         """Sum of the priced samples' cost-equivalent tokens."""
@@ -178,35 +196,119 @@ class GroupKey(NamedTuple):
 
 @dataclass
 class Summary:
-    """Everything the views need of a scope's records, in memory bounded by its cells."""
+    """Everything the views need of a scope's records, in memory bounded by its cells.
+
+    A report asks for dozens of unions (per arm, per arm and tier, per task of an arm);
+    each is answered from an index of the groups by the fields matched, built once per
+    set of field names, so a union costs the groups it holds, not every group of the
+    scope (a suite of 10,000 tasks has tens of thousands of groups). The unions merge
+    their groups in the same order as a scan would (insertion order for `total`,
+    first-seen order for `by_task`), so every float sum is the same to the last bit.
+    Each union is computed once and shared by the views that ask for it (a report asks
+    for an arm's per-task totals four times). The index and its unions follow `groups`
+    and `first_seen`: they are made again whenever either has gained or lost a key. A
+    Summary is built, then read: a group's totals must not change once a view has asked
+    (`summarize` and `summary_from_groups` finish before any view reads)."""
 
     groups: dict[GroupKey, Totals] = field(default_factory=dict)
     first_seen: dict[GroupKey, int] = field(default_factory=dict)
     """The sequence number of each group's first record (for first-seen order)."""
     versions: set[str] = field(default_factory=set)
+    _index: _GroupIndex | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def samples(self) -> int:
         return sum(totals.samples for totals in self.groups.values())
 
     def total(self, **match: Any) -> Totals:
-        """The union of the groups whose key fields equal `match`."""
-        union = Totals()
-        for key, totals in self.groups.items():
-            if all(getattr(key, name) == value for name, value in match.items()):
-                union.merge(totals)
-        return union
+        """The union of the groups whose key fields equal `match` (shared between the
+        views that ask for it: read it, never change it)."""
+        index = self._current_index()
+        memo = ("total", *sorted(match.items()))
+        union = index.unions.get(memo)
+        if union is None:
+            union = Totals()
+            groups = self.groups
+            for key in self._matching(match, first_seen_order=False):
+                union.merge(groups[key])
+            index.unions[memo] = union
+        return union  # type: ignore[no-any-return]
 
     def by_task(self, **match: Any) -> dict[str, Totals]:
-        """The union of the matching groups, per task (in first-seen order)."""
-        tasks: dict[str, Totals] = {}
-        for key in self.ordered():
-            if all(getattr(key, name) == value for name, value in match.items()):
-                tasks.setdefault(key.task, Totals()).merge(self.groups[key])
-        return tasks
+        """The union of the matching groups, per task (in first-seen order; the unions
+        are shared between the views that ask for them: read them, never change them)."""
+        index = self._current_index()
+        memo = ("by_task", *sorted(match.items()))
+        tasks = index.unions.get(memo)
+        if tasks is None:
+            tasks = {}
+            groups = self.groups
+            for key in self._matching(match, first_seen_order=True):
+                union = tasks.get(key.task)
+                if union is None:
+                    union = tasks[key.task] = Totals()
+                union.merge(groups[key])
+            index.unions[memo] = tasks
+        return dict(tasks)
+
+    def keys(self, **match: Any) -> list[GroupKey]:
+        """The keys of the groups whose key fields equal `match`, in insertion order."""
+        return self._matching(match, first_seen_order=False)
 
     def ordered(self) -> list[GroupKey]:
-        return sorted(self.groups, key=self.first_seen.__getitem__)
+        """Every group's key, in first-seen order (ties in insertion order)."""
+        return list(self._current_index().ordered)
+
+    def _current_index(self) -> _GroupIndex:
+        index = self._index
+        if index is None or not index.follows(self):
+            index = self._index = _GroupIndex(self)
+        return index
+
+    def _matching(self, match: Mapping[str, Any], *, first_seen_order: bool) -> list[GroupKey]:
+        if not match:
+            index = self._current_index()
+            return list(index.ordered) if first_seen_order else list(self.groups)
+        return self._current_index().matching(match, first_seen_order)
+
+
+class _GroupIndex:
+    """`Summary`'s groups by the values of the key fields a union matches on."""
+
+    __slots__ = ("by_fields", "groups", "groups_size", "first_seen", "first_seen_size",
+                 "ordered", "unions")
+
+    def __init__(self, summary: Summary) -> None:
+        self.groups, self.groups_size = summary.groups, len(summary.groups)
+        self.first_seen, self.first_seen_size = summary.first_seen, len(summary.first_seen)
+        self.ordered = tuple(sorted(summary.groups, key=summary.first_seen.__getitem__))
+        self.by_fields: dict[tuple[str, ...], tuple[dict[tuple[Any, ...], list[GroupKey]],
+                                                    dict[tuple[Any, ...], list[GroupKey]]]] = {}
+        self.unions: dict[tuple[Any, ...], Any] = {}
+
+    def follows(self, summary: Summary) -> bool:
+        """Still the index of `summary`: the same dicts, holding as many keys."""
+        return (self.groups is summary.groups and self.groups_size == len(summary.groups)
+                and self.first_seen is summary.first_seen
+                and self.first_seen_size == len(summary.first_seen))
+
+    def matching(self, match: Mapping[str, Any], first_seen_order: bool) -> list[GroupKey]:
+        names = tuple(sorted(match))
+        found = self.by_fields.get(names)
+        if found is None:
+            for name in names:
+                if name not in GroupKey._fields:
+                    raise TypeError(f"a group has no field {name!r}")
+            value_of = [GroupKey._fields.index(name) for name in names]
+            inserted: dict[tuple[Any, ...], list[GroupKey]] = {}
+            for key in self.groups:
+                inserted.setdefault(tuple(key[at] for at in value_of), []).append(key)
+            by_first_seen: dict[tuple[Any, ...], list[GroupKey]] = {}
+            for key in self.ordered:
+                by_first_seen.setdefault(tuple(key[at] for at in value_of), []).append(key)
+            found = self.by_fields[names] = (inserted, by_first_seen)
+        values = tuple(match[name] for name in names)
+        return found[1 if first_seen_order else 0].get(values, [])
 
 
 Source = Summary | Iterable[Record] | Iterable[RecordSummary]
@@ -255,14 +357,27 @@ _PLAIN = (str, type(None))
 
 
 def _from_json(text: Any) -> Any:
-    return None if text is None else json.loads(text)
+    return None if text is None else _decoded_version(text)
+
+
+# A scope has a handful of distinct `[tier, failure]` texts and bench versions, and
+# tens of thousands of groups in a suite of thousands of tasks: each text is decoded once.
+@functools.lru_cache(maxsize=1024)
+def _decoded_version(text: str) -> Any:
+    return json.loads(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _tier_and_failure(group_key: str) -> tuple[str | None, str | None]:
+    tier, failure = json.loads(group_key)
+    return _key_text(tier), _key_text(failure)
 
 
 def _group_key(arm: str, task: str, outcome: str, group_key: str) -> GroupKey:
     """The key `summarize` gives a record with these fields (`[tier, failure]` decoded,
     then keyed as there)."""
-    tier, failure = json.loads(group_key)
-    return GroupKey(arm, task, _key_text(tier), outcome, _key_text(failure))
+    tier, failure = _tier_and_failure(group_key)
+    return GroupKey(arm, task, tier, outcome, failure)
 
 
 def summary_from_groups(groups: Iterable[GroupTotals]) -> Summary:
@@ -440,8 +555,8 @@ def failure_tags(source: Source, arms: Sequence[str]) -> list[dict[str, Any]]:
             continue
         row: dict[str, Any] = {"arm": arm, "samples": whole.samples, "pass": whole.passes}
         for tag in FAILURE_TAGS:
-            row[tag] = sum(totals.samples for key, totals in summary.groups.items()
-                           if key.arm == arm and key.outcome != PASS and key.failure == tag)
+            row[tag] = sum(summary.groups[key].samples for key
+                           in summary.keys(arm=arm, failure=tag) if key.outcome != PASS)
         row["denied_calls"] = whole.denied_calls
         rows.append(row)
     return rows

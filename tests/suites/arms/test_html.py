@@ -140,3 +140,54 @@ def test_a_report_without_trials_says_where_they_come_from() -> None:
     page = render_html({"suite": "arms", "verdict": {"kind": "fail", "reason": "nothing measured"}})
     assert "benchwarden report RUN --html" in page
     assert 'class="verdict verdict-fail"' in page
+
+
+def _wide(report: dict[str, Any], tasks: int) -> dict[str, Any]:
+    """The sample report made a suite of `tasks` tasks: every cell covered except two
+    tasks far down the suite (one short in one arm, one never run in another), and a
+    tally cell per arm and task with one cell of invalid trials, also far down."""
+    wide = json.loads(json.dumps(report))
+    names = [f"wide-task-{number:05d}" for number in range(tasks)]
+    short, never, leaking = names[-3], names[-2], names[-5]
+    wide["tasks"] = names
+    for arm in ARMS:
+        samples = {name: 3 for name in names}
+        if arm == "mcp":
+            samples[short] = 1
+        if arm == "cli":
+            samples[never] = 0
+        wide["coverage"][arm]["samples"] = samples
+    cells = [{"arm": arm, "task": name, "before": 0, "after": 3, "passed": 3, "failed": 0,
+              "invalid": 1 if name == leaking and arm == "http-api" else 0,
+              "harness_errors": 0, "covered": True} for arm in ARMS for name in names]
+    for tally in ("tally", "runs_tally"):
+        wide[tally]["cells"] = cells
+    return wide
+
+
+def test_a_suite_of_thousands_of_tasks_draws_a_bounded_grid_and_says_so(report) -> None:
+    from benchwarden.suites.arms.html import COVERAGE_CELLS_DRAWN, TALLY_ROWS_SHOWN
+
+    tasks = 4 * COVERAGE_CELLS_DRAWN
+    page = render_html(_wide(report, tasks))
+    drawn = max(1, COVERAGE_CELLS_DRAWN // len(ARMS))
+    coverage = page[page.index('id="coverage"'):page.index('id="failures"')]
+    assert f"Drawing {drawn:,} of {tasks:,} tasks" in coverage
+    assert coverage.count("samples (") == drawn * len(ARMS)  # one title per drawn cell
+    # the cells needing trials are drawn though they come last in the suite
+    assert f"mcp × wide-task-{tasks - 3:05d}: 1 samples (partial)" in coverage
+    assert f"cli × wide-task-{tasks - 2:05d}: 0 samples (missing)" in coverage
+    assert "wide-task-00000" in coverage  # then the suite from its start
+    assert f"wide-task-{drawn + 5:05d}:" not in coverage
+    tally = page[page.index('id="tally"'):page.index('id="run"')]
+    assert f"Showing {TALLY_ROWS_SHOWN:,} of {tasks * len(ARMS):,} cells" in tally
+    assert f"wide-task-{tasks - 5:05d}" in tally  # its invalid trial first
+    # the page grows with the suite only by the report's JSON, not by the drawing
+    assert len(page.encode()) < len(json.dumps(_wide(report, tasks)).encode()) + 3_000_000
+
+
+def test_a_suite_that_fits_draws_every_cell_without_a_note(report) -> None:
+    page = render_html(_wide(report, 50))
+    coverage = page[page.index('id="coverage"'):page.index('id="failures"')]
+    assert "Drawing" not in coverage and coverage.count("samples (") == 50 * len(ARMS)
+    assert "Showing" not in page[page.index('id="tally"'):page.index('id="run"')]

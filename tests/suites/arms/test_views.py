@@ -164,3 +164,96 @@ def test_headline_and_tags_agree_for_any_records(rows):
             sum(5 * r.tokens.output for r in mine) / len(mine))
         low, high = head[arm]["success"]["low"], head[arm]["success"]["high"]
         assert 0 <= low <= head[arm]["success"]["mean"] <= high <= 1
+
+
+# -- the indexed Summary: unions answered from an index equal a scan of every group ----
+
+def _scanned_total(summary: views.Summary, **match) -> views.Totals:
+    """What `Summary.total` answered before its index: every group scanned, merged in
+    insertion order."""
+    union = views.Totals()
+    for key, totals in summary.groups.items():
+        if all(getattr(key, name) == value for name, value in match.items()):
+            union.merge(totals)
+    return union
+
+
+def _scanned_by_task(summary: views.Summary, **match) -> dict[str, views.Totals]:
+    tasks: dict[str, views.Totals] = {}
+    for key in sorted(summary.groups, key=summary.first_seen.__getitem__):
+        if all(getattr(key, name) == value for name, value in match.items()):
+            tasks.setdefault(key.task, views.Totals()).merge(summary.groups[key])
+    return tasks
+
+
+view_records = st.lists(st.tuples(
+    st.sampled_from(["a", "b", "c"]), st.sampled_from([f"t{n}" for n in range(6)]),
+    st.sampled_from(["pass", "fail"]), st.sampled_from([None, "incorrect", "hung"]),
+    st.sampled_from(["read", "write", None]),
+    st.floats(0, 1e9, allow_nan=False, allow_infinity=False)), min_size=0, max_size=60)
+
+
+def _records(rows) -> list[Record]:
+    return [Record(suite="arms", scope="s", arm=arm, task=task, trial=index, run_id="r",
+                   outcome=outcome, started_at=0.0, ended_at=duration,
+                   tokens=TokenComponents(fresh_input=index, output=3),
+                   payload={"tier": tier, "failure": failure, "turns": duration / 7})
+            for index, (arm, task, outcome, failure, tier, duration) in enumerate(rows, 1)]
+
+
+matches = st.dictionaries(st.sampled_from(["arm", "task", "tier", "outcome", "failure"]),
+                          st.sampled_from(["a", "b", "t1", "t3", "read", "pass", "fail",
+                                           "incorrect", None]), max_size=3)
+
+
+@given(view_records, st.lists(matches, min_size=1, max_size=8))
+def test_indexed_unions_equal_a_scan_of_every_group_to_the_last_bit(rows, asked):
+    """Floats included: the index merges the same groups in the same order as a scan,
+    and asking twice (the shared union) or in any order changes nothing."""
+    summary = views.summarize(_records(rows))
+    for match in [*asked, *reversed(asked)]:
+        assert summary.total(**match) == _scanned_total(summary, **match)
+        assert summary.by_task(**match) == _scanned_by_task(summary, **match)
+        assert list(summary.by_task(**match)) == list(_scanned_by_task(summary, **match))
+    assert summary.ordered() == sorted(summary.groups, key=summary.first_seen.__getitem__)
+
+
+def test_the_index_follows_groups_added_after_a_view_asked():
+    summary = views.summarize(_records([("a", "t1", "pass", None, "read", 2.0)]))
+    assert summary.total(arm="a").samples == 1
+    assert summary.by_task(arm="a")["t1"].samples == 1
+    key = views.GroupKey("a", "t2", "read", "pass", None)
+    summary.groups[key] = views.Totals(samples=4, passes=4)
+    summary.first_seen[key] = 99
+    assert summary.total(arm="a").samples == 5
+    assert summary.by_task(arm="a")["t2"].samples == 4
+    assert summary.ordered()[-1] == key
+    del summary.groups[key], summary.first_seen[key]
+    assert summary.total(arm="a").samples == 1
+    assert summary.keys(arm="a") == [views.GroupKey("a", "t1", "read", "pass", None)]
+
+
+def test_by_task_hands_out_its_own_mapping():
+    summary = views.summarize(_records([("a", "t1", "pass", None, "read", 2.0)]))
+    summary.by_task(arm="a").clear()
+    assert list(summary.by_task(arm="a")) == ["t1"]
+
+
+def test_a_union_on_a_field_groups_do_not_have_is_refused():
+    summary = views.summarize(_records([("a", "t1", "pass", None, "read", 2.0)]))
+    with pytest.raises(TypeError, match="no field 'colour'"):
+        summary.total(colour="red")
+
+
+@given(st.lists(st.integers(-10**6, 10**6), min_size=15, max_size=15),
+       st.lists(st.integers(-10**6, 10**6), min_size=15, max_size=15))
+def test_merge_adds_every_total_field_once(first, second):
+    """`Totals.merge` is spelled out field by field: it must add each field of
+    `_TOTAL_FIELDS`, and only once."""
+    names = views._TOTAL_FIELDS
+    assert len(names) == 15
+    a = views.Totals(**dict(zip(names, first, strict=True)))
+    b = views.Totals(**dict(zip(names, second, strict=True)))
+    a.merge(b)
+    assert [getattr(a, name) for name in names] == [x + y for x, y in
+                                                    zip(first, second, strict=True)]
