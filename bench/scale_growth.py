@@ -69,16 +69,22 @@ COMMANDS: dict[str, list[str]] = {
 }
 
 
+# this checkout: the package a command runs with unless another checkout is named
+THIS_CHECKOUT = str(Path(__file__).resolve().parents[1])
+
+
 def measure(arguments: list[str], code: str | None = None) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS in MiB and exit code of one command in its own process
-    (with the package at `code` when given, else the one this process imports)."""
-    environment = dict(os.environ)
-    if code is not None:
-        environment["PYTHONPATH"] = code
+    """Wall seconds, peak RSS in MiB and exit code of one command in its own process,
+    with the package of the checkout at `code` (default: this one). The child runs in
+    a neutral folder: `python -m` puts its working folder first on `sys.path`, ahead of
+    PYTHONPATH, so a child started in a checkout would import that checkout's package
+    whatever `code` says (which made the A/B of `--before` compare this code with
+    itself whenever the bench ran from the repository's root)."""
+    environment = {**os.environ, "PYTHONPATH": code or THIS_CHECKOUT}
     started = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", "benchwarden", *arguments],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               env=environment)
+                               env=environment, cwd=tempfile.gettempdir())
     stderr = process.stderr.read() if process.stderr else b""
     _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - started
@@ -200,9 +206,10 @@ def main() -> None:
     options = parser.parse_args()
 
     sizes, chosen = sizes_and_commands(parser, options)
-    cache = Path(options.cache).expanduser() if options.cache else None
+    cache = Path(options.cache).expanduser().resolve() if options.cache else None
 
-    before_cache = Path(options.before_cache).expanduser() if options.before_cache else cache
+    before_cache = (Path(options.before_cache).expanduser().resolve() if options.before_cache
+                    else cache)
     results: dict[tuple[str, int], tuple[float, float, int, int | None]] = {}
     earlier: dict[tuple[str, int], tuple[float, float, int, int | None]] = {}
     cold: dict[tuple[str, str, int], float] = {}  # (side, command, size) -> seconds

@@ -40,7 +40,7 @@ SIZES = {"10k": 10_000, "100k": 100_000, "1M": 1_000_000}
 
 def cache_folder() -> Path:
     configured = os.environ.get("BENCHWARDEN_BENCH_CACHE")
-    return Path(configured).expanduser() if configured else \
+    return Path(configured).expanduser().resolve() if configured else \
         Path.home() / ".cache" / "benchwarden" / "bench"
 
 
@@ -64,11 +64,21 @@ def size_label(size: int) -> str:
     return str(size)
 
 
-def synthetic_record(index: int, run_id: str, draw: random.Random) -> Record:
+def task_names(count: int) -> tuple[str, ...]:
+    """The suite's task names: `TASKS` for the usual 200, else `count` names as wide as
+    they need (`wide_suite.py`)."""
+    if count == len(TASKS):
+        return TASKS
+    width = max(3, len(str(count - 1)))
+    return tuple(f"task-{number:0{width}d}" for number in range(count))
+
+
+def synthetic_record(index: int, run_id: str, draw: random.Random,
+                     tasks: tuple[str, ...] = TASKS) -> Record:
     """Record number `index` (0-based): arm and task cycle, trial counts full rounds."""
     arm = ARMS[index % len(ARMS)]
-    task_number = (index // len(ARMS)) % len(TASKS)
-    trial = index // (len(ARMS) * len(TASKS)) + 1
+    task_number = (index // len(ARMS)) % len(tasks)
+    trial = index // (len(ARMS) * len(tasks)) + 1
     passed = draw.random() < (0.55, 0.62, 0.48)[index % len(ARMS)]
     started = 1_790_000_000.0 + index * 0.5
     tokens = TokenComponents(fresh_input=draw.randint(800, 4_000),
@@ -82,7 +92,7 @@ def synthetic_record(index: int, run_id: str, draw: random.Random) -> Record:
                    "output": f"ok: {draw.randint(0, 10**6)} {'lines ' * draw.randint(1, 6)}"}
                   for command in commands]
     return Record(
-        suite="arms", scope=SCOPE, arm=arm, task=TASKS[task_number], trial=trial,
+        suite="arms", scope=SCOPE, arm=arm, task=tasks[task_number], trial=trial,
         run_id=run_id, outcome="pass" if passed else "fail", started_at=started,
         ended_at=started + draw.uniform(2.0, 40.0), tokens=tokens,
         payload={
@@ -104,15 +114,17 @@ def synthetic_record(index: int, run_id: str, draw: random.Random) -> Record:
         })
 
 
-def build(path: Path | str, size: int, *, quiet: bool = False) -> None:
+def build(path: Path | str, size: int, *, quiet: bool = False,
+          task_count: int = len(TASKS)) -> None:
     """Write a store of `size` records at `path` (which must not exist; a PostgreSQL URL
-    names an empty schema: `postgres_growth.py`)."""
+    names an empty schema: `postgres_growth.py`) for a suite of `task_count` tasks."""
     draw = random.Random(size)
+    tasks = task_names(task_count)
     config = {"suite_spec": "synthetic", "scope": SCOPE, "arms": list(ARMS),
-              "tasks": list(TASKS), "all_tasks": list(TASKS), "tiers": list(TIERS),
+              "tasks": list(tasks), "all_tasks": list(tasks), "tiers": list(TIERS),
               "task_tiers": {task: TIERS[number % len(TIERS)]
-                             for number, task in enumerate(TASKS)},
-              "trials": -(-size // (len(ARMS) * len(TASKS))), "seed": None,
+                             for number, task in enumerate(tasks)},
+              "trials": -(-size // (len(ARMS) * len(tasks))), "seed": None,
               "executor": "synthetic"}
     started = time.perf_counter()
     with open_store(path) as store:
@@ -122,7 +134,7 @@ def build(path: Path | str, size: int, *, quiet: bool = False) -> None:
                                       target={"driver": "synthetic"}, run_id=run_id))
             last = min(size, first + RUN_SIZE)
             for offset in range(first, last, BATCH):
-                store.append([synthetic_record(index, run_id, draw)
+                store.append([synthetic_record(index, run_id, draw, tasks)
                               for index in range(offset, min(last, offset + BATCH))])
             store.finish_run(RunEnd(run_id, time.time(), "completed", {}))
             if not quiet:
@@ -130,12 +142,14 @@ def build(path: Path | str, size: int, *, quiet: bool = False) -> None:
                       f"({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
 
 
-def cached_name(size: int) -> str:
+def cached_name(size: int, task_count: int = len(TASKS)) -> str:
     """Stores are cached per schema version: a store of an older version is never
-    upgraded in place (a benchwarden of that version may still read it)."""
+    upgraded in place (a benchwarden of that version may still read it). A suite of
+    other than 200 tasks says how many."""
+    label = size_label(size) + ("" if task_count == len(TASKS) else f"-{task_count}-tasks")
     if SCHEMA_VERSION == 1:
-        return f"arms-{size_label(size)}.sqlite"
-    return f"arms-{size_label(size)}.v{SCHEMA_VERSION}.sqlite"
+        return f"arms-{label}.sqlite"
+    return f"arms-{label}.v{SCHEMA_VERSION}.sqlite"
 
 
 def upgrade_copy(older: Path, partial: Path, *, quiet: bool = False) -> None:
@@ -153,20 +167,21 @@ def upgrade_copy(older: Path, partial: Path, *, quiet: bool = False) -> None:
               "(open for writing, the upgrade's own progress lines above)", file=sys.stderr)
 
 
-def ensure_store(size: int, folder: Path | None = None, *, quiet: bool = False) -> Path:
+def ensure_store(size: int, folder: Path | None = None, *, quiet: bool = False,
+                 task_count: int = len(TASKS)) -> Path:
     """The cached store of `size` records, built first when missing (or copied from the
     cached store of an older schema version and upgraded, which is faster)."""
     folder = folder or cache_folder()
     folder.mkdir(parents=True, exist_ok=True)
-    final = folder / cached_name(size)
+    final = folder / cached_name(size, task_count)
     if final.exists():
         return final
-    partial = folder / f".arms-{size_label(size)}.building.sqlite"
+    partial = folder / f".{final.stem}.building.sqlite"
     for leftover in folder.glob(partial.name + "*"):  # a build that was interrupted
         leftover.unlink()
     # the newest older version cached: the least to upgrade (from version 3, only the
     # group totals are counted; from 1 or 2, the summary table is filled from the bodies)
-    older = next((candidate for candidate in (
+    older = None if task_count != len(TASKS) else next((candidate for candidate in (
         *(folder / f"arms-{size_label(size)}.v{version}.sqlite"
           for version in range(SCHEMA_VERSION - 1, 1, -1)),
         folder / f"arms-{size_label(size)}.sqlite") if candidate.exists()), None)
@@ -176,7 +191,7 @@ def ensure_store(size: int, folder: Path | None = None, *, quiet: bool = False) 
         if not quiet:
             print(f"building {final} ({size:,} records, cached for later runs)",
                   file=sys.stderr)
-        build(partial, size, quiet=quiet)
+        build(partial, size, quiet=quiet, task_count=task_count)
     for suffix in ("-wal", "-shm"):  # closed cleanly: the WAL is checkpointed away
         Path(f"{partial}{suffix}").unlink(missing_ok=True)
     witness = sidecar_for(partial)  # the head witness goes with its store
@@ -193,7 +208,7 @@ def main() -> None:
     parser.add_argument("--cache", default=None, help="cache folder (default: "
                         "$BENCHWARDEN_BENCH_CACHE or ~/.cache/benchwarden/bench)")
     options = parser.parse_args()
-    folder = Path(options.cache).expanduser() if options.cache else None
+    folder = Path(options.cache).expanduser().resolve() if options.cache else None
     for text in options.sizes:
         print(ensure_store(parse_size(text), folder))
 

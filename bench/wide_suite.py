@@ -1,0 +1,112 @@
+"""How the read commands grow with the number of tasks in a suite, at a fixed depth.
+
+Issue 12's stores have 200 tasks; a suite of thousands of tasks (a large generated
+suite) makes a report hold tens of thousands of groups and cells instead of a few
+thousand, whatever the number of records. This bench builds (once, cached beside the
+`scale_store.py` stores) synthetic arms stores of 3 arms x N tasks x `--trials` trials
+and runs each command in its own process, as `scale_growth.py` does: wall time, peak
+RSS and, for the HTML report, the page's size.
+
+Baseline: the same command against the 200-task store, in the same run, so the ratio
+is how much a wider suite costs. `--before CHECKOUT` also runs every command with an
+older checkout's code against the same stores (the schema must be the same), right
+before this code's, and prints now against before.
+
+    python bench/wide_suite.py                              # 200, 2,000 and 10,000 tasks
+    python bench/wide_suite.py --tasks 200,20000 --trials 3
+    python bench/wide_suite.py --before /tmp/base-main      # A/B in one run
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from _figures import Figure, add_json_option, emit
+from scale_growth import COMMANDS, measure
+from scale_store import ARMS, ensure_store
+
+DEFAULT_COMMANDS = ("arms_report", "arms_compare", "report_html", "show_latest")
+# the goals of issue 12's reports, which this bench holds a wide suite to as well
+SECONDS_GOAL, PAGE_GOAL = 3.0, 20_000_000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", default="200,2000,10000",
+                        help="comma-separated suite widths; the first is the baseline")
+    parser.add_argument("--trials", type=int, default=3, help="trials per cell")
+    parser.add_argument("--commands", default=",".join(DEFAULT_COMMANDS),
+                        help=f"comma-separated subset of {', '.join(COMMANDS)}")
+    parser.add_argument("--cache", default=None, help="store cache folder (see scale_store.py)")
+    parser.add_argument("--before", default=None, metavar="CHECKOUT",
+                        help="an older checkout: run each command with its code too (A/B)")
+    add_json_option(parser)
+    options = parser.parse_args()
+    try:
+        widths = [int(part) for part in options.tasks.split(",") if part.strip()]
+    except ValueError:
+        parser.error(f"--tasks takes whole numbers separated by commas, not {options.tasks!r}")
+    chosen = [part for part in options.commands.split(",") if part]
+    unknown = [name for name in chosen if name not in COMMANDS]
+    if unknown or not widths or min(widths) < 1 or options.trials < 1:
+        parser.error(f"unknown command(s) {unknown}" if unknown
+                     else "give at least one width of 1 task or more, and 1 trial or more")
+    cache = Path(options.cache).expanduser().resolve() if options.cache else None
+
+    results: dict[tuple[str, int, str], tuple[float, float, int | None]] = {}
+    for width in widths:
+        records = len(ARMS) * width * options.trials
+        store = ensure_store(records, cache, task_count=width)
+        for name in chosen:
+            sides = [("before", options.before)] if options.before else []
+            for side, code in [*sides, ("now", None)]:
+                with tempfile.TemporaryDirectory(prefix="bw-wide-") as out:
+                    arguments = [part.format(store=store, out=out) for part in COMMANDS[name]]
+                    seconds, rss, code_returned = measure(arguments, code)
+                    page = Path(out, "x.html")
+                    page_bytes = page.stat().st_size if page.exists() else None
+                results[(name, width, side)] = (seconds, rss, page_bytes)
+                print(f"  {width:>6,} tasks ({records:,} records) {name:<13} {side:<6} "
+                      f"{seconds:7.2f} s {rss:7.0f} MiB"
+                      + (f"  exit {code_returned}" if code_returned else "")
+                      + (f"  page {page_bytes / 2**20:.1f} MiB" if page_bytes else ""),
+                      flush=True)
+
+    figures = []
+    base = widths[0]
+    print(f"\nagainst {base:,} tasks (the baseline), this code; goals: < {SECONDS_GOAL:.0f} s, "
+          f"page < {PAGE_GOAL / 1e6:.0f} MB")
+    for name in chosen:
+        base_seconds, base_rss, base_page = results[(name, base, "now")]
+        for width in widths[1:]:
+            seconds, rss, page = results[(name, width, "now")]
+            met = seconds < SECONDS_GOAL and (page is None or page < PAGE_GOAL)
+            print(f"  {name:<13} {width:>6,} tasks: {seconds:6.2f} s "
+                  f"(x{seconds / base_seconds:.2f}), {rss:5.0f} MiB (x{rss / base_rss:.2f})"
+                  + (f", page {page / 2**20:.1f} MiB" if page else "")
+                  + f"  {'met' if met else 'NOT met'}")
+            figures.append(Figure(f"{name}.seconds.{width}_tasks", seconds, base_seconds, "s",
+                                  f"wall time, {width} tasks vs {base}"))
+            figures.append(Figure(f"{name}.peak_rss.{width}_tasks", rss, base_rss, "MiB",
+                                  f"peak RSS, {width} tasks vs {base}"))
+            if page is not None and base_page is not None:
+                figures.append(Figure(f"{name}.page_bytes.{width}_tasks", page, base_page,
+                                      "bytes", f"HTML page, {width} tasks vs {base}"))
+    if options.before:
+        print(f"\nnow against before ({options.before})")
+        for name in chosen:
+            for width in widths:
+                now_seconds, now_rss, _ = results[(name, width, "now")]
+                then_seconds, then_rss, _ = results[(name, width, "before")]
+                print(f"  {name:<13} {width:>6,} tasks: {then_seconds:6.2f} -> {now_seconds:6.2f} s"
+                      f" (x{now_seconds / then_seconds:.2f}), {then_rss:.0f} -> {now_rss:.0f} MiB")
+                figures.append(Figure(f"{name}.seconds.{width}_tasks.now_vs_before",
+                                      now_seconds, then_seconds, "s",
+                                      f"wall time at {width} tasks, this code vs before"))
+    emit("wide_suite", figures, options.json_path)
+
+
+if __name__ == "__main__":
+    main()
