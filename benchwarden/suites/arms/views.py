@@ -705,6 +705,8 @@ def shown_trials(source: Source, limit: int) -> list[int]:
     picked: list[int] = []
     for pool in (failing, passing):
         for cell, seqs in pool.items():
+            if len(picked) >= limit:  # a suite of thousands of cells: the rest is cut
+                return picked[:limit]
             take = sorted(seqs, reverse=True)[:TRIALS_PER_CELL - chosen[cell]]
             chosen[cell] += len(take)
             picked.extend(take)

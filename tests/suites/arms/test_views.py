@@ -257,3 +257,12 @@ def test_merge_adds_every_total_field_once(first, second):
     a.merge(b)
     assert [getattr(a, name) for name in names] == [x + y for x, y in
                                                     zip(first, second, strict=True)]
+
+
+@given(view_records, st.integers(0, 70))
+def test_shown_trials_under_a_limit_are_the_first_of_the_whole_choice(rows, limit):
+    """The choice stops once the limit is reached (a suite of thousands of cells shows a
+    few hundred trials): what it returns is the start of the choice made in full."""
+    summary = views.summarize(_records(rows))
+    whole = views.shown_trials(summary, limit=10**9)
+    assert views.shown_trials(summary, limit=limit) == whole[:limit]
