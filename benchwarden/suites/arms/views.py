@@ -253,7 +253,7 @@ class Summary:
 
     def keys(self, **match: Any) -> list[GroupKey]:
         """The keys of the groups whose key fields equal `match`, in insertion order."""
-        return self._matching(match, first_seen_order=False)
+        return list(self._matching(match, first_seen_order=False))
 
     def ordered(self) -> list[GroupKey]:
         """Every group's key, in first-seen order (ties in insertion order)."""
