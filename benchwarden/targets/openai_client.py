@@ -1450,6 +1450,10 @@ class _Tap:
         reader.parse_framing = _ignore_bytes
         reader.framing_failed = _ignore_failure
         reader.body_ended = _nothing
+        # The body's parser calls this tap and its reader back, and the tap holds it:
+        # let it go, so that the request's objects are freed by reference counting
+        # when it ends, not left (its reply included) for a full collection.
+        self.feed_parser = _ignore_bytes
 
 
 def _ignore_failure(exc: Exception) -> None:
