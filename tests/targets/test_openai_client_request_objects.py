@@ -1,10 +1,13 @@
-"""A streamed request leaves no reference cycle among its own objects: its tap, body
-reader, reply state, stall watch and parsers are freed by reference counting when it
-ends, not left for the garbage collector.
+"""A streamed request's own objects (its tap, body reader, reply state, stall watch and
+parsers) do not outlive it: nothing keeps them once the request ended, not the pooled
+connection it went out on, and no reference cycle among them, so reference counting
+frees them at once rather than the garbage collector, later.
 
 Why it matters: under hundreds of concurrent streams a request's objects that only the
 collector can free pile up between full collections (a reply's text included) and make
-every collection longer (bench/client_overhead.py, client CPU per token).
+every collection longer (bench/client_overhead.py, client CPU per token); objects a
+pooled connection keeps stay for as long as the connection (its whole reply, once per
+connection).
 
 How: the collector is told to keep what it finds unreachable (`gc.DEBUG_SAVEALL`)
 while the requests run, so a cycle found by an automatic collection counts too.
@@ -41,13 +44,14 @@ REPLY = sse_body([chunk("Hel"), chunk("lo"), chunk(finish_reason="stop")])
 PER_REQUEST = (_Tap, _BodyReader, _StallWatch, _StreamState, SSEParser)
 
 
-def per_request_objects_left_in_cycles(handler, cancel_after: int | None = None,
-                                       **client_options) -> list[str]:
+def per_request_objects_left(handler, cancel_after: int | None = None,
+                             **client_options) -> tuple[list[str], list[str]]:
     """Run three streamed requests (the first on a new connection, the others on the
-    pooled one, when it can be reused); the type names of the request objects the
-    collector had to free."""
+    pooled one, when it can be reused); then, with the client and its connections
+    still open, the type names of the request objects the collector had to free, and
+    of those still alive."""
 
-    async def scenario() -> list[str]:
+    async def scenario() -> tuple[list[str], list[str]]:
         async with ScriptedOpenAIServer(chat=handler) as server:
             async with ChatClient(server.url, **client_options) as client:
                 for _ in range(3):
@@ -55,8 +59,12 @@ def per_request_objects_left_in_cycles(handler, cancel_after: int | None = None,
                 # Collected here, with the loop and the connections still alive: what
                 # the collector finds now is what the requests left behind.
                 gc.collect()
-                return sorted({type(item).__name__ for item in gc.garbage
-                               if isinstance(item, PER_REQUEST)})
+                in_cycles = {type(item).__name__ for item in gc.garbage
+                             if isinstance(item, PER_REQUEST)}
+                gc.garbage.clear()
+                alive = {type(item).__name__ for item in gc.get_objects()
+                         if isinstance(item, PER_REQUEST)}
+                return sorted(in_cycles), sorted(alive)
 
     gc.collect()
     gc.garbage.clear()
@@ -79,6 +87,8 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_a_streamed_request_leaves_no_reference_cycle(case):
+def test_a_streamed_requests_objects_are_freed_when_it_ends(case):
     handler, options = CASES[case]
-    assert per_request_objects_left_in_cycles(handler, **options) == []
+    in_cycles, alive = per_request_objects_left(handler, **options)
+    assert in_cycles == []
+    assert alive == []  # the pooled connection keeps none of them
