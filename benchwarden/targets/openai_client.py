@@ -33,6 +33,10 @@ Invariants:
   pool only when the body ended cleanly (a chunked body, nothing after its last chunk);
   broken framing fails the request at once, never hangs it.
 
+- A streamed request's own objects (tap, body reader, reply state, stall watch) are
+  freed by reference counting when it ends: no cycle among them, and the pooled
+  connection keeps none of them (tests/targets/test_openai_client_request_objects.py).
+
 - `sent_at` is when the request's body was written to its connection (after the
   connection was obtained and the request built); `stream_together` holds a burst's
   requests until every one is ready to write, so their spread is only the writes.
