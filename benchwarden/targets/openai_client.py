@@ -35,7 +35,9 @@ Invariants:
 
 - A streamed request's own objects (tap, body reader, reply state, stall watch) are
   freed by reference counting when it ends: no cycle among them, and the pooled
-  connection keeps none of them (tests/targets/test_openai_client_request_objects.py).
+  connection keeps none of them (tests/targets/test_openai_client_request_objects.py;
+  a body the server cuts off mid-reply is the exception: the transport error's
+  traceback holds them until the collector runs).
 
 - `sent_at` is when the request's body was written to its connection (after the
   connection was obtained and the request built); `stream_together` holds a burst's
