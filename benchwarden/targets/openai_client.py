@@ -33,6 +33,12 @@ Invariants:
   pool only when the body ended cleanly (a chunked body, nothing after its last chunk);
   broken framing fails the request at once, never hangs it.
 
+- A streamed request's own objects (tap, body reader, reply state, stall watch) are
+  freed by reference counting when it ends: no cycle among them, and the pooled
+  connection keeps none of them (tests/targets/test_openai_client_request_objects.py;
+  a body the server cuts off mid-reply is the exception: the transport error's
+  traceback holds them until the collector runs).
+
 - `sent_at` is when the request's body was written to its connection (after the
   connection was obtained and the request built); `stream_together` holds a burst's
   requests until every one is ready to write, so their spread is only the writes.
@@ -757,10 +763,29 @@ def _refresh_protocol(protocol: Any) -> None:
         transport.set_protocol(protocol)
 
 
-# The tap of the streamed request the current task is sending: `_WatchingConnector`
-# attaches it when it hands that request its connection (in the same task).
-_request_tap: contextvars.ContextVar[_Tap | None] = contextvars.ContextVar(
-    "benchwarden_request_tap", default=None)
+class _Sending:
+    """The streamed request the current task is sending, as the context variable
+    `_sending` holds it: its `_Tap`, which `_WatchingConnector` attaches to the
+    connection it hands that request (in the same task), and its `_StreamState`, in
+    which `_TimedRequest` notes when the request's bytes were written (`sent_at`).
+
+    A holder emptied when the request ends, not the objects themselves: a connection
+    opened for a request keeps a copy of that task's context for its whole life (the
+    event loop runs the connection's callbacks in it), and through the objects it
+    would keep that request's reply as long as the connection stays in the pool."""
+
+    __slots__ = ("tap", "state")
+
+    def __init__(self, tap: _Tap, state: _StreamState) -> None:
+        self.tap: _Tap | None = tap
+        self.state: _StreamState | None = state
+
+    def end(self) -> None:
+        self.tap = self.state = None
+
+
+_sending: contextvars.ContextVar[_Sending | None] = contextvars.ContextVar(
+    "benchwarden_sending", default=None)
 
 
 READ_SIZE = 64 * 1024
@@ -768,12 +793,6 @@ READ_SIZE = 64 * 1024
 that much for every read before shrinking it to what came: above glibc's mmap threshold
 (128 KiB) each read maps and unmaps fresh memory, about 12 µs, which with one network
 read per streamed token was a fifth of the client's CPU (bench/client_overhead.py)."""
-
-
-# The state of the streamed request the current task is sending: `_TimedRequest` notes
-# in it when the request's bytes are written (its `sent_at`).
-_request_state: contextvars.ContextVar[_StreamState | None] = contextvars.ContextVar(
-    "benchwarden_request_state", default=None)
 
 
 RELEASE_PAUSE = 0.002
@@ -864,9 +883,9 @@ class _TimedRequest(aiohttp.ClientRequest):
         ticket = _launch_ticket.get()
         if ticket is not None:
             await ticket.pass_gate()
-        state = _request_state.get()
-        if state is not None:
-            state.sent_at = now()
+        sending = _sending.get()
+        if sending is not None and sending.state is not None:
+            sending.state.sent_at = now()
         await super().write_bytes(*args, **kwargs)
 
 
@@ -881,7 +900,8 @@ class _WatchingConnector(aiohttp.TCPConnector):
         transport = getattr(connection, "transport", None)
         if getattr(transport, "max_size", 0) > READ_SIZE:
             transport.max_size = READ_SIZE  # type: ignore[union-attr]
-        tap = _request_tap.get()
+        sending = _sending.get()
+        tap = None if sending is None else sending.tap
         protocol = getattr(connection, "protocol", None)
         if tap is not None and protocol is not None:
             tap.attach(protocol)
@@ -1450,6 +1470,10 @@ class _Tap:
         reader.parse_framing = _ignore_bytes
         reader.framing_failed = _ignore_failure
         reader.body_ended = _nothing
+        # The body's parser calls this tap and its reader back, and the tap holds it:
+        # let it go, so that the request's objects are freed by reference counting
+        # when it ends, not left (its reply included) for a full collection.
+        self.feed_parser = _ignore_bytes
 
 
 def _ignore_failure(exc: Exception) -> None:
@@ -1737,13 +1761,13 @@ class ChatClient:
                 body = _BodyReader(state, self.max_reply_bytes,
                                    None if cap is None else cap[0], cancel_after_deltas, watch)
                 tap = _Tap(body, watch)
-                token = _request_tap.set(tap)
-                state_token = _request_state.set(state)
+                sending = _Sending(tap, state)
+                token = _sending.set(sending)
                 try:
                     return await self._post_stream(session, payload, state, body, tap, cap)
                 finally:
-                    _request_state.reset(state_token)
-                    _request_tap.reset(token)
+                    _sending.reset(token)
+                    sending.end()
                     tap.stop()
                     if watch is not None:
                         watch.stop()
