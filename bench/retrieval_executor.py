@@ -46,7 +46,9 @@ the machine. Every timed command also notes how much CPU *other* processes used 
 it ran (the machine's busy time from /proc/stat minus the command's own): printed per
 round with the round's ratio, and as the `others_cpu_seconds` figure. The figures are
 medians over rounds; `command_seconds_fastest` is each mode's fastest run, the one other
-jobs disturbed least.
+jobs disturbed least; `command_seconds_undisturbed` is the median over only the rounds
+in which other processes used under 5 % of the machine during both commands (how many
+qualified is in its note).
 
     python bench/retrieval_executor.py [--seeds 1-12] [--repeats 5] [--strategy bm25] [--settle 60]
 """
@@ -103,6 +105,15 @@ def others_seconds(busy_before: float | None, busy_after: float | None,
     if busy_before is None or busy_after is None:
         return None
     return max(0.0, busy_after - busy_before - own_cpu)
+
+
+QUIET_SHARE = 0.05  # of the machine's cores over a command's wall time
+
+
+def undisturbed(others: float | None, wall: float, cores: int) -> bool:
+    """Whether other processes left a timed command alone: they used under
+    `QUIET_SHARE` of the machine while it ran (a known amount; unknown is not quiet)."""
+    return others is not None and others <= QUIET_SHARE * cores * wall
 
 
 def wait_for_quiet(limit_seconds: float, window: float = 0.5, share: float = 0.1) -> float:
@@ -291,18 +302,24 @@ def main() -> None:
         "scoring.parallel", "warm.local", "warm.parallel", "pool.fork", "pool.forkserver",
         "import.library", "import.plain")}
     others: dict[str, list[float]] = {"local": [], "parallel": []}
+    quiet_rounds: list[tuple[float, float]] = []  # (in-process, pool) walls, both undisturbed
+    cores = os.cpu_count() or 1
     for round_number in range(options.repeats):
         waited = wait_for_quiet(options.settle) if options.settle > 0 else 0.0
         modes = [("local", "local"), (options.executor, "parallel")]
         if round_number % 2:  # alternate which command runs first (in the other's wake)
             modes.reverse()
         # the two timed commands back to back; the diagnostics come after both
+        quiet = True
         for executor, key in modes:
             wall, cpu, other = command_seconds(options.strategy, options.seeds, executor)
             timings[f"command.{key}"].append(wall)
             timings[f"cpu.{key}"].append(cpu)
             if other is not None:
                 others[key].append(other)
+            quiet = quiet and undisturbed(other, wall, cores)
+        if quiet:
+            quiet_rounds.append((timings["command.local"][-1], timings["command.parallel"][-1]))
         for executor, key in modes:
             timings[f"scoring.{key}"].append(
                 phase_seconds("scoring", options.strategy, options.seeds, executor))
@@ -322,7 +339,8 @@ def main() -> None:
                               if values)
         print(f"  round {round_number + 1} ({'in-process' if modes[0][1] == 'local' else 'pool'}"
               f" first{f', waited {waited:.0f} s for quiet' if options.settle > 0 else ''}): "
-              f"command ratio {ratio:.2f}x; other processes' CPU meanwhile: "
+              f"command ratio {ratio:.2f}x{' (undisturbed)' if quiet else ''}; "
+              f"other processes' CPU meanwhile: "
               f"{disturbed or 'unknown'}; load average {os.getloadavg()[0]:.2f}", flush=True)
         print("    " + ", ".join(f"{key} {values[-1]:.2f} s" for key, values in timings.items()),
               flush=True)
@@ -336,6 +354,12 @@ def main() -> None:
                min(timings["command.local"]), "s",
                f"each mode's fastest whole command over the rounds (the least disturbed "
                f"by other jobs), {label}"),
+        Figure("command_seconds_undisturbed",
+               statistics.median(pool for _, pool in quiet_rounds) if quiet_rounds else None,
+               statistics.median(alone for alone, _ in quiet_rounds) if quiet_rounds else None,
+               "s", f"as command_seconds, over the {len(quiet_rounds)} of {options.repeats} "
+               f"rounds in which other processes used under {QUIET_SHARE:.0%} of the machine "
+               "during both commands (none: no such round, try --settle)"),
         Figure("others_cpu_seconds",
                statistics.median(others["parallel"]) if others["parallel"] else None,
                statistics.median(others["local"]) if others["local"] else None, "s",

@@ -53,3 +53,11 @@ def test_others_cpu_is_unknown_without_a_reading():
 def test_the_machine_counter_reads_where_proc_stat_exists():
     seconds = bench.machine_busy_seconds()
     assert seconds is None or seconds > 0
+
+
+@pytest.mark.parametrize("others, wall, cores, quiet", [
+    (0.0, 1.0, 2, True), (0.1, 1.0, 2, True), (0.11, 1.0, 2, False),
+    (0.05, 1.0, 1, True), (0.06, 1.0, 1, False), (None, 1.0, 2, False)])
+def test_a_round_is_undisturbed_when_others_used_under_five_percent_of_the_machine(
+        others, wall, cores, quiet):
+    assert bench.undisturbed(others, wall, cores) is quiet
