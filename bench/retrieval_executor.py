@@ -359,7 +359,7 @@ def main() -> None:
                statistics.median(alone for alone, _ in quiet_rounds) if quiet_rounds else None,
                "s", f"as command_seconds, over the {len(quiet_rounds)} of {options.repeats} "
                f"rounds in which other processes used under {QUIET_SHARE:.0%} of the machine "
-               "during both commands (none: no such round, try --settle)"),
+               "during both commands" + ("" if quiet_rounds else "; try --settle")),
         Figure("others_cpu_seconds",
                statistics.median(others["parallel"]) if others["parallel"] else None,
                statistics.median(others["local"]) if others["local"] else None, "s",
