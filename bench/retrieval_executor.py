@@ -36,7 +36,21 @@ The goal (issue 12): local:2 at most 0.6x the one-process wall time. The package
 bytecode is compiled first (`compile_package`), so start-up is what an installed
 package costs.
 
-    python bench/retrieval_executor.py [--seeds 1-12] [--repeats 3] [--strategy bm25]
+How the command figure is kept honest on a shared machine: `local:2` needs both cores
+while one process needs one, so another job's CPU slows the pool more than the baseline
+and moves the ratio towards 1. Each round times the two commands back to back, the
+order alternating between rounds (in-process first in odd rounds, the pool first in
+even ones) so neither always runs in the other's wake; with `--settle S` a round first
+waits (up to S seconds) for a half second in which other processes use under 10 % of
+the machine. Every timed command also notes how much CPU *other* processes used while
+it ran (the machine's busy time from /proc/stat minus the command's own): printed per
+round with the round's ratio, and as the `others_cpu_seconds` figure. The figures are
+medians over rounds; `command_seconds_fastest` is each mode's fastest run, the one other
+jobs disturbed least; `command_seconds_undisturbed` is the median over only the rounds
+in which other processes used under 5 % of the machine during both commands (how many
+qualified is in its note).
+
+    python bench/retrieval_executor.py [--seeds 1-12] [--repeats 5] [--strategy bm25] [--settle 60]
 """
 
 from __future__ import annotations
@@ -60,16 +74,78 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def command_seconds(strategy: str, seeds: str, executor: str) -> tuple[float, float]:
-    """Wall time and CPU time (user + system, the command and its workers) of one run."""
+def busy_seconds(stat_line: str, ticks_per_second: float) -> float:
+    """CPU seconds the whole machine spent busy, from the `cpu` line of /proc/stat
+    (user, nice, system, idle, iowait, irq, softirq, steal, ...): everything but idle
+    and iowait. Guest time is already inside user and nice, so it is not added again."""
+    fields = stat_line.split()
+    if not fields or fields[0] != "cpu":
+        raise ValueError(f"not the machine's cpu line of /proc/stat: {stat_line!r}")
+    ticks = [int(value) for value in fields[1:9]]
+    ticks += [0] * (8 - len(ticks))
+    user, nice, system, _idle, _iowait, irq, softirq, steal = ticks
+    return (user + nice + system + irq + softirq + steal) / ticks_per_second
+
+
+def machine_busy_seconds() -> float | None:
+    """The machine's busy CPU seconds so far (None where /proc/stat cannot be read)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            first = stat.readline()
+        return busy_seconds(first, os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError):
+        return None
+
+
+def others_seconds(busy_before: float | None, busy_after: float | None,
+                   own_cpu: float) -> float | None:
+    """CPU other processes used meanwhile: the machine's busy time minus our own (never
+    below zero: the kernel counts in ticks, 10 ms apart, so a quiet machine can read a
+    little under what the command itself used)."""
+    if busy_before is None or busy_after is None:
+        return None
+    return max(0.0, busy_after - busy_before - own_cpu)
+
+
+QUIET_SHARE = 0.05  # of the machine's cores over a command's wall time
+
+
+def undisturbed(others: float | None, wall: float, cores: int) -> bool:
+    """Whether other processes left a timed command alone: they used under
+    `QUIET_SHARE` of the machine while it ran (a known amount; unknown is not quiet)."""
+    return others is not None and others <= QUIET_SHARE * cores * wall
+
+
+def wait_for_quiet(limit_seconds: float, window: float = 0.5, share: float = 0.1) -> float:
+    """Wait until, for `window` seconds, the machine's busy time stays under `share` of
+    its cores (other jobs are quiet), at most `limit_seconds`; returns the seconds waited."""
+    started = time.perf_counter()
+    cores = os.cpu_count() or 1
+    while time.perf_counter() - started < limit_seconds:
+        before = machine_busy_seconds()
+        time.sleep(window)
+        after = machine_busy_seconds()
+        if before is None or after is None or after - before <= share * cores * window:
+            break
+    return time.perf_counter() - started
+
+
+def command_seconds(strategy: str, seeds: str, executor: str
+                    ) -> tuple[float, float, float | None]:
+    """Wall time and CPU time (user + system, the command and its workers) of one run,
+    and the CPU other processes on the machine used while it ran."""
     with tempfile.TemporaryDirectory(prefix="bw-exec-") as folder:
         cpu_before = _children_cpu()
+        busy_before = machine_busy_seconds()
         started = time.perf_counter()
         subprocess.run([sys.executable, "-m", "benchwarden", "retrieval", "run",
                         "--strategy", strategy, "--seeds", seeds, "--executor", executor,
                         "--store", str(Path(folder) / "store.sqlite")],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return time.perf_counter() - started, _children_cpu() - cpu_before
+        wall = time.perf_counter() - started
+        busy_after = machine_busy_seconds()
+        cpu = _children_cpu() - cpu_before
+        return wall, cpu, others_seconds(busy_before, busy_after, cpu)
 
 
 def phase_seconds(mode: str, strategy: str, seeds: str, executor: str) -> float:
@@ -204,7 +280,10 @@ def main() -> None:
     parser.add_argument("--seeds", default="1-12")
     parser.add_argument("--strategy", default="bm25")
     parser.add_argument("--executor", default="local:2", help="the executor to compare")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--settle", type=float, default=0.0, metavar="SECONDS",
+                        help="before each round, wait up to this long for other jobs to "
+                             "go quiet (under 10%% of the machine for half a second)")
     parser.add_argument("--phase", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--store", default=None, help=argparse.SUPPRESS)
     add_json_option(parser)
@@ -222,11 +301,26 @@ def main() -> None:
         "command.local", "command.parallel", "cpu.local", "cpu.parallel", "scoring.local",
         "scoring.parallel", "warm.local", "warm.parallel", "pool.fork", "pool.forkserver",
         "import.library", "import.plain")}
+    others: dict[str, list[float]] = {"local": [], "parallel": []}
+    quiet_rounds: list[tuple[float, float]] = []  # (in-process, pool) walls, both undisturbed
+    cores = os.cpu_count() or 1
     for round_number in range(options.repeats):
-        for executor, key in (("local", "local"), (options.executor, "parallel")):
-            wall, cpu = command_seconds(options.strategy, options.seeds, executor)
+        waited = wait_for_quiet(options.settle) if options.settle > 0 else 0.0
+        modes = [("local", "local"), (options.executor, "parallel")]
+        if round_number % 2:  # alternate which command runs first (in the other's wake)
+            modes.reverse()
+        # the two timed commands back to back; the diagnostics come after both
+        quiet = True
+        for executor, key in modes:
+            wall, cpu, other = command_seconds(options.strategy, options.seeds, executor)
             timings[f"command.{key}"].append(wall)
             timings[f"cpu.{key}"].append(cpu)
+            if other is not None:
+                others[key].append(other)
+            quiet = quiet and undisturbed(other, wall, cores)
+        if quiet:
+            quiet_rounds.append((timings["command.local"][-1], timings["command.parallel"][-1]))
+        for executor, key in modes:
             timings[f"scoring.{key}"].append(
                 phase_seconds("scoring", options.strategy, options.seeds, executor))
             timings[f"warm.{key}"].append(
@@ -240,14 +334,38 @@ def main() -> None:
         for method in ("fork", "forkserver"):
             timings[f"pool.{method}"].append(
                 phase_seconds(f"pool-{method}", options.strategy, options.seeds, "local:2"))
-        print(f"  round {round_number + 1}: " + ", ".join(
-            f"{key} {values[-1]:.2f} s" for key, values in timings.items()), flush=True)
+        ratio = timings["command.parallel"][-1] / timings["command.local"][-1]
+        disturbed = ", ".join(f"{key} {values[-1]:.2f} s" for key, values in others.items()
+                              if values)
+        print(f"  round {round_number + 1} ({'in-process' if modes[0][1] == 'local' else 'pool'}"
+              f" first{f', waited {waited:.0f} s for quiet' if options.settle > 0 else ''}): "
+              f"command ratio {ratio:.2f}x{' (undisturbed)' if quiet else ''}; "
+              f"other processes' CPU meanwhile: "
+              f"{disturbed or 'unknown'}; load average {os.getloadavg()[0]:.2f}", flush=True)
+        print("    " + ", ".join(f"{key} {values[-1]:.2f} s" for key, values in timings.items()),
+              flush=True)
 
     median = {key: statistics.median(values) for key, values in timings.items()}
     label = f"{options.executor}, {options.strategy}, seeds {options.seeds}"
     emit("retrieval_executor", [
         Figure("command_seconds", median["command.parallel"], median["command.local"], "s",
                f"whole command, {label}, vs in-process; goal ratio <= 0.6"),
+        Figure("command_seconds_fastest", min(timings["command.parallel"]),
+               min(timings["command.local"]), "s",
+               f"each mode's fastest whole command over the rounds (the least disturbed "
+               f"by other jobs), {label}"),
+        Figure("command_seconds_undisturbed",
+               statistics.median(pool for _, pool in quiet_rounds) if quiet_rounds else None,
+               statistics.median(alone for alone, _ in quiet_rounds) if quiet_rounds else None,
+               "s", f"as command_seconds, over the {len(quiet_rounds)} of {options.repeats} "
+               f"rounds in which other processes used under {QUIET_SHARE:.0%} of the machine "
+               "during both commands" + ("" if quiet_rounds else "; try --settle")),
+        Figure("others_cpu_seconds",
+               statistics.median(others["parallel"]) if others["parallel"] else None,
+               statistics.median(others["local"]) if others["local"] else None, "s",
+               "CPU other processes used while the command ran (median over rounds), "
+               "local:2 vs in-process: near 0 on a quiet machine; the wall figures above "
+               "mean little when it is not"),
         Figure("command_cpu_seconds", median["cpu.parallel"], median["cpu.local"], "s",
                f"CPU (user + system, workers included) of the whole command, {label}, "
                "vs in-process: what the pool adds in work, not in waiting"),

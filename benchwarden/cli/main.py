@@ -95,9 +95,10 @@ def unavailable_command(name: str, problem: str) -> click.Command:
 def suite_command(name: str) -> click.Command | None:
     """The command `name` of the first registered suite that adds it; for a suite that
     cannot be imported (listed under its own name), a stand-in that says why."""
-    for suite_name in suite_entry_points():
+    registered = suite_entry_points()  # read once: every suite is walked
+    for suite_name in registered:
         try:
-            suite = get_suite(suite_name)
+            suite = get_suite(suite_name, registered=registered)
         except SuiteUnavailable as error:
             if suite_name == name:
                 return unavailable_command(name, str(error))
@@ -116,9 +117,10 @@ def suite_command(name: str) -> click.Command | None:
 def _suite_command_names() -> list[str]:
     """The command names the suites add; an unimportable suite is listed under its name."""
     names: list[str] = []
-    for suite_name in suite_entry_points():
+    registered = suite_entry_points()  # read once: every suite is walked
+    for suite_name in registered:
         try:
-            suite = get_suite(suite_name)
+            suite = get_suite(suite_name, registered=registered)
         except SuiteUnavailable:
             names.append(suite_name)
             continue
@@ -245,9 +247,10 @@ def run_command(group: click.Group, args: list[str], prog_name: str) -> int:
 def suite_command_summary(name: str) -> str | None:
     """The `--help` line of suite command `name`, without importing the command when the
     suite offers `command_summary` (so `--help` imports no suite's driver or scoring)."""
-    for suite_name in suite_entry_points():
+    registered = suite_entry_points()  # read once: every suite is walked
+    for suite_name in registered:
         try:
-            suite = get_suite(suite_name)
+            suite = get_suite(suite_name, registered=registered)
         except SuiteUnavailable as error:
             if suite_name == name:
                 return f"(unavailable) {error}"

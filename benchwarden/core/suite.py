@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
@@ -177,12 +178,17 @@ def _import_problem(error: BaseException) -> str:
     return f"{type(error).__name__}: {' '.join(str(error).split())}"
 
 
-def get_suite(name: str) -> Suite:
+def get_suite(name: str, *, registered: Mapping[str, EntryPoint] | None = None) -> Suite:
     """The registered suite `name`, imported now.
 
+    `registered`: the registry a caller already read with `suite_entry_points()`; read
+    here when not given. Why: the CLI walks every suite to resolve one command, and
+    reading the metadata of every installed distribution again for each suite made four
+    reads where one does (about 11 ms of CPU per command with 170 distributions).
     Raises `UnknownSuite` when no suite of that name is registered and `SuiteUnavailable`
     (one line naming the import error) when it is registered but cannot be imported."""
-    registered = suite_entry_points()
+    if registered is None:
+        registered = suite_entry_points()
     entry_point = registered.get(name)
     if entry_point is None:
         known = ", ".join(sorted(registered)) or "none"

@@ -223,3 +223,39 @@ def test_with_no_suite_registered_a_suite_command_says_how_to_register_them(monk
     assert run_command(cli, ["contamination", "--url", "http://x"], "benchwarden") == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no suite is registered" in err[0] and "pip install" in err[0]
+
+
+def test_resolving_a_suite_command_reads_the_installed_metadata_once(monkeypatch):
+    """Finding `retrieval` walks every registered suite; each used to read the metadata
+    of every installed distribution again (four reads per command, the largest part of
+    the CLI's own start-up before a command runs). One read now, whichever suite adds it,
+    and the same suites are found."""
+    import benchwarden.cli.main as main_module
+    import benchwarden.core.suite as suite_module
+
+    reads: list[str] = []
+    real = suite_module.entry_points
+
+    def counting(**selection):
+        reads.append(selection.get("group", ""))
+        return real(**selection)
+
+    monkeypatch.setattr(suite_module, "entry_points", counting)
+    for name in ("contamination", "arms", "retrieval"):
+        reads.clear()
+        command = main_module.suite_command(name)
+        assert command is not None and command.name == name
+        assert reads == [ENTRY_POINT_GROUP], (name, reads)
+    reads.clear()
+    assert main_module.suite_command("no-such-command") is None
+    assert reads == [ENTRY_POINT_GROUP]
+
+
+def test_a_registry_given_to_get_suite_is_the_one_it_looks_in(fourth_suite):
+    from benchwarden.core.suite import suite_entry_points
+
+    registered = suite_entry_points()
+    assert get_suite("echoes", registered=registered).name == "echoes"
+    without = {name: point for name, point in registered.items() if name != "echoes"}
+    with pytest.raises(UnknownSuite, match="registered suites: "):
+        get_suite("echoes", registered=without)
