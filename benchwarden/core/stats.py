@@ -272,6 +272,44 @@ def _bootstrap_random_argument(seed: int) -> dict[str, object]:
     return {"random_state": generator}
 
 
+CLOSED_FORM_JACKKNIFE_ABOVE = 1_000
+"""Above this many values `bootstrap_mean_ci` computes BCa's acceleration from the
+jackknife means in closed form. scipy's BCa recomputes the mean of each of the n
+leave-one-out samples: n x n work, 4.6 s for 40,000 values (a report of a suite of tens
+of thousands of tasks asks for it once per arm); the closed form is linear. At or below
+it, scipy's own BCa, as before (the two agree to rounding: tests/core/test_stats.py)."""
+
+
+def _bca_of_mean(data: Any, distribution: Any, confidence: float) -> tuple[float, float]:
+    """The BCa interval of the mean of `data` from its bootstrap `distribution`, by the
+    steps of scipy's BCa (Efron and Tibshirani, 14.3 and 15.4; `scipy.stats.bootstrap`)
+    with the leave-one-out means taken in closed form, `(sum - x_i) / (n - 1)`.
+    Non-finite bounds (a degenerate distribution) are returned as they are, for the
+    caller's fallback."""
+    n = data.shape[-1]
+    alpha = (1.0 - confidence) / 2.0
+    theta_hat = np.mean(data)
+    below = np.count_nonzero(distribution < theta_hat)
+    at_or_below = np.count_nonzero(distribution <= theta_hat)
+    z0 = scipy_special.ndtri((below + at_or_below) / (2 * distribution.shape[-1]))
+    leave_one_out = (np.sum(data) - data) / (n - 1)
+    spread = (n - 1) * (np.mean(leave_one_out) - leave_one_out)
+    a_hat = (np.sum(spread**3) / n**3) / 6.0 / (np.sum(spread**2) / n**2) ** 1.5
+    z_alpha = float(scipy_special.ndtri(alpha))
+    levels = []
+    for z in (z_alpha, -z_alpha):
+        shifted = z0 + z
+        levels.append(float(scipy_special.ndtr(z0 + shifted / (1 - a_hat * shifted))))
+    if not all(math.isfinite(level) for level in levels):
+        return math.nan, math.nan
+    quantile = getattr(scipy_stats, "quantile", None)  # scipy >= 1.15, what bootstrap uses
+    if quantile is not None:
+        bounds = quantile(distribution, np.asarray(levels))
+    else:
+        bounds = np.percentile(distribution, np.asarray(levels) * 100)
+    return float(bounds[0]), float(bounds[1])
+
+
 def bootstrap_mean_ci(values: Iterable[float], confidence: float = 0.95,
                       resamples: int = 2000, seed: int = 0) -> Estimate:
     """Mean with a bias-corrected and accelerated (BCa) bootstrap interval.
@@ -297,10 +335,17 @@ def bootstrap_mean_ci(values: Iterable[float], confidence: float = 0.95,
     # times faster than one huge array; the batch depends only on n, so a seed still
     # fixes the answer.
     batch = max(1, min(resamples, 1_000_000 // n))
+    data = np.asarray(numbers)
+    closed_form = n > CLOSED_FORM_JACKKNIFE_ABOVE
     result = scipy_stats.bootstrap(
-        (np.asarray(numbers),), np.mean, n_resamples=resamples, vectorized=True, batch=batch,
-        confidence_level=confidence, method="BCa", **_bootstrap_random_argument(seed))
-    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+        (data,), np.mean, n_resamples=resamples, vectorized=True, batch=batch,
+        confidence_level=confidence, method="percentile" if closed_form else "BCa",
+        **_bootstrap_random_argument(seed))
+    if closed_form:
+        low, high = _bca_of_mean(data, np.asarray(result.bootstrap_distribution), confidence)
+    else:
+        low, high = (float(result.confidence_interval.low),
+                     float(result.confidence_interval.high))
     if not (math.isfinite(low) and math.isfinite(high)):
         # BCa needs variety among the jackknife means; when it cannot, fall back to the
         # plain percentile interval over the same resamples and say so.

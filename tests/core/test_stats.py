@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import warnings
 
 import numpy as np
 import pytest
@@ -168,6 +169,41 @@ def test_bootstrap_degenerate():
     assert single.mean == 4.0 and single.low is None
     same = stats.bootstrap_mean_ci([2.0] * 6)
     assert (same.mean, same.se, same.low, same.high) == (2.0, 0.0, 2.0, 2.0)
+
+
+@given(st.lists(st.one_of(st.floats(-1e6, 1e6, allow_nan=False),
+                          st.sampled_from([0.0, 1.0, 2.0])), min_size=2, max_size=120),
+       st.integers(0, 2**32 - 1), st.sampled_from([0.8, 0.9, 0.95, 0.99]))
+@settings(max_examples=60, deadline=None)
+def test_the_closed_form_jackknife_gives_scipys_bca_interval(values, seed, confidence):
+    """Above `CLOSED_FORM_JACKKNIFE_ABOVE` values the acceleration comes from the
+    leave-one-out means in closed form, not from scipy's n x n recomputation: the same
+    interval to rounding (and the same fallback where BCa cannot be computed), the same
+    mean and standard error, for any data, seed and confidence."""
+    threshold = stats.CLOSED_FORM_JACKKNIFE_ABOVE
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")  # scipy's note on a degenerate distribution
+            stats.CLOSED_FORM_JACKKNIFE_ABOVE = 10**9
+            scipys = stats.bootstrap_mean_ci(values, confidence, resamples=300, seed=seed)
+            stats.CLOSED_FORM_JACKKNIFE_ABOVE = 1
+            closed = stats.bootstrap_mean_ci(values, confidence, resamples=300, seed=seed)
+    finally:
+        stats.CLOSED_FORM_JACKKNIFE_ABOVE = threshold
+    assert (closed.mean, closed.se, closed.n, closed.method) == \
+        (scipys.mean, scipys.se, scipys.n, scipys.method)
+    scale = max(1.0, abs(scipys.low or 0.0), abs(scipys.high or 0.0))
+    assert closed.low == pytest.approx(scipys.low, rel=1e-9, abs=1e-9 * scale)
+    assert closed.high == pytest.approx(scipys.high, rel=1e-9, abs=1e-9 * scale)
+
+
+def test_a_wide_bootstrap_takes_the_closed_form_and_stays_a_bca_interval():
+    size = 3 * stats.CLOSED_FORM_JACKKNIFE_ABOVE
+    values = list(np.random.default_rng(5).lognormal(8.0, 1.0, size=size))
+    estimate = stats.bootstrap_mean_ci(values)
+    assert estimate.method == "bootstrap BCa"
+    assert estimate.low < estimate.mean < estimate.high
+    assert estimate.high - estimate.mean > estimate.mean - estimate.low  # the right tail
 
 
 # ------------------------------------------------------------------ power
