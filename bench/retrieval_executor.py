@@ -66,6 +66,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from _checkout import NEUTRAL_FOLDER, child_environment
 from _figures import Figure, add_json_option, emit
 
 
@@ -141,7 +142,8 @@ def command_seconds(strategy: str, seeds: str, executor: str
         subprocess.run([sys.executable, "-m", "benchwarden", "retrieval", "run",
                         "--strategy", strategy, "--seeds", seeds, "--executor", executor,
                         "--store", str(Path(folder) / "store.sqlite")],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       env=child_environment(), cwd=NEUTRAL_FOLDER)
         wall = time.perf_counter() - started
         busy_after = machine_busy_seconds()
         cpu = _children_cpu() - cpu_before
@@ -152,7 +154,8 @@ def phase_seconds(mode: str, strategy: str, seeds: str, executor: str) -> float:
     """Runs `--phase` of this script in a fresh process; returns what it measured."""
     output = subprocess.run([sys.executable, os.path.abspath(__file__), "--phase", mode,
                              "--strategy", strategy, "--seeds", seeds, "--executor", executor],
-                            check=True, capture_output=True, text=True).stdout
+                            check=True, capture_output=True, text=True,
+                            env=child_environment(), cwd=NEUTRAL_FOLDER).stdout
     return float(json.loads(output.strip().splitlines()[-1])["seconds"])
 
 
@@ -169,7 +172,8 @@ def timeline_seconds(strategy: str, seeds: str, executor: str) -> dict[str, floa
             [sys.executable, os.path.abspath(__file__), "--phase", "timeline", "--strategy",
              strategy, "--seeds", seeds, "--executor", executor, "--store",
              str(Path(folder) / "store.sqlite")],
-            check=True, capture_output=True, text=True).stdout
+            check=True, capture_output=True, text=True, env=child_environment(),
+            cwd=NEUTRAL_FOLDER).stdout
         ended = time.perf_counter()
     marks = json.loads(output.strip().splitlines()[-1])
     points = [started, marks["executor_asked"], marks["executor_made"], marks["scored"],

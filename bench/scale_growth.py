@@ -51,6 +51,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from _checkout import NEUTRAL_FOLDER, child_environment
 from _figures import Figure, add_json_option, emit
 from scale_store import ensure_store, parse_size, size_label
 
@@ -69,22 +70,16 @@ COMMANDS: dict[str, list[str]] = {
 }
 
 
-# this checkout: the package a command runs with unless another checkout is named
-THIS_CHECKOUT = str(Path(__file__).resolve().parents[1])
-
-
 def measure(arguments: list[str], code: str | None = None) -> tuple[float, float, int]:
     """Wall seconds, peak RSS in MiB and exit code of one command in its own process,
-    with the package of the checkout at `code` (default: this one). The child runs in
-    a neutral folder: `python -m` puts its working folder first on `sys.path`, ahead of
-    PYTHONPATH, so a child started in a checkout would import that checkout's package
-    whatever `code` says (which made the A/B of `--before` compare this code with
-    itself whenever the bench ran from the repository's root)."""
-    environment = {**os.environ, "PYTHONPATH": code or THIS_CHECKOUT}
+    with the package of the checkout at `code` (default: this one), started in a
+    neutral folder (`_checkout`: run from a repository's root, the "before" side of
+    `--before` used to import this checkout's package and compare it with itself)."""
+    environment = child_environment(code)
     started = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", "benchwarden", *arguments],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               env=environment, cwd=tempfile.gettempdir())
+                               env=environment, cwd=NEUTRAL_FOLDER)
     stderr = process.stderr.read() if process.stderr else b""
     _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - started

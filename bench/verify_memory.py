@@ -29,6 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from _checkout import NEUTRAL_FOLDER, child_environment  # noqa: E402
 from _figures import Figure, add_json_option, emit  # noqa: E402
 from store_append import arm_record  # noqa: E402
 
@@ -57,9 +58,9 @@ def build(path: Path, count: int) -> float:
 
 def peak_rss_mb(args: list[str]) -> tuple[float, float, int]:
     """(peak RSS in MB, wall seconds, exit code) of a child process."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
     start = time.perf_counter()
-    child = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(args, env=child_environment(str(REPO)), cwd=NEUTRAL_FOLDER,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)
     elapsed = time.perf_counter() - start
     return usage.ru_maxrss / 1024, elapsed, os.waitstatus_to_exitcode(status)
