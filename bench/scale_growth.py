@@ -292,14 +292,24 @@ def main() -> None:
         for name in chosen:
             small_seconds, small_rss, _, small_page = results[(name, small)]
             large_seconds, large_rss, _, large_page = results[(name, large)]
-            figures.append(Figure(f"{name}.seconds.{growth}", large_seconds, small_seconds, "s",
-                                  f"wall time at {size_label(large)} vs {size_label(small)}"))
-            figures.append(Figure(f"{name}.peak_rss.{growth}", large_rss, small_rss, "MiB",
-                                  f"peak RSS at {size_label(large)} vs {size_label(small)}"))
-            if large_page is not None and small_page is not None:
-                figures.append(Figure(f"{name}.page_bytes.{growth}", large_page, small_page,
-                                      "bytes", "size of the HTML page"))
+            figures += growth_figures(name, growth, (large_seconds, large_rss, large_page),
+                                      (small_seconds, small_rss, small_page),
+                                      f"at {size_label(large)} vs {size_label(small)}")
     emit("scale_growth", figures, options.json_path)
+
+
+def growth_figures(name: str, label: str, measured: tuple[float, float, int | None],
+                   baseline: tuple[float, float, int | None], against: str) -> list[Figure]:
+    """A command's wall time, peak RSS and (when both runs wrote one) HTML page size,
+    each `(seconds, MiB, bytes)`, against its baseline: `<name>.<figure>.<label>`."""
+    (seconds, rss, page), (base_seconds, base_rss, base_page) = measured, baseline
+    figures = [Figure(f"{name}.seconds.{label}", seconds, base_seconds, "s",
+                      f"wall time {against}"),
+               Figure(f"{name}.peak_rss.{label}", rss, base_rss, "MiB", f"peak RSS {against}")]
+    if page is not None and base_page is not None:
+        figures.append(Figure(f"{name}.page_bytes.{label}", page, base_page, "bytes",
+                              f"size of the HTML page {against}"))
+    return figures
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from _figures import Figure, add_json_option, emit
-from scale_growth import COMMANDS, measure
+from scale_growth import COMMANDS, growth_figures, measure
 from scale_store import ARMS, ensure_store
 
 DEFAULT_COMMANDS = ("arms_report", "arms_compare", "report_html", "show_latest")
@@ -87,13 +87,9 @@ def main() -> None:
                   f"(x{seconds / base_seconds:.2f}), {rss:5.0f} MiB (x{rss / base_rss:.2f})"
                   + (f", page {page / 2**20:.1f} MiB" if page else "")
                   + f"  {'met' if met else 'NOT met'}")
-            figures.append(Figure(f"{name}.seconds.{width}_tasks", seconds, base_seconds, "s",
-                                  f"wall time, {width} tasks vs {base}"))
-            figures.append(Figure(f"{name}.peak_rss.{width}_tasks", rss, base_rss, "MiB",
-                                  f"peak RSS, {width} tasks vs {base}"))
-            if page is not None and base_page is not None:
-                figures.append(Figure(f"{name}.page_bytes.{width}_tasks", page, base_page,
-                                      "bytes", f"HTML page, {width} tasks vs {base}"))
+            figures += growth_figures(name, f"{width}_tasks", (seconds, rss, page),
+                                      (base_seconds, base_rss, base_page),
+                                      f"at {width} tasks vs {base}")
     if options.before:
         print(f"\nnow against before ({options.before})")
         for name in chosen:
