@@ -119,22 +119,17 @@ class GroupTotals:
         column's kind (text, a whole number, a number: a row edited outside benchwarden,
         which SQLite's loose column types let through) or its JSON columns are not what
         `row` writes."""
-        if tuple(map(type, row)) == _SOUND_KINDS:
+        decoded = _sound_json(row)
+        if decoded is not None:
             # what the store reads back from a row it wrote: taken as it is (a report of
             # a suite of thousands of tasks reads tens of thousands of rows)
-            try:
-                versions = _decode_texts(row[-2])
-                newest = _decode_numbers(row[-1])
-            except msgspec.DecodeError:
-                pass  # JSON of another shape: the general path reads it, or says what is wrong
-            else:
-                totals = cls.__new__(cls)
-                for name, value in zip(_PLAIN_COLUMN_NAMES, row, strict=False):
-                    setattr(totals, name, value)
-                totals.versions = set(versions)
-                totals.newest_seqs = newest
-                totals.versions_text = _versions_text(tuple(sorted(totals.versions)))
-                return totals
+            totals = cls.__new__(cls)
+            for name, value in zip(_PLAIN_COLUMN_NAMES, row, strict=False):
+                setattr(totals, name, value)
+            totals.versions = set(decoded[0])
+            totals.newest_seqs = decoded[1]
+            totals.versions_text = _versions_text(tuple(sorted(totals.versions)))
+            return totals
         totals = cls.__new__(cls)
         values = [value.decode("utf-8") if isinstance(value, bytes) else value
                   for value in row]
@@ -245,6 +240,46 @@ _SOUND_KINDS = tuple(str if name in _TEXT_COLUMNS or name in ("bench_versions", 
                      for name in GROUP_TOTALS_COLUMNS)
 _decode_texts = msgspec.json.Decoder(list[str]).decode
 _decode_numbers = msgspec.json.Decoder(list[int]).decode
+
+
+def _sound_json(row: Sequence[Any]) -> tuple[list[str], list[int]] | None:
+    """The two JSON columns (bench versions, newest) of a row as the store writes it
+    (every column of its kind, the JSON of its shape), decoded; None for any other row
+    (`GroupTotals.from_row`'s general path reads it or says what is wrong)."""
+    if tuple(map(type, row)) != _SOUND_KINDS:
+        return None
+    try:
+        return _decode_texts(row[-2]), _decode_numbers(row[-1])
+    except msgspec.DecodeError:
+        return None
+
+
+def decoded_rows(rows: list[Sequence[Any]]
+                 ) -> list[tuple[Sequence[Any], tuple[str, ...], list[int]]]:
+    """What `GroupTotals.from_row` makes of each stored row, without an object per row
+    (a report of a suite of thousands of tasks reads tens of thousands): per row, in
+    order, `(plain, bench_versions, newest)`, `plain` holding the columns before the two
+    JSON ones as `from_row` reads them (the row itself when the store wrote it, else
+    `from_row(row).row()`), `bench_versions` as `GroupTotals.bench_versions` (sorted,
+    distinct; a tuple made once per distinct text) and `newest` as
+    `GroupTotals.newest_seqs`. Raises `ValueError` as `from_row` does. `rows` is emptied
+    as it is read, so the rows and what they become are not all held at once."""
+    versions_of: dict[str, tuple[str, ...]] = {}
+    decoded = []
+    for at, row in enumerate(rows):
+        rows[at] = ()  # read: let it go
+        sound = _sound_json(row)
+        if sound is None:
+            group = GroupTotals.from_row(row)
+            decoded.append((group.row(), tuple(group.bench_versions), group.newest_seqs))
+            continue
+        text = row[-2]
+        versions = versions_of.get(text)
+        if versions is None:
+            versions = versions_of[text] = tuple(sorted(set(sound[0])))
+        decoded.append((row, versions, sound[1]))
+    rows.clear()
+    return decoded
 
 
 def _json_text(values: list[Any]) -> str:

@@ -70,6 +70,7 @@ from benchwarden.core.group_totals import (
     GROUP_TOTALS_COLUMNS,
     NEWEST_KEPT,
     GroupTotals,
+    decoded_rows,
     first_difference,
     fold_into,
     group_of,
@@ -792,14 +793,34 @@ class Store(ABC):
         if not self.has_record_summaries:
             raise StoreError(f"store {self.location} has no group totals of this version; "
                              "open it for writing once to add them")
-        p = self.placeholder
-        rows = self._query(f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM "
-                           f"record_group_totals WHERE suite = {p} AND scope = {p}",
-                           (suite, scope))
+        rows = self._group_totals_rows(suite, scope)
         try:
             return [GroupTotals.from_row(row) for row in rows]
         except ValueError as error:
             raise self._edited_derived_data(error) from None
+
+    def decoded_group_totals(self, suite: str, scope: str
+                             ) -> list[tuple[Sequence[Any], tuple[str, ...], list[int]]]:
+        """`group_totals` as `core.group_totals.decoded_rows` gives them: the same
+        values, without a `GroupTotals` per group (what a report reads: tens of
+        thousands of groups in a suite of thousands of tasks)."""
+        if not self.has_record_summaries and self._reads_version_3_groups:
+            rows = [group.row() for group in self._version_3_group_totals(suite, scope)]
+        elif not self.has_record_summaries:
+            return [(group.row(), tuple(group.bench_versions), group.newest_seqs)
+                    for group in self.group_totals(suite, scope)]  # raises, saying why
+        else:
+            rows = self._group_totals_rows(suite, scope)
+        try:
+            return decoded_rows(rows)
+        except ValueError as error:
+            raise self._edited_derived_data(error) from None
+
+    def _group_totals_rows(self, suite: str, scope: str) -> list[tuple[Any, ...]]:
+        p = self.placeholder
+        return self._query(f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM "
+                           f"record_group_totals WHERE suite = {p} AND scope = {p}",
+                           (suite, scope))
 
     def _edited_derived_data(self, problem: Exception | str) -> CorruptStore:
         """A derived row a reader or writer cannot use, in one line that says the way out."""

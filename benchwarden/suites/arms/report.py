@@ -478,7 +478,7 @@ def summary_in_database(store: Store, scope: str) -> Any:
     trials included): no record and no per-record row is read."""
     from benchwarden.suites.arms import views
 
-    return views.summary_from_groups(store.group_totals(SUITE_NAME, scope))
+    return views.summary_from_rows(store.decoded_group_totals(SUITE_NAME, scope))
 
 
 def _clip(text: Any) -> Any:

@@ -27,12 +27,18 @@ from __future__ import annotations
 import functools
 import json
 import math
+import operator
 from collections import defaultdict, deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from benchwarden.core.group_totals import NEWEST_KEPT, GroupTotals, compensated_add
+from benchwarden.core.group_totals import (
+    GROUP_TOTALS_COLUMNS,
+    NEWEST_KEPT,
+    GroupTotals,
+    compensated_add,
+)
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
 from benchwarden.core.stats import (
     bootstrap_mean_ci,
@@ -129,9 +135,11 @@ class Accumulator:
             newest=tuple(self.newest))
 
 
-@dataclass
+@dataclass(slots=True)
 class Totals:
-    """Totals of the trials in one group (or a union of groups)."""
+    """Totals of the trials in one group (or a union of groups). Slotted: a report of a
+    suite of thousands of tasks holds one per group, tens of thousands of them (a
+    `__dict__` each would be most of a report's memory)."""
 
     samples: int = 0
     passes: int = 0
@@ -227,11 +235,9 @@ class Summary:
         memo = ("total", *sorted(match.items()))
         union = index.unions.get(memo)
         if union is None:
-            union = Totals()
             groups = self.groups
-            for key in self._matching(match, first_seen_order=False):
-                union.merge(groups[key])
-            index.unions[memo] = union
+            union = index.unions[memo] = union_of(
+                [groups[key] for key in self._matching(match, first_seen_order=False)])
         return union  # type: ignore[no-any-return]
 
     def by_task(self, **match: Any) -> dict[str, Totals]:
@@ -241,14 +247,16 @@ class Summary:
         memo = ("by_task", *sorted(match.items()))
         tasks = index.unions.get(memo)
         if tasks is None:
-            tasks = {}
+            parts: dict[str, list[Totals]] = {}
             groups = self.groups
             for key in self._matching(match, first_seen_order=True):
-                union = tasks.get(key.task)
-                if union is None:
-                    union = tasks[key.task] = Totals()
-                union.merge(groups[key])
-            index.unions[memo] = tasks
+                found = parts.get(key.task)
+                if found is None:
+                    parts[key.task] = [groups[key]]
+                else:
+                    found.append(groups[key])
+            tasks = index.unions[memo] = {task: union_of(totals)
+                                          for task, totals in parts.items()}
         return dict(tasks)
 
     def keys(self, **match: Any) -> list[GroupKey]:
@@ -276,12 +284,13 @@ class _GroupIndex:
     """`Summary`'s groups by the values of the key fields a union matches on."""
 
     __slots__ = ("by_fields", "groups", "groups_size", "first_seen", "first_seen_size",
-                 "ordered", "unions")
+                 "in_first_seen_order", "ordered", "unions")
 
     def __init__(self, summary: Summary) -> None:
         self.groups, self.groups_size = summary.groups, len(summary.groups)
         self.first_seen, self.first_seen_size = summary.first_seen, len(summary.first_seen)
         self.ordered = tuple(sorted(summary.groups, key=summary.first_seen.__getitem__))
+        self.in_first_seen_order = self.ordered == tuple(summary.groups)
         self.by_fields: dict[tuple[str, ...], tuple[dict[tuple[Any, ...], list[GroupKey]],
                                                     dict[tuple[Any, ...], list[GroupKey]]]] = {}
         self.unions: dict[tuple[Any, ...], Any] = {}
@@ -299,16 +308,59 @@ class _GroupIndex:
             for name in names:
                 if name not in GroupKey._fields:
                     raise TypeError(f"a group has no field {name!r}")
-            value_of = [GroupKey._fields.index(name) for name in names]
-            inserted: dict[tuple[Any, ...], list[GroupKey]] = {}
-            for key in self.groups:
-                inserted.setdefault(tuple(key[at] for at in value_of), []).append(key)
-            by_first_seen: dict[tuple[Any, ...], list[GroupKey]] = {}
-            for key in self.ordered:
-                by_first_seen.setdefault(tuple(key[at] for at in value_of), []).append(key)
-            found = self.by_fields[names] = (inserted, by_first_seen)
-        values = tuple(match[name] for name in names)
+            # one field: its value is the lookup key; several: the tuple of their values
+            value_of = operator.itemgetter(*(GroupKey._fields.index(name) for name in names))
+            inserted = _grouped(self.groups, value_of)
+            # groups read from the store are inserted in first-seen order: one index serves
+            found = self.by_fields[names] = (
+                inserted, inserted if self.in_first_seen_order else _grouped(self.ordered,
+                                                                             value_of))
+        values = match[names[0]] if len(names) == 1 else tuple(match[name] for name in names)
         return found[1 if first_seen_order else 0].get(values, [])
+
+
+def _grouped(keys: Iterable[GroupKey], value_of: Callable[[GroupKey], Any]
+             ) -> dict[Any, list[GroupKey]]:
+    """`keys` by `value_of` each, each list in the order of `keys`."""
+    grouped: dict[Any, list[GroupKey]] = {}
+    for key in keys:
+        value = value_of(key)
+        found = grouped.get(value)
+        if found is None:
+            grouped[value] = [key]
+        else:
+            found.append(key)
+    return grouped
+
+
+def union_of(parts: Sequence[Totals]) -> Totals:
+    """`Totals()` with each of `parts` merged into it in turn (`Totals.merge`: the same
+    additions in the same order, so the same floats), summed in local variables: a
+    report of a suite of thousands of tasks makes hundreds of thousands of merges, and
+    an attribute written per field and part cost twice as much. Its `newest` is empty,
+    as a merge leaves it."""
+    samples = passes = priced = fresh_input = cache_creation = cache_read = output = 0
+    reasoning_samples = reasoning = denied_calls = imputed_samples = odd_values = 0
+    duration_s = turns = imputed_cost_usd = 0.0
+    for part in parts:
+        samples += part.samples
+        passes += part.passes
+        priced += part.priced
+        fresh_input += part.fresh_input
+        cache_creation += part.cache_creation
+        cache_read += part.cache_read
+        output += part.output
+        reasoning_samples += part.reasoning_samples
+        reasoning += part.reasoning
+        duration_s += part.duration_s
+        turns += part.turns
+        denied_calls += part.denied_calls
+        imputed_samples += part.imputed_samples
+        imputed_cost_usd += part.imputed_cost_usd
+        odd_values += part.odd_values
+    return Totals(samples, passes, priced, fresh_input, cache_creation, cache_read, output,
+                  reasoning_samples, reasoning, duration_s, turns, denied_calls,
+                  imputed_samples, imputed_cost_usd, odd_values)
 
 
 Source = Summary | Iterable[Record] | Iterable[RecordSummary]
@@ -414,6 +466,69 @@ def summary_from_groups(groups: Iterable[GroupTotals]) -> Summary:
                 summary.versions.add(str(version))
     for key, found in newest.items():
         summary.groups[key].newest = tuple(sorted(found)[-TRIALS_PER_CELL:])
+    return summary
+
+
+# positions of the plain columns `summary_from_rows` reads (`GROUP_TOTALS_COLUMNS` order)
+(_ARM, _TASK, _OUTCOME, _GROUP_KEY, _FIRST_SEQ, _RECORDS, _PRICED, _FRESH, _CREATION, _READ,
+ _OUTPUT, _REASONING_SAMPLES, _REASONING, _DURATION, _DURATION_ERROR, _TURNS, _TURNS_ERROR,
+ _DENIED, _IMPUTED_SAMPLES, _COST, _COST_ERROR, _ODD) = (
+    GROUP_TOTALS_COLUMNS.index(name) for name in (
+        "arm", "task", "outcome", "group_key", "first_seq", "records", "priced",
+        "fresh_input", "cache_creation", "cache_read", "output", "reasoning_samples",
+        "reasoning", "duration_s", "duration_s_error", "turns", "turns_error",
+        "denied_calls", "imputed_samples", "imputed_cost_usd", "imputed_cost_usd_error",
+        "odd_values"))
+
+
+def summary_from_rows(rows: Iterable[tuple[Sequence[Any], tuple[str, ...], list[int]]]
+                      ) -> Summary:
+    """`summary_from_groups` of the store's group totals as `Store.decoded_group_totals`
+    reads them (`(plain columns, bench versions, newest)` per group): the same Summary
+    to the last bit (tested), without a `GroupTotals` per group. A report of a suite of
+    thousands of tasks reads tens of thousands of groups, and that layer of objects
+    cost as much as the views."""
+    summary = Summary()
+    groups, first_seen = summary.groups, summary.first_seen
+    # keys made of more than one stored group, and their newest trials so far
+    merged: dict[GroupKey, list[int]] = {}
+    seen_versions: set[tuple[str, ...]] = set()
+    for row, versions, newest in sorted(rows, key=lambda decoded: int(decoded[0][_FIRST_SEQ])):
+        key = _group_key(row[_ARM], row[_TASK], row[_OUTCOME], row[_GROUP_KEY])
+        samples = int(row[_RECORDS])
+        totals = Totals(
+            samples, samples if row[_OUTCOME] == PASS else 0, int(row[_PRICED]),
+            int(row[_FRESH]), int(row[_CREATION]), int(row[_READ]), int(row[_OUTPUT]),
+            int(row[_REASONING_SAMPLES]), int(row[_REASONING]),
+            float(row[_DURATION]) + float(row[_DURATION_ERROR]),
+            float(row[_TURNS]) + float(row[_TURNS_ERROR]),
+            int(row[_DENIED]), int(row[_IMPUTED_SAMPLES]),
+            float(row[_COST]) + float(row[_COST_ERROR]), int(row[_ODD]))
+        known = groups.get(key)
+        if known is None:
+            groups[key] = totals
+            first_seen[key] = int(row[_FIRST_SEQ])
+            # a stored group's newest trials are ascending and at most NEWEST_KEPT
+            # already (sorted only when they are not: a row written by other means)
+            if len(newest) <= TRIALS_PER_CELL and all(
+                    newer > older for older, newer in zip(newest, newest[1:])):
+                totals.newest = tuple(newest)
+            else:
+                totals.newest = tuple(sorted(newest)[-TRIALS_PER_CELL:])
+        else:
+            known.merge(totals)
+            found = merged.get(key)
+            if found is None:
+                found = merged[key] = list(known.newest)
+            found.extend(newest)
+        if versions not in seen_versions:
+            seen_versions.add(versions)
+            for text in versions:
+                version = _from_json(text)
+                if version:
+                    summary.versions.add(str(version))
+    for key, found in merged.items():
+        groups[key].newest = tuple(sorted(found)[-TRIALS_PER_CELL:])
     return summary
 
 
@@ -716,4 +831,4 @@ def shown_trials(source: Source, limit: int) -> list[int]:
 __all__ = ["COMPONENTS", "FLOOR", "PAYLOAD_FIELDS", "Summary", "all_pairs", "arms_and_tasks",
            "cell_counts", "compare", "conclusion", "coverage", "coverage_class",
            "failure_tags", "headline", "per_component", "per_tier", "shown_mde",
-           "shown_trials", "summarize", "summary_from_groups"]
+           "shown_trials", "summarize", "summary_from_groups", "summary_from_rows"]
