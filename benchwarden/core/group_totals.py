@@ -254,8 +254,11 @@ def _sound_json(row: Sequence[Any]) -> tuple[list[str], list[int]] | None:
         return None
 
 
-def decoded_rows(rows: list[Sequence[Any]]
-                 ) -> list[tuple[Sequence[Any], tuple[str, ...], list[int]]]:
+DecodedRow = tuple[tuple[Any, ...], tuple[str, ...], list[int]]
+"""A stored row as `decoded_rows` gives it: (plain columns, bench versions, newest)."""
+
+
+def decoded_rows(rows: list[tuple[Any, ...]]) -> list[DecodedRow]:
     """What `GroupTotals.from_row` makes of each stored row, without an object per row
     (a report of a suite of thousands of tasks reads tens of thousands): per row, in
     order, `(plain, bench_versions, newest)`, `plain` holding the columns before the two
@@ -265,7 +268,7 @@ def decoded_rows(rows: list[Sequence[Any]]
     `GroupTotals.newest_seqs`. Raises `ValueError` as `from_row` does. `rows` is emptied
     as it is read, so the rows and what they become are not all held at once."""
     versions_of: dict[str, tuple[str, ...]] = {}
-    decoded = []
+    decoded: list[DecodedRow] = []
     for at, row in enumerate(rows):
         rows[at] = ()  # read: let it go
         sound = _sound_json(row)

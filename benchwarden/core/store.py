@@ -69,6 +69,7 @@ from benchwarden.core.group_totals import (
     GROUP_KEY_COLUMNS,
     GROUP_TOTALS_COLUMNS,
     NEWEST_KEPT,
+    DecodedRow,
     GroupTotals,
     decoded_rows,
     first_difference,
@@ -799,8 +800,7 @@ class Store(ABC):
         except ValueError as error:
             raise self._edited_derived_data(error) from None
 
-    def decoded_group_totals(self, suite: str, scope: str
-                             ) -> list[tuple[Sequence[Any], tuple[str, ...], list[int]]]:
+    def decoded_group_totals(self, suite: str, scope: str) -> list[DecodedRow]:
         """`group_totals` as `core.group_totals.decoded_rows` gives them: the same
         values, without a `GroupTotals` per group (what a report reads: tens of
         thousands of groups in a suite of thousands of tasks)."""

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from benchwarden.core.group_totals import (
-    GROUP_TOTALS_COLUMNS,
     NEWEST_KEPT,
+    DecodedRow,
     GroupTotals,
     compensated_add,
 )
@@ -247,17 +247,37 @@ class Summary:
         memo = ("by_task", *sorted(match.items()))
         tasks = index.unions.get(memo)
         if tasks is None:
-            parts: dict[str, list[Totals]] = {}
-            groups = self.groups
+            parts: dict[str, list[GroupKey]] = {}
             for key in self._matching(match, first_seen_order=True):
                 found = parts.get(key.task)
                 if found is None:
-                    parts[key.task] = [groups[key]]
+                    parts[key.task] = [key]
                 else:
-                    found.append(groups[key])
-            tasks = index.unions[memo] = {task: union_of(totals)
-                                          for task, totals in parts.items()}
+                    found.append(key)
+            tasks = index.unions[memo] = {}
+            groups, shared = self.groups, index.task_unions
+            for task, keys in parts.items():
+                # a task's union of the same groups is the same union, whichever view
+                # asks (an arm's and its tier's: a task has one tier, as a rule)
+                named = tuple(keys)
+                union = shared.get(named)
+                if union is None:
+                    union = shared[named] = union_of([groups[key] for key in keys])
+                tasks[task] = union
         return dict(tasks)
+
+    def cell_counts(self) -> dict[tuple[str, str], int]:
+        """Samples per (arm, task) cell, in first-seen order (worked out once: a report
+        asks twice)."""
+        index = self._current_index()
+        counts = index.unions.get(("cell_counts",))
+        if counts is None:
+            counts = index.unions[("cell_counts",)] = {}
+            groups = self.groups
+            for key in index.ordered:
+                cell = (key.arm, key.task)
+                counts[cell] = counts.get(cell, 0) + groups[key].samples
+        return dict(counts)
 
     def keys(self, **match: Any) -> list[GroupKey]:
         """The keys of the groups whose key fields equal `match`, in insertion order."""
@@ -284,7 +304,7 @@ class _GroupIndex:
     """`Summary`'s groups by the values of the key fields a union matches on."""
 
     __slots__ = ("by_fields", "groups", "groups_size", "first_seen", "first_seen_size",
-                 "in_first_seen_order", "ordered", "unions")
+                 "in_first_seen_order", "ordered", "task_unions", "unions")
 
     def __init__(self, summary: Summary) -> None:
         self.groups, self.groups_size = summary.groups, len(summary.groups)
@@ -294,6 +314,8 @@ class _GroupIndex:
         self.by_fields: dict[tuple[str, ...], tuple[dict[tuple[Any, ...], list[GroupKey]],
                                                     dict[tuple[Any, ...], list[GroupKey]]]] = {}
         self.unions: dict[tuple[Any, ...], Any] = {}
+        # `by_task`'s unions by the groups they hold, in the order merged
+        self.task_unions: dict[tuple[GroupKey, ...], Totals] = {}
 
     def follows(self, summary: Summary) -> bool:
         """Still the index of `summary`: the same dicts, holding as many keys."""
@@ -469,52 +491,50 @@ def summary_from_groups(groups: Iterable[GroupTotals]) -> Summary:
     return summary
 
 
-# positions of the plain columns `summary_from_rows` reads (`GROUP_TOTALS_COLUMNS` order)
-(_ARM, _TASK, _OUTCOME, _GROUP_KEY, _FIRST_SEQ, _RECORDS, _PRICED, _FRESH, _CREATION, _READ,
- _OUTPUT, _REASONING_SAMPLES, _REASONING, _DURATION, _DURATION_ERROR, _TURNS, _TURNS_ERROR,
- _DENIED, _IMPUTED_SAMPLES, _COST, _COST_ERROR, _ODD) = (
-    GROUP_TOTALS_COLUMNS.index(name) for name in (
-        "arm", "task", "outcome", "group_key", "first_seq", "records", "priced",
-        "fresh_input", "cache_creation", "cache_read", "output", "reasoning_samples",
-        "reasoning", "duration_s", "duration_s_error", "turns", "turns_error",
-        "denied_calls", "imputed_samples", "imputed_cost_usd", "imputed_cost_usd_error",
-        "odd_values"))
+# the columns of a `record_group_totals` row in the order `summary_from_rows` unpacks
+# them (a test holds this to `GROUP_TOTALS_COLUMNS`)
+UNPACKED_COLUMNS = (
+    "suite", "scope", "arm", "task", "outcome", "group_key", "first_seq", "records", "priced",
+    "fresh_input", "cache_creation", "cache_read", "output", "reasoning_samples",
+    "reasoning", "duration_s", "duration_s_error", "turns", "turns_error", "denied_calls",
+    "imputed_samples", "imputed_cost_usd", "imputed_cost_usd_error", "odd_values",
+    "bench_versions", "newest")
+_FIRST_SEQ = UNPACKED_COLUMNS.index("first_seq")
 
 
-def summary_from_rows(rows: Iterable[tuple[Sequence[Any], tuple[str, ...], list[int]]]
-                      ) -> Summary:
+def _first_seq(decoded: DecodedRow) -> int:
+    return decoded[0][_FIRST_SEQ]  # type: ignore[no-any-return]
+
+
+def summary_from_rows(rows: Iterable[DecodedRow]) -> Summary:
     """`summary_from_groups` of the store's group totals as `Store.decoded_group_totals`
-    reads them (`(plain columns, bench versions, newest)` per group): the same Summary
-    to the last bit (tested), without a `GroupTotals` per group. A report of a suite of
-    thousands of tasks reads tens of thousands of groups, and that layer of objects
-    cost as much as the views."""
+    reads them (`(plain columns, bench versions, newest)` per group, every column of its
+    kind already): the same Summary to the last bit (tested), without a `GroupTotals`
+    per group. A report of a suite of thousands of tasks reads tens of thousands of
+    groups, and that layer of objects cost as much as the views."""
     summary = Summary()
     groups, first_seen = summary.groups, summary.first_seen
     # keys made of more than one stored group, and their newest trials so far
     merged: dict[GroupKey, list[int]] = {}
     seen_versions: set[tuple[str, ...]] = set()
-    for row, versions, newest in sorted(rows, key=lambda decoded: int(decoded[0][_FIRST_SEQ])):
-        key = _group_key(row[_ARM], row[_TASK], row[_OUTCOME], row[_GROUP_KEY])
-        samples = int(row[_RECORDS])
+    for row, versions, newest in sorted(rows, key=_first_seq):
+        (_, _, arm, task, outcome, group_key, first_seq, records, priced, fresh_input,
+         cache_creation, cache_read, output, reasoning_samples, reasoning, duration_s,
+         duration_s_error, turns, turns_error, denied_calls, imputed_samples,
+         imputed_cost_usd, imputed_cost_usd_error, odd_values, *_) = row
+        tier, failure = _tier_and_failure(group_key)
+        key = GroupKey(arm, task, tier, outcome, failure)
         totals = Totals(
-            samples, samples if row[_OUTCOME] == PASS else 0, int(row[_PRICED]),
-            int(row[_FRESH]), int(row[_CREATION]), int(row[_READ]), int(row[_OUTPUT]),
-            int(row[_REASONING_SAMPLES]), int(row[_REASONING]),
-            float(row[_DURATION]) + float(row[_DURATION_ERROR]),
-            float(row[_TURNS]) + float(row[_TURNS_ERROR]),
-            int(row[_DENIED]), int(row[_IMPUTED_SAMPLES]),
-            float(row[_COST]) + float(row[_COST_ERROR]), int(row[_ODD]))
+            records, records if outcome == PASS else 0, priced, fresh_input, cache_creation,
+            cache_read, output, reasoning_samples, reasoning, duration_s + duration_s_error,
+            turns + turns_error, denied_calls, imputed_samples,
+            imputed_cost_usd + imputed_cost_usd_error, odd_values)
         known = groups.get(key)
         if known is None:
             groups[key] = totals
-            first_seen[key] = int(row[_FIRST_SEQ])
-            # a stored group's newest trials are ascending and at most NEWEST_KEPT
-            # already (sorted only when they are not: a row written by other means)
-            if len(newest) <= TRIALS_PER_CELL and all(
-                    newer > older for older, newer in zip(newest, newest[1:])):
-                totals.newest = tuple(newest)
-            else:
-                totals.newest = tuple(sorted(newest)[-TRIALS_PER_CELL:])
+            first_seen[key] = first_seq
+            totals.newest = tuple((sorted(newest) if len(newest) > 1 else newest)
+                                  [-TRIALS_PER_CELL:])
         else:
             known.merge(totals)
             found = merged.get(key)
@@ -569,11 +589,7 @@ def _success(totals: Totals) -> dict[str, Any] | None:
 # ---------------------------------------------------------------------------- views
 
 def cell_counts(source: Source) -> dict[tuple[str, str], int]:
-    summary = _summary(source)
-    counts: dict[tuple[str, str], int] = defaultdict(int)
-    for key in summary.ordered():
-        counts[(key.arm, key.task)] += summary.groups[key].samples
-    return dict(counts)
+    return _summary(source).cell_counts()
 
 
 def coverage_class(samples: int, floor: int = FLOOR) -> str:
