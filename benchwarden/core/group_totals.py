@@ -24,7 +24,7 @@ import functools
 import json
 import math
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -258,31 +258,34 @@ DecodedRow = tuple[tuple[Any, ...], tuple[str, ...], list[int]]
 """A stored row as `decoded_rows` gives it: (plain columns, bench versions, newest)."""
 
 
-def decoded_rows(rows: list[tuple[Any, ...]]) -> list[DecodedRow]:
-    """What `GroupTotals.from_row` makes of each stored row, without an object per row
-    (a report of a suite of thousands of tasks reads tens of thousands): per row, in
-    order, `(plain, bench_versions, newest)`, `plain` holding the columns before the two
-    JSON ones as `from_row` reads them (the row itself when the store wrote it, else
-    `from_row(row).row()`), `bench_versions` as `GroupTotals.bench_versions` (sorted,
-    distinct; a tuple made once per distinct text) and `newest` as
-    `GroupTotals.newest_seqs`. Raises `ValueError` as `from_row` does. `rows` is emptied
-    as it is read, so the rows and what they become are not all held at once."""
+class UnreadableGroupTotals(ValueError):
+    """A stored row `GroupTotals.from_row` cannot read (its message names the group)."""
+
+
+def decoded_rows(rows: Iterable[tuple[Any, ...]]) -> Iterator[DecodedRow]:
+    """What `GroupTotals.from_row` makes of each stored row, one row at a time and
+    without an object per row (a report of a suite of thousands of tasks reads tens of
+    thousands): per row, in order, `(plain, bench_versions, newest)`, `plain` holding
+    the columns before the two JSON ones as `from_row` reads them (the row itself when
+    the store wrote it, else `from_row(row).row()`), `bench_versions` as
+    `GroupTotals.bench_versions` (sorted, distinct; one tuple per distinct text) and
+    `newest` as `GroupTotals.newest_seqs`. Raises `UnreadableGroupTotals` where
+    `from_row` raises `ValueError`, with its message."""
     versions_of: dict[str, tuple[str, ...]] = {}
-    decoded: list[DecodedRow] = []
-    for at, row in enumerate(rows):
-        rows[at] = ()  # read: let it go
+    for row in rows:
         sound = _sound_json(row)
         if sound is None:
-            group = GroupTotals.from_row(row)
-            decoded.append((group.row(), tuple(group.bench_versions), group.newest_seqs))
+            try:
+                group = GroupTotals.from_row(row)
+            except ValueError as error:
+                raise UnreadableGroupTotals(str(error)) from None
+            yield group.row(), tuple(group.bench_versions), group.newest_seqs
             continue
         text = row[-2]
         versions = versions_of.get(text)
         if versions is None:
             versions = versions_of[text] = tuple(sorted(set(sound[0])))
-        decoded.append((row, versions, sound[1]))
-    rows.clear()
-    return decoded
+        yield row, versions, sound[1]
 
 
 def _json_text(values: list[Any]) -> str:

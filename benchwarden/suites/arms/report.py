@@ -473,12 +473,12 @@ def summarize_scope(store: Store, scope: str) -> Any:
 
 
 def summary_in_database(store: Store, scope: str) -> Any:
-    """`views.Summary` of a scope from the store's group totals (`Store.group_totals`:
+    """`views.Summary` of a scope from the store's group totals (`Store.fold_group_totals`:
     a few rows per cell, kept summed as the records were appended, each group's newest
-    trials included): no record and no per-record row is read."""
+    trials included, read one at a time): no record and no per-record row is read."""
     from benchwarden.suites.arms import views
 
-    return views.summary_from_rows(store.decoded_group_totals(SUITE_NAME, scope))
+    return store.fold_group_totals(SUITE_NAME, scope, views.summary_from_rows)
 
 
 def _clip(text: Any) -> Any:

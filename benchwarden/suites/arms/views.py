@@ -499,29 +499,29 @@ UNPACKED_COLUMNS = (
     "reasoning", "duration_s", "duration_s_error", "turns", "turns_error", "denied_calls",
     "imputed_samples", "imputed_cost_usd", "imputed_cost_usd_error", "odd_values",
     "bench_versions", "newest")
-_FIRST_SEQ = UNPACKED_COLUMNS.index("first_seq")
-
-
-def _first_seq(decoded: DecodedRow) -> int:
-    return decoded[0][_FIRST_SEQ]  # type: ignore[no-any-return]
-
 
 def summary_from_rows(rows: Iterable[DecodedRow]) -> Summary:
-    """`summary_from_groups` of the store's group totals as `Store.decoded_group_totals`
-    reads them (`(plain columns, bench versions, newest)` per group, every column of its
-    kind already): the same Summary to the last bit (tested), without a `GroupTotals`
+    """`summary_from_groups` of the store's group totals as `Store.fold_group_totals`
+    hands them over (`(plain columns, bench versions, newest)` per group, every column
+    of its kind already, in ascending `first_seq` order: a `ValueError` otherwise): the
+    same Summary to the last bit (tested), one row at a time, without a `GroupTotals`
     per group. A report of a suite of thousands of tasks reads tens of thousands of
-    groups, and that layer of objects cost as much as the views."""
+    groups; holding them all as rows, then as objects, was most of its memory and as
+    much time as the views."""
     summary = Summary()
     groups, first_seen = summary.groups, summary.first_seen
     # keys made of more than one stored group, and their newest trials so far
     merged: dict[GroupKey, list[int]] = {}
     seen_versions: set[tuple[str, ...]] = set()
-    for row, versions, newest in sorted(rows, key=_first_seq):
+    previous = None
+    for row, versions, newest in rows:
         (_, _, arm, task, outcome, group_key, first_seq, records, priced, fresh_input,
          cache_creation, cache_read, output, reasoning_samples, reasoning, duration_s,
          duration_s_error, turns, turns_error, denied_calls, imputed_samples,
          imputed_cost_usd, imputed_cost_usd_error, odd_values, *_) = row
+        if previous is not None and first_seq < previous:
+            raise ValueError("group totals must come in ascending first_seq order")
+        previous = first_seq
         tier, failure = _tier_and_failure(group_key)
         key = GroupKey(arm, task, tier, outcome, failure)
         totals = Totals(
