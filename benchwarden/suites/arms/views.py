@@ -514,6 +514,9 @@ def summary_from_rows(rows: Iterable[DecodedRow]) -> Summary:
     merged: dict[GroupKey, list[int]] = {}
     seen_versions: set[tuple[str, ...]] = set()
     previous = None
+    # one string per distinct arm and task name (the database gives each row its own:
+    # a task's name held once per group it has, six or more, in every key)
+    names: dict[str, str] = {}
     for row, versions, newest in rows:
         (_, _, arm, task, outcome, group_key, first_seq, records, priced, fresh_input,
          cache_creation, cache_read, output, reasoning_samples, reasoning, duration_s,
@@ -523,7 +526,8 @@ def summary_from_rows(rows: Iterable[DecodedRow]) -> Summary:
             raise ValueError("group totals must come in ascending first_seq order")
         previous = first_seq
         tier, failure = _tier_and_failure(group_key)
-        key = GroupKey(arm, task, tier, outcome, failure)
+        key = GroupKey(names.setdefault(arm, arm), names.setdefault(task, task), tier,
+                       outcome, failure)
         totals = Totals(
             records, records if outcome == PASS else 0, priced, fresh_input, cache_creation,
             cache_read, output, reasoning_samples, reasoning, duration_s + duration_s_error,
