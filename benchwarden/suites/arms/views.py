@@ -216,7 +216,9 @@ class Summary:
     for an arm's per-task totals four times). The index and its unions follow `groups`
     and `first_seen`: they are made again whenever either has gained or lost a key. A
     Summary is built, then read: a group's totals must not change once a view has asked
-    (`summarize` and `summary_from_groups` finish before any view reads)."""
+    (`summarize`, `summary_from_groups` and `summary_from_rows` finish before any view
+    reads). A task's union of the same groups is one object whichever view asks (an
+    arm's per-task totals and its tier's, when the task has one tier)."""
 
     groups: dict[GroupKey, Totals] = field(default_factory=dict)
     first_seen: dict[GroupKey, int] = field(default_factory=dict)
