@@ -24,7 +24,7 @@ import functools
 import json
 import math
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -119,22 +119,17 @@ class GroupTotals:
         column's kind (text, a whole number, a number: a row edited outside benchwarden,
         which SQLite's loose column types let through) or its JSON columns are not what
         `row` writes."""
-        if tuple(map(type, row)) == _SOUND_KINDS:
+        decoded = _sound_json(row)
+        if decoded is not None:
             # what the store reads back from a row it wrote: taken as it is (a report of
             # a suite of thousands of tasks reads tens of thousands of rows)
-            try:
-                versions = _decode_texts(row[-2])
-                newest = _decode_numbers(row[-1])
-            except msgspec.DecodeError:
-                pass  # JSON of another shape: the general path reads it, or says what is wrong
-            else:
-                totals = cls.__new__(cls)
-                for name, value in zip(_PLAIN_COLUMN_NAMES, row, strict=False):
-                    setattr(totals, name, value)
-                totals.versions = set(versions)
-                totals.newest_seqs = newest
-                totals.versions_text = _versions_text(tuple(sorted(totals.versions)))
-                return totals
+            totals = cls.__new__(cls)
+            for name, value in zip(_PLAIN_COLUMN_NAMES, row, strict=False):
+                setattr(totals, name, value)
+            totals.versions = set(decoded[0])
+            totals.newest_seqs = decoded[1]
+            totals.versions_text = _versions_text(tuple(sorted(totals.versions)))
+            return totals
         totals = cls.__new__(cls)
         values = [value.decode("utf-8") if isinstance(value, bytes) else value
                   for value in row]
@@ -245,6 +240,52 @@ _SOUND_KINDS = tuple(str if name in _TEXT_COLUMNS or name in ("bench_versions", 
                      for name in GROUP_TOTALS_COLUMNS)
 _decode_texts = msgspec.json.Decoder(list[str]).decode
 _decode_numbers = msgspec.json.Decoder(list[int]).decode
+
+
+def _sound_json(row: Sequence[Any]) -> tuple[list[str], list[int]] | None:
+    """The two JSON columns (bench versions, newest) of a row as the store writes it
+    (every column of its kind, the JSON of its shape), decoded; None for any other row
+    (`GroupTotals.from_row`'s general path reads it or says what is wrong)."""
+    if tuple(map(type, row)) != _SOUND_KINDS:
+        return None
+    try:
+        return _decode_texts(row[-2]), _decode_numbers(row[-1])
+    except msgspec.DecodeError:
+        return None
+
+
+DecodedRow = tuple[tuple[Any, ...], tuple[str, ...], list[int]]
+"""A stored row as `decoded_rows` gives it: (plain columns, bench versions, newest)."""
+
+
+class UnreadableGroupTotals(ValueError):
+    """A stored row `GroupTotals.from_row` cannot read (its message names the group)."""
+
+
+def decoded_rows(rows: Iterable[tuple[Any, ...]]) -> Iterator[DecodedRow]:
+    """What `GroupTotals.from_row` makes of each stored row, one row at a time and
+    without an object per row (a report of a suite of thousands of tasks reads tens of
+    thousands): per row, in order, `(plain, bench_versions, newest)`, `plain` holding
+    the columns before the two JSON ones as `from_row` reads them (the row itself when
+    the store wrote it, else `from_row(row).row()`), `bench_versions` as
+    `GroupTotals.bench_versions` (sorted, distinct; one tuple per distinct text) and
+    `newest` as `GroupTotals.newest_seqs`. Raises `UnreadableGroupTotals` where
+    `from_row` raises `ValueError`, with its message."""
+    versions_of: dict[str, tuple[str, ...]] = {}
+    for row in rows:
+        sound = _sound_json(row)
+        if sound is None:
+            try:
+                group = GroupTotals.from_row(row)
+            except ValueError as error:
+                raise UnreadableGroupTotals(str(error)) from None
+            yield group.row(), tuple(group.bench_versions), group.newest_seqs
+            continue
+        text = row[-2]
+        versions = versions_of.get(text)
+        if versions is None:
+            versions = versions_of[text] = tuple(sorted(set(sound[0])))
+        yield row, versions, sound[1]
 
 
 def _json_text(values: list[Any]) -> str:

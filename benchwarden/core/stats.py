@@ -220,20 +220,27 @@ def clustered_mean_se_of_totals(totals: Mapping[Any, tuple[int, float]],
     the estimator needs: a store can sum per task in SQL or in one streaming pass, and
     no sample has to be held in memory. Clusters with a count of 0 are ignored."""
     _check_confidence(confidence)
-    kept = {label: (int(count), float(total)) for label, (count, total) in totals.items()
-            if count}
+    # the kept clusters as two lists (not a dict of pairs): a report of a suite of
+    # thousands of tasks asks this dozens of times over tens of thousands of clusters
+    counts: list[int] = []
+    sums: list[float] = []
+    for count, total in totals.values():
+        if count:
+            counts.append(int(count))
+            sums.append(float(total))
     method = "cluster-robust t"
-    n = sum(count for count, _ in kept.values())
+    n = sum(counts)
     if n == 0:
         return Estimate(None, None, None, None, 0, method)
-    for _, total in kept.values():
-        if not math.isfinite(total):
-            raise ValueError(f"statistics need finite numbers, got a sum of {total!r}")
-    mean = math.fsum(total for _, total in kept.values()) / n
-    cluster_count = len(kept)
+    if not all(map(math.isfinite, sums)):
+        total = next(total for total in sums if not math.isfinite(total))
+        raise ValueError(f"statistics need finite numbers, got a sum of {total!r}")
+    mean = math.fsum(sums) / n
+    cluster_count = len(counts)
     if cluster_count < 2:
         return Estimate(mean, None, None, None, n, method)
-    squared = math.fsum((total - count * mean) ** 2 for count, total in kept.values())
+    squared = math.fsum((total - count * mean) ** 2
+                        for count, total in zip(counts, sums, strict=True))
     se = math.sqrt(cluster_count / (cluster_count - 1) * squared) / n
     low, high = _t_interval(mean, se, cluster_count - 1, confidence)
     return Estimate(mean, se, min(low, mean), max(high, mean), n, method)

@@ -53,12 +53,12 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import msgspec
@@ -69,7 +69,10 @@ from benchwarden.core.group_totals import (
     GROUP_KEY_COLUMNS,
     GROUP_TOTALS_COLUMNS,
     NEWEST_KEPT,
+    DecodedRow,
     GroupTotals,
+    UnreadableGroupTotals,
+    decoded_rows,
     first_difference,
     fold_into,
     group_of,
@@ -362,6 +365,9 @@ def _upsert_group_totals(placeholder: str, rows: int) -> str:
 
 
 
+T = TypeVar("T")
+
+
 class StoreError(EnvironmentFailure):
     """The store or its database refused (exit 4); the message is one line."""
 
@@ -600,6 +606,12 @@ class Store(ABC):
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         ...
 
+    def _fold_query(self, sql: str, params: Sequence[Any],
+                    fold: Callable[[Iterator[tuple[Any, ...]]], T]) -> T:
+        """`fold` of the rows of a query, handed over as the database gives them (a
+        backend streams them; this default reads them all first)."""
+        return fold(iter(self._query(sql, params)))
+
     @abstractmethod
     def _is_unique_violation(self, error: Exception) -> bool:
         ...
@@ -799,6 +811,29 @@ class Store(ABC):
         try:
             return [GroupTotals.from_row(row) for row in rows]
         except ValueError as error:
+            raise self._edited_derived_data(error) from None
+
+    def fold_group_totals(self, suite: str, scope: str,
+                          fold: Callable[[Iterator[DecodedRow]], T]) -> T:
+        """`fold` of the scope's group totals (the values `group_totals` holds) as
+        `core.group_totals.decoded_rows` gives them, in ascending `first_seq` order (then
+        by key), read from the database one row at a time as `fold` asks: what a report
+        reads, tens of thousands of groups in a suite of thousands of tasks, neither
+        all held as rows nor made into a `GroupTotals` each."""
+        if not self.has_record_summaries and self._reads_version_3_groups:
+            groups = sorted(self._version_3_group_totals(suite, scope),
+                            key=lambda group: (group.first_seq, group.key))
+            return fold(decoded_rows(group.row() for group in groups))
+        if not self.has_record_summaries:
+            self.group_totals(suite, scope)  # raises, saying why
+        p = self.placeholder
+        try:
+            return self._fold_query(
+                f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM record_group_totals "
+                f"WHERE suite = {p} AND scope = {p} "
+                f"ORDER BY first_seq, {', '.join(GROUP_KEY_COLUMNS)}",
+                (suite, scope), lambda rows: fold(decoded_rows(rows)))
+        except UnreadableGroupTotals as error:
             raise self._edited_derived_data(error) from None
 
     def _edited_derived_data(self, problem: Exception | str) -> CorruptStore:
@@ -1976,6 +2011,14 @@ class SQLiteStore(Store):
         with self._lock:
             try:
                 return self._connection.execute(sql, tuple(params)).fetchall()
+            except sqlite3.Error as error:
+                raise sqlite_failure(self.location, error, "reading it") from None
+
+    def _fold_query(self, sql: str, params: Sequence[Any],
+                    fold: Callable[[Iterator[tuple[Any, ...]]], T]) -> T:
+        with self._lock:
+            try:
+                return fold(iter(self._connection.execute(sql, tuple(params))))
             except sqlite3.Error as error:
                 raise sqlite_failure(self.location, error, "reading it") from None
 

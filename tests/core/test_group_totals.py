@@ -16,7 +16,9 @@ from benchwarden.core.group_totals import (
     GROUP_TOTALS_COLUMNS,
     NEWEST_KEPT,
     GroupTotals,
+    UnreadableGroupTotals,
     compensated_add,
+    decoded_rows,
     first_difference,
     fold_into,
     group_of,
@@ -254,3 +256,34 @@ def test_unreadable_json_columns_are_still_refused_whatever_the_path():
     row[GROUP_TOTALS_COLUMNS.index("newest")] = "[1,"
     with pytest.raises(ValueError, match="unreadable bench_versions or newest"):
         GroupTotals.from_row(row)
+
+
+@given(records_strategy, st.sampled_from([None, *GROUP_TOTALS_COLUMNS[:6]]))
+@settings(max_examples=60, deadline=None)
+def test_decoded_rows_hold_what_from_row_reads(rows, as_bytes):
+    """Each row, sound or read the general way (a text column as bytes): the columns,
+    versions and newest trials `GroupTotals.from_row` holds, in the rows' order."""
+    groups: dict[tuple[Any, ...], GroupTotals] = {}
+    fold_into(groups, summary_rows(rows))
+    stored = [group.row() for group in groups.values()]
+    if as_bytes is not None:
+        at = GROUP_TOTALS_COLUMNS.index(as_bytes)
+        stored = [(*row[:at], row[at].encode("utf-8"), *row[at + 1:]) for row in stored]
+    decoded = list(decoded_rows(iter(stored)))
+    assert len(decoded) == len(stored)
+    for row, (plain, versions, newest) in zip(stored, decoded, strict=True):
+        group = GroupTotals.from_row(row)
+        assert tuple(plain[:len(GROUP_TOTALS_COLUMNS) - 2]) == group.row()[:-2]
+        assert [type(value) for value in plain[:-2]] == [type(value) for value in
+                                                         group.row()[:-2]]
+        assert versions == tuple(group.bench_versions) and newest == group.newest_seqs
+
+
+def test_decoded_rows_refuse_what_from_row_refuses_in_the_same_words():
+    row = _stored_row()
+    row[GROUP_TOTALS_COLUMNS.index("output")] = "many"
+    with pytest.raises(ValueError) as expected:
+        GroupTotals.from_row(row)
+    with pytest.raises(UnreadableGroupTotals) as found:
+        list(decoded_rows([tuple(_stored_row()), tuple(row)]))
+    assert str(found.value) == str(expected.value)

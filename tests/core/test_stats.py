@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import statistics
 import warnings
 
@@ -400,3 +401,39 @@ def test_results_serialise_to_plain_json():
     json.dumps(stats.mean_se([1, 2, 3]).to_json_dict())
     json.dumps(stats.paired_difference({1: 1.0, 2: 2.0}, {1: 1.5, 2: 2.0}).to_json_dict())
     json.dumps(stats.paired_verdict([0.1, 0.2], [0.2, 0.3]).to_json_dict())
+
+
+def _clustered_of_totals_as_before(totals, confidence=0.95):
+    """`clustered_mean_se_of_totals` as it was written before it kept two lists (a dict
+    of pairs), the reference the faster one must equal to the bit."""
+    kept = {label: (int(count), float(total)) for label, (count, total) in totals.items()
+            if count}
+    method = "cluster-robust t"
+    n = sum(count for count, _ in kept.values())
+    if n == 0:
+        return stats.Estimate(None, None, None, None, 0, method)
+    for _, total in kept.values():
+        if not math.isfinite(total):
+            raise ValueError(f"statistics need finite numbers, got a sum of {total!r}")
+    mean = math.fsum(total for _, total in kept.values()) / n
+    cluster_count = len(kept)
+    if cluster_count < 2:
+        return stats.Estimate(mean, None, None, None, n, method)
+    squared = math.fsum((total - count * mean) ** 2 for count, total in kept.values())
+    se = math.sqrt(cluster_count / (cluster_count - 1) * squared) / n
+    low, high = stats._t_interval(mean, se, cluster_count - 1, confidence)
+    return stats.Estimate(mean, se, min(low, mean), max(high, mean), n, method)
+
+
+@given(st.dictionaries(st.text(max_size=3), st.tuples(
+    st.integers(-3, 40), st.one_of(st.floats(-1e9, 1e9), st.sampled_from(
+        [math.inf, -0.0, 0.0]))), max_size=40), st.sampled_from([0.9, 0.95]))
+@settings(max_examples=300, deadline=None)
+def test_clustered_of_totals_equals_its_former_self_to_the_bit(totals, confidence):
+    try:
+        expected = repr(_clustered_of_totals_as_before(totals, confidence))
+    except ValueError as error:
+        with pytest.raises(ValueError, match=re.escape(str(error))):
+            stats.clustered_mean_se_of_totals(totals, confidence)
+        return
+    assert repr(stats.clustered_mean_se_of_totals(totals, confidence)) == expected

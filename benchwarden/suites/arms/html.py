@@ -197,9 +197,10 @@ def _coverage_section(report: ArmsReport) -> str:
     if not samples_of:
         return h.section("coverage", "Coverage", h.empty_note("no cells planned or recorded"))
     drawn = _tasks_drawn(list(tasks), arms, samples_of, floor)
+    drawn_set = set(drawn)  # a list of hundreds, asked once per cell: tens of thousands
     cells = {}
     for (arm, task), samples in samples_of.items():
-        if task in drawn:
+        if task in drawn_set:
             kind = _coverage_kind(samples, floor)
             cells[(arm, task)] = h.GridCell(
                 COVERAGE_COLORS[kind], fmt.count(samples),

@@ -27,6 +27,7 @@ from rich.table import Table
 
 from benchwarden.core import formatting as fmt
 from benchwarden.core import stats
+from benchwarden.core.collector import paused_cycle_collector
 from benchwarden.core.lazy import import_in_background
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
 from benchwarden.core.reports import (
@@ -44,8 +45,7 @@ from benchwarden.core.reports import (
 )
 from benchwarden.core.store import Store, StoreUsageError, summed_number
 from benchwarden.core.verdicts import Verdict
-from benchwarden.suites.arms.tasks import FLOOR
-from benchwarden.suites.arms.trial import SUITE_NAME
+from benchwarden.suites.arms.tasks import FLOOR, SUITE_NAME
 
 DASH = fmt.DASH
 COMPONENTS = ("fresh_input", "cache_creation", "cache_read", "output")
@@ -473,12 +473,12 @@ def summarize_scope(store: Store, scope: str) -> Any:
 
 
 def summary_in_database(store: Store, scope: str) -> Any:
-    """`views.Summary` of a scope from the store's group totals (`Store.group_totals`:
+    """`views.Summary` of a scope from the store's group totals (`Store.fold_group_totals`:
     a few rows per cell, kept summed as the records were appended, each group's newest
-    trials included): no record and no per-record row is read."""
+    trials included, read one at a time): no record and no per-record row is read."""
     from benchwarden.suites.arms import views
 
-    return views.summary_from_groups(store.group_totals(SUITE_NAME, scope))
+    return store.fold_group_totals(SUITE_NAME, scope, views.summary_from_rows)
 
 
 def _clip(text: Any) -> Any:
@@ -609,7 +609,15 @@ def runs_tally(ends: Sequence[Mapping[str, Any]], floor: int) -> dict[str, Any] 
 def _report(store: Store, scope: str, info: Any, weights: TokenWeights,
             floor: int, scope_runs: list[Any] | None = None) -> ArmsReport:
     """The report of `scope`; `scope_runs` are its runs when the caller read them already
-    (reading them counts every run's records)."""
+    (reading them counts every run's records). Built with the cycle collector paused
+    (`core.collector`: a suite of thousands of tasks makes hundreds of thousands of
+    objects that every full collection would walk)."""
+    with paused_cycle_collector():
+        return _report_of(store, scope, info, weights, floor, scope_runs)
+
+
+def _report_of(store: Store, scope: str, info: Any, weights: TokenWeights,
+               floor: int, scope_runs: list[Any] | None) -> ArmsReport:
     from benchwarden.suites.arms import views  # scipy: only when a report is built
 
     summary = summarize_scope(store, scope)
@@ -674,9 +682,11 @@ def compare_in_scope(store: Store, scope: str | None, arm_a: str, arm_b: str,
     from benchwarden.suites.arms import views
 
     scope, mine = _resolve_scope(store, scope)
-    summary = summarize_scope(store, scope)
-    arms, _, _ = views.arms_and_tasks(summary, [info.run.config for info in mine])
-    return scope, arms, comparison_of(views.compare(summary, arm_a, arm_b, weights, floor))
+    with paused_cycle_collector():  # as `_report`
+        summary = summarize_scope(store, scope)
+        arms, _, _ = views.arms_and_tasks(summary, [info.run.config for info in mine])
+        return scope, arms, comparison_of(views.compare(summary, arm_a, arm_b, weights,
+                                                        floor))
 
 
 def comparison_of(plain: Mapping[str, Any]) -> Comparison:

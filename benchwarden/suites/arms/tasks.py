@@ -26,6 +26,9 @@ from typing import Any, Literal, Protocol
 
 DEFAULT_TIERS: tuple[str, ...] = ("read", "single-mutation", "find-then-act", "multi-step")
 
+SUITE_NAME = "arms"
+"""The suite's name in the store (here, not in `trial`, so that reading a report does
+not import what running a trial needs: asyncio, the agents, bashlex's parser tables)."""
 PASS = "pass"
 FAIL = "fail"
 FAILURE_TAGS: tuple[str, ...] = ("incorrect", "confused", "hung")

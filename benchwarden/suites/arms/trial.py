@@ -45,9 +45,15 @@ from benchwarden.suites.arms.agents import (
 )
 from benchwarden.suites.arms.boundary import SandboxFailure, TrialSandbox, trial_limits
 from benchwarden.suites.arms.isolation import NetworkChannel, audit_transcript
-from benchwarden.suites.arms.tasks import FAIL, PASS, CheckResult, Suite, load_suite
+from benchwarden.suites.arms.tasks import (
+    FAIL,
+    PASS,
+    SUITE_NAME,
+    CheckResult,
+    Suite,
+    load_suite,
+)
 
-SUITE_NAME = "arms"
 TrialKind = Literal["sample", "invalid", "harness_error"]
 
 

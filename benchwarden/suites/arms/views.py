@@ -27,12 +27,18 @@ from __future__ import annotations
 import functools
 import json
 import math
+import operator
 from collections import defaultdict, deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from benchwarden.core.group_totals import NEWEST_KEPT, GroupTotals, compensated_add
+from benchwarden.core.group_totals import (
+    NEWEST_KEPT,
+    DecodedRow,
+    GroupTotals,
+    compensated_add,
+)
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
 from benchwarden.core.stats import (
     bootstrap_mean_ci,
@@ -129,9 +135,11 @@ class Accumulator:
             newest=tuple(self.newest))
 
 
-@dataclass
+@dataclass(slots=True)
 class Totals:
-    """Totals of the trials in one group (or a union of groups)."""
+    """Totals of the trials in one group (or a union of groups). Slotted: a report of a
+    suite of thousands of tasks holds one per group, tens of thousands of them (a
+    `__dict__` each would be most of a report's memory)."""
 
     samples: int = 0
     passes: int = 0
@@ -208,7 +216,9 @@ class Summary:
     for an arm's per-task totals four times). The index and its unions follow `groups`
     and `first_seen`: they are made again whenever either has gained or lost a key. A
     Summary is built, then read: a group's totals must not change once a view has asked
-    (`summarize` and `summary_from_groups` finish before any view reads)."""
+    (`summarize`, `summary_from_groups` and `summary_from_rows` finish before any view
+    reads). A task's union of the same groups is one object whichever view asks (an
+    arm's per-task totals and its tier's, when the task has one tier)."""
 
     groups: dict[GroupKey, Totals] = field(default_factory=dict)
     first_seen: dict[GroupKey, int] = field(default_factory=dict)
@@ -227,11 +237,9 @@ class Summary:
         memo = ("total", *sorted(match.items()))
         union = index.unions.get(memo)
         if union is None:
-            union = Totals()
             groups = self.groups
-            for key in self._matching(match, first_seen_order=False):
-                union.merge(groups[key])
-            index.unions[memo] = union
+            union = index.unions[memo] = union_of(
+                [groups[key] for key in self._matching(match, first_seen_order=False)])
         return union  # type: ignore[no-any-return]
 
     def by_task(self, **match: Any) -> dict[str, Totals]:
@@ -241,15 +249,37 @@ class Summary:
         memo = ("by_task", *sorted(match.items()))
         tasks = index.unions.get(memo)
         if tasks is None:
-            tasks = {}
-            groups = self.groups
+            parts: dict[str, list[GroupKey]] = {}
             for key in self._matching(match, first_seen_order=True):
-                union = tasks.get(key.task)
+                found = parts.get(key.task)
+                if found is None:
+                    parts[key.task] = [key]
+                else:
+                    found.append(key)
+            tasks = index.unions[memo] = {}
+            groups, shared = self.groups, index.task_unions
+            for task, keys in parts.items():
+                # a task's union of the same groups is the same union, whichever view
+                # asks (an arm's and its tier's: a task has one tier, as a rule)
+                named = tuple(keys)
+                union = shared.get(named)
                 if union is None:
-                    union = tasks[key.task] = Totals()
-                union.merge(groups[key])
-            index.unions[memo] = tasks
+                    union = shared[named] = union_of([groups[key] for key in keys])
+                tasks[task] = union
         return dict(tasks)
+
+    def cell_counts(self) -> dict[tuple[str, str], int]:
+        """Samples per (arm, task) cell, in first-seen order (worked out once: a report
+        asks twice)."""
+        index = self._current_index()
+        counts = index.unions.get(("cell_counts",))
+        if counts is None:
+            counts = index.unions[("cell_counts",)] = {}
+            groups = self.groups
+            for key in index.ordered:
+                cell = (key.arm, key.task)
+                counts[cell] = counts.get(cell, 0) + groups[key].samples
+        return dict(counts)
 
     def keys(self, **match: Any) -> list[GroupKey]:
         """The keys of the groups whose key fields equal `match`, in insertion order."""
@@ -276,15 +306,18 @@ class _GroupIndex:
     """`Summary`'s groups by the values of the key fields a union matches on."""
 
     __slots__ = ("by_fields", "groups", "groups_size", "first_seen", "first_seen_size",
-                 "ordered", "unions")
+                 "in_first_seen_order", "ordered", "task_unions", "unions")
 
     def __init__(self, summary: Summary) -> None:
         self.groups, self.groups_size = summary.groups, len(summary.groups)
         self.first_seen, self.first_seen_size = summary.first_seen, len(summary.first_seen)
         self.ordered = tuple(sorted(summary.groups, key=summary.first_seen.__getitem__))
+        self.in_first_seen_order = self.ordered == tuple(summary.groups)
         self.by_fields: dict[tuple[str, ...], tuple[dict[tuple[Any, ...], list[GroupKey]],
                                                     dict[tuple[Any, ...], list[GroupKey]]]] = {}
         self.unions: dict[tuple[Any, ...], Any] = {}
+        # `by_task`'s unions by the groups they hold, in the order merged
+        self.task_unions: dict[tuple[GroupKey, ...], Totals] = {}
 
     def follows(self, summary: Summary) -> bool:
         """Still the index of `summary`: the same dicts, holding as many keys."""
@@ -299,16 +332,59 @@ class _GroupIndex:
             for name in names:
                 if name not in GroupKey._fields:
                     raise TypeError(f"a group has no field {name!r}")
-            value_of = [GroupKey._fields.index(name) for name in names]
-            inserted: dict[tuple[Any, ...], list[GroupKey]] = {}
-            for key in self.groups:
-                inserted.setdefault(tuple(key[at] for at in value_of), []).append(key)
-            by_first_seen: dict[tuple[Any, ...], list[GroupKey]] = {}
-            for key in self.ordered:
-                by_first_seen.setdefault(tuple(key[at] for at in value_of), []).append(key)
-            found = self.by_fields[names] = (inserted, by_first_seen)
-        values = tuple(match[name] for name in names)
+            # one field: its value is the lookup key; several: the tuple of their values
+            value_of = operator.itemgetter(*(GroupKey._fields.index(name) for name in names))
+            inserted = _grouped(self.groups, value_of)
+            # groups read from the store are inserted in first-seen order: one index serves
+            found = self.by_fields[names] = (
+                inserted, inserted if self.in_first_seen_order else _grouped(self.ordered,
+                                                                             value_of))
+        values = match[names[0]] if len(names) == 1 else tuple(match[name] for name in names)
         return found[1 if first_seen_order else 0].get(values, [])
+
+
+def _grouped(keys: Iterable[GroupKey], value_of: Callable[[GroupKey], Any]
+             ) -> dict[Any, list[GroupKey]]:
+    """`keys` by `value_of` each, each list in the order of `keys`."""
+    grouped: dict[Any, list[GroupKey]] = {}
+    for key in keys:
+        value = value_of(key)
+        found = grouped.get(value)
+        if found is None:
+            grouped[value] = [key]
+        else:
+            found.append(key)
+    return grouped
+
+
+def union_of(parts: Sequence[Totals]) -> Totals:
+    """`Totals()` with each of `parts` merged into it in turn (`Totals.merge`: the same
+    additions in the same order, so the same floats), summed in local variables: a
+    report of a suite of thousands of tasks makes hundreds of thousands of merges, and
+    an attribute written per field and part cost twice as much. Its `newest` is empty,
+    as a merge leaves it."""
+    samples = passes = priced = fresh_input = cache_creation = cache_read = output = 0
+    reasoning_samples = reasoning = denied_calls = imputed_samples = odd_values = 0
+    duration_s = turns = imputed_cost_usd = 0.0
+    for part in parts:
+        samples += part.samples
+        passes += part.passes
+        priced += part.priced
+        fresh_input += part.fresh_input
+        cache_creation += part.cache_creation
+        cache_read += part.cache_read
+        output += part.output
+        reasoning_samples += part.reasoning_samples
+        reasoning += part.reasoning
+        duration_s += part.duration_s
+        turns += part.turns
+        denied_calls += part.denied_calls
+        imputed_samples += part.imputed_samples
+        imputed_cost_usd += part.imputed_cost_usd
+        odd_values += part.odd_values
+    return Totals(samples, passes, priced, fresh_input, cache_creation, cache_read, output,
+                  reasoning_samples, reasoning, duration_s, turns, denied_calls,
+                  imputed_samples, imputed_cost_usd, odd_values)
 
 
 Source = Summary | Iterable[Record] | Iterable[RecordSummary]
@@ -417,6 +493,71 @@ def summary_from_groups(groups: Iterable[GroupTotals]) -> Summary:
     return summary
 
 
+# the columns of a `record_group_totals` row in the order `summary_from_rows` unpacks
+# them (a test holds this to `GROUP_TOTALS_COLUMNS`)
+UNPACKED_COLUMNS = (
+    "suite", "scope", "arm", "task", "outcome", "group_key", "first_seq", "records", "priced",
+    "fresh_input", "cache_creation", "cache_read", "output", "reasoning_samples",
+    "reasoning", "duration_s", "duration_s_error", "turns", "turns_error", "denied_calls",
+    "imputed_samples", "imputed_cost_usd", "imputed_cost_usd_error", "odd_values",
+    "bench_versions", "newest")
+
+def summary_from_rows(rows: Iterable[DecodedRow]) -> Summary:
+    """`summary_from_groups` of the store's group totals as `Store.fold_group_totals`
+    hands them over (`(plain columns, bench versions, newest)` per group, every column
+    of its kind already, in ascending `first_seq` order: a `ValueError` otherwise): the
+    same Summary to the last bit (tested), one row at a time, without a `GroupTotals`
+    per group. A report of a suite of thousands of tasks reads tens of thousands of
+    groups; holding them all as rows, then as objects, was most of its memory and as
+    much time as the views."""
+    summary = Summary()
+    groups, first_seen = summary.groups, summary.first_seen
+    # keys made of more than one stored group, and their newest trials so far
+    merged: dict[GroupKey, list[int]] = {}
+    seen_versions: set[tuple[str, ...]] = set()
+    previous = None
+    # one string per distinct arm and task name (the database gives each row its own:
+    # a task's name held once per group it has, six or more, in every key)
+    names: dict[str, str] = {}
+    for row, versions, newest in rows:
+        (_, _, arm, task, outcome, group_key, first_seq, records, priced, fresh_input,
+         cache_creation, cache_read, output, reasoning_samples, reasoning, duration_s,
+         duration_s_error, turns, turns_error, denied_calls, imputed_samples,
+         imputed_cost_usd, imputed_cost_usd_error, odd_values, *_) = row
+        if previous is not None and first_seq < previous:
+            raise ValueError("group totals must come in ascending first_seq order")
+        previous = first_seq
+        tier, failure = _tier_and_failure(group_key)
+        key = GroupKey(names.setdefault(arm, arm), names.setdefault(task, task), tier,
+                       outcome, failure)
+        totals = Totals(
+            records, records if outcome == PASS else 0, priced, fresh_input, cache_creation,
+            cache_read, output, reasoning_samples, reasoning, duration_s + duration_s_error,
+            turns + turns_error, denied_calls, imputed_samples,
+            imputed_cost_usd + imputed_cost_usd_error, odd_values)
+        known = groups.get(key)
+        if known is None:
+            groups[key] = totals
+            first_seen[key] = first_seq
+            totals.newest = tuple((sorted(newest) if len(newest) > 1 else newest)
+                                  [-TRIALS_PER_CELL:])
+        else:
+            known.merge(totals)
+            found = merged.get(key)
+            if found is None:
+                found = merged[key] = list(known.newest)
+            found.extend(newest)
+        if versions not in seen_versions:
+            seen_versions.add(versions)
+            for text in versions:
+                version = _from_json(text)
+                if version:
+                    summary.versions.add(str(version))
+    for key, found in merged.items():
+        groups[key].newest = tuple(sorted(found)[-TRIALS_PER_CELL:])
+    return summary
+
+
 def _summary(source: Source) -> Summary:
     return source if isinstance(source, Summary) else summarize(source)
 
@@ -454,11 +595,7 @@ def _success(totals: Totals) -> dict[str, Any] | None:
 # ---------------------------------------------------------------------------- views
 
 def cell_counts(source: Source) -> dict[tuple[str, str], int]:
-    summary = _summary(source)
-    counts: dict[tuple[str, str], int] = defaultdict(int)
-    for key in summary.ordered():
-        counts[(key.arm, key.task)] += summary.groups[key].samples
-    return dict(counts)
+    return _summary(source).cell_counts()
 
 
 def coverage_class(samples: int, floor: int = FLOOR) -> str:
@@ -716,4 +853,4 @@ def shown_trials(source: Source, limit: int) -> list[int]:
 __all__ = ["COMPONENTS", "FLOOR", "PAYLOAD_FIELDS", "Summary", "all_pairs", "arms_and_tasks",
            "cell_counts", "compare", "conclusion", "coverage", "coverage_class",
            "failure_tags", "headline", "per_component", "per_tier", "shown_mde",
-           "shown_trials", "summarize", "summary_from_groups"]
+           "shown_trials", "summarize", "summary_from_groups", "summary_from_rows"]

@@ -616,3 +616,114 @@ def test_the_commands_report_odd_values_from_the_table_and_from_an_old_store(tmp
         assert "values skipped" in (tmp_path / "page.html").read_text()
         if summed_by_the_database:
             make_version_1(type("SQLite", (), {"name": "sqlite", "path": path})())
+
+
+# -------------------------------------------- the report's read: rows streamed into a Summary
+
+def summary_read_as_before(store: Store) -> views.Summary:
+    """How a report made its Summary before `Store.fold_group_totals`: every group's
+    `GroupTotals`, then `views.summary_from_groups`."""
+    return views.summary_from_groups(store.group_totals("arms", SCOPE))
+
+
+def assert_identical_summaries(found: views.Summary, expected: views.Summary) -> None:
+    """The same groups in the same order, every field the same to the bit (`repr` tells
+    -0.0 from 0.0), the same first-seen numbers and versions."""
+    assert [(key, repr(dataclasses.astuple(totals))) for key, totals in found.groups.items()] \
+        == [(key, repr(dataclasses.astuple(totals))) for key, totals in expected.groups.items()]
+    assert list(found.first_seen.items()) == list(expected.first_seen.items())
+    assert found.versions == expected.versions
+
+
+@given(record_rows, st.lists(st.tuples(st.sampled_from(
+    ["tier", "failure", "turns", "denied_calls", "tokens_reported", "imputed_cost_usd",
+     "bench_version"]), odd_values), max_size=3), st.lists(st.integers(1, 9), min_size=1,
+                                                            max_size=4))
+@settings(max_examples=60, deadline=None)
+def test_the_streamed_read_makes_the_summary_the_group_totals_made(rows, oddities, cuts):
+    """Any records, any payload oddities, any batches: the report's Summary read one row
+    at a time (`Store.fold_group_totals` into `views.summary_from_rows`) is the one made
+    from every group's `GroupTotals` (`summary_from_groups`), bit for bit."""
+    records = records_with_oddities(rows, oddities)
+    with SQLiteStore(":memory:") as store:
+        config = {"scope": SCOPE, "arms": ["cli", "http", "mcp"],
+                  "tasks": ["t0", "t1", "t2", "t3"], "tiers": list(TIERS)}
+        store.begin_run(stamp_run(suite="arms", bench_version="1", config=config,
+                                  run_id="run-1"))
+        start, index = 0, 0
+        while start < len(records):
+            size = cuts[index % len(cuts)]
+            store.append(records[start:start + size])
+            start, index = start + size, index + 1
+        assert_identical_summaries(arms_report.summary_in_database(store, SCOPE),
+                                   summary_read_as_before(store))
+
+
+def test_both_backends_and_a_version_3_store_read_the_summary_as_before(backend):  # noqa: F811
+    from tests.core.test_store_summaries import make_version_3
+
+    arms, tasks = ["cli", "http"], [f"t{n}" for n in range(5)]
+    records = random_records(17, arms, tasks, depth=7)
+    records[3].payload["tier"] = [1, 2]
+    records[4].payload["failure"] = 1.0  # keyed as "1.0": its own group
+    records[5].payload["failure"] = 1
+    records[6].payload["bench_version"] = "2"
+    records[7].payload["turns"] = "four"
+    with backend.open() as store:
+        fill(store, records, arms, tasks)
+        assert_identical_summaries(arms_report.summary_in_database(store, SCOPE),
+                                   summary_read_as_before(store))
+    make_version_3(backend)
+    with backend.open(create=False) as reader:
+        assert not reader.has_record_summaries
+        assert_identical_summaries(arms_report.summary_in_database(reader, SCOPE),
+                                   summary_read_as_before(reader))
+
+
+def test_edited_group_rows_are_read_or_refused_as_before(tmp_path):
+    """Rows an edit left of another kind or shape go the general way (`from_row`) and
+    give what they gave; a row it cannot read is refused with the same line."""
+    import sqlite3
+
+    from benchwarden.core.store import CorruptStore
+
+    path = tmp_path / "s.sqlite"
+    with SQLiteStore(path) as store:
+        fill(store, random_records(5, ["cli", "http"], ["t0", "t1", "t2"], depth=4),
+             ["cli", "http"], ["t0", "t1", "t2"])
+    connection = sqlite3.connect(path)
+    with connection:
+        connection.execute("UPDATE record_group_totals SET newest = '[3.0, 1]', "
+                           "bench_versions = '[1,\"2\"]', records = 7.0, duration_s = 2 "
+                           "WHERE task = 't1'")
+    with SQLiteStore(path, create=False) as store:
+        assert_identical_summaries(arms_report.summary_in_database(store, SCOPE),
+                                   summary_read_as_before(store))
+    with connection:
+        connection.execute("UPDATE record_group_totals SET output = 'many' WHERE task = 't2'")
+    connection.close()
+    with SQLiteStore(path, create=False) as store:
+        with pytest.raises(CorruptStore) as before:
+            summary_read_as_before(store)
+        with pytest.raises(CorruptStore) as now:
+            arms_report.summary_in_database(store, SCOPE)
+    assert str(now.value) == str(before.value)
+    assert "column output is not a whole number" in str(now.value)
+
+
+def test_rows_out_of_first_seq_order_are_refused():
+    """`summary_from_rows` keeps first-seen order by taking rows in it, so rows in any
+    other order are refused rather than summed into another order."""
+    with SQLiteStore(":memory:") as store:
+        fill(store, random_records(3, ["cli"], ["t0", "t1"], depth=3), ["cli"], ["t0", "t1"])
+        rows = store.fold_group_totals("arms", SCOPE, list)
+    assert len(rows) > 1
+    assert views.summary_from_rows(rows).first_seen  # in order: read
+    with pytest.raises(ValueError, match="ascending first_seq order"):
+        views.summary_from_rows(list(reversed(rows)))
+
+
+def test_the_unpacked_columns_are_the_stored_columns():
+    from benchwarden.core.group_totals import GROUP_TOTALS_COLUMNS
+
+    assert views.UNPACKED_COLUMNS == GROUP_TOTALS_COLUMNS

@@ -266,3 +266,39 @@ def test_shown_trials_under_a_limit_are_the_first_of_the_whole_choice(rows, limi
     summary = views.summarize(_records(rows))
     whole = views.shown_trials(summary, limit=10**9)
     assert views.shown_trials(summary, limit=limit) == whole[:limit]
+
+
+totals_fields = st.tuples(
+    *[st.integers(-10**12, 10**12)] * 9,
+    st.floats(-1e12, 1e12, allow_nan=False), st.floats(-1e12, 1e12, allow_nan=False),
+    st.integers(-10**6, 10**6), st.integers(-10**6, 10**6),
+    st.floats(-1e6, 1e6, allow_nan=False), st.integers(0, 10**6))
+
+
+@given(st.lists(totals_fields, max_size=12))
+def test_a_union_summed_in_locals_is_the_chain_of_merges_to_the_bit(parts):
+    """`union_of` (local variables) and `Totals()` merged with each part in turn give the
+    same fields, floats to the bit (-0.0 included), and an empty `newest`."""
+    made = [views.Totals(*fields, newest=(1, 2)) for fields in parts]
+    merged = views.Totals()
+    for part in made:
+        merged.merge(part)
+    union = views.union_of(made)
+    assert repr(union) == repr(merged) and union.newest == ()
+
+
+def test_views_asking_for_the_same_groups_per_task_share_one_union():
+    """An arm's per-task union and its tier's, over the same groups, are one object
+    (a task has one tier); a task whose groups differ by tier gets its own union."""
+    summary = views.summarize([rec("a", "t1", 1), rec("a", "t1", 2, "fail", "hung"),
+                               rec("a", "t2", 3, tier="write"), rec("a", "t2", 4, tier="read")])
+    by_arm, by_tier = summary.by_task(arm="a"), summary.by_task(arm="a", tier="read")
+    assert by_tier["t1"] is by_arm["t1"]
+    assert by_tier["t2"] is not by_arm["t2"]
+    assert (by_arm["t2"].samples, by_tier["t2"].samples) == (2, 1)
+
+
+def test_cell_counts_are_handed_out_as_a_copy():
+    summary = views.summarize([rec("a", "t1", 1), rec("b", "t1", 2)])
+    views.cell_counts(summary).clear()
+    assert views.cell_counts(summary) == {("a", "t1"): 1, ("b", "t1"): 1}
