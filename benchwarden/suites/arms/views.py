@@ -502,6 +502,7 @@ UNPACKED_COLUMNS = (
     "imputed_samples", "imputed_cost_usd", "imputed_cost_usd_error", "odd_values",
     "bench_versions", "newest")
 
+
 def summary_from_rows(rows: Iterable[DecodedRow]) -> Summary:
     """`summary_from_groups` of the store's group totals as `Store.fold_group_totals`
     hands them over (`(plain columns, bench versions, newest)` per group, every column
