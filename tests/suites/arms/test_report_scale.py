@@ -475,6 +475,19 @@ def test_a_report_with_odd_payload_values_is_built_and_says_what_it_skipped(rows
     assert msgspec_plain(summed.failure_tags) == msgspec_plain(streamed.failure_tags)
 
 
+def run_appending(store, records, cuts) -> None:
+    """Run `run-1` of the scope begun, then `records` appended in batches of the sizes
+    `cuts` names in turn."""
+    config = {"scope": SCOPE, "arms": ["cli", "http", "mcp"],
+              "tasks": ["t0", "t1", "t2", "t3"], "tiers": list(TIERS)}
+    store.begin_run(stamp_run(suite="arms", bench_version="1", config=config, run_id="run-1"))
+    start, index = 0, 0
+    while start < len(records):
+        size = cuts[index % len(cuts)]
+        store.append(records[start:start + size])
+        start, index = start + size, index + 1
+
+
 @given(record_rows, st.lists(st.integers(1, 9), min_size=1, max_size=8))
 @settings(max_examples=30, deadline=None)
 def test_the_group_totals_equal_the_stream_bit_for_bit_whatever_the_batches(rows, cuts):
@@ -485,15 +498,7 @@ def test_the_group_totals_equal_the_stream_bit_for_bit_whatever_the_batches(rows
     summaries = []
     for batched in (False, True):
         with SQLiteStore(":memory:") as store:
-            config = {"scope": SCOPE, "arms": ["cli", "http", "mcp"],
-                      "tasks": ["t0", "t1", "t2", "t3"], "tiers": list(TIERS)}
-            store.begin_run(stamp_run(suite="arms", bench_version="1", config=config,
-                                      run_id="run-1"))
-            start, index = 0, 0
-            while start < len(records):
-                size = cuts[index % len(cuts)] if batched else len(records)
-                store.append(records[start:start + size])
-                start, index = start + size, index + 1
+            run_appending(store, records, cuts if batched else [max(1, len(records))])
             in_database = arms_report.summary_in_database(store, SCOPE)
             streamed = streamed_summary(store)
             assert list(in_database.groups) == list(streamed.groups)
@@ -646,15 +651,7 @@ def test_the_streamed_read_makes_the_summary_the_group_totals_made(rows, odditie
     from every group's `GroupTotals` (`summary_from_groups`), bit for bit."""
     records = records_with_oddities(rows, oddities)
     with SQLiteStore(":memory:") as store:
-        config = {"scope": SCOPE, "arms": ["cli", "http", "mcp"],
-                  "tasks": ["t0", "t1", "t2", "t3"], "tiers": list(TIERS)}
-        store.begin_run(stamp_run(suite="arms", bench_version="1", config=config,
-                                  run_id="run-1"))
-        start, index = 0, 0
-        while start < len(records):
-            size = cuts[index % len(cuts)]
-            store.append(records[start:start + size])
-            start, index = start + size, index + 1
+        run_appending(store, records, cuts)
         assert_identical_summaries(arms_report.summary_in_database(store, SCOPE),
                                    summary_read_as_before(store))
 
