@@ -626,8 +626,11 @@ def test_the_commands_report_odd_values_from_the_table_and_from_an_old_store(tmp
 # -------------------------------------------- the report's read: rows streamed into a Summary
 
 def summary_read_as_before(store: Store) -> views.Summary:
-    """How a report made its Summary before `Store.fold_group_totals`: every group's
-    `GroupTotals`, then `views.summary_from_groups`."""
+    """How a report read the totals before `Store.fold_group_totals`: every group's
+    `GroupTotals` at once, then `views.summary_from_groups` (which now folds their rows
+    the one way, `summary_from_rows`: these tests hold the streamed, ordered read to the
+    whole read; the report's totals are held to the records themselves by
+    `test_the_group_totals_equal_the_stream_bit_for_bit_whatever_the_batches`)."""
     return views.summary_from_groups(store.group_totals("arms", SCOPE))
 
 
