@@ -44,6 +44,7 @@ from benchwarden.core.errors import (
 from benchwarden.core.interrupts import installed_handlers, last_signal_name
 from benchwarden.core.suite import (
     ENTRY_POINT_GROUP,
+    Suite,
     SuiteUnavailable,
     get_suite,
     suite_entry_points,
@@ -92,16 +93,25 @@ def unavailable_command(name: str, problem: str) -> click.Command:
         help=f"(unavailable) {problem}", short_help=f"(unavailable) {problem}")
 
 
+def registered_suites() -> Iterator[tuple[str, Suite | SuiteUnavailable]]:
+    """Each registered suite's name with the suite, or why it cannot be imported. The
+    registry is read once for the walk: reading it again for each suite read every
+    installed distribution's metadata four times per command."""
+    registered = suite_entry_points()
+    for suite_name in registered:
+        try:
+            yield suite_name, get_suite(suite_name, registered=registered)
+        except SuiteUnavailable as error:
+            yield suite_name, error
+
+
 def suite_command(name: str) -> click.Command | None:
     """The command `name` of the first registered suite that adds it; for a suite that
     cannot be imported (listed under its own name), a stand-in that says why."""
-    registered = suite_entry_points()  # read once: every suite is walked
-    for suite_name in registered:
-        try:
-            suite = get_suite(suite_name, registered=registered)
-        except SuiteUnavailable as error:
+    for suite_name, suite in registered_suites():
+        if isinstance(suite, SuiteUnavailable):
             if suite_name == name:
-                return unavailable_command(name, str(error))
+                return unavailable_command(name, str(suite))
             continue
         if name not in suite.command_names:
             continue
@@ -117,11 +127,8 @@ def suite_command(name: str) -> click.Command | None:
 def _suite_command_names() -> list[str]:
     """The command names the suites add; an unimportable suite is listed under its name."""
     names: list[str] = []
-    registered = suite_entry_points()  # read once: every suite is walked
-    for suite_name in registered:
-        try:
-            suite = get_suite(suite_name, registered=registered)
-        except SuiteUnavailable:
+    for suite_name, suite in registered_suites():
+        if isinstance(suite, SuiteUnavailable):
             names.append(suite_name)
             continue
         names.extend(suite.command_names)
@@ -247,13 +254,10 @@ def run_command(group: click.Group, args: list[str], prog_name: str) -> int:
 def suite_command_summary(name: str) -> str | None:
     """The `--help` line of suite command `name`, without importing the command when the
     suite offers `command_summary` (so `--help` imports no suite's driver or scoring)."""
-    registered = suite_entry_points()  # read once: every suite is walked
-    for suite_name in registered:
-        try:
-            suite = get_suite(suite_name, registered=registered)
-        except SuiteUnavailable as error:
+    for suite_name, suite in registered_suites():
+        if isinstance(suite, SuiteUnavailable):
             if suite_name == name:
-                return f"(unavailable) {error}"
+                return f"(unavailable) {suite}"
             continue
         if name in suite.command_names:
             summary = getattr(suite, "command_summary", None)
