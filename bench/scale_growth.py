@@ -114,7 +114,7 @@ def before_store(checkout: str, size: int, cache: Path | None) -> Path:
     if cache is not None:
         command += ["--cache", str(cache)]
     done = subprocess.run(command, capture_output=True, text=True, check=True,
-                          env={**os.environ, "PYTHONPATH": checkout})
+                          env=child_environment(checkout))
     return Path(done.stdout.strip().splitlines()[-1])
 
 
