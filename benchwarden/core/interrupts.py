@@ -11,7 +11,9 @@ Invariants:
 - SIGTERM and SIGHUP go through whatever SIGINT handler is current, so asyncio's
   graceful Ctrl-C path serves all three.
 - `signals_deferred()` holds the three signals back while a run end is written, so a
-  second Ctrl-C cannot leave a run with neither records nor an end.
+  second Ctrl-C cannot leave a run with neither records nor an end. A SIGTERM or SIGHUP
+  that lands while an interrupt is already being handled (before the signals can be
+  held back) is noted, not raised again.
 - The handlers a caller had are restored when `installed_handlers` exits (tests run the
   CLI in-process many times); the process itself ignores the signals on its way out
   instead, so a late signal cannot turn a decided exit code into a death by signal.
@@ -20,6 +22,7 @@ Invariants:
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,8 +50,19 @@ def _on_sigint(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def _stopping() -> bool:
+    """An interrupt is already being handled in the main thread: the handler runs on
+    top of the interrupted frames, and `sys.exc_info` finds the `KeyboardInterrupt` an
+    `except` or `finally` of theirs is handling (a driver recording its run end)."""
+    return isinstance(sys.exc_info()[1], KeyboardInterrupt)
+
+
 def _on_other(signum: int, frame: FrameType | None) -> None:
     _note(signum)
+    if _stopping():
+        # the run is already stopping: a second interrupt raised now would land before
+        # `signals_deferred` can hold it back and skip the run end being recorded
+        return
     current = signal.getsignal(signal.SIGINT)
     if callable(current) and current not in (_on_sigint, signal.default_int_handler):
         # asyncio.run's own Ctrl-C handler: cancels the main task, then raises
