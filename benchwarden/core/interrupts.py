@@ -11,9 +11,12 @@ Invariants:
 - SIGTERM and SIGHUP go through whatever SIGINT handler is current, so asyncio's
   graceful Ctrl-C path serves all three.
 - `signals_deferred()` holds the three signals back while a run end is written, so a
-  second Ctrl-C cannot leave a run with neither records nor an end. A SIGTERM or SIGHUP
+  second Ctrl-C cannot leave a run with neither records nor an end. Any of the three
   that lands while an interrupt is already being handled (before the signals can be
-  held back) is noted, not raised again.
+  held back) is noted, not raised again. That needs this module's own SIGINT handler
+  to be the one in place whenever asyncio is not running: asyncio only takes over a
+  SIGINT handler that is Python's own, and puts Python's own back when it is done, so
+  every `asyncio.Runner` of the main thread runs inside `asyncio_handles_sigint()`.
 - The handlers a caller had are restored when `installed_handlers` exits (tests run the
   CLI in-process many times); the process itself ignores the signals on its way out
   instead, so a late signal cannot turn a decided exit code into a death by signal.
@@ -28,7 +31,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["HANDLED_SIGNALS", "installed_handlers", "last_signal_name", "signals_deferred"]
+__all__ = ["HANDLED_SIGNALS", "asyncio_handles_sigint", "installed_handlers",
+           "last_signal_name", "signals_deferred"]
 
 HANDLED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
                         if hasattr(signal, name))
@@ -45,9 +49,6 @@ def _note(signum: int) -> None:
     _last_signal.append(signal.Signals(signum).name)
 
 
-def _on_sigint(signum: int, frame: FrameType | None) -> None:
-    _note(signum)
-    raise KeyboardInterrupt
 
 
 def _stopping() -> bool:
@@ -55,6 +56,14 @@ def _stopping() -> bool:
     top of the interrupted frames, and `sys.exc_info` finds the `KeyboardInterrupt` an
     `except` or `finally` of theirs is handling (a driver recording its run end)."""
     return isinstance(sys.exc_info()[1], KeyboardInterrupt)
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
+    _note(signum)
+    if _stopping():
+        # as for SIGTERM below: the first interrupt has decided how the run ends
+        return
+    raise KeyboardInterrupt
 
 
 def _on_other(signum: int, frame: FrameType | None) -> None:
@@ -83,12 +92,8 @@ def installed_handlers(*, restore: bool = True) -> Iterator[None]:
         return
     previous = {number: signal.getsignal(number) for number in HANDLED_SIGNALS}
     _last_signal.clear()
-    # SIGINT gets Python's own handler, which asyncio recognises and replaces with its
-    # graceful one inside asyncio.run; _on_sigint would hide it from asyncio.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     for number in HANDLED_SIGNALS:
-        if number != signal.SIGINT:
-            signal.signal(number, _on_other)
+        signal.signal(number, _on_sigint if number == signal.SIGINT else _on_other)
     try:
         yield
     finally:
@@ -112,3 +117,24 @@ def signals_deferred() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+@contextmanager
+def asyncio_handles_sigint() -> Iterator[None]:
+    """Around an `asyncio.run` (or `asyncio.Runner`) of the main thread: Python's own SIGINT
+    handler for the duration, the one asyncio recognises and replaces with its graceful
+    one (Ctrl-C cancels the main task, so open connections close on the way out), and
+    this module's handler back afterwards, which asyncio would otherwise leave as
+    Python's own: a second Ctrl-C would then be raised inside a driver's `except`,
+    before the run end it is recording. Does nothing when this module's handlers are
+    not installed (a worker process, a test)."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not _on_sigint):
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _on_sigint)

@@ -32,6 +32,7 @@ from types import FrameType
 from typing import Any, TypeVar
 
 from benchwarden.core.errors import ConfigurationError
+from benchwarden.core.interrupts import asyncio_handles_sigint
 
 __all__ = ["EVENT_LOOP_VARIABLE", "event_loop_name", "run"]
 
@@ -76,7 +77,7 @@ def run(coroutine: Coroutine[Any, Any, _Result]) -> _Result:
     except ConfigurationError:
         coroutine.close()  # never awaited: say so quietly, not with a RuntimeWarning
         raise
-    with asyncio.Runner(loop_factory=factory) as runner:
+    with asyncio_handles_sigint(), asyncio.Runner(loop_factory=factory) as runner:
         interrupt = _LaterInterrupts()
         try:
             return runner.run(interrupt.guarding(coroutine))

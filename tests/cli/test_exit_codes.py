@@ -203,8 +203,10 @@ def test_a_signal_ends_the_run_interrupted_with_a_resume_line_and_exit_130(tmp_p
     assert report["verdict"]["kind"] == "pass" and report["run"]["resumed_from"] == info.run.run_id
 
 
+@pytest.mark.parametrize("second", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 @pytest.mark.parametrize("pause", [0.0, 0.05, 0.2])
-def test_a_second_signal_while_stopping_still_ends_the_run_once_with_exit_130(tmp_path, pause):
+def test_a_second_signal_while_stopping_still_ends_the_run_once_with_exit_130(tmp_path, pause,
+                                                                              second):
     store = tmp_path / "s.sqlite"
     with FakeOpenAIServer("clean", delta_delay=0.02) as server:
         process = subprocess.Popen(
@@ -215,7 +217,7 @@ def test_a_second_signal_while_stopping_still_ends_the_run_once_with_exit_130(tm
             wait_for(lambda: stored_records(store) >= 1, process)
             process.send_signal(signal.SIGINT)
             time.sleep(pause)  # the second lands while stopping, or on the way out
-            process.send_signal(signal.SIGTERM)
+            process.send_signal(second)
             _, err = process.communicate(timeout=60)
         finally:
             if process.poll() is None:

@@ -5,12 +5,17 @@ module's own, installed here, so the dispositions this process inherited do not 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 
 import pytest
 
-from benchwarden.core.interrupts import installed_handlers, last_signal_name
+from benchwarden.core.interrupts import (
+    asyncio_handles_sigint,
+    installed_handlers,
+    last_signal_name,
+)
 
 
 def _deliver(signum: int) -> None:
@@ -55,3 +60,69 @@ def test_a_signal_in_a_finally_of_a_stop_is_noted_not_raised():
                 _deliver(signal.SIGTERM)
                 recorded.append("cleaned up")
     assert recorded == ["cleaned up"]
+
+
+def test_a_second_sigint_while_an_interrupt_is_handled_is_noted_not_raised():
+    """Ctrl-C twice: the second lands in the driver's `except` before it can hold signals
+    back; it must not cut the run end short."""
+    recorded = []
+    with installed_handlers():
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            _deliver(signal.SIGINT)
+            recorded.append("run end")
+        assert recorded == ["run end"] and last_signal_name() == "SIGINT"
+        with pytest.raises(KeyboardInterrupt):  # outside a stop, Ctrl-C interrupts
+            _deliver(signal.SIGINT)
+            for _ in range(100_000):
+                pass
+
+
+def test_asyncio_gets_pythons_own_handler_inside_and_ours_comes_back_after():
+    seen_inside = []
+
+    async def look() -> None:
+        seen_inside.append(signal.getsignal(signal.SIGINT))
+
+    with installed_handlers():
+        ours = signal.getsignal(signal.SIGINT)
+        assert ours is not signal.default_int_handler  # asyncio would take it over
+        with asyncio_handles_sigint():
+            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+            asyncio.run(look())
+        assert signal.getsignal(signal.SIGINT) is ours
+    # asyncio.run replaced Python's handler with its own graceful one while it ran
+    assert seen_inside and seen_inside[0] not in (ours, signal.default_int_handler)
+
+
+def test_a_sigint_inside_asyncio_cancels_the_main_task_then_a_later_one_is_held():
+    """The whole path a driver takes: Ctrl-C cancels the main task (its cleanup runs),
+    the interrupt reaches the driver's `except`, and a second Ctrl-C there is noted."""
+    cleaned_up, recorded = [], []
+
+    async def interrupted() -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            await asyncio.sleep(30)
+        finally:
+            cleaned_up.append(True)
+
+    with installed_handlers():
+        try:
+            with asyncio_handles_sigint():
+                asyncio.run(interrupted())
+        except KeyboardInterrupt:
+            _deliver(signal.SIGINT)  # after asyncio put a handler back: ours, not Python's
+            recorded.append("run end")
+    assert cleaned_up == [True] and recorded == ["run end"]
+
+
+def test_without_the_modules_handlers_asyncio_handles_sigint_changes_nothing():
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with asyncio_handles_sigint():
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -46,6 +46,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from benchwarden.core.interrupts import asyncio_handles_sigint
 from benchwarden.core.records import TokenComponents
 from benchwarden.suites.arms.boundary import SandboxFailure, TrialSandbox
 from benchwarden.suites.arms.isolation import (
@@ -450,7 +451,8 @@ class CommandDriver:
         return {"driver": self.name, "command": self.command}
 
     def run(self, context: AgentContext) -> Episode:
-        return asyncio.run(self._run(context))
+        with asyncio_handles_sigint():
+            return asyncio.run(self._run(context))
 
     async def _run(self, context: AgentContext) -> Episode:
         if context.arm.channel == "functions":

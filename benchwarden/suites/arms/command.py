@@ -37,6 +37,7 @@ from benchwarden.core.commandline import (
     write_html_report,
 )
 from benchwarden.core.errors import EXIT_FAIL, RunInterrupted
+from benchwarden.core.interrupts import asyncio_handles_sigint
 from benchwarden.core.progress import progress_bar
 from benchwarden.core.records import DEFAULT_WEIGHTS, TokenWeights
 from benchwarden.core.reports import console, write_json
@@ -79,7 +80,8 @@ def _checked_model(url: str, model: str | None, any_model: bool, api_key_env: st
             return await client.list_models()
 
     try:
-        models = asyncio.run(listed())
+        with asyncio_handles_sigint():
+            models = asyncio.run(listed())
     except Exception as error:  # unreachable server, bad answer
         raise listing_failed(url, str(error)) from None
     return choose_model(models, model, any_model=any_model, url=url)
