@@ -525,12 +525,12 @@ def trial_entry(record: Record, weights: TokenWeights) -> dict[str, Any]:
     reasons = _as_list(payload.get("reasons"))
     return {
         "arm": record.arm, "task": record.task, "trial": record.trial, "run_id": record.run_id,
-        "outcome": record.outcome, "failure": _text(payload.get("failure")),
-        "tier": _text(payload.get("tier")),
+        "outcome": record.outcome, "failure": _clip(_text(payload.get("failure"))),
+        "tier": _clip(_text(payload.get("tier"))),
         "reasons": [_clip(_text(reason)) for reason in reasons[:REASONS_SHOWN]]
         + ([f"… {len(reasons) - REASONS_SHOWN} more"] if len(reasons) > REASONS_SHOWN else []),
         "turns": summed_number(payload.get("turns"))[0],
-        "stopped": _text(payload.get("stopped")),
+        "stopped": _clip(_text(payload.get("stopped"))),
         "final_report": _clip(_text(payload.get("final_report"))),
         "transcript": [_clip_entry(entry) for entry in transcript[:TRANSCRIPT_SHOWN]],
         "tool_calls": len(transcript),
@@ -539,7 +539,9 @@ def trial_entry(record: Record, weights: TokenWeights) -> dict[str, Any]:
         "tokens_reported": bool(payload.get("tokens_reported", True)),
         "cost_equivalent": tokens.cost_equivalent(weights),
         "duration_s": record.duration_s,
-        "model": _text(payload.get("model")), "driver": _text(payload.get("driver")),
+        # (the model is what the agent reported: a hostile one's is clipped like its text)
+        "model": _clip(_text(payload.get("model"))),
+        "driver": _clip(_text(payload.get("driver"))),
     }
 
 

@@ -10,6 +10,7 @@ streaming aggregation shows as a difference. Both backends: SQLite and a real Po
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import random
 from collections import defaultdict
@@ -727,3 +728,26 @@ def test_the_unpacked_columns_are_the_stored_columns():
     from benchwarden.core.group_totals import GROUP_TOTALS_COLUMNS
 
     assert views.UNPACKED_COLUMNS == GROUP_TOTALS_COLUMNS
+
+
+def test_one_trial_shown_is_bounded_whatever_text_its_agent_wrote():
+    """Every text a trial carries, including what the agent reported about itself (its
+    model, how it stopped) and fields a driver of another kind adds to a tool call, is
+    clipped: one drawn trial costs at most a few kilobytes of the page however large
+    its record is."""
+    huge = "x" * 1_000_000
+    entry = {"kind": huge, "command": huge, "name": huge, "server": huge, "tool": huge,
+             "reason": huge, "arguments": {"text": huge}, "output": huge, "denied": huge}
+    payload = {"tier": huge, "failure": huge, "reasons": [huge] * 50, "stopped": huge,
+               "final_report": huge, "transcript": [entry] * 50, "model": huge,
+               "driver": huge, "turns": 3}
+    record = Record(suite="arms", scope=SCOPE, arm="cli", task="t1", trial=1, run_id="run-1",
+                    outcome="fail", started_at=1.0, ended_at=2.0,
+                    tokens=TokenComponents(1, 2, 3, 4, None), payload=payload)
+    (trial,) = arms_report.convert([arms_report.trial_entry(record, TokenWeights.parse(""))],
+                                   list[arms_report.Trial], "trials")
+    encoded = msgspec_plain(trial)
+    texts = 1 + arms_report.REASONS_SHOWN + 6 \
+        + arms_report.TRANSCRIPT_SHOWN * len(arms_report._ENTRY_TEXT + ("arguments",))
+    assert len(json.dumps(encoded)) <= texts * (arms_report.TEXT_SHOWN + 100)
+    assert encoded["model"].startswith("x" * arms_report.TEXT_SHOWN)
