@@ -35,9 +35,9 @@ Invariants:
 
 - A streamed request's own objects (tap, body reader, reply state, stall watch) are
   freed by reference counting when it ends: no cycle among them, and the pooled
-  connection keeps none of them (tests/targets/test_openai_client_request_objects.py;
-  a body the server cuts off mid-reply is the exception: the transport error's
-  traceback holds them until the collector runs).
+  connection keeps none of them (tests/targets/test_openai_client_request_objects.py),
+  also when the server cuts a body off mid-reply: the transport error aiohttp keeps
+  loses its traceback, which held the frames reading that body.
 
 - `sent_at` is when the request's body was written to its connection (after the
   connection was obtained and the request built); `stream_together` holds a burst's
@@ -1499,6 +1499,24 @@ class _ModelListing(msgspec.Struct, gc=False):
 _listing_decoder = msgspec.json.Decoder(_ModelListing)
 
 
+
+def _forget_frames(error: BaseException) -> None:
+    """Drop the tracebacks of a transport error and of the errors it chains. aiohttp's
+    reader of a body cut off mid-reply keeps the error, and the error's traceback keeps
+    the frames that were reading it, the reader included: a cycle that would hold the
+    request's objects (its reply so far) until a full collection. The message is made
+    from the error itself, never from its traceback."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [error]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.__traceback__ = None
+        pending += [current.__cause__, current.__context__]
+
+
 class ChatClient:
     """One aiohttp session talking to one OpenAI-compatible server.
 
@@ -1778,6 +1796,7 @@ class ChatClient:
         except asyncio.CancelledError:
             raise
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            _forget_frames(exc)
             status = state.status
             if watch is not None and watch.fired:
                 where = (f"after {state.content_deltas} deltas" if watch.headers_in
@@ -1942,6 +1961,7 @@ class ChatClient:
             except asyncio.CancelledError:
                 raise
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                _forget_frames(exc)
                 if (attempt_session is session and status is None
                         and _is_stale_connection(exc)):
                     continue

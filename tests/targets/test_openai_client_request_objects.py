@@ -12,10 +12,10 @@ connection).
 How: the collector is told to keep what it finds unreachable (`gc.DEBUG_SAVEALL`)
 while the requests run, so a cycle found by an automatic collection counts too.
 
-Not covered: a body the server cuts off mid-reply. The transport error raised then
-holds the reading frames in its traceback, and aiohttp's reader of that body holds
-the error: such a request's objects still wait for the collector (a failure path, not
-the per-token one).
+A body the server cuts off mid-reply is covered too: aiohttp's reader of that body
+keeps the transport error, whose traceback held the frames reading it (the reader
+among them) until the client dropped the tracebacks of the errors it turns into a
+message.
 """
 
 from __future__ import annotations
@@ -83,6 +83,7 @@ CASES = {
     "byte by byte": (streaming(REPLY, bytewise=True), {}),
     "cancelled by the client": (streaming(REPLY), {"cancel_after": 1}),
     "cut at the byte cap": (streaming(REPLY), {"max_reply_bytes": 40}),
+    "cut off by the server mid-reply": (streaming(REPLY[:len(REPLY) // 2], then="drop"), {}),
     "HTTP error": (answering(500, '{"error": {"message": "boom"}}'), {}),
     "JSON instead of a stream": (answering(200, '{"error": "not a stream"}'), {}),
 }
