@@ -360,6 +360,31 @@ def build_report(store: Store, run_id: str) -> RetrievalReport:
 
 # -- terminal ------------------------------------------------------------------
 
+# Failed cases a terminal shows: about twenty per seed fail for a typical strategy, so
+# listing every one made the output grow with the seeds (2,600 lines at 100 seeds); the
+# JSON report and the HTML page keep them all.
+FAILED_CASES_SHOWN = 40
+
+
+def _failed_cases_table(failed: list[tuple[Any, FailedCase]], run_id: str | None) -> Table:
+    """The first `FAILED_CASES_SHOWN` failed cases, in seed order; a caption says how many
+    more there are and where all of them are."""
+    shown = failed[:FAILED_CASES_SHOWN]
+    more = len(failed) - len(shown)
+    title = (f"failed cases ({len(failed)})" if not more
+             else f"failed cases ({len(failed)}; the first {len(shown)})")
+    where = f"benchwarden report {run_id} --html FILE" if run_id else "--html FILE"
+    caption = (f"{more} more not shown: every failed case is in the JSON report (--json FILE) "
+               f"and the HTML report ({where})") if more else None
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
+    for column in ("seed", "case", "score", "reason"):
+        table.add_column(column)
+    for seed, case in shown:
+        table.add_row(str(seed), escape(case.case), fmt.number(case.score, 2),
+                      escape(case.reason or ""))
+    return table
+
+
 def render_terminal(report: RetrievalReport | Mapping[str, Any], console: Console) -> None:
     report = as_report(report)
     settings = report.settings
@@ -431,13 +456,7 @@ def render_terminal(report: RetrievalReport | Mapping[str, Any], console: Consol
 
         failed = [(b.seed, case) for b in blocks for case in b.failed_cases]
         if failed:
-            table = Table(title=f"failed cases ({len(failed)})", title_justify="left")
-            for column in ("seed", "case", "score", "reason"):
-                table.add_column(column)
-            for seed, case in failed:
-                table.add_row(str(seed), escape(case.case), fmt.number(case.score, 2),
-                              escape(case.reason or ""))
-            console.print(table)
+            console.print(_failed_cases_table(failed, report.run.id if report.run else None))
     if report.failure:
         console.print(f"[bold red]run failed[/bold red] on seed {report.failure.get('seed')}: "
                       f"{escape(str(report.failure.get('reason')))}")
