@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import msgspec
+
 from benchwarden.core import formatting as fmt
 from benchwarden.core import html as h
 from benchwarden.core.reports import EstimateBlock
@@ -35,6 +37,10 @@ from benchwarden.suites.retrieval.report import (
     as_report,
     comparison,
 )
+
+# Failed cases one strategy's report draws and embeds in the page: about twenty per seed
+# fail, so without a cap the page grew by about 8 KB per seed (20 MB at 2,500 seeds).
+FAILED_CASES_DRAWN = 1_000
 
 COMPOSITE = "#0072B2"
 GUARDED = "#009E73"
@@ -362,7 +368,41 @@ def enrich(store: Any, report: RetrievalReport | Mapping[str, Any]) -> Retrieval
     return msgspec.structs.replace(typed, **changes)
 
 
-def _failed_section(strategies: Sequence[_Strategy]) -> str:
+def _within_failed_cases_drawn(report: RetrievalReport) -> tuple[RetrievalReport, int]:
+    """The report with at most `FAILED_CASES_DRAWN` failed cases in all (the first seeds'
+    first), and how many were left out; every number stays as it is."""
+    budget = FAILED_CASES_DRAWN
+    seeds = []
+    left_out = 0
+    for block in report.seeds:
+        kept = block.failed_cases[:max(budget, 0)]
+        budget -= len(kept)
+        left_out += len(block.failed_cases) - len(kept)
+        seeds.append(block if len(kept) == len(block.failed_cases)
+                     else msgspec.structs.replace(block, failed_cases=kept))
+    if not left_out:
+        return report, 0
+    return msgspec.structs.replace(report, seeds=seeds), left_out
+
+
+def _page_report(report: RetrievalReport) -> tuple[RetrievalReport, int]:
+    """What the page draws and embeds: each strategy's report (a comparison holds two)
+    within `FAILED_CASES_DRAWN` failed cases, and how many the failed-case section leaves
+    out (of the comparison's two sides when there is one: those are the ones drawn)."""
+    report, left_out = _within_failed_cases_drawn(report)
+    compared = report.comparison
+    if compared is None:
+        return report, left_out
+    champion, champion_left_out = _within_failed_cases_drawn(compared.champion)
+    challenger, challenger_left_out = _within_failed_cases_drawn(compared.challenger)
+    if champion_left_out or challenger_left_out:
+        report = msgspec.structs.replace(report, comparison=msgspec.structs.replace(
+            compared, champion=champion, challenger=challenger))
+    return report, champion_left_out + challenger_left_out
+
+
+def _failed_section(strategies: Sequence[_Strategy], left_out: int = 0,
+                    run_id: str | None = None) -> str:
     blocks = []
     total = 0
     for strategy in strategies:
@@ -378,9 +418,16 @@ def _failed_section(strategies: Sequence[_Strategy]) -> str:
             blocks.append(h.details(f"<strong>{h.escape(strategy.name)}</strong>"
                                     f'<span class="muted">seed {h.escape(block.seed)} · '
                                     f"{len(cases)} cases below 1.0</span>", table))
-    if not blocks:
+    if not blocks and not left_out:
         return h.section("failed", "Failed cases", '<p class="note">Every case scored 1.0.</p>')
-    return h.section("failed", f"Failed cases ({total})", "".join(blocks),
+    note = ""
+    if left_out:
+        where = f"benchwarden show {run_id} --json FILE" if run_id else "the JSON report"
+        note = (f'<p class="note">{fmt.count(left_out)} more failed cases are neither drawn '
+                f"nor embedded in this page (it keeps the first {fmt.count(FAILED_CASES_DRAWN)} "
+                f"of each strategy): <code>{h.escape(where)}</code> writes every one.</p>")
+    return h.section("failed", f"Failed cases ({total}{' drawn' if left_out else ''})",
+                     note + "".join(blocks),
                      intro="Cases that scored below 1.0, with the grader's reason.")
 
 
@@ -394,7 +441,7 @@ def _run_section(report: RetrievalReport, plain: Mapping[str, Any]) -> str:
 
 
 def render_html(report: RetrievalReport | Mapping[str, Any]) -> str:
-    report = as_report(report)
+    report, left_out = _page_report(as_report(report))
     compared = report.comparison
     if compared is not None:
         strategies = [_Strategy(compared.champion, "champion"),
@@ -417,6 +464,7 @@ def render_html(report: RetrievalReport | Mapping[str, Any]) -> str:
     ledger = _ledger_section(report)
     if ledger:
         sections.append(("ladder", "ladder", ledger))
-    sections.append(("failed", "failed cases", _failed_section(strategies)))
+    sections.append(("failed", "failed cases", _failed_section(
+        strategies, left_out, report.run.id if report.run is not None else None)))
     sections.append(("run", "run", _run_section(report, plain)))
     return h.page(title="retrieval report", subtitle=subtitle, report=plain, sections=sections)

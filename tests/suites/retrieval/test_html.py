@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import random
 import re
+from html import escape
 from typing import Any
 
 import pytest
 
 from benchwarden.suites.retrieval.corpus import CATEGORIES
 from benchwarden.suites.retrieval.html import render_html
+from benchwarden.suites.retrieval.report import as_report
 from benchwarden.suites.retrieval.scoring import (
     CaseOutcome,
     PackMeasure,
@@ -182,3 +185,52 @@ def test_each_template_shows_how_many_cases_it_moved(single: str) -> None:
         block["guards"].pop("disagreements_per_template")
     old["summary"] = run_seeds(old["seeds"])
     assert "cases it moved" in render_html(old)
+
+
+
+def _embedded(page: str) -> dict[str, Any]:
+    found = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page,
+                      re.S)
+    assert found is not None
+    return json.loads(found.group(1))  # type: ignore[no-any-return]
+
+
+def _failed_cases(report: Any) -> list[str]:
+    """The failed case ids of a report (typed, or its JSON), in seed order."""
+    plain = report if isinstance(report, dict) else report.to_json()
+    return [case["case"] for block in plain["seeds"] for case in block["failed_cases"]]
+
+
+@pytest.mark.parametrize("cap", [0, 3, 7, 10_000])
+def test_the_page_keeps_the_first_failed_cases_of_each_strategy_and_says_how_many_more(
+        monkeypatch: pytest.MonkeyPatch, cap: int) -> None:
+    """However many seeds a run has, a strategy's page draws and embeds at most
+    `FAILED_CASES_DRAWN` failed cases (the first seeds' first), says how many it left
+    out and where they all are, and changes no number."""
+    from benchwarden.suites.retrieval import html
+
+    monkeypatch.setattr(html, "FAILED_CASES_DRAWN", cap)
+    whole = as_report(ladder_report())
+    page = render_html(whole)
+    embedded = _embedded(page)
+    sides = [(embedded, whole),
+             (embedded["comparison"]["champion"], whole.comparison.champion),
+             (embedded["comparison"]["challenger"], whole.comparison.challenger)]
+    left_out = 0  # of the two sides the failed-case section draws
+    for shown, report in sides:
+        every = _failed_cases(report)
+        assert _failed_cases(shown) == every[:cap]  # the first ones, in order
+        if shown is not embedded:
+            left_out += len(every) - len(every[:cap])
+        plain = report.to_json()
+        for block, original in zip(shown["seeds"], plain["seeds"], strict=True):
+            assert {**block, "failed_cases": []} == {**original, "failed_cases": []}
+        assert shown["summary"] == plain["summary"]
+    drawn = page.split('id="failed"')[1]
+    assert drawn.count("<tr>") - drawn.count("<thead>") <= 3 * cap + 1
+    if cap < 10_000:
+        assert left_out > 0
+        assert f"{left_out:,} more failed cases are neither drawn nor embedded" in page
+        assert f"benchwarden show {escape(whole.run.id)} --json FILE" in page
+    else:
+        assert left_out == 0 and "more failed cases" not in page
