@@ -327,7 +327,9 @@ def build_report(store: Store, run_id: str) -> RetrievalReport:
     budget = int(settings.get("budget_chars", 2000))
     by_seed: dict[int, list[CaseOutcome]] = defaultdict(list)
     failure: dict[str, Any] | None = None
-    for record in store.records(run_id=run.run_id):
+    # one page of records at a time: a seed's outcomes keep what scoring reads, not the
+    # packs and payloads the records carry
+    for record in store.iter_records(run_id=run.run_id):
         if record.task == FAILURE_TASK:
             failure = failure or dict(record.payload)
             continue
