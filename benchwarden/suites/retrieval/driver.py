@@ -273,7 +273,7 @@ def resume_run(store: Store, run_id: str, *, on_progress: ProgressCallback | Non
                            sandbox_limits=SandboxLimits(**(saved.get("sandbox_limits") or {})),
                            isolation=str(saved.get("isolation") or "bwrap"),
                            hidden=tuple(saved.get("hidden") or ()))
-    done = {record.trial for record in store.records(run_id=run.run_id)}
+    done = {record.trial for record in store.iter_records(run_id=run.run_id)}
     missing = [seed for seed in run.seeds if seed not in done]
     _score_into(store, run.run_id, spec, missing, settings, on_progress, executor)
     return run.run_id, missing
