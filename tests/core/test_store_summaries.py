@@ -307,8 +307,8 @@ def test_verify_names_a_damaged_run_count(backend, change, named):  # noqa: F811
 
 
 @pytest.mark.parametrize("version", ["1", "2"])
-def test_a_version_1_or_2_store_is_read_as_it_is_and_upgraded_by_a_writer(backend, capfd,
-                                                                            version):  # noqa: F811
+def test_a_version_1_or_2_store_is_read_as_it_is_and_upgraded_by_a_writer(  # noqa: F811
+        backend, capfd, version):  # noqa: F811
     filled(backend)
     make_version(backend, version)
     with backend.open(create=False) as reader:
@@ -343,8 +343,8 @@ def test_a_version_1_or_2_store_is_read_as_it_is_and_upgraded_by_a_writer(backen
      "FROM record_summaries WHERE seq = 2",
      "entry 1, run of run run-1: the summary table holds a record row for it"),
 ])
-def test_verify_names_a_version_4_summary_row_that_disagrees_with_the_chain(backend, change,
-                                                                          named):  # noqa: F811
+def test_verify_names_a_version_4_summary_row_that_disagrees_with_the_chain(  # noqa: F811
+        backend, change, named):  # noqa: F811
     """A version 4 store read as it is: `runs` counts its summary rows, so `verify` still
     checks every one against the body."""
     filled(backend)
