@@ -945,6 +945,11 @@ class Store(ABC):
         keep_totals = not every and stored in ("4", "5") and \
             self._table_exists("record_group_totals")
         keep_runs = not every and stored == "5" and self._table_exists("record_runs")
+        started = time.monotonic()
+        if stored in ("2", "3", "4"):
+            print(f"benchwarden: store {self.location}: upgrading to schema "
+                  f"{SCHEMA_VERSION}: dropping the per-record summary table", file=sys.stderr,
+                  flush=True)
         cursor.execute("DROP TABLE IF EXISTS record_summaries")  # its indexes with it
         for statement in schema:
             cursor.execute(statement)
@@ -952,6 +957,9 @@ class Store(ABC):
             self._total_bodies(cursor)
         if not keep_runs:
             self._recount_runs(cursor)
+        if stored != str(SCHEMA_VERSION):
+            print(f"benchwarden: store {self.location}: upgrading to schema {SCHEMA_VERSION}: "
+                  f"done in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
         cursor.execute(f"UPDATE meta SET value = {self.placeholder} "
                        "WHERE name = 'schema_version'", (str(SCHEMA_VERSION),))
 
