@@ -285,6 +285,13 @@ class PostgresStore(Store):
                         self._say_rebuilding(missing)
                     self._upgrade_derived(cursor, (_DERIVED_SCHEMA,), stored)
         except pg_errors.InsufficientPrivilege:
+            if stored == str(SCHEMA_VERSION):
+                raise StoreError(
+                    f"PostgreSQL store {self.location}: its derived "
+                    f"table{'s' if len(missing) > 1 else ''} {' and '.join(missing)} "
+                    f"{'are' if len(missing) > 1 else 'is'} missing and this role may not "
+                    "make them again: open it for writing once as the tables' owner "
+                    "(or run `benchwarden store repair` as the owner)") from None
             if stored != "1":
                 raise StoreError(
                     f"PostgreSQL store {self.location} has schema version {stored}; this "

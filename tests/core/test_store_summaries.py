@@ -577,6 +577,38 @@ def test_an_append_only_role_is_refused_an_older_store_it_cannot_upgrade(postgre
         assert reader._stored_schema_version() == version
 
 
+@pytest.mark.postgres
+def test_an_append_only_role_is_refused_a_store_missing_a_derived_table(postgres):  # noqa: F811
+    """A role that may not create tables cannot make a removed derived table again: one
+    line saying who can; a reader still reads (the records, not the table)."""
+    import secrets
+
+    from benchwarden.core.store import open_store
+
+    filled(postgres)
+    raw(postgres, "DROP TABLE record_runs")
+    role = f"bw_writer_{secrets.token_hex(3)}"
+    schema = postgres.location.rsplit("%3D", 1)[1]
+    with postgres.psycopg.connect(postgres.location, autocommit=True) as connection:
+        connection.execute(f"CREATE ROLE {role} LOGIN")
+        connection.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}; "
+                           f"GRANT SELECT, INSERT ON entries, meta TO {role}; "
+                           f"GRANT SELECT, INSERT, UPDATE ON record_group_totals TO {role}; "
+                           f"GRANT USAGE ON SEQUENCE entries_seq_seq TO {role}")
+    try:
+        url = postgres.location.replace("://postgres@", f"://{role}@")
+        with pytest.raises(StoreError, match="record_runs is missing and this role may not "
+                           "make them again") as raised:
+            open_store(url)
+        assert "\n" not in str(raised.value)
+        with open_store(url, create=False) as reader:
+            assert not reader.has_derived_tables
+            assert [info.record_count for info in reader.runs()] == [7]
+    finally:
+        with postgres.psycopg.connect(postgres.location, autocommit=True) as connection:
+            connection.execute(f"DROP OWNED BY {role}; DROP ROLE {role}")
+
+
 # ---------------------------------------------------------------------------- group totals
 
 def test_every_append_keeps_the_group_totals_of_its_records(backend):  # noqa: F811
