@@ -377,36 +377,45 @@ _GROUPS_PER_UPSERT = 32
 _GROUPS_KEPT_IN_MEMORY = 50_000
 
 
-def group_totals_table(types: Mapping[str, str], suffix: str = "") -> str:
-    """`CREATE TABLE` of `record_group_totals` with the backend's type per kind
-    (`text`, `integer`, `real`); `suffix` follows the closing parenthesis."""
+# groups `verify` folds in memory; past that it folds into a temporary table instead
+# (`_VERIFIED_TOTALS`), so its memory does not grow with a store of many groups
+_GROUPS_VERIFIED_IN_MEMORY = 10_000
+# the temporary table (of the connection, dropped after) `verify` folds into then
+_VERIFIED_TOTALS = "verify_group_totals"
+
+
+def group_totals_table(types: Mapping[str, str], suffix: str = "", *,
+                       table: str = "record_group_totals", temporary: bool = False) -> str:
+    """`CREATE TABLE` of `record_group_totals` (or of `table`, its layout) with the
+    backend's type per kind (`text`, `integer`, `real`); `suffix` follows the closing
+    parenthesis."""
     columns = ",\n    ".join(
         f"{name} {types[_GROUP_TOTALS_KINDS.get(name, 'integer')]} NOT NULL"
         for name in GROUP_TOTALS_COLUMNS)
-    return (f"CREATE TABLE IF NOT EXISTS record_group_totals (\n    {columns},\n    "
-            f"PRIMARY KEY ({', '.join(GROUP_KEY_COLUMNS)})\n){suffix}")
+    return (f"CREATE {'TEMPORARY ' if temporary else ''}TABLE IF NOT EXISTS {table} "
+            f"(\n    {columns},\n    PRIMARY KEY ({', '.join(GROUP_KEY_COLUMNS)})\n){suffix}")
 
 
 @functools.lru_cache(maxsize=8)
-def _read_group_totals(placeholder: str, keys: int) -> str:
+def _read_group_totals(placeholder: str, keys: int, table: str = "record_group_totals") -> str:
     """The stored rows of `keys` groups: the wanted keys joined to the table's primary
     key, so each is one lookup (a row-value IN list made SQLite scan the table)."""
     one = f"({', '.join([placeholder] * len(GROUP_KEY_COLUMNS))})"
     return (f"WITH wanted ({', '.join(GROUP_KEY_COLUMNS)}) AS (VALUES "
             f"{', '.join([one] * keys)}) SELECT "
             f"{', '.join(f'totals.{name}' for name in GROUP_TOTALS_COLUMNS)} "
-            "FROM wanted JOIN record_group_totals AS totals ON "
+            f"FROM wanted JOIN {table} AS totals ON "
             + " AND ".join(f"totals.{name} = wanted.{name}" for name in GROUP_KEY_COLUMNS))
 
 
 @functools.lru_cache(maxsize=8)
-def _upsert_group_totals(placeholder: str, rows: int) -> str:
+def _upsert_group_totals(placeholder: str, rows: int, table: str = "record_group_totals") -> str:
     """`rows` groups' rows written whole: each inserted, or replacing the stored one (the
     same statement on SQLite and PostgreSQL; the rows' keys are distinct)."""
     one = f"({', '.join([placeholder] * len(GROUP_TOTALS_COLUMNS))})"
     updates = ", ".join(f"{name} = excluded.{name}" for name in GROUP_TOTALS_COLUMNS
                         if name not in GROUP_KEY_COLUMNS)
-    return (f"INSERT INTO record_group_totals ({', '.join(GROUP_TOTALS_COLUMNS)}) "
+    return (f"INSERT INTO {table} ({', '.join(GROUP_TOTALS_COLUMNS)}) "
             f"VALUES {', '.join([one] * rows)} ON CONFLICT ({', '.join(GROUP_KEY_COLUMNS)}) "
             f"DO UPDATE SET {updates}")
 
@@ -695,6 +704,11 @@ class Store(ABC):
         backend streams them; this default reads them all first)."""
         return fold(iter(self._query(sql, params)))
 
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """A statement that returns no rows, outside any append (`verify`'s temporary
+        table, which even a read-only connection may write)."""
+        self._query(sql, params)
+
     @abstractmethod
     def _is_unique_violation(self, error: Exception) -> bool:
         ...
@@ -981,6 +995,10 @@ class Store(ABC):
     def _derived_schema(self) -> Iterable[str]:
         """The backend's statements making the derived tables (`_upgrade_derived`)."""
         raise NotImplementedError
+
+    def _column_types(self) -> Mapping[str, str]:
+        """The backend's column type per kind (`text`, `integer`, `real`)."""
+        return {"text": "TEXT", "integer": "INTEGER", "real": "REAL"}
 
     def _recount_cells(self, cursor: Any) -> None:
         """Inside a transaction holding the append lock: the per-cell counts of backends
@@ -1401,15 +1419,15 @@ class Store(ABC):
         runs = version == "5" and self._table_exists("record_runs")
         # the group totals and run counts recomputed from the records, as appends make
         # them (memory bounded by the groups and runs, not the records)
-        expected_totals: dict[tuple[Any, ...], GroupTotals] = {}
+        expected_totals = _ExpectedTotals(self)
         expected_runs: Counter[tuple[str, str]] = Counter()
         after = 0
         while True:
             rows = self._query(sql, (after, batch))
-            summary_problem = (self._summaries_problem(after, rows, expected_totals)
+            summary_problem = (self._summaries_problem(after, rows, expected_totals.fold)
                                if summaries and rows else None)
             if totals and not summaries and rows:
-                _fold_bodies(rows, expected_totals)
+                expected_totals.fold(_bodies_summarised(rows))
             for seq, kind, suite, scope, arm, task, trial, run_id, body, prev_hash, stored in rows:
                 entry = _Entry(kind, suite, scope, arm, task, int(trial), run_id, _as_bytes(body))
                 problem = None
@@ -1453,9 +1471,12 @@ class Store(ABC):
                     f"table holds records up to entry {extra[0][1]}")
         lines, tail_problem = compare_with_witnesses(first_hash, last_seq, hashes_at, consulted)
         missing = self._missing_derived_tables()
-        tail_problem = tail_problem or summary_tail or missing or self._cells_problem() or (
-            self._group_totals_problem(expected_totals, last_seq) if totals else None) or (
-            self._runs_problem(expected_runs) if runs else None)
+        try:
+            tail_problem = tail_problem or summary_tail or missing or self._cells_problem() or (
+                self._group_totals_problem(expected_totals, last_seq) if totals else None) or (
+                self._runs_problem(expected_runs) if runs else None)
+        finally:
+            expected_totals.drop()
         if own_line is not None and (checked or own_problem is not None):
             lines.insert(0, own_line)
         if own_problem is not None and not consulted:
@@ -1511,20 +1532,47 @@ class Store(ABC):
                            f"{self.placeholder}", (name,))
         return bool(rows)
 
-    def _group_totals_problem(self, expected: dict[tuple[Any, ...], GroupTotals],
+    def _group_totals_problem(self, expected: _ExpectedTotals,
                               last_seq: int | None) -> str | None:
         """For `verify`: the first group whose stored totals differ from `expected` (the
         totals folded from every record's body), in one line; None when all agree. Totals
-        naming records past the chain's end `last_seq` say its tail was cut."""
+        naming records past the chain's end `last_seq` say its tail was cut. The stored
+        rows are read one at a time; when `expected` was folded into its temporary table
+        the database finds the groups that differ (`EXCEPT` both ways), so memory stays
+        bounded however many groups there are."""
+        columns = ", ".join(GROUP_TOTALS_COLUMNS)
         try:
-            stored = [GroupTotals.from_row(row) for row in self._query(
-                f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM record_group_totals")]
-            beyond = max((seq for group in stored for seq in group.newest_seqs), default=0)
+            beyond = self._fold_query(
+                f"SELECT {columns} FROM record_group_totals", (),
+                lambda found: max((seq for group in map(GroupTotals.from_row, found)
+                                   for seq in group.newest_seqs), default=0))
             if beyond > (last_seq or 0):
                 ends = f"ends at entry {last_seq}" if last_seq is not None else "is empty"
                 return (f"entries were removed from its tail: the store {ends} but its group "
                         f"totals count records up to entry {beyond}")
-            wrong = first_difference(stored, expected)
+            if expected.spilled:
+                keys = ", ".join(GROUP_KEY_COLUMNS)
+                differing = self._query(
+                    f"SELECT {keys} FROM (SELECT {columns} FROM record_group_totals EXCEPT "
+                    f"SELECT {columns} FROM {_VERIFIED_TOTALS}) AS stored UNION "
+                    f"SELECT {keys} FROM (SELECT {columns} FROM {_VERIFIED_TOTALS} EXCEPT "
+                    f"SELECT {columns} FROM record_group_totals) AS recomputed "
+                    f"ORDER BY {keys} LIMIT 1")
+                if not differing:
+                    return None
+                where = " AND ".join(f"{name} = {self.placeholder}" for name in GROUP_KEY_COLUMNS)
+                stored = [GroupTotals.from_row(row) for row in self._query(
+                    f"SELECT {columns} FROM record_group_totals WHERE {where}", differing[0])]
+                wanted = {group.key: group for group in (
+                    GroupTotals.from_row(row) for row in self._query(
+                        f"SELECT {columns} FROM {_VERIFIED_TOTALS} WHERE {where}",
+                        differing[0]))}
+                wrong = first_difference(stored, wanted)
+            else:
+                wrong = self._fold_query(
+                    f"SELECT {columns} FROM record_group_totals", (),
+                    lambda found: first_difference(map(GroupTotals.from_row, found),
+                                                   expected.in_memory))
         except ValueError as error:
             wrong = str(error)
         if wrong is None:
@@ -1553,7 +1601,7 @@ class Store(ABC):
         return None
 
     def _summaries_problem(self, after: int, page: Sequence[tuple[Any, ...]],
-                           totals: dict[tuple[Any, ...], GroupTotals]
+                           fold: Callable[[list[tuple[Any, ...]]], None]
                            ) -> tuple[int, str] | None:
         """The first entry of this page of the chain (entries after `after`) whose summary
         row is missing, extra or not what its body says; None when all agree. Bounded by
@@ -1589,7 +1637,7 @@ class Store(ABC):
         if stored:
             seq = min(stored)
             return seq, "the summary table holds a row for a sequence number with no entry"
-        fold_into(totals, folded)
+        fold(folded)
         return None
 
     @staticmethod
@@ -1604,11 +1652,10 @@ class Store(ABC):
         return None
 
 
-def _fold_bodies(page: Sequence[tuple[Any, ...]],
-                 totals: dict[tuple[Any, ...], GroupTotals]) -> None:
-    """For `verify`: fold the records of a page of entries (seq, kind, ... body at 8) into
-    `totals` by the append's rule, from their stored bodies. An unreadable body is left
-    out (the record check names it)."""
+def _bodies_summarised(page: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """For `verify`: the summary rows of the records of a page of entries (seq, kind, ...
+    body at 8), from their stored bodies. An unreadable body is left out (the record
+    check names it)."""
     rows = []
     for row in page:
         if row[1] == "record":
@@ -1616,7 +1663,60 @@ def _fold_bodies(page: Sequence[tuple[Any, ...]],
                 rows.append(summary_row(int(row[0]), _as_bytes(row[8])))
             except msgspec.DecodeError:
                 continue
-    fold_into(totals, rows)
+    return rows
+
+
+class _ExpectedTotals:
+    """For `verify`: the group totals folded from the records, page by page, by the
+    append's rule. Held in memory up to `_GROUPS_VERIFIED_IN_MEMORY` groups; past that
+    they are moved to a temporary table of the connection and folded there as appends
+    fold (the touched groups read, folded, written back), so `verify` of a store of
+    millions of groups stays bounded in memory. `drop` removes the table."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.in_memory: dict[tuple[Any, ...], GroupTotals] = {}
+        self.spilled = False
+
+    def fold(self, rows: list[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        if not self.spilled:
+            fold_into(self.in_memory, rows)
+            if len(self.in_memory) > _GROUPS_VERIFIED_IN_MEMORY:
+                self._spill()
+            return
+        store, p = self.store, self.store.placeholder
+        current: dict[tuple[Any, ...], GroupTotals] = {}
+        wanted = list(dict.fromkeys(map(group_of, rows)))
+        for start in range(0, len(wanted), _KEYS_PER_READ):
+            chunk = wanted[start:start + _KEYS_PER_READ]
+            for found in store._query(_read_group_totals(p, len(chunk), _VERIFIED_TOTALS),
+                                      [part for key in chunk for part in key]):
+                group = GroupTotals.from_row(found)
+                current[group.key] = group
+        self._write(fold_into(current, rows))
+
+    def _spill(self) -> None:
+        self.store._execute(group_totals_table(self.store._column_types(),
+                                               table=_VERIFIED_TOTALS, temporary=True))
+        self.store._execute(f"DELETE FROM {_VERIFIED_TOTALS}")
+        self.spilled = True
+        self._write(list(self.in_memory.values()))
+        self.in_memory = {}
+
+    def _write(self, groups: Sequence[GroupTotals]) -> None:
+        rows = [group.row() for group in groups]
+        for start in range(0, len(rows), _GROUPS_PER_UPSERT):
+            chunk = rows[start:start + _GROUPS_PER_UPSERT]
+            self.store._execute(_upsert_group_totals(self.store.placeholder, len(chunk),
+                                                     _VERIFIED_TOTALS),
+                                [value for row in chunk for value in row])
+
+    def drop(self) -> None:
+        if self.spilled:
+            self.store._execute(f"DROP TABLE IF EXISTS {_VERIFIED_TOTALS}")
+            self.spilled = False
 
 
 # the derived tables a store of each version keeps (for `verify` and writers: which are

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -107,8 +107,9 @@ $body$;
 # and the run counts, whose rows each append changes in its transaction, recomputed by
 # `verify`. (Schemas 2 to 4 also kept one `record_summaries` row per record, written by
 # a COPY per batch: gone, dropped by the upgrade.)
+_COLUMN_TYPES = {"text": "TEXT", "integer": "BIGINT", "real": "DOUBLE PRECISION"}
 _DERIVED_SCHEMA = f"""
-{group_totals_table({"text": "TEXT", "integer": "BIGINT", "real": "DOUBLE PRECISION"})};
+{group_totals_table(_COLUMN_TYPES)};
 {run_counts_table("TEXT", "BIGINT")};
 """
 
@@ -303,6 +304,9 @@ class PostgresStore(Store):
     def _derived_schema(self) -> Iterable[str]:
         return (_DERIVED_SCHEMA,)
 
+    def _column_types(self) -> Mapping[str, str]:
+        return _COLUMN_TYPES
+
     def _table_exists(self, name: str) -> bool:
         rows = self._query("SELECT to_regclass(%s) IS NOT NULL", (name,))
         return bool(rows and rows[0][0])
@@ -343,6 +347,13 @@ class PostgresStore(Store):
         with self._lock:
             try:
                 return self._connection.execute(sql, tuple(params)).fetchall()
+            except psycopg.Error as error:
+                raise _query_error(self.location, error, "reading it") from None
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        with self._lock:
+            try:
+                self._connection.execute(sql, tuple(params))
             except psycopg.Error as error:
                 raise _query_error(self.location, error, "reading it") from None
 

@@ -668,11 +668,20 @@ def _cut(items: list[Any], cuts: list[int]) -> list[list[Any]]:
      f"{', '.join(GROUP_TOTALS_COLUMNS[4:])} FROM record_group_totals WHERE task = 't1'",
      "group demo/s/a/ghost (pass, [\"read\",null]) totals records the store does not hold"),
 ])
-def test_verify_names_the_first_group_whose_totals_were_edited(backend, change, named):  # noqa: F811
+@pytest.mark.parametrize("spilled", [False, True], ids=["in memory", "in a temporary table"])
+def test_verify_names_the_first_group_whose_totals_were_edited(backend, change, named,  # noqa: F811
+                                                               spilled, monkeypatch):
+    """Whether `verify` holds the recomputed totals in memory or, past its limit of
+    groups, folds them in a temporary table: the same group is named."""
+    import benchwarden.core.store as store_module
+
+    if spilled:
+        monkeypatch.setattr(store_module, "_GROUPS_VERIFIED_IN_MEMORY", 2)
     filled(backend)
     raw(backend, change)
     with backend.open(create=False) as store:
         report = store.verify(batch=3)
+        assert not store._table_exists("verify_group_totals")  # dropped after
     assert not report.ok and report.first_broken is None
     line = report.line()
     assert "\n" not in line and "record_group_totals" in line and named in line, line
@@ -774,6 +783,40 @@ def test_unreadable_group_totals_are_one_line_for_verify_and_appends(backend):  
             as raised:
         writer.append([record("t1", 9)])
     assert "\n" not in str(raised.value)
+
+
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=5), st.integers(0, 4))
+@settings(max_examples=10, deadline=None)
+def test_verify_past_its_memory_limit_agrees_with_verify_in_memory(cuts, limit):
+    """Records in any batches, a limit of groups anywhere from none to more than the
+    store holds: `verify` passes a sound store and fails the same edited one either way,
+    naming the same group."""
+    import benchwarden.core.store as store_module
+    from benchwarden.core.store import SQLiteStore
+
+    made = [record(f"t{index % 4}", index, imputed_cost_usd=[0.1, 1e16, 0.3, -1e16][index % 4],
+                   turns=0.1 * index, failure=["x", None][index % 2]) for index in range(1, 13)]
+    kept = store_module._GROUPS_VERIFIED_IN_MEMORY
+    try:
+        with SQLiteStore(":memory:") as store:
+            store.begin_run(stamp_run(suite="demo", bench_version="1", config={},
+                                      run_id="run-1"))
+            for batch in _cut(made, cuts):
+                store.append(batch)
+            lines = []
+            for edited in (False, True):
+                if edited:
+                    store._connection.execute(
+                        "UPDATE record_group_totals SET turns = turns + 1e-9 WHERE task = 't2'")
+                for bound in (kept, limit):
+                    store_module._GROUPS_VERIFIED_IN_MEMORY = bound
+                    report = store.verify(batch=5)
+                    assert report.ok is not edited, report.line()
+                    lines.append(report.line())
+    finally:
+        store_module._GROUPS_VERIFIED_IN_MEMORY = kept
+    assert lines[0] == lines[1] and lines[2] == lines[3]
+    assert "group demo/s/a/t2" in lines[2] and "has a wrong turns" in lines[2]
 
 
 def test_a_writer_past_its_memory_limit_keeps_no_groups_and_stays_exact(backend, monkeypatch):  # noqa: F811
