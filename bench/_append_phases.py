@@ -5,8 +5,8 @@ per record (the least of `rounds` rounds, which other jobs on the machine sway l
 - the Python steps of `Store.append` for batches of 1,000, each timed alone in memory
   (no database): the steps the store runs, called the way it calls them;
 - the database's share, by difference: the same batches appended to throw-away SQLite
-  stores with parts switched off (summary rows; `record_cells`; each index of `entries`
-  and of `record_summaries` dropped in turn). A part's cost is the full append's time
+  stores with parts switched off (the derived group totals and run counts, schema 5;
+  `record_cells`; each index of `entries` dropped in turn). A part's cost is the full append's time
   minus the time without it. Index names are read from the store, so the breakdown
   follows the schema as it changes.
 Stores made here have indexes dropped: they are thrown away and never opened again.
@@ -26,7 +26,14 @@ from benchwarden.core import store as store_module
 from benchwarden.core.chain import GENESIS_HASH, chain_links
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, canonical_json_many
-from benchwarden.core.store import SQLiteStore, cell_counts, open_store, summary_row
+from benchwarden.core.store import (
+    SQLiteStore,
+    cell_counts,
+    open_store,
+    run_counts,
+    summary_row,
+    summary_row_of,
+)
 
 BATCH = 1000
 
@@ -73,7 +80,15 @@ def python_steps(records: Sequence[Record], rounds: int) -> list[tuple[str, floa
         for batch_addresses in addresses:
             cell_counts(batch_addresses)
 
+    def runs_step() -> None:
+        for batch_addresses in addresses:
+            run_counts(batch_addresses)
+
     def summary_step() -> None:
+        for batch in batches:
+            [summary_row_of(seq, record) for seq, record in enumerate(batch, 1)]
+
+    def decoded_summary_step() -> None:
         for batch_bodies in bodies:
             [summary_row(seq, body) for seq, body in enumerate(batch_bodies, 1)]
 
@@ -83,7 +98,11 @@ def python_steps(records: Sequence[Record], rounds: int) -> list[tuple[str, floa
         ("secret scrubber's check (nothing remembered)", scrubber_step),
         ("addresses encoded, chain links (SHA-256), entry rows built", chain_step),
         ("record_cells counted (cell_counts)", cells_step),
-        ("summary rows (summary_row: the body decoded again)", summary_step))]
+        ("record_runs counted (run_counts)", runs_step),
+        ("summary rows from the records in memory (summary_row_of, what appends use)",
+         summary_step),
+        ("(not run by appends) summary rows decoding the bodies (summary_row)",
+         decoded_summary_step))]
 
 
 def _indexes(path: Path, table: str) -> list[str]:
@@ -96,7 +115,7 @@ def _indexes(path: Path, table: str) -> list[str]:
         connection.close()
 
 
-def _append_cpu(folder: Path, records: Sequence[Record], *, summaries: bool = True,
+def _append_cpu(folder: Path, records: Sequence[Record], *, derived: bool = True,
                 cells: bool = True, drop: Sequence[str] = ()) -> float:
     """CPU microseconds per record appending `records` (made for a run named by their
     `run_id`) in batches of 1,000 to a new store, from the first append to its close."""
@@ -107,7 +126,7 @@ def _append_cpu(folder: Path, records: Sequence[Record], *, summaries: bool = Tr
                               run_id=records[0].run_id))
     if drop:
         store._connection.executescript("".join(f"DROP INDEX {name};" for name in drop))
-    store.has_record_summaries = summaries
+    store.has_derived_tables = derived
     store._has_cells = cells
     gc.collect()
     started = time.process_time()
@@ -132,11 +151,11 @@ def database_parts(folder: Path, make_records: Callable[[str], list[Record]],
         leftover.unlink(missing_ok=True)
     variants: list[tuple[str, dict[str, Any]]] = [
         ("whole append", {}),
-        ("without summary rows", {"summaries": False}),
-        ("without summary rows and record_cells", {"summaries": False, "cells": False}),
-        ("entries alone, no index", {"summaries": False, "cells": False,
+        ("without derived tables", {"derived": False}),
+        ("without derived tables and record_cells", {"derived": False, "cells": False}),
+        ("entries alone, no index", {"derived": False, "cells": False,
                                      "drop": entry_indexes})]
-    variants += [(f"without index {name}", {"summaries": False, "cells": False,
+    variants += [(f"without index {name}", {"derived": False, "cells": False,
                                             "drop": [name]}) for name in entry_indexes]
     variants += [(f"without index {name}", {"drop": [name]}) for name in summary_indexes]
     best: dict[str, float] = {}
@@ -146,11 +165,12 @@ def database_parts(folder: Path, make_records: Callable[[str], list[Record]],
                                 **options)
             best[name] = min(best.get(name, float("inf")), spent)
     whole = best["whole append"]
-    no_summaries = best["without summary rows"]
-    bare = best["without summary rows and record_cells"]
+    no_derived = best["without derived tables"]
+    bare = best["without derived tables and record_cells"]
     rows = [("whole append (batches of 1,000, empty store, to close)", whole),
-            ("  summary rows (summary_row + insert + its indexes)", whole - no_summaries),
-            ("  record_cells (counting + upserts)", no_summaries - bare),
+            ("  group totals and run counts (summary rows in memory, folds, upserts)",
+             whole - no_derived),
+            ("  record_cells (counting + upserts)", no_derived - bare),
             ("  entries with every index (Python before the insert included)", bare),
             ("    entries table alone, no index", best["entries alone, no index"])]
     rows += [(f"    index {name}", bare - best[f"without index {name}"])

@@ -179,8 +179,8 @@ def ensure_store(size: int, folder: Path | None = None, *, quiet: bool = False,
     partial = folder / f".{final.stem}.building.sqlite"
     for leftover in folder.glob(partial.name + "*"):  # a build that was interrupted
         leftover.unlink()
-    # the newest older version cached: the least to upgrade (from version 3, only the
-    # group totals are counted; from 1 or 2, the summary table is filled from the bodies)
+    # the newest older version cached: the least to upgrade (from version 4, its summary
+    # table dropped and the runs counted; from 1 to 3, the totals computed from the bodies)
     older = None if task_count != len(TASKS) else next((candidate for candidate in (
         *(folder / f"arms-{size_label(size)}.v{version}.sqlite"
           for version in range(SCHEMA_VERSION - 1, 1, -1)),

@@ -23,9 +23,9 @@ not charged to the store. Ratios are what to read: the machine is shared and noi
     python bench/store_append.py [--records 20000] [--repeat 3] [--growth 100k,1M]
                                  [--postgres URL] [--entries-only] [--phases]
 
-`--entries-only` is a diagnostic: appends skip the derived `record_summaries` rows (the
-stores are thrown away after), to split what the chain's table costs from what the
-summary table costs; its figures are not those of a store anyone would use.
+`--entries-only` is a diagnostic: appends skip the derived group totals and run counts
+(the stores are thrown away after), to split what the chain's table costs from what the
+derived tables cost; its figures are not those of a store anyone would use.
 `--phases` is another: where an append's CPU goes, step by step and part by part of the
 database (`_append_phases.py`); it prints a breakdown instead of the figures.
 """
@@ -58,7 +58,7 @@ ARMS = ("cli", "mcp", "rest")
 # a credential-shaped value the scrubber remembers for the "scrubbed" rounds; it never
 # occurs in the records, so it measures the check every batch pays
 REMEMBERED_SECRET = "sk-bench-" + "q7" * 16
-# set by --entries-only (a diagnostic: appends write no summary rows)
+# set by --entries-only (a diagnostic: appends keep no group totals or run counts)
 ENTRIES_ONLY = False
 
 
@@ -132,7 +132,7 @@ def store_append_timed(open_one: Callable[[], Store], count: int, batch: int,
     scope = f"bench-{uuid.uuid4().hex[:12]}"
     store = open_one()
     if ENTRIES_ONLY:
-        store.has_record_summaries = False
+        store.has_derived_tables = False
     try:
         store.begin_run(stamp_run(suite="arms", bench_version="bench", config={},
                                   run_id=scope))
@@ -223,7 +223,7 @@ def main() -> None:
     parser.add_argument("--dir", default=None, help="folder for the files (default: a temp dir)")
     parser.add_argument("--postgres", default=None, help="also measure a PostgreSQL store")
     parser.add_argument("--entries-only", action="store_true",
-                        help="diagnostic: appends write no summary rows (the chain's table "
+                        help="diagnostic: appends keep no derived tables (the chain's table "
                              "alone)")
     parser.add_argument("--phases", action="store_true",
                         help="diagnostic: print where an append's CPU goes (Python steps, "

@@ -164,7 +164,7 @@ def backup(source: str, destination: str) -> None:
 @click.argument("location", metavar="STORE")
 @config_errors
 def repair(location: str) -> None:
-    """Rebuild STORE's derived tables from its records: summary rows, group totals, cell counts.
+    """Rebuild STORE's derived tables from its records: group totals, run and cell counts.
 
     They sit beside the hash chain so that a large store reads fast, and are made from
     the records alone, so they can always be made again: when `verify` says derived

@@ -11,8 +11,11 @@ Invariants:
 - A record address (suite, scope, arm, task, trial) is unique: a partial unique index
   refuses a second one, and the refusal names the address. (SQLite keeps that index trial
   first, so a batch's records land together at any store size, and answers per-cell
-  questions from `record_cells`, derived counts written in the append's transaction:
-  the one table whose rows change, recounted by `verify`.)
+  questions from `record_cells`, derived counts written in the append's transaction
+  and recounted by `verify`.)
+- Derived tables (`record_group_totals`, `record_runs`, SQLite's `record_cells`) are
+  outside the chain: written in each append's transaction, recomputed from the records
+  by `verify`, and made again by the next writer (or `store repair`) when removed.
 - Every append is one transaction; a batch either lands whole or not at all. After it
   commits, the head witness beside the store is rewritten from the head known inside
   that transaction (its last row: the number it was given, the link just computed), so
@@ -56,6 +59,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from decimal import Decimal
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeVar
@@ -97,15 +101,19 @@ from benchwarden.core.witness import (
     write_witness,
 )
 
-SCHEMA_VERSION = 4
-# Version 1 has no `record_summaries` table; version 2 has one with the summed fields as
-# JSON text only; version 3 has this version's table with a wide group index and no
-# `record_group_totals`. All are read as they are (reports stream the bodies) and
-# upgraded to 4 when opened for writing (versions 1 and 2: the table made again and
-# filled from the bodies; version 3: its group index dropped; then the group totals
-# counted once). Benchwarden versions that know only older versions refuse a newer
-# store, so no writer can append a record without its summary row and group totals.
-READABLE_SCHEMA_VERSIONS = ("1", "2", "3", "4")
+SCHEMA_VERSION = 5
+# Version 1 has no derived tables; version 2 a `record_summaries` table (one row per
+# record) with the summed fields as JSON text only; version 3 that table with typed
+# columns and a wide group index; version 4 that table and `record_group_totals`;
+# version 5 (this one) `record_group_totals` and `record_runs` and no per-record
+# summary rows. Older versions are read as they are when opened read-only (version 4
+# and 3: their summary table counts `runs` and version 3's group index sums the
+# totals; 1 and 2: reports stream the bodies) and upgraded to 5 when opened for
+# writing (4: the summary table dropped and the runs counted; 1, 2 and 3: the group
+# totals computed from the bodies, then the runs counted). Benchwarden versions that
+# know only older versions refuse a newer store, so no writer can append a record
+# without its group totals and run counts.
+READABLE_SCHEMA_VERSIONS = ("1", "2", "3", "4", "5")
 # `PRAGMA application_id` of every SQLite store this version creates ("BWST"): how a
 # store is told apart from another application's SQLite file before anything is written.
 APPLICATION_ID = 0x42575354
@@ -169,28 +177,22 @@ def _summary_decoder(payload_fields: tuple[str, ...]) -> Any:
     return msgspec.json.Decoder(slim)
 
 
-# -- the record summary table (derived data, outside the chain) ----------------------
-# `record_summaries` holds one slim row per record, written in the same transaction as
-# the record (and backfilled once into a store made before it): what reports aggregate
-# in SQL instead of decoding every body. It is derived from the stored body by
-# `summary_row` alone, so `verify` recomputes every row and reports any difference as
-# damage. A store has it exactly when its schema version is 3 or 4 (SCHEMA_VERSION).
+# -- summary rows (derived from one record; stored per record only by schemas 2 to 4) --
+# A summary row (`SUMMARY_COLUMNS`) is a record without its bulk, with what a report
+# sums computed once in Python by `summed_number`'s rules (`priced`, `duration_s`,
+# `turns_number`, `denied_number`, `cost_number`, `odd_values`): the input of
+# `group_totals.fold`, the one rule appends, upgrades and `verify` total records by.
+# `summary_row` computes it from a record's stored bytes alone.
 #
-# Why typed columns and this layout (schema 3): a report sums a million rows per scope.
-# With the summed fields as JSON text (schema 2) the database computed each row's types
-# with string functions and then sorted the million rows for the GROUP BY (about 6 s of
-# a 9 s report). Now `summary_row` computes, in Python and once per record, what the
-# report sums (`priced`, `duration_s`, `turns_number`, `denied_number`, `cost_number`,
-# `odd_values`, by `summed_number`'s rules, which the streaming pass applies too), and
-# SQLite's group index (suite, scope, arm, task, outcome, group_key, seq, then the
-# summed columns) replaces version 2's scope index: the GROUP BY is one ordered walk of
-# that index with plain SUMs, no sort, no table read and no per-row expression. Appends
-# write the same three B-trees per record as in version 2 (the table and the run index
-# at their ends, the group index among its cell's entries); the group index's entries
-# are wider (about 100 bytes instead of 40), which is what a campaign's scattered
-# appends pay (bench/README.md, scale_growth and store_append). A table clustered by
-# group (WITHOUT ROWID) was measured too: as fast to sum, but every scattered write is
-# a whole row (about 200 bytes) and `verify` must look rows up by sequence number.
+# Schemas 3 and 4 stored one per record in `record_summaries` (typed columns, so the
+# database summed them without string functions or a sort; schema 3 through a wide group
+# index, schema 4 through `record_group_totals` beside it). Schema 5 stores none: an
+# append computes its batch's rows (from the records it holds, `summary_row_of`, when
+# that is exactly the row of the stored bytes), folds them into `record_group_totals`
+# and counts its records per run into `record_runs`. The stored row was half of every
+# append (decoding the body again, its insert, its run index: about 12 of 26 µs per
+# record, bench/README.md) while reports read only the totals and `runs` only a count
+# per run. A version 4 or 3 store opened read-only still has its table, read as it is.
 SUMMARY_FIELDS = ("tier", "failure", "turns", "tokens_reported", "denied_calls",
                   "imputed_cost_usd", "bench_version")
 """Payload fields copied into a summary row (as JSON text): the per-trial fields reports
@@ -212,10 +214,10 @@ field's JSON text, NULL when the record lacks it."""
 # row per (suite, scope, arm, task, outcome, group_key), `core.group_totals`), updated in
 # the append's transaction like `record_cells`. A report reads a scope's few thousand
 # group rows instead of walking a million-row index (whose pages, cold, are spread
-# through the file), and the wide group index of version 3 is gone: it made every
-# campaign batch dirty one of its leaves per group. The totals are derived from the
-# summary rows by `group_totals.fold` alone, and `verify` recomputes them.
-# records decoded per backfill page (slim decode; one progress line per page on stderr)
+# through the file). The totals are derived from the records' summary rows by
+# `group_totals.fold` alone, and `verify` recomputes them from the bodies.
+# records decoded per page when totalling the bodies of an older store (slim decode; one
+# progress line per page on stderr)
 BACKFILL_BATCH = 20_000
 
 
@@ -261,28 +263,73 @@ def summed_number(value: Any, *, count: bool = False) -> tuple[float | int | Non
 
 
 def summary_row(seq: int, body: bytes) -> tuple[Any, ...]:
-    """The `record_summaries` row (in `SUMMARY_COLUMNS` order) of the record stored at
-    `seq` with these exact bytes: the one definition append, backfill and verify share.
-    Raises `msgspec.DecodeError` when the body is not a record."""
+    """The summary row (in `SUMMARY_COLUMNS` order) of the record stored at `seq` with
+    these exact bytes: the definition appends, upgrades and verify share (appends take
+    `summary_row_of`'s shortcut where it is the same row). Raises `msgspec.DecodeError`
+    when the body is not a record."""
     slim = _summary_row_decoder().decode(body)
-    tokens = slim.tokens
     payload = slim.payload
-    fields = tuple(None if (value := getattr(payload, name)) is msgspec.UNSET
-                   else msgspec.json.encode(value).decode("utf-8") for name in SUMMARY_FIELDS)
-    group = [None if (value := getattr(payload, name)) is msgspec.UNSET else value
-             for name in ("tier", "failure")]
-    reported = payload.tokens_reported
-    turns, odd_turns = summed_number(payload.turns)
-    denied, odd_denied = summed_number(payload.denied_calls, count=True)
-    cost, odd_cost = summed_number(payload.imputed_cost_usd)
-    started, ended = float(slim.started_at), float(slim.ended_at)
-    return (int(seq), slim.suite, slim.scope, slim.arm, slim.task, slim.trial, slim.run_id,
-            slim.outcome, msgspec.json.encode(group).decode("utf-8"), started, ended,
+    return _summary_row(seq, slim.suite, slim.scope, slim.arm, slim.task, slim.trial,
+                        slim.run_id, slim.outcome, slim.started_at, slim.ended_at,
+                        slim.tokens, [getattr(payload, name) for name in SUMMARY_FIELDS])
+
+
+def _summary_row(seq: int, suite: str, scope: str, arm: str, task: str, trial: int,
+                 run_id: str, outcome: str, started_at: float, ended_at: float,
+                 tokens: TokenComponents, fields: Sequence[Any]) -> tuple[Any, ...]:
+    """The row of a record given its parts, `fields` the values of `SUMMARY_FIELDS`
+    (`msgspec.UNSET` for a field the payload lacks): the one computation both ways of
+    getting a row share."""
+    tier, failure, turns_value, reported, denied_value, cost_value, _ = fields
+    encode = _json_text
+    texts = [None if value is _UNSET else encode(value).decode() for value in fields]
+    group = [None if tier is _UNSET else tier, None if failure is _UNSET else failure]
+    turns, odd_turns = summed_number(turns_value)
+    denied, odd_denied = summed_number(denied_value, count=True)
+    cost, odd_cost = summed_number(cost_value)
+    started, ended = float(started_at), float(ended_at)
+    return (int(seq), suite, scope, arm, task, trial, run_id, outcome,
+            encode(group).decode(), started, ended,
             max(0.0, ended - started), tokens.fresh_input, tokens.cache_creation,
             tokens.cache_read, tokens.output, tokens.reasoning,
-            1 if reported is msgspec.UNSET or reported else 0,
+            1 if reported is _UNSET or reported else 0,
             None if turns is None else float(turns), denied,
-            None if cost is None else float(cost), odd_turns + odd_denied + odd_cost, *fields)
+            None if cost is None else float(cost), odd_turns + odd_denied + odd_cost, *texts)
+
+
+# the JSON text of a summary field (keys in the order given: a decoded body's are sorted)
+_json_text = msgspec.json.Encoder().encode
+_UNSET = msgspec.UNSET
+
+
+# The types of payload values that read back from JSON as themselves (`summary_row_of`),
+# given that the record's canonical JSON was encoded (so an integer fits 64 bits) and
+# `Record.storage_problem` found nothing (so a float is finite); `UNSET` is an absent
+# field. A container or a subclass of these is not: the stored bytes are decoded instead.
+_SCALAR_KINDS = frozenset((str, bool, int, float, type(None), type(_UNSET)))
+_TEXT_KINDS = frozenset((str,))
+
+
+def summary_row_of(seq: int, record: Record) -> tuple[Any, ...] | None:
+    """The summary row of a record `append` accepted (its canonical JSON encoded and
+    `storage_problem` None), stored at `seq` as exactly that canonical JSON: computed
+    from the record in memory instead of decoding the bytes just encoded. None where
+    that is not certainly `summary_row(seq, canonical_json(record))` (a payload field
+    holding a container or a value of a subclass, an address that is not text...): the
+    caller decodes the stored bytes then. A property test holds the two equal."""
+    if type(record) is not Record:
+        return None
+    payload, tokens = record.payload, record.tokens
+    if type(payload) is not dict or type(tokens) is not TokenComponents:
+        return None
+    fields = [payload.get(name, _UNSET) for name in SUMMARY_FIELDS]
+    suite, scope, arm, task, run_id, outcome = address = (
+        record.suite, record.scope, record.arm, record.task, record.run_id, record.outcome)
+    if not (_SCALAR_KINDS.issuperset(map(type, fields)) and type(record.trial) is int
+            and _TEXT_KINDS.issuperset(map(type, address))):
+        return None
+    return _summary_row(seq, suite, scope, arm, task, record.trial, run_id, outcome,
+                        record.started_at, record.ended_at, tokens, fields)
 
 
 def _same_summary(stored: Sequence[Any], expected: Sequence[Any]) -> bool:
@@ -330,36 +377,45 @@ _GROUPS_PER_UPSERT = 32
 _GROUPS_KEPT_IN_MEMORY = 50_000
 
 
-def group_totals_table(types: Mapping[str, str], suffix: str = "") -> str:
-    """`CREATE TABLE` of `record_group_totals` with the backend's type per kind
-    (`text`, `integer`, `real`); `suffix` follows the closing parenthesis."""
+# groups `verify` folds in memory; past that it folds into a temporary table instead
+# (`_VERIFIED_TOTALS`), so its memory does not grow with a store of many groups
+_GROUPS_VERIFIED_IN_MEMORY = 10_000
+# the temporary table (of the connection, dropped after) `verify` folds into then
+_VERIFIED_TOTALS = "verify_group_totals"
+
+
+def group_totals_table(types: Mapping[str, str], suffix: str = "", *,
+                       table: str = "record_group_totals", temporary: bool = False) -> str:
+    """`CREATE TABLE` of `record_group_totals` (or of `table`, its layout) with the
+    backend's type per kind (`text`, `integer`, `real`); `suffix` follows the closing
+    parenthesis."""
     columns = ",\n    ".join(
         f"{name} {types[_GROUP_TOTALS_KINDS.get(name, 'integer')]} NOT NULL"
         for name in GROUP_TOTALS_COLUMNS)
-    return (f"CREATE TABLE IF NOT EXISTS record_group_totals (\n    {columns},\n    "
-            f"PRIMARY KEY ({', '.join(GROUP_KEY_COLUMNS)})\n){suffix}")
+    return (f"CREATE {'TEMPORARY ' if temporary else ''}TABLE IF NOT EXISTS {table} "
+            f"(\n    {columns},\n    PRIMARY KEY ({', '.join(GROUP_KEY_COLUMNS)})\n){suffix}")
 
 
 @functools.lru_cache(maxsize=8)
-def _read_group_totals(placeholder: str, keys: int) -> str:
+def _read_group_totals(placeholder: str, keys: int, table: str = "record_group_totals") -> str:
     """The stored rows of `keys` groups: the wanted keys joined to the table's primary
     key, so each is one lookup (a row-value IN list made SQLite scan the table)."""
     one = f"({', '.join([placeholder] * len(GROUP_KEY_COLUMNS))})"
     return (f"WITH wanted ({', '.join(GROUP_KEY_COLUMNS)}) AS (VALUES "
             f"{', '.join([one] * keys)}) SELECT "
             f"{', '.join(f'totals.{name}' for name in GROUP_TOTALS_COLUMNS)} "
-            "FROM wanted JOIN record_group_totals AS totals ON "
+            f"FROM wanted JOIN {table} AS totals ON "
             + " AND ".join(f"totals.{name} = wanted.{name}" for name in GROUP_KEY_COLUMNS))
 
 
 @functools.lru_cache(maxsize=8)
-def _upsert_group_totals(placeholder: str, rows: int) -> str:
+def _upsert_group_totals(placeholder: str, rows: int, table: str = "record_group_totals") -> str:
     """`rows` groups' rows written whole: each inserted, or replacing the stored one (the
     same statement on SQLite and PostgreSQL; the rows' keys are distinct)."""
     one = f"({', '.join([placeholder] * len(GROUP_TOTALS_COLUMNS))})"
     updates = ", ".join(f"{name} = excluded.{name}" for name in GROUP_TOTALS_COLUMNS
                         if name not in GROUP_KEY_COLUMNS)
-    return (f"INSERT INTO record_group_totals ({', '.join(GROUP_TOTALS_COLUMNS)}) "
+    return (f"INSERT INTO {table} ({', '.join(GROUP_TOTALS_COLUMNS)}) "
             f"VALUES {', '.join([one] * rows)} ON CONFLICT ({', '.join(GROUP_KEY_COLUMNS)}) "
             f"DO UPDATE SET {updates}")
 
@@ -496,6 +552,36 @@ def cell_counts(addresses: Iterable[Sequence[Any]]) -> list[tuple[str, str, str,
     return [(*cell, counts[cell], trial) for cell, trial in highest.items()]
 
 
+def run_counts(addresses: Iterable[Sequence[Any]]) -> list[tuple[str, str, int]]:
+    """Pure: per run and suite of the records among `addresses` (kind, suite, scope, arm,
+    task, trial, run_id), `(run_id, suite, records)`: what an append adds to
+    `record_runs`."""
+    counts = Counter((run_id, suite) for kind, suite, _, _, _, _, run_id in addresses
+                     if kind == "record")
+    return [(run_id, suite, records) for (run_id, suite), records in counts.items()]
+
+
+# -- the run counts table (derived data, outside the chain; schema 5) ---------------------
+# `record_runs`: how many records each run holds (per suite: a run's records normally
+# share its suite, but nothing in the chain says so), added to by each append's
+# transaction like `record_cells`, so `runs` reads one row per run instead of counting a
+# million entries (or, in schema 4, a million summary rows). Recounted by `verify`.
+# The same statements on both backends (`{p}` the placeholder; the column types named
+# by the backend).
+def run_counts_table(text: str, integer: str, suffix: str = "") -> str:
+    """`CREATE TABLE` of `record_runs` with the backend's text and integer types."""
+    return (f"CREATE TABLE IF NOT EXISTS record_runs (\n    run_id {text} NOT NULL, "
+            f"suite {text} NOT NULL, records {integer} NOT NULL,\n    "
+            f"PRIMARY KEY (run_id, suite)\n){suffix}")
+
+
+_COUNT_RUNS = ("INSERT INTO record_runs (run_id, suite, records) VALUES ({p}, {p}, {p}) "
+               "ON CONFLICT (run_id, suite) DO UPDATE "
+               "SET records = record_runs.records + excluded.records")
+_RUNS_FROM_ENTRIES = ("SELECT run_id, suite, COUNT(*) FROM entries WHERE kind = 'record' "
+                      "GROUP BY run_id, suite")
+
+
 # What the canonical encoder raises for a value it has no JSON for (a dict key that is not
 # a string, a lone surrogate, an object of a type it does not know, an integer too large).
 _ENCODER_REFUSALS = (TypeError, ValueError, OverflowError)
@@ -589,12 +675,18 @@ class Store(ABC):
     # the group totals this writer's last append wrote, tagged with the chain's head
     # after it (`_add_to_group_totals`)
     _groups_written: tuple[tuple[int, str], dict[tuple[Any, ...], GroupTotals]] | None = None
-    # a version 3 store opened read-only: its group index answers `group_totals`
+    # a version 3 store opened read-only (or a version 4 one without its totals): its
+    # summary rows answer `group_totals` (summed by a GROUP BY) and count `runs`
     _reads_version_3_groups: bool = False
-    has_record_summaries: bool = False
-    """True when `record_summaries` and `record_group_totals` (schema 4) exist and are
-    complete: appends write them, reports read the totals. False for a store of an
-    older version opened read-only."""
+    # a version 4 store opened read-only: its `record_group_totals` answer reports, its
+    # summary rows count `runs`
+    _reads_version_4_tables: bool = False
+    has_derived_tables: bool = False
+    """True when this version's derived tables (`record_group_totals`, `record_runs`)
+    exist and are complete: appends keep them, reports read the totals, `runs` the
+    counts. False for a store of an older version opened read-only (read as it is), one
+    whose derived tables were removed, or a version 1 store a PostgreSQL role without
+    CREATE appends to."""
 
     # -- dialect hooks -------------------------------------------------------
     @abstractmethod
@@ -611,6 +703,11 @@ class Store(ABC):
         """`fold` of the rows of a query, handed over as the database gives them (a
         backend streams them; this default reads them all first)."""
         return fold(iter(self._query(sql, params)))
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """A statement that returns no rows, outside any append (`verify`'s temporary
+        table, which even a read-only connection may write)."""
+        self._query(sql, params)
 
     @abstractmethod
     def _is_unique_violation(self, error: Exception) -> bool:
@@ -640,14 +737,17 @@ class Store(ABC):
         self._append_rows([(entry.kind, *entry.address) for entry in entries],
                           [entry.body for entry in entries])
 
-    def _append_rows(self, addresses: Sequence[tuple[Any, ...]],
-                     bodies: Sequence[bytes]) -> None:
+    def _append_rows(self, addresses: Sequence[tuple[Any, ...]], bodies: Sequence[bytes],
+                     records: Sequence[Record | None] | None = None) -> None:
         """Append entries given as (kind, suite, scope, arm, task, trial, run_id) and their
         bodies, in one transaction. The chain's head is read once, inside the
         transaction that holds the append lock; the links are computed in one pass and
         inserted in bulk (`_insert_rows`), which reports the rows' sequence numbers or
-        they are read back once; the witness is written once, after commit, naming the
-        last row and its link."""
+        they are read back once; the derived tables are kept in the same transaction
+        (`_add_to_derived`); the witness is written once, after commit, naming the last
+        row and its link. `records`, when given, holds per entry the record whose
+        canonical JSON is exactly its body (None where it is not: a scrubbed record),
+        so its summary row need not be decoded from the body."""
         if not addresses:
             return
         if self.read_only:
@@ -664,13 +764,13 @@ class Store(ABC):
                 seqs = self._insert_rows(cursor, [
                     (*address, body, previous, current) for address, body, previous, current
                     in zip(addresses, bodies, previous_links, links, strict=True)])
-                if seqs is None and (self.has_record_summaries or self.witness_path is not None):
+                if seqs is None and (self.has_derived_tables or self.witness_path is not None):
                     seqs = self._read_back_seqs(cursor, head_seq, len(addresses))
                 self._count_cells(cursor, addresses)
-                if self.has_record_summaries:
+                if self.has_derived_tables:
                     assert seqs is not None  # read back above when the insert did not say
-                    self._insert_summaries_after(cursor, (head_seq, row[1] if row else ""),
-                                                 addresses, bodies, seqs, links)
+                    self._add_to_derived(cursor, (head_seq, row[1] if row else ""),
+                                         addresses, bodies, seqs, links, records)
                 head = None  # the witness's head: the last of our rows, its link just computed
                 if self.witness_path is not None and seqs is not None:
                     head = StoreHead(seqs[-1], links[-1], self._first_hash(
@@ -696,19 +796,23 @@ class Store(ABC):
         (None when they agree or it keeps none)."""
         return None
 
-    def _insert_summaries_after(self, cursor: Any, before: tuple[int, str],
-                                addresses: Sequence[tuple[Any, ...]],
-                                bodies: Sequence[bytes], seqs: Sequence[int],
-                                links: Sequence[str]) -> None:
-        """Inside the append transaction: the summary rows of the records just inserted at
-        `seqs` with chain `links`, after the head `before` (its number and link; link ""
-        in an empty store), and their groups folded into the per-group totals."""
+    def _add_to_derived(self, cursor: Any, before: tuple[int, str],
+                        addresses: Sequence[tuple[Any, ...]], bodies: Sequence[bytes],
+                        seqs: Sequence[int], links: Sequence[str],
+                        records: Sequence[Record | None] | None) -> None:
+        """Inside the append transaction: the records just inserted at `seqs` with chain
+        `links`, after the head `before` (its number and link; link "" in an empty
+        store), folded into the per-group totals and counted per run. Their summary rows
+        are computed (from the records in memory where `summary_row_of` is exact, else
+        from the stored bytes) and not stored: the totals are what reports read."""
         if not any(address[0] == "record" for address in addresses):
             return
-        rows = [summary_row(seq, body) for seq, address, body
-                in zip(seqs, addresses, bodies, strict=True) if address[0] == "record"]
-        self._insert_summary_rows(cursor, rows)
+        given = records if records is not None else [None] * len(addresses)
+        rows = [(record is not None and summary_row_of(seq, record)) or summary_row(seq, body)
+                for seq, address, body, record in zip(seqs, addresses, bodies, given,
+                                                      strict=True) if address[0] == "record"]
         self._add_to_group_totals(cursor, rows, before, (int(seqs[-1]), links[-1]))
+        cursor.executemany(_COUNT_RUNS.format(p=self.placeholder), run_counts(addresses))
 
     def _read_back_seqs(self, cursor: Any, head_seq: int, count: int) -> list[int]:
         """Inside the append transaction: the sequence numbers of the `count` entries just
@@ -721,11 +825,6 @@ class Store(ABC):
             raise StoreError(f"store {self.location}: an append saw {len(seqs)} new entries "
                              f"for the {count} it wrote; nothing was stored")
         return seqs
-
-    def _insert_summary_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
-        p = self.placeholder
-        cursor.executemany(f"INSERT INTO record_summaries ({', '.join(SUMMARY_COLUMNS)}) "
-                           f"VALUES ({', '.join([p] * len(SUMMARY_COLUMNS))})", rows)
 
     def _add_to_group_totals(self, cursor: Any, rows: Sequence[tuple[Any, ...]],
                              before: tuple[int, str], after: tuple[int, str]) -> None:
@@ -791,17 +890,23 @@ class Store(ABC):
                            [value for row in chunk for value in row])
 
     @property
+    def _reads_totals_table(self) -> bool:
+        """`record_group_totals` answers reports: this version's, or a version 4 store's
+        read as it is (the same table)."""
+        return self.has_derived_tables or self._reads_version_4_tables
+
+    @property
     def has_group_totals(self) -> bool:
-        """True when `group_totals` answers: a store of this version, or a version 3
-        store opened read-only (summed from its summary table by its group index)."""
-        return self.has_record_summaries or self._reads_version_3_groups
+        """True when `group_totals` answers: a store of this version, or a version 4 or 3
+        store opened read-only (version 3: summed from its summary table)."""
+        return self._reads_totals_table or self._reads_version_3_groups
 
     def group_totals(self, suite: str, scope: str) -> list[GroupTotals]:
         """The per-group totals of a scope (`core.group_totals`): what a report sums,
         summed as the records were appended. Only when `has_group_totals`."""
-        if not self.has_record_summaries and self._reads_version_3_groups:
+        if not self._reads_totals_table and self._reads_version_3_groups:
             return self._version_3_group_totals(suite, scope)
-        if not self.has_record_summaries:
+        if not self._reads_totals_table:
             raise StoreError(f"store {self.location} has no group totals of this version; "
                              "open it for writing once to add them")
         p = self.placeholder
@@ -820,11 +925,11 @@ class Store(ABC):
         by key), read from the database one row at a time as `fold` asks: what a report
         reads, tens of thousands of groups in a suite of thousands of tasks, neither
         all held as rows nor made into a `GroupTotals` each."""
-        if not self.has_record_summaries and self._reads_version_3_groups:
+        if not self._reads_totals_table and self._reads_version_3_groups:
             groups = sorted(self._version_3_group_totals(suite, scope),
                             key=lambda group: (group.first_seq, group.key))
             return fold(decoded_rows(group.row() for group in groups))
-        if not self.has_record_summaries:
+        if not self._reads_totals_table:
             self.group_totals(suite, scope)  # raises, saying why
         p = self.placeholder
         try:
@@ -842,58 +947,97 @@ class Store(ABC):
                             "`benchwarden store repair` makes it again from the records, "
                             "`benchwarden verify --store` checks the whole store")
 
-    def _rebuild_summaries(self, cursor: Any, schema: Iterable[str], version: str) -> None:
-        """Inside a transaction holding the append lock: bring a store of an older schema
-        `version` to this one by the backend's `schema` statements. Versions 1 and 2:
-        `record_summaries` made again (version 2's has another layout) and filled from
-        the stored bodies. Version 3: its table kept, its group index dropped. Then the
-        group totals counted once from the summary rows, and the store marked. A version 4
-        store missing a derived table comes here as the version whose tables it holds
-        (`_version_held`)."""
-        if version != "3":
-            cursor.execute("DROP TABLE IF EXISTS record_summaries")
+    def _upgrade_derived(self, cursor: Any, schema: Iterable[str], stored: str, *,
+                         every: bool = False) -> None:
+        """Inside a transaction holding the append lock: give a store of schema version
+        `stored` this version's derived tables, by the backend's `schema` statements, and
+        mark it. Versions 2 to 4: `record_summaries` dropped (derived, outside the
+        chain). Versions 4 and 5 keep their `record_group_totals` (the same table) unless
+        it is missing; otherwise the totals are computed from the bodies. Version 5
+        keeps its `record_runs` unless it is missing; otherwise the runs are counted.
+        `every`: both made again from the records, whatever is there (`store repair`)."""
+        keep_totals = not every and stored in ("4", "5") and \
+            self._table_exists("record_group_totals")
+        keep_runs = not every and stored == "5" and self._table_exists("record_runs")
+        started = time.monotonic()
+        if stored in ("2", "3", "4"):
+            print(f"benchwarden: store {self.location}: upgrading to schema "
+                  f"{SCHEMA_VERSION}: dropping the per-record summary table", file=sys.stderr,
+                  flush=True)
+        cursor.execute("DROP TABLE IF EXISTS record_summaries")  # its indexes with it
         for statement in schema:
             cursor.execute(statement)
-        if version != "3":
-            self._backfill_summaries(cursor)
-        cursor.execute(f"DROP INDEX IF EXISTS {_VERSION_3_GROUP_INDEX}")
-        self._count_group_totals(cursor)
+        if not keep_totals:
+            self._total_bodies(cursor)
+        if not keep_runs:
+            self._recount_runs(cursor)
+        if stored != str(SCHEMA_VERSION):
+            print(f"benchwarden: store {self.location}: upgrading to schema {SCHEMA_VERSION}: "
+                  f"done in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
         cursor.execute(f"UPDATE meta SET value = {self.placeholder} "
                        "WHERE name = 'schema_version'", (str(SCHEMA_VERSION),))
 
     def rebuild_derived(self) -> None:
         """Make every derived table again from the records in the chain, holding the
-        append lock: summary rows from the bodies, then the group totals, then the
-        backend's cell counts (`store repair`). For derived rows that were edited, not
-        only removed; the chain itself is not touched (`verify` still checks it)."""
+        append lock: the group totals from the bodies, the run counts, then the backend's
+        cell counts (`store repair`). For derived rows that were edited, not only
+        removed; the chain itself is not touched (`verify` still checks it)."""
         if self.read_only:
             raise StoreError(f"store {self.location} was opened read-only; its derived "
                              "tables cannot be rebuilt")
         with self._transaction() as cursor:
-            self._rebuild_summaries(cursor, self._summary_schema(), "2")
+            self._upgrade_derived(cursor, self._derived_schema(),
+                                  self._stored_schema_version() or "1", every=True)
             self._recount_cells(cursor)
-        self.has_record_summaries = True
+        self.has_derived_tables = True
+        self._reads_version_3_groups = self._reads_version_4_tables = False
 
-    def _summary_schema(self) -> Iterable[str]:
-        """The backend's statements making the derived tables (`_rebuild_summaries`)."""
+    def _derived_schema(self) -> Iterable[str]:
+        """The backend's statements making the derived tables (`_upgrade_derived`)."""
         raise NotImplementedError
+
+    def _column_types(self) -> Mapping[str, str]:
+        """The backend's column type per kind (`text`, `integer`, `real`)."""
+        return {"text": "TEXT", "integer": "INTEGER", "real": "REAL"}
 
     def _recount_cells(self, cursor: Any) -> None:
         """Inside a transaction holding the append lock: the per-cell counts of backends
         that keep them, counted again from the records."""
         return None
 
-    def _count_group_totals(self, cursor: Any) -> None:
-        """Inside the upgrade's transaction: `record_group_totals` filled from every summary
-        row, in sequence order (`BACKFILL_BATCH` a page), by the append's fold. About
-        a line on stderr before and after (it takes seconds at a million records)."""
+    def _recount_runs(self, cursor: Any) -> None:
+        """Inside a transaction holding the append lock: `record_runs` counted again from
+        the records (one GROUP BY over the entries)."""
+        cursor.execute("DELETE FROM record_runs")
+        cursor.execute(f"INSERT INTO record_runs (run_id, suite, records) {_RUNS_FROM_ENTRIES}")
+
+    def _total_bodies(self, cursor: Any) -> None:
+        """Inside a transaction holding the append lock: `record_group_totals` computed
+        from every record's stored body, in sequence order (`BACKFILL_BATCH` a page,
+        slim decode), by the append's fold; no summary row is written. A line on stderr
+        before, per page and after (it takes seconds at a million records)."""
         started = time.monotonic()
+        cursor.execute("SELECT COUNT(*) FROM entries WHERE kind = 'record'")
+        total = int(cursor.fetchone()[0])
         print(f"benchwarden: store {self.location}: upgrading for fast reports: totalling "
-              "every group of records", file=sys.stderr, flush=True)
+              "every group of records from their bodies", file=sys.stderr, flush=True)
         totals: dict[tuple[Any, ...], GroupTotals] = {}
-        for page in self._pages_by_seq(cursor, f"SELECT {', '.join(SUMMARY_COLUMNS)} "
-                                       "FROM record_summaries WHERE"):
-            fold_into(totals, page)
+        done = 0
+        for page in self._pages_by_seq(cursor, "SELECT seq, body FROM entries "
+                                       "WHERE kind = 'record' AND"):
+            rows = []
+            for seq, body in page:
+                try:
+                    rows.append(summary_row(int(seq), _as_bytes(body)))
+                except msgspec.DecodeError as error:
+                    raise CorruptStore(
+                        f"store {self.location}: entry {seq} is not a readable record "
+                        f"({error}); `benchwarden verify --store` checks the whole store"
+                    ) from None
+            fold_into(totals, rows)
+            done += len(rows)
+            print(f"benchwarden: store {self.location}: totalling every group of records: "
+                  f"{done:,} of {total:,}", file=sys.stderr, flush=True)
         self._groups_written = None
         cursor.execute("DELETE FROM record_group_totals")
         self._write_group_totals(cursor, list(totals.values()))
@@ -914,30 +1058,6 @@ class Store(ABC):
                 return
             yield page
             after = int(page[-1][0])
-
-    def _backfill_summaries(self, cursor: Any) -> int:
-        """Inside a transaction holding the append lock, with `record_summaries` just
-        created: one row per record already stored, `BACKFILL_BATCH` records a page, a
-        progress line per page on stderr. Returns the number of rows written."""
-        cursor.execute("SELECT COUNT(*) FROM entries WHERE kind = 'record'")
-        total = int(cursor.fetchone()[0])
-        written = 0
-        for page in self._pages_by_seq(cursor, "SELECT seq, body FROM entries "
-                                       "WHERE kind = 'record' AND"):
-            rows = []
-            for seq, body in page:
-                try:
-                    rows.append(summary_row(int(seq), _as_bytes(body)))
-                except msgspec.DecodeError as error:
-                    raise CorruptStore(
-                        f"store {self.location}: entry {seq} is not a readable record "
-                        f"({error}); `benchwarden verify --store` checks the whole store"
-                    ) from None
-            self._insert_summary_rows(cursor, rows)
-            written += len(rows)
-            print(f"benchwarden: store {self.location}: summarising existing records for fast "
-                  f"reports: {written:,} of {total:,}", file=sys.stderr, flush=True)
-        return written
 
     def _insert_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> Sequence[int] | None:
         """Insert entry rows, in `ENTRY_COLUMNS` order, inside the append transaction
@@ -1050,10 +1170,14 @@ class Store(ABC):
                 except _ENCODER_REFUSALS as alone:
                     raise _unstorable_record(record, one_line(str(alone))) from None
             raise UnstorableValue(f"refusing to store a batch of records: {error}") from None
+        stored = _scrubbed_bodies(batch, bodies)
         self._append_rows(
             [("record", record.suite, record.scope, record.arm, record.task, record.trial,
-              record.run_id) for record in batch],
-            _scrubbed_bodies(batch, bodies))
+              record.run_id) for record in batch], stored,
+            # a record the scrubber re-encoded is summarised from its stored bytes
+            batch if stored is bodies else [record if after is before else None for
+                                            record, before, after in zip(batch, bodies, stored,
+                                                                         strict=True)])
 
     # -- reading ---------------------------------------------------------------
     def iter_records(self, *, run_id: str | None = None, suite: str | None = None,
@@ -1177,15 +1301,19 @@ class Store(ABC):
                 _run_end_decoder.decode(_as_bytes(row[0])) for row in self._query(
                     f"SELECT body FROM entries WHERE kind = 'run_end'{where}", params))
         }
-        # counted over the slim summary table when there is one (a tenth of the bytes)
-        # (a version 3 store read as it is has the same complete table)
-        if self.has_group_totals:  # over the index by run, in its order: no sort
+        # counted by appends (`record_runs`, one row per run), or in a version 4 or 3
+        # store read as it is over its slim summary table (a tenth of the bytes)
+        if self.has_derived_tables:
+            in_suite = f" WHERE suite = {p}" if suite else ""
+            counted = f"SELECT run_id, SUM(records) FROM record_runs{in_suite} GROUP BY run_id"
+        elif self.has_group_totals:  # over the index by run, in its order: no sort
             in_suite = f" WHERE suite || '' = {p}" if suite else ""
             counted = f"SELECT run_id, COUNT(*) FROM record_summaries{in_suite} GROUP BY run_id"
         else:
             counted = (f"SELECT run_id, COUNT(*) FROM entries WHERE kind = 'record'{where} "
                        "GROUP BY run_id")
-        counts = dict(self._query(counted, params))
+        counts = {run_id: self._whole_count(count, f"run {run_id}")
+                  for run_id, count in self._query(counted, params)}
         infos = []
         for row in starts:
             run = _run_decoder.decode(_as_bytes(row[0]))
@@ -1213,8 +1341,18 @@ class Store(ABC):
             raise StoreUsageError(f"run {run_id!r} not found in {self.location} ({hint}); "
                                   "`benchwarden runs --store ...` lists the runs")
         count = self._query(
-            f"SELECT COUNT(*) FROM entries WHERE kind = 'record' AND run_id = {p}", (run_id,))
-        return RunInfo(run, end, int(count[0][0]))
+            f"SELECT COALESCE(SUM(records), 0) FROM record_runs WHERE run_id = {p}"
+            if self.has_derived_tables else
+            f"SELECT COUNT(*) FROM entries WHERE kind = 'record' AND run_id = {p}",
+            (run.run_id,))
+        return RunInfo(run, end, self._whole_count(count[0][0], f"run {run.run_id}"))
+
+    def _whole_count(self, value: Any, named: str) -> int:
+        """A count the database summed or counted, as an int; a sum SQLite made of an
+        edited row holding text (a float, then) is refused as derived data edited."""
+        if type(value) is int or (isinstance(value, Decimal) and value == int(value)):
+            return int(value)
+        raise self._edited_derived_data(f"the record count of {named} is not a whole number")
 
     def latest_run(self, suite: str | None = None) -> RunInfo:
         infos = self.runs(suite)
@@ -1273,14 +1411,23 @@ class Store(ABC):
         p = self.placeholder
         sql = ("SELECT seq, kind, suite, scope, arm, task, trial, run_id, body, prev_hash, hash "
                f"FROM entries WHERE seq > {p} ORDER BY seq LIMIT {p}")
-        summaries = self._summaries_present()
-        # the group totals recomputed from the records, folded as appends fold them
-        expected_totals: dict[tuple[Any, ...], GroupTotals] = {}
+        version = self._stored_schema_version()
+        # which derived tables are checked against the records: those this store's
+        # version keeps (a version 4 store read as it is: its summary rows too)
+        summaries = version == "4" and self._table_exists("record_summaries")
+        totals = version in ("4", "5") and self._table_exists("record_group_totals")
+        runs = version == "5" and self._table_exists("record_runs")
+        # the group totals and run counts recomputed from the records, as appends make
+        # them (memory bounded by the groups and runs, not the records)
+        expected_totals = _ExpectedTotals(self)
+        expected_runs: Counter[tuple[str, str]] = Counter()
         after = 0
         while True:
             rows = self._query(sql, (after, batch))
-            summary_problem = (self._summaries_problem(after, rows, expected_totals)
+            summary_problem = (self._summaries_problem(after, rows, expected_totals.fold)
                                if summaries and rows else None)
+            if totals and not summaries and rows:
+                expected_totals.fold(_bodies_summarised(rows))
             for seq, kind, suite, scope, arm, task, trial, run_id, body, prev_hash, stored in rows:
                 entry = _Entry(kind, suite, scope, arm, task, int(trial), run_id, _as_bytes(body))
                 problem = None
@@ -1305,6 +1452,8 @@ class Store(ABC):
                 previous = stored
                 last_seq = int(seq)
                 checked += 1
+                if runs and kind == "record":
+                    expected_runs[(run_id, suite)] += 1
             if summary_problem is not None:  # a summary row for a number with no entry
                 return ChainReport(False, checked, f"record summary {summary_problem[0]}: "
                                    f"{summary_problem[1]}", last_seq=last_seq)
@@ -1322,8 +1471,12 @@ class Store(ABC):
                     f"table holds records up to entry {extra[0][1]}")
         lines, tail_problem = compare_with_witnesses(first_hash, last_seq, hashes_at, consulted)
         missing = self._missing_derived_tables()
-        tail_problem = tail_problem or summary_tail or missing or self._cells_problem() or (
-            self._group_totals_problem(expected_totals) if summaries else None)
+        try:
+            tail_problem = tail_problem or summary_tail or missing or self._cells_problem() or (
+                self._group_totals_problem(expected_totals, last_seq) if totals else None) or (
+                self._runs_problem(expected_runs) if runs else None)
+        finally:
+            expected_totals.drop()
         if own_line is not None and (checked or own_problem is not None):
             lines.insert(0, own_line)
         if own_problem is not None and not consulted:
@@ -1331,38 +1484,10 @@ class Store(ABC):
         return ChainReport(tail_problem is None, checked, None, last_seq=last_seq,
                            witness_lines=tuple(lines), tail_problem=tail_problem)
 
-    def _summaries_present(self) -> bool:
-        """The summary table of this version's layout exists (complete or not: any row it
-        holds must be right). An older version's table (a store opened read-only before
-        its upgrade) has another layout and is not checked: it is derived data, rebuilt
-        from the bodies when the store is next opened for writing."""
-        if self.has_record_summaries:
-            return True
-        return self._table_exists("record_summaries") and \
-            self._stored_schema_version() == str(SCHEMA_VERSION)
-
-    def _version_held(self, stored: str) -> str:
-        """The schema version whose derived tables the store really holds. benchwarden
-        never drops them, but they are outside the chain and anyone can: a version 4
-        store without `record_summaries` is read, and repaired by a writer, as version 2
-        (summary rows made again from the bodies, then the totals); one without only
-        `record_group_totals` as version 3 (totals counted from its summary rows). The
-        records themselves are in the chain, so nothing is lost."""
-        if stored != str(SCHEMA_VERSION):
-            return stored
-        if not self._table_exists("record_summaries"):
-            return "2"
-        if not self._table_exists("record_group_totals"):
-            return "3"
-        return stored
-
     def _missing_derived_tables(self) -> str | None:
-        """For `verify`: a version 4 store's derived tables that are gone, in words."""
-        stored = self._stored_schema_version()
-        if stored != str(SCHEMA_VERSION):
-            return None
-        missing = [name for name in ("record_summaries", "record_group_totals")
-                   if not self._table_exists(name)]
+        """For `verify`: the derived tables of a version 4 or 5 store that are gone, in
+        words."""
+        missing = self._tables_missing(self._stored_schema_version())
         if not missing:
             return None
         return (f"its derived table{'s' if len(missing) > 1 else ''} {' and '.join(missing)} "
@@ -1370,10 +1495,30 @@ class Store(ABC):
                 "opening the store for writing (any run, or `benchwarden store repair`) "
                 f"rebuilds {'them' if len(missing) > 1 else 'it'} from the records")
 
-    def _say_rebuilding(self, stored: str, held: str) -> None:
-        """A line on stderr before a writer rebuilds derived tables someone removed."""
-        if stored != held:
-            table = "record_summaries" if held == "2" else "record_group_totals"
+    def _tables_missing(self, version: str | None) -> list[str]:
+        """The derived tables a store of `version` keeps (versions 4 and 5) that are not
+        there. benchwarden never drops them, but they are outside the chain and anyone
+        can; the records themselves are in the chain, so nothing is lost."""
+        return [name for name in _DERIVED_TABLES.get(version or "", ())
+                if not self._table_exists(name)]
+
+    def _read_as_it_is(self, version: str) -> None:
+        """Opening read-only (nothing made or written): what a store of `version` with
+        the derived tables it holds answers. This version's, complete: everything. A
+        version 4 store: its totals and its summary rows (`runs`); without its totals,
+        or a version 3 store: the summary rows sum the totals; anything else (or a table
+        missing): reports stream the bodies and `runs` counts the entries."""
+        missing = self._tables_missing(version)
+        self.has_derived_tables = version == str(SCHEMA_VERSION) and not missing
+        summaries = version in ("3", "4") and "record_summaries" not in missing \
+            and self._table_exists("record_summaries")
+        self._reads_version_4_tables = summaries and version == "4" and not missing
+        self._reads_version_3_groups = summaries and not self._reads_version_4_tables
+
+    def _say_rebuilding(self, missing: Sequence[str]) -> None:
+        """A line on stderr per derived table someone removed, before a writer rebuilds
+        it."""
+        for table in missing:
             print(f"benchwarden: store {self.location}: its table {table} is missing (removed "
                   "outside benchwarden): rebuilding it from the records", file=sys.stderr,
                   flush=True)
@@ -1387,13 +1532,47 @@ class Store(ABC):
                            f"{self.placeholder}", (name,))
         return bool(rows)
 
-    def _group_totals_problem(self, expected: dict[tuple[Any, ...], GroupTotals]) -> str | None:
+    def _group_totals_problem(self, expected: _ExpectedTotals,
+                              last_seq: int | None) -> str | None:
         """For `verify`: the first group whose stored totals differ from `expected` (the
-        totals folded from every record's body), in one line; None when all agree."""
+        totals folded from every record's body), in one line; None when all agree. Totals
+        naming records past the chain's end `last_seq` say its tail was cut. The stored
+        rows are read one at a time; when `expected` was folded into its temporary table
+        the database finds the groups that differ (`EXCEPT` both ways), so memory stays
+        bounded however many groups there are."""
+        columns = ", ".join(GROUP_TOTALS_COLUMNS)
         try:
-            stored = [GroupTotals.from_row(row) for row in self._query(
-                f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM record_group_totals")]
-            wrong = first_difference(stored, expected)
+            beyond = self._fold_query(
+                f"SELECT {columns} FROM record_group_totals", (),
+                lambda found: max((seq for group in map(GroupTotals.from_row, found)
+                                   for seq in group.newest_seqs), default=0))
+            if beyond > (last_seq or 0):
+                ends = f"ends at entry {last_seq}" if last_seq is not None else "is empty"
+                return (f"entries were removed from its tail: the store {ends} but its group "
+                        f"totals count records up to entry {beyond}")
+            if expected.spilled:
+                keys = ", ".join(GROUP_KEY_COLUMNS)
+                differing = self._query(
+                    f"SELECT {keys} FROM (SELECT {columns} FROM record_group_totals EXCEPT "
+                    f"SELECT {columns} FROM {_VERIFIED_TOTALS}) AS stored UNION "
+                    f"SELECT {keys} FROM (SELECT {columns} FROM {_VERIFIED_TOTALS} EXCEPT "
+                    f"SELECT {columns} FROM record_group_totals) AS recomputed "
+                    f"ORDER BY {keys} LIMIT 1")
+                if not differing:
+                    return None
+                where = " AND ".join(f"{name} = {self.placeholder}" for name in GROUP_KEY_COLUMNS)
+                stored = [GroupTotals.from_row(row) for row in self._query(
+                    f"SELECT {columns} FROM record_group_totals WHERE {where}", differing[0])]
+                wanted = {group.key: group for group in (
+                    GroupTotals.from_row(row) for row in self._query(
+                        f"SELECT {columns} FROM {_VERIFIED_TOTALS} WHERE {where}",
+                        differing[0]))}
+                wrong = first_difference(stored, wanted)
+            else:
+                wrong = self._fold_query(
+                    f"SELECT {columns} FROM record_group_totals", (),
+                    lambda found: first_difference(map(GroupTotals.from_row, found),
+                                                   expected.in_memory))
         except ValueError as error:
             wrong = str(error)
         if wrong is None:
@@ -1401,8 +1580,28 @@ class Store(ABC):
         return (f"its per-group totals (record_group_totals) disagree with its records: "
                 f"{wrong} (derived data edited)")
 
+    def _runs_problem(self, expected: Mapping[tuple[str, str], int]) -> str | None:
+        """For `verify`: the first run (in order of run and suite) whose stored count in
+        `record_runs` differs from `expected` (the records counted in the chain), in
+        one line; None when all agree."""
+        stored: dict[tuple[str, str], Any] = {}
+        for run_id, suite, records in self._query(
+                "SELECT run_id, suite, records FROM record_runs"):
+            stored[(_as_text(run_id), _as_text(suite))] = records
+        for key in sorted(set(stored) | set(expected)):
+            found, wanted = stored.get(key), expected.get(key)
+            if found is not None and type(found) is int and found == wanted:
+                continue
+            named = f"run {key[0]} (suite {key[1]})"
+            wrong = (f"{named} is missing" if found is None else
+                     f"{named} counts records the store does not hold" if wanted is None else
+                     f"{named} counts {found!r} records, the store holds {wanted}")
+            return (f"its per-run counts (record_runs) disagree with its records: {wrong} "
+                    "(derived data edited)")
+        return None
+
     def _summaries_problem(self, after: int, page: Sequence[tuple[Any, ...]],
-                           totals: dict[tuple[Any, ...], GroupTotals]
+                           fold: Callable[[list[tuple[Any, ...]]], None]
                            ) -> tuple[int, str] | None:
         """The first entry of this page of the chain (entries after `after`) whose summary
         row is missing, extra or not what its body says; None when all agree. Bounded by
@@ -1413,7 +1612,7 @@ class Store(ABC):
         stored = {int(row[0]): row for row in self._query(
             f"SELECT {', '.join(SUMMARY_COLUMNS)} FROM record_summaries WHERE seq > {p} AND "
             f"seq <= {p} ORDER BY seq", (after, last))}
-        complete = self.has_record_summaries
+        complete = True  # a version 4 store's table holds every record's row
         folded: list[tuple[Any, ...]] = []
         for row in page:
             seq, kind, body = int(row[0]), row[1], row[8]
@@ -1438,7 +1637,7 @@ class Store(ABC):
         if stored:
             seq = min(stored)
             return seq, "the summary table holds a row for a sequence number with no entry"
-        fold_into(totals, folded)
+        fold(folded)
         return None
 
     @staticmethod
@@ -1451,6 +1650,79 @@ class Store(ABC):
                 record.run_id) != entry.address:
             return "its address columns disagree with its body"
         return None
+
+
+def _bodies_summarised(page: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """For `verify`: the summary rows of the records of a page of entries (seq, kind, ...
+    body at 8), from their stored bodies. An unreadable body is left out (the record
+    check names it)."""
+    rows = []
+    for row in page:
+        if row[1] == "record":
+            try:
+                rows.append(summary_row(int(row[0]), _as_bytes(row[8])))
+            except msgspec.DecodeError:
+                continue
+    return rows
+
+
+class _ExpectedTotals:
+    """For `verify`: the group totals folded from the records, page by page, by the
+    append's rule. Held in memory up to `_GROUPS_VERIFIED_IN_MEMORY` groups; past that
+    they are moved to a temporary table of the connection and folded there as appends
+    fold (the touched groups read, folded, written back), so `verify` of a store of
+    millions of groups stays bounded in memory. `drop` removes the table."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.in_memory: dict[tuple[Any, ...], GroupTotals] = {}
+        self.spilled = False
+
+    def fold(self, rows: list[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        if not self.spilled:
+            fold_into(self.in_memory, rows)
+            if len(self.in_memory) > _GROUPS_VERIFIED_IN_MEMORY:
+                self._spill()
+            return
+        store, p = self.store, self.store.placeholder
+        current: dict[tuple[Any, ...], GroupTotals] = {}
+        wanted = list(dict.fromkeys(map(group_of, rows)))
+        for start in range(0, len(wanted), _KEYS_PER_READ):
+            chunk = wanted[start:start + _KEYS_PER_READ]
+            for found in store._query(_read_group_totals(p, len(chunk), _VERIFIED_TOTALS),
+                                      [part for key in chunk for part in key]):
+                group = GroupTotals.from_row(found)
+                current[group.key] = group
+        self._write(fold_into(current, rows))
+
+    def _spill(self) -> None:
+        self.store._execute(group_totals_table(self.store._column_types(),
+                                               table=_VERIFIED_TOTALS, temporary=True))
+        self.store._execute(f"DELETE FROM {_VERIFIED_TOTALS}")
+        self.spilled = True
+        self._write(list(self.in_memory.values()))
+        self.in_memory = {}
+
+    def _write(self, groups: Sequence[GroupTotals]) -> None:
+        rows = [group.row() for group in groups]
+        for start in range(0, len(rows), _GROUPS_PER_UPSERT):
+            chunk = rows[start:start + _GROUPS_PER_UPSERT]
+            self.store._execute(_upsert_group_totals(self.store.placeholder, len(chunk),
+                                                     _VERIFIED_TOTALS),
+                                [value for row in chunk for value in row])
+
+    def drop(self) -> None:
+        if self.spilled:
+            self.store._execute(f"DROP TABLE IF EXISTS {_VERIFIED_TOTALS}")
+            self.spilled = False
+
+
+# the derived tables a store of each version keeps (for `verify` and writers: which are
+# missing)
+_DERIVED_TABLES = {"4": ("record_summaries", "record_group_totals"),
+                   "5": ("record_group_totals", "record_runs")}
 
 
 # The unique address of a record, trial first: the records a batch appends (a new run's
@@ -1503,33 +1775,13 @@ BEGIN SELECT RAISE(ABORT, 'benchwarden store is append-only: UPDATE refused'); E
 BEGIN SELECT RAISE(ABORT, 'benchwarden store is append-only: DELETE refused'); END""",
 )
 
-# The derived summary table (see SUMMARY_COLUMNS, in that column order); append-only like
-# `entries`. Rows are appended in sequence order (the rowid is the sequence number), and
-# its one index serves `runs()`. Reports read the group totals beside it.
-_SQLITE_SUMMARY_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS record_summaries (
-    seq INTEGER PRIMARY KEY,
-    suite TEXT NOT NULL, scope TEXT NOT NULL, arm TEXT NOT NULL, task TEXT NOT NULL,
-    trial INTEGER NOT NULL, run_id TEXT NOT NULL, outcome TEXT NOT NULL,
-    group_key TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL NOT NULL,
-    duration_s REAL NOT NULL, fresh_input INTEGER NOT NULL, cache_creation INTEGER NOT NULL,
-    cache_read INTEGER NOT NULL, output INTEGER NOT NULL, reasoning INTEGER,
-    priced INTEGER NOT NULL, turns_number REAL, denied_number INTEGER, cost_number REAL,
-    odd_values INTEGER NOT NULL,
-    field_tier TEXT, field_failure TEXT, field_turns TEXT, field_tokens_reported TEXT,
-    field_denied_calls TEXT, field_imputed_cost_usd TEXT, field_bench_version TEXT
-)""",
-    # clustered by group: a scope's groups are one range of the table's own B-tree
+# The derived tables of schema 5 beyond `record_cells`, both clustered by their keys
+# (WITHOUT ROWID): the group totals (a scope's groups are one range of the table's own
+# B-tree) and the run counts.
+_SQLITE_DERIVED_SCHEMA = (
     group_totals_table({"text": "TEXT", "integer": "INTEGER", "real": "REAL"},
                        " WITHOUT ROWID"),
-    # `runs()` counts records per run in index order, without sorting a million rows
-    "CREATE INDEX IF NOT EXISTS record_summaries_by_run ON record_summaries (run_id, suite)",
-    """CREATE TRIGGER IF NOT EXISTS record_summaries_refuse_update BEFORE UPDATE
-    ON record_summaries
-BEGIN SELECT RAISE(ABORT, 'benchwarden store is append-only: UPDATE refused'); END""",
-    """CREATE TRIGGER IF NOT EXISTS record_summaries_refuse_delete BEFORE DELETE
-    ON record_summaries
-BEGIN SELECT RAISE(ABORT, 'benchwarden store is append-only: DELETE refused'); END""",
+    run_counts_table("TEXT", "INTEGER", " WITHOUT ROWID"),
 )
 
 # rows per INSERT statement of an SQLite append (10 parameters each, far below SQLite's
@@ -1808,9 +2060,7 @@ class SQLiteStore(Store):
             self._connection.execute(f"PRAGMA cache_size = -{_WRITER_CACHE_KIB}")
         except sqlite3.Error as error:
             raise sqlite_failure(self.location, error, "reading it") from None
-        version = self._version_held(str(self._meta("schema_version")).strip())
-        self.has_record_summaries = version == str(SCHEMA_VERSION)
-        self._reads_version_3_groups = version == "3"
+        self._read_as_it_is(str(self._meta("schema_version")).strip())
 
     def _open_for_writing(self) -> None:
         try:
@@ -1853,7 +2103,7 @@ class SQLiteStore(Store):
         existing store with what this version adds (application id, witness flag)."""
         try:
             if kind == "empty":
-                for statement in (*_SQLITE_SCHEMA, *_SQLITE_SUMMARY_SCHEMA):
+                for statement in (*_SQLITE_SCHEMA, *_SQLITE_DERIVED_SCHEMA):
                     self._connection.execute(statement)
                 self._connection.execute(
                     "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
@@ -1862,19 +2112,19 @@ class SQLiteStore(Store):
             else:
                 self._check_version()
                 stored = str(self._meta("schema_version")).strip()
-                held = self._version_held(stored)
-                if held != str(SCHEMA_VERSION):
-                    # a store from before this summary table (or one whose derived tables
-                    # were removed): made (again: a version 2 table has the older layout)
-                    # and filled once, in this transaction (the write lock is held, so no
-                    # append runs meanwhile)
-                    self._say_rebuilding(stored, held)
+                missing = self._tables_missing(stored)
+                if stored != str(SCHEMA_VERSION) or missing:
+                    # a store of an older version (or one whose derived tables were
+                    # removed): its derived tables made this version's, once, in this
+                    # transaction (the write lock is held, so no append runs meanwhile)
+                    if stored == str(SCHEMA_VERSION):
+                        self._say_rebuilding(missing)
                     cursor = self._connection.cursor()
-                    self._rebuild_summaries(cursor, _SQLITE_SUMMARY_SCHEMA, held)
+                    self._upgrade_derived(cursor, _SQLITE_DERIVED_SCHEMA, stored)
                     cursor.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 self._upgrade_address_layout(self._connection.cursor())
             self._has_cells = True
-            self.has_record_summaries = True
+            self.has_derived_tables = True
             if kind in ("empty", "legacy"):
                 self._connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             if not self._memory:
@@ -1909,8 +2159,8 @@ class SQLiteStore(Store):
             print(f"benchwarden: store {self.location}: {text}: done in "
                   f"{time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
 
-    def _summary_schema(self) -> Iterable[str]:
-        return _SQLITE_SUMMARY_SCHEMA
+    def _derived_schema(self) -> Iterable[str]:
+        return _SQLITE_DERIVED_SCHEMA
 
     def _recount_cells(self, cursor: Any) -> None:
         cursor.execute(_SQLITE_CELLS_TABLE)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -46,7 +46,6 @@ from benchwarden.core.store import (
     ENTRY_COLUMNS,
     READABLE_SCHEMA_VERSIONS,
     SCHEMA_VERSION,
-    SUMMARY_COLUMNS,
     CorruptStore,
     NoStore,
     Store,
@@ -54,6 +53,7 @@ from benchwarden.core.store import (
     StoreUsageError,
     group_totals_table,
     lock_timeout,
+    run_counts_table,
 )
 
 # First key of the advisory lock ("BWST"); the second is the `entries` table's oid,
@@ -103,26 +103,15 @@ END
 $body$;
 """ + _refuse_changes_to("entries")
 
-# The derived summary table (core/store.py, SUMMARY_COLUMNS, in that column order),
-# append-only like `entries`, and the group totals beside it (`core.group_totals`): the
-# one table here whose rows change, recomputed by `verify`.
-_SUMMARY_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS record_summaries (
-    seq BIGINT PRIMARY KEY,
-    suite TEXT NOT NULL, scope TEXT NOT NULL, arm TEXT NOT NULL, task TEXT NOT NULL,
-    trial BIGINT NOT NULL, run_id TEXT NOT NULL, outcome TEXT NOT NULL,
-    group_key TEXT NOT NULL, started_at DOUBLE PRECISION NOT NULL,
-    ended_at DOUBLE PRECISION NOT NULL, duration_s DOUBLE PRECISION NOT NULL,
-    fresh_input BIGINT NOT NULL, cache_creation BIGINT NOT NULL,
-    cache_read BIGINT NOT NULL, output BIGINT NOT NULL, reasoning BIGINT,
-    priced BIGINT NOT NULL, turns_number DOUBLE PRECISION, denied_number BIGINT,
-    cost_number DOUBLE PRECISION, odd_values BIGINT NOT NULL,
-    field_tier TEXT, field_failure TEXT, field_turns TEXT, field_tokens_reported TEXT,
-    field_denied_calls TEXT, field_imputed_cost_usd TEXT, field_bench_version TEXT
-);
-CREATE INDEX IF NOT EXISTS record_summaries_by_run ON record_summaries (run_id, suite);
-{group_totals_table({"text": "TEXT", "integer": "BIGINT", "real": "DOUBLE PRECISION"})};
-""" + _refuse_changes_to("record_summaries")
+# The derived tables of schema 5 (core/store.py): the group totals (`core.group_totals`)
+# and the run counts, whose rows each append changes in its transaction, recomputed by
+# `verify`. (Schemas 2 to 4 also kept one `record_summaries` row per record, written by
+# a COPY per batch: gone, dropped by the upgrade.)
+_COLUMN_TYPES = {"text": "TEXT", "integer": "BIGINT", "real": "DOUBLE PRECISION"}
+_DERIVED_SCHEMA = f"""
+{group_totals_table(_COLUMN_TYPES)};
+{run_counts_table("TEXT", "BIGINT")};
+"""
 
 
 def redact(url: str) -> str:
@@ -250,7 +239,7 @@ class PostgresStore(Store):
                         "that are not a benchwarden store's (no schema version); refused and "
                         "left untouched: point the URL at another database or schema")
                 self._check_version(version)
-                self._prepare_summaries(str(version[0]))
+                self._prepare_derived(str(version[0]))
                 return  # no DDL: a role without CREATE can still use the store
             if present != (False, False):
                 which = "`entries`" if present[0] else "`meta`"
@@ -263,28 +252,29 @@ class PostgresStore(Store):
                               "`entries` and `meta` tables); a suite run with this --store "
                               "creates one")
             self._connection.execute(_SCHEMA)
-            self._connection.execute(_SUMMARY_SCHEMA)
+            self._connection.execute(_DERIVED_SCHEMA)
             self._connection.execute(
                 "INSERT INTO meta VALUES ('schema_version', %s) ON CONFLICT (name) DO NOTHING",
                 (str(SCHEMA_VERSION),))
-            self.has_record_summaries = True
+            self.has_derived_tables = True
             self._check_version(self._connection.execute(
                 "SELECT value FROM meta WHERE name = 'schema_version'").fetchone())
 
-    def _prepare_summaries(self, version: str) -> None:
-        """Inside `_prepare_schema`'s transaction: a version 4 store has the summary
-        table and the group totals; a writer upgrades a version 1, 2 or 3 store
-        (`Store._rebuild_summaries`, holding the append lock, so no append runs
-        meanwhile). A reader goes on without them (reports then stream the bodies). A
-        role that may not create tables appends to a version 1 store as it is (the store
-        stays at version 1, so no table is ever incomplete), but is refused a version 2
-        or 3 store, whose tables it could not keep complete."""
-        stored, version = version, self._version_held(version)
-        if version == str(SCHEMA_VERSION):
-            self.has_record_summaries = True
+    def _prepare_derived(self, version: str) -> None:
+        """Inside `_prepare_schema`'s transaction: a version 5 store has its derived
+        tables; a writer upgrades an older store, or makes again a derived table someone
+        removed (`Store._upgrade_derived`, holding the append lock, so no append runs
+        meanwhile). A reader reads the store as it is (`Store._read_as_it_is`). A role
+        that may not create tables appends to a version 1 store as it is (the store stays
+        at version 1, so no derived table is ever incomplete), but is refused a store of
+        another older version, whose tables it could not keep complete."""
+        stored = version.strip()
+        missing = self._tables_missing(stored)
+        if stored == str(SCHEMA_VERSION) and not missing:
+            self.has_derived_tables = True
             return
         if self.read_only:
-            self._reads_version_3_groups = version == "3"
+            self._read_as_it_is(stored)
             return
         try:
             with self._connection.transaction():  # a savepoint: a refusal undoes only this
@@ -292,29 +282,34 @@ class PostgresStore(Store):
                     cursor.execute(
                         "SELECT pg_advisory_xact_lock(%s, 'entries'::regclass::oid::int)",
                         (_LOCK_NAMESPACE,))
-                    self._say_rebuilding(stored, version)
-                    self._rebuild_summaries(cursor, (_SUMMARY_SCHEMA,), version)
+                    if stored == str(SCHEMA_VERSION):
+                        self._say_rebuilding(missing)
+                    self._upgrade_derived(cursor, (_DERIVED_SCHEMA,), stored)
         except pg_errors.InsufficientPrivilege:
-            if version != "1":
+            if stored == str(SCHEMA_VERSION):
                 raise StoreError(
-                    f"PostgreSQL store {self.location} has schema version {version}; this "
+                    f"PostgreSQL store {self.location}: its derived "
+                    f"table{'s' if len(missing) > 1 else ''} {' and '.join(missing)} "
+                    f"{'are' if len(missing) > 1 else 'is'} missing and this role may not "
+                    "make them again: open it for writing once as the tables' owner "
+                    "(or run `benchwarden store repair` as the owner)") from None
+            if stored != "1":
+                raise StoreError(
+                    f"PostgreSQL store {self.location} has schema version {stored}; this "
                     f"benchwarden writes version {SCHEMA_VERSION} and this role may not "
                     "upgrade it: open it for writing once as the tables' owner") from None
             return  # an append-only role: reports read the bodies instead
-        self.has_record_summaries = True
+        self.has_derived_tables = True
 
-    def _summary_schema(self) -> Iterable[str]:
-        return (_SUMMARY_SCHEMA,)
+    def _derived_schema(self) -> Iterable[str]:
+        return (_DERIVED_SCHEMA,)
+
+    def _column_types(self) -> Mapping[str, str]:
+        return _COLUMN_TYPES
 
     def _table_exists(self, name: str) -> bool:
         rows = self._query("SELECT to_regclass(%s) IS NOT NULL", (name,))
         return bool(rows and rows[0][0])
-
-    def _insert_summary_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
-        with cursor.copy(f"COPY record_summaries ({', '.join(SUMMARY_COLUMNS)}) "
-                         "FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
 
     def _check_version(self, row: tuple[Any, ...] | None) -> None:
         if row is not None and str(row[0]) not in READABLE_SCHEMA_VERSIONS:
@@ -352,6 +347,13 @@ class PostgresStore(Store):
         with self._lock:
             try:
                 return self._connection.execute(sql, tuple(params)).fetchall()
+            except psycopg.Error as error:
+                raise _query_error(self.location, error, "reading it") from None
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        with self._lock:
+            try:
+                self._connection.execute(sql, tuple(params))
             except psycopg.Error as error:
                 raise _query_error(self.location, error, "reading it") from None
 

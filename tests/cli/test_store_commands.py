@@ -325,20 +325,19 @@ def _delete_newest_run(store: Path) -> int:
     raw.execute("DROP TRIGGER entries_refuse_delete")
     removed = raw.execute("DELETE FROM entries WHERE run_id = ?", (run_id,)).rowcount
     raw.execute(trigger)
-    # and its rows in the derived summary table, which would otherwise give the cut away
-    raw.execute("DROP TRIGGER record_summaries_refuse_delete")
-    raw.execute("DELETE FROM record_summaries WHERE run_id = ?", (run_id,))
+    # and its count in the derived run counts, which would otherwise give the cut away
+    raw.execute("DELETE FROM record_runs WHERE run_id = ?", (run_id,))
     # and recount the derived per-cell counts (SQLite), which would give it away too
     raw.execute("DELETE FROM record_cells")
     raw.execute("INSERT INTO record_cells SELECT suite, scope, arm, task, COUNT(*), MAX(trial) "
                 "FROM entries WHERE kind = 'record' GROUP BY suite, scope, arm, task")
-    # and the derived group totals, folded again from the summary rows left
+    # and the derived group totals, folded again from the records left
     from benchwarden.core.group_totals import fold_into
-    from benchwarden.core.store import SUMMARY_COLUMNS
+    from benchwarden.core.store import summary_row
 
     raw.execute("DELETE FROM record_group_totals")
-    for group in fold_into({}, raw.execute(f"SELECT {', '.join(SUMMARY_COLUMNS)} "
-                                           "FROM record_summaries ORDER BY seq").fetchall()):
+    for group in fold_into({}, [summary_row(seq, body) for seq, body in raw.execute(
+            "SELECT seq, body FROM entries WHERE kind = 'record' ORDER BY seq")]):
         raw.execute(f"INSERT INTO record_group_totals VALUES "
                     f"({', '.join(['?'] * len(group.row()))})", group.row())
     raw.commit()
@@ -478,14 +477,18 @@ def test_store_repair_rebuilds_removed_or_edited_derived_tables(tmp_path):
     with sqlite3.connect(path) as connection:  # edited rows this time, tables kept
         connection.execute("UPDATE record_cells SET records = 99")
         connection.execute("UPDATE record_group_totals SET output = 0")
-        connection.execute("DROP TRIGGER record_summaries_refuse_delete")
-        connection.execute("DELETE FROM record_summaries WHERE seq = 3")
-    assert bw("verify", "--store", str(path)).returncode == 1
+        connection.execute("UPDATE record_runs SET records = records + 1")
+    edited = bw("verify", "--store", str(path))
+    assert edited.returncode == 1 and "(derived data edited)" in edited.stdout
     assert bw("store", "repair", str(path)).returncode == 0
     verified = bw("verify", "--store", str(path))
     assert verified.returncode == 0, verified.stdout
-    with sqlite3.connect(path) as connection:  # the guard dropped above is back
-        assert connection.execute("SELECT 1 FROM sqlite_master WHERE "
-                                  "name = 'record_summaries_refuse_delete'").fetchall()
+    with sqlite3.connect(path) as connection:  # the run count dropped is back, recounted
+        connection.execute("DROP TABLE record_runs")
+    failed = bw("verify", "--store", str(path))
+    assert "record_runs is missing (removed outside benchwarden)" in failed.stdout
+    repaired = bw("store", "repair", str(path))
+    assert "its table record_runs is missing" in repaired.stderr
+    assert bw("verify", "--store", str(path)).returncode == 0
     assert_one_line_error(bw("store", "repair", str(tmp_path / "typo.sqlite")), 2, "no store at")
     assert not (tmp_path / "typo.sqlite").exists()

@@ -28,11 +28,10 @@ from hypothesis import strategies as st
 
 from benchwarden.core import secrets
 from benchwarden.core.chain import GENESIS_HASH, chain_links, link_hash
-from benchwarden.core.group_totals import fold_into
+from benchwarden.core.group_totals import GROUP_TOTALS_COLUMNS, fold_into
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, TokenComponents, canonical_json, canonical_json_many
 from benchwarden.core.store import (
-    SUMMARY_COLUMNS,
     DuplicateRecord,
     SQLiteStore,
     Store,
@@ -270,18 +269,16 @@ def test_a_chain_written_entry_by_entry_continues_and_verifies(tmp_path):
                     "prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (*address, body, previous, current))
         seq = raw.execute("SELECT MAX(seq) FROM entries").fetchone()[0]
-        # as that writer also wrote the derived summary row (verify checks it)
-        marks = ", ".join(["?"] * len(SUMMARY_COLUMNS))
-        raw.execute(f"INSERT INTO record_summaries VALUES ({marks})", summary_row(seq, body))
-        # and counted the record in its cell (verify recounts them)
+        # as that writer also counted the record in its cell (verify recounts them)
         raw.execute("INSERT INTO record_cells VALUES (?, ?, ?, ?, 1, ?)",
                     (*address[1:5], record.trial))
         summary_rows.append(summary_row(seq, body))
         previous = current
-    # and kept its groups' totals (verify recomputes them)
+    # and kept its groups' totals and its run's count (verify recomputes them)
     for group in fold_into({}, summary_rows):
         raw.execute(f"INSERT INTO record_group_totals VALUES "
                     f"({', '.join(['?'] * len(group.row()))})", group.row())
+    raw.execute("INSERT INTO record_runs VALUES ('run-1', 'demo', 5)")
     raw.close()
     with open_store(path, create=False, read_only=False) as store:
         store.append([make_record(task=f"new-{index}") for index in range(120)])
@@ -330,17 +327,19 @@ def test_verify_command_passes_a_batch_written_store_and_fails_a_tampered_one(tm
 
 # -- sequence numbers and the head taken from the insert, not read back --------------
 
-def _summaries_match_entries(store: Store) -> None:
-    """Every record's summary row sits at the record's own sequence number."""
-    entries = store._query("SELECT seq, suite, scope, arm, task, trial, run_id FROM entries "
-                           "WHERE kind = 'record' ORDER BY seq")
-    summaries = store._query("SELECT seq, suite, scope, arm, task, trial, run_id "
-                             "FROM record_summaries ORDER BY seq")
-    assert summaries == entries
+def _group_totals_follow_the_entries(store: Store) -> None:
+    """The group totals name each record by its own sequence number (first and newest):
+    they are those folded from the entries' bodies at their numbers."""
+    rows = [summary_row(int(seq), bytes(body)) for seq, body in store._query(
+        "SELECT seq, body FROM entries WHERE kind = 'record' ORDER BY seq")]
+    expected = sorted(group.row() for group in fold_into({}, rows))
+    stored = sorted(tuple(row) for row in store._query(
+        f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM record_group_totals"))
+    assert stored == expected
 
 
 @pytest.mark.parametrize("reported", [True, False], ids=["from the insert", "read back"])
-def test_summary_rows_and_witness_land_at_the_inserted_numbers(tmp_path, monkeypatch, reported):
+def test_group_totals_and_witness_land_at_the_inserted_numbers(tmp_path, monkeypatch, reported):
     given: list[Any] = []
     insert_rows = SQLiteStore._insert_rows
 
@@ -355,7 +354,7 @@ def test_summary_rows_and_witness_land_at_the_inserted_numbers(tmp_path, monkeyp
         for start, size in ((0, 137), (137, 1), (138, 60)):
             store.append([make_record(task=f"t{index}") for index in range(start, start + size)])
             assert read_witness(store.witness_path) == store.head()
-        _summaries_match_entries(store)
+        _group_totals_follow_the_entries(store)
         assert store.verify().ok
     # what the insert reported is exactly what the table holds, batch by batch
     assert [list(numbers) for numbers in given] == [[1], list(range(2, 139)), [139],
@@ -365,7 +364,7 @@ def test_summary_rows_and_witness_land_at_the_inserted_numbers(tmp_path, monkeyp
 def test_a_gap_before_a_batch_is_followed(tmp_path):
     """AUTOINCREMENT numbers from the largest number ever given: a store whose counter is
     ahead of its last entry (as one edited by hand) gets a batch after a gap, and the
-    summary rows and the witness follow the numbers the rows really got."""
+    group totals and the witness follow the numbers the rows really got."""
     path = tmp_path / "s.sqlite"
     with open_store(path) as store:
         store.begin_run(stamp_run(suite="demo", bench_version="1", config={}, run_id="run-1"))
@@ -376,6 +375,6 @@ def test_a_gap_before_a_batch_is_followed(tmp_path):
         store.append([make_record(task=f"t{index}") for index in range(75)])
         assert [row[0] for row in store._query(
             "SELECT seq FROM entries WHERE kind = 'record' ORDER BY seq")] == list(range(12, 87))
-        _summaries_match_entries(store)
+        _group_totals_follow_the_entries(store)
         assert read_witness(store.witness_path) == store.head()
         assert store.head().seq == 86

@@ -409,14 +409,16 @@ def test_postgres_append_waits_for_the_chain_lock(postgres, pg_store):
 
 def test_postgres_append_only_role_can_write(postgres, pg_store):
     """The lock needs no table privilege: a role with INSERT and SELECT only appends
-    (and UPDATE on the derived group totals, whose rows an append changes)."""
+    (and UPDATE on the derived group totals and run counts, whose rows an append
+    changes)."""
     role = f"bw_writer_{secrets.token_hex(3)}"
     schema = postgres.location.rsplit("%3D", 1)[1]
     postgres.execute(f"CREATE ROLE {role} LOGIN")
     try:
         postgres.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}; "
-                         f"GRANT SELECT, INSERT ON entries, meta, record_summaries TO {role}; "
-                         f"GRANT SELECT, INSERT, UPDATE ON record_group_totals TO {role}; "
+                         f"GRANT SELECT, INSERT ON entries, meta TO {role}; "
+                         f"GRANT SELECT, INSERT, UPDATE ON record_group_totals, record_runs "
+                         f"TO {role}; "
                          f"GRANT USAGE ON SEQUENCE entries_seq_seq TO {role}")
         url = postgres.location.replace("://postgres@", f"://{role}@")
         with open_store(url) as writer:

@@ -464,7 +464,7 @@ def test_a_report_with_odd_payload_values_is_built_and_says_what_it_skipped(rows
     with SQLiteStore(":memory:") as store:
         fill(store, records, ["cli", "http", "mcp"], ["t0", "t1", "t2", "t3"])
         summed = arms_report.build_report(store, "run-1", floor=2)
-        store.has_record_summaries = False  # as a store without the table is read
+        store.has_derived_tables = False  # as a store without the totals is read
         streamed = arms_report.build_report(store, "run-1", floor=2)
     skipped = expected_skipped(records)
     for report in (summed, streamed):
@@ -506,7 +506,7 @@ def test_the_group_totals_equal_the_stream_bit_for_bit_whatever_the_batches(rows
             assert in_database.groups == streamed.groups  # every field, floats exactly
             assert in_database.first_seen == streamed.first_seen
             summed = arms_report.build_report(store, "run-1", floor=2)
-            store.has_record_summaries = False  # as a store without the totals is read
+            store.has_derived_tables = False  # as a store without the totals is read
             assert arms_report.build_report(store, "run-1", floor=2) == summed
             summaries.append(in_database)
     assert summaries[0].groups == summaries[1].groups
@@ -550,18 +550,31 @@ def test_a_version_3_store_read_as_it_is_sums_what_the_stream_sums(backend):  # 
         fill(store, records, arms, tasks)
     make_version_3(backend)
     with backend.open(create=False) as reader:
-        assert reader.has_group_totals and not reader.has_record_summaries
+        assert reader.has_group_totals and not reader.has_derived_tables
         in_database = arms_report.summary_in_database(reader, SCOPE)
         assert_same_summary(in_database, streamed_summary(reader))
     assert in_database.versions == {"1", "2"}
     assert sum(totals.odd_values for totals in in_database.groups.values()) == 1
 
 
-@pytest.mark.parametrize("version", ["1", "3"])
+def report_text_and_json(report: Any) -> tuple[str, Any]:
+    """What a user is shown: the terminal text (`arms report`) and the JSON (`--json`)."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    output = StringIO()
+    arms_report.render_terminal(report, Console(file=output, width=200))
+    return output.getvalue(), msgspec_plain(report.to_json())
+
+
+@pytest.mark.parametrize("version", ["1", "2", "3", "4"])
 def test_an_old_store_reports_the_same_read_only_and_after_its_upgrade(backend, version):  # noqa: F811
-    """Read as it is, a version 1 store is streamed and a version 3 store summed by its
-    group index; upgraded, both read the group totals: the same report each time."""
-    from tests.core.test_store_summaries import make_version_1, make_version_3
+    """Read as it is, a version 1 or 2 store is streamed, a version 3 store summed by its
+    summary rows and a version 4 store read from its totals; upgraded to this version
+    (totals kept or computed from the bodies, no summary row written), each reads the
+    group totals: the same report each time, its text and JSON as before the upgrade."""
+    from tests.core.test_store_summaries import make_version
 
     arms, tasks = ["cli", "http", "mcp"], [f"t{n}" for n in range(4)]
     records = random_records(5, arms, tasks, depth=5)
@@ -569,21 +582,31 @@ def test_an_old_store_reports_the_same_read_only_and_after_its_upgrade(backend, 
     with backend.open() as store:
         fill(store, records, arms, tasks)
         current = arms_report.build_report(store, "run-1", weights, floor=2)
-    (make_version_1 if version == "1" else make_version_3)(backend)
-    with backend.open(create=False) as reader:  # no totals: streamed, or the v3 GROUP BY
-        assert not reader.has_record_summaries
-        assert reader.has_group_totals == (version == "3")
-        streamed = arms_report.build_report(reader, "run-1", weights, floor=2)
+    make_version(backend, version)
+    with backend.open(create=False) as reader:  # read as it is: nothing made or written
+        assert not reader.has_derived_tables
+        assert reader.has_group_totals == (version in ("3", "4"))
+        before = arms_report.build_report(reader, "run-1", weights, floor=2)
         assert [run.record_count for run in reader.runs()] == [len(records)]
-    with backend.open() as writer:  # opened for writing: backfilled
-        assert writer.has_record_summaries
+    with backend.open() as writer:  # opened for writing: upgraded
+        assert writer.has_derived_tables and writer._stored_schema_version() == "5"
     with backend.open(create=False) as reader:
         upgraded = arms_report.build_report(reader, "run-1", weights, floor=2)
-    for report in (current, streamed, upgraded):
+        assert [run.record_count for run in reader.runs()] == [len(records)]
+    for report in (current, before, upgraded):
         assert_report_is_the_per_record_computation(report, records, weights)
         assert [trial.trial for trial in report.trials or []] == \
             [trial.trial for trial in current.trials or []]
         assert msgspec_plain(report.coverage) == msgspec_plain(current.coverage)
+    text, plain = report_text_and_json(upgraded)
+    assert "cli" in text and plain["headline"]
+    assert (text, plain) == report_text_and_json(current)
+    before_text, before_plain = report_text_and_json(before)
+    assert before_text == text
+    if version == "3":  # the database summed its floats: equal to rounding
+        assert before_plain == approx_tree(plain)
+    else:
+        assert before_plain == plain
 
 
 def test_the_commands_report_odd_values_from_the_table_and_from_an_old_store(tmp_path):
@@ -614,7 +637,7 @@ def test_the_commands_report_odd_values_from_the_table_and_from_an_old_store(tmp
 
     for summed_by_the_database in (True, False):
         with SQLiteStore(path, create=False) as reader:
-            assert reader.has_record_summaries == summed_by_the_database
+            assert reader.has_derived_tables == summed_by_the_database
         assert "3 turns, denied_calls or imputed_cost_usd values skipped" in \
             " ".join(run("arms", "report").split())
         assert "paired" in run("arms", "compare", "cli", "http")
@@ -676,7 +699,7 @@ def test_both_backends_and_a_version_3_store_read_the_summary_as_before(backend)
                                    summary_read_as_before(store))
     make_version_3(backend)
     with backend.open(create=False) as reader:
-        assert not reader.has_record_summaries
+        assert not reader.has_derived_tables
         assert_identical_summaries(arms_report.summary_in_database(reader, SCOPE),
                                    summary_read_as_before(reader))
 
