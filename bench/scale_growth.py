@@ -3,7 +3,8 @@
 Runs each command as its own process, as a user would (`python -m benchwarden ...`),
 against cached synthetic arms stores (bench/scale_store.py: 3 arms x 200 tasks, about
 1 KB per record) of each size, and reads the child's wall time and peak RSS (the
-child's own rusage through `os.wait4`, so nothing else on the machine is counted).
+child's own rusage through `os.wait4` in a small launcher, `_child.run_measured`, so
+nothing else on the machine, and not this script's own peak, is counted).
 
 Figures: for every command, the time and the peak RSS at the largest size against the
 next smaller size (the baseline) in the same run; their ratio is the growth. Streaming
@@ -52,6 +53,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from _checkout import NEUTRAL_FOLDER, child_environment
+from _child import run_measured
 from _figures import Figure, add_json_option, emit
 from scale_store import ensure_store, parse_size, size_label
 
@@ -75,20 +77,14 @@ def measure(arguments: list[str], code: str | None = None) -> tuple[float, float
     with the package of the checkout at `code` (default: this one), started in a
     neutral folder (`_checkout`: run from a repository's root, the "before" side of
     `--before` used to import this checkout's package and compare it with itself)."""
-    environment = child_environment(code)
-    started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "benchwarden", *arguments],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               env=environment, cwd=NEUTRAL_FOLDER)
-    stderr = process.stderr.read() if process.stderr else b""
-    _, status, usage = os.wait4(process.pid, 0)
-    elapsed = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode not in (0, 1):
-        tail = stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-        print(f"  ! {' '.join(arguments[:2])} exited {process.returncode}: {tail[0]}",
+    result = run_measured([sys.executable, "-m", "benchwarden", *arguments],
+                          stdout=subprocess.DEVNULL, env=child_environment(code),
+                          cwd=NEUTRAL_FOLDER)
+    if result.returncode not in (0, 1):
+        tail = result.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        print(f"  ! {' '.join(arguments[:2])} exited {result.returncode}: {tail[0]}",
               file=sys.stderr)
-    return elapsed, usage.ru_maxrss / 1024.0, process.returncode  # ru_maxrss is in KiB
+    return result.seconds, result.peak_mib, result.returncode
 
 
 def drop_from_page_cache(store: Path) -> None:

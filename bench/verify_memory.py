@@ -7,7 +7,8 @@ within 1.5x). For contrast the script also measures the way `verify` read before
 (one query fetching every entry's body at once), whose peak grows with the store.
 
 Each measurement runs in a fresh child process (`python -m benchwarden verify --store`,
-or the fetch-all reader), and its peak RSS is read from `wait4`; the baseline is the
+or the fetch-all reader), and its own peak RSS is read (`_child`: the stores are built
+in this process, whose peak a child started directly would inherit); the baseline is the
 streaming `verify` on the small store. Ratios are what to read.
 
     python bench/verify_memory.py [--small 20000] [--large 200000] [--json FILE]
@@ -19,7 +20,6 @@ script isolates `verify` and shows what streaming saves against reading everythi
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from _checkout import NEUTRAL_FOLDER, child_environment  # noqa: E402
+from _child import run_measured  # noqa: E402
 from _figures import Figure, add_json_option, emit  # noqa: E402
 from store_append import arm_record  # noqa: E402
 
@@ -58,12 +59,9 @@ def build(path: Path, count: int) -> float:
 
 def peak_rss_mb(args: list[str]) -> tuple[float, float, int]:
     """(peak RSS in MB, wall seconds, exit code) of a child process."""
-    start = time.perf_counter()
-    child = subprocess.Popen(args, env=child_environment(str(REPO)), cwd=NEUTRAL_FOLDER,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    elapsed = time.perf_counter() - start
-    return usage.ru_maxrss / 1024, elapsed, os.waitstatus_to_exitcode(status)
+    result = run_measured(args, env=child_environment(str(REPO)), cwd=NEUTRAL_FOLDER,
+                          stdout=subprocess.DEVNULL)
+    return result.peak_mib, result.seconds, result.returncode
 
 
 def main() -> None:
