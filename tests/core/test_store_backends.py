@@ -32,6 +32,7 @@ from benchwarden.core.store import (
     SQLiteStore,
     Store,
     StoreError,
+    StoreUsageError,
     UnstorableValue,
     open_store,
 )
@@ -255,6 +256,30 @@ def test_runs_and_run_end_are_listed(store):
         store.finish_run(RunEnd("run-1", 4.0, "completed", {}))
     with pytest.raises(StoreError, match="no such run"):
         store.run_info("absent")
+
+
+def test_the_latest_run_is_the_last_run_started_of_each_suite(backend):
+    """`latest_run` reads only the newest run start: the same run as the last of `runs`,
+    for every suite and for all, with runs of two suites interleaved and records and
+    ends between them."""
+    with backend.open() as store:
+        with pytest.raises(StoreUsageError, match="no demo runs"):
+            store.latest_run("demo")
+        for number, suite in enumerate(["demo", "other", "other", "demo", "other"]):
+            run_id = f"run-{suite}-{number}"
+            store.begin_run(stamp_run(suite=suite, bench_version="1", config={},
+                                      run_id=run_id))
+            if suite == "demo":
+                store.append([make_record(run_id=run_id, trial=number + 1)])
+            store.finish_run(RunEnd(run_id, 3.0, "completed", {}))
+            for which in ("demo", "other", None):
+                listed = store.runs(which)
+                if listed:
+                    latest = store.latest_run(which)
+                    assert latest == listed[-1]
+        assert store.latest_run().run.run_id == "run-other-4"
+        assert store.latest_run("demo").run.run_id == "run-demo-3"
+        assert store.latest_run("demo").record_count == 1
 
 
 _scopes = itertools.count()
