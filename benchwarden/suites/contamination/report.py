@@ -53,6 +53,8 @@ from benchwarden.suites.contamination.scoring import BENCH_VERSION, Legs, RungOu
 from benchwarden.targets.replies import RequestOutcome
 
 SUITE = "contamination"
+STATE_ORDER = ("unmeasured", "below_label", "as_labelled")
+"""The rung states (`RungFidelity.state`), in the order a count of them is written."""
 
 
 # -- the typed report -----------------------------------------------------------------------
@@ -354,6 +356,53 @@ class ContaminationReport(msgspec.Struct, frozen=True, kw_only=True):
         head = None if store_head is None else convert(dict(store_head), StoreHeadBlock,
                                                         "store head")
         return msgspec.structs.replace(self, run=block, store_head=head)
+
+
+def within_caps(report: ContaminationReport) -> ContaminationReport:
+    """The report listing what a new one would (`shown`): a report file written before
+    the caps, listing every rung and request of a huge run, is cut down the same way and
+    its totals set; a report within the caps is returned as it is. (A request's failure
+    is read from its status here, which only orders the requests of a rung.)"""
+    per_rung = Counter((entry.leg, entry.repeat) for entry in report.requests
+                       if entry.level is not None)
+    if len(report.rungs) <= shown.RUNG_LIMIT \
+            and all(count <= shown.LANE_LIMIT for count in per_rung.values()):
+        return report
+    kinds: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for cell in report.cells:
+        if cell.level is not None:
+            kinds[(cell.leg, cell.repeat)].add(cell.kind)
+    chosen = shown.chosen_rungs([shown.rung_rank(kinds[(rung.label, rung.repeat)],
+                                                 rung.requests_failed, rung.state)
+                                 for rung in report.rungs])
+    listed = {(report.rungs[index].label, report.rungs[index].repeat) for index in chosen}
+    chosen_set = set(chosen)
+    lanes: dict[tuple[str, int], list[shown.Lane]] = defaultdict(list)
+    for index, entry in enumerate(report.requests):
+        if entry.level is not None:
+            lanes[(entry.leg, entry.repeat)].append(shown.Lane(
+                index, entry.slot, entry.scored, entry.status not in ("ok", "cancelled")))
+    kept = {lane.key for key, members in lanes.items() if key in listed
+            for lane in shown.chosen_lanes(members)}
+    requests = [entry for index, entry in enumerate(report.requests)
+                if entry.level is None or index in kept]
+    drawn = Counter((entry.leg, entry.repeat) for entry in requests if entry.level is not None)
+    rungs = [msgspec.structs.replace(rung, requests_listed=drawn[(rung.label, rung.repeat)])
+             if drawn[(rung.label, rung.repeat)] < per_rung[(rung.label, rung.repeat)]
+             else rung for index, rung in enumerate(report.rungs) if index in chosen_set]
+    cells = [cell for cell in report.cells
+             if cell.level is None or (cell.leg, cell.repeat) in listed]
+    left = Counter(rung.state for rung in report.rungs
+                   if (rung.label, rung.repeat) not in listed)
+    changes: dict[str, Any] = {"rungs": rungs, "cells": cells, "requests": requests}
+    if len(rungs) < len(report.rungs):
+        changes["rungs_total"] = len(report.rungs)
+        changes["rungs_left_out"] = {state: left[state] for state in STATE_ORDER if left[state]}
+    if len(cells) < len(report.cells):
+        changes["cells_total"] = len(report.cells)
+    if len(requests) < len(report.requests):
+        changes["requests_total"] = len(report.requests)
+    return msgspec.structs.replace(report, **changes)
 
 
 def as_report(report: ContaminationReport | Mapping[str, Any]) -> ContaminationReport:
@@ -679,9 +728,6 @@ def export_command(store: Store) -> str:
             "--format jsonl --out contamination-requests.jsonl")
 
 
-STATE_ORDER = ("unmeasured", "below_label", "as_labelled")
-
-
 def _listing(store: Store, reading: ScopeReading, result: scoring.Score,
              levels: Mapping[str, int]) -> dict[str, Any]:
     """What the report lists (`shown`): the cells, rungs and requests of the rungs that
@@ -822,4 +868,4 @@ def render_terminal(report: ContaminationReport | Mapping[str, Any], console: An
 __all__ = ["BisectBlock", "CandidateBlock", "CellBlock", "ContaminationReport", "DivergenceBlock",
            "ProbeBlock", "RequestEntry", "RequestSettings",
            "RungBlock", "SUITE", "ScoreBlock", "as_report", "build_report", "column_name",
-           "json_safe", "legs_from_records", "render_terminal", "rung_levels"]
+           "json_safe", "legs_from_records", "render_terminal", "rung_levels", "within_caps"]

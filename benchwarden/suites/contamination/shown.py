@@ -56,9 +56,10 @@ def rung_rank(cell_kinds: Iterable[str], requests_failed: int | None, state: str
     return QUIET
 
 
-def chosen_rungs(ranks: Sequence[int], limit: int = RUNG_LIMIT) -> list[int]:
+def chosen_rungs(ranks: Sequence[int], limit: int | None = None) -> list[int]:
     """Indexes (into `ranks`, the rungs in the order run) of the rungs to list, in the
-    order run: the `limit` most urgent, earlier rungs first within a rank."""
+    order run: the `limit` (`RUNG_LIMIT`) most urgent, earlier rungs first within a rank."""
+    limit = RUNG_LIMIT if limit is None else limit
     if len(ranks) <= limit:
         return list(range(len(ranks)))
     urgent = sorted(range(len(ranks)), key=lambda index: (ranks[index], index))[:limit]
@@ -79,10 +80,11 @@ class Lane:
     """Whether it failed (a planned cut at the cancel point did not)."""
 
 
-def chosen_lanes(lanes: Iterable[Lane], limit: int = LANE_LIMIT) -> list[Lane]:
+def chosen_lanes(lanes: Iterable[Lane], limit: int | None = None) -> list[Lane]:
     """The requests of one rung to list: every scored one, then failed ones, then the
-    others, each by slot, up to `limit` in all (more only if the scored ones alone are
-    more). Returned by slot."""
+    others, each by slot, up to `limit` (`LANE_LIMIT`) in all (more only if the scored
+    ones alone are more). Returned by slot."""
+    limit = LANE_LIMIT if limit is None else limit
     every = list(lanes)
     if len(every) <= limit:
         return sorted(every, key=lambda lane: (lane.slot, lane.key))
@@ -93,5 +95,5 @@ def chosen_lanes(lanes: Iterable[Lane], limit: int = LANE_LIMIT) -> list[Lane]:
     return sorted(chosen, key=lambda lane: (lane.slot, lane.key))
 
 
-__all__ = ["BELOW_LABEL", "DIVERGED", "FAILED", "LANE_LIMIT", "LEAKED", "QUIET", "RUNG_LIMIT", "UNMEASURED",
-           "Lane", "chosen_lanes", "chosen_rungs", "rung_rank"]
+__all__ = ["BELOW_LABEL", "DIVERGED", "FAILED", "LANE_LIMIT", "LEAKED", "QUIET", "RUNG_LIMIT",
+           "UNMEASURED", "Lane", "chosen_lanes", "chosen_rungs", "rung_rank"]
