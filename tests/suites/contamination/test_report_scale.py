@@ -307,3 +307,20 @@ def test_a_report_module_keeps_no_outcome_of_an_unscored_request(stores):
         reading = report_module.read_scope(store.records(suite=SUITE, scope=run_id), config)
     assert len(reading.scored_outcomes) == 2 * 30 * PROBES
     assert len(reading.solo) == 4 * PROBES
+
+
+def test_a_replay_of_a_rung_listed_in_part_sends_every_slot_of_it(tmp_path, monkeypatch):
+    from benchwarden.suites.contamination.repro import replay_plan
+
+    with SQLiteStore(tmp_path / "s.sqlite") as store:
+        run_id = _write_run(store, 3)
+        monkeypatch.setattr(shown, "LANE_LIMIT", 3)
+        capped = build_report(store, run_id)
+        monkeypatch.setattr(shown, "LANE_LIMIT", 10_000)
+        whole = build_report(store, run_id)
+    leak = next(r for r in capped.rungs if (r.label, r.repeat) == ("c4", 3))
+    assert leak.requests_listed == 3
+    plan, expected = replay_plan(capped), replay_plan(whole)
+    assert plan is not None and expected is not None
+    assert plan["cell_class"] == "contaminated" and len(expected["slots"]) == 4
+    assert plan["slots"] == expected["slots"]
