@@ -50,7 +50,7 @@ from benchwarden.core.store import Store
 from benchwarden.suites.contamination import scoring, shown
 from benchwarden.suites.contamination.fidelity import RungFidelity, RungTally
 from benchwarden.suites.contamination.scoring import BENCH_VERSION, Legs, RungOutcomes, rung_label
-from benchwarden.targets.replies import RequestOutcome
+from benchwarden.targets.replies import Reply, RequestOutcome
 
 SUITE = "contamination"
 STATE_ORDER = ("unmeasured", "below_label", "as_labelled")
@@ -526,6 +526,23 @@ class _RungRequests:
                                                      self.failed, strict=True)]
 
 
+_SOME_REPLY = Reply(reasoning="", text="", tool_calls=(), finish_reason=None,
+                    completion_tokens=0, usage_reported=False)
+
+
+def _fidelity_view(stored: Mapping[str, Any]) -> RequestOutcome:
+    """A stored outcome as rung fidelity reads it (`fidelity.RungTally`): its timings,
+    error, status and extra, and whether a reply came, which `_SOME_REPLY` stands for.
+    The reply itself (text, logprobs: the bulk of a record) is not restored, since
+    nothing reads it for a ballast request."""
+    outcome = RequestOutcome.from_json_dict({key: value for key, value in stored.items()
+                                             if key != "reply"})
+    if stored.get("reply") is None:
+        return outcome
+    return RequestOutcome(outcome.timings, _SOME_REPLY, outcome.error, outcome.status,
+                          outcome.extra)
+
+
 def _scored(record: StoredRequest) -> bool:
     """Whether a cell is classified from this request (ballast and prime are not)."""
     return not record.task.startswith("ballast") and record.arm != "prime"
@@ -561,14 +578,15 @@ class ScopeReading:
         if record.arm in SOLO_LEGS:
             self.solo.append((seq, record))
             return
-        outcome = _outcome(record)
+        scored = record.task.isdigit()  # a probe's own request: a cell is classified from it
+        outcome = _outcome(record) if scored else _fidelity_view(record.payload["outcome"])
         group = self.rungs.setdefault((record.arm, record.trial), _RungRequests())
         failed = group.tally.add(outcome, record.payload.get("cancel_after_deltas") is not None)
         group.seqs.append(seq)
         group.slots.append(int(record.payload.get("slot", 0)))
         group.scored.append(_scored(record))
         group.failed.append(failed)
-        if record.task.isdigit():  # a probe's own request: its cell is classified from it
+        if scored:
             self.scored_outcomes[(record.arm, record.task, record.trial)] = outcome
 
     @property
