@@ -7,6 +7,11 @@ reference and reply side by side with the first differing character marked, or t
 foreign canary highlighted), rung fidelity (peak in flight against requested
 concurrency) and a per-request timeline per rung.
 
+Bounded at any store size: the report lists at most `shown.RUNG_LIMIT` rungs and
+`shown.LANE_LIMIT` requests of each (a report file written before the caps is cut down
+the same way, `within_caps`), and the grid, divergence, fidelity and timeline sections
+say how many they show of how many and give the export command for all of it.
+
 Invariants: a view only: every number on the page is a field of the report printed by
 `benchwarden.core.formatting` (counters, peak in flight, launch skew, requests failed,
 per-request times), and a test checks each against the JSON. Every reply, canary, error

@@ -1,13 +1,22 @@
 """The contamination report: one typed structure built once from the store.
 
 `build_report(store, run_id)` reads the run's records (its whole scope, so a resumed run
-reports the union of the original and the resumed requests), rebuilds the legs, scores
-them with the pure `scoring` module and returns a `ContaminationReport` (msgspec, frozen).
+reports the union of the original and the resumed requests) in one streaming pass
+(`ScopeReading`: the solo legs whole, each rung's scored outcomes and fidelity counts,
+and a few numbers per other request), rebuilds the legs, scores them with the pure
+`scoring` module and returns a `ContaminationReport` (msgspec, frozen).
 Nothing here talks to a server, so `benchwarden show RUN` works with the server gone.
 The terminal view (`terminal.render_terminal`) and the page (`html.render_html`) only
 format this object.
 
 Invariants:
+- Bounded by what it lists, not by the records (`shown`): at most `shown.RUNG_LIMIT`
+  rungs (those needing attention first) with their cells, and `shown.LANE_LIMIT`
+  requests of each; the score, every listed rung's fidelity and the verdict are
+  computed from all records. What is left out is counted in fields that are absent
+  when nothing is (`requests_total`, `rungs_total`, `cells_total`, `rungs_left_out`,
+  `export_command`, a rung's `requests_listed`), so within the caps the report, its
+  JSON and its views are what they were before the caps.
 - The report is a function of stored data only. Every number a view prints is a field
   of it (counters, peak in flight, launch skew, requests failed, per-request times
   relative to their rung's first send): no view computes one.

@@ -4,7 +4,9 @@ counters and the verdict.
 Invariants: a view only. It reads a `ContaminationReport` (or a report file's JSON, read
 into one) and formats it through `benchwarden.core.formatting`; every number it prints is
 a field of the report (the rung's sentence and state come with the report too), so a
-report loaded from a JSON file renders the same as the one just built.
+report loaded from a JSON file renders the same as the one just built. A report that
+lists only some rungs and requests (`shown`) says so after the rung lines, with what
+was left out and the export command.
 """
 
 from __future__ import annotations
