@@ -2,7 +2,9 @@
 
 A contamination run of `--repeat R` over concurrency levels 64 and 128 with 4 probes
 records about 192 requests per repetition: `--repeat 10` is about 1,900 records,
-`--repeat 100` about 19,000 and `--repeat 500` about 96,000. This bench records such runs
+`--repeat 100` about 19,000 and `--repeat 500` about 96,000 (`--concurrency
+2,4,8,16,32,64,128,256,512`: about 1,020 a repetition, with rungs wider than a report
+lists whole). This bench records such runs
 once (the real CLI against `tests/fakes/openai_server.py`'s clean fake server, so the
 records are the driver's own) and caches them, then runs `show --latest --json` and
 `report --latest --html` against each store in their own process: wall time, peak RSS
@@ -17,6 +19,8 @@ medians, now against before.
     python bench/contamination_report.py                             # --repeats 10,100
     python bench/contamination_report.py --repeats 10,500 --rounds 3
     python bench/contamination_report.py --before /tmp/base-main     # A/B in one run
+    python bench/contamination_report.py --concurrency 2,4,8,16,32,64,128,256,512 \
+        --repeats 10,100                                             # a soak-like ladder
 """
 
 from __future__ import annotations
@@ -39,15 +43,18 @@ COMMANDS: dict[str, list[str]] = {
     "show_latest": ["show", "--latest", "--store", "{store}", "--json", "{out}/x.json"],
     "report_html": ["report", "--latest", "--store", "{store}", "--html", "{out}/x.html"],
 }
-RUN = ["--probes", "4", "--concurrency", "64,128", "--max-tokens", "24",
-       "--min-completion-tokens", "4", "--seed", "5", "--no-progress"]
+RUN = ["--probes", "4", "--max-tokens", "24", "--min-completion-tokens", "4", "--seed", "5",
+       "--no-progress"]
+DEFAULT_LEVELS = "64,128"
 PAGE_GOAL = 20_000_000
 
 
-def ensure_store(repeat: int, cache: Path) -> Path:
-    """The cached store of one `--repeat REPEAT` run, recorded first when missing (into
-    a temporary file moved into place, so a stopped build leaves no half store)."""
-    store = cache / f"contamination-r{repeat}.sqlite"
+def ensure_store(repeat: int, cache: Path, levels: str = DEFAULT_LEVELS) -> Path:
+    """The cached store of one `--repeat REPEAT` run over the concurrency `levels`,
+    recorded first when missing (into a temporary file moved into place, so a stopped
+    build leaves no half store)."""
+    ladder = "" if levels == DEFAULT_LEVELS else "-c" + levels.replace(",", "-")
+    store = cache / f"contamination-r{repeat}{ladder}.sqlite"
     if store.exists():
         return store
     cache.mkdir(parents=True, exist_ok=True)
@@ -60,7 +67,8 @@ def ensure_store(repeat: int, cache: Path) -> Path:
         with FakeOpenAIServer("clean", delta_delay=0.0) as server:
             done = subprocess.run(
                 [sys.executable, "-m", "benchwarden", "contamination", "--url", server.url,
-                 "--repeat", str(repeat), *RUN, "--store", str(partial)],
+                 "--repeat", str(repeat), "--concurrency", levels, *RUN,
+                 "--store", str(partial)],
                 capture_output=True, text=True, env=child_environment(), cwd=NEUTRAL_FOLDER)
         if done.returncode not in (0, 1):
             raise SystemExit(f"recording the --repeat {repeat} run failed: "
@@ -85,6 +93,9 @@ def main() -> None:
     parser.add_argument("--repeats", default="10,100",
                         help="comma-separated --repeat of the recorded runs; the first is "
                              "the baseline")
+    parser.add_argument("--concurrency", default=DEFAULT_LEVELS, metavar="N,N,...",
+                        help="the recorded runs' rungs (2,4,...,512: a soak-like ladder whose "
+                             "wide rungs are listed in part)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="measure each command this many times (medians are reported)")
     parser.add_argument("--cache", default=None,
@@ -108,7 +119,7 @@ def main() -> None:
     rounds: dict[tuple[str, int, str], list[tuple[float, float, int | None]]] = {}
     sizes = {}
     for repeat in repeats:
-        store = ensure_store(repeat, cache)
+        store = ensure_store(repeat, cache, options.concurrency)
         sizes[repeat] = records_in(store)
         for name, command in COMMANDS.items():
             for round_number in range(1, options.rounds + 1):
