@@ -283,6 +283,10 @@ def test_the_capped_report_is_the_uncapped_one_cut_down(stores, monkeypatch):
     assert uncapped.rungs_total is msgspec.UNSET and uncapped.export_command is msgspec.UNSET
     assert "rungs_total" not in json.dumps(msgspec.to_builtins(uncapped))
     monkeypatch.undo()
+    # a report file written before the caps renders as bounded as a new one
+    old_page = render_html(msgspec.to_builtins(uncapped))
+    assert "Showing 24 of 60 rungs" in old_page
+    assert len(old_page) < 1.2 * len(render_html(capped))
     cut = within_caps(uncapped)
     for name in ("rungs", "cells", "requests", "rungs_total", "cells_total", "requests_total",
                  "rungs_left_out", "score", "verdict"):
