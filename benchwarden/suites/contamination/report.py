@@ -59,7 +59,7 @@ from benchwarden.core.store import Store
 from benchwarden.suites.contamination import scoring, shown
 from benchwarden.suites.contamination.fidelity import RungFidelity, RungTally
 from benchwarden.suites.contamination.scoring import BENCH_VERSION, Legs, RungOutcomes, rung_label
-from benchwarden.targets.replies import Reply, RequestOutcome
+from benchwarden.targets.replies import Reply, RequestOutcome, Timings
 
 SUITE = "contamination"
 STATE_ORDER = ("unmeasured", "below_label", "as_labelled")
@@ -543,12 +543,18 @@ def _fidelity_view(stored: Mapping[str, Any]) -> RequestOutcome:
     """A stored outcome as rung fidelity reads it (`fidelity.RungTally`): its timings,
     error, status and extra, and whether a reply came, which `_SOME_REPLY` stands for.
     The reply itself (text, logprobs: the bulk of a record) is not restored, since
-    nothing reads it for a ballast request."""
+    nothing reads it for a ballast request. Only a value kept in its stored form (text
+    that was not valid UTF-8 becomes an object, see `targets.replies`) needs restoring:
+    a plain string error and flat extra values are taken as they are."""
+    reply = None if stored.get("reply") is None else _SOME_REPLY
+    error, extra = stored.get("error"), stored.get("extra") or {}
+    if (error is None or isinstance(error, str)) and isinstance(extra, dict) \
+            and not any(isinstance(value, (dict, list)) for value in extra.values()):
+        return RequestOutcome(msgspec.convert(stored["timings"], Timings), reply, error,
+                              stored.get("status"), dict(extra))
     outcome = RequestOutcome.from_json_dict({key: value for key, value in stored.items()
                                              if key != "reply"})
-    if stored.get("reply") is None:
-        return outcome
-    return RequestOutcome(outcome.timings, _SOME_REPLY, outcome.error, outcome.status,
+    return RequestOutcome(outcome.timings, reply, outcome.error, outcome.status,
                           outcome.extra)
 
 
