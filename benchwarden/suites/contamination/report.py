@@ -558,6 +558,27 @@ def _fidelity_view(stored: Mapping[str, Any]) -> RequestOutcome:
                           outcome.extra)
 
 
+def _scoring_form(reply: Reply) -> tuple[Any, ...]:
+    """Everything of a reply the scoring reads (`scoring.classify`,
+    `scoring.classify_divergence`): its streams, tool calls, finish reason, completion
+    tokens and token logprobs."""
+    return (reply.reasoning, reply.text, [(call.name, call.arguments) for call in reply.tool_calls],
+            reply.finish_reason, reply.completion_tokens, reply.token_logprobs)
+
+
+def _sharing_reply(outcome: RequestOutcome, reference: Reply | None) -> RequestOutcome:
+    """`outcome` holding its probe's solo reference reply in place of its own when the two
+    are the same for the scoring (`_scoring_form`): it classifies exactly as its own
+    would, and a rung cell identical to its reference (the common case) then keeps no
+    text of its own while the store streams past."""
+    reply = outcome.reply
+    if reference is None or reply is None or reply is reference \
+            or _scoring_form(reply) != _scoring_form(reference):
+        return outcome
+    return RequestOutcome(outcome.timings, reference, outcome.error, outcome.status,
+                          outcome.extra)
+
+
 def _scored(record: StoredRequest) -> bool:
     """Whether a cell is classified from this request (ballast and prime are not)."""
     return not record.task.startswith("ballast") and record.arm != "prime"
@@ -580,6 +601,8 @@ class ScopeReading:
     legs_seen: dict[str, None] = field(default_factory=dict)
     bisect_levels: dict[str, int] = field(default_factory=dict)
     total: int = 0
+    references: dict[str, Reply | None] = field(default_factory=dict)
+    """Each probe's first solo reference reply (`ref_a`), by task, once read."""
 
     def add(self, record: StoredRequest, seq: int = 0) -> None:
         """Count one record; `seq` is its sequence number in the store (to read it back
@@ -592,6 +615,8 @@ class ScopeReading:
             self.bisect_levels[record.arm] = level
         if record.arm in SOLO_LEGS:
             self.solo.append((seq, record))
+            if record.arm == "ref_a" and record.trial == 1:
+                self.references[record.task] = _outcome(record).reply
             return
         scored = record.task.isdigit()  # a probe's own request: a cell is classified from it
         outcome = _outcome(record) if scored else _fidelity_view(record.payload["outcome"])
@@ -602,7 +627,8 @@ class ScopeReading:
         group.scored.append(_scored(record))
         group.failed.append(failed)
         if scored:
-            self.scored_outcomes[(record.arm, record.task, record.trial)] = outcome
+            self.scored_outcomes[(record.arm, record.task, record.trial)] = _sharing_reply(
+                outcome, self.references.get(record.task))
 
     @property
     def levels(self) -> dict[str, int]:

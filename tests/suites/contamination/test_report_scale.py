@@ -337,3 +337,18 @@ def test_a_replay_of_a_rung_listed_in_part_sends_every_slot_of_it(tmp_path, monk
     assert plan is not None and expected is not None
     assert plan["cell_class"] == "contaminated" and len(expected["slots"]) == 4
     assert plan["slots"] == expected["slots"]
+
+
+def test_a_scored_reply_shares_its_reference_only_when_the_scoring_cannot_tell_them_apart():
+    reference = good(0).reply
+    same = good(0, start=5.0, end=6.0)
+    shared = report_module._sharing_reply(same, reference)
+    assert shared.reply is reference and shared.timings == same.timings
+    assert scoring.classify(reference, shared, CANARIES[0], CANARIES, 4,
+                            persistent_leg=False) == scoring.classify(
+        reference, same, CANARIES[0], CANARIES, 4, persistent_leg=False)
+    longer = ok(reply_text(0), tokens=33)  # same text, other token count: diverged
+    different_logprobs = dataclasses.replace(same, reply=dataclasses.replace(
+        same.reply, token_logprobs=()))
+    for own in (longer, different_logprobs, good(1), http_error()):
+        assert report_module._sharing_reply(own, reference) is own
