@@ -409,7 +409,11 @@ def _divergence_section(report: ContaminationReport) -> str:
                      ", ".join(f"{c.token!r} {fmt.number(c.logprob, 3)}"
                                for c in point.reference_top), point.reason))
     if points:
-        parts.insert(0, key + h.table(
+        listed = ""
+        if isinstance(report.cells_total, int):
+            listed = ('<p class="note">The divergences of the listed rungs (see the probe × '
+                      "leg grid); the score above counts every one of the run.</p>")
+        parts.insert(0, key + listed + h.table(
             ("probe", "leg", "class", "margin (reference, nats)", "margin (reply, nats)",
              "token #", "reference → reply", "reference's top candidates", "why"),
             rows, numeric=(3, 4, 5)))

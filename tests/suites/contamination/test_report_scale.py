@@ -269,6 +269,8 @@ def test_the_page_is_bounded_whatever_the_number_of_records(stores):
     assert large < small * 1.05  # five times the records, the same page
     assert "Showing 24 of 300 rungs" in pages[150]
     assert "benchwarden export --store" in pages[150]
+    assert "The divergences of the listed rungs" in pages[150]
+    assert "Drawing" not in pages[150]  # no rung here is wider than LANE_LIMIT
 
 
 def test_the_capped_report_is_the_uncapped_one_cut_down(stores, monkeypatch):
