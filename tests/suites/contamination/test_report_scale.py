@@ -181,6 +181,10 @@ def _write_run(store: SQLiteStore, repeat: int) -> str:
 def _recount(store: SQLiteStore, run_id: str) -> scoring.Score:
     """The score computed the way the report did before it streamed: every record
     decoded whole, each rung's fidelity from all its outcomes."""
+    return _recount_levels(store, run_id, LEVELS)
+
+
+def _recount_levels(store: SQLiteStore, run_id: str, levels) -> scoring.Score:
     config = store.run_info(run_id).run.config
     records = store.records(suite=SUITE, scope=config["scope"])
     by_address = {(r.arm, r.task, r.trial): r for r in records}
@@ -194,7 +198,7 @@ def _recount(store: SQLiteStore, run_id: str) -> scoring.Score:
 
     rungs = []
     for repetition in range(1, int(config["repeat"]) + 1):
-        for level in LEVELS:
+        for level in levels:
             label = rung_label(level)
             sent = sorted((r for r in records if r.arm == label and r.trial == repetition),
                           key=lambda r: r.payload["slot"])
@@ -354,3 +358,90 @@ def test_a_scored_reply_shares_its_reference_only_when_the_scoring_cannot_tell_t
         same.reply, token_logprobs=()))
     for own in (longer, different_logprobs, good(1), http_error()):
         assert report_module._sharing_reply(own, reference) is own
+
+
+# -- any run, tiny caps: what is listed is chosen by attention, what is counted is all ----------
+
+SLOT_KINDS = st.sampled_from(("ok", "ok", "ok", "diverged", "failed", "leaked", "cancelled"))
+
+
+def _write_drawn_run(store: SQLiteStore, rungs: list[list[str]]) -> str:
+    """A run of two probes whose rungs (c2, c4 alternating, repeated) have the drawn kind
+    of request in each slot."""
+    probe_set = [{"index": i, "canary": CANARIES[i], "topic": f"topic {i}"}
+                 for i in range(PROBES)]
+    bodies = [{"messages": [{"role": "user", "content": f"probe {i}"}]} for i in range(PROBES)]
+    repeat = (len(rungs) + 1) // 2
+    config = {"probe_set": probe_set, "concurrency": [2, 4], "repeat": repeat,
+              "min_completion_tokens": 4, "request_bodies": bodies,
+              "scenario": "shared-prefix"}
+    run = stamp_run(suite=SUITE, bench_version=scoring.BENCH_VERSION, config=config)
+    run = dataclasses.replace(run, config={**config, "scope": run.run_id})
+    plan = Plan(run.run_id, run.run_id, tuple(bodies), (2, 4), repeat, "shared-prefix")
+    store.begin_run(run)
+    for leg in ("ref_a", "ref_b", "post"):
+        store.append([make_record(plan, run.run_id, leg, str(p), 1, p, p,
+                                  good(p, start=1.0, end=1.5), None) for p in range(PROBES)])
+    for index, kinds in enumerate(rungs):
+        level, repetition = (2, 4)[index % 2], index // 2 + 1
+        records = []
+        for slot, kind in enumerate(kinds):
+            probe, start = slot % PROBES, 10.0 + index + slot * 0.01
+            text = reply_text(probe)
+            outcome = ok(text, start=start, end=start + 0.5)
+            if kind == "diverged":
+                outcome = ok(text.replace("x3", "xX"), start=start, end=start + 0.5)
+            elif kind == "leaked":
+                outcome = ok(text + CANARIES[1 - probe], start=start, end=start + 0.5)
+            elif kind == "failed":
+                outcome = failed("HTTP 500 from POST http://h/v1: no", at=start, status=500)
+            elif kind == "cancelled":
+                outcome = dataclasses.replace(cancelled_by_client(probe),
+                                              timings=Timings(start, start, start, start + 0.2))
+            records.append(make_record(plan, run.run_id, rung_label(level),
+                                       str(slot) if slot < PROBES else f"ballast-{slot}",
+                                       repetition, probe, slot, outcome, None, level))
+        store.append(records)
+    return run.run_id
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(SLOT_KINDS, min_size=4, max_size=7), min_size=1, max_size=12),
+       st.integers(min_value=1, max_value=4), st.integers(min_value=2, max_value=5))
+def test_any_run_lists_what_needs_attention_and_counts_everything(rungs, rung_limit,
+                                                                  lane_limit):
+    from unittest import mock
+
+    with SQLiteStore(":memory:") as store, \
+            mock.patch.object(shown, "RUNG_LIMIT", rung_limit), \
+            mock.patch.object(shown, "LANE_LIMIT", lane_limit):
+        run_id = _write_drawn_run(store, rungs)
+        built = build_report(store, run_id)
+        recount = _recount_levels(store, run_id, (2, 4))
+        recorded = store.records(suite=SUITE, scope=run_id)
+    assert msgspec.to_builtins(built.score) == recount.counters()
+    assert (built.verdict.kind, built.verdict.reason) == (scoring.verdict(recount).kind,
+                                                          scoring.verdict(recount).reason)
+    kinds: dict = {}
+    for cell in recount.cells:
+        kinds.setdefault((cell.leg, cell.repeat), set()).add(cell.result.kind)
+    ranks = {(f.label, f.repeat): shown.rung_rank(kinds.get((f.label, f.repeat), ()),
+                                                  f.requests_failed, f.state)
+             for f in recount.fidelity}
+    listed = [(rung.label, rung.repeat) for rung in built.rungs]
+    assert len(listed) == min(rung_limit, len(recount.fidelity))
+    worst_listed = max(ranks[key] for key in listed)
+    assert all(ranks[key] >= worst_listed for key in ranks if key not in listed)
+    # every listed rung's requests: all scored ones, then failed ones before others
+    for rung in built.rungs:
+        mine = [r for r in recorded if (r.arm, r.trial) == (rung.label, rung.repeat)]
+        drawn = {e.slot for e in built.requests if (e.leg, e.repeat) == (rung.label,
+                                                                          rung.repeat)}
+        assert {r.payload["slot"] for r in mine if r.task.isdigit()} <= drawn
+        failing = {r.payload["slot"] for r in mine if r.outcome != "ok"}
+        if any(r.payload["slot"] not in failing and not r.task.isdigit()
+               and r.payload["slot"] in drawn for r in mine):
+            assert failing <= drawn
+        assert len(drawn) == min(len(mine), max(lane_limit, PROBES))
+    assert (built.requests_total if isinstance(built.requests_total, int)
+            else len(built.requests)) == len(recorded)
