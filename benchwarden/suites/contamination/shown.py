@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 RUNG_LIMIT = 24
 """Rungs listed at most: a page of 24 timelines is already long, and 24 covers an
-ordinary ladder (say 1,2,4,...,512 twice) whole."""
+ordinary ladder whole (2,4,...,512 twice is 18 rungs; 64,128 repeated 12 times, 24)."""
 LANE_LIMIT = 128
 """Requests listed per listed rung at most (a c512 rung draws its first 128 slots, its
 scored and failed ones first)."""
