@@ -33,10 +33,11 @@ from __future__ import annotations
 import errno
 import os
 import re
+from array import array
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from benchwarden.targets.replies import RequestOutcome
 
@@ -258,3 +259,41 @@ def rung_fidelity(label: str, concurrency: int, repeat: int,
     failures = tuple(sorted(kinds.items(), key=lambda item: (-item[1], item[0])))
     return RungFidelity(label, concurrency, repeat, len(outcomes), peak_overlap(intervals),
                         launch_skew_ms(outcomes), sum(kinds.values()), failures)
+
+
+@dataclass
+class RungTally:
+    """One rung's fidelity counted a request at a time, keeping only numbers: its
+    streaming intervals (two floats a request, for the peak in flight), its first and
+    last send, and its failures by kind. `fidelity()` equals `rung_fidelity` over the
+    same requests, so a report can stream a huge store without holding any outcome."""
+
+    starts: array[float] = field(default_factory=lambda: array("d"))
+    ends: array[float] = field(default_factory=lambda: array("d"))
+    first_send: float | None = None
+    last_send: float | None = None
+    sent: int = 0
+    failures: Counter[str] = field(default_factory=Counter)
+
+    def add(self, outcome: RequestOutcome, cancel_planned: bool) -> bool:
+        """Count one request of the rung; whether it failed."""
+        self.sent += 1
+        span = streaming_interval(outcome)
+        if span is not None:
+            self.starts.append(span[0])
+            self.ends.append(span[1])
+        sent_at = outcome.timings.sent_at
+        self.first_send = sent_at if self.first_send is None else min(self.first_send, sent_at)
+        self.last_send = sent_at if self.last_send is None else max(self.last_send, sent_at)
+        failed = request_failed(outcome, cancel_planned)
+        if failed:
+            self.failures[failure_kind(outcome)] += 1
+        return failed
+
+    def fidelity(self, label: str, concurrency: int, repeat: int) -> RungFidelity:
+        failures = tuple(sorted(self.failures.items(), key=lambda item: (-item[1], item[0])))
+        skew = (None if self.first_send is None or self.last_send is None
+                else (self.last_send - self.first_send) * 1000.0)
+        return RungFidelity(label, concurrency, repeat, self.sent,
+                            peak_overlap(zip(self.starts, self.ends, strict=True)), skew,
+                            sum(self.failures.values()), failures)

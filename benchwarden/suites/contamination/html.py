@@ -7,6 +7,11 @@ reference and reply side by side with the first differing character marked, or t
 foreign canary highlighted), rung fidelity (peak in flight against requested
 concurrency) and a per-request timeline per rung.
 
+Bounded at any store size: the report lists at most `shown.RUNG_LIMIT` rungs and
+`shown.LANE_LIMIT` requests of each (a report file written before the caps is cut down
+the same way, `within_caps`), and the grid, divergence, fidelity and timeline sections
+say how many they show of how many and give the export command for all of it.
+
 Invariants: a view only: every number on the page is a field of the report printed by
 `benchwarden.core.formatting` (counters, peak in flight, launch skew, requests failed,
 per-request times), and a test checks each against the JSON. Every reply, canary, error
@@ -44,6 +49,7 @@ from benchwarden.suites.contamination.report import (
     RungBlock,
     as_report,
     column_name,
+    within_caps,
 )
 from benchwarden.suites.contamination.scoring import canonical, display_text
 from benchwarden.targets.replies import RequestOutcome
@@ -92,6 +98,28 @@ def _restored(entry: RequestEntry) -> RequestOutcome | None:
 
 def _column(report: ContaminationReport, leg: str, repeat: int, level: int | None) -> str:
     return column_name(leg, repeat, report.repeated, level)
+
+
+def _rungs_note(report: ContaminationReport) -> str:
+    """The note a section listing rungs carries when the report lists only some
+    (`shown`): how many, which first, what was left out, and how to get all of it."""
+    if not isinstance(report.rungs_total, int):
+        return ""
+    states = report.rungs_left_out if isinstance(report.rungs_left_out, dict) else {}
+    counted = ", ".join(f"{fmt.count(count)} {state.replace('_', ' ')}"
+                        for state, count in states.items())
+    return (f'<p class="note">Showing {h.escape(fmt.count(len(report.rungs)))} of '
+            f"{h.escape(fmt.count(report.rungs_total))} rungs: those that need attention "
+            "first (a leak, a divergence, failed requests, unmeasured, below the label), "
+            f"then the rest in the order run. Not shown: {h.escape(counted or fmt.DASH)}. "
+            "The score and the verdict count every rung.</p>" + _export_note(report))
+
+
+def _export_note(report: ContaminationReport) -> str:
+    if not isinstance(report.export_command, str):
+        return ""
+    return ('<p class="note">Every request as data (outcome, timings, reply): '
+            f"<code>{h.escape(report.export_command)}</code></p>")
 
 
 # ---------------------------------------------------------------------------- views
@@ -281,7 +309,7 @@ def _grid_section(report: ContaminationReport,
                             'cells</strong><span class="muted">same stream as the solo reference'
                             "</span>", "".join(quiet), css_class="group")
     return h.section(
-        "grid", "Probe × leg", key + chart
+        "grid", "Probe × leg", key + _rungs_note(report) + chart
         + '<p class="note">Click a cell to open its evidence below. The number after ≠ is the '
           'first differing character.</p>'
         + f'<div class="drills">{drills}</div>',
@@ -381,7 +409,11 @@ def _divergence_section(report: ContaminationReport) -> str:
                      ", ".join(f"{c.token!r} {fmt.number(c.logprob, 3)}"
                                for c in point.reference_top), point.reason))
     if points:
-        parts.insert(0, key + h.table(
+        listed = ""
+        if isinstance(report.cells_total, int):
+            listed = ('<p class="note">The divergences of the listed rungs (see the probe × '
+                      "leg grid); the score above counts every one of the run.</p>")
+        parts.insert(0, key + listed + h.table(
             ("probe", "leg", "class", "margin (reference, nats)", "margin (reply, nats)",
              "token #", "reference → reply", "reference's top candidates", "why"),
             rows, numeric=(3, 4, 5)))
@@ -420,7 +452,7 @@ def _fidelity_section(report: ContaminationReport) -> str:
                      (h.BAD, "unmeasured", "nothing ran together, or a request failed: the rung "
                                            "cannot speak to contamination")])
     return h.section(
-        "fidelity", "Rung fidelity", note + chart + h.table(
+        "fidelity", "Rung fidelity", note + _rungs_note(report) + chart + h.table(
             ("rung", "label concurrency", "requests sent in the rung", "requests failed",
              "peak in flight (observed)", "launch skew (ms)", "reading"),
             rows, numeric=(1, 2, 3, 4, 5)),
@@ -441,6 +473,7 @@ def _timeline_section(report: ContaminationReport) -> str:
         return h.section("timeline", "Per-request timeline",
                          h.empty_note("this report carries no per-request timings"))
     order = [(rung.label, rung.repeat) for rung in report.rungs]
+    rung_of = {(rung.label, rung.repeat): rung for rung in report.rungs}
     order += [key for key in by_rung if key not in order]
     blocks = []
     for leg, repeat in order:
@@ -476,13 +509,21 @@ def _timeline_section(report: ContaminationReport) -> str:
             href = "#" + h.anchor_id("cell", entry.probe, title) if kind else None
             lanes.append(h.Lane(f"slot {entry.slot} · p{entry.probe}", segments, marks, href))
         if lanes:
-            blocks.append(f"<h3>{h.escape(title)}</h3>" + h.timeline(
+            rung = rung_of.get((leg, repeat))
+            listed = None if rung is None or not isinstance(rung.requests_listed, int) \
+                else rung.requests_listed
+            drawn = "" if rung is None or listed is None else (
+                f'<p class="note">Drawing {h.escape(fmt.count(listed))} of its '
+                f"{h.escape(fmt.count(rung.requests_sent))} requests: every scored one, "
+                "then failed ones, then the rest by slot.</p>")
+            blocks.append(f"<h3>{h.escape(title)}</h3>" + drawn + h.timeline(
                 lanes, label=f"timeline of rung {title}", unit="ms since the rung's first send"))
     key = h.legend([(WAITING, "waiting", "sent → first content delta"),
                     (BALLAST, "ballast", "unscored slot streaming"),
                     (CLASS_STYLE["identical"][0], "scored",
                      "streaming, coloured by the cell's class")])
-    return h.section("timeline", "Per-request timeline", key + "".join(blocks),
+    return h.section("timeline", "Per-request timeline",
+                     key + _rungs_note(report) + "".join(blocks),
                      intro="Every slot of every rung: the tick is the send, the thin bar the wait "
                            "for the first content delta, the thick bar the stream until the "
                            "last byte.")
@@ -522,7 +563,8 @@ def _warnings_section(report: ContaminationReport) -> str:
 
 
 def render_html(report: ContaminationReport | Mapping[str, Any]) -> str:
-    report = as_report(report)
+    # a report file written before the caps may list every request of a huge run
+    report = within_caps(as_report(report))
     plain = as_json(report)
     by_request: dict[tuple[str, int, int], RequestEntry] = {}
     for request in report.requests:

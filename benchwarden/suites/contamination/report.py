@@ -1,13 +1,22 @@
 """The contamination report: one typed structure built once from the store.
 
 `build_report(store, run_id)` reads the run's records (its whole scope, so a resumed run
-reports the union of the original and the resumed requests), rebuilds the legs, scores
-them with the pure `scoring` module and returns a `ContaminationReport` (msgspec, frozen).
+reports the union of the original and the resumed requests) in one streaming pass
+(`ScopeReading`: the solo legs whole, each rung's scored outcomes and fidelity counts,
+and a few numbers per other request), rebuilds the legs, scores them with the pure
+`scoring` module and returns a `ContaminationReport` (msgspec, frozen).
 Nothing here talks to a server, so `benchwarden show RUN` works with the server gone.
 The terminal view (`terminal.render_terminal`) and the page (`html.render_html`) only
 format this object.
 
 Invariants:
+- Bounded by what it lists, not by the records (`shown`): at most `shown.RUNG_LIMIT`
+  rungs (those needing attention first) with their cells, and `shown.LANE_LIMIT`
+  requests of each; the score, every listed rung's fidelity and the verdict are
+  computed from all records. What is left out is counted in fields that are absent
+  when nothing is (`requests_total`, `rungs_total`, `cells_total`, `rungs_left_out`,
+  `export_command`, a rung's `requests_listed`), so within the caps the report, its
+  JSON and its views are what they were before the caps.
 - The report is a function of stored data only. Every number a view prints is a field
   of it (counters, peak in flight, launch skew, requests failed, per-request times
   relative to their rung's first send): no view computes one.
@@ -24,11 +33,15 @@ Invariants:
 
 from __future__ import annotations
 
+import shlex
+from array import array
 from collections import Counter, defaultdict
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from benchwarden.core.records import Record, Run, RunEnd
 from benchwarden.core.reports import (
@@ -43,12 +56,14 @@ from benchwarden.core.reports import (
     store_head_block,
 )
 from benchwarden.core.store import Store
-from benchwarden.suites.contamination import scoring
-from benchwarden.suites.contamination.fidelity import RungFidelity
+from benchwarden.suites.contamination import scoring, shown
+from benchwarden.suites.contamination.fidelity import RungFidelity, RungTally
 from benchwarden.suites.contamination.scoring import BENCH_VERSION, Legs, RungOutcomes, rung_label
-from benchwarden.targets.replies import RequestOutcome
+from benchwarden.targets.replies import Reply, RequestOutcome, Timings
 
 SUITE = "contamination"
+STATE_ORDER = ("unmeasured", "below_label", "as_labelled")
+"""The rung states (`RungFidelity.state`), in the order a count of them is written."""
 
 
 # -- the typed report -----------------------------------------------------------------------
@@ -206,6 +221,9 @@ class RungBlock(msgspec.Struct, frozen=True, kw_only=True):
     """unmeasured, below_label or as_labelled: what the views colour by."""
     reading: str = ""
     """The short reading the page's fidelity table prints."""
+    requests_listed: int | UnsetType = UNSET
+    """How many of its requests the report lists, when fewer than `requests_sent` (a rung
+    wider than `shown.LANE_LIMIT`); absent when every one is listed."""
 
 
 class ProbeBlock(msgspec.Struct, frozen=True, kw_only=True):
@@ -303,12 +321,30 @@ class ContaminationReport(msgspec.Struct, frozen=True, kw_only=True):
     differ (the page marks it)."""
     bisect: BisectBlock | None = None
     """The bisect result, for a `--bisect` run."""
+    # What a run too large to list whole leaves out (`shown`): these fields are absent
+    # (msgspec's UNSET, never written) when everything is listed, so the report of a run
+    # within the caps is the one written before they existed.
+    requests_total: int | UnsetType = UNSET
+    """Every request recorded in the run's scope, when `requests` lists fewer."""
+    rungs_total: int | UnsetType = UNSET
+    """Every rung run, when `rungs` lists fewer (at most `shown.RUNG_LIMIT`, those that
+    need attention first)."""
+    cells_total: int | UnsetType = UNSET
+    """Every cell classified, when `cells` lists fewer (those of the listed rungs, the
+    reference and the post-check); the score counts them all."""
+    rungs_left_out: dict[str, int] | UnsetType = UNSET
+    """The rungs not listed, counted by state (as_labelled, below_label, unmeasured)."""
+    export_command: str | UnsetType = UNSET
+    """The command that writes every request of the store's contamination runs as data,
+    when something is left out."""
 
     @property
     def repeated(self) -> bool:
         """Whether the rungs ran more than once (columns then name their repetition)."""
         return any(rung.repeat > 1 for rung in self.rungs) \
-            or any(cell.repeat > 1 for cell in self.cells if cell.level is not None)
+            or any(cell.repeat > 1 for cell in self.cells if cell.level is not None) \
+            or (isinstance(self.rungs_total, int) and self.run is not None
+                and int(self.run.config.get("repeat") or 1) > 1)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON-able report (the same field names as the dict reports before it)."""
@@ -329,6 +365,53 @@ class ContaminationReport(msgspec.Struct, frozen=True, kw_only=True):
         head = None if store_head is None else convert(dict(store_head), StoreHeadBlock,
                                                         "store head")
         return msgspec.structs.replace(self, run=block, store_head=head)
+
+
+def within_caps(report: ContaminationReport) -> ContaminationReport:
+    """The report listing what a new one would (`shown`): a report file written before
+    the caps, listing every rung and request of a huge run, is cut down the same way and
+    its totals set; a report within the caps is returned as it is. (A request's failure
+    is read from its status here, which only orders the requests of a rung.)"""
+    per_rung = Counter((entry.leg, entry.repeat) for entry in report.requests
+                       if entry.level is not None)
+    if len(report.rungs) <= shown.RUNG_LIMIT \
+            and all(count <= shown.LANE_LIMIT for count in per_rung.values()):
+        return report
+    kinds: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for cell in report.cells:
+        if cell.level is not None:
+            kinds[(cell.leg, cell.repeat)].add(cell.kind)
+    chosen = shown.chosen_rungs([shown.rung_rank(kinds[(rung.label, rung.repeat)],
+                                                 rung.requests_failed, rung.state)
+                                 for rung in report.rungs])
+    listed = {(report.rungs[index].label, report.rungs[index].repeat) for index in chosen}
+    chosen_set = set(chosen)
+    lanes: dict[tuple[str, int], list[shown.Lane]] = defaultdict(list)
+    for index, entry in enumerate(report.requests):
+        if entry.level is not None:
+            lanes[(entry.leg, entry.repeat)].append(shown.Lane(
+                index, entry.slot, entry.scored, entry.status not in ("ok", "cancelled")))
+    kept = {lane.key for key, members in lanes.items() if key in listed
+            for lane in shown.chosen_lanes(members)}
+    requests = [entry for index, entry in enumerate(report.requests)
+                if entry.level is None or index in kept]
+    drawn = Counter((entry.leg, entry.repeat) for entry in requests if entry.level is not None)
+    rungs = [msgspec.structs.replace(rung, requests_listed=drawn[(rung.label, rung.repeat)])
+             if drawn[(rung.label, rung.repeat)] < per_rung[(rung.label, rung.repeat)]
+             else rung for index, rung in enumerate(report.rungs) if index in chosen_set]
+    cells = [cell for cell in report.cells
+             if cell.level is None or (cell.leg, cell.repeat) in listed]
+    left = Counter(rung.state for rung in report.rungs
+                   if (rung.label, rung.repeat) not in listed)
+    changes: dict[str, Any] = {"rungs": rungs, "cells": cells, "requests": requests}
+    if len(rungs) < len(report.rungs):
+        changes["rungs_total"] = len(report.rungs)
+        changes["rungs_left_out"] = {state: left[state] for state in STATE_ORDER if left[state]}
+    if len(cells) < len(report.cells):
+        changes["cells_total"] = len(report.cells)
+    if len(requests) < len(report.requests):
+        changes["requests_total"] = len(report.requests)
+    return msgspec.structs.replace(report, **changes)
 
 
 def as_report(report: ContaminationReport | Mapping[str, Any]) -> ContaminationReport:
@@ -388,12 +471,39 @@ def _upgraded(data: dict[str, Any]) -> dict[str, Any]:
 
 # -- building -------------------------------------------------------------------------------
 
-def _outcome(record: Record) -> RequestOutcome:
+SOLO_LEGS = frozenset({"prime", "ref_a", "ref_b", "post"})
+"""Legs that send each probe alone, once: their records are few (at most four per probe)
+and kept whole. Every other leg is a rung."""
+
+
+class StoredRequest(Protocol):
+    """What the report reads of a stored request: a `Record`, or the store's slim
+    `RecordSummary` of one read with the payload fields in `PAYLOAD_FIELDS`."""
+
+    @property
+    def arm(self) -> str: ...
+    @property
+    def task(self) -> str: ...
+    @property
+    def trial(self) -> int: ...
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def payload(self) -> Mapping[str, Any]: ...
+
+
+PAYLOAD_FIELDS = ("probe", "slot", "cancel_after_deltas", "outcome", "level")
+"""Every payload field the suite's driver writes (`driver.make_record`)."""
+
+
+def _outcome(record: StoredRequest) -> RequestOutcome:
     return RequestOutcome.from_json_dict(record.payload["outcome"])
 
 
 def rung_levels(config: Mapping[str, Any],
-                records: list[Record] | None = None) -> dict[str, int]:
+                records: Iterable[Record] | None = None) -> dict[str, int]:
     """Each rung's stored label → its concurrency level: from the run's configuration,
     or for a `--bisect` run (whose rungs are chosen as it goes) from its records'
     `level`, in the order the rungs ran."""
@@ -407,34 +517,162 @@ def rung_levels(config: Mapping[str, Any],
     return {rung_label(int(level)): int(level) for level in config["concurrency"]}
 
 
-def legs_from_records(records: list[Record], config: Mapping[str, Any]) -> Legs:
-    """Rebuild the scoring input from stored records and the run's configuration."""
-    probes = len(config["probe_set"])
-    levels = rung_levels(config, records)
-    by_address = {(r.arm, r.task, r.trial): r for r in records}
+@dataclass
+class _RungRequests:
+    """What the reading keeps of one rung's requests (one leg and repeat): its fidelity
+    counts, and per request only its sequence number, slot and two flags, enough to
+    choose which to list (`shown.chosen_lanes`) and read those back whole."""
 
-    def solo(leg: str) -> list[RequestOutcome | None]:
-        found = [by_address.get((leg, str(i), 1)) for i in range(probes)]
-        return [_outcome(r) if r is not None else None for r in found]
+    tally: RungTally = field(default_factory=RungTally)
+    seqs: array[int] = field(default_factory=lambda: array("q"))
+    slots: array[int] = field(default_factory=lambda: array("q"))
+    scored: bytearray = field(default_factory=bytearray)
+    failed: bytearray = field(default_factory=bytearray)
 
-    requests_of: dict[tuple[str, int], list[Record]] = defaultdict(list)
+    def lanes(self) -> list[shown.Lane]:
+        return [shown.Lane(seq, slot, bool(scored), bool(failed))
+                for seq, slot, scored, failed in zip(self.seqs, self.slots, self.scored,
+                                                     self.failed, strict=True)]
+
+
+_SOME_REPLY = Reply(reasoning="", text="", tool_calls=(), finish_reason=None,
+                    completion_tokens=0, usage_reported=False)
+
+
+def _fidelity_view(stored: Mapping[str, Any]) -> RequestOutcome:
+    """A stored outcome as rung fidelity reads it (`fidelity.RungTally`): its timings,
+    error, status and extra, and whether a reply came, which `_SOME_REPLY` stands for.
+    The reply itself (text, logprobs: the bulk of a record) is not restored, since
+    nothing reads it for a ballast request. Only a value kept in its stored form (text
+    that was not valid UTF-8 becomes an object, see `targets.replies`) needs restoring:
+    a plain string error and flat extra values are taken as they are."""
+    reply = None if stored.get("reply") is None else _SOME_REPLY
+    error, extra = stored.get("error"), stored.get("extra") or {}
+    if (error is None or isinstance(error, str)) and isinstance(extra, dict) \
+            and not any(isinstance(value, (dict, list)) for value in extra.values()):
+        return RequestOutcome(msgspec.convert(stored["timings"], Timings), reply, error,
+                              stored.get("status"), dict(extra))
+    outcome = RequestOutcome.from_json_dict({key: value for key, value in stored.items()
+                                             if key != "reply"})
+    return RequestOutcome(outcome.timings, reply, outcome.error, outcome.status,
+                          outcome.extra)
+
+
+def _scoring_form(reply: Reply) -> tuple[Any, ...]:
+    """Everything of a reply the scoring reads (`scoring.classify`,
+    `scoring.classify_divergence`): its streams, tool calls, finish reason, completion
+    tokens and token logprobs."""
+    return (reply.reasoning, reply.text, [(call.name, call.arguments) for call in reply.tool_calls],
+            reply.finish_reason, reply.completion_tokens, reply.token_logprobs)
+
+
+def _sharing_reply(outcome: RequestOutcome, reference: Reply | None) -> RequestOutcome:
+    """`outcome` holding its probe's solo reference reply in place of its own when the two
+    are the same for the scoring (`_scoring_form`): it classifies exactly as its own
+    would, and a rung cell identical to its reference (the common case) then keeps no
+    text of its own while the store streams past."""
+    reply = outcome.reply
+    if reference is None or reply is None or reply is reference \
+            or _scoring_form(reply) != _scoring_form(reference):
+        return outcome
+    return RequestOutcome(outcome.timings, reference, outcome.error, outcome.status,
+                          outcome.extra)
+
+
+def _scored(record: StoredRequest) -> bool:
+    """Whether a cell is classified from this request (ballast and prime are not)."""
+    return not record.task.startswith("ballast") and record.arm != "prime"
+
+
+@dataclass
+class ScopeReading:
+    """A run's scope read in one streaming pass (`add` each record in the store's order):
+    the solo legs' records whole, each rung's scored outcomes and fidelity counts, the
+    requests counted by leg and status, and nothing else of a record. Memory is bounded
+    by the probes and the rungs, plus a few numbers per rung request; never by the
+    bodies of the requests."""
+
+    config: Mapping[str, Any]
+    solo: list[tuple[int, StoredRequest]] = field(default_factory=list)
+    """The solo legs' records whole, with their sequence numbers."""
+    rungs: dict[tuple[str, int], _RungRequests] = field(default_factory=dict)
+    scored_outcomes: dict[tuple[str, str, int], RequestOutcome] = field(default_factory=dict)
+    statuses: Counter[tuple[str, str]] = field(default_factory=Counter)
+    legs_seen: dict[str, None] = field(default_factory=dict)
+    bisect_levels: dict[str, int] = field(default_factory=dict)
+    total: int = 0
+    references: dict[str, Reply | None] = field(default_factory=dict)
+    """Each probe's first solo reference reply (`ref_a`), by task, once read."""
+
+    def add(self, record: StoredRequest, seq: int = 0) -> None:
+        """Count one record; `seq` is its sequence number in the store (to read it back
+        whole if it is listed)."""
+        self.total += 1
+        self.statuses[(record.arm, record.outcome)] += 1
+        self.legs_seen.setdefault(record.arm, None)
+        level = record.payload.get("level")
+        if isinstance(level, int) and record.arm not in self.bisect_levels:
+            self.bisect_levels[record.arm] = level
+        if record.arm in SOLO_LEGS:
+            self.solo.append((seq, record))
+            if record.arm == "ref_a" and record.trial == 1:
+                self.references[record.task] = _outcome(record).reply
+            return
+        scored = record.task.isdigit()  # a probe's own request: a cell is classified from it
+        outcome = _outcome(record) if scored else _fidelity_view(record.payload["outcome"])
+        group = self.rungs.setdefault((record.arm, record.trial), _RungRequests())
+        failed = group.tally.add(outcome, record.payload.get("cancel_after_deltas") is not None)
+        group.seqs.append(seq)
+        group.slots.append(int(record.payload.get("slot", 0)))
+        group.scored.append(_scored(record))
+        group.failed.append(failed)
+        if scored:
+            self.scored_outcomes[(record.arm, record.task, record.trial)] = _sharing_reply(
+                outcome, self.references.get(record.task))
+
+    @property
+    def levels(self) -> dict[str, int]:
+        if self.config.get("bisect"):
+            return dict(self.bisect_levels)
+        return rung_levels(self.config)
+
+    def legs(self) -> Legs:
+        """The scoring input (rungs carry their fidelity, counted as they streamed)."""
+        config = self.config
+        probes = len(config["probe_set"])
+        by_address = {(r.arm, r.task, r.trial): r for _, r in self.solo}
+
+        def solo(leg: str) -> list[RequestOutcome | None]:
+            found = [by_address.get((leg, str(i), 1)) for i in range(probes)]
+            return [_outcome(r) if r is not None else None for r in found]
+
+        rungs = []
+        for repetition in range(1, int(config["repeat"]) + 1):
+            for label, level in self.levels.items():
+                group = self.rungs.get((label, repetition)) or _RungRequests()
+                scored = [self.scored_outcomes.get((label, str(i), repetition))
+                          for i in range(probes)]
+                rungs.append(RungOutcomes(label, level, repetition, scored,
+                                          fidelity=group.tally.fidelity(label, level,
+                                                                        repetition)))
+        return Legs(ref_a=solo("ref_a"), ref_b=solo("ref_b"), rungs=rungs, post=solo("post"),
+                    canaries=[p["canary"] for p in config["probe_set"]],
+                    min_completion_tokens=int(config["min_completion_tokens"]),
+                    near_tie_nats=float(config.get("near_tie_nats",
+                                                   scoring.DEFAULT_NEAR_TIE_NATS)))
+
+
+def read_scope(records: Iterable[StoredRequest], config: Mapping[str, Any]) -> ScopeReading:
+    """Every record of a scope, in the store's order, read into a `ScopeReading`."""
+    reading = ScopeReading(config)
     for record in records:
-        if record.arm in levels:
-            requests_of[(record.arm, record.trial)].append(record)
-    rungs = []
-    for repetition in range(1, int(config["repeat"]) + 1):
-        for label, level in levels.items():
-            sent = sorted(requests_of.get((label, repetition), []),
-                          key=lambda r: int(r.payload.get("slot", 0)))
-            scored = [by_address.get((label, str(i), repetition)) for i in range(probes)]
-            rungs.append(RungOutcomes(
-                label, level, repetition, [_outcome(r) if r else None for r in scored],
-                [_outcome(r) for r in sent],
-                [r.payload.get("cancel_after_deltas") is not None for r in sent]))
-    return Legs(ref_a=solo("ref_a"), ref_b=solo("ref_b"), rungs=rungs, post=solo("post"),
-                canaries=[p["canary"] for p in config["probe_set"]],
-                min_completion_tokens=int(config["min_completion_tokens"]),
-                near_tie_nats=float(config.get("near_tie_nats", scoring.DEFAULT_NEAR_TIE_NATS)))
+        reading.add(record, getattr(record, "seq", 0))
+    return reading
+
+
+def legs_from_records(records: Iterable[StoredRequest], config: Mapping[str, Any]) -> Legs:
+    """Rebuild the scoring input from stored records and the run's configuration."""
+    return read_scope(records, config).legs()
 
 
 def bisect_progress(result: scoring.Score) -> dict[int, bool | None]:
@@ -475,10 +713,13 @@ def _milliseconds(later: Any, earlier: Any) -> float | None:
     return None
 
 
-def _add_times(entries: list[dict[str, Any]]) -> None:
+def _add_times(entries: list[dict[str, Any]],
+               zeros: Mapping[tuple[str, Any], float | None] | None = None) -> None:
     """Each entry's times in ms: after its leg's (and repeat's) first send, and after its
     own send. Computed here once, so the page draws the timeline and prints the waits
-    without doing arithmetic of its own."""
+    without doing arithmetic of its own. `zeros`: the first send of a leg and repeat
+    whose requests are not all among `entries` (a rung listed in part), counted over
+    all of them."""
     def timings(entry: Mapping[str, Any]) -> Mapping[str, Any]:
         outcome = entry.get("outcome")
         found = outcome.get("timings") if isinstance(outcome, Mapping) else None
@@ -487,10 +728,13 @@ def _add_times(entries: list[dict[str, Any]]) -> None:
     groups: dict[tuple[str, Any], list[dict[str, Any]]] = defaultdict(list)
     for entry in entries:
         groups[(str(entry.get("leg")), entry.get("repeat"))].append(entry)
-    for members in groups.values():
-        sends = [t["sent_at"] for t in map(timings, members)
-                 if isinstance(t.get("sent_at"), (int, float))]
-        zero = min(sends) if sends else None
+    for key, members in groups.items():
+        if zeros is not None and key in zeros:
+            zero = zeros[key]
+        else:
+            sends = [t["sent_at"] for t in map(timings, members)
+                     if isinstance(t.get("sent_at"), (int, float))]
+            zero = min(sends) if sends else None
         for entry in members:
             times = timings(entry)
             sent = times.get("sent_at")
@@ -501,23 +745,26 @@ def _add_times(entries: list[dict[str, Any]]) -> None:
                          last_byte_after_ms=_milliseconds(times.get("last_byte_at"), sent))
 
 
-def _request_entries(records: list[Record], levels: Mapping[str, int]) -> list[dict[str, Any]]:
+def _request_entries(records: Iterable[StoredRequest], levels: Mapping[str, int],
+                     zeros: Mapping[tuple[str, Any], float | None] | None = None,
+                     ) -> list[dict[str, Any]]:
     entries = [{
         "leg": record.arm, "task": record.task, "probe": record.payload.get("probe"),
         "repeat": record.trial, "slot": record.payload.get("slot"),
-        "scored": not record.task.startswith("ballast") and record.arm != "prime",
+        "scored": _scored(record),
         "status": record.outcome, "run_id": record.run_id,
         "cancel_after_deltas": record.payload.get("cancel_after_deltas"),
         "outcome": dict(record.payload["outcome"]), "level": levels.get(record.arm),
     } for record in records]
-    _add_times(entries)
+    _add_times(entries, zeros)
     return entries
 
 
-def _cell_entries(result: scoring.Score, levels: Mapping[str, int]) -> list[dict[str, Any]]:
+def _cell_entries(cells: Iterable[scoring.Cell],
+                  levels: Mapping[str, int]) -> list[dict[str, Any]]:
     """The scored cells, each rung cell with its rung's level."""
     return [{**cell.to_json_dict(), "level": levels[cell.leg]} if cell.leg in levels
-            else cell.to_json_dict() for cell in result.cells]
+            else cell.to_json_dict() for cell in cells]
 
 
 def _references_part_at(result: scoring.Score, legs: Legs) -> dict[int, int]:
@@ -532,8 +779,71 @@ def _references_part_at(result: scoring.Score, legs: Legs) -> dict[int, int]:
     return found
 
 
+def export_command(store: Store) -> str:
+    """The command that writes every contamination request of this store as data (a
+    resumed run's scope spans two runs, so it is chosen by suite; the `scope` column
+    names the run each request belongs to)."""
+    return (f"benchwarden export --store {shlex.quote(store.location)} --suite {SUITE} "
+            "--format jsonl --out contamination-requests.jsonl")
+
+
+def _listing(store: Store, reading: ScopeReading, result: scoring.Score,
+             levels: Mapping[str, int]) -> dict[str, Any]:
+    """What the report lists (`shown`): the cells, rungs and requests of the rungs that
+    need attention first, within the caps, and what was left out counted. Requests of
+    a listed rung beyond the solo legs are read back whole from the store by sequence
+    number; the scoring never needed them whole."""
+    fits = result.fidelity
+    keys = [(fit.label, fit.repeat) for fit in fits]
+    kinds: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for cell in result.cells:
+        if cell.leg in levels:
+            kinds[(cell.leg, cell.repeat)].add(cell.result.kind)
+    chosen = shown.chosen_rungs([shown.rung_rank(kinds[key], fit.requests_failed, fit.state)
+                                 for key, fit in zip(keys, fits, strict=True)])
+    listed = {keys[index] for index in chosen}
+    rungs: list[dict[str, Any]] = []
+    zeros: dict[tuple[str, Any], float | None] = {}
+    wanted: list[int] = []
+    for index in chosen:
+        fit, key = fits[index], keys[index]
+        data = fit.to_json_dict()
+        group = reading.rungs.get(key)
+        if group is not None:
+            lanes = shown.chosen_lanes(group.lanes())
+            wanted.extend(lane.key for lane in lanes)
+            if len(lanes) < len(group.seqs):
+                data["requests_listed"] = len(lanes)
+                zeros[key] = group.tally.first_send
+        rungs.append(data)
+    planned = set(keys)
+    for key, group in reading.rungs.items():
+        if key not in planned:  # a leg the plan does not name (none this suite writes)
+            wanted.extend(group.seqs)
+    read_back = store.records_at(wanted) if wanted else {}
+    stored = sorted([*reading.solo, *((seq, record) for seq, record in read_back.items())],
+                    key=lambda item: item[0])
+    requests = _request_entries((record for _, record in stored), levels, zeros)
+    cells = [cell for cell in result.cells
+             if cell.leg not in levels or (cell.leg, cell.repeat) in listed]
+    listing: dict[str, Any] = {
+        "cells": _cell_entries(cells, levels), "rungs": rungs, "requests": requests}
+    if len(chosen) < len(fits):
+        left = Counter(fit.state for index, fit in enumerate(fits) if keys[index] not in listed)
+        listing["rungs_total"] = len(fits)
+        listing["rungs_left_out"] = {state: left[state] for state in STATE_ORDER if left[state]}
+    if len(cells) < len(result.cells):
+        listing["cells_total"] = len(result.cells)
+    if len(requests) < reading.total:
+        listing["requests_total"] = reading.total
+    if len(listing) > 3:
+        listing["export_command"] = export_command(store)
+    return listing
+
+
 def build_report(store: Store, run_id: str) -> ContaminationReport:
-    """The run's report, scored from its stored records alone."""
+    """The run's report, scored from its stored records alone, read in one streaming
+    pass (`ScopeReading`); what it lists is capped (`shown`), what it counts is not."""
     info = store.run_info(run_id)
     run = info.run
     if run.suite != SUITE:
@@ -544,12 +854,15 @@ def build_report(store: Store, run_id: str) -> ContaminationReport:
     if absent:
         raise ValueError(f"run {run.run_id} was not stored by this version of the "
                          f"contamination suite (its config lacks {', '.join(absent)})")
-    records = store.records(suite=SUITE, scope=str(config["scope"]))
-    levels = rung_levels(config, records)
-    legs = legs_from_records(records, config)
+    reading = ScopeReading(config)
+    for summary in store.iter_record_summaries(suite=SUITE, scope=str(config["scope"]),
+                                               payload_fields=PAYLOAD_FIELDS):
+        reading.add(summary, summary.seq)
+    levels = reading.levels
+    legs = reading.legs()
     result = scoring.score(legs)
     verdict = scoring.verdict(result)
-    prime_failures = [r for r in records if r.arm == "prime" and r.outcome != "ok"]
+    prime_failures = [r for _, r in reading.solo if r.arm == "prime" and r.outcome != "ok"]
     warnings = [f"prime of probe {r.task} failed "
                 f"({_outcome(r).error or 'no reply'}); "
                 "later legs may have started cache-cold"
@@ -564,20 +877,22 @@ def build_report(store: Store, run_id: str) -> ContaminationReport:
         warnings.append(f"token logprobs were asked for but the server refused them "
                         f"({config['logprobs_unavailable']}); the run went on without them, "
                         "so divergences are unclassified")
-    statuses = Counter((r.arm, r.outcome) for r in records)
+    statuses = reading.statuses
+    listing = _listing(store, reading, result, levels)
     body = {
         "score": result.counters(),
-        "cells": _cell_entries(result, levels),
-        "rungs": [f.to_json_dict() for f in result.fidelity],
+        "cells": listing.pop("cells"),
+        "rungs": listing.pop("rungs"),
         "probes": list(config["probe_set"]),
         "request": {"preset": config.get("preset"), "extra_body": config.get("extra_body"),
                     "bodies": list(config["request_bodies"])},
         "legs": {leg: {status: count for (arm, status), count in statuses.items() if arm == leg}
-                 for leg in dict.fromkeys(r.arm for r in records)},
+                 for leg in reading.legs_seen},
         "warnings": warnings,
-        "requests": _request_entries(records, levels),
+        "requests": listing.pop("requests"),
         "references_part_at": _references_part_at(result, legs),
         "bisect": _bisect_block(config, result),
+        **listing,
     }
     plain = json_safe(envelope(suite=SUITE, bench_version=BENCH_VERSION, run=run,
                                end=info.end, verdict=verdict, body=body,
@@ -612,4 +927,4 @@ def render_terminal(report: ContaminationReport | Mapping[str, Any], console: An
 __all__ = ["BisectBlock", "CandidateBlock", "CellBlock", "ContaminationReport", "DivergenceBlock",
            "ProbeBlock", "RequestEntry", "RequestSettings",
            "RungBlock", "SUITE", "ScoreBlock", "as_report", "build_report", "column_name",
-           "json_safe", "legs_from_records", "render_terminal", "rung_levels"]
+           "json_safe", "legs_from_records", "render_terminal", "rung_levels", "within_caps"]

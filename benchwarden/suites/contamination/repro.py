@@ -27,7 +27,7 @@ from typing import Any
 
 from benchwarden.core.errors import ConfigurationError, EnvironmentFailure
 from benchwarden.suites.contamination.report import CellBlock, ContaminationReport, as_report
-from benchwarden.suites.contamination.scoring import canonical
+from benchwarden.suites.contamination.scoring import canonical, rung_label
 from benchwarden.targets.replies import RequestOutcome
 
 # Which failing cell a replay is made for, most telling first.
@@ -70,21 +70,33 @@ def replay_plan(report: ContaminationReport) -> dict[str, Any] | None:
     cell = failing_cell(report)
     if cell is None or report.request is None or not report.request.bodies:
         return None
-    rung_leg, rung_repeat = cell.leg, cell.repeat
+    run = report.run
+    config = run.config if run else {}
+    rung_leg, rung_repeat, rung_level = cell.leg, cell.repeat, cell.level
     if cell.level is None:  # a persistent cell: replay the last rung before the post-check
         if not report.rungs:
             return None
         rung_leg, rung_repeat = report.rungs[-1].label, report.rungs[-1].repeat
-    slots = sorted((entry for entry in report.requests
-                    if entry.leg == rung_leg and entry.repeat == rung_repeat),
-                   key=lambda entry: entry.slot)
+        rung_level = report.rungs[-1].concurrency
+        if isinstance(report.rungs_total, int) and config.get("concurrency") \
+                and not config.get("bisect"):  # the last rung run may not be listed
+            rung_level = int(config["concurrency"][-1])
+            rung_leg = rung_label(rung_level)
+            rung_repeat = int(config.get("repeat") or 1)
+    slots = [{"probe": entry.probe, "cancel_after_deltas": entry.cancel_after_deltas}
+             for entry in sorted((entry for entry in report.requests
+                                  if entry.leg == rung_leg and entry.repeat == rung_repeat),
+                                 key=lambda entry: entry.slot)]
+    rung = next((r for r in report.rungs if (r.label, r.repeat) == (rung_leg, rung_repeat)),
+                None)
+    if (rung is None and isinstance(report.rungs_total, int)) \
+            or (rung is not None and isinstance(rung.requests_listed, int)):
+        slots = _planned_slots(report, config, rung_level or 0, rung)
     reference = next((entry for entry in report.requests
                       if entry.leg == "ref_a" and entry.probe == cell.probe), None)
     got = next((entry for entry in report.requests if entry.leg == cell.leg
                 and entry.repeat == cell.repeat and entry.scored and entry.probe == cell.probe),
                None)
-    run = report.run
-    config = run.config if run else {}
     return {
         "run_id": run.id if run else None,
         "recorded_url": (run.target or {}).get("url") if run else None,
@@ -94,11 +106,24 @@ def replay_plan(report: ContaminationReport) -> dict[str, Any] | None:
         "cell_class": cell.kind, "rung": rung_leg,
         "canaries": [probe.canary for probe in report.probes],
         "bodies": list(report.request.bodies),
-        "slots": [{"probe": entry.probe, "cancel_after_deltas": entry.cancel_after_deltas}
-                  for entry in slots] or [{"probe": cell.probe, "cancel_after_deltas": None}],
+        "slots": slots or [{"probe": cell.probe, "cancel_after_deltas": None}],
         "recorded_reference": _canonical_of(reference.outcome) if reference else None,
         "recorded_reply": _canonical_of(got.outcome) if got else None,
     }
+
+
+def _planned_slots(report: ContaminationReport, config: Any, level: int,
+                   rung: Any) -> list[dict[str, Any]]:
+    """Every slot of a rung the report lists only in part (or not at all), as the run's
+    plan lays them out: slot i sends probe i mod probes, and in the cancel scenario every
+    other ballast slot is cut (`driver.Plan`, the same rule the run followed)."""
+    from benchwarden.suites.contamination.driver import Plan
+
+    bodies = tuple(report.request.bodies) if report.request is not None else ()
+    plan = Plan("", "", bodies, (), 1, str(config.get("scenario", "shared-prefix")))
+    count = rung.requests_sent if rung is not None else plan.slots(level)
+    return [{"probe": slot % max(1, plan.probes), "cancel_after_deltas": plan.cancel_after(slot)}
+            for slot in range(count)]
 
 
 def _readme(report: ContaminationReport, plan: dict[str, Any], cell: CellBlock) -> str:

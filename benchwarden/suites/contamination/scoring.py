@@ -216,6 +216,10 @@ class RungOutcomes:
     scored: Sequence[Outcome]  # indexed by probe: the first n requests of the rung
     requests: Sequence[RequestOutcome] = ()  # every request sent, ballast included
     cancel_planned: Sequence[bool] = ()  # per request: to be cut by the client on purpose
+    # the rung's fidelity when already computed from its requests (a report reading a
+    # huge store counts them as it streams and keeps no outcome of an unscored request);
+    # None: computed here from `requests` and `cancel_planned`
+    fidelity: RungFidelity | None = None
 
 
 @dataclass(frozen=True)
@@ -508,8 +512,9 @@ class _Tally:
 def score(legs: Legs) -> Score:
     floor = legs.min_completion_tokens
     canaries = list(legs.canaries)
-    fidelity = tuple(rung_fidelity(r.label, r.concurrency, r.repeat, list(r.requests),
-                                   list(r.cancel_planned))
+    fidelity = tuple(r.fidelity if r.fidelity is not None
+                     else rung_fidelity(r.label, r.concurrency, r.repeat, list(r.requests),
+                                        list(r.cancel_planned))
                      for r in legs.rungs)
     tally = _Tally()
     for probe in range(len(legs.ref_a)):

@@ -4,7 +4,9 @@ counters and the verdict.
 Invariants: a view only. It reads a `ContaminationReport` (or a report file's JSON, read
 into one) and formats it through `benchwarden.core.formatting`; every number it prints is
 a field of the report (the rung's sentence and state come with the report too), so a
-report loaded from a JSON file renders the same as the one just built.
+report loaded from a JSON file renders the same as the one just built. A report that
+lists only some rungs and requests (`shown`) says so after the rung lines, with what
+was left out and the export command.
 """
 
 from __future__ import annotations
@@ -105,6 +107,26 @@ def _divergence_table(report: ContaminationReport, console: Console) -> None:
     console.print(table)
 
 
+def left_out_lines(report: ContaminationReport) -> list[str]:
+    """What a report of a run too large to list whole leaves out (`shown`), in a
+    sentence each; none when everything is listed."""
+    lines = []
+    if isinstance(report.rungs_total, int):
+        states = report.rungs_left_out if isinstance(report.rungs_left_out, dict) else {}
+        counted = ", ".join(f"{fmt.count(count)} {state.replace('_', ' ')}"
+                            for state, count in states.items())
+        lines.append(f"listed {fmt.count(len(report.rungs))} of {fmt.count(report.rungs_total)} "
+                     "rungs, those needing attention first (a leak, a divergence, failed "
+                     "requests, unmeasured, below the label), in the order run; not listed: "
+                     f"{counted or fmt.DASH}. The counters and the verdict count every rung.")
+    if isinstance(report.requests_total, int):
+        lines.append(f"listed {fmt.count(len(report.requests))} of "
+                     f"{fmt.count(report.requests_total)} requests")
+    if isinstance(report.export_command, str):
+        lines.append(f"every request as data: {report.export_command}")
+    return lines
+
+
 def render_terminal(report: ContaminationReport | Mapping[str, Any], console: Console) -> None:
     report = as_report(report)
     run = report.run
@@ -141,6 +163,8 @@ def render_terminal(report: ContaminationReport | Mapping[str, Any], console: Co
 
     for rung in report.rungs:
         console.print(rung_line(rung))
+    for line in left_out_lines(report):
+        console.print(Text(line, style="bold"))
     _divergence_table(report, console)
     if report.bisect is not None:
         console.print(Text(f"bisect {report.bisect.low}-{report.bisect.high}: "

@@ -1,0 +1,188 @@
+"""How the contamination report grows with the number of requests a run recorded.
+
+A contamination run of `--repeat R` over concurrency levels 64 and 128 with 4 probes
+records about 192 requests per repetition: `--repeat 10` is about 1,900 records,
+`--repeat 100` about 19,000 and `--repeat 500` about 96,000 (`--concurrency
+2,4,8,16,32,64,128,256,512`: about 1,020 a repetition, with rungs wider than a report
+lists whole). This bench records such runs
+once (the real CLI against `tests/fakes/openai_server.py`'s clean fake server, so the
+records are the driver's own) and caches them, then runs `show --latest --json` and
+`report --latest --html` against each store in their own process: wall time, peak RSS
+and the page's size (issue 12: a page under 20 MB at any store size, memory bounded by
+what is shown).
+
+Baseline: the same command against the smallest store, in the same run, so a ratio is
+the growth. `--before CHECKOUT` runs every command with an older checkout's code too,
+alternating before / now in each of `--rounds` rounds, and prints every round and the
+medians, now against before.
+
+    python bench/contamination_report.py                             # --repeats 10,100
+    python bench/contamination_report.py --repeats 10,500 --rounds 3
+    python bench/contamination_report.py --before /tmp/base-main     # A/B in one run
+    python bench/contamination_report.py --concurrency 2,4,8,16,32,64,128,256,512 \
+        --repeats 10,100                                             # a soak-like ladder
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _checkout import NEUTRAL_FOLDER, THIS_CHECKOUT, child_environment
+from _figures import Figure, add_json_option, emit
+from scale_growth import growth_figures, measure
+from scale_store import cache_folder
+
+COMMANDS: dict[str, list[str]] = {
+    "show_latest": ["show", "--latest", "--store", "{store}", "--json", "{out}/x.json"],
+    "report_html": ["report", "--latest", "--store", "{store}", "--html", "{out}/x.html"],
+}
+RUN = ["--probes", "4", "--max-tokens", "24", "--min-completion-tokens", "4", "--seed", "5",
+       "--no-progress"]
+DEFAULT_LEVELS = "64,128"
+PAGE_GOAL = 20_000_000
+
+
+def ensure_store(repeat: int, cache: Path, levels: str = DEFAULT_LEVELS) -> Path:
+    """The cached store of one `--repeat REPEAT` run over the concurrency `levels`,
+    recorded first when missing (into a temporary file moved into place, so a stopped
+    build leaves no half store)."""
+    ladder = "" if levels == DEFAULT_LEVELS else "-c" + levels.replace(",", "-")
+    store = cache / f"contamination-r{repeat}{ladder}.sqlite"
+    if store.exists():
+        return store
+    cache.mkdir(parents=True, exist_ok=True)
+    sys.path.insert(0, THIS_CHECKOUT)
+    from tests.fakes.openai_server import FakeOpenAIServer
+
+    with tempfile.TemporaryDirectory(prefix="bw-contam-", dir=cache) as building:
+        partial = Path(building, store.name)
+        started = time.perf_counter()
+        with FakeOpenAIServer("clean", delta_delay=0.0) as server:
+            done = subprocess.run(
+                [sys.executable, "-m", "benchwarden", "contamination", "--url", server.url,
+                 "--repeat", str(repeat), "--concurrency", levels, *RUN,
+                 "--store", str(partial)],
+                capture_output=True, text=True, env=child_environment(), cwd=NEUTRAL_FOLDER)
+        if done.returncode not in (0, 1):
+            raise SystemExit(f"recording the --repeat {repeat} run failed: "
+                             f"{done.stderr.strip()[-400:]}")
+        print(f"  recorded --repeat {repeat} in {time.perf_counter() - started:.0f} s",
+              flush=True)
+        for suffix in ("", ".head"):  # the store and its head witness
+            if Path(f"{partial}{suffix}").exists():
+                shutil.move(f"{partial}{suffix}", f"{store}{suffix}")
+    return store
+
+
+def records_in(store: Path) -> int:
+    from benchwarden.core.store import SQLiteStore
+
+    with SQLiteStore(store, create=False) as opened:
+        return sum(1 for _ in opened.iter_record_summaries(suite="contamination"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", default="10,100",
+                        help="comma-separated --repeat of the recorded runs; the first is "
+                             "the baseline")
+    parser.add_argument("--concurrency", default=DEFAULT_LEVELS, metavar="N,N,...",
+                        help="the recorded runs' rungs (2,4,...,512: a soak-like ladder whose "
+                             "wide rungs are listed in part)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure each command this many times (medians are reported)")
+    parser.add_argument("--cache", default=None,
+                        help="store cache folder (default: the scale benches' cache)")
+    parser.add_argument("--before", default=None, metavar="CHECKOUT",
+                        help="an older checkout: run each command with its code too (A/B, "
+                             "alternating)")
+    add_json_option(parser)
+    options = parser.parse_args()
+    try:
+        repeats = [int(part) for part in options.repeats.split(",") if part.strip()]
+    except ValueError:
+        parser.error(f"--repeats takes whole numbers separated by commas, "
+                     f"not {options.repeats!r}")
+    if not repeats or min(repeats) < 1 or options.rounds < 1:
+        parser.error("give at least one --repeat of 1 or more, and 1 round or more")
+    cache = (Path(options.cache).expanduser().resolve() if options.cache
+             else cache_folder() / "contamination")
+    sides = [("before", options.before), ("now", None)] if options.before else [("now", None)]
+
+    rounds: dict[tuple[str, int, str], list[tuple[float, float, int | None]]] = {}
+    sizes = {}
+    for repeat in repeats:
+        store = ensure_store(repeat, cache, options.concurrency)
+        sizes[repeat] = records_in(store)
+        for name, command in COMMANDS.items():
+            for round_number in range(1, options.rounds + 1):
+                for side, code in sides:  # alternating: load drifts hit both sides alike
+                    with tempfile.TemporaryDirectory(prefix="bw-contam-out-") as out:
+                        arguments = [part.format(store=store, out=out) for part in command]
+                        seconds, rss, returned = measure(arguments, code)
+                        page = Path(out, "x.html")
+                        page_bytes = page.stat().st_size if page.exists() else None
+                    rounds.setdefault((name, repeat, side), []).append((seconds, rss,
+                                                                        page_bytes))
+                    print(f"  --repeat {repeat:>4} ({sizes[repeat]:>7,} records) {name:<12} "
+                          f"{side:<6} round {round_number}: {seconds:6.2f} s {rss:6.0f} MiB"
+                          + (f"  page {page_bytes / 2**20:.1f} MiB" if page_bytes else "")
+                          + (f"  exit {returned}" if returned else ""), flush=True)
+
+    def median(name: str, repeat: int, side: str) -> tuple[float, float, int | None]:
+        measured = rounds[(name, repeat, side)]
+        pages = [page for _, _, page in measured if page is not None]
+        return (statistics.median(seconds for seconds, _, _ in measured),
+                statistics.median(rss for _, rss, _ in measured),
+                int(statistics.median(pages)) if pages else None)
+
+    figures = []
+    base = repeats[0]
+    print(f"\nmedians of {options.rounds} round(s) against --repeat {base} "
+          f"({sizes[base]:,} records), this code; goal: page < {PAGE_GOAL / 1e6:.0f} MB")
+    for name in COMMANDS:
+        base_measured = median(name, base, "now")
+        for repeat in repeats[1:]:
+            seconds, rss, page = measured = median(name, repeat, "now")
+            growth = (sizes[repeat] / sizes[base]) if sizes[base] else 0.0
+            print(f"  {name:<12} --repeat {repeat} (records x{growth:.1f}): {seconds:6.2f} s "
+                  f"(x{seconds / base_measured[0]:.2f}), {rss:5.0f} MiB "
+                  f"(x{rss / base_measured[1]:.2f})"
+                  + (f", page {page / 2**20:.1f} MiB (x{page / base_measured[2]:.2f})"
+                     if page and base_measured[2] else "")
+                  + ("" if page is None or page < PAGE_GOAL else "  page goal NOT met"))
+            figures += growth_figures(name, f"repeat_{repeat}", measured, base_measured,
+                                      f"at --repeat {repeat} vs {base}")
+    if options.before:
+        print(f"\nnow against before ({options.before}), medians")
+        for name in COMMANDS:
+            for repeat in repeats:
+                now_seconds, now_rss, now_page = median(name, repeat, "now")
+                then_seconds, then_rss, then_page = median(name, repeat, "before")
+                print(f"  {name:<12} --repeat {repeat:>4}: {then_seconds:6.2f} -> "
+                      f"{now_seconds:6.2f} s (x{now_seconds / then_seconds:.2f}), "
+                      f"{then_rss:.0f} -> {now_rss:.0f} MiB"
+                      + (f", page {then_page / 2**20:.1f} -> {now_page / 2**20:.1f} MiB"
+                         if then_page and now_page else ""))
+                figures.append(Figure(f"{name}.seconds.repeat_{repeat}.now_vs_before",
+                                      now_seconds, then_seconds, "s",
+                                      f"wall time at --repeat {repeat}, this code vs before"))
+                figures.append(Figure(f"{name}.peak_rss.repeat_{repeat}.now_vs_before",
+                                      now_rss, then_rss, "MiB",
+                                      f"peak RSS at --repeat {repeat}, this code vs before"))
+                if then_page and now_page:
+                    figures.append(Figure(f"{name}.page_bytes.repeat_{repeat}.now_vs_before",
+                                          now_page, then_page, "bytes",
+                                          f"page at --repeat {repeat}, this code vs before"))
+    emit("contamination_report", figures, options.json_path)
+
+
+if __name__ == "__main__":
+    main()
