@@ -221,15 +221,19 @@ async def _bisect(plan: Plan, store: Store,
                   rung: Callable[[int, int], Awaitable[None]]) -> None:
     """Run rungs chosen by `scoring.bisect_step` from what the stored rungs showed, until
     the smallest diverging concurrency in the range is found (or none can be)."""
-    from benchwarden.suites.contamination.report import bisect_progress, legs_from_records
+    from benchwarden.suites.contamination.report import (
+        PAYLOAD_FIELDS,
+        bisect_progress,
+        legs_from_records,
+    )
 
     assert plan.bisect is not None
     low, high = plan.bisect
     while True:
         run = store.run_info(plan.run_id).run
         config = {**run.config, "bisect": [low, high]}
-        shown = bisect_progress(score(legs_from_records(
-            store.records(suite=SUITE, scope=plan.scope), config)))
+        shown = bisect_progress(score(legs_from_records(store.iter_record_summaries(
+            suite=SUITE, scope=plan.scope, payload_fields=PAYLOAD_FIELDS), config)))
         level, _ = bisect_step(low, high, shown)
         if level is None:
             return
