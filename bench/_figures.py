@@ -42,6 +42,20 @@ class Figure:
                 "unit": self.unit}
 
 
+def now_vs_before(command: str, label: str, at: str, seconds: tuple[float, float],
+                  peak_rss: tuple[float, float] | None = None) -> list[Figure]:
+    """A command measured on this code and on an older checkout (`--before`), at one
+    point (`label` in the figure's name, `at` in its note: "1M" and "at 1M"): its wall
+    time and, when given, its peak RSS, each `(now, before)` with the older checkout as
+    the baseline."""
+    figures = [Figure(f"{command}.seconds.{label}.now_vs_before", seconds[0], seconds[1], "s",
+                      f"wall time {at}, this code vs before")]
+    if peak_rss is not None:
+        figures.append(Figure(f"{command}.peak_rss.{label}.now_vs_before", peak_rss[0],
+                              peak_rss[1], "MiB", f"peak RSS {at}, this code vs before"))
+    return figures
+
+
 def add_json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", dest="json_path", default=None, metavar="PATH",
                         help="also write the figures as JSON here (what bench/run.py reads)")

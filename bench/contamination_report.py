@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from _checkout import NEUTRAL_FOLDER, THIS_CHECKOUT, child_environment
-from _figures import Figure, add_json_option, emit
+from _figures import Figure, add_json_option, emit, now_vs_before
 from scale_growth import growth_figures, measure
 from scale_store import cache_folder
 
@@ -171,12 +171,8 @@ def main() -> None:
                       f"{then_rss:.0f} -> {now_rss:.0f} MiB"
                       + (f", page {then_page / 2**20:.1f} -> {now_page / 2**20:.1f} MiB"
                          if then_page and now_page else ""))
-                figures.append(Figure(f"{name}.seconds.repeat_{repeat}.now_vs_before",
-                                      now_seconds, then_seconds, "s",
-                                      f"wall time at --repeat {repeat}, this code vs before"))
-                figures.append(Figure(f"{name}.peak_rss.repeat_{repeat}.now_vs_before",
-                                      now_rss, then_rss, "MiB",
-                                      f"peak RSS at --repeat {repeat}, this code vs before"))
+                figures += now_vs_before(name, f"repeat_{repeat}", f"at --repeat {repeat}",
+                                         (now_seconds, then_seconds), (now_rss, then_rss))
                 if then_page and now_page:
                     figures.append(Figure(f"{name}.page_bytes.repeat_{repeat}.now_vs_before",
                                           now_page, then_page, "bytes",

@@ -54,7 +54,7 @@ from pathlib import Path
 
 from _checkout import NEUTRAL_FOLDER, child_environment
 from _child import run_measured
-from _figures import Figure, add_json_option, emit
+from _figures import Figure, add_json_option, emit, now_vs_before
 from scale_store import ensure_store, parse_size, size_label
 
 COMMANDS: dict[str, list[str]] = {
@@ -264,12 +264,8 @@ def main() -> None:
                 then_seconds, then_rss, _, _ = earlier[(name, size)]
                 cells.append(f"{then_seconds:6.2f} -> {now_seconds:5.2f} s "
                              f"(x{now_seconds / then_seconds:.2f})")
-                figures.append(Figure(f"{name}.seconds.{size_label(size)}.now_vs_before",
-                                      now_seconds, then_seconds, "s",
-                                      f"wall time at {size_label(size)}, this code vs before"))
-                figures.append(Figure(f"{name}.peak_rss.{size_label(size)}.now_vs_before",
-                                      now_rss, then_rss, "MiB",
-                                      f"peak RSS at {size_label(size)}, this code vs before"))
+                figures += now_vs_before(name, size_label(size), f"at {size_label(size)}",
+                                         (now_seconds, then_seconds), (now_rss, then_rss))
             print(f"{name:<15}" + "".join(f"{cell:>32}" for cell in cells))
     if "arms_report" in chosen or "arms_compare" in chosen:
         plans = [plan_seconds(ensure_store(size, cache)) for size in (sizes[0], sizes[-1])]

@@ -23,7 +23,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from _figures import Figure, add_json_option, emit
+from _figures import add_json_option, emit, now_vs_before
 from scale_growth import COMMANDS, growth_figures, measure
 from scale_store import ARMS, ensure_store
 
@@ -98,9 +98,8 @@ def main() -> None:
                 then_seconds, then_rss, _ = results[(name, width, "before")]
                 print(f"  {name:<13} {width:>6,} tasks: {then_seconds:6.2f} -> {now_seconds:6.2f} s"
                       f" (x{now_seconds / then_seconds:.2f}), {then_rss:.0f} -> {now_rss:.0f} MiB")
-                figures.append(Figure(f"{name}.seconds.{width}_tasks.now_vs_before",
-                                      now_seconds, then_seconds, "s",
-                                      f"wall time at {width} tasks, this code vs before"))
+                figures += now_vs_before(name, f"{width}_tasks", f"at {width} tasks",
+                                         (now_seconds, then_seconds))
     emit("wide_suite", figures, options.json_path)
 
 
