@@ -524,10 +524,15 @@ class _RungRequests:
     choose which to list (`shown.chosen_lanes`) and read those back whole."""
 
     tally: RungTally = field(default_factory=RungTally)
+    """The rung's fidelity counts, over every one of its requests."""
     seqs: array[int] = field(default_factory=lambda: array("q"))
+    """Each request's sequence number in the store, in the order read."""
     slots: array[int] = field(default_factory=lambda: array("q"))
+    """Each request's slot in its rung."""
     scored: bytearray = field(default_factory=bytearray)
+    """1 where a cell is classified from the request (a probe's own), else 0."""
     failed: bytearray = field(default_factory=bytearray)
+    """1 where the request failed (as the rung's fidelity counts it), else 0."""
 
     def lanes(self) -> list[shown.Lane]:
         return [shown.Lane(seq, slot, bool(scored), bool(failed))
@@ -593,14 +598,21 @@ class ScopeReading:
     bodies of the requests."""
 
     config: Mapping[str, Any]
+    """The run's stored configuration (probes, rungs, repeat, bisect)."""
     solo: list[tuple[int, StoredRequest]] = field(default_factory=list)
     """The solo legs' records whole, with their sequence numbers."""
     rungs: dict[tuple[str, int], _RungRequests] = field(default_factory=dict)
+    """Each rung's requests as kept, by (leg, repeat)."""
     scored_outcomes: dict[tuple[str, str, int], RequestOutcome] = field(default_factory=dict)
+    """The outcome of each probe's own request in a rung, by (leg, probe, repeat)."""
     statuses: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """Requests counted by (leg, status)."""
     legs_seen: dict[str, None] = field(default_factory=dict)
+    """The legs in the order first read (a dict for its order)."""
     bisect_levels: dict[str, int] = field(default_factory=dict)
+    """A bisect run's rung labels and their levels, in the order the rungs ran."""
     total: int = 0
+    """Every request read."""
     references: dict[str, Reply | None] = field(default_factory=dict)
     """Each probe's first solo reference reply (`ref_a`), by task, once read."""
 
