@@ -57,7 +57,7 @@ import time
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from operator import itemgetter
@@ -671,6 +671,7 @@ class Store(ABC):
 
     placeholder = "?"
     location: str
+    _connection: Any  # the backend's DB-API connection (sqlite3, psycopg)
     read_only: bool = False
     # the group totals this writer's last append wrote, tagged with the chain's head
     # after it (`_add_to_group_totals`)
@@ -695,19 +696,27 @@ class Store(ABC):
         the append lock (so two writers cannot fork the chain)."""
 
     @abstractmethod
+    def _reading(self) -> AbstractContextManager[None]:
+        """Context manager around one statement outside an append: the connection's lock
+        held, and the driver's refusal turned into a one-line `StoreError`."""
+
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        ...
+        with self._reading():
+            return self._connection.execute(sql, tuple(params)).fetchall()  # type: ignore[no-any-return]
 
     def _fold_query(self, sql: str, params: Sequence[Any],
                     fold: Callable[[Iterator[tuple[Any, ...]]], T]) -> T:
-        """`fold` of the rows of a query, handed over as the database gives them (a
-        backend streams them; this default reads them all first)."""
-        return fold(iter(self._query(sql, params)))
+        """`fold` of the rows of a query, handed over as the database gives them (on
+        PostgreSQL the result is in libpq's memory, and its rows become Python objects
+        only as `fold` asks)."""
+        with self._reading():
+            return fold(iter(self._connection.execute(sql, tuple(params))))
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         """A statement that returns no rows, outside any append (`verify`'s temporary
         table, which even a read-only connection may write)."""
-        self._query(sql, params)
+        with self._reading():
+            self._connection.execute(sql, tuple(params))
 
     @abstractmethod
     def _is_unique_violation(self, error: Exception) -> bool:
@@ -2265,18 +2274,11 @@ class SQLiteStore(Store):
                         pass
                 raise self._failure(error, "committing an append") from None
 
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
         with self._lock:
             try:
-                return self._connection.execute(sql, tuple(params)).fetchall()
-            except sqlite3.Error as error:
-                raise sqlite_failure(self.location, error, "reading it") from None
-
-    def _fold_query(self, sql: str, params: Sequence[Any],
-                    fold: Callable[[Iterator[tuple[Any, ...]]], T]) -> T:
-        with self._lock:
-            try:
-                return fold(iter(self._connection.execute(sql, tuple(params))))
+                yield
             except sqlite3.Error as error:
                 raise sqlite_failure(self.location, error, "reading it") from None
 

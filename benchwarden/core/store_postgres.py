@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -171,8 +171,6 @@ def _query_error(location: str, error: psycopg.Error, doing: str) -> StoreError:
         return StoreError(f"{where} failed while {doing}: {reason}")
     return CorruptStore(f"{where} cannot be used as a benchwarden store ({doing}): {reason}")
 
-
-T = TypeVar("T")
 
 
 class PostgresStore(Store):
@@ -343,26 +341,11 @@ class PostgresStore(Store):
                 copy.write_row(row)
         return None
 
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
         with self._lock:
             try:
-                return self._connection.execute(sql, tuple(params)).fetchall()
-            except psycopg.Error as error:
-                raise _query_error(self.location, error, "reading it") from None
-
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        with self._lock:
-            try:
-                self._connection.execute(sql, tuple(params))
-            except psycopg.Error as error:
-                raise _query_error(self.location, error, "reading it") from None
-
-    def _fold_query(self, sql: str, params: Sequence[Any],
-                    fold: Callable[[Iterator[tuple[Any, ...]]], T]) -> T:
-        # the result is in libpq's memory; its rows become Python objects as `fold` asks
-        with self._lock:
-            try:
-                return fold(iter(self._connection.execute(sql, tuple(params))))
+                yield
             except psycopg.Error as error:
                 raise _query_error(self.location, error, "reading it") from None
 
