@@ -367,6 +367,27 @@ class ContaminationReport(msgspec.Struct, frozen=True, kw_only=True):
         return msgspec.structs.replace(self, run=block, store_head=head)
 
 
+def _rung_choice(rungs: list[tuple[tuple[str, int], int | None, str]],
+                 cell_kinds: Iterable[tuple[tuple[str, int], str]],
+                 ) -> tuple[list[int], dict[str, Any]]:
+    """The one rule a new report and a cut-down old one list rungs by: `rungs` as
+    `((label, repeat), requests failed, state)` in the order run, `cell_kinds` the kind of
+    every rung cell by its rung. Returns the indexes of the rungs to list (`shown`) and,
+    when some are left out, `rungs_total` and `rungs_left_out` (counted by state)."""
+    kinds: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for key, kind in cell_kinds:
+        kinds[key].add(kind)
+    chosen = shown.chosen_rungs([shown.rung_rank(kinds[key], failed, state)
+                                 for key, failed, state in rungs])
+    if len(chosen) == len(rungs):
+        return chosen, {}
+    listed = set(chosen)
+    left = Counter(state for index, (_, _, state) in enumerate(rungs) if index not in listed)
+    return chosen, {"rungs_total": len(rungs),
+                    "rungs_left_out": {state: left[state] for state in STATE_ORDER
+                                       if left[state]}}
+
+
 def within_caps(report: ContaminationReport) -> ContaminationReport:
     """The report listing what a new one would (`shown`): a report file written before
     the caps, listing every rung and request of a huge run, is cut down the same way and
@@ -377,13 +398,9 @@ def within_caps(report: ContaminationReport) -> ContaminationReport:
     if len(report.rungs) <= shown.RUNG_LIMIT \
             and all(count <= shown.LANE_LIMIT for count in per_rung.values()):
         return report
-    kinds: dict[tuple[str, int], set[str]] = defaultdict(set)
-    for cell in report.cells:
-        if cell.level is not None:
-            kinds[(cell.leg, cell.repeat)].add(cell.kind)
-    chosen = shown.chosen_rungs([shown.rung_rank(kinds[(rung.label, rung.repeat)],
-                                                 rung.requests_failed, rung.state)
-                                 for rung in report.rungs])
+    chosen, left_out = _rung_choice(
+        [((rung.label, rung.repeat), rung.requests_failed, rung.state) for rung in report.rungs],
+        (((cell.leg, cell.repeat), cell.kind) for cell in report.cells if cell.level is not None))
     listed = {(report.rungs[index].label, report.rungs[index].repeat) for index in chosen}
     chosen_set = set(chosen)
     lanes: dict[tuple[str, int], list[shown.Lane]] = defaultdict(list)
@@ -401,12 +418,8 @@ def within_caps(report: ContaminationReport) -> ContaminationReport:
              else rung for index, rung in enumerate(report.rungs) if index in chosen_set]
     cells = [cell for cell in report.cells
              if cell.level is None or (cell.leg, cell.repeat) in listed]
-    left = Counter(rung.state for rung in report.rungs
-                   if (rung.label, rung.repeat) not in listed)
-    changes: dict[str, Any] = {"rungs": rungs, "cells": cells, "requests": requests}
-    if len(rungs) < len(report.rungs):
-        changes["rungs_total"] = len(report.rungs)
-        changes["rungs_left_out"] = {state: left[state] for state in STATE_ORDER if left[state]}
+    changes: dict[str, Any] = {"rungs": rungs, "cells": cells, "requests": requests,
+                               **left_out}
     if len(cells) < len(report.cells):
         changes["cells_total"] = len(report.cells)
     if len(requests) < len(report.requests):
@@ -807,12 +820,10 @@ def _listing(store: Store, reading: ScopeReading, result: scoring.Score,
     number; the scoring never needed them whole."""
     fits = result.fidelity
     keys = [(fit.label, fit.repeat) for fit in fits]
-    kinds: dict[tuple[str, int], set[str]] = defaultdict(set)
-    for cell in result.cells:
-        if cell.leg in levels:
-            kinds[(cell.leg, cell.repeat)].add(cell.result.kind)
-    chosen = shown.chosen_rungs([shown.rung_rank(kinds[key], fit.requests_failed, fit.state)
-                                 for key, fit in zip(keys, fits, strict=True)])
+    chosen, left_out = _rung_choice(
+        [(key, fit.requests_failed, fit.state) for key, fit in zip(keys, fits, strict=True)],
+        (((cell.leg, cell.repeat), cell.result.kind) for cell in result.cells
+         if cell.leg in levels))
     listed = {keys[index] for index in chosen}
     rungs: list[dict[str, Any]] = []
     zeros: dict[tuple[str, Any], float | None] = {}
@@ -840,10 +851,7 @@ def _listing(store: Store, reading: ScopeReading, result: scoring.Score,
              if cell.leg not in levels or (cell.leg, cell.repeat) in listed]
     listing: dict[str, Any] = {
         "cells": _cell_entries(cells, levels), "rungs": rungs, "requests": requests}
-    if len(chosen) < len(fits):
-        left = Counter(fit.state for index, fit in enumerate(fits) if keys[index] not in listed)
-        listing["rungs_total"] = len(fits)
-        listing["rungs_left_out"] = {state: left[state] for state in STATE_ORDER if left[state]}
+    listing.update(left_out)
     if len(cells) < len(result.cells):
         listing["cells_total"] = len(result.cells)
     if len(requests) < reading.total:
