@@ -289,7 +289,8 @@ def refuse_finished_scope(store: Store, original: Run) -> None:
     plan = Plan(original.run_id, scope, tuple(config.get("request_bodies") or ()),
                 tuple(config.get("concurrency") or ()), int(config.get("repeat", 1)),
                 str(config.get("scenario", "shared-prefix")))
-    stored = sum(1 for _ in store.iter_records(suite=SUITE, scope=scope))  # one page held
+    # counted over slim summaries (a page at a time, no reply decoded)
+    stored = sum(1 for _ in store.iter_record_summaries(suite=SUITE, scope=scope))
     if plan.probes and not config.get("bisect") and stored >= plan.total_requests():
         raise ConfigurationError(
             f"run {original.run_id} already holds all {stored} requests it plans (it "
@@ -374,7 +375,8 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
                 int(run_config["repeat"]), str(run_config["scenario"]),
                 (int(bisect[0]), int(bisect[1])) if bisect else None)
     store.begin_run(run)
-    done = {(r.arm, r.task, r.trial) for r in store.iter_records(suite=SUITE, scope=scope)}
+    done = {(r.arm, r.task, r.trial)
+            for r in store.iter_record_summaries(suite=SUITE, scope=scope)}
 
     columns = (TextColumn("[bold]{task.description:>6}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("requests"), TimeElapsedColumn())
