@@ -142,6 +142,65 @@ async def run_openai(url: str, streams: int, rounds: int) -> list[tuple]:
                 for _ in range(rounds)]
 
 
+# What the bare reader counts as one token: the start of a content delta, as the bench
+# server renders it (17 bytes, so a mark never lies wholly inside the 16 bytes carried
+# over from the previous read).
+TOKEN_MARK = b'{"content":" word'
+CHUNKED_END = b"0\r\n\r\n"
+
+
+class _BareStream(asyncio.Protocol):
+    """One keep-alive connection of the bare reader: sends a request and counts token
+    marks in whatever bytes arrive, until the chunked body's last chunk. No HTTP or SSE
+    parsing, no JSON: the least a client can do with the same bytes."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.done: asyncio.Future[int] | None = None
+        self.tokens = 0
+        self.carried = b""
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def request(self, payload: bytes) -> asyncio.Future[int]:
+        self.done = asyncio.get_running_loop().create_future()
+        self.tokens, self.carried = 0, b""
+        self.transport.write(payload)
+        return self.done
+
+    def data_received(self, data: bytes) -> None:
+        joined = self.carried + data
+        self.tokens += joined.count(TOKEN_MARK)
+        if joined.endswith(CHUNKED_END) and self.done is not None and not self.done.done():
+            self.done.set_result(self.tokens)
+        self.carried = joined[-(len(TOKEN_MARK) - 1):]
+
+    def connection_lost(self, exc) -> None:
+        if self.done is not None and not self.done.done():
+            self.done.set_exception(SystemExit(f"bare reader: connection lost ({exc})"))
+
+
+async def run_bare(url: str, streams: int, rounds: int) -> list[tuple]:
+    """The floor: the same streams read by `_BareStream`s on benchwarden's loop. Its CPU
+    per token is what the kernel (receive, ACK), the event loop and one Python call per
+    read cost with nothing else: no client on this loop and machine spends less."""
+    host, port = url.removeprefix("http://").split(":")
+    body = json.dumps(BODY).encode()
+    payload = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}:{port}\r\n"
+               f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+               ).encode() + body
+    loop = asyncio.get_running_loop()
+    connections = [(await loop.create_connection(_BareStream, host, int(port)))[1]
+                   for _ in range(streams)]
+    try:
+        return [await measured(lambda: asyncio.gather(*(c.request(payload) for c in connections)))
+                for _ in range(rounds)]
+    finally:
+        for connection in connections:
+            connection.transport.close()
+
+
 async def measured(start_round) -> tuple[float, float, int]:
     """One round: (CPU seconds of this process, wall seconds, tokens received)."""
     cpu_before = time.process_time()
@@ -335,7 +394,8 @@ def main() -> None:
     parser.add_argument("--per-token-writes", action="store_true",
                         help="the server writes each chunk separately (default: one write)")
     parser.add_argument("--repeats", type=int, default=2, help="measured rounds per client")
-    parser.add_argument("--only", choices=["benchwarden", "openai"], help="measure one client")
+    parser.add_argument("--only", choices=["benchwarden", "openai", "bare"],
+                        help="measure one client")
     parser.add_argument("--loop", choices=["uvloop", "asyncio"],
                         help="benchwarden's event loop (default: the one the CLI uses)")
     parser.add_argument("--read-path", action="store_true",
@@ -374,7 +434,8 @@ def main() -> None:
               f"benchwarden on {benchwarden_loop_name()}, the SDK on asyncio")
         medians = {}
         clients = {"benchwarden": (run_benchwarden, benchwarden_loop_run),
-                   "openai SDK": (run_openai, asyncio.run)}
+                   "openai SDK": (run_openai, asyncio.run),
+                   "bare reader": (run_bare, benchwarden_loop_run)}
         if options.only:
             clients = {k: v for k, v in clients.items() if k.startswith(options.only)}
         results = {name: [] for name in clients}
@@ -385,14 +446,24 @@ def main() -> None:
                 results[name].append(measured_round)
         for name in clients:
             medians[name] = report(name, results[name], options.streams, options.tokens)
-        if len(medians) == 2:
-            ratio = medians["openai SDK"] / medians["benchwarden"]
-            print(f"  openai SDK / benchwarden = {ratio:.0f}×")
+        sdk, ours, bare = (medians.get(name) for name in
+                           ("openai SDK", "benchwarden", "bare reader"))
+        if sdk and ours:
+            print(f"  openai SDK / benchwarden = {sdk / ours:.1f}×")
+        if sdk and bare:
+            print(f"  openai SDK / bare reader = {sdk / bare:.1f}× (the most any client on "
+                  "this loop and kernel can reach)")
+        if ours and bare:
+            print(f"  benchwarden / bare reader = {ours / bare:.2f}x (1.00x: nothing left "
+                  "above the floor)")
         mode_key = "per_token_writes" if options.per_token_writes else "one_write"
-        emit("client_overhead", [Figure(
-            f"cpu_us_per_token.{mode_key}", medians.get("benchwarden"),
-            medians.get("openai SDK"), "µs CPU/token", "benchwarden vs the openai SDK")],
-            options.json_path)
+        emit("client_overhead", [
+            Figure(f"cpu_us_per_token.{mode_key}", ours, sdk, "µs CPU/token",
+                   "benchwarden vs the openai SDK"),
+            Figure(f"cpu_us_per_token.{mode_key}.bare_reader", bare, sdk, "µs CPU/token",
+                   "the bare reader (the floor) vs the openai SDK"),
+            Figure(f"cpu_us_per_token.{mode_key}.over_bare_reader", ours, bare, "µs CPU/token",
+                   "benchwarden vs the bare reader")], options.json_path)
     finally:
         server.terminate()
         server.wait(timeout=10)

@@ -118,6 +118,67 @@ def jsonl_fsync(folder: Path, count: int) -> float:
     return count / elapsed
 
 
+def store_rows(records: list[Record]) -> list[tuple]:
+    """The `entries` rows a store holding nothing yet inserts for `records` (appended in
+    one or many batches: the chain does not depend on batching): the record's address,
+    its canonical JSON, the previous link and its own."""
+    from benchwarden.core.chain import GENESIS_HASH, chain_links
+    from benchwarden.core.records import canonical_json_many
+
+    addresses = [("record", record.suite, record.scope, record.arm, record.task, record.trial,
+                  record.run_id) for record in records]
+    bodies = canonical_json_many(records)
+    links = chain_links(GENESIS_HASH, zip(canonical_json_many(addresses), bodies,
+                                          strict=True))
+    return [(*address, body, previous, link) for address, body, previous, link
+            in zip(addresses, bodies, [GENESIS_HASH, *links[:-1]], links, strict=True)]
+
+
+def insert_store_rows(path: Path, rows: list[tuple], batch: int) -> None:
+    """`rows` inserted into a new database at `path` made with the store's own schema
+    (its `entries` table, unique-address and run indexes, triggers and `record_cells`;
+    nothing derived is filled), the writer's pragmas and its multi-row INSERT, `batch`
+    rows per transaction, then closed (its WAL checkpointed): SQLite's part of an
+    append and nothing else."""
+    import itertools
+    import sqlite3
+
+    from benchwarden.core import store as store_module
+
+    connection = sqlite3.connect(path, isolation_level=None)
+    for statement in store_module._SQLITE_SCHEMA:
+        connection.execute(statement)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=NORMAL")
+    connection.execute(f"PRAGMA cache_size = -{store_module._WRITER_CACHE_KIB}")
+    connection.execute(f"PRAGMA wal_autocheckpoint = {store_module._WAL_CHECKPOINT_PAGES}")
+    per_insert = store_module._ROWS_PER_INSERT
+    for first in range(0, len(rows), batch):
+        connection.execute("BEGIN IMMEDIATE")
+        chunk = rows[first:first + batch]
+        for part in range(0, len(chunk), per_insert):
+            piece = chunk[part:part + per_insert]
+            connection.execute(store_module._multi_row_insert(len(piece)),
+                               list(itertools.chain.from_iterable(piece)))
+        connection.execute("COMMIT")
+    connection.close()
+
+
+def sqlite_rows_alone(folder: Path, count: int, batch: int) -> float:
+    """The ceiling of any store that keeps a row per record in the store's layout:
+    records/s of `insert_store_rows` for the rows the store would insert for
+    `records_for(count)`, all computed before the clock starts. What the store adds on
+    top (encoding, the chain, derived data, its checks) can only lower it."""
+    rows = store_rows(records_for(count, f"floor-{uuid.uuid4().hex[:12]}"))
+    path = folder / f"floor-{uuid.uuid4().hex}.sqlite"
+    with _Untracked():
+        start = time.perf_counter()
+        insert_store_rows(path, rows, batch)
+        elapsed = time.perf_counter() - start
+    _remove_store_files(path)
+    return count / elapsed
+
+
 def store_append(open_one: Callable[[], Store], count: int, batch: int,
                  kind: str = "new-run") -> float:
     """Records per second appending `count` records in batches of `batch`, timed from the
@@ -256,6 +317,9 @@ def main() -> None:
 
         measure("sqlite_batch_1000", "SQLite store, batches of 1,000",
                 lambda: store_append(sqlite, options.records, 1000))
+        measure("sqlite_rows_alone_batch_1000",
+                "SQLite alone, the store's rows precomputed, batches of 1,000",
+                lambda: sqlite_rows_alone(folder, options.records, 1000))
         measure("sqlite_batch_1", "SQLite store, batches of 1",
                 lambda: store_append(sqlite, options.single_records, 1))
 

@@ -61,3 +61,30 @@ def test_the_machine_counter_reads_where_proc_stat_exists():
 def test_a_round_is_undisturbed_when_others_used_under_five_percent_of_the_machine(
         others, wall, cores, quiet):
     assert bench.undisturbed(others, wall, cores) is quiet
+
+
+PHASE_SECONDS = st.floats(min_value=0.0, max_value=100.0, allow_nan=False)
+
+
+@given(startup=PHASE_SECONDS, scoring=PHASE_SECONDS, report=PHASE_SECONDS, exit=PHASE_SECONDS,
+       library=PHASE_SECONDS, workers=st.integers(min_value=1, max_value=64))
+def test_the_pool_bound_splits_only_the_scoring_work(startup, scoring, report, exit, library,
+                                                     workers):
+    phases = {"startup": startup, "executor": 0.0, "scoring": scoring, "report": report,
+              "exit": exit}
+    bound, whole = bench.pool_bound(phases, library, workers)
+    assert whole == pytest.approx(startup + scoring + report + exit)
+    serial = startup + report + exit + min(library, scoring)
+    assert serial - 1e-9 <= bound <= whole + 1e-9
+    assert bound == pytest.approx(serial + max(0.0, scoring - library) / workers)
+    if workers == 1:
+        assert bound == pytest.approx(whole)
+
+
+def test_the_pool_bound_of_the_readme_s_phases():
+    # start-up 0.15 s, scoring 0.90 s of which the bm25s import 0.10 s, report 0.06 s,
+    # exit 0.02 s: two workers halve only the 0.80 s of work
+    phases = {"startup": 0.15, "executor": 0.0, "scoring": 0.90, "report": 0.06, "exit": 0.02}
+    bound, whole = bench.pool_bound(phases, 0.10, 2)
+    assert whole == pytest.approx(1.13)
+    assert bound == pytest.approx(0.73)
