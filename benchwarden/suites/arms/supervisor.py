@@ -24,6 +24,10 @@ stdout.
    `{"op": "kill", "id"}` ends it like a run.
 
 Invariants:
+- A kill is never lost: a run is started on its own thread, so a kill can arrive before
+  its process exists; such a run is marked and either never started or killed the
+  moment it is (a cancelled command that went on running inside the trial was what a
+  loaded machine showed).
 - Whatever a command leaves behind in its process group (background jobs) is killed
   when it ends or times out; at the end every service and command is killed. Under
   bubblewrap the pid namespace dies with this process, so nothing survives the trial.
@@ -53,6 +57,10 @@ _write_lock = threading.Lock()
 # Keyed by each request's JSON "id", as the host sent it.
 _running: dict[object, subprocess.Popen[bytes]] = {}
 _running_lock = threading.Lock()
+# Runs dispatched to their thread whose process is not registered in `_running` yet, and
+# those of them a kill arrived for (under `_running_lock`).
+_starting: set[object] = set()
+_killed_before_start: set[object] = set()
 _services: list[subprocess.Popen] = []
 _inputs: dict[object, queue.Queue[bytes | None]] = {}
 LINE_LIMIT = 16 * 1024 * 1024
@@ -137,17 +145,32 @@ def _run(request: dict) -> None:
         argv = ["/bin/bash", "--noprofile", "--norc", "-c", str(request["command"])]
     else:
         argv = [str(word) for word in request.get("argv") or []]
+    with _running_lock:
+        if identifier in _killed_before_start:  # killed before it could start: never run
+            _starting.discard(identifier)
+            _killed_before_start.discard(identifier)
+            _send({"id": identifier, "exit_status": None, "output": "", "stderr": "",
+                   "timed_out": False, "killed": True, "truncated": False})
+            return
     try:
         process = subprocess.Popen(
             argv, env=request.get("env") or {}, cwd=request.get("cwd") or None,
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT if merge else subprocess.PIPE, start_new_session=True)
     except OSError as error:
+        with _running_lock:
+            _starting.discard(identifier)
+            _killed_before_start.discard(identifier)
         _send({"id": identifier, "exit_status": None, "output": "", "stderr": "",
                "timed_out": False, "truncated": False, "error": f"cannot start: {error}"})
         return
     with _running_lock:
-        _running[identifier] = process
+        _starting.discard(identifier)
+        if identifier in _killed_before_start:  # killed while it was being started
+            _killed_before_start.discard(identifier)
+            _kill_group(process)  # not registered: reported as killed below
+        else:
+            _running[identifier] = process
     readers = [_Collector(process.stdout, limit)]
     if not merge:
         readers.append(_Collector(process.stderr, limit))
@@ -241,9 +264,19 @@ def _write(identifier: object, data: object) -> None:
         inputs.put(str(data).encode("utf-8"))
 
 
+def _dispatch_run(request: dict) -> None:
+    """Start a run on its own thread, noted as starting first, so that a kill arriving
+    before its process exists is kept (`_kill`)."""
+    with _running_lock:
+        _starting.add(request.get("id"))
+    threading.Thread(target=_run, args=(request,), daemon=True).start()
+
+
 def _kill(identifier: object) -> None:
     with _running_lock:
         process = _running.pop(identifier, None)
+        if process is None and identifier in _starting:
+            _killed_before_start.add(identifier)
     if process is not None:
         _kill_group(process)
 
@@ -291,7 +324,7 @@ def main() -> int:
                 continue
             op = request.get("op")
             if op == "run":
-                threading.Thread(target=_run, args=(request,), daemon=True).start()
+                _dispatch_run(request)
             elif op == "open":
                 _open(request)
             elif op == "write":
