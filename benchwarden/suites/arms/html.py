@@ -19,7 +19,11 @@ Invariants:
   (and embedded), each with clipped text; the page names the export command that gives
   every trial as data. A suite of thousands of tasks draws at most
   `COVERAGE_CELLS_DRAWN` coverage cells and `TALLY_ROWS_SHOWN` tally rows, those that
-  need attention first, and says how many it left out (all are in the report's JSON).
+  need attention first, and says how many it left out.
+- What the page embeds is `page_copy(report)`: the report with the lists that grow with
+  the suite's tasks or the store's runs cut to what the page draws, and a `page_cut`
+  block with their counts and the command that writes the whole report. A report within
+  every bound is embedded as it is, byte for byte.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import msgspec
+
 from benchwarden.core import formatting as fmt
 from benchwarden.core import html as h
 from benchwarden.suites.arms.report import (
@@ -36,6 +42,9 @@ from benchwarden.suites.arms.report import (
     TRIAL_LIMIT,
     ArmsReport,
     EstimateBlock,
+    PageCut,
+    Tally,
+    TallyCell,
     Trial,
     as_report,
     with_trials,
@@ -51,6 +60,95 @@ COMPONENT_COLORS = {"fresh_input": "#0072B2", "cache_creation": "#E69F00",
 # trials (below the floor, invalid, harness errors) come first.
 COVERAGE_CELLS_DRAWN = 2_400
 TALLY_ROWS_SHOWN = 600
+# What the embedded copy keeps of the other lists that grow with a suite or a store
+# (`page_copy`): the newest run ids, the first tasks of each comparison's three lists,
+# and run configuration values up to this size as JSON.
+RUNS_EMBEDDED = 100
+COMPARISON_TASKS_EMBEDDED = 1_000
+CONFIG_VALUE_EMBEDDED_BYTES = 64 * 1024
+
+
+def _whole_report_command(report: ArmsReport) -> str:
+    if report.run is not None and report.run.id:
+        return f"benchwarden show {report.run.id} --json FILE (with this page's --store)"
+    return f"benchwarden arms report --suite {report.scope} --json FILE (with this page's --store)"
+
+
+def _coverage_tasks(report: ArmsReport) -> tuple[list[str], dict[tuple[str, str], int]]:
+    """The tasks the coverage grid draws from (the report's, then any only the samples
+    name), in order, and the samples per (arm, task) cell."""
+    tasks = dict.fromkeys(report.tasks)  # ordered, and a set for thousands of tasks
+    samples_of = {}
+    for arm, row in report.coverage.items():
+        for task, samples in row.samples.items():
+            samples_of[(arm, task)] = samples
+            tasks.setdefault(task)
+    return list(tasks), samples_of
+
+
+def _tally_rows_shown(tally: Tally) -> list[TallyCell]:
+    """The tally rows the page shows: every cell up to `TALLY_ROWS_SHOWN`, else the cells
+    needing attention (invalid trials, harness errors, below the floor) first, each kind
+    in the tally's order."""
+    cells = list(tally.cells)
+    if len(cells) <= TALLY_ROWS_SHOWN:
+        return cells
+    return sorted(cells, key=lambda c: not (c.invalid or c.harness_errors
+                                            or not c.covered))[:TALLY_ROWS_SHOWN]
+
+
+def page_copy(report: ArmsReport) -> ArmsReport:
+    """The report as the page embeds and draws it: `report` itself when every list is
+    within the page's bounds, else with the coverage's tasks cut to those the grid draws,
+    the tallies' cells to the rows shown, the run ids to the newest `RUNS_EMBEDDED`, each
+    comparison's task lists to their first `COMPARISON_TASKS_EMBEDDED` and the run
+    configuration's values over `CONFIG_VALUE_EMBEDDED_BYTES` left out, with a
+    `page_cut` block holding their counts. Cutting a copy again changes nothing."""
+    before = report.page_cut
+    changes: dict[str, Any] = {}
+    cut: dict[str, Any] = {}
+
+    tasks, samples_of = _coverage_tasks(report)
+    drawn = _tasks_drawn(tasks, list(report.coverage), samples_of, report.floor)
+    if len(drawn) < len(tasks):
+        kept = set(drawn)
+        changes["tasks"] = [task for task in report.tasks if task in kept]
+        changes["coverage"] = {
+            arm: msgspec.structs.replace(row, samples={
+                task: samples for task, samples in row.samples.items() if task in kept})
+            for arm, row in report.coverage.items()}
+        cut["tasks"] = len(report.tasks)
+    for name, key in (("tally", "tally_cells"), ("runs_tally", "runs_tally_cells")):
+        tally = getattr(report, name)
+        if tally is not None and len(tally.cells) > TALLY_ROWS_SHOWN:
+            changes[name] = msgspec.structs.replace(tally, cells=_tally_rows_shown(tally))
+            cut[key] = len(tally.cells)
+    if len(report.runs) > RUNS_EMBEDDED:
+        changes["runs"] = report.runs[-RUNS_EMBEDDED:]
+        cut["runs"] = len(report.runs)
+    if any(len(listed) > COMPARISON_TASKS_EMBEDDED for c in report.comparisons
+           for listed in (c.tasks, c.only_a, c.only_b)):
+        cut["comparison_tasks"] = [(len(c.tasks), len(c.only_a), len(c.only_b))
+                                   for c in report.comparisons]
+        changes["comparisons"] = [msgspec.structs.replace(
+            c, tasks=c.tasks[:COMPARISON_TASKS_EMBEDDED],
+            only_a=c.only_a[:COMPARISON_TASKS_EMBEDDED],
+            only_b=c.only_b[:COMPARISON_TASKS_EMBEDDED]) for c in report.comparisons]
+    if report.run is not None:
+        large = [key for key, value in report.run.config.items()
+                 if len(json.dumps(value, default=str)) > CONFIG_VALUE_EMBEDDED_BYTES]
+        if large:
+            changes["run"] = msgspec.structs.replace(report.run, config={
+                key: value for key, value in report.run.config.items() if key not in large})
+            cut["run_config_keys"] = large
+    if not changes:
+        return report
+    if before is not None:  # a copy cut again (never within its own bounds): keep its counts
+        earlier = {key: getattr(before, key) for key in PageCut.__struct_fields__
+                   if key != "command" and getattr(before, key) is not None}
+        cut = {**cut, **earlier}
+    command = before.command if before is not None else _whole_report_command(report)
+    return msgspec.structs.replace(report, **changes, page_cut=PageCut(command=command, **cut))
 
 
 def enrich(store: Any, report: ArmsReport | Mapping[str, Any]) -> ArmsReport:
@@ -187,16 +285,13 @@ def _tier_section(report: ArmsReport, colors: Mapping[str, str]) -> str:
 
 def _coverage_section(report: ArmsReport) -> str:
     floor = report.floor
-    tasks = dict.fromkeys(report.tasks)  # ordered, and a set for thousands of tasks
+    tasks, samples_of = _coverage_tasks(report)
     arms = list(report.coverage)
-    samples_of = {}
-    for arm, row in report.coverage.items():
-        for task, samples in row.samples.items():
-            samples_of[(arm, task)] = samples
-            tasks.setdefault(task)
     if not samples_of:
         return h.section("coverage", "Coverage", h.empty_note("no cells planned or recorded"))
-    drawn = _tasks_drawn(list(tasks), arms, samples_of, floor)
+    drawn = _tasks_drawn(tasks, arms, samples_of, floor)
+    cut = report.page_cut
+    total = cut.tasks if cut is not None and cut.tasks is not None else len(tasks)
     drawn_set = set(drawn)  # a list of hundreds, asked once per cell: tens of thousands
     cells = {}
     for (arm, task), samples in samples_of.items():
@@ -207,12 +302,12 @@ def _coverage_section(report: ArmsReport) -> str:
                 f"{arm} × {task}: {fmt.count(samples)} samples ({kind})",
                 href="#" + h.anchor_id("trials", arm, task) if samples else None)
     left_out = ""
-    if len(drawn) < len(tasks):
+    if len(drawn) < total:
         left_out = (f'<p class="note">Drawing {fmt.count(len(drawn))} of '
-                    f"{fmt.count(len(tasks))} tasks (chosen from those with a cell below the "
+                    f"{fmt.count(total)} tasks (chosen from those with a cell below the "
                     f"floor of {fmt.count(floor)} samples first, then from the rest). Every "
-                    "cell's count is in the report's JSON (<code>coverage</code>), embedded "
-                    "in this page as <code>#report-data</code>.</p>")
+                    "cell's count is in the report's JSON (<code>coverage</code>)"
+                    f"{_whole(report)}.</p>")
     key = h.legend((colour, name, meaning) for name, colour, meaning in (
         ("covered", COVERAGE_COLORS["covered"], f"≥ {floor} samples"),
         ("partial", COVERAGE_COLORS["partial"], f"1–{floor - 1} samples"),
@@ -222,6 +317,15 @@ def _coverage_section(report: ArmsReport) -> str:
                    column_header="task →")
     return h.section("coverage", "Coverage", key + left_out + chart,
                      intro="Samples per arm × task. Click a cell to open its trials.")
+
+
+def _whole(report: ArmsReport) -> str:
+    """Where a note sends the reader for what the page leaves out: the JSON embedded in
+    the page when it is whole, else the command that writes the whole report."""
+    if report.page_cut is None:
+        return ", embedded in this page as <code>#report-data</code>"
+    return (": <code>#report-data</code> holds only what this page draws; "
+            f"<code>{h.escape(report.page_cut.command)}</code> writes all of it")
 
 
 def _tasks_drawn(tasks: list[str], arms: Sequence[str], samples_of: Mapping[tuple[str, str], int],
@@ -268,10 +372,14 @@ def _comparison_section(report: ArmsReport) -> str:
     if not report.comparisons:
         return ""
     rows = []
-    for c in report.comparisons:
+    cut = report.page_cut
+    paired = ([tasks for tasks, _, _ in cut.comparison_tasks]
+              if cut is not None and cut.comparison_tasks is not None
+              else [len(c.tasks) for c in report.comparisons])
+    for c, tasks in zip(report.comparisons, paired, strict=True):
         success, cost = c.success_difference, c.cost_equivalent_difference
         mde = c.success_mde
-        rows.append((f"{c.b} − {c.a}", fmt.count(len(c.tasks)),
+        rows.append((f"{c.b} − {c.a}", fmt.count(tasks),
                      fmt.signed(success.mean_diff, 1, scale=100, suffix=" pp"),
                      fmt.interval(success.low, success.high, 1, scale=100, sign=True),
                      fmt.p_value(success.p_value),
@@ -396,23 +504,23 @@ def _tally_section(report: ArmsReport) -> str:
     tally = report.runs_tally if report.runs_tally is not None else report.tally
     if tally is None:
         return ""
-    title = (f"Tally of all {fmt.count(len(report.runs))} runs"
-             if report.runs_tally is not None and len(report.runs) > 1 else "This run's tally")
+    cut = report.page_cut
+    runs = cut.runs if cut is not None and cut.runs is not None else len(report.runs)
+    title = (f"Tally of all {fmt.count(runs)} runs"
+             if report.runs_tally is not None and runs > 1 else "This run's tally")
     tiles = h.stat_tiles([("recorded", fmt.count(tally.recorded), h.GOOD),
                           ("invalid (isolation leaks)", fmt.count(tally.invalid), h.BAD),
                           ("harness errors", fmt.count(tally.harness_errors), h.WARN)])
-    shown = list(tally.cells)
+    shown = _tally_rows_shown(tally)
+    counted = (None if cut is None else
+               cut.runs_tally_cells if report.runs_tally is not None else cut.tally_cells)
+    total = counted if counted is not None else len(tally.cells)
     left_out = ""
-    if len(shown) > TALLY_ROWS_SHOWN:
-        # the cells needing attention (invalid trials, harness errors, below the floor)
-        # first, each kind in the tally's order
-        shown = sorted(shown, key=lambda c: not (c.invalid or c.harness_errors
-                                                 or not c.covered))[:TALLY_ROWS_SHOWN]
+    if len(shown) < total:
         left_out = (f'<p class="note">Showing {fmt.count(len(shown))} of '
-                    f"{fmt.count(len(tally.cells))} cells: those with invalid trials, harness "
+                    f"{fmt.count(total)} cells: those with invalid trials, harness "
                     "errors or below the floor first. Every cell is in the report's JSON "
-                    "(<code>tally</code>), embedded in this page as "
-                    "<code>#report-data</code>.</p>")
+                    f"(<code>tally</code>){_whole(report)}.</p>")
     rows = [(c.arm, c.task, f"{fmt.count(c.before)} → {fmt.count(c.after)}",
              fmt.count(c.passed), fmt.count(c.failed), fmt.count(c.invalid),
              fmt.count(c.harness_errors), "reached" if c.covered else "below")
@@ -425,7 +533,7 @@ def _tally_section(report: ArmsReport) -> str:
 
 
 def render_html(report: ArmsReport | Mapping[str, Any]) -> str:
-    report = as_report(report)
+    report = page_copy(as_report(report))
     arms = _arms(report)
     colors = _arm_colors(arms)
     plain = report.to_json()

@@ -333,6 +333,33 @@ class Trial(msgspec.Struct, frozen=True, kw_only=True):
     """The agent driver."""
 
 
+class PageCut(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What the copy of a report embedded in its HTML page leaves out (`html.page_copy`):
+    the lists that grow with the suite's tasks and the store's runs (a suite of 333,000
+    tasks made a 42 MB page) are cut to what the page draws; this block holds the counts
+    the page shows of them and the command that writes the whole report. A report
+    itself never carries one."""
+
+    command: str
+    """The command that writes the whole report as JSON."""
+    tasks: int | None = None
+    """Tasks of the whole report, when `tasks` and each arm's coverage samples hold only
+    the tasks the page's coverage grid draws."""
+    runs: int | None = None
+    """Runs of the scope, when `runs` holds only the newest of them."""
+    tally_cells: int | None = None
+    """Cells of the run's `tally`, when its `cells` hold only the rows the page shows."""
+    runs_tally_cells: int | None = None
+    """Cells of the `runs_tally` (every run's), when its `cells` hold only the rows the
+    page shows."""
+    comparison_tasks: list[tuple[int, int, int]] | None = None
+    """Per comparison, in order: how many tasks both arms covered, only `a` covered and
+    only `b` covered, when those lists hold only their first tasks."""
+    run_config_keys: list[str] | None = None
+    """Keys of the run's configuration left out for their size (each value's JSON over
+    the page's bound: a task list of a wide suite)."""
+
+
 class ArmsReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """The arms report of one scope: headline, breakdowns, comparisons and a run's tally.
 
@@ -393,6 +420,8 @@ class ArmsReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     skipped_values: int = 0
     """Turn counts, denied-call counts and imputed costs left out of the means because
     they are not numbers (a string, a boolean, a list; `core.store.summed_number`)."""
+    page_cut: PageCut | None = None
+    """Only in the copy embedded in an HTML page: what it leaves out (`PageCut`)."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON-able report (the same field names as the dict reports before it)."""

@@ -1,0 +1,140 @@
+"""What an arms page embeds of a report that outgrows it (`html.page_copy`): the lists
+that grow with the suite's tasks and the store's runs are cut to what the page draws,
+the page says how many there are and which command writes them all, and a report
+within every bound is embedded whole."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from benchwarden.suites.arms import html as arms_html
+from benchwarden.suites.arms.report import ArmsReport
+from tests.core.test_report_numbers import assert_page_matches_json
+from tests.suites.arms.test_html import ARMS, _wide, sample_report
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> dict[str, Any]:
+    return sample_report(tmp_path_factory.mktemp("arms"))
+
+
+def _embedded(page: str) -> dict[str, Any]:
+    found = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page,
+                      re.S)
+    assert found is not None
+    return json.loads(found.group(1))
+
+
+def _wider(report: dict[str, Any], tasks: int, runs: int = 1) -> dict[str, Any]:
+    """`_wide`, with `runs` run ids, every comparison pairing every task, and the run's
+    configuration listing every task."""
+    wide = _wide(report, tasks)
+    names = wide["tasks"]
+    wide["runs"] = [f"arms-run-{number}" for number in range(1, runs + 1)]
+    for comparison in wide["comparisons"]:
+        comparison["tasks"] = list(names)
+        comparison["only_a"] = names[: tasks // 2]
+    wide["run"]["config"]["tasks"] = list(names)
+    return wide
+
+
+def test_a_report_within_every_bound_is_embedded_whole(report) -> None:
+    typed = ArmsReport.from_json(report)
+    assert arms_html.page_copy(typed) is typed
+    assert _embedded(arms_html.render_html(typed)) == json.loads(json.dumps(typed.to_json()))
+
+
+def test_a_wide_suite_s_page_embeds_what_it_draws_and_counts_the_rest(report) -> None:
+    tasks, runs = 4 * arms_html.COVERAGE_CELLS_DRAWN, 3 * arms_html.RUNS_EMBEDDED
+    whole = ArmsReport.from_json(_wider(report, tasks, runs))
+    page = arms_html.render_html(whole)
+    embedded = _embedded(page)
+    cut = embedded["page_cut"]
+    drawn = arms_html.COVERAGE_CELLS_DRAWN // len(ARMS)
+    assert cut["tasks"] == tasks and len(embedded["tasks"]) == drawn
+    for arm in ARMS:
+        assert set(embedded["coverage"][arm]["samples"]) <= set(embedded["tasks"])
+        # the arm's coverage counts are the whole suite's
+        assert embedded["coverage"][arm]["cells"] == whole.coverage[arm].cells
+    assert f"wide-task-{tasks - 3:05d}" in embedded["tasks"]  # the short cell is drawn
+    assert cut["tally_cells"] == cut["runs_tally_cells"] == tasks * len(ARMS)
+    assert len(embedded["runs_tally"]["cells"]) == arms_html.TALLY_ROWS_SHOWN
+    assert any(cell["invalid"] for cell in embedded["runs_tally"]["cells"])
+    assert cut["runs"] == runs and embedded["runs"] == whole.runs[-arms_html.RUNS_EMBEDDED:]
+    assert cut["comparison_tasks"] == [[tasks, tasks // 2, 0]] * len(whole.comparisons)
+    for comparison in embedded["comparisons"]:
+        assert len(comparison["tasks"]) == arms_html.COMPARISON_TASKS_EMBEDDED
+    assert cut["run_config_keys"] == ["tasks"] and "tasks" not in embedded["run"]["config"]
+    assert embedded["run"]["config"]["scope"] == whole.run.config["scope"]
+    assert cut["command"] == (f"benchwarden show {whole.run.id} --json FILE "
+                              "(with this page's --store)")
+    # what the page says of them
+    assert f"Drawing {drawn:,} of {tasks:,} tasks" in page
+    assert f"Showing {arms_html.TALLY_ROWS_SHOWN:,} of {tasks * len(ARMS):,} cells" in page
+    assert f"Tally of all {runs:,} runs" in page
+    assert page.count("writes all of it") == 2 and "benchwarden show arms-run-1 --json" in page
+    paired = page[page.index('id="paired"'):page.index('id="trials"')]
+    assert f"<td class=\"num\">{tasks:,}</td>" in paired or f">{tasks:,}<" in paired
+    # every number on the page is one of the embedded copy's
+    assert_page_matches_json(page, arms_html.page_copy(whole))
+
+
+def test_the_page_does_not_grow_with_the_suite_or_the_runs(report) -> None:
+    fitting = arms_html.COVERAGE_CELLS_DRAWN // len(ARMS)
+    sizes = [len(arms_html.render_html(ArmsReport.from_json(
+        _wider(report, tasks, runs))).encode())
+        for tasks, runs in ((2 * fitting, 2 * arms_html.RUNS_EMBEDDED),
+                            (40 * fitting, 50 * arms_html.RUNS_EMBEDDED))]
+    assert sizes[1] <= sizes[0] * 1.02
+
+
+def test_cutting_a_copy_again_changes_nothing(report) -> None:
+    copy = arms_html.page_copy(ArmsReport.from_json(_wider(report, 3_000, 500)))
+    assert copy.page_cut is not None
+    assert arms_html.page_copy(copy) is copy
+    again = ArmsReport.from_json(json.loads(json.dumps(copy.to_json())))
+    assert arms_html.render_html(again) == arms_html.render_html(copy)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tasks=st.integers(min_value=5, max_value=40), runs=st.integers(min_value=0, max_value=12),
+       config_bytes=st.integers(min_value=2, max_value=400))
+def test_the_copy_holds_every_list_within_its_bound_and_counts_what_it_cut(
+        report, monkeypatch, tasks, runs, config_bytes) -> None:
+    monkeypatch.setattr(arms_html, "COVERAGE_CELLS_DRAWN", 30)
+    monkeypatch.setattr(arms_html, "TALLY_ROWS_SHOWN", 12)
+    monkeypatch.setattr(arms_html, "RUNS_EMBEDDED", 5)
+    monkeypatch.setattr(arms_html, "COMPARISON_TASKS_EMBEDDED", 7)
+    monkeypatch.setattr(arms_html, "CONFIG_VALUE_EMBEDDED_BYTES", config_bytes)
+    whole = ArmsReport.from_json(_wider(report, tasks, runs))
+    copy = arms_html.page_copy(whole)
+    cut = copy.page_cut
+    large = [key for key, value in whole.run.config.items()
+             if len(json.dumps(value)) > config_bytes]
+    over = (tasks > 10, tasks * len(ARMS) > 12, runs > 5, tasks > 7, bool(large))
+    if not any(over):
+        assert copy is whole
+        return
+    assert cut is not None
+    assert (cut.tasks == tasks) == over[0] and (cut.tasks is None) == (not over[0])
+    assert len(copy.tasks) <= 10
+    assert cut.tally_cells == (tasks * len(ARMS) if over[1] else None)
+    assert len(copy.tally.cells) <= 12 and len(copy.runs_tally.cells) <= 12
+    assert cut.runs == (runs if over[2] else None) and copy.runs == whole.runs[-5:]
+    assert (cut.comparison_tasks is not None) == over[3]
+    assert all(len(c.tasks) <= 7 and c.tasks == whole.comparisons[0].tasks[:7]
+               for c in copy.comparisons)
+    assert (cut.run_config_keys or []) == large
+    assert set(copy.run.config) == set(whole.run.config) - set(large)
+    # nothing else moves
+    for name in ("headline", "per_tier", "per_component", "failure_tags", "samples", "trials",
+                 "verdict", "arms", "tiers", "floor", "weights"):
+        assert getattr(copy, name) == getattr(whole, name)
+    assert arms_html.page_copy(copy) == copy
