@@ -117,7 +117,7 @@ def page_copy(report: ArmsReport) -> ArmsReport:
             arm: msgspec.structs.replace(row, samples={
                 task: samples for task, samples in row.samples.items() if task in kept})
             for arm, row in report.coverage.items()}
-        cut["tasks"] = len(report.tasks)
+        cut["tasks"] = len(tasks)
     for name, key in (("tally", "tally_cells"), ("runs_tally", "runs_tally_cells")):
         tally = getattr(report, name)
         if tally is not None and len(tally.cells) > TALLY_ROWS_SHOWN:

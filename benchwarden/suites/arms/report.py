@@ -343,8 +343,8 @@ class PageCut(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     command: str
     """The command that writes the whole report as JSON."""
     tasks: int | None = None
-    """Tasks of the whole report, when `tasks` and each arm's coverage samples hold only
-    the tasks the page's coverage grid draws."""
+    """Tasks of the whole report (its `tasks` and any only its coverage names), when
+    `tasks` and each arm's coverage samples hold only those the page's grid draws."""
     runs: int | None = None
     """Runs of the scope, when `runs` holds only the newest of them."""
     tally_cells: int | None = None
