@@ -510,9 +510,73 @@ class StoredRequest(Protocol):
 PAYLOAD_FIELDS = ("probe", "slot", "cancel_after_deltas", "outcome", "level")
 """Every payload field the suite's driver writes (`driver.make_record`)."""
 
+_NULL = msgspec.Raw(b"null")
+_reply_decoder = msgspec.json.Decoder(Reply)
+
+
+class StoredOutcome(msgspec.Struct, frozen=True):
+    """A request's stored outcome (`RequestOutcome.to_json_dict`) as the streaming pass
+    decodes it (`PAYLOAD_TYPES`): timings, error, status and extra typed, and the reply
+    (its text and token logprobs: the bulk of a record) kept as its raw JSON bytes, so a
+    ballast request's reply, which nothing reads, is never parsed. A stored outcome that
+    does not fit (an error that was not valid UTF-8 is stored as an object, see
+    `targets.replies`; an older or hostile body) fails this type, and the store then
+    hands the record over as plain JSON values, read the way they always were."""
+
+    timings: Timings
+    reply: msgspec.Raw = _NULL
+    error: str | None = None
+    status: int | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    @property
+    def replied(self) -> bool:
+        """Whether a reply came (the stored reply is not JSON null)."""
+        return self.reply != _NULL
+
+    def whole(self) -> RequestOutcome:
+        """The outcome `RequestOutcome.from_json_dict` reads from the same stored form."""
+        return RequestOutcome(self.timings, _reply(self.reply), self.error, self.status,
+                              _restored_extra(self.extra))
+
+    def fidelity_view(self) -> RequestOutcome:
+        """As `_fidelity_view` of the same stored form: the reply not restored."""
+        return RequestOutcome(self.timings, _SOME_REPLY if self.replied else None,
+                              self.error, self.status, _restored_extra(self.extra))
+
+
+PAYLOAD_TYPES: Mapping[str, Any] = {"outcome": StoredOutcome}
+"""How the streaming pass asks the store to decode `PAYLOAD_FIELDS`
+(`Store.iter_record_summaries`); the fields not named stay plain JSON values."""
+
+
+def _reply(raw: msgspec.Raw) -> Reply | None:
+    """A stored reply read straight into `Reply`; one holding a string in its stored
+    form (text that was not valid UTF-8) is restored first, as `from_json_dict` does."""
+    if raw == _NULL:
+        return None
+    try:
+        return _reply_decoder.decode(raw)  # type: ignore[no-any-return]
+    except msgspec.ValidationError:
+        return RequestOutcome.from_json_dict({"timings": {"sent_at": 0.0},
+                                              "reply": msgspec.json.decode(raw)}).reply
+
+
+def _restored_extra(extra: dict[str, Any]) -> dict[str, Any]:
+    """`extra` as `from_json_dict` reads it: a flat one (the common case) as it is, one
+    with nested values (where a string's stored form could hide) restored."""
+    if any(isinstance(value, (dict, list)) for value in extra.values()):
+        restored: dict[str, Any] = RequestOutcome.from_json_dict(
+            {"timings": {"sent_at": 0.0}, "extra": extra}).extra
+        return restored
+    return extra
+
 
 def _outcome(record: StoredRequest) -> RequestOutcome:
-    return RequestOutcome.from_json_dict(record.payload["outcome"])
+    stored = record.payload["outcome"]
+    if isinstance(stored, StoredOutcome):
+        return stored.whole()
+    return RequestOutcome.from_json_dict(stored)
 
 
 def rung_levels(config: Mapping[str, Any],
@@ -644,8 +708,17 @@ class ScopeReading:
                 self.references[record.task] = _outcome(record).reply
             return
         scored = record.task.isdigit()  # a probe's own request: a cell is classified from it
-        outcome = _outcome(record) if scored else _fidelity_view(record.payload["outcome"])
-        group = self.rungs.setdefault((record.arm, record.trial), _RungRequests())
+        stored = record.payload["outcome"]
+        if scored:
+            outcome = _outcome(record)
+        elif isinstance(stored, StoredOutcome):
+            outcome = stored.fidelity_view()
+        else:
+            outcome = _fidelity_view(stored)
+        key = (record.arm, record.trial)
+        group = self.rungs.get(key)
+        if group is None:
+            group = self.rungs[key] = _RungRequests()
         failed = group.tally.add(outcome, record.payload.get("cancel_after_deltas") is not None)
         group.seqs.append(seq)
         group.slots.append(int(record.payload.get("slot", 0)))
@@ -843,9 +916,13 @@ def _listing(store: Store, reading: ScopeReading, result: scoring.Score,
     for key, group in reading.rungs.items():
         if key not in planned:  # a leg the plan does not name (none this suite writes)
             wanted.extend(group.seqs)
+    # a solo request read with its reply unparsed (`StoredOutcome`) is listed in its
+    # stored form, read back whole like the rest (they are at most four per probe)
+    wanted.extend(seq for seq, record in reading.solo
+                  if isinstance(record.payload["outcome"], StoredOutcome))
     read_back = store.records_at(wanted) if wanted else {}
-    stored = sorted([*reading.solo, *((seq, record) for seq, record in read_back.items())],
-                    key=lambda item: item[0])
+    stored = sorted([*((seq, record) for seq, record in reading.solo if seq not in read_back),
+                     *read_back.items()], key=lambda item: item[0])
     requests = _request_entries((record for _, record in stored), levels, zeros)
     cells = [cell for cell in result.cells
              if cell.leg not in levels or (cell.leg, cell.repeat) in listed]
@@ -876,7 +953,8 @@ def build_report(store: Store, run_id: str) -> ContaminationReport:
                          f"contamination suite (its config lacks {', '.join(absent)})")
     reading = ScopeReading(config)
     for summary in store.iter_record_summaries(suite=SUITE, scope=str(config["scope"]),
-                                               payload_fields=PAYLOAD_FIELDS):
+                                               payload_fields=PAYLOAD_FIELDS,
+                                               payload_types=PAYLOAD_TYPES):
         reading.add(summary, summary.seq)
     levels = reading.levels
     legs = reading.legs()
