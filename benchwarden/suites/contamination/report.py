@@ -57,7 +57,12 @@ from benchwarden.core.reports import (
 )
 from benchwarden.core.store import Store
 from benchwarden.suites.contamination import scoring, shown
-from benchwarden.suites.contamination.fidelity import RungFidelity, RungTally
+from benchwarden.suites.contamination.fidelity import (
+    RungFidelity,
+    RungTally,
+    failed_as_recorded,
+    failure_kind,
+)
 from benchwarden.suites.contamination.scoring import BENCH_VERSION, Legs, RungOutcomes, rung_label
 from benchwarden.targets.replies import Reply, RequestOutcome, Timings
 
@@ -544,6 +549,17 @@ class StoredOutcome(msgspec.Struct, frozen=True):
         return RequestOutcome(self.timings, _SOME_REPLY if self.replied else None,
                               self.error, self.status, _restored_extra(self.extra))
 
+    def count_in(self, tally: RungTally, cancel_planned: bool) -> bool:
+        """`tally.add(self.fidelity_view(), cancel_planned)`, building that view only
+        for a request that failed (to name its failure): whether it failed."""
+        extra = self.extra
+        if extra:
+            extra = _restored_extra(extra)
+        failed = failed_as_recorded(self.error is None and self.reply != _NULL,
+                                    extra.get("cancelled"), cancel_planned)
+        tally.count(self.timings, failure_kind(self.fidelity_view()) if failed else None)
+        return failed
+
 
 PAYLOAD_TYPES: Mapping[str, Any] = {"outcome": StoredOutcome}
 """How the streaming pass asks the store to decode `PAYLOAD_FIELDS`
@@ -695,38 +711,41 @@ class ScopeReading:
 
     def add(self, record: StoredRequest, seq: int = 0) -> None:
         """Count one record; `seq` is its sequence number in the store (to read it back
-        whole if it is listed)."""
+        whole if it is listed). Run once per record of a run: a ballast request read
+        typed (`StoredOutcome`) is counted without building an outcome."""
         self.total += 1
-        self.statuses[(record.arm, record.outcome)] += 1
-        self.legs_seen.setdefault(record.arm, None)
-        level = record.payload.get("level")
-        if isinstance(level, int) and record.arm not in self.bisect_levels:
-            self.bisect_levels[record.arm] = level
-        if record.arm in SOLO_LEGS:
+        arm, task, payload = record.arm, record.task, record.payload
+        self.statuses[(arm, record.outcome)] += 1
+        if arm not in self.legs_seen:
+            self.legs_seen[arm] = None
+        level = payload.get("level")
+        if isinstance(level, int) and arm not in self.bisect_levels:
+            self.bisect_levels[arm] = level
+        if arm in SOLO_LEGS:
             self.solo.append((seq, record))
-            if record.arm == "ref_a" and record.trial == 1:
-                self.references[record.task] = _outcome(record).reply
+            if arm == "ref_a" and record.trial == 1:
+                self.references[task] = _outcome(record).reply
             return
-        scored = record.task.isdigit()  # a probe's own request: a cell is classified from it
-        stored = record.payload["outcome"]
-        if scored:
-            outcome = _outcome(record)
-        elif isinstance(stored, StoredOutcome):
-            outcome = stored.fidelity_view()
-        else:
-            outcome = _fidelity_view(stored)
-        key = (record.arm, record.trial)
+        key = (arm, record.trial)
         group = self.rungs.get(key)
         if group is None:
             group = self.rungs[key] = _RungRequests()
-        failed = group.tally.add(outcome, record.payload.get("cancel_after_deltas") is not None)
-        group.seqs.append(seq)
-        group.slots.append(int(record.payload.get("slot", 0)))
-        group.scored.append(_scored(record))
-        group.failed.append(failed)
+        cancel_planned = payload.get("cancel_after_deltas") is not None
+        stored = payload["outcome"]
+        scored = task.isdigit()  # a probe's own request: a cell is classified from it
         if scored:
-            self.scored_outcomes[(record.arm, record.task, record.trial)] = _sharing_reply(
-                outcome, self.references.get(record.task))
+            outcome = _outcome(record)
+            failed = group.tally.add(outcome, cancel_planned)
+            self.scored_outcomes[(arm, task, record.trial)] = _sharing_reply(
+                outcome, self.references.get(task))
+        elif isinstance(stored, StoredOutcome):
+            failed = stored.count_in(group.tally, cancel_planned)
+        else:
+            failed = group.tally.add(_fidelity_view(stored), cancel_planned)
+        group.seqs.append(seq)
+        group.slots.append(int(payload.get("slot", 0)))
+        group.scored.append(not task.startswith("ballast") and arm != "prime")  # `_scored`
+        group.failed.append(failed)
 
     @property
     def levels(self) -> dict[str, int]:

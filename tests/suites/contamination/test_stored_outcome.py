@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchwarden.suites.contamination import report as report_module
+from benchwarden.suites.contamination.fidelity import RungTally
 from benchwarden.suites.contamination.report import StoredOutcome
 from benchwarden.targets.replies import (
     Candidate,
@@ -61,8 +62,8 @@ def _not_text(value: object) -> bool:
 
 
 @settings(max_examples=400, deadline=None)
-@given(outcomes)
-def test_a_stored_outcome_read_typed_is_the_stored_form_read_whole(outcome):
+@given(outcomes, st.booleans())
+def test_a_stored_outcome_read_typed_is_the_stored_form_read_whole(outcome, cancel_planned):
     stored = outcome.to_json_dict()
     body = msgspec.json.encode(stored)
     try:
@@ -76,3 +77,8 @@ def test_a_stored_outcome_read_typed_is_the_stored_form_read_whole(outcome):
     assert typed.whole() == RequestOutcome.from_json_dict(stored) == outcome
     assert typed.fidelity_view() == report_module._fidelity_view(stored)
     assert typed.replied == (outcome.reply is not None)
+    # counted without building the view, as a rung's tally counts the view
+    counted, viewed = RungTally(), RungTally()
+    assert typed.count_in(counted, cancel_planned) == viewed.add(
+        report_module._fidelity_view(stored), cancel_planned)
+    assert counted == viewed
