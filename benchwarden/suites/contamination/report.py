@@ -4,7 +4,10 @@
 reports the union of the original and the resumed requests) in one streaming pass
 (`ScopeReading`: the solo legs whole, each rung's scored outcomes and fidelity counts,
 and a few numbers per other request), rebuilds the legs, scores them with the pure
-`scoring` module and returns a `ContaminationReport` (msgspec, frozen).
+`scoring` module and returns a `ContaminationReport` (msgspec, frozen). The store decodes
+each stored outcome for that pass into `StoredOutcome`, its reply left as raw JSON bytes:
+parsed only for the requests whose reply is read (the scored ones and the solo legs),
+never for ballast, the bulk of a big run.
 Nothing here talks to a server, so `benchwarden show RUN` works with the server gone.
 The terminal view (`terminal.render_terminal`) and the page (`html.render_html`) only
 format this object.
@@ -496,7 +499,8 @@ and kept whole. Every other leg is a rung."""
 
 class StoredRequest(Protocol):
     """What the report reads of a stored request: a `Record`, or the store's slim
-    `RecordSummary` of one read with the payload fields in `PAYLOAD_FIELDS`."""
+    `RecordSummary` of one read with the payload fields in `PAYLOAD_FIELDS` (its outcome
+    a `StoredOutcome` when read with `PAYLOAD_TYPES` and it fits, else plain JSON)."""
 
     @property
     def arm(self) -> str: ...
@@ -907,9 +911,10 @@ def export_command(store: Store) -> str:
 def _listing(store: Store, reading: ScopeReading, result: scoring.Score,
              levels: Mapping[str, int]) -> dict[str, Any]:
     """What the report lists (`shown`): the cells, rungs and requests of the rungs that
-    need attention first, within the caps, and what was left out counted. Requests of
-    a listed rung beyond the solo legs are read back whole from the store by sequence
-    number; the scoring never needed them whole."""
+    need attention first, within the caps, and what was left out counted. The listed
+    requests of a rung, and the solo legs' requests read with their reply unparsed, are
+    read back whole from the store by sequence number, so each is listed in its stored
+    form; the scoring never needed them whole."""
     fits = result.fidelity
     keys = [(fit.label, fit.repeat) for fit in fits]
     chosen, left_out = _rung_choice(
