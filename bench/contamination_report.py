@@ -81,11 +81,31 @@ def ensure_store(repeat: int, cache: Path, levels: str = DEFAULT_LEVELS) -> Path
     return store
 
 
-def records_in(store: Path) -> int:
-    from benchwarden.core.store import SQLiteStore
+# Run in a child of this checkout (`child_environment`): this process may have imported
+# another checkout's installed package.
+_COUNT = """
+import sys
+from benchwarden.core.store import SQLiteStore
+from benchwarden.suites.contamination.report import PAYLOAD_FIELDS, PAYLOAD_TYPES, StoredOutcome
+records = plain = 0
+with SQLiteStore(sys.argv[1], create=False) as opened:
+    for summary in opened.iter_record_summaries(suite="contamination",
+                                                payload_fields=PAYLOAD_FIELDS,
+                                                payload_types=PAYLOAD_TYPES):
+        records += 1
+        plain += not isinstance(summary.payload.get("outcome"), StoredOutcome)
+print(records, plain)
+"""
 
-    with SQLiteStore(store, create=False) as opened:
-        return sum(1 for _ in opened.iter_record_summaries(suite="contamination"))
+
+def records_in(store: Path) -> tuple[int, int]:
+    """The store's contamination records, and how many of them the report's typed read
+    hands over as plain JSON values instead (their outcome does not fit `StoredOutcome`:
+    the fallback, which should be rare)."""
+    done = subprocess.run([sys.executable, "-c", _COUNT, str(store)], capture_output=True,
+                          text=True, env=child_environment(), cwd=NEUTRAL_FOLDER, check=True)
+    records, plain = (int(part) for part in done.stdout.split())
+    return records, plain
 
 
 def main() -> None:
@@ -120,7 +140,9 @@ def main() -> None:
     sizes = {}
     for repeat in repeats:
         store = ensure_store(repeat, cache, options.concurrency)
-        sizes[repeat] = records_in(store)
+        sizes[repeat], plain = records_in(store)
+        print(f"  --repeat {repeat}: {sizes[repeat]:,} records, {plain:,} of them read "
+              "plain (their outcome does not fit the typed read)", flush=True)
         for name, command in COMMANDS.items():
             for round_number in range(1, options.rounds + 1):
                 for side, code in sides:  # alternating: load drifts hit both sides alike

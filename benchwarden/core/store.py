@@ -146,7 +146,8 @@ class RecordSummary(msgspec.Struct, frozen=True, kw_only=True):
     ended_at: float
     tokens: TokenComponents
     payload: dict[str, Any]
-    """Only the payload fields asked for, and only those the record holds."""
+    """Only the payload fields asked for, and only those the record holds: plain JSON
+    values, or values of the types the reader asked for (`iter_record_summaries`)."""
 
     @property
     def duration_s(self) -> float:
@@ -164,10 +165,14 @@ class RecordSummary(msgspec.Struct, frozen=True, kw_only=True):
 
 
 @functools.lru_cache(maxsize=16)
-def _summary_decoder(payload_fields: tuple[str, ...]) -> Any:
+def _summary_decoder(payload_fields: tuple[str, ...],
+                     payload_types: tuple[tuple[str, Any], ...] = ()) -> Any:
     """A decoder reading only what `RecordSummary` keeps: msgspec skips every other field
-    (the transcript, the final report) without building it."""
-    payload = msgspec.defstruct("SummaryPayload", [(name, Any, msgspec.UNSET)
+    (the transcript, the final report) without building it. A field named in
+    `payload_types` is decoded straight into that type (a suite's own msgspec types, whose
+    parts it does not read may be `msgspec.Raw`); the others as plain JSON values."""
+    typed = dict(payload_types)
+    payload = msgspec.defstruct("SummaryPayload", [(name, typed.get(name, Any), msgspec.UNSET)
                                                    for name in payload_fields], frozen=True)
     slim = msgspec.defstruct("SummaryRecord", [
         ("arm", str), ("task", str), ("trial", int), ("run_id", str), ("outcome", str),
@@ -1254,19 +1259,40 @@ class Store(ABC):
     # -- reading for reports at scale (slim rows, counts, chosen records) -------
     def iter_record_summaries(self, *, suite: str, scope: str | None = None,
                               payload_fields: Sequence[str] = (),
-                              batch: int = SUMMARY_BATCH) -> Iterator[RecordSummary]:
+                              batch: int = SUMMARY_BATCH,
+                              payload_types: Mapping[str, Any] | None = None,
+                              ) -> Iterator[RecordSummary]:
         """One slim row per matching record, in the order written: what a report
         aggregates (address, outcome, times, token components, the named payload fields)
         and never the rest of the payload (transcripts, final reports), which is skipped
-        while decoding. Memory stays bounded by one page of `batch` rows."""
-        decoder = _summary_decoder(tuple(payload_fields))
+        while decoding. Memory stays bounded by one page of `batch` rows.
+
+        A payload field is plain JSON values (dicts, lists, strings, numbers), unless
+        `payload_types` gives it a type (any type msgspec decodes: the suite's own structs,
+        with `msgspec.Raw` for the parts it does not read): then it is decoded into that
+        type once, nothing built twice. A record whose typed fields do not fit their types
+        (a record older than the types, a hostile body) is read as if no types were given,
+        so a reader must accept either form of such a field; one that is not a readable
+        record at all is `CorruptStore`, typed or not."""
+        fields = tuple(payload_fields)
+        plain = _summary_decoder(fields)
+        types = tuple(sorted((name, kind) for name, kind in (payload_types or {}).items()
+                             if name in fields))
+        typed = _summary_decoder(fields, types) if types else plain
         for seq, body in self._record_bodies(suite=suite, scope=scope, batch=batch):
-            slim = self._decode_record(seq, body, decoder)
+            try:
+                slim = typed.decode(body)
+            except msgspec.DecodeError:  # (ValidationError is one): read as the untyped do
+                slim = self._decode_record(seq, body, plain)
             yield RecordSummary(
                 seq=seq, arm=slim.arm, task=slim.task, trial=slim.trial, run_id=slim.run_id,
                 outcome=slim.outcome, started_at=slim.started_at, ended_at=slim.ended_at,
                 tokens=slim.tokens,
-                payload=msgspec.to_builtins(slim.payload))  # UNSET (absent) fields left out
+                # the fields the record holds (UNSET: absent), each as decoded: plain JSON
+                # values are built once by the decoder and need no copy
+                payload={name: value for name, value in zip(
+                    fields, msgspec.structs.astuple(slim.payload), strict=True)
+                    if value is not msgspec.UNSET})
 
     def records_at(self, seqs: Iterable[int]) -> dict[int, Record]:
         """The records at these sequence numbers (fully decoded), by sequence number: for

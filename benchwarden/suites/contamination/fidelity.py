@@ -39,7 +39,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from benchwarden.targets.replies import RequestOutcome
+from benchwarden.targets.replies import RequestOutcome, Timings
 
 
 def peak_overlap(intervals: Iterable[tuple[float, float]]) -> int:
@@ -119,9 +119,15 @@ def failure_kind(outcome: RequestOutcome) -> str:
 
 def request_failed(outcome: RequestOutcome, cancel_planned: bool) -> bool:
     """Did this request of a rung fail? A planned cut at the cancel point did not."""
-    if cancel_planned and outcome.extra.get("cancelled"):
+    return failed_as_recorded(outcome.ok, outcome.extra.get("cancelled"), cancel_planned)
+
+
+def failed_as_recorded(ok: bool, cancelled: object, cancel_planned: bool) -> bool:
+    """`request_failed` from the parts of an outcome it reads (`RequestOutcome.ok`, its
+    extra's `cancelled`), for a reader that holds those and not the outcome."""
+    if cancel_planned and cancelled:
         return False
-    return not outcome.ok or bool(outcome.extra.get("cancelled"))
+    return not ok or bool(cancelled)
 
 
 # -- one rung ------------------------------------------------------------------------------
@@ -277,18 +283,27 @@ class RungTally:
 
     def add(self, outcome: RequestOutcome, cancel_planned: bool) -> bool:
         """Count one request of the rung; whether it failed."""
-        self.sent += 1
-        span = streaming_interval(outcome)
-        if span is not None:
-            self.starts.append(span[0])
-            self.ends.append(span[1])
-        sent_at = outcome.timings.sent_at
-        self.first_send = sent_at if self.first_send is None else min(self.first_send, sent_at)
-        self.last_send = sent_at if self.last_send is None else max(self.last_send, sent_at)
         failed = request_failed(outcome, cancel_planned)
-        if failed:
-            self.failures[failure_kind(outcome)] += 1
+        self.count(outcome.timings, failure_kind(outcome) if failed else None)
         return failed
+
+    def count(self, timings: Timings, failure: str | None) -> None:
+        """Count one request of the rung from its timings and, when it failed, its
+        `failure_kind` (what `add` reads of an outcome, for a reader that holds no
+        outcome)."""
+        self.sent += 1
+        first_content, last_byte = timings.first_content_at, timings.last_byte_at
+        if first_content is not None and last_byte is not None:  # `streaming_interval`
+            self.starts.append(first_content)
+            self.ends.append(last_byte)
+        sent_at, first_send, last_send = timings.sent_at, self.first_send, self.last_send
+        # as min() and max() choose: the earlier value unless the new one is beyond it
+        if first_send is None or sent_at < first_send:
+            self.first_send = sent_at
+        if last_send is None or sent_at > last_send:
+            self.last_send = sent_at
+        if failure is not None:
+            self.failures[failure] += 1
 
     def fidelity(self, label: str, concurrency: int, repeat: int) -> RungFidelity:
         failures = tuple(sorted(self.failures.items(), key=lambda item: (-item[1], item[0])))

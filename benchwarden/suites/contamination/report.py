@@ -4,7 +4,10 @@
 reports the union of the original and the resumed requests) in one streaming pass
 (`ScopeReading`: the solo legs whole, each rung's scored outcomes and fidelity counts,
 and a few numbers per other request), rebuilds the legs, scores them with the pure
-`scoring` module and returns a `ContaminationReport` (msgspec, frozen).
+`scoring` module and returns a `ContaminationReport` (msgspec, frozen). The store decodes
+each stored outcome for that pass into `StoredOutcome`, its reply left as raw JSON bytes:
+parsed only for the requests whose reply is read (the scored ones and the solo legs),
+never for ballast, the bulk of a big run.
 Nothing here talks to a server, so `benchwarden show RUN` works with the server gone.
 The terminal view (`terminal.render_terminal`) and the page (`html.render_html`) only
 format this object.
@@ -57,7 +60,12 @@ from benchwarden.core.reports import (
 )
 from benchwarden.core.store import Store
 from benchwarden.suites.contamination import scoring, shown
-from benchwarden.suites.contamination.fidelity import RungFidelity, RungTally
+from benchwarden.suites.contamination.fidelity import (
+    RungFidelity,
+    RungTally,
+    failed_as_recorded,
+    failure_kind,
+)
 from benchwarden.suites.contamination.scoring import BENCH_VERSION, Legs, RungOutcomes, rung_label
 from benchwarden.targets.replies import Reply, RequestOutcome, Timings
 
@@ -491,7 +499,8 @@ and kept whole. Every other leg is a rung."""
 
 class StoredRequest(Protocol):
     """What the report reads of a stored request: a `Record`, or the store's slim
-    `RecordSummary` of one read with the payload fields in `PAYLOAD_FIELDS`."""
+    `RecordSummary` of one read with the payload fields in `PAYLOAD_FIELDS` (its outcome
+    a `StoredOutcome` when read with `PAYLOAD_TYPES` and it fits, else plain JSON)."""
 
     @property
     def arm(self) -> str: ...
@@ -510,9 +519,84 @@ class StoredRequest(Protocol):
 PAYLOAD_FIELDS = ("probe", "slot", "cancel_after_deltas", "outcome", "level")
 """Every payload field the suite's driver writes (`driver.make_record`)."""
 
+_NULL = msgspec.Raw(b"null")
+_reply_decoder = msgspec.json.Decoder(Reply)
+
+
+class StoredOutcome(msgspec.Struct, frozen=True):
+    """A request's stored outcome (`RequestOutcome.to_json_dict`) as the streaming pass
+    decodes it (`PAYLOAD_TYPES`): timings, error, status and extra typed, and the reply
+    (its text and token logprobs: the bulk of a record) kept as its raw JSON bytes, so a
+    ballast request's reply, which nothing reads, is never parsed. A stored outcome that
+    does not fit (an error that was not valid UTF-8 is stored as an object, see
+    `targets.replies`; an older or hostile body) fails this type, and the store then
+    hands the record over as plain JSON values, read the way they always were."""
+
+    timings: Timings
+    reply: msgspec.Raw = _NULL
+    error: str | None = None
+    status: int | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    @property
+    def replied(self) -> bool:
+        """Whether a reply came (the stored reply is not JSON null)."""
+        return self.reply != _NULL
+
+    def whole(self) -> RequestOutcome:
+        """The outcome `RequestOutcome.from_json_dict` reads from the same stored form."""
+        return RequestOutcome(self.timings, _reply(self.reply), self.error, self.status,
+                              _restored_extra(self.extra))
+
+    def fidelity_view(self) -> RequestOutcome:
+        """As `_fidelity_view` of the same stored form: the reply not restored."""
+        return RequestOutcome(self.timings, _SOME_REPLY if self.replied else None,
+                              self.error, self.status, _restored_extra(self.extra))
+
+    def count_in(self, tally: RungTally, cancel_planned: bool) -> bool:
+        """`tally.add(self.fidelity_view(), cancel_planned)`, building that view only
+        for a request that failed (to name its failure): whether it failed."""
+        extra = self.extra
+        if extra:
+            extra = _restored_extra(extra)
+        failed = failed_as_recorded(self.error is None and self.reply != _NULL,
+                                    extra.get("cancelled"), cancel_planned)
+        tally.count(self.timings, failure_kind(self.fidelity_view()) if failed else None)
+        return failed
+
+
+PAYLOAD_TYPES: Mapping[str, Any] = {"outcome": StoredOutcome}
+"""How the streaming pass asks the store to decode `PAYLOAD_FIELDS`
+(`Store.iter_record_summaries`); the fields not named stay plain JSON values."""
+
+
+def _reply(raw: msgspec.Raw) -> Reply | None:
+    """A stored reply read straight into `Reply`; one holding a string in its stored
+    form (text that was not valid UTF-8) is restored first, as `from_json_dict` does."""
+    if raw == _NULL:
+        return None
+    try:
+        return _reply_decoder.decode(raw)  # type: ignore[no-any-return]
+    except msgspec.ValidationError:
+        return RequestOutcome.from_json_dict({"timings": {"sent_at": 0.0},
+                                              "reply": msgspec.json.decode(raw)}).reply
+
+
+def _restored_extra(extra: dict[str, Any]) -> dict[str, Any]:
+    """`extra` as `from_json_dict` reads it: a flat one (the common case) as it is, one
+    with nested values (where a string's stored form could hide) restored."""
+    if any(isinstance(value, (dict, list)) for value in extra.values()):
+        restored: dict[str, Any] = RequestOutcome.from_json_dict(
+            {"timings": {"sent_at": 0.0}, "extra": extra}).extra
+        return restored
+    return extra
+
 
 def _outcome(record: StoredRequest) -> RequestOutcome:
-    return RequestOutcome.from_json_dict(record.payload["outcome"])
+    stored = record.payload["outcome"]
+    if isinstance(stored, StoredOutcome):
+        return stored.whole()
+    return RequestOutcome.from_json_dict(stored)
 
 
 def rung_levels(config: Mapping[str, Any],
@@ -631,29 +715,41 @@ class ScopeReading:
 
     def add(self, record: StoredRequest, seq: int = 0) -> None:
         """Count one record; `seq` is its sequence number in the store (to read it back
-        whole if it is listed)."""
+        whole if it is listed). Run once per record of a run: a ballast request read
+        typed (`StoredOutcome`) is counted without building an outcome."""
         self.total += 1
-        self.statuses[(record.arm, record.outcome)] += 1
-        self.legs_seen.setdefault(record.arm, None)
-        level = record.payload.get("level")
-        if isinstance(level, int) and record.arm not in self.bisect_levels:
-            self.bisect_levels[record.arm] = level
-        if record.arm in SOLO_LEGS:
+        arm, task, payload = record.arm, record.task, record.payload
+        self.statuses[(arm, record.outcome)] += 1
+        if arm not in self.legs_seen:
+            self.legs_seen[arm] = None
+        level = payload.get("level")
+        if isinstance(level, int) and arm not in self.bisect_levels:
+            self.bisect_levels[arm] = level
+        if arm in SOLO_LEGS:
             self.solo.append((seq, record))
-            if record.arm == "ref_a" and record.trial == 1:
-                self.references[record.task] = _outcome(record).reply
+            if arm == "ref_a" and record.trial == 1:
+                self.references[task] = _outcome(record).reply
             return
-        scored = record.task.isdigit()  # a probe's own request: a cell is classified from it
-        outcome = _outcome(record) if scored else _fidelity_view(record.payload["outcome"])
-        group = self.rungs.setdefault((record.arm, record.trial), _RungRequests())
-        failed = group.tally.add(outcome, record.payload.get("cancel_after_deltas") is not None)
-        group.seqs.append(seq)
-        group.slots.append(int(record.payload.get("slot", 0)))
-        group.scored.append(_scored(record))
-        group.failed.append(failed)
+        key = (arm, record.trial)
+        group = self.rungs.get(key)
+        if group is None:
+            group = self.rungs[key] = _RungRequests()
+        cancel_planned = payload.get("cancel_after_deltas") is not None
+        stored = payload["outcome"]
+        scored = task.isdigit()  # a probe's own request: a cell is classified from it
         if scored:
-            self.scored_outcomes[(record.arm, record.task, record.trial)] = _sharing_reply(
-                outcome, self.references.get(record.task))
+            outcome = _outcome(record)
+            failed = group.tally.add(outcome, cancel_planned)
+            self.scored_outcomes[(arm, task, record.trial)] = _sharing_reply(
+                outcome, self.references.get(task))
+        elif isinstance(stored, StoredOutcome):
+            failed = stored.count_in(group.tally, cancel_planned)
+        else:
+            failed = group.tally.add(_fidelity_view(stored), cancel_planned)
+        group.seqs.append(seq)
+        group.slots.append(int(payload.get("slot", 0)))
+        group.scored.append(not task.startswith("ballast") and arm != "prime")  # `_scored`
+        group.failed.append(failed)
 
     @property
     def levels(self) -> dict[str, int]:
@@ -815,9 +911,10 @@ def export_command(store: Store) -> str:
 def _listing(store: Store, reading: ScopeReading, result: scoring.Score,
              levels: Mapping[str, int]) -> dict[str, Any]:
     """What the report lists (`shown`): the cells, rungs and requests of the rungs that
-    need attention first, within the caps, and what was left out counted. Requests of
-    a listed rung beyond the solo legs are read back whole from the store by sequence
-    number; the scoring never needed them whole."""
+    need attention first, within the caps, and what was left out counted. The listed
+    requests of a rung, and the solo legs' requests read with their reply unparsed, are
+    read back whole from the store by sequence number, so each is listed in its stored
+    form; the scoring never needed them whole."""
     fits = result.fidelity
     keys = [(fit.label, fit.repeat) for fit in fits]
     chosen, left_out = _rung_choice(
@@ -843,9 +940,13 @@ def _listing(store: Store, reading: ScopeReading, result: scoring.Score,
     for key, group in reading.rungs.items():
         if key not in planned:  # a leg the plan does not name (none this suite writes)
             wanted.extend(group.seqs)
+    # a solo request read with its reply unparsed (`StoredOutcome`) is listed in its
+    # stored form, read back whole like the rest (they are at most four per probe)
+    wanted.extend(seq for seq, record in reading.solo
+                  if isinstance(record.payload["outcome"], StoredOutcome))
     read_back = store.records_at(wanted) if wanted else {}
-    stored = sorted([*reading.solo, *((seq, record) for seq, record in read_back.items())],
-                    key=lambda item: item[0])
+    stored = sorted([*((seq, record) for seq, record in reading.solo if seq not in read_back),
+                     *read_back.items()], key=lambda item: item[0])
     requests = _request_entries((record for _, record in stored), levels, zeros)
     cells = [cell for cell in result.cells
              if cell.leg not in levels or (cell.leg, cell.repeat) in listed]
@@ -876,7 +977,8 @@ def build_report(store: Store, run_id: str) -> ContaminationReport:
                          f"contamination suite (its config lacks {', '.join(absent)})")
     reading = ScopeReading(config)
     for summary in store.iter_record_summaries(suite=SUITE, scope=str(config["scope"]),
-                                               payload_fields=PAYLOAD_FIELDS):
+                                               payload_fields=PAYLOAD_FIELDS,
+                                               payload_types=PAYLOAD_TYPES):
         reading.add(summary, summary.seq)
     levels = reading.levels
     legs = reading.legs()

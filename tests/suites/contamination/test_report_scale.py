@@ -362,7 +362,8 @@ def test_a_scored_reply_shares_its_reference_only_when_the_scoring_cannot_tell_t
 
 # -- any run, tiny caps: what is listed is chosen by attention, what is counted is all ----------
 
-SLOT_KINDS = st.sampled_from(("ok", "ok", "ok", "diverged", "failed", "leaked", "cancelled"))
+SLOT_KINDS = st.sampled_from(("ok", "ok", "ok", "diverged", "failed", "leaked", "cancelled",
+                              "garbled_error", "garbled_reply", "nested_extra"))
 
 
 def _write_drawn_run(store: SQLiteStore, rungs: list[list[str]]) -> str:
@@ -398,6 +399,12 @@ def _write_drawn_run(store: SQLiteStore, rungs: list[list[str]]) -> str:
             elif kind == "cancelled":
                 outcome = dataclasses.replace(cancelled_by_client(probe),
                                               timings=Timings(start, start, start, start + 0.2))
+            elif kind == "garbled_error":  # stored as an object: the record is read plain
+                outcome = failed("server said \udcff then closed", at=start, status=502)
+            elif kind == "garbled_reply":  # a reply text stored as an object
+                outcome = ok(text + "\udc80", start=start, end=start + 0.5)
+            elif kind == "nested_extra":  # nested extra values, one in its stored form
+                outcome = dataclasses.replace(outcome, extra={"note": {"said": ["\udcfe", 1]}})
             records.append(make_record(plan, run.run_id, rung_label(level),
                                        str(slot) if slot < PROBES else f"ballast-{slot}",
                                        repetition, probe, slot, outcome, None, level))
@@ -445,3 +452,24 @@ def test_any_run_lists_what_needs_attention_and_counts_everything(rungs, rung_li
         assert len(drawn) == min(len(mine), max(lane_limit, PROBES))
     assert (built.requests_total if isinstance(built.requests_total, int)
             else len(built.requests)) == len(recorded)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.lists(SLOT_KINDS, min_size=4, max_size=7), min_size=1, max_size=8),
+       st.integers(min_value=1, max_value=4), st.integers(min_value=2, max_value=5))
+def test_the_report_read_with_replies_unparsed_is_the_report_read_plain(rungs, rung_limit,
+                                                                        lane_limit):
+    """The pass reads stored outcomes typed (`StoredOutcome`, a ballast reply never
+    parsed); read as plain JSON values instead, as the store hands over a record that
+    does not fit, every byte of the report is the same."""
+    from unittest import mock
+
+    with SQLiteStore(":memory:") as store, \
+            mock.patch.object(shown, "RUNG_LIMIT", rung_limit), \
+            mock.patch.object(shown, "LANE_LIMIT", lane_limit):
+        run_id = _write_drawn_run(store, rungs)
+        typed = build_report(store, run_id)
+        with mock.patch.object(report_module, "PAYLOAD_TYPES", {}):
+            plain = build_report(store, run_id)
+    assert msgspec.json.encode(typed) == msgspec.json.encode(plain)
+    assert render_html(typed) == render_html(plain)
