@@ -34,7 +34,7 @@ def test_the_bare_reader_counts_every_token_whatever_the_reads(tokens, data):
         bench.render_reply(tokens))
     cuts = sorted(data.draw(st.sets(st.integers(min_value=1, max_value=len(body) - 1),
                                     max_size=60)))
-    pieces = [body[start:end] for start, end in zip([0, *cuts], [*cuts, len(body)])]
+    pieces = [body[start:end] for start, end in zip([0, *cuts], [*cuts, len(body)], strict=True)]
 
     async def read() -> tuple[int, list[bool]]:
         stream = bench._BareStream()
