@@ -533,10 +533,16 @@ class StoredOutcome(msgspec.Struct, frozen=True):
     hands the record over as plain JSON values, read the way they always were."""
 
     timings: Timings
+    """When the request was sent, its first token and its end."""
     reply: msgspec.Raw = _NULL
+    """The stored reply's raw JSON bytes (`null` when no reply came), parsed only on
+    demand (`whole`)."""
     error: str | None = None
+    """Why the request failed, as stored."""
     status: int | None = None
+    """The HTTP status, when a response came."""
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    """What the client noted beside the reply (a planned cancel, ...), as stored."""
 
     @property
     def replied(self) -> bool:
