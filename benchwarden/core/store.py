@@ -1923,8 +1923,8 @@ class _ExpectedTotals:
         if self.parts_left:
             passes = len(self.parts_left) + (self.part is not None)
             print(f"benchwarden: store {self.store.location}: {self.refusal}: verifying the "
-                  f"group totals in {passes} pass{'es' if passes > 1 else ''} over the records", file=sys.stderr,
-                  flush=True)
+                  f"group totals in {passes} pass{'es' if passes > 1 else ''} over the "
+                  "records", file=sys.stderr, flush=True)
         while self.parts_left:
             self.part, self.in_memory = self.parts_left.pop(0), {}
             for rows in self.store._verified_summary_pages(last_seq, self.batch):
