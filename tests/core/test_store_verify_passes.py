@@ -378,8 +378,8 @@ def test_sqlite_with_no_writable_temporary_folder_verifies_in_passes(tmp_path: P
     mounts): the write into the temporary table fails (SQLITE_IOERR_GETTEMPPATH, which
     `verify` used to report as a disk error and stop) and `verify` passes in passes."""
     unshare = shutil.which("unshare")
-    if os.geteuid() != 0 or unshare is None:
-        pytest.skip("needs root and unshare(1) for a mount namespace")
+    if os.geteuid() != 0 or unshare is None or not Path("/dev/shm").is_dir():
+        pytest.skip("needs root, unshare(1) for a mount namespace and /dev/shm")
     backend = SQLiteBackend(tmp_path)
     with backend.open() as store:
         fill(store)
