@@ -385,11 +385,12 @@ _GROUPS_VERIFIED_IN_MEMORY = 10_000
 _VERIFIED_TOTALS = "verify_group_totals"
 # groups one pass of `verify` folds when the backend refuses it that temporary table (a
 # role without TEMP, a read-only transaction or standby, no writable temporary folder):
-# it folds the groups of one part a pass, each pass reading every body, so it holds about
-# this many groups recomputed and as many stored rows (about 800 bytes each: 160 MB at
-# most). Larger than the spill bound, so a store of fewer groups takes no pass beyond the
-# chain's; no larger, so a store of a million groups peaks where one of 100,000 does
-# (issue 12's 1.5x), at the cost of ten passes
+# it folds the groups of one part a pass, each pass reading every body, so it holds at
+# most this many groups recomputed and their stored rows (measured: about 2.8 KB a group
+# of the part at its comparison, so up to about 280 MB above the rest of `verify`).
+# Larger than the spill bound, so a store of under 90,000 groups (parts are planned 90%
+# full) takes no pass beyond the chain's; no larger, as memory follows it: a store of a
+# million groups took 12 passes and peaked at 1.54x a store of 100,000 (bench README)
 _GROUPS_VERIFIED_PER_PASS = 100_000
 # stored group rows read per query when `verify` reads `record_group_totals` whole
 # (keyset pages: on PostgreSQL a query's whole result sits in the client's memory)
