@@ -45,6 +45,7 @@ those who open a PostgreSQL store.
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib
 import itertools
 import json
@@ -387,6 +388,18 @@ _GROUPS_KEPT_IN_MEMORY = 50_000
 _GROUPS_VERIFIED_IN_MEMORY = 10_000
 # the temporary table (of the connection, dropped after) `verify` folds into then
 _VERIFIED_TOTALS = "verify_group_totals"
+# groups one pass of `verify` folds when the backend refuses it that temporary table (a
+# role without TEMP, a read-only transaction or standby, no writable temporary folder):
+# it folds the groups of one part a pass, each pass reading every body, so it holds at
+# most this many groups recomputed and their stored rows (measured: about 2.8 KB a group
+# of the part at its comparison, so up to about 280 MB above the rest of `verify`).
+# Larger than the spill bound, so a store of under 90,000 groups (parts are planned 90%
+# full) takes no pass beyond the chain's; no larger, as memory follows it: a store of a
+# million groups took 12 passes and peaked at 1.54x a store of 100,000 (bench README)
+_GROUPS_VERIFIED_PER_PASS = 100_000
+# stored group rows read per query when `verify` reads `record_group_totals` whole
+# (keyset pages: on PostgreSQL a query's whole result sits in the client's memory)
+_GROUP_ROWS_PER_READ = 5_000
 
 
 def group_totals_table(types: Mapping[str, str], suffix: str = "", *,
@@ -722,6 +735,28 @@ class Store(ABC):
         table, which even a read-only connection may write)."""
         with self._reading():
             self._connection.execute(sql, tuple(params))
+
+    def _scratch(self, sql: str, params: Sequence[Any] = (), *,
+                 rows: bool = False) -> list[tuple[Any, ...]]:
+        """A statement on `verify`'s temporary table (its rows when `rows`): the backend's
+        refusal to make or write that table (`_temporary_table_refusal`) raised as
+        `_NoTemporaryTable`, so `verify` folds in passes instead; any other failure as
+        every read's."""
+        with self._reading():
+            try:
+                cursor = self._connection.execute(sql, tuple(params))
+                return cursor.fetchall() if rows else []
+            except Exception as error:
+                why = self._temporary_table_refusal(error)
+                if why is None:
+                    raise
+                raise _NoTemporaryTable(why) from None
+
+    def _temporary_table_refusal(self, error: Exception) -> str | None:
+        """Why the backend refused `verify` its temporary table, in words (the driver's
+        error says it: a privilege, a read-only transaction, no usable temporary folder);
+        None when `error` is another failure."""
+        return None
 
     @abstractmethod
     def _is_unique_violation(self, error: Exception) -> bool:
@@ -1462,7 +1497,7 @@ class Store(ABC):
         runs = version == "5" and self._table_exists("record_runs")
         # the group totals and run counts recomputed from the records, as appends make
         # them (memory bounded by the groups and runs, not the records)
-        expected_totals = _ExpectedTotals(self)
+        expected_totals = _ExpectedTotals(self, batch)
         expected_runs: Counter[tuple[str, str]] = Counter()
         after = 0
         while True:
@@ -1580,40 +1615,28 @@ class Store(ABC):
         """For `verify`: the first group whose stored totals differ from `expected` (the
         totals folded from every record's body), in one line; None when all agree. Totals
         naming records past the chain's end `last_seq` say its tail was cut. The stored
-        rows are read one at a time; when `expected` was folded into its temporary table
+        rows are read a page at a time; when `expected` was folded into its temporary table
         the database finds the groups that differ (`EXCEPT` both ways), so memory stays
-        bounded however many groups there are."""
-        columns = ", ".join(GROUP_TOTALS_COLUMNS)
+        bounded however many groups there are; when the backend refused that table,
+        `expected` compares one part of the groups a pass (`_ExpectedTotals`)."""
         try:
-            beyond = self._fold_query(
-                f"SELECT {columns} FROM record_group_totals", (),
-                lambda found: max((seq for group in map(GroupTotals.from_row, found)
-                                   for seq in group.newest_seqs), default=0))
+            beyond = max((seq for group in self._stored_group_totals()
+                          for seq in group.newest_seqs), default=0)
             if beyond > (last_seq or 0):
                 ends = f"ends at entry {last_seq}" if last_seq is not None else "is empty"
                 return (f"entries were removed from its tail: the store {ends} but its group "
                         f"totals count records up to entry {beyond}")
+            wrong = None
             if expected.spilled:
-                keys = ", ".join(GROUP_KEY_COLUMNS)
-                differing = self._query(
-                    f"SELECT {keys} FROM (SELECT {columns} FROM record_group_totals EXCEPT "
-                    f"SELECT {columns} FROM {_VERIFIED_TOTALS}) AS stored UNION "
-                    f"SELECT {keys} FROM (SELECT {columns} FROM {_VERIFIED_TOTALS} EXCEPT "
-                    f"SELECT {columns} FROM record_group_totals) AS recomputed "
-                    f"ORDER BY {keys} LIMIT 1")
-                if not differing:
-                    return None
-                where = " AND ".join(f"{name} = {self.placeholder}" for name in GROUP_KEY_COLUMNS)
-                stored = [GroupTotals.from_row(row) for row in self._query(
-                    f"SELECT {columns} FROM record_group_totals WHERE {where}", differing[0])]
-                wanted = {group.key: group for group in (
-                    GroupTotals.from_row(row) for row in self._query(
-                        f"SELECT {columns} FROM {_VERIFIED_TOTALS} WHERE {where}",
-                        differing[0]))}
-                wrong = first_difference(stored, wanted)
-            else:
+                try:
+                    wrong = self._spilled_difference()
+                except _NoTemporaryTable as refusal:
+                    expected.give_up_table(refusal, keep_folded=False)
+            if expected.in_passes:
+                wrong = expected.difference_in_passes(last_seq)
+            elif not expected.spilled:
                 wrong = self._fold_query(
-                    f"SELECT {columns} FROM record_group_totals", (),
+                    f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM record_group_totals", (),
                     lambda found: first_difference(map(GroupTotals.from_row, found),
                                                    expected.in_memory))
         except ValueError as error:
@@ -1622,6 +1645,71 @@ class Store(ABC):
             return None
         return (f"its per-group totals (record_group_totals) disagree with its records: "
                 f"{wrong} (derived data edited)")
+
+    def _spilled_difference(self) -> str | None:
+        """The first group whose stored totals differ from those `verify` folded into its
+        temporary table, in words: the database finds the groups that differ (`EXCEPT`
+        both ways) and `first_difference` names how. Raises `_NoTemporaryTable` when the
+        backend refuses the work space that takes (SQLite with no usable temporary
+        folder)."""
+        columns = ", ".join(GROUP_TOTALS_COLUMNS)
+        keys = ", ".join(GROUP_KEY_COLUMNS)
+        differing = self._scratch(
+            f"SELECT {keys} FROM (SELECT {columns} FROM record_group_totals EXCEPT "
+            f"SELECT {columns} FROM {_VERIFIED_TOTALS}) AS stored UNION "
+            f"SELECT {keys} FROM (SELECT {columns} FROM {_VERIFIED_TOTALS} EXCEPT "
+            f"SELECT {columns} FROM record_group_totals) AS recomputed "
+            f"ORDER BY {keys} LIMIT 1", rows=True)
+        if not differing:
+            return None
+        where = " AND ".join(f"{name} = {self.placeholder}" for name in GROUP_KEY_COLUMNS)
+        stored = [GroupTotals.from_row(row) for row in self._query(
+            f"SELECT {columns} FROM record_group_totals WHERE {where}", differing[0])]
+        wanted = {group.key: group for group in (
+            GroupTotals.from_row(row) for row in self._scratch(
+                f"SELECT {columns} FROM {_VERIFIED_TOTALS} WHERE {where}", differing[0],
+                rows=True))}
+        return first_difference(stored, wanted)
+
+    def _stored_group_totals(self) -> Iterator[GroupTotals]:
+        """Every row of `record_group_totals`, in key order, `_GROUP_ROWS_PER_READ` a
+        query (keyset pages over the primary key: bounded memory on both backends).
+        Raises ValueError for a row that is not a group's totals."""
+        p = self.placeholder
+        keys = ", ".join(GROUP_KEY_COLUMNS)
+        select = f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM record_group_totals"
+        order = f"ORDER BY {keys} LIMIT {_GROUP_ROWS_PER_READ}"
+        page = self._query(f"{select} {order}")
+        while page:
+            for row in page:
+                yield GroupTotals.from_row(row)
+            if len(page) < _GROUP_ROWS_PER_READ:
+                return
+            after = page[-1][:len(GROUP_KEY_COLUMNS)]
+            page = self._query(f"{select} WHERE ({keys}) > "
+                               f"({', '.join([p] * len(GROUP_KEY_COLUMNS))}) {order}", after)
+
+    def _verified_summary_pages(self, last_seq: int | None,
+                                batch: int) -> Iterator[list[tuple[Any, ...]]]:
+        """For `verify`'s passes: the summary rows of the records up to `last_seq` (the
+        chain `verify` checked), from their bodies, in sequence order, `batch` records a
+        query. An unreadable body is left out (the chain's check named it already)."""
+        p = self.placeholder
+        sql = (f"SELECT seq, body FROM entries WHERE kind = 'record' AND seq > {p} AND "
+               f"seq <= {p} ORDER BY seq LIMIT {p}")
+        after = 0
+        while last_seq is not None:
+            page = self._query(sql, (after, last_seq, batch))
+            rows = []
+            for seq, body in page:
+                try:
+                    rows.append(summary_row(int(seq), _as_bytes(body)))
+                except msgspec.DecodeError:
+                    continue
+            yield rows
+            if len(page) < batch:
+                return
+            after = int(page[-1][0])
 
     def _runs_problem(self, expected: Mapping[tuple[str, str], int]) -> str | None:
         """For `verify`: the first run (in order of run and suite) whose stored count in
@@ -1709,42 +1797,89 @@ def _bodies_summarised(page: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]
     return rows
 
 
+class _NoTemporaryTable(Exception):
+    """The backend refused `verify` its temporary table; the message says why, in words."""
+
+
+def _part_hash(key: tuple[Any, ...]) -> int:
+    """A hash of a group key that is the same in every process and on both backends (not
+    Python's `hash`, salted per process): its residues split the groups into the parts
+    `verify` folds one a pass."""
+    return int.from_bytes(hashlib.blake2b(repr(key).encode("utf-8"), digest_size=8).digest(),
+                          "big")
+
+
 class _ExpectedTotals:
     """For `verify`: the group totals folded from the records, page by page, by the
-    append's rule. Held in memory up to `_GROUPS_VERIFIED_IN_MEMORY` groups; past that
-    they are moved to a temporary table of the connection and folded there as appends
-    fold (the touched groups read, folded, written back), so `verify` of a store of
-    millions of groups stays bounded in memory. `drop` removes the table."""
+    append's rule (each group's rows in sequence order: its compensated sums depend on
+    it). Held in memory up to `_GROUPS_VERIFIED_IN_MEMORY` groups; past that they are
+    moved to a temporary table of the connection and folded there as appends fold (the
+    touched groups read, folded, written back), so `verify` of a store of millions of
+    groups stays bounded in memory. `drop` removes the table.
 
-    def __init__(self, store: Store) -> None:
+    Where the backend refuses that table (its driver's error says so: a role without
+    TEMP, a read-only transaction or standby, SQLite with no usable temporary folder) the
+    groups are folded in passes instead: split by `_part_hash` of their key into parts,
+    a part being the keys whose hash leaves `residue` modulo `modulus`, each part at most
+    `_GROUPS_VERIFIED_PER_PASS` groups, so memory stays bounded too. The first part is
+    the one folded with the chain's check; each other takes a pass over every body
+    (`difference_in_passes`), compared with the stored rows of its part alone by the same
+    `first_difference`. A part found larger than the bound (a stored table edited to look
+    small) is halved on the spot: (residue, modulus) keeps (residue, 2 modulus), whose
+    groups were all folded already, and leaves (residue + modulus, 2 modulus) to a pass
+    of its own; no group is lost and none folded twice."""
+
+    def __init__(self, store: Store, batch: int = DEFAULT_BATCH) -> None:
         self.store = store
+        self.batch = batch
         self.in_memory: dict[tuple[Any, ...], GroupTotals] = {}
         self.spilled = False
+        # folding in passes: why (None: not in passes), the part folded now (None: none,
+        # every part waits for a pass of its own) and the parts waiting
+        self.refusal: str | None = None
+        self.part: tuple[int, int] | None = None
+        self.parts_left: list[tuple[int, int]] = []
+
+    @property
+    def in_passes(self) -> bool:
+        return self.refusal is not None
 
     def fold(self, rows: list[tuple[Any, ...]]) -> None:
         if not rows:
             return
+        if self.in_passes:
+            self._fold_part(rows)
+            return
         if not self.spilled:
             fold_into(self.in_memory, rows)
             if len(self.in_memory) > _GROUPS_VERIFIED_IN_MEMORY:
-                self._spill()
+                try:
+                    self._spill()
+                except _NoTemporaryTable as refusal:
+                    self.give_up_table(refusal, keep_folded=True)
             return
+        try:
+            self._fold_spilled(rows)
+        except _NoTemporaryTable as refusal:
+            self.give_up_table(refusal, keep_folded=False)
+
+    def _fold_spilled(self, rows: list[tuple[Any, ...]]) -> None:
         store, p = self.store, self.store.placeholder
         current: dict[tuple[Any, ...], GroupTotals] = {}
         wanted = list(dict.fromkeys(map(group_of, rows)))
         for start in range(0, len(wanted), _KEYS_PER_READ):
             chunk = wanted[start:start + _KEYS_PER_READ]
-            for found in store._query(_read_group_totals(p, len(chunk), _VERIFIED_TOTALS),
-                                      [part for key in chunk for part in key]):
+            for found in store._scratch(_read_group_totals(p, len(chunk), _VERIFIED_TOTALS),
+                                        [part for key in chunk for part in key], rows=True):
                 group = GroupTotals.from_row(found)
                 current[group.key] = group
         self._write(fold_into(current, rows))
 
     def _spill(self) -> None:
-        self.store._execute(group_totals_table(self.store._column_types(),
+        self.store._scratch(group_totals_table(self.store._column_types(),
                                                table=_VERIFIED_TOTALS, temporary=True))
-        self.store._execute(f"DELETE FROM {_VERIFIED_TOTALS}")
-        self.spilled = True
+        self.spilled = True  # made: `drop` removes it whatever follows
+        self.store._scratch(f"DELETE FROM {_VERIFIED_TOTALS}")
         self._write(list(self.in_memory.values()))
         self.in_memory = {}
 
@@ -1752,9 +1887,100 @@ class _ExpectedTotals:
         rows = [group.row() for group in groups]
         for start in range(0, len(rows), _GROUPS_PER_UPSERT):
             chunk = rows[start:start + _GROUPS_PER_UPSERT]
-            self.store._execute(_upsert_group_totals(self.store.placeholder, len(chunk),
+            self.store._scratch(_upsert_group_totals(self.store.placeholder, len(chunk),
                                                      _VERIFIED_TOTALS),
                                 [value for row in chunk for value in row])
+
+    def give_up_table(self, refusal: _NoTemporaryTable, *, keep_folded: bool) -> None:
+        """The backend refused the temporary table: fold in passes from now on. With
+        `keep_folded` the groups in memory are every group folded so far, and the first
+        part of them is kept (the chain's check goes on folding it); otherwise (they were
+        in the table) every part waits for a pass of its own."""
+        try:
+            self.drop()
+        except StoreError:
+            self.spilled = False  # left to the connection's end, which removes it
+        self.refusal = str(refusal)
+        # parts filled to 90% of the bound on average: the hash spreads the groups evenly
+        # but not exactly, and a part found over the bound costs a pass more
+        parts = max(1, math.ceil(self._stored_groups() / (0.9 * _GROUPS_VERIFIED_PER_PASS)))
+        if keep_folded:
+            self.part, self.parts_left = (0, parts), [(residue, parts)
+                                                      for residue in range(1, parts)]
+            self._keep_part()
+        else:
+            self.part, self.parts_left = None, [(residue, parts) for residue in range(parts)]
+            self.in_memory = {}
+
+    def _stored_groups(self) -> int:
+        rows = self.store._query("SELECT COUNT(*) FROM record_group_totals")
+        return int(rows[0][0]) if rows else 0
+
+    def _fold_part(self, rows: list[tuple[Any, ...]]) -> None:
+        if self.part is None:
+            return
+        residue, modulus = self.part
+        fold_into(self.in_memory, [row for row in rows
+                                   if _part_hash(group_of(row)) % modulus == residue])
+        while len(self.in_memory) > _GROUPS_VERIFIED_PER_PASS:
+            self._halve_part()
+
+    def _halve_part(self) -> None:
+        """The part folded now holds more groups than a pass may: keep the half of it
+        whose groups are in memory already, the other half waits for a pass."""
+        assert self.part is not None
+        residue, modulus = self.part
+        self.parts_left.append((residue + modulus, 2 * modulus))
+        self.part = (residue, 2 * modulus)
+        self._keep_part()
+
+    def _keep_part(self) -> None:
+        assert self.part is not None
+        residue, modulus = self.part
+        self.in_memory = {key: group for key, group in self.in_memory.items()
+                          if _part_hash(key) % modulus == residue}
+        if len(self.in_memory) > _GROUPS_VERIFIED_PER_PASS:
+            self._halve_part()
+
+    def difference_in_passes(self, last_seq: int | None) -> str | None:
+        """Folding in passes: the first difference of the part folded with the chain's
+        check, else of each other part in turn, each folded by a pass over the records
+        up to `last_seq` (the chain checked); None when every part agrees. Says once on
+        stderr why `verify` takes several passes."""
+        if self.part is not None:
+            wrong = self._part_difference()
+            if wrong is not None:
+                return wrong
+        if self.parts_left:
+            passes = len(self.parts_left) + (self.part is not None)
+            print(f"benchwarden: store {self.store.location}: {self.refusal}: verifying the "
+                  f"group totals in {passes} pass{'es' if passes > 1 else ''} over the "
+                  "records", file=sys.stderr, flush=True)
+        while self.parts_left:
+            self.part, self.in_memory = self.parts_left.pop(0), {}
+            for rows in self.store._verified_summary_pages(last_seq, self.batch):
+                self._fold_part(rows)
+            wrong = self._part_difference()
+            if wrong is not None:
+                return wrong
+        return None
+
+    def _part_difference(self) -> str | None:
+        """`first_difference` of the part folded now against its stored rows (read whole,
+        the other parts' rows skipped). A part holding more stored rows than a pass may
+        is halved first (then it holds groups the records do not: found in one half)."""
+        assert self.part is not None
+        while True:
+            residue, modulus = self.part
+            stored: list[GroupTotals] = []
+            for group in self.store._stored_group_totals():
+                if _part_hash(group.key) % modulus == residue:
+                    stored.append(group)
+                    if len(stored) > _GROUPS_VERIFIED_PER_PASS:
+                        break
+            else:
+                return first_difference(stored, self.in_memory)
+            self._halve_part()
 
     def drop(self) -> None:
         if self.spilled:
@@ -2307,6 +2533,23 @@ class SQLiteStore(Store):
                 yield
             except sqlite3.Error as error:
                 raise sqlite_failure(self.location, error, "reading it") from None
+
+    def _temporary_table_refusal(self, error: Exception) -> str | None:
+        """SQLite makes a temporary table in memory and spills it to a file in its
+        temporary folder (SQLITE_TMPDIR, TMPDIR, /var/tmp, /usr/tmp, /tmp, then the
+        current folder: the first writable one) once it outgrows its cache: with none
+        writable the write fails (SQLITE_IOERR_GETTEMPPATH, or CANTOPEN), with that
+        folder full it fails as full."""
+        code = getattr(error, "sqlite_errorcode", None)
+        if not isinstance(error, sqlite3.Error) or not isinstance(code, int):
+            return None
+        reason = " ".join(str(error).split())
+        if code == sqlite3.SQLITE_IOERR_GETTEMPPATH or code & 0xFF == sqlite3.SQLITE_CANTOPEN:
+            return (f"no temporary table can be made: SQLite finds no writable temporary "
+                    f"folder (set SQLITE_TMPDIR; {reason})")
+        if code & 0xFF == sqlite3.SQLITE_FULL:
+            return f"no temporary table can be made: its temporary folder is full ({reason})"
+        return None
 
     def _insert_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> Sequence[int] | None:
         """Multi-row INSERTs of `_ROWS_PER_INSERT` rows: a fifth less database time per

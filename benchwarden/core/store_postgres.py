@@ -349,6 +349,17 @@ class PostgresStore(Store):
             except psycopg.Error as error:
                 raise _query_error(self.location, error, "reading it") from None
 
+    def _temporary_table_refusal(self, error: Exception) -> str | None:
+        """A role without the TEMP privilege on the database, or a read-only transaction
+        (`default_transaction_read_only`, a hot standby): the server refuses the
+        `CREATE TEMPORARY TABLE`."""
+        if isinstance(error, pg_errors.InsufficientPrivilege):
+            return f"this role may not create a temporary table ({_first_line(error)})"
+        if isinstance(error, pg_errors.ReadOnlySqlTransaction):
+            return (f"this read-only connection may not create a temporary table "
+                    f"({_first_line(error)})")
+        return None
+
     def _is_unique_violation(self, error: Exception) -> bool:
         return isinstance(error, pg_errors.UniqueViolation)
 
