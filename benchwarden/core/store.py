@@ -2077,6 +2077,12 @@ _WAL_CHECKPOINT_PAGES = 4096
 _WITNESS_META = ("head_witness", "sidecar")
 
 
+# SQLite's extended code for "no temporary folder it can write" (SQLITE_IOERR | 25 << 8):
+# a sort, a GROUP BY or a temporary table that outgrows memory needs a file, and every
+# folder SQLite tries (SQLITE_TMPDIR, TMPDIR, /var/tmp, /usr/tmp, /tmp, .) refused it
+_SQLITE_IOERR_GETTEMPPATH = getattr(sqlite3, "SQLITE_IOERR_GETTEMPPATH", 6410)
+
+
 def sqlite_failure(location: str, error: sqlite3.Error, doing: str = "") -> StoreError:
     """One line a person can act on, for any refusal of SQLite or the OS beneath it."""
     code = getattr(error, "sqlite_errorcode", None)
@@ -2101,6 +2107,9 @@ def sqlite_failure(location: str, error: sqlite3.Error, doing: str = "") -> Stor
     if primary in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH):
         return StoreError(f"{where} cannot be opened{action} ({reason}); check the path and "
                           "its permissions")
+    if code == _SQLITE_IOERR_GETTEMPPATH:
+        return StoreError(f"{where}: SQLite found no writable folder for its temporary "
+                          f"files{action} ({reason}); set SQLITE_TMPDIR to a writable folder")
     if primary == sqlite3.SQLITE_IOERR:
         return StoreError(f"{where}: input/output error{action} ({reason}); check the disk "
                           "and the filesystem")

@@ -401,3 +401,16 @@ def test_sqlite_with_no_writable_temporary_folder_verifies_in_passes(tmp_path: P
     assert done.stdout.startswith("store chain intact"), done.stdout
     assert "no temporary table can be made: SQLite finds no writable temporary folder" \
         in done.stderr and PASSES.search(done.stderr), done.stderr
+
+
+@pytest.mark.parametrize(("code", "says"), [
+    (6410, "no writable folder for its temporary files"),  # SQLITE_IOERR_GETTEMPPATH
+    (10, "input/output error"),                              # any other I/O error
+    (4874, "input/output error"),                            # SQLITE_IOERR_SHORT_READ
+])
+def test_sqlite_with_no_temporary_folder_says_so_in_one_line(code, says):
+    error = store_module.sqlite3.OperationalError("disk I/O error")
+    error.sqlite_errorcode = code
+    line = str(store_module.sqlite_failure("x.sqlite", error, "verifying it"))
+    assert says in line and "\n" not in line
+    assert ("SQLITE_TMPDIR" in line) == (code == 6410)
