@@ -384,10 +384,10 @@ def main() -> None:
                f"rounds in which other processes used under {QUIET_SHARE:.0%} of the machine "
                "during both commands" + ("" if quiet_rounds else "; try --settle")),
         Figure("command_seconds_bound", statistics.median(bounds), statistics.median(wholes),
-               "s", f"the least a pool of {cores} could take: the in-process command's "
-               "phases with only the scoring work (less the library import) split evenly "
-               "at no cost, vs the same phases; its ratio is the lowest command ratio "
-               "this machine and workload allow"),
+               "s", f"the least a pool of {cores} could take, estimated from a timed "
+               "in-process run of the same round: its phases with only the scoring work "
+               "(less the library import) split evenly at no cost, vs the same phases; "
+               "an estimate from a separate run, as noisy as the wall figures"),
         Figure("others_cpu_seconds",
                statistics.median(others["parallel"]) if others["parallel"] else None,
                statistics.median(others["local"]) if others["local"] else None, "s",
