@@ -29,6 +29,7 @@ Invariants:
 from __future__ import annotations
 
 import json
+import shlex
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -69,9 +70,12 @@ CONFIG_VALUE_EMBEDDED_BYTES = 64 * 1024
 
 
 def _whole_report_command(report: ArmsReport) -> str:
+    """The command that writes the whole report as JSON (names quoted for a shell)."""
     if report.run is not None and report.run.id:
-        return f"benchwarden show {report.run.id} --json FILE (with this page's --store)"
-    return f"benchwarden arms report --suite {report.scope} --json FILE (with this page's --store)"
+        return (f"benchwarden show {shlex.quote(report.run.id)} --json FILE "
+                "(with this page's --store)")
+    return (f"benchwarden arms report --suite {shlex.quote(report.scope)} --json FILE "
+            "(with this page's --store)")
 
 
 def _coverage_tasks(report: ArmsReport) -> tuple[list[str], dict[tuple[str, str], int]]:

@@ -138,3 +138,16 @@ def test_the_copy_holds_every_list_within_its_bound_and_counts_what_it_cut(
                  "verdict", "arms", "tiers", "floor", "weights"):
         assert getattr(copy, name) == getattr(whole, name)
     assert arms_html.page_copy(copy) == copy
+
+
+def test_the_whole_report_command_quotes_the_run_and_the_suite(report) -> None:
+    wide = _wider(report, 4 * arms_html.COVERAGE_CELLS_DRAWN)
+    wide["run"]["id"] = "run one; rm -rf x"
+    cut = arms_html.page_copy(ArmsReport.from_json(wide)).page_cut
+    assert cut is not None
+    assert cut.command.startswith("benchwarden show 'run one; rm -rf x' --json FILE")
+    del wide["run"]
+    wide["scope"] = "my suite"
+    cut = arms_html.page_copy(ArmsReport.from_json(wide)).page_cut
+    assert cut is not None
+    assert cut.command.startswith("benchwarden arms report --suite 'my suite' --json FILE")
