@@ -1700,13 +1700,7 @@ class Store(ABC):
         after = 0
         while last_seq is not None:
             page = self._query(sql, (after, last_seq, batch))
-            rows = []
-            for seq, body in page:
-                try:
-                    rows.append(summary_row(int(seq), _as_bytes(body)))
-                except msgspec.DecodeError:
-                    continue
-            yield rows
+            yield _summary_rows_of(page)
             if len(page) < batch:
                 return
             after = int(page[-1][0])
@@ -1787,13 +1781,18 @@ def _bodies_summarised(page: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]
     """For `verify`: the summary rows of the records of a page of entries (seq, kind, ...
     body at 8), from their stored bodies. An unreadable body is left out (the record
     check names it)."""
+    return _summary_rows_of((row[0], row[8]) for row in page if row[1] == "record")
+
+
+def _summary_rows_of(records: Iterable[tuple[Any, Any]]) -> list[tuple[Any, ...]]:
+    """The summary rows of (seq, stored body) pairs, in order; a body that does not
+    decode is left out (`verify`'s record check names it)."""
     rows = []
-    for row in page:
-        if row[1] == "record":
-            try:
-                rows.append(summary_row(int(row[0]), _as_bytes(row[8])))
-            except msgspec.DecodeError:
-                continue
+    for seq, body in records:
+        try:
+            rows.append(summary_row(int(seq), _as_bytes(body)))
+        except msgspec.DecodeError:
+            continue
     return rows
 
 
@@ -2553,7 +2552,7 @@ class SQLiteStore(Store):
         if not isinstance(error, sqlite3.Error) or not isinstance(code, int):
             return None
         reason = " ".join(str(error).split())
-        if code == sqlite3.SQLITE_IOERR_GETTEMPPATH or code & 0xFF == sqlite3.SQLITE_CANTOPEN:
+        if code == _SQLITE_IOERR_GETTEMPPATH or code & 0xFF == sqlite3.SQLITE_CANTOPEN:
             return (f"no temporary table can be made: SQLite finds no writable temporary "
                     f"folder (set SQLITE_TMPDIR; {reason})")
         if code & 0xFF == sqlite3.SQLITE_FULL:
