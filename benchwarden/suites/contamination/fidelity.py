@@ -62,7 +62,11 @@ def peak_overlap(intervals: Iterable[tuple[float, float]]) -> int:
 
 def streaming_interval(outcome: RequestOutcome) -> tuple[float, float] | None:
     """(first content delta, last byte) of a reply that streamed content, else None."""
-    timings = outcome.timings
+    return streamed_span(outcome.timings)
+
+
+def streamed_span(timings: Timings) -> tuple[float, float] | None:
+    """`streaming_interval` from an outcome's timings alone."""
     if timings.first_content_at is None or timings.last_byte_at is None:
         return None
     return timings.first_content_at, timings.last_byte_at
@@ -292,10 +296,10 @@ class RungTally:
         `failure_kind` (what `add` reads of an outcome, for a reader that holds no
         outcome)."""
         self.sent += 1
-        first_content, last_byte = timings.first_content_at, timings.last_byte_at
-        if first_content is not None and last_byte is not None:  # `streaming_interval`
-            self.starts.append(first_content)
-            self.ends.append(last_byte)
+        span = streamed_span(timings)
+        if span is not None:
+            self.starts.append(span[0])
+            self.ends.append(span[1])
         sent_at, first_send, last_send = timings.sent_at, self.first_send, self.last_send
         # as min() and max() choose: the earlier value unless the new one is beyond it
         if first_send is None or sent_at < first_send:
