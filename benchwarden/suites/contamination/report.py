@@ -754,7 +754,7 @@ class ScopeReading:
             failed = group.tally.add(_fidelity_view(stored), cancel_planned)
         group.seqs.append(seq)
         group.slots.append(int(payload.get("slot", 0)))
-        group.scored.append(not task.startswith("ballast") and arm != "prime")  # `_scored`
+        group.scored.append(_scored(record))
         group.failed.append(failed)
 
     @property
