@@ -149,9 +149,8 @@ def insert_store_rows(path: Path, rows: list[tuple], batch: int) -> None:
     for statement in store_module._SQLITE_SCHEMA:
         connection.execute(statement)
     connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute("PRAGMA synchronous=NORMAL")
-    connection.execute(f"PRAGMA cache_size = -{store_module._WRITER_CACHE_KIB}")
-    connection.execute(f"PRAGMA wal_autocheckpoint = {store_module._WAL_CHECKPOINT_PAGES}")
+    for pragma in store_module.WRITER_PRAGMAS:
+        connection.execute(pragma)
     per_insert = store_module._ROWS_PER_INSERT
     for first in range(0, len(rows), batch):
         connection.execute("BEGIN IMMEDIATE")

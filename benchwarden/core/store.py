@@ -2067,6 +2067,12 @@ def _multi_row_insert(rows: int) -> str:
 # the append connection's page cache (KiB) and WAL size between checkpoints (pages)
 _WRITER_CACHE_KIB = 65536
 _WAL_CHECKPOINT_PAGES = 4096
+# What a writer's connection sets once in WAL mode (the bench's "SQLite alone" floor sets
+# the same): a writer's working set is the address index's leaves for the cells it
+# fills, and SQLite's default 2 MiB cache re-reads them every batch once the store is
+# large; checkpoints (two fsyncs each) every 16 MiB, not 4 MiB.
+WRITER_PRAGMAS = ("PRAGMA synchronous=NORMAL", f"PRAGMA cache_size = -{_WRITER_CACHE_KIB}",
+                  f"PRAGMA wal_autocheckpoint = {_WAL_CHECKPOINT_PAGES}")
 # (SQLite's default 4 KiB pages are kept: 16 KiB pages made batches of 1,000 up to 13%
 # cheaper but single-record appends, what the drivers do, about 25% dearer, every commit
 # writing four times the bytes per dirty page to the WAL; bench/README.md.)
@@ -2361,12 +2367,8 @@ class SQLiteStore(Store):
             mode = self._connection.execute("PRAGMA journal_mode").fetchone()[0]
             if str(mode).lower() != "wal":
                 self._connection.execute("PRAGMA journal_mode=WAL")
-            self._connection.execute("PRAGMA synchronous=NORMAL")
-            # A writer's working set is the address index's leaves for the cells it
-            # fills; SQLite's default 2 MiB cache re-reads them every batch once the
-            # store is large. Checkpoints (two fsyncs each) every 16 MiB, not 4 MiB.
-            self._connection.execute(f"PRAGMA cache_size = -{_WRITER_CACHE_KIB}")
-            self._connection.execute(f"PRAGMA wal_autocheckpoint = {_WAL_CHECKPOINT_PAGES}")
+            for pragma in WRITER_PRAGMAS:
+                self._connection.execute(pragma)
         except sqlite3.Error as error:
             raise self._failure(error, "switching it to WAL") from None
         self._keeps_sidecar = True
