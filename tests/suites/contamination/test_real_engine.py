@@ -108,40 +108,53 @@ def check_logprobs_recorded(report: dict) -> None:
 FLIPPING_SEED = 1009902515
 
 
-@pytest.fixture
-def fresh_engine(tmp_path_factory):
-    """An engine no other test has sent anything: which near ties flip depends on what
-    the server's slots and prompt cache hold, and the evidence is for a fresh server
-    (the module's engine, after another run, passed this scenario once)."""
-    with running_real_engine(tmp_path_factory, slots=4, context=8192) as engine:
-        yield engine
+# Fresh servers a flipping run is tried on, at most: a run of this scenario showed no
+# near-tie flip about once in four (which ties flip depends on how the requests of a rung
+# happen to be batched), so three independent tries leave about one chance in sixty.
+FLIPPING_ATTEMPTS = 3
 
 
-@pytest.mark.engine
-def test_a_flipping_scenario_on_the_real_engine_shows_a_near_tie(fresh_engine, tmp_path,
-                                                                output_dir):
-    """The issue's "The blacksmith makes vs shapes", on the real engine: the run fails
-    (zero tolerance) and its divergences are classified from real logprobs as near-tie
-    flips, each with its margin under the threshold and the reference's candidates.
-    Rungs run twice, so a flip has more than one chance to show."""
-    real_engine = fresh_engine
-    report_path = output_dir / "contamination-llama-server-near-tie.json"
-    command = [sys.executable, "-m", "benchwarden", "contamination", "--url", real_engine.api_url,
-               "--model", real_engine.model, "--probes", str(PROBES),
+def run_flipping_scenario(engine, store: str, report_path) -> tuple[
+        subprocess.CompletedProcess, dict]:
+    command = [sys.executable, "-m", "benchwarden", "contamination", "--url", engine.api_url,
+               "--model", engine.model, "--probes", str(PROBES),
                "--concurrency", ",".join(map(str, CONCURRENCY)), "--repeat", "2",
                "--max-tokens", "64", "--preset", "llamacpp", "--seed", str(FLIPPING_SEED),
-               "--store", str(tmp_path / "store.sqlite"), "--json", str(report_path)]
+               "--store", store, "--json", str(report_path)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=900,
                             env={**os.environ, "COLUMNS": "200"})
     print(result.stdout)
     assert result.returncode in (0, 1), result.stderr
-    report = json.loads(report_path.read_text())
-    check_logprobs_recorded(report)
-    near_ties = [cell for cell in report["cells"]
-                 if cell.get("divergence", {}).get("class") == "near-tie"]
-    assert near_ties, f"no near-tie flip this time: {report['verdict']['reason']}"
+    return result, json.loads(report_path.read_text())
+
+
+@pytest.mark.engine
+def test_a_flipping_scenario_on_the_real_engine_shows_a_near_tie(tmp_path_factory, tmp_path,
+                                                                output_dir):
+    """The issue's "The blacksmith makes vs shapes", on the real engine: the run fails
+    (zero tolerance) and its divergences are classified from real logprobs as near-tie
+    flips, each with its margin under the threshold and the reference's candidates.
+    Rungs run twice, so a flip has more than one chance to show; a run that shows none is
+    tried again on another freshly started engine (an engine no other run has sent
+    anything: which near ties flip depends on what the server's slots and prompt cache
+    hold, and the evidence is for a fresh server), up to `FLIPPING_ATTEMPTS` runs. Every
+    run's report must hold its logprobs; the first that flips is held to every assertion
+    below."""
+    report_path = output_dir / "contamination-llama-server-near-tie.json"
+    verdicts = []
+    for attempt in range(FLIPPING_ATTEMPTS):
+        with running_real_engine(tmp_path_factory, slots=4, context=8192) as engine:
+            result, report = run_flipping_scenario(
+                engine, str(tmp_path / f"store-{attempt}.sqlite"), report_path)
+        check_logprobs_recorded(report)
+        near_ties = [cell for cell in report["cells"]
+                     if cell.get("divergence", {}).get("class") == "near-tie"]
+        if near_ties:
+            break
+        verdicts.append(report["verdict"]["reason"])
+    assert near_ties, f"no near-tie flip in {FLIPPING_ATTEMPTS} runs: {verdicts}"
     assert result.returncode == 1 and report["verdict"]["kind"] == "fail"  # still zero tolerance
     assert report["score"]["near_tie"] == len(near_ties)
     assert "near-tie" in report["verdict"]["reason"]
     assert "near-tie" in result.stdout and "divergences (margin" in result.stdout
-    print(f"VERDICT seed {FLIPPING_SEED}: {report['verdict']['reason']}")
+    print(f"VERDICT seed {FLIPPING_SEED} (run {attempt + 1}): {report['verdict']['reason']}")
