@@ -1944,16 +1944,20 @@ class _ExpectedTotals:
     def difference_in_passes(self, last_seq: int | None) -> str | None:
         """Folding in passes: the first difference of the part folded with the chain's
         check, else of each other part in turn, each folded by a pass over the records
-        up to `last_seq` (the chain checked); None when every part agrees. Says once on
-        stderr why `verify` takes several passes."""
+        up to `last_seq` (the chain checked); None when every part agrees. Says on stderr
+        why `verify` takes several passes and how many, and again whenever a part found
+        too large adds passes to that plan (a person waiting sees the count grow, not a
+        count the run then overshoots)."""
+        passes_done = 0
         if self.part is not None:
             wrong = self._part_difference()
             if wrong is not None:
                 return wrong
+            passes_done = 1
+        announced = passes_done + len(self.parts_left)
         if self.parts_left:
-            passes = len(self.parts_left) + (self.part is not None)
             print(f"benchwarden: store {self.store.location}: {self.refusal}: verifying the "
-                  f"group totals in {passes} pass{'es' if passes > 1 else ''} over the "
+                  f"group totals in {announced} pass{'es' if announced > 1 else ''} over the "
                   "records", file=sys.stderr, flush=True)
         while self.parts_left:
             self.part, self.in_memory = self.parts_left.pop(0), {}
@@ -1962,6 +1966,14 @@ class _ExpectedTotals:
             wrong = self._part_difference()
             if wrong is not None:
                 return wrong
+            passes_done += 1
+            planned = passes_done + len(self.parts_left)
+            if planned > announced:
+                print(f"benchwarden: store {self.store.location}: a part of the group totals "
+                      f"held more than {_GROUPS_VERIFIED_PER_PASS:,} groups and was split: "
+                      f"{planned} passes in all, {passes_done} done", file=sys.stderr,
+                      flush=True)
+                announced = planned
         return None
 
     def _part_difference(self) -> str | None:

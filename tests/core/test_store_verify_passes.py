@@ -46,6 +46,7 @@ SPILL_BOUND = 5
 PASS_BOUND = 20
 PARTS = 3  # 45 stored groups at 20 a pass
 PASSES = re.compile(r"verifying the group totals in (\d+) pass(es)? over the records")
+GROWN = re.compile(r"was split: (\d+) passes in all, \d+ done")
 
 _schema_numbers = itertools.count(1)
 
@@ -258,7 +259,13 @@ def test_a_table_that_claims_few_groups_is_folded_in_more_passes_within_the_boun
     with refused.open() as store:
         report = store.verify(batch=4)
     assert report.ok, report.line()
-    passes_said(capfd.readouterr().err, refused.why)  # as planned then: the plan grew since
+    err = capfd.readouterr().err
+    planned = passes_said(err, refused.why)  # as planned then: the plan grew since
+    grown = [int(found.group(1)) for found in GROWN.finditer(err)]
+    # each time the plan grew it said so, counting up, and its last count is the
+    # number of passes taken
+    assert grown and grown[0] > planned and grown == sorted(set(grown)), err
+    assert grown[-1] == len(most), (grown, len(most))
     assert len(most) >= GROUPS // PASS_BOUND + 1 and max(most) <= PASS_BOUND
     assert sum(most) == GROUPS  # every group compared, in exactly one part
 
