@@ -223,7 +223,8 @@ def export_store(store: Store, path: str | Path, format: str, *, run_id: str | N
     _check_format(format)
     if run_id is not None:
         run_id = store.run_info(run_id).run.run_id  # a unique prefix is enough
-    versions = {info.run.run_id: info.run.bench_version for info in store.runs()}
+    # headings only: a run's configuration is not exported with its records
+    versions = {info.run.run_id: info.run.bench_version for info in store.run_listing()}
     return write_export(iter_store_records(store, run_id=run_id, suite=suite), path, format,
                         bench_versions=versions)
 

@@ -520,6 +520,40 @@ class RunInfo:
     record_count: int
 
 
+class RunHeading(msgspec.Struct, frozen=True):
+    """A run's start as a listing of runs shows it: the fields of `Run` that say which
+    run it is and what it measured, without its configuration, seeds and host (read
+    from the stored body, whose other fields are skipped unread)."""
+
+    run_id: str
+    suite: str
+    bench_version: str
+    target: dict[str, Any]
+    started_at: float
+    resumed_from: str | None = None
+
+
+def _heading_of(run: Run) -> RunHeading:
+    return RunHeading(run.run_id, run.suite, run.bench_version, dict(run.target),
+                      run.started_at, run.resumed_from)
+
+
+_run_heading_decoder = msgspec.json.Decoder(RunHeading)
+# run starts `run_listing` reads per query (a wide suite's start holds kilobytes of
+# configuration: a page of them, not every run's, is in memory at once)
+_RUN_STARTS_PER_READ = 500
+
+
+@dataclass(frozen=True)
+class ListedRun:
+    """A run as `Store.run_listing` gives it: its heading, its end (None: it never
+    ended, it was killed) and its records counted."""
+
+    run: RunHeading
+    end: RunEnd | None
+    record_count: int
+
+
 def find_secrets(value: Any, path: str = "") -> list[str]:
     """Paths inside `value` whose key or value looks like a credential, by the one rule
     in `core.secrets` (as stored: the NAME of an environment variable, `*_env`, is not
@@ -1366,6 +1400,19 @@ class Store(ABC):
         starts = [(body,) for _, body in sorted(self._query(
             f"SELECT seq, body FROM entries WHERE kind = 'run'{where}", params),
             key=lambda row: int(row[0]))]
+        ends, counts = self._run_ends_and_counts(suite)
+        infos = []
+        for row in starts:
+            run = _run_decoder.decode(_as_bytes(row[0]))
+            infos.append(RunInfo(run, ends.get(run.run_id), int(counts.get(run.run_id, 0))))
+        return infos
+
+    def _run_ends_and_counts(self, suite: str | None
+                             ) -> tuple[dict[str, RunEnd], dict[str, int]]:
+        """Each run's end, by run id, and its records counted (`runs`)."""
+        p = self.placeholder
+        where = f" AND suite = {p}" if suite else ""
+        params = (suite,) if suite else ()
         ends = {
             end.run_id: end for end in (
                 _run_end_decoder.decode(_as_bytes(row[0])) for row in self._query(
@@ -1384,11 +1431,7 @@ class Store(ABC):
                        "GROUP BY run_id")
         counts = {run_id: self._whole_count(count, f"run {run_id}")
                   for run_id, count in self._query(counted, params)}
-        infos = []
-        for row in starts:
-            run = _run_decoder.decode(_as_bytes(row[0]))
-            infos.append(RunInfo(run, ends.get(run.run_id), int(counts.get(run.run_id, 0))))
-        return infos
+        return ends, counts
 
     def run_info(self, run_id: str) -> RunInfo:
         p = self.placeholder
@@ -1437,6 +1480,35 @@ class Store(ABC):
         if not starts:
             raise StoreUsageError(f"no {suite + ' ' if suite else ''}runs in {self.location}")
         return self.run_info(str(max(starts, key=lambda row: int(row[0]))[1]))
+
+    def run_listing(self, suite: str | None = None) -> list[ListedRun]:
+        """Every run (of `suite`) in the order they started, as a listing shows it: each
+        run's `RunHeading` (its start without the configuration, seeds and host), end
+        and record count. The run starts are read in keyset pages over their own index
+        (`_RUN_STARTS_PER_READ` bodies held at a time) and decoded without what a listing
+        does not show: a store of 50,000 runs of a 200-task suite held every run's
+        configuration, 3.4 GiB, to print its run ids."""
+        p = self.placeholder
+        in_suite = f" AND suite = {p}" if suite else ""
+        select = f"SELECT seq, body FROM entries WHERE kind = 'run'{in_suite}"
+        order = f"ORDER BY run_id LIMIT {_RUN_STARTS_PER_READ}"
+        params: tuple[Any, ...] = (suite,) if suite else ()
+        headings: list[tuple[int, RunHeading]] = []
+        page = self._query(f"{select} {order}", params)
+        while page:
+            for seq, body in page:
+                try:
+                    heading = _run_heading_decoder.decode(_as_bytes(body))
+                except msgspec.ValidationError:  # a start a listing cannot show as it is
+                    heading = _heading_of(_run_decoder.decode(_as_bytes(body)))
+                headings.append((int(seq), heading))
+            if len(page) < _RUN_STARTS_PER_READ:
+                break
+            page = self._query(f"{select} AND run_id > {p} {order}",
+                               (*params, headings[-1][1].run_id))
+        ends, counts = self._run_ends_and_counts(suite)
+        return [ListedRun(heading, ends.get(heading.run_id), counts.get(heading.run_id, 0))
+                for _, heading in sorted(headings, key=lambda pair: pair[0])]
 
     def own_witness(self) -> tuple[Witness | None, str | None]:
         """This store's own head witness, and a line when it is missing or unreadable.

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchwarden.core import store as store_module
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, RunEnd, TokenComponents
 from benchwarden.core.store import (
@@ -280,6 +281,50 @@ def test_the_latest_run_is_the_last_run_started_of_each_suite(backend):
         assert store.latest_run().run.run_id == "run-other-4"
         assert store.latest_run("demo").run.run_id == "run-demo-3"
         assert store.latest_run("demo").record_count == 1
+
+
+_listing_examples = itertools.count()
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(runs=st.lists(st.tuples(st.sampled_from(["demo", "other"]), st.integers(0, 3),
+                               st.sampled_from([None, "completed", "failed"])),
+                     min_size=0, max_size=9),
+       page=st.integers(1, 4), data=st.data())
+def test_the_run_listing_is_every_run_in_start_order_without_its_configuration(
+        backend, monkeypatch, runs, page, data):
+    """`run_listing` (what `runs` and `export` read) is `runs` less each configuration:
+    the same runs in the order they started, with their ends and record counts, for
+    every suite and for all, whatever the page size of its keyset read. Run ids are
+    drawn so their order is not the order the runs started (the pages go by id). The
+    store outlives an example: each example's runs carry its own prefix and are the
+    ones compared."""
+    monkeypatch.setattr(store_module, "_RUN_STARTS_PER_READ", page)
+    prefix = f"e{next(_listing_examples)}-"
+    ids = [prefix + drawn for drawn in data.draw(st.lists(
+        st.text("abcxyz-", min_size=1, max_size=6), min_size=len(runs), max_size=len(runs),
+        unique=True))]
+    with backend.open() as store:
+        for run_id, (suite, records, status) in zip(ids, runs, strict=True):
+            store.begin_run(stamp_run(suite=suite, bench_version=f"v-{run_id}",
+                                      config={"tasks": [run_id] * 50},
+                                      target={"url": f"http://{run_id}"}, run_id=run_id))
+            if records:
+                store.append([make_record(run_id=run_id, trial=trial, scope=run_id)
+                              for trial in range(1, records + 1)])
+            if status is not None:
+                store.finish_run(RunEnd(run_id, 9.0, status, {}))
+        for which in ("demo", "other", None):
+            whole = [info for info in store.runs(which) if info.run.run_id.startswith(prefix)]
+            listed = [info for info in store.run_listing(which)
+                      if info.run.run_id.startswith(prefix)]
+            assert [(info.run.run_id, info.run.suite, info.run.bench_version,
+                     info.run.target, info.run.started_at, info.end, info.record_count)
+                    for info in listed] == [
+                (info.run.run_id, info.run.suite, info.run.bench_version, dict(info.run.target),
+                 info.run.started_at, info.end, info.record_count) for info in whole]
+            assert all(not hasattr(info.run, "config") for info in listed)
 
 
 _scopes = itertools.count()
