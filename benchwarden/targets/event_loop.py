@@ -77,27 +77,36 @@ def run(coroutine: Coroutine[Any, Any, _Result]) -> _Result:
     except ConfigurationError:
         coroutine.close()  # never awaited: say so quietly, not with a RuntimeWarning
         raise
-    with asyncio_handles_sigint(), asyncio.Runner(loop_factory=factory) as runner:
+    with asyncio_handles_sigint():
         interrupt = _LaterInterrupts()
         try:
-            return runner.run(interrupt.guarding(coroutine))
+            with asyncio.Runner(loop_factory=factory) as runner:
+                result = runner.run(interrupt.guarding(coroutine))
         finally:
+            # only once the runner has closed its loop: an interrupt while it closes
+            # (cancelling what is left, shutting down the executor) is held, not raised
+            # inside the loop's own shutdown
             interrupt.uninstall()
-
-
-def _raise_interrupt() -> None:
-    raise KeyboardInterrupt
+        interrupt.raise_held()
+        return result
 
 
 class _LaterInterrupts:
     """Wraps the SIGINT handler `asyncio.Runner` installs for its run: the first
     interrupt goes to it (it cancels the main task, so connections close and the run
     records its end); every later one is raised by a callback of the loop, where both
-    loops pass `KeyboardInterrupt` out of `run_until_complete`."""
+    loops pass `KeyboardInterrupt` out of `run_until_complete`, while the guarded
+    coroutine still runs. Once it has returned (the run is over; the runner is
+    cancelling what is left and closing the loop) a later interrupt is held instead:
+    raised inside the loop's shutdown it left the loop marked running ("Cannot close a
+    running event loop") or printed a traceback. `raise_held` raises it after the loop
+    is closed, so it is not lost either."""
 
     def __init__(self) -> None:
         self._handler: Any = None
         self._interrupts = 0
+        self._finished = False  # the guarded coroutine returned or raised
+        self._held = False  # an interrupt arrived after that
 
     async def guarding(self, coroutine: Coroutine[Any, Any, _Result]) -> _Result:
         runner_handler = signal.getsignal(signal.SIGINT)
@@ -107,14 +116,31 @@ class _LaterInterrupts:
 
             def handler(signum: int, frame: FrameType | None) -> None:
                 self._interrupts += 1
-                if self._interrupts == 1:
+                if self._finished:
+                    self._held = True
+                elif self._interrupts == 1:
                     runner_handler(signum, frame)
                 else:
-                    loop.call_soon_threadsafe(_raise_interrupt)
+                    loop.call_soon_threadsafe(self._raise_while_guarded)
 
             self._handler = handler
             signal.signal(signal.SIGINT, handler)
-        return await coroutine
+        try:
+            return await coroutine
+        finally:
+            self._finished = True
+
+    def _raise_while_guarded(self) -> None:
+        """A loop callback: the later interrupt, raised if the coroutine still runs."""
+        if self._finished:
+            self._held = True
+            return
+        raise KeyboardInterrupt
+
+    def raise_held(self) -> None:
+        """After the loop is closed: an interrupt held while it closed, raised now."""
+        if self._held:
+            raise KeyboardInterrupt
 
     def uninstall(self) -> None:
         """Put Python's own handler back, as the runner does for its own handler (it

@@ -121,3 +121,53 @@ def test_a_second_interrupt_while_stopping_is_raised_by_the_loop_not_the_handler
             event_loop.run(stopping_slowly())
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert handler_returned == [True] and cleaned_up == [True]
+
+
+@pytest.mark.usefixtures("on_both_loops")
+@pytest.mark.parametrize("earlier", [0, 1], ids=["first interrupt", "second interrupt"])
+def test_an_interrupt_while_the_runner_closes_its_loop_is_raised_after_it_closed(
+        earlier: int) -> None:
+    """The run is over (the main coroutine returned) and the runner is cancelling what
+    is left when an interrupt comes (the first, or one after an interrupt the run
+    already stopped for). Raised inside the loop's shutdown it left the loop marked
+    running ("Cannot close a running event loop", exit 1 with no end recorded) or printed
+    a traceback; it is held until the loop is closed, then raised, so it is not lost."""
+    loops: list[asyncio.AbstractEventLoop] = []
+    signalled: list[bool] = []
+
+    async def left_running() -> None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:  # the runner cancels it as it closes the loop
+            os.kill(os.getpid(), signal.SIGINT)
+            signalled.append(True)
+            await asyncio.sleep(0.05)  # the shutdown goes on after the signal
+            raise
+
+    async def returns_early() -> str:
+        loops.append(asyncio.get_running_loop())
+        asyncio.get_running_loop().create_task(left_running())
+        await asyncio.sleep(0)
+        if earlier:
+            handler = signal.getsignal(signal.SIGINT)
+            assert callable(handler)
+            handler(signal.SIGINT, None)  # the run stops for this one ...
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                return "stopped"  # ... and ends cleanly (it swallows the cancel)
+        return "done"
+
+    with python_sigint_handler():
+        with pytest.raises(KeyboardInterrupt):
+            event_loop.run(returns_early())
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signalled == [True]
+    assert loops and loops[0].is_closed()
+
+
+@pytest.mark.usefixtures("on_both_loops")
+def test_with_no_interrupt_the_result_comes_back_and_the_handler_is_put_back() -> None:
+    with python_sigint_handler():
+        assert event_loop.run(asyncio.sleep(0, result="kept")) == "kept"
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
