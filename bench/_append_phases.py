@@ -168,7 +168,7 @@ def database_parts(folder: Path, make_records: Callable[[str], list[Record]],
     no_derived = best["without derived tables"]
     bare = best["without derived tables and record_cells"]
     rows = [("whole append (batches of 1,000, empty store, to close)", whole),
-            ("  group totals and run counts (summary rows in memory, folds, upserts)",
+            ("  group totals and run counts (fold rows in memory, folds, inserts, upserts)",
              whole - no_derived),
             ("  record_cells (counting + upserts)", no_derived - bare),
             ("  entries with every index (Python before the insert included)", bare),

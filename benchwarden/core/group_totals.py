@@ -16,6 +16,10 @@ Invariants:
   one from the start performs. Its value is `sum + error`.
 - `newest` holds the group's last `NEWEST_KEPT` sequence numbers, ascending;
   `bench_versions` the distinct bench versions (JSON text) seen, sorted.
+- One rule, read from fold rows (`FOLD_COLUMNS`: the columns of a summary row the fold
+  reads): `GroupTotals.fold_rows`. An append's shortcuts (`GroupTotals.first` for a
+  group's first record, `fold_batch_into` folding a batch row by row) perform the same
+  additions in the same order, and tests hold their rows equal to the loop's bit for bit.
 """
 
 from __future__ import annotations
