@@ -29,10 +29,10 @@ from benchwarden.core.records import Record, canonical_json_many
 from benchwarden.core.store import (
     SQLiteStore,
     cell_counts,
+    fold_row_of,
     open_store,
     run_counts,
     summary_row,
-    summary_row_of,
 )
 
 BATCH = 1000
@@ -86,7 +86,7 @@ def python_steps(records: Sequence[Record], rounds: int) -> list[tuple[str, floa
 
     def summary_step() -> None:
         for batch in batches:
-            [summary_row_of(seq, record) for seq, record in enumerate(batch, 1)]
+            [fold_row_of(seq, record) for seq, record in enumerate(batch, 1)]
 
     def decoded_summary_step() -> None:
         for batch_bodies in bodies:
@@ -99,7 +99,7 @@ def python_steps(records: Sequence[Record], rounds: int) -> list[tuple[str, floa
         ("addresses encoded, chain links (SHA-256), entry rows built", chain_step),
         ("record_cells counted (cell_counts)", cells_step),
         ("record_runs counted (run_counts)", runs_step),
-        ("summary rows from the records in memory (summary_row_of, what appends use)",
+        ("fold rows from the records in memory (fold_row_of, what appends use)",
          summary_step),
         ("(not run by appends) summary rows decoding the bodies (summary_row)",
          decoded_summary_step))]
@@ -168,7 +168,7 @@ def database_parts(folder: Path, make_records: Callable[[str], list[Record]],
     no_derived = best["without derived tables"]
     bare = best["without derived tables and record_cells"]
     rows = [("whole append (batches of 1,000, empty store, to close)", whole),
-            ("  group totals and run counts (summary rows in memory, folds, upserts)",
+            ("  group totals and run counts (fold rows in memory, folds, inserts, upserts)",
              whole - no_derived),
             ("  record_cells (counting + upserts)", no_derived - bare),
             ("  entries with every index (Python before the insert included)", bare),

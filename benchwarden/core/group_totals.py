@@ -16,6 +16,10 @@ Invariants:
   one from the start performs. Its value is `sum + error`.
 - `newest` holds the group's last `NEWEST_KEPT` sequence numbers, ascending;
   `bench_versions` the distinct bench versions (JSON text) seen, sorted.
+- One rule, read from fold rows (`FOLD_COLUMNS`: the columns of a summary row the fold
+  reads): `GroupTotals.fold_rows`. An append's shortcuts (`GroupTotals.first` for a
+  group's first record, `fold_batch_into` folding a batch row by row) perform the same
+  additions in the same order, and tests hold their rows equal to the loop's bit for bit.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import functools
 import json
 import math
 import operator
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -44,10 +48,28 @@ driver reported tokens); `reasoning` over priced records that report it. `<x>_er
 is the compensation of the float sum `<x>`. `bench_versions` and `newest` are JSON
 arrays (text)."""
 
-# positions of the fields `fold` reads in a `store.summary_row` (SUMMARY_COLUMNS order)
-_SEQ, _SUITE, _SCOPE, _ARM, _TASK, _OUTCOME, _GROUP_KEY = 0, 1, 2, 3, 4, 7, 8
-_DURATION, _FRESH, _CREATION, _READ, _OUTPUT, _REASONING, _PRICED = 11, 12, 13, 14, 15, 16, 17
-_TURNS, _DENIED, _COST, _ODD, _VERSION = 18, 19, 20, 21, 28
+FOLD_COLUMNS = ("seq", *GROUP_KEY_COLUMNS, "duration_s", "fresh_input", "cache_creation",
+                "cache_read", "output", "reasoning", "priced", "turns_number", "denied_number",
+                "cost_number", "odd_values", "field_bench_version")
+"""A fold row: the columns of a summary row (`store.SUMMARY_COLUMNS`, same names and
+values) the fold reads, in this order, the group key a slice of it (`row[1:7]`). An
+append computes it straight from a record (`store.fold_row_of`), without the summary
+row's other columns (JSON texts nothing sums); `fold_row` takes it from a summary row."""
+
+# positions in a fold row (FOLD_COLUMNS order)
+_SEQ = 0
+_KEY = slice(1, 1 + len(GROUP_KEY_COLUMNS))
+_DURATION, _FRESH, _CREATION, _READ, _OUTPUT, _REASONING, _PRICED = 7, 8, 9, 10, 11, 12, 13
+_TURNS, _DENIED, _COST, _ODD, _VERSION = 14, 15, 16, 17, 18
+# where a summary row (SUMMARY_COLUMNS order) holds each column of a fold row
+_SUMMARY_POSITIONS = (0, 1, 2, 3, 4, 7, 8, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 28)
+fold_row = operator.itemgetter(*_SUMMARY_POSITIONS)
+"""The fold row (`FOLD_COLUMNS`) of a summary row (`store.summary_row`)."""
+
+
+def fold_key(row: Sequence[Any]) -> tuple[Any, ...]:
+    """The group key (`GROUP_KEY_COLUMNS` order) of a fold row."""
+    return tuple(row[_KEY])
 
 
 def compensated_add(total: float, error: float, value: float) -> tuple[float, float]:
@@ -65,8 +87,10 @@ def compensated_add(total: float, error: float, value: float) -> tuple[float, fl
 class GroupTotals:
     """The totals of one group (one `record_group_totals` row), folded record by record."""
 
-    # the two JSON columns are held as a set (and its text, made again only when a new
-    # version is seen) and a list while folding
+    # the two JSON columns are held as a frozen set (one object per distinct set, shared
+    # by every group holding it: a writer keeps tens of thousands of groups, and each
+    # object of its own is one more for the garbage collector to walk) with its text,
+    # both made again only when a new version is seen, and a list while folding
     __slots__ = (*GROUP_TOTALS_COLUMNS[:-2], "versions", "versions_text", "newest_seqs")
 
     suite: str
@@ -93,7 +117,7 @@ class GroupTotals:
     imputed_cost_usd: float
     imputed_cost_usd_error: float
     odd_values: int
-    versions: set[str]
+    versions: frozenset[str]
     versions_text: str
     newest_seqs: list[int]
 
@@ -109,7 +133,7 @@ class GroupTotals:
         totals.denied_calls = totals.imputed_samples = totals.odd_values = 0
         totals.duration_s = totals.duration_s_error = totals.turns = totals.turns_error = 0.0
         totals.imputed_cost_usd = totals.imputed_cost_usd_error = 0.0
-        totals.versions, totals.versions_text, totals.newest_seqs = set(), "[]", []
+        totals.versions, totals.versions_text, totals.newest_seqs = _NO_VERSIONS, "[]", []
         return totals
 
     @classmethod
@@ -126,9 +150,9 @@ class GroupTotals:
             totals = cls.__new__(cls)
             for name, value in zip(_PLAIN_COLUMN_NAMES, row, strict=False):
                 setattr(totals, name, value)
-            totals.versions = set(decoded[0])
+            ordered = tuple(sorted(set(decoded[0])))
+            totals.versions, totals.versions_text = _version_set(ordered), _versions_text(ordered)
             totals.newest_seqs = decoded[1]
-            totals.versions_text = _versions_text(tuple(sorted(totals.versions)))
             return totals
         totals = cls.__new__(cls)
         values = [value.decode("utf-8") if isinstance(value, bytes) else value
@@ -154,12 +178,12 @@ class GroupTotals:
         try:
             versions = json.loads(values[-2])
             newest = json.loads(values[-1])
-            totals.versions = {str(version) for version in versions}
+            ordered = tuple(sorted({str(version) for version in versions}))
             totals.newest_seqs = [int(seq) for seq in newest]
         except (TypeError, ValueError):
             raise ValueError(f"the group totals of {'/'.join(map(str, values[:4]))} hold "
                              "unreadable bench_versions or newest") from None
-        totals.versions_text = _versions_text(tuple(sorted(totals.versions)))
+        totals.versions, totals.versions_text = _version_set(ordered), _versions_text(ordered)
         return totals
 
     @property
@@ -172,10 +196,57 @@ class GroupTotals:
         """The group's newest sequence numbers (at most `NEWEST_KEPT`), ascending."""
         return tuple(self.newest_seqs)
 
+    @classmethod
+    def first(cls, key: Sequence[Any], row: Sequence[Any]) -> GroupTotals:
+        """A new group holding its first record, given as a fold row (`FOLD_COLUMNS`):
+        the totals `empty(key, seq)` then `fold_rows([row])` make, the same additions
+        from the same zeros, without walking the fold's loop (in an append that opens
+        new cells, every record is a group's first; a test holds the two equal)."""
+        (seq, _, _, _, _, _, _, duration, fresh, creation, read, output, reasoning, priced,
+         turns, denied, cost, odd, version) = row
+        totals = cls.__new__(cls)
+        (totals.suite, totals.scope, totals.arm, totals.task, totals.outcome,
+         totals.group_key) = key
+        totals.first_seq = seq = int(seq)
+        totals.records = 1
+        if priced:
+            totals.priced = 1
+            totals.fresh_input, totals.cache_creation = 0 + fresh, 0 + creation
+            totals.cache_read, totals.output = 0 + read, 0 + output
+            if reasoning is not None:
+                totals.reasoning_samples, totals.reasoning = 1, 0 + reasoning
+            else:
+                totals.reasoning_samples = totals.reasoning = 0
+        else:
+            totals.priced = totals.fresh_input = totals.cache_creation = 0
+            totals.cache_read = totals.output = totals.reasoning_samples = 0
+            totals.reasoning = 0
+        totals.duration_s, totals.duration_s_error = compensated_add(0.0, 0.0, duration)
+        if turns is not None:
+            totals.turns, totals.turns_error = compensated_add(0.0, 0.0, turns)
+        else:
+            totals.turns = totals.turns_error = 0.0
+        totals.denied_calls = 0 if denied is None else 0 + denied
+        if cost is not None:
+            totals.imputed_samples = 1
+            totals.imputed_cost_usd, totals.imputed_cost_usd_error = compensated_add(
+                0.0, 0.0, cost)
+        else:
+            totals.imputed_samples = 0
+            totals.imputed_cost_usd = totals.imputed_cost_usd_error = 0.0
+        totals.odd_values = 0 + odd
+        if version is None:
+            totals.versions, totals.versions_text = _NO_VERSIONS, "[]"
+        else:
+            totals.versions = _version_set((version,))
+            totals.versions_text = _versions_text((version,))
+        totals.newest_seqs = [seq]
+        return totals
+
     def row(self) -> tuple[Any, ...]:
         """The row to store, in `GROUP_TOTALS_COLUMNS` order."""
-        return (*_plain_columns(self), self.versions_text,
-                "[" + ",".join(map(str, self.newest_seqs)) + "]")
+        return _plain_columns(self) + (self.versions_text,
+                                       _encode_json(self.newest_seqs).decode())
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -183,38 +254,43 @@ class GroupTotals:
 
     def fold(self, rows: Iterable[Sequence[Any]]) -> None:
         """Add summary rows of this group (`store.summary_row`), in sequence order."""
+        self.fold_rows(map(fold_row, rows))
+
+    def fold_rows(self, rows: Iterable[Sequence[Any]]) -> None:
+        """Add fold rows of this group (`FOLD_COLUMNS`), in sequence order."""
         newest = self.newest_seqs
         versions = self.versions
-        seen = len(versions)
-        for row in rows:
+        for (seq, _, _, _, _, _, _, duration, fresh, creation, read, output, reasoning, priced,
+             turns, denied, cost, odd, version) in rows:
             self.records += 1
-            newest.append(int(row[_SEQ]))
-            if row[_PRICED]:
+            newest.append(int(seq))
+            if priced:
                 self.priced += 1
-                self.fresh_input += row[_FRESH]
-                self.cache_creation += row[_CREATION]
-                self.cache_read += row[_READ]
-                self.output += row[_OUTPUT]
-                if row[_REASONING] is not None:
+                self.fresh_input += fresh
+                self.cache_creation += creation
+                self.cache_read += read
+                self.output += output
+                if reasoning is not None:
                     self.reasoning_samples += 1
-                    self.reasoning += row[_REASONING]
+                    self.reasoning += reasoning
             self.duration_s, self.duration_s_error = compensated_add(
-                self.duration_s, self.duration_s_error, row[_DURATION])
-            if row[_TURNS] is not None:
+                self.duration_s, self.duration_s_error, duration)
+            if turns is not None:
                 self.turns, self.turns_error = compensated_add(
-                    self.turns, self.turns_error, row[_TURNS])
-            if row[_DENIED] is not None:
-                self.denied_calls += row[_DENIED]
-            if row[_COST] is not None:
+                    self.turns, self.turns_error, turns)
+            if denied is not None:
+                self.denied_calls += denied
+            if cost is not None:
                 self.imputed_samples += 1
                 self.imputed_cost_usd, self.imputed_cost_usd_error = compensated_add(
-                    self.imputed_cost_usd, self.imputed_cost_usd_error, row[_COST])
-            self.odd_values += row[_ODD]
-            if row[_VERSION] is not None:
-                versions.add(row[_VERSION])
+                    self.imputed_cost_usd, self.imputed_cost_usd_error, cost)
+            self.odd_values += odd
+            if version is not None and version not in versions:
+                versions = versions | {version}
         del newest[:-NEWEST_KEPT]
-        if len(versions) != seen:
-            self.versions_text = _versions_text(tuple(sorted(versions)))
+        if versions is not self.versions:
+            ordered = tuple(sorted(versions))
+            self.versions, self.versions_text = _version_set(ordered), _versions_text(ordered)
 
     def same_as(self, other: GroupTotals) -> bool:
         """Every column equal (floats exactly: both were folded the one way)."""
@@ -238,6 +314,8 @@ _plain_columns = operator.attrgetter(*_PLAIN_COLUMN_NAMES)
 _SOUND_KINDS = tuple(str if name in _TEXT_COLUMNS or name in ("bench_versions", "newest")
                      else float if name in _FLOAT_COLUMNS else int
                      for name in GROUP_TOTALS_COLUMNS)
+# `newest` as JSON text: a list of integers encodes as `[1,2,3]`, no spaces
+_encode_json = msgspec.json.Encoder().encode
 _decode_texts = msgspec.json.Decoder(list[str]).decode
 _decode_numbers = msgspec.json.Decoder(list[int]).decode
 
@@ -292,6 +370,15 @@ def _json_text(values: list[Any]) -> str:
     return json.dumps(values, ensure_ascii=False, separators=(",", ":"))
 
 
+_NO_VERSIONS: frozenset[str] = frozenset()
+
+
+@functools.lru_cache(maxsize=64)
+def _version_set(versions: tuple[str, ...]) -> frozenset[str]:
+    """The one frozen set of these bench versions (sorted) the groups holding them share."""
+    return frozenset(versions)
+
+
 @functools.lru_cache(maxsize=64)
 def _versions_text(versions: tuple[str, ...]) -> str:
     """The stored text of a set of bench versions (a store holds a handful of sets: one
@@ -301,23 +388,69 @@ def _versions_text(versions: tuple[str, ...]) -> str:
 
 def group_of(summary_row: Sequence[Any]) -> tuple[Any, ...]:
     """The group key (`GROUP_KEY_COLUMNS` order) of a `store.summary_row`."""
-    return (summary_row[_SUITE], summary_row[_SCOPE], summary_row[_ARM], summary_row[_TASK],
-            summary_row[_OUTCOME], summary_row[_GROUP_KEY])
+    return fold_key(fold_row(summary_row))
 
 
 def fold_into(totals: dict[tuple[Any, ...], GroupTotals],
               summary_rows: Sequence[Sequence[Any]]) -> list[GroupTotals]:
     """Fold summary rows (in sequence order) into `totals` by group, making groups not
     there yet; returns the groups touched, in first-touched order."""
+    return fold_rows_into(totals, list(map(fold_row, summary_rows)))
+
+
+def fold_rows_into(totals: dict[tuple[Any, ...], GroupTotals],
+                   rows: Sequence[Sequence[Any]]) -> list[GroupTotals]:
+    """`fold_into` of fold rows (`FOLD_COLUMNS`)."""
+    return fold_groups_into(totals, rows_by_group(rows))
+
+
+def fold_batch_into(totals: dict[tuple[Any, ...], GroupTotals],
+                    rows: Iterable[Sequence[Any]]) -> list[GroupTotals]:
+    """`fold_rows_into` for an append's batch: the same totals (each group's rows are
+    added in the order given, as there), the rows folded one at a time in the batch's
+    order instead of gathered by group first, so a batch of new groups (a run opening
+    its cells) makes no list per group; a group's first row makes it (`first`).
+    Returns the groups touched, in first-touched order."""
+    touched: dict[tuple[Any, ...], GroupTotals] = {}
+    for row in rows:
+        key = tuple(row[_KEY])  # fold_key, inline: once per record of every append
+        group = totals.get(key)
+        if group is None:
+            group = totals[key] = GroupTotals.first(key, row)
+        else:
+            group.fold_rows((row,))
+        touched[key] = group
+    return list(touched.values())
+
+
+def rows_by_group(rows: Iterable[Sequence[Any]]) -> dict[tuple[Any, ...], list[Sequence[Any]]]:
+    """Fold rows by group key, the groups in first-seen order, each group's rows in the
+    order given."""
     by_group: dict[tuple[Any, ...], list[Sequence[Any]]] = {}
-    for row in summary_rows:
-        by_group.setdefault(group_of(row), []).append(row)
+    for row in rows:
+        key = fold_key(row)
+        found = by_group.get(key)
+        if found is None:
+            by_group[key] = [row]
+        else:
+            found.append(row)
+    return by_group
+
+
+def fold_groups_into(totals: dict[tuple[Any, ...], GroupTotals],
+                     by_group: Mapping[tuple[Any, ...], Sequence[Sequence[Any]]]
+                     ) -> list[GroupTotals]:
+    """Fold each group's fold rows (in sequence order; `rows_by_group`) into `totals`,
+    making groups not there yet; returns the groups touched, in the order given."""
     touched = []
     for key, rows in by_group.items():
         group = totals.get(key)
         if group is None:
-            group = totals[key] = GroupTotals.empty(key, int(rows[0][_SEQ]))
-        group.fold(rows)
+            group = totals[key] = GroupTotals.first(key, rows[0])
+            if len(rows) > 1:
+                group.fold_rows(rows[1:])
+        else:
+            group.fold_rows(rows)
         touched.append(group)
     return touched
 

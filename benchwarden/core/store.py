@@ -79,8 +79,13 @@ from benchwarden.core.group_totals import (
     UnreadableGroupTotals,
     decoded_rows,
     first_difference,
+    fold_batch_into,
+    fold_groups_into,
     fold_into,
+    fold_key,
+    fold_row,
     group_of,
+    rows_by_group,
 )
 from benchwarden.core.records import (
     Record,
@@ -186,15 +191,17 @@ def _summary_decoder(payload_fields: tuple[str, ...],
 # -- summary rows (derived from one record; stored per record only by schemas 2 to 4) --
 # A summary row (`SUMMARY_COLUMNS`) is a record without its bulk, with what a report
 # sums computed once in Python by `summed_number`'s rules (`priced`, `duration_s`,
-# `turns_number`, `denied_number`, `cost_number`, `odd_values`): the input of
-# `group_totals.fold`, the one rule appends, upgrades and `verify` total records by.
-# `summary_row` computes it from a record's stored bytes alone.
+# `turns_number`, `denied_number`, `cost_number`, `odd_values`). Its fold row
+# (`group_totals.FOLD_COLUMNS`, the columns the totals are folded from, computed by
+# `_fold_row` alone) is the input of `group_totals.fold_rows`, the one rule appends,
+# upgrades and `verify` total records by. `summary_row` computes the row from a
+# record's stored bytes alone.
 #
 # Schemas 3 and 4 stored one per record in `record_summaries` (typed columns, so the
 # database summed them without string functions or a sort; schema 3 through a wide group
 # index, schema 4 through `record_group_totals` beside it). Schema 5 stores none: an
-# append computes its batch's rows (from the records it holds, `summary_row_of`, when
-# that is exactly the row of the stored bytes), folds them into `record_group_totals`
+# append computes its batch's fold rows (from the records it holds, `fold_row_of`, when
+# that is exactly the fold row of the stored bytes), folds them into `record_group_totals`
 # and counts its records per run into `record_runs`. The stored row was half of every
 # append (decoding the body again, its insert, its run index: about 12 of 26 µs per
 # record, bench/README.md) while reports read only the totals and `runs` only a count
@@ -271,7 +278,7 @@ def summed_number(value: Any, *, count: bool = False) -> tuple[float | int | Non
 def summary_row(seq: int, body: bytes) -> tuple[Any, ...]:
     """The summary row (in `SUMMARY_COLUMNS` order) of the record stored at `seq` with
     these exact bytes: the definition appends, upgrades and verify share (appends take
-    `summary_row_of`'s shortcut where it is the same row). Raises `msgspec.DecodeError`
+    `fold_row_of`'s shortcut where it is the same fold row). Raises `msgspec.DecodeError`
     when the body is not a record."""
     slim = _summary_row_decoder().decode(body)
     payload = slim.payload
@@ -284,23 +291,35 @@ def _summary_row(seq: int, suite: str, scope: str, arm: str, task: str, trial: i
                  run_id: str, outcome: str, started_at: float, ended_at: float,
                  tokens: TokenComponents, fields: Sequence[Any]) -> tuple[Any, ...]:
     """The row of a record given its parts, `fields` the values of `SUMMARY_FIELDS`
-    (`msgspec.UNSET` for a field the payload lacks): the one computation both ways of
-    getting a row share."""
-    tier, failure, turns_value, reported, denied_value, cost_value, _ = fields
+    (`msgspec.UNSET` for a field the payload lacks): its fold row (`_fold_row`, the
+    one computation of what is summed) with the columns nothing sums."""
+    folded = _fold_row(seq, suite, scope, arm, task, outcome, started_at, ended_at, tokens,
+                       fields)
     encode = _json_text
     texts = [None if value is _UNSET else encode(value).decode() for value in fields]
-    group = [None if tier is _UNSET else tier, None if failure is _UNSET else failure]
+    return (folded[0], suite, scope, arm, task, trial, run_id, outcome, folded[6],
+            float(started_at), float(ended_at), *folded[7:18], *texts)
+
+
+def _fold_row(seq: int, suite: str, scope: str, arm: str, task: str, outcome: str,
+              started_at: float, ended_at: float, tokens: TokenComponents,
+              fields: Sequence[Any]) -> tuple[Any, ...]:
+    """The fold row (`group_totals.FOLD_COLUMNS`) of a record given its parts, as
+    `_summary_row`: the columns of its summary row the group totals are folded from,
+    computed here alone (`_summary_row` takes them from here)."""
+    tier, failure, turns_value, reported, denied_value, cost_value, version = fields
     turns, odd_turns = summed_number(turns_value)
     denied, odd_denied = summed_number(denied_value, count=True)
     cost, odd_cost = summed_number(cost_value)
-    started, ended = float(started_at), float(ended_at)
-    return (int(seq), suite, scope, arm, task, trial, run_id, outcome,
-            encode(group).decode(), started, ended,
-            max(0.0, ended - started), tokens.fresh_input, tokens.cache_creation,
-            tokens.cache_read, tokens.output, tokens.reasoning,
+    return (int(seq), suite, scope, arm, task, outcome,
+            _json_text([None if tier is _UNSET else tier,
+                        None if failure is _UNSET else failure]).decode(),
+            max(0.0, float(ended_at) - float(started_at)), tokens.fresh_input,
+            tokens.cache_creation, tokens.cache_read, tokens.output, tokens.reasoning,
             1 if reported is _UNSET or reported else 0,
             None if turns is None else float(turns), denied,
-            None if cost is None else float(cost), odd_turns + odd_denied + odd_cost, *texts)
+            None if cost is None else float(cost), odd_turns + odd_denied + odd_cost,
+            None if version is _UNSET else _json_text(version).decode())
 
 
 # the JSON text of a summary field (keys in the order given: a decoded body's are sorted)
@@ -308,19 +327,22 @@ _json_text = msgspec.json.Encoder().encode
 _UNSET = msgspec.UNSET
 
 
-# The types of payload values that read back from JSON as themselves (`summary_row_of`),
+# The types of payload values that read back from JSON as themselves (`fold_row_of`),
 # given that the record's canonical JSON was encoded (so an integer fits 64 bits) and
 # `Record.storage_problem` found nothing (so a float is finite); `UNSET` is an absent
 # field. A container or a subclass of these is not: the stored bytes are decoded instead.
 _SCALAR_KINDS = frozenset((str, bool, int, float, type(None), type(_UNSET)))
+# `payload.get`'s default per field of SUMMARY_FIELDS (one `map` call, no loop in Python)
+_ABSENT_FIELDS = (_UNSET,) * len(SUMMARY_FIELDS)
 _TEXT_KINDS = frozenset((str,))
 
 
-def summary_row_of(seq: int, record: Record) -> tuple[Any, ...] | None:
-    """The summary row of a record `append` accepted (its canonical JSON encoded and
-    `storage_problem` None), stored at `seq` as exactly that canonical JSON: computed
-    from the record in memory instead of decoding the bytes just encoded. None where
-    that is not certainly `summary_row(seq, canonical_json(record))` (a payload field
+def fold_row_of(seq: int, record: Record) -> tuple[Any, ...] | None:
+    """The fold row (`group_totals.FOLD_COLUMNS`) of a record `append` accepted (its
+    canonical JSON encoded and `storage_problem` None), stored at `seq` as exactly that
+    canonical JSON: computed from the record in memory instead of decoding the bytes
+    just encoded, and without the summary row's texts nothing sums. None where that is
+    not certainly `fold_row(summary_row(seq, canonical_json(record)))` (a payload field
     holding a container or a value of a subclass, an address that is not text...): the
     caller decodes the stored bytes then. A property test holds the two equal."""
     if type(record) is not Record:
@@ -328,14 +350,14 @@ def summary_row_of(seq: int, record: Record) -> tuple[Any, ...] | None:
     payload, tokens = record.payload, record.tokens
     if type(payload) is not dict or type(tokens) is not TokenComponents:
         return None
-    fields = [payload.get(name, _UNSET) for name in SUMMARY_FIELDS]
+    fields = list(map(payload.get, SUMMARY_FIELDS, _ABSENT_FIELDS))
     suite, scope, arm, task, run_id, outcome = address = (
         record.suite, record.scope, record.arm, record.task, record.run_id, record.outcome)
     if not (_SCALAR_KINDS.issuperset(map(type, fields)) and type(record.trial) is int
             and _TEXT_KINDS.issuperset(map(type, address))):
         return None
-    return _summary_row(seq, suite, scope, arm, task, record.trial, run_id, outcome,
-                        record.started_at, record.ended_at, tokens, fields)
+    return _fold_row(seq, suite, scope, arm, task, outcome, record.started_at,
+                     record.ended_at, tokens, fields)
 
 
 def _same_summary(stored: Sequence[Any], expected: Sequence[Any]) -> bool:
@@ -436,6 +458,20 @@ def _upsert_group_totals(placeholder: str, rows: int, table: str = "record_group
     return (f"INSERT INTO {table} ({', '.join(GROUP_TOTALS_COLUMNS)}) "
             f"VALUES {', '.join([one] * rows)} ON CONFLICT ({', '.join(GROUP_KEY_COLUMNS)}) "
             f"DO UPDATE SET {updates}")
+
+
+@functools.lru_cache(maxsize=2)
+def _insert_new_group_totals(placeholder: str) -> str:
+    """A group's row inserted where its key is not in `record_group_totals` yet, left out
+    (not an error) where it is: the same statement on SQLite and PostgreSQL, run once
+    per row by `executemany`, whose count of rows inserted says whether any was left
+    out. One row per statement: SQLite gives a statement writing several rows a
+    statement journal (to undo it alone on an error), which an append's earlier insert
+    of its entries has already spilled to a temporary file, so each page it changed
+    cost a write there (bench/README.md, store_append.py)."""
+    return (f"INSERT INTO record_group_totals ({', '.join(GROUP_TOTALS_COLUMNS)}) "
+            f"VALUES ({', '.join([placeholder] * len(GROUP_TOTALS_COLUMNS))}) "
+            f"ON CONFLICT ({', '.join(GROUP_KEY_COLUMNS)}) DO NOTHING")
 
 
 
@@ -885,13 +921,14 @@ class Store(ABC):
                         records: Sequence[Record | None] | None) -> None:
         """Inside the append transaction: the records just inserted at `seqs` with chain
         `links`, after the head `before` (its number and link; link "" in an empty
-        store), folded into the per-group totals and counted per run. Their summary rows
-        are computed (from the records in memory where `summary_row_of` is exact, else
+        store), folded into the per-group totals and counted per run. Their fold rows
+        are computed (from the records in memory where `fold_row_of` is exact, else
         from the stored bytes) and not stored: the totals are what reports read."""
         if not any(address[0] == "record" for address in addresses):
             return
         given = records if records is not None else [None] * len(addresses)
-        rows = [(record is not None and summary_row_of(seq, record)) or summary_row(seq, body)
+        rows = [(record is not None and fold_row_of(seq, record))
+                or fold_row(summary_row(seq, body))
                 for seq, address, body, record in zip(seqs, addresses, bodies, given,
                                                       strict=True) if address[0] == "record"]
         self._add_to_group_totals(cursor, rows, before, (int(seqs[-1]), links[-1]))
@@ -911,35 +948,67 @@ class Store(ABC):
 
     def _add_to_group_totals(self, cursor: Any, rows: Sequence[tuple[Any, ...]],
                              before: tuple[int, str], after: tuple[int, str]) -> None:
-        """Inside the append transaction (the append lock held): fold the batch's summary
-        rows into `record_group_totals`. The touched groups' rows are read, folded in
-        Python (`group_totals.fold_into`, the rule `verify` recomputes by) and written
-        back whole by one UPSERT each, so the SQL is the same on every backend.
+        """Inside the append transaction (the append lock held): fold the batch's fold
+        rows (`group_totals.FOLD_COLUMNS`) into `record_group_totals`, in Python
+        (`group_totals.fold_rows_into`, the rule `verify` recomputes by), each touched
+        group's row written whole, so the SQL is the same on every backend.
 
         The groups this writer last wrote are kept in memory, tagged with the chain's
         head (sequence number and hash) after that append: when the head before this
         batch is that tag, nobody appended since and the earlier append committed, so
-        they are what the table holds and are not read again. The tag is cleared before
-        folding (a failure part way leaves no cache), and a head that does not match (a
-        rolled-back append, another writer) means reading every touched group."""
+        they are what the table holds: folded and written back by UPSERTs, not read.
+        The tag is cleared before folding (a failure part way leaves no cache), and a
+        head that does not match (a rolled-back append, another writer) means no group
+        is known.
+
+        A group not known is folded as new (its first record is in this batch) and
+        inserted where its key is absent, without reading first: a new run's groups are
+        all new, and the read cost as much as the insert. Only when the inserts leave a
+        row out (its key is there) are the new groups read (`_fold_into_stored`)."""
         cached, self._groups_written = self._groups_written, None
         current = cached[1] if cached is not None and cached[0] == before else {}
         if not rows:
             return
-        wanted = [key for key in dict.fromkeys(map(group_of, rows)) if key not in current]
+        head_seq = before[0]
+        touched = fold_batch_into(current, rows)
+        # a group known starts at or before the head; one this batch made, after it
+        self._write_group_totals(cursor, [group for group in touched
+                                          if group.first_seq <= head_seq])
+        created = [group for group in touched if group.first_seq > head_seq]
+        if created:
+            cursor.executemany(_insert_new_group_totals(self.placeholder),
+                               [group.row() for group in created])
+            if cursor.rowcount != len(created):
+                new = {group.key for group in created}
+                self._fold_into_stored(cursor, current, rows_by_group(
+                    row for row in rows if fold_key(row) in new), head_seq)
+        if len(current) <= _GROUPS_KEPT_IN_MEMORY:
+            self._groups_written = (after, current)
+
+    def _fold_into_stored(self, cursor: Any, current: dict[tuple[Any, ...], GroupTotals],
+                          batch: Mapping[tuple[Any, ...], Sequence[Sequence[Any]]],
+                          head_seq: int) -> None:
+        """`_add_to_group_totals` for the groups it folded as new when an insert found a
+        key there: each stored row read; one that was there before this batch
+        (`first_seq` at most `head_seq`: a group this batch made starts after the head)
+        replaces the group folded as new in `current`, is folded again from the stored
+        totals with the batch's rows of the group and written back by UPSERT (the rows
+        this batch inserted stay)."""
+        wanted = list(batch)
+        before: dict[tuple[Any, ...], Sequence[Sequence[Any]]] = {}
         for start in range(0, len(wanted), _KEYS_PER_READ):
             chunk = wanted[start:start + _KEYS_PER_READ]
             cursor.execute(_read_group_totals(self.placeholder, len(chunk)),
-                           [part for key in chunk for part in key])
+                           list(itertools.chain.from_iterable(chunk)))
             for found in cursor.fetchall():
                 try:
                     group = GroupTotals.from_row(found)
                 except ValueError as error:
                     raise self._edited_derived_data(error) from None
-                current[group.key] = group
-        self._write_group_totals(cursor, fold_into(current, rows))
-        if len(current) <= _GROUPS_KEPT_IN_MEMORY:
-            self._groups_written = (after, current)
+                if group.first_seq <= head_seq:
+                    current[group.key] = group
+                    before[group.key] = batch[group.key]
+        self._write_group_totals(cursor, fold_groups_into(current, before))
 
     def _version_3_group_totals(self, suite: str, scope: str) -> list[GroupTotals]:
         """A version 3 store read as it is (read-only, not upgraded): the totals summed
@@ -966,11 +1035,10 @@ class Store(ABC):
         """Each group's row written whole, inserted or replacing the stored one, by
         multi-row UPSERTs of `_GROUPS_PER_UPSERT` rows (a statement per row cost half
         as much again)."""
-        rows = [group.row() for group in groups]
-        for start in range(0, len(rows), _GROUPS_PER_UPSERT):
-            chunk = rows[start:start + _GROUPS_PER_UPSERT]
+        for start in range(0, len(groups), _GROUPS_PER_UPSERT):
+            chunk = groups[start:start + _GROUPS_PER_UPSERT]
             cursor.execute(_upsert_group_totals(self.placeholder, len(chunk)),
-                           [value for row in chunk for value in row])
+                           list(itertools.chain.from_iterable(group.row() for group in chunk)))
 
     @property
     def _reads_totals_table(self) -> bool:

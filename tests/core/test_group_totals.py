@@ -13,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchwarden.core.group_totals import (
+    FOLD_COLUMNS,
+    GROUP_KEY_COLUMNS,
     GROUP_TOTALS_COLUMNS,
     NEWEST_KEPT,
     GroupTotals,
@@ -20,7 +22,9 @@ from benchwarden.core.group_totals import (
     compensated_add,
     decoded_rows,
     first_difference,
+    fold_batch_into,
     fold_into,
+    fold_row,
     group_of,
 )
 from benchwarden.core.records import Record, TokenComponents
@@ -28,11 +32,14 @@ from benchwarden.core.store import SUMMARY_COLUMNS, summary_row
 
 
 def test_the_fold_reads_the_summary_columns_it_means():
-    """`group_totals` reads summary rows by position: the positions name these columns."""
+    """`group_totals` reads fold rows by position, and takes them from summary rows by
+    position: both name the columns of `FOLD_COLUMNS`, which are summary columns."""
     from benchwarden.core import group_totals
 
-    for position, column in ((group_totals._SEQ, "seq"), (group_totals._OUTCOME, "outcome"),
-                             (group_totals._GROUP_KEY, "group_key"),
+    assert [SUMMARY_COLUMNS[position] for position in group_totals._SUMMARY_POSITIONS] == \
+        list(FOLD_COLUMNS)
+    assert FOLD_COLUMNS[group_totals._KEY] == GROUP_KEY_COLUMNS
+    for position, column in ((group_totals._SEQ, "seq"),
                              (group_totals._DURATION, "duration_s"),
                              (group_totals._FRESH, "fresh_input"),
                              (group_totals._CREATION, "cache_creation"),
@@ -45,7 +52,7 @@ def test_the_fold_reads_the_summary_columns_it_means():
                              (group_totals._COST, "cost_number"),
                              (group_totals._ODD, "odd_values"),
                              (group_totals._VERSION, "field_bench_version")):
-        assert SUMMARY_COLUMNS[position] == column
+        assert FOLD_COLUMNS[position] == column
 
 
 def test_compensated_add_keeps_what_plain_addition_loses():
@@ -112,9 +119,19 @@ def test_totals_do_not_depend_on_how_records_were_batched(rows, cuts):
         fold_into(stored, summaries[start:start + size])
         batched = stored
         start, index = start + size, index + 1
+    in_order: dict[tuple[Any, ...], GroupTotals] = {}  # as an append folds its batches
+    start, index = 0, 0
+    while start < len(summaries):
+        size = cuts[index % len(cuts)]
+        touched = fold_batch_into(in_order, [fold_row(row) for row in
+                                             summaries[start:start + size]])
+        assert [group.key for group in touched] == \
+            list(dict.fromkeys(map(group_of, summaries[start:start + size])))
+        start, index = start + size, index + 1
     expected = {key: group.row() for key, group in whole.items()}
     assert {key: group.row() for key, group in one_by_one.items()} == expected
     assert {key: group.row() for key, group in batched.items()} == expected
+    assert {key: group.row() for key, group in in_order.items()} == expected
     assert first_difference(batched.values(), whole) is None
 
 
@@ -147,6 +164,37 @@ def test_a_group_row_holds_the_per_record_totals(rows):
         assert group.newest == tuple(row["seq"] for row in mine)[-NEWEST_KEPT:]
         assert group.bench_versions == sorted({row["field_bench_version"] for row in mine
                                                if row["field_bench_version"] is not None})
+
+
+wide_numbers = (st.integers(-2**62, 2**62) | st.floats(allow_nan=False)
+                | st.sampled_from([0.0, -0.0, 1e308, -1e308, 5e-324]))
+
+
+@given(st.lists(st.tuples(
+    st.integers(1, 2**62), st.floats(0, math.inf, allow_nan=False), st.booleans(),
+    *[st.integers(0, 2**62)] * 4, st.none() | st.integers(0, 2**62), st.none() | wide_numbers,
+    st.none() | st.integers(-2**53, 2**53), st.none() | wide_numbers, st.integers(0, 3),
+    st.none() | st.sampled_from(['"1"', '"2"', '"é"'])), min_size=1, max_size=4))
+@settings(max_examples=400, deadline=None)
+def test_a_groups_first_record_makes_what_the_fold_makes(rows):
+    """`GroupTotals.first` (a new group's first record, what an append opening new cells
+    does for every record) gives the object `empty` then `fold_rows` give, column for
+    column, type for type, -0.0 told from 0.0, infinities kept; later rows fold the same
+    onto either."""
+    key = ("arms", "s", "a", "t", "pass", "[null,null]")
+    made = [(seq, *key, duration, fresh, creation, read, output, reasoning, int(priced),
+             turns, denied, cost, odd, version)
+            for (seq, duration, priced, fresh, creation, read, output, reasoning, turns,
+                 denied, cost, odd, version) in rows]
+    folded = GroupTotals.empty(key, int(made[0][0]))
+    folded.fold_rows(made[:1])
+    first = GroupTotals.first(key, made[0])
+    assert repr([(type(value), value) for value in first.row()]) == \
+        repr([(type(value), value) for value in folded.row()])
+    assert first.versions == folded.versions and first.newest_seqs == folded.newest_seqs
+    folded.fold_rows(made[1:])
+    first.fold_rows(made[1:])
+    assert repr(first.row()) == repr(folded.row())
 
 
 def test_first_difference_names_the_first_wrong_group_and_column():

@@ -5,7 +5,7 @@ read-only (a version 4 store's summary rows still checked by `verify`) and upgra
 when opened for writing (never writing summary rows); `verify` recomputes every derived
 table from the chained bodies and names what differs. Both backends. The summed columns
 of a summary row follow `summed_number`, checked here against an independent rule, and
-an append's in-memory rows (`summary_row_of`) against the rows of the stored bytes."""
+an append's in-memory fold rows (`fold_row_of`) against the rows of the stored bytes."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchwarden.core.group_totals import GROUP_TOTALS_COLUMNS, GroupTotals, fold_into
+from benchwarden.core.group_totals import GROUP_TOTALS_COLUMNS, GroupTotals, fold_into, fold_row
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, TokenComponents, canonical_json
 from benchwarden.core.store import (
@@ -28,8 +28,8 @@ from benchwarden.core.store import (
     DuplicateRecord,
     Store,
     StoreError,
+    fold_row_of,
     summary_row,
-    summary_row_of,
     summed_number,
 )
 from tests.core.test_store_backends import (  # noqa: F401 (fixtures)
@@ -491,9 +491,9 @@ texts = st.text(max_size=3) | st.text(max_size=3).map(_Text)
 @settings(max_examples=600, deadline=None)
 def test_an_appends_in_memory_row_is_the_row_of_its_stored_bytes(
         payload, arm, outcome, trial, started, ended, tokens, seq):
-    """Wherever `summary_row_of` answers, its row is `summary_row` of the record's
-    canonical JSON (what the append stores and `verify` reads), value and type for
-    value and type; it declines only records whose values may not read back as
+    """Wherever `fold_row_of` answers, its row is the fold row of `summary_row` of the
+    record's canonical JSON (what the append stores and `verify` reads), value and
+    type for value and type; it declines only records whose values may not read back as
     themselves, and answers for every record of plain scalar values."""
     made = Record(suite="demo", scope="s", arm=arm, task="t", trial=trial, run_id="r",
                   outcome=outcome, started_at=started, ended_at=ended,
@@ -504,9 +504,9 @@ def test_an_appends_in_memory_row_is_the_row_of_its_stored_bytes(
         return  # refused by the append before any row is made
     if made.storage_problem() is not None:
         return
-    in_memory = summary_row_of(seq, made)
+    in_memory = fold_row_of(seq, made)
     try:
-        stored = summary_row(seq, body)
+        stored = fold_row(summary_row(seq, body))
     except msgspec.DecodeError:  # an address that is not text: the append fails anyway
         assert in_memory is None
         return
@@ -919,3 +919,67 @@ def test_derived_values_of_the_wrong_kind_are_one_line_with_the_way_out(tmp_path
         assert writer.run_info("run-1").record_count == 2
         assert [group.records for group in writer.group_totals("demo", "s")] == [1, 1]
         assert writer.verify().ok
+
+
+def _interleaved_writers(first: Store, second: Store, batches: list[list[Record]]) -> None:
+    """Batches appended by two writers of one store in turn: each finds groups the other
+    wrote that it does not hold in memory (its cache's head no longer matches)."""
+    for index, batch in enumerate(batches):
+        (first if index % 2 == 0 else second).append(batch)
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.sampled_from(["x", None]),
+                          st.floats(-1e16, 1e16, allow_nan=False)), min_size=1, max_size=24),
+       st.lists(st.integers(1, 6), min_size=1, max_size=4), st.integers(1, 3))
+@settings(max_examples=40, deadline=None)
+def test_groups_inserted_without_reading_are_exact_whoever_wrote_them_first(
+        picks, cuts, per_statement):
+    """An append inserts the groups it does not hold in memory as new without reading
+    them first; a group another writer (or an earlier session) made is found by its
+    insert being left out, then read and folded again. With two writers interleaving
+    batches of new and existing groups (one batch's inserts mixing keys that are there
+    and keys that are not), and UPSERTs of 1 to 3 groups a statement, the stored totals
+    are those folded from the bodies one by one, and `verify` passes."""
+    import benchwarden.core.store as store_module
+    from benchwarden.core.store import SQLiteStore
+
+    made = [record(f"t{task}", trial, failure=failure, imputed_cost_usd=cost)
+            for trial, (task, failure, cost) in enumerate(picks, start=1)]
+    kept = store_module._GROUPS_PER_UPSERT
+    store_module._GROUPS_PER_UPSERT = per_statement
+    try:
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "s.sqlite"
+            with SQLiteStore(path) as first, SQLiteStore(path) as second:
+                first.begin_run(stamp_run(suite="demo", bench_version="1", config={},
+                                          run_id="run-1"))
+                _interleaved_writers(first, second, _cut(made, cuts))
+                assert group_totals(first) == expected_group_totals(first)
+                assert first.verify().ok
+    finally:
+        store_module._GROUPS_PER_UPSERT = kept
+
+
+def test_groups_inserted_without_reading_are_exact_on_both_backends(backend):  # noqa: F811
+    """As above on both backends: a second writer's batch mixes groups the first made,
+    groups it made itself and new ones, UPSERTs of two groups a statement."""
+    import benchwarden.core.store as store_module
+
+    kept = store_module._GROUPS_PER_UPSERT
+    store_module._GROUPS_PER_UPSERT = 2
+    try:
+        filled(backend, count=0)
+        with backend.open() as first, backend.open() as second:
+            _interleaved_writers(first, second, [
+                [record("t1", 1), record("t2", 1, failure="x")],
+                [record("t3", 1), record("t1", 2), record("t4", 1), record("t2", 2)],
+                [record("t4", 2), record("t5", 1), record("t3", 2, failure="x")],
+                [record("t2", 3, failure="x"), record("t6", 1), record("t1", 3)]])
+            assert group_totals(first) == expected_group_totals(first)
+            assert run_counts(first) == recounted_runs(first)
+            assert first.verify().ok
+    finally:
+        store_module._GROUPS_PER_UPSERT = kept
