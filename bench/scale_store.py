@@ -115,9 +115,10 @@ def synthetic_record(index: int, run_id: str, draw: random.Random,
 
 
 def build(path: Path | str, size: int, *, quiet: bool = False,
-          task_count: int = len(TASKS)) -> None:
+          task_count: int = len(TASKS), run_size: int = RUN_SIZE) -> None:
     """Write a store of `size` records at `path` (which must not exist; a PostgreSQL URL
-    names an empty schema: `postgres_growth.py`) for a suite of `task_count` tasks."""
+    names an empty schema: `postgres_growth.py`) for a suite of `task_count` tasks, in
+    runs of `run_size` records."""
     draw = random.Random(size)
     tasks = task_names(task_count)
     config = {"suite_spec": "synthetic", "scope": SCOPE, "arms": list(ARMS),
@@ -128,25 +129,26 @@ def build(path: Path | str, size: int, *, quiet: bool = False,
               "executor": "synthetic"}
     started = time.perf_counter()
     with open_store(path) as store:
-        for first in range(0, size, RUN_SIZE):
-            run_id = f"arms-synthetic-{first // RUN_SIZE:04d}"
+        for first in range(0, size, run_size):
+            run_id = f"arms-synthetic-{first // run_size:04d}"
             store.begin_run(stamp_run(suite="arms", bench_version="1", config=config,
                                       target={"driver": "synthetic"}, run_id=run_id))
-            last = min(size, first + RUN_SIZE)
+            last = min(size, first + run_size)
             for offset in range(first, last, BATCH):
                 store.append([synthetic_record(index, run_id, draw, tasks)
                               for index in range(offset, min(last, offset + BATCH))])
             store.finish_run(RunEnd(run_id, time.time(), "completed", {}))
-            if not quiet:
+            if not quiet and (last % RUN_SIZE == 0 or last == size):
                 print(f"  {Path(str(path)).name}: {last:,} of {size:,} records "
                       f"({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
 
 
-def cached_name(size: int, task_count: int = len(TASKS)) -> str:
+def cached_name(size: int, task_count: int = len(TASKS), run_size: int = RUN_SIZE) -> str:
     """Stores are cached per schema version: a store of an older version is never
     upgraded in place (a benchwarden of that version may still read it). A suite of
-    other than 200 tasks says how many."""
-    label = size_label(size) + ("" if task_count == len(TASKS) else f"-{task_count}-tasks")
+    other than 200 tasks says how many, and runs of other than 100,000 records how long."""
+    label = (size_label(size) + ("" if task_count == len(TASKS) else f"-{task_count}-tasks")
+             + ("" if run_size == RUN_SIZE else f"-runs-of-{run_size}"))
     if SCHEMA_VERSION == 1:
         return f"arms-{label}.sqlite"
     return f"arms-{label}.v{SCHEMA_VERSION}.sqlite"
@@ -168,12 +170,12 @@ def upgrade_copy(older: Path, partial: Path, *, quiet: bool = False) -> None:
 
 
 def ensure_store(size: int, folder: Path | None = None, *, quiet: bool = False,
-                 task_count: int = len(TASKS)) -> Path:
+                 task_count: int = len(TASKS), run_size: int = RUN_SIZE) -> Path:
     """The cached store of `size` records, built first when missing (or copied from the
     cached store of an older schema version and upgraded, which is faster)."""
     folder = folder or cache_folder()
     folder.mkdir(parents=True, exist_ok=True)
-    final = folder / cached_name(size, task_count)
+    final = folder / cached_name(size, task_count, run_size)
     if final.exists():
         return final
     partial = folder / f".{final.stem}.building.sqlite"
@@ -181,17 +183,18 @@ def ensure_store(size: int, folder: Path | None = None, *, quiet: bool = False,
         leftover.unlink()
     # the newest older version cached: the least to upgrade (from version 4, its summary
     # table dropped and the runs counted; from 1 to 3, the totals computed from the bodies)
-    older = None if task_count != len(TASKS) else next((candidate for candidate in (
-        *(folder / f"arms-{size_label(size)}.v{version}.sqlite"
-          for version in range(SCHEMA_VERSION - 1, 1, -1)),
-        folder / f"arms-{size_label(size)}.sqlite") if candidate.exists()), None)
+    older_names = [*(f"arms-{size_label(size)}.v{version}.sqlite"
+                     for version in range(SCHEMA_VERSION - 1, 1, -1)),
+                   f"arms-{size_label(size)}.sqlite"]
+    older = None if task_count != len(TASKS) or run_size != RUN_SIZE else next(
+        (folder / name for name in older_names if (folder / name).exists()), None)
     if older is not None and older != final:
         upgrade_copy(older, partial, quiet=quiet)
     else:
         if not quiet:
             print(f"building {final} ({size:,} records, cached for later runs)",
                   file=sys.stderr)
-        build(partial, size, quiet=quiet, task_count=task_count)
+        build(partial, size, quiet=quiet, task_count=task_count, run_size=run_size)
     for suffix in ("-wal", "-shm"):  # closed cleanly: the WAL is checkpointed away
         Path(f"{partial}{suffix}").unlink(missing_ok=True)
     witness = sidecar_for(partial)  # the head witness goes with its store

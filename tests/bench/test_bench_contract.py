@@ -74,3 +74,20 @@ def test_synthetic_records_have_the_issue_s_shape_and_unique_addresses():
     assert store.parse_size("100k") == 100_000 and store.size_label(1_000_000) == "1M"
     with pytest.raises(ValueError):
         store.parse_size("lots")
+
+
+def test_a_store_of_short_runs_holds_every_record_in_runs_of_that_length(tmp_path):
+    """`many_runs.py`'s stores: the same records as the usual store, cut into runs of
+    `run_size` (the last one shorter), every run ended, cached under their own name."""
+    scale_store = load("scale_store")
+    from benchwarden.core.store import open_store
+
+    path = tmp_path / "short.sqlite"
+    scale_store.build(path, 47, quiet=True, run_size=10)
+    with open_store(path, create=False) as store:
+        runs = store.runs("arms")
+        assert [info.record_count for info in runs] == [10, 10, 10, 10, 7]
+        assert all(info.end is not None and info.end.status == "completed" for info in runs)
+        assert len({record.run_id for record in store.iter_records()}) == 5
+    assert scale_store.cached_name(1_000_000, run_size=20).startswith("arms-1M-runs-of-20.v")
+    assert "runs-of" not in scale_store.cached_name(1_000_000)

@@ -1,0 +1,107 @@
+"""How the read commands grow with the number of runs in a store, at a fixed size.
+
+Issue 12's stores hold their records in runs of 100,000 (ten runs at a million). A
+store written by many short runs (a campaign resumed run after run, a nightly job
+adding twenty trials a night) holds the same records in tens of thousands of runs,
+each with its start (its configuration: the suite's task lists), its end and its
+record count. This bench builds (once, cached beside the `scale_store.py` stores) the
+synthetic arms store of `--records` records in runs of each `--run-sizes` length and
+runs each command in its own process, as `scale_growth.py` does: wall time, peak RSS.
+
+Baseline: the same command against the store of the same records in runs of 100,000
+(the first run size), in the same run, so the ratio is what many runs cost.
+
+    python bench/many_runs.py                                  # 200k records, runs of 20
+    python bench/many_runs.py --records 1M --run-sizes 100000,20
+    python bench/many_runs.py --before /tmp/base-main          # A/B in one run
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from _figures import add_json_option, emit, now_vs_before
+from scale_growth import COMMANDS, growth_figures, measure
+from scale_store import RUN_SIZE, ensure_store, parse_size
+
+DEFAULT_COMMANDS = ("runs", "show_latest", "arms_report", "report_html", "export_jsonl",
+                    "verify")
+# the goals of issue 12's reports, which this bench holds a store of many runs to as well
+SECONDS_GOAL, MEMORY_GOAL_MIB = 3.0, 1024.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", default="200k", help="records in each store (10k, 1M, ...)")
+    parser.add_argument("--run-sizes", default=f"{RUN_SIZE},20",
+                        help="comma-separated records per run; the first is the baseline")
+    parser.add_argument("--commands", default=",".join(DEFAULT_COMMANDS),
+                        help=f"comma-separated subset of {', '.join(COMMANDS)}")
+    parser.add_argument("--cache", default=None, help="store cache folder (see scale_store.py)")
+    parser.add_argument("--before", default=None, metavar="CHECKOUT",
+                        help="an older checkout: run each command with its code too (A/B)")
+    add_json_option(parser)
+    options = parser.parse_args()
+    try:
+        records = parse_size(options.records)
+        run_sizes = [int(part) for part in options.run_sizes.split(",") if part.strip()]
+    except ValueError as error:
+        parser.error(str(error) if "size" in str(error) else
+                     f"--run-sizes takes whole numbers separated by commas, not "
+                     f"{options.run_sizes!r}")
+    chosen = [part for part in options.commands.split(",") if part]
+    unknown = [name for name in chosen if name not in COMMANDS]
+    if unknown or not run_sizes or min(run_sizes) < 1:
+        parser.error(f"unknown command(s) {unknown}" if unknown
+                     else "give at least one run size of 1 record or more")
+    cache = Path(options.cache).expanduser().resolve() if options.cache else None
+
+    results: dict[tuple[str, int, str], tuple[float, float, int | None]] = {}
+    for run_size in run_sizes:
+        store = ensure_store(records, cache, run_size=run_size)
+        runs = -(-records // run_size)
+        for name in chosen:
+            sides = [("before", options.before)] if options.before else []
+            for side, code in [*sides, ("now", None)]:
+                with tempfile.TemporaryDirectory(prefix="bw-runs-") as out:
+                    arguments = [part.format(store=store, out=out) for part in COMMANDS[name]]
+                    seconds, rss, code_returned = measure(arguments, code)
+                results[(name, run_size, side)] = (seconds, rss, None)
+                print(f"  {runs:>7,} runs ({records:,} records) {name:<13} {side:<6} "
+                      f"{seconds:7.2f} s {rss:7.0f} MiB"
+                      + (f"  exit {code_returned}" if code_returned else ""), flush=True)
+
+    figures = []
+    base = run_sizes[0]
+    print(f"\nagainst runs of {base:,} records (the baseline), this code; goals for the "
+          f"reports: < {SECONDS_GOAL:.0f} s, < {MEMORY_GOAL_MIB:.0f} MiB")
+    for name in chosen:
+        base_seconds, base_rss, _ = results[(name, base, "now")]
+        for run_size in run_sizes[1:]:
+            seconds, rss, _ = results[(name, run_size, "now")]
+            met = seconds < SECONDS_GOAL and rss < MEMORY_GOAL_MIB
+            print(f"  {name:<13} runs of {run_size:,}: {seconds:6.2f} s "
+                  f"(x{seconds / base_seconds:.2f}), {rss:5.0f} MiB (x{rss / base_rss:.2f})"
+                  f"  {'within' if met else 'NOT within'} {SECONDS_GOAL:.0f} s and "
+                  f"{MEMORY_GOAL_MIB:.0f} MiB")
+            figures += growth_figures(name, f"runs_of_{run_size}", (seconds, rss, None),
+                                      (base_seconds, base_rss, None),
+                                      f"in runs of {run_size} vs {base}")
+    if options.before:
+        print(f"\nnow against before ({options.before})")
+        for name in chosen:
+            for run_size in run_sizes:
+                now_seconds, now_rss, _ = results[(name, run_size, "now")]
+                then_seconds, then_rss, _ = results[(name, run_size, "before")]
+                print(f"  {name:<13} runs of {run_size:>7,}: {then_seconds:6.2f} -> "
+                      f"{now_seconds:6.2f} s (x{now_seconds / then_seconds:.2f}), "
+                      f"{then_rss:.0f} -> {now_rss:.0f} MiB")
+                figures += now_vs_before(name, f"runs_of_{run_size}", f"in runs of {run_size}",
+                                         (now_seconds, then_seconds))
+    emit("many_runs", figures, options.json_path)
+
+
+if __name__ == "__main__":
+    main()
