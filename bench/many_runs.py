@@ -30,6 +30,10 @@ DEFAULT_COMMANDS = ("runs", "show_latest", "arms_report", "report_html", "export
                     "verify")
 # the goals of issue 12's reports, which this bench holds a store of many runs to as well
 SECONDS_GOAL, MEMORY_GOAL_MIB = 3.0, 1024.0
+# export and verify read every record, so their time follows the records; their goal is
+# memory that does not grow with the store (here: with its runs)
+READS_EVERY_RECORD = {"export_jsonl", "export_parquet", "verify"}
+MEMORY_GROWTH_GOAL = 1.5
 
 
 def main() -> None:
@@ -75,17 +79,20 @@ def main() -> None:
 
     figures = []
     base = run_sizes[0]
-    print(f"\nagainst runs of {base:,} records (the baseline), this code; goals for the "
-          f"reports: < {SECONDS_GOAL:.0f} s, < {MEMORY_GOAL_MIB:.0f} MiB")
+    print(f"\nagainst runs of {base:,} records (the baseline), this code")
     for name in chosen:
         base_seconds, base_rss, _ = results[(name, base, "now")]
         for run_size in run_sizes[1:]:
             seconds, rss, _ = results[(name, run_size, "now")]
-            met = seconds < SECONDS_GOAL and rss < MEMORY_GOAL_MIB
+            if name in READS_EVERY_RECORD:  # linear in records by design: memory is the goal
+                met = rss <= MEMORY_GROWTH_GOAL * base_rss
+                goal = f"memory within {MEMORY_GROWTH_GOAL}x of the baseline's"
+            else:
+                met = seconds < SECONDS_GOAL and rss < MEMORY_GOAL_MIB
+                goal = f"{SECONDS_GOAL:.0f} s and {MEMORY_GOAL_MIB:.0f} MiB"
             print(f"  {name:<13} runs of {run_size:,}: {seconds:6.2f} s "
                   f"(x{seconds / base_seconds:.2f}), {rss:5.0f} MiB (x{rss / base_rss:.2f})"
-                  f"  {'within' if met else 'NOT within'} {SECONDS_GOAL:.0f} s and "
-                  f"{MEMORY_GOAL_MIB:.0f} MiB")
+                  f"  {'within' if met else 'NOT within'} {goal}")
             figures += growth_figures(name, f"runs_of_{run_size}", (seconds, rss, None),
                                       (base_seconds, base_rss, None),
                                       f"in runs of {run_size} vs {base}")
