@@ -205,7 +205,7 @@ class Columns:
         # each task's groups together, tasks in first-seen order, groups kept in order
         grouped = chosen[np.argsort(ranks, kind="stable")]
         lengths = np.bincount(ranks, minlength=len(in_order))
-        starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+        starts = (np.cumsum(lengths) - lengths).astype(np.int64)
         columns: dict[str, np.ndarray] = {}
         for name, column in self.values.items():
             picked = column[grouped]
