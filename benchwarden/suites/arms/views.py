@@ -29,7 +29,7 @@ import json
 import math
 import operator
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -37,9 +37,11 @@ import numpy as np
 
 from benchwarden.core.group_totals import (
     NEWEST_KEPT,
+    DecodedChunk,
     DecodedRow,
     GroupTotals,
     compensated_add,
+    decoded_chunks,
     decoded_rows,
 )
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
@@ -556,50 +558,64 @@ def summary_of(columns: Columns) -> Summary:
 
 def columns_from_rows(rows: Iterable[DecodedRow]) -> Columns:
     """`summary_from_rows` by column: the store's group totals as `Store.fold_group_totals`
-    hands them over (in ascending `first_seq` order: a `ValueError` otherwise), read in
-    chunks of rows turned into arrays, groups whose keys come out equal merged as
-    `summary_from_rows` merges them. The same totals to the last bit (tested), in
-    memory of a few arrays: a report of a suite of 333,000 tasks reads a million groups."""
-    names: dict[str, list[Any]] = {name: [] for name in KEY_FIELDS}
+    hands them over (in ascending `first_seq` order: a `ValueError` otherwise), groups
+    whose keys come out equal merged as `summary_from_rows` merges them. The same totals
+    to the last bit (tested), in memory of a few arrays."""
+    def chunks() -> Iterator[DecodedChunk]:
+        for chunk in batched(rows, 8192):
+            yield (list(zip(*(plain for plain, _, _ in chunk), strict=True)),
+                   [versions for _, versions, _ in chunk], [newest for _, _, newest in chunk])
+    return columns_from_chunks(chunks())
+
+
+def columns_from_stored_rows(rows: Iterable[tuple[Any, ...]]) -> Columns:
+    """`columns_from_rows` of the stored rows as `Store.fold_group_rows` hands them over,
+    checked and decoded by chunks (`decoded_chunks`): what a report reads."""
+    return columns_from_chunks(decoded_chunks(rows))
+
+
+def columns_from_chunks(decoded: Iterable[DecodedChunk]) -> Columns:
+    """`columns_from_rows` of rows by chunks (`core.group_totals.decoded_chunks`), each
+    chunk's columns made arrays at once: a report of a suite of 333,000 tasks reads a
+    million groups."""
     code_of: dict[str, dict[Any, int]] = {name: {} for name in KEY_FIELDS}
-    # each distinct `[tier, failure]` text's codes
-    key_codes: dict[str, tuple[int, int]] = {}
+    # each distinct `[tier, failure]` text by its code, and the tier's and failure's codes
+    # of each code
+    key_code_of: dict[str, int] = {}
+    tier_of_key: list[int] = []
+    failure_of_key: list[int] = []
     chunks: dict[str, list[np.ndarray]] = {name: [] for name in _READ_COLUMNS}
-    for name in KEY_FIELDS:
+    for name in (*KEY_FIELDS, "group_key"):
         chunks[name] = []
     newest_chunks: list[np.ndarray] = []
     versions: set[str] = set()
     seen_versions: set[tuple[str, ...]] = set()
-    for chunk in batched(rows, 8192):
-        columns = list(zip(*(row for row, _, _ in chunk), strict=True))
-        chunks["arm"].append(_coded(columns[2], code_of["arm"], names["arm"]))
-        chunks["task"].append(_coded(columns[3], code_of["task"], names["task"]))
-        chunks["outcome"].append(_coded(columns[4], code_of["outcome"], names["outcome"]))
-        tiers, failures = [], []
-        for text in columns[5]:
-            found = key_codes.get(text)
-            if found is None:
-                tier, failure = _tier_and_failure(text)
-                found = key_codes[text] = (_code(tier, code_of["tier"], names["tier"]),
-                                           _code(failure, code_of["failure"],
-                                                 names["failure"]))
-            tiers.append(found[0])
-            failures.append(found[1])
-        chunks["tier"].append(np.array(tiers, dtype=np.int32))
-        chunks["failure"].append(np.array(failures, dtype=np.int32))
+    for columns, chunk_versions, chunk_newest in decoded:
+        chunks["arm"].append(_coded(columns[2], code_of["arm"]))
+        chunks["task"].append(_coded(columns[3], code_of["task"]))
+        chunks["outcome"].append(_coded(columns[4], code_of["outcome"]))
+        first_new = len(key_code_of)
+        chunks["group_key"].append(_coded(columns[5], key_code_of))
+        for text in list(key_code_of)[first_new:]:
+            tier, failure = _tier_and_failure(text)
+            tier_of_key.append(code_of["tier"].setdefault(tier, len(code_of["tier"])))
+            failure_of_key.append(code_of["failure"].setdefault(failure,
+                                                                len(code_of["failure"])))
         for name, position in _READ_COLUMNS.items():
             chunks[name].append(np.array(columns[position], dtype=np.float64)
                                 if name in _READ_FLOATS else integer_chunk(columns[position]))
-        newest_chunks.append(np.array(
-            [((sorted(newest) if len(newest) > 1 else newest)[-TRIALS_PER_CELL:]
-              + _NO_TRIALS)[:TRIALS_PER_CELL] for _, _, newest in chunk], dtype=np.int64))
-        for _, texts, _ in chunk:
-            if texts not in seen_versions:
-                seen_versions.add(texts)
-                for text in texts:
-                    version = _from_json(text)
-                    if version:
-                        versions.add(str(version))
+        newest_chunks.append(_newest_rows(chunk_newest))
+        for texts in set(chunk_versions).difference(seen_versions):
+            seen_versions.add(texts)
+            for text in texts:
+                version = _from_json(text)
+                if version:
+                    versions.add(str(version))
+    group_keys = column_chunks_to_array(chunks.pop("group_key"), floats=False)
+    chunks["tier"] = [np.array(tier_of_key, dtype=np.int32)[group_keys]]
+    chunks["failure"] = [np.array(failure_of_key, dtype=np.int32)[group_keys]]
+    del group_keys
+    names = {name: list(found) for name, found in code_of.items()}
     # each column's chunks let go as soon as it is one array (a million groups: the
     # chunks and the arrays of every column at once were a third of a report's memory)
     read = {name: column_chunks_to_array(chunks.pop(name), floats=name in _READ_FLOATS)
@@ -644,24 +660,25 @@ _INTEGER_READ = ("priced", "fresh_input", "cache_creation", "cache_read", "outpu
 _NO_TRIALS = [NO_TRIAL] * TRIALS_PER_CELL
 
 
-def _code(value: Any, code_of: dict[Any, int], names: list[Any]) -> int:
-    code = code_of.get(value)
-    if code is None:
-        code = code_of[value] = len(names)
-        names.append(value)
-    return code
+def _coded(values: Sequence[Any], code_of: dict[Any, int]) -> np.ndarray:
+    """Each value's code: its position among the distinct values in the order first
+    seen (`code_of`, which gains the values not there)."""
+    return np.array([code_of.setdefault(value, len(code_of)) for value in values],
+                    dtype=np.int32)
 
 
-def _coded(values: Sequence[Any], code_of: dict[Any, int], names: list[Any]) -> np.ndarray:
-    """Each value's code (its position in `names`, which gains the values not there)."""
-    codes = []
-    for value in values:
-        code = code_of.get(value)
-        if code is None:
-            code = code_of[value] = len(names)
-            names.append(value)
-        codes.append(code)
-    return np.array(codes, dtype=np.int32)
+def _newest_rows(newest: Sequence[Sequence[int]]) -> np.ndarray:
+    """Each group's newest trials as a row of `TRIALS_PER_CELL`: the last ones of those
+    given, ascending, padded with `NO_TRIAL` (as `summary_from_rows` keeps them)."""
+    lengths = set(map(len, newest))
+    if len(lengths) == 1 and (length := lengths.pop()) <= TRIALS_PER_CELL:
+        # every group of the chunk with as many: sorted as a block
+        rows = np.sort(np.array(newest, dtype=np.int64).reshape(len(newest), length), axis=1)
+        return np.hstack((rows, np.full((len(newest), TRIALS_PER_CELL - length), NO_TRIAL,
+                                        dtype=np.int64)))
+    return np.array([((sorted(seqs) if len(seqs) > 1 else list(seqs))[-TRIALS_PER_CELL:]
+                      + _NO_TRIALS)[:TRIALS_PER_CELL] for seqs in newest],
+                    dtype=np.int64).reshape(len(newest), TRIALS_PER_CELL)
 
 
 def _key_numbers(codes: Mapping[str, np.ndarray], names: Mapping[str, list[Any]]) -> Any:

@@ -181,6 +181,11 @@ def test_columns_read_from_rows_are_the_summary_read_from_them(rows):
     assert [(key, repr(totals)) for key, totals in found.groups.items()] == \
         [(key, repr(totals)) for key, totals in expected.groups.items()]
     assert found.first_seen == expected.first_seen and found.versions == expected.versions
+    # and from the stored rows as a report reads them (checked and decoded by chunks)
+    stored = views.summary_of(views.columns_from_stored_rows(made))
+    assert [(key, repr(totals)) for key, totals in stored.groups.items()] == \
+        [(key, repr(totals)) for key, totals in expected.groups.items()]
+    assert stored.first_seen == expected.first_seen and stored.versions == expected.versions
 
 
 def test_integer_columns_whose_sums_could_overflow_int64_are_held_exact():
