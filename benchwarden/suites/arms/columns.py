@@ -22,11 +22,18 @@ Invariants:
 
 from __future__ import annotations
 
+import array
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from benchwarden.core.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use: a command that builds no report does not pay for numpy
+    np = lazy_module("numpy")
+
 
 TOTAL_FIELDS = ("samples", "passes", "priced", "fresh_input", "cache_creation", "cache_read",
                 "output", "reasoning_samples", "reasoning", "duration_s", "turns",
@@ -188,8 +195,13 @@ class Columns:
 
     def by_task(self, **match: Any) -> TaskColumns:
         """The union of the groups matching, per task, as `Summary.by_task`: tasks in
-        first-seen order, each task's groups merged in first-seen order."""
-        memo = ("by_task", *sorted(match.items(), key=lambda item: item[0]))
+        first-seen order, each task's groups merged in first-seen order. An arm's are
+        kept (the views ask for them again and again); others are made when asked (an
+        arm and tier's are asked once: kept, they were a tenth of a report's memory at a
+        million groups)."""
+        if list(match) != ["arm"]:
+            return self._by_task(self.matching(match, first_seen_order=True))
+        memo = ("by_task", match["arm"])
         found = self._memo.get(memo)
         if found is None:
             found = self._memo[memo] = self._by_task(self.matching(match,
@@ -273,17 +285,50 @@ def _integers(values: Sequence[int]) -> np.ndarray:
         return np.array(values, dtype=object)
 
 
-def column_chunks_to_array(chunks: list[np.ndarray], *, floats: bool) -> np.ndarray:
-    """One column from the arrays of its chunks (int64 chunks with an object one among
-    them come out as Python integers)."""
-    if not chunks:
-        return np.zeros(0, dtype=np.float64 if floats else np.int64)
-    return np.concatenate(chunks)
-
-
 def integer_chunk(values: Sequence[int]) -> np.ndarray:
     """A chunk of an integer column: int64, or Python integers when one does not fit."""
     return _integers(values)
+
+
+class ColumnBuffer:
+    """A column read in chunks, grown in place (`array.array`: int64 or float64 values
+    side by side, reallocated as it grows): chunk after chunk made into arrays of their
+    own and joined at the end left hundreds of megabytes of freed chunks among live
+    objects at a million groups, memory the process kept. A whole number past int64
+    turns the column into Python integers (exact, slower)."""
+
+    __slots__ = ("held", "spilled")
+
+    def __init__(self, floats: bool) -> None:
+        self.held = array.array("d" if floats else "q")
+        self.spilled: list[Any] | None = None
+
+    def extend(self, values: Sequence[Any]) -> None:
+        if self.spilled is not None:
+            self.spilled.extend(values)
+            return
+        before = len(self.held)
+        try:
+            self.held.extend(values)
+        except OverflowError:
+            del self.held[before:]  # what the failed extend appended
+            self.spilled = [*self.held, *values]
+            self.held = array.array(self.held.typecode)
+
+    def extend_array(self, values: np.ndarray) -> None:
+        """Values already an array of the column's type."""
+        if self.spilled is not None:
+            self.spilled.extend(values.tolist())
+        else:
+            self.held.frombytes(values.tobytes())
+
+    def finished(self) -> np.ndarray:
+        """The column (its buffer shared, not copied)."""
+        if self.spilled is not None:
+            return np.array(self.spilled, dtype=object)
+        dtype = np.float64 if self.held.typecode == "d" else np.int64
+        return np.frombuffer(self.held, dtype=dtype) if len(self.held) \
+            else np.zeros(0, dtype=dtype)
 
 
 def batched(rows: Iterable[Any], size: int) -> Iterable[list[Any]]:
@@ -293,5 +338,5 @@ def batched(rows: Iterable[Any], size: int) -> Iterable[list[Any]]:
         yield chunk
 
 
-__all__ = ["FLOAT_FIELDS", "KEY_FIELDS", "NO_TRIAL", "TOTAL_FIELDS", "Columns", "TaskColumns",
-           "exact_integers", "first_seen_codes", "segment_sums", "sequential_sum"]
+__all__ = ["FLOAT_FIELDS", "KEY_FIELDS", "NO_TRIAL", "TOTAL_FIELDS", "ColumnBuffer", "Columns",
+           "TaskColumns", "exact_integers", "first_seen_codes", "segment_sums", "sequential_sum"]

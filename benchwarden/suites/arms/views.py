@@ -24,6 +24,7 @@ Invariants:
 
 from __future__ import annotations
 
+import array
 import functools
 import json
 import math
@@ -31,9 +32,7 @@ import operator
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from benchwarden.core.group_totals import (
     NEWEST_KEPT,
@@ -44,6 +43,7 @@ from benchwarden.core.group_totals import (
     decoded_chunks,
     decoded_rows,
 )
+from benchwarden.core.lazy import lazy_module
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
 from benchwarden.core.stats import (
     bootstrap_mean_cis,
@@ -56,14 +56,19 @@ from benchwarden.core.store import RecordSummary, summed_number
 from benchwarden.suites.arms.columns import (
     KEY_FIELDS,
     NO_TRIAL,
+    ColumnBuffer,
     Columns,
     TaskColumns,
     batched,
-    column_chunks_to_array,
     first_seen_codes,
     integer_chunk,
 )
 from benchwarden.suites.arms.tasks import FAILURE_TAGS, FLOOR, PASS
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use: a command that builds no report does not pay for numpy
+    np = lazy_module("numpy")
 
 COMPONENTS = ("fresh_input", "cache_creation", "cache_read", "output")
 # The payload fields the views read; the store decodes these and skips the rest.
@@ -584,47 +589,50 @@ def columns_from_chunks(decoded: Iterable[DecodedChunk]) -> Columns:
     key_code_of: dict[str, int] = {}
     tier_of_key: list[int] = []
     failure_of_key: list[int] = []
-    chunks: dict[str, list[np.ndarray]] = {name: [] for name in _READ_COLUMNS}
-    for name in (*KEY_FIELDS, "group_key"):
-        chunks[name] = []
-    newest_chunks: list[np.ndarray] = []
+    read_columns = {name: ColumnBuffer(floats=name in _READ_FLOATS) for name in _READ_COLUMNS}
+    code_columns = {name: array.array("i") for name in ("arm", "task", "outcome", "group_key")}
+    newest_column = ColumnBuffer(floats=False)
     versions: set[str] = set()
     seen_versions: set[tuple[str, ...]] = set()
     for columns, chunk_versions, chunk_newest in decoded:
-        chunks["arm"].append(_coded(columns[2], code_of["arm"]))
-        chunks["task"].append(_coded(columns[3], code_of["task"]))
-        chunks["outcome"].append(_coded(columns[4], code_of["outcome"]))
+        for name, position in (("arm", 2), ("task", 3), ("outcome", 4)):
+            found = code_of[name]
+            code_columns[name].extend([found.setdefault(value, len(found))
+                                       for value in columns[position]])
         first_new = len(key_code_of)
-        chunks["group_key"].append(_coded(columns[5], key_code_of))
+        code_columns["group_key"].extend([key_code_of.setdefault(text, len(key_code_of))
+                                          for text in columns[5]])
         for text in list(key_code_of)[first_new:]:
             tier, failure = _tier_and_failure(text)
             tier_of_key.append(code_of["tier"].setdefault(tier, len(code_of["tier"])))
             failure_of_key.append(code_of["failure"].setdefault(failure,
                                                                 len(code_of["failure"])))
         for name, position in _READ_COLUMNS.items():
-            chunks[name].append(np.array(columns[position], dtype=np.float64)
-                                if name in _READ_FLOATS else integer_chunk(columns[position]))
-        newest_chunks.append(_newest_rows(chunk_newest))
+            read_columns[name].extend(columns[position])
+        newest_column.extend_array(_newest_rows(chunk_newest))
         for texts in set(chunk_versions).difference(seen_versions):
             seen_versions.add(texts)
             for text in texts:
                 version = _from_json(text)
                 if version:
                     versions.add(str(version))
-    group_keys = column_chunks_to_array(chunks.pop("group_key"), floats=False)
-    chunks["tier"] = [np.array(tier_of_key, dtype=np.int32)[group_keys]]
-    chunks["failure"] = [np.array(failure_of_key, dtype=np.int32)[group_keys]]
+    read = {name: column.finished() for name, column in read_columns.items()}
+    del read_columns
+    for name in ("arm", "task", "outcome"):
+        read[name] = np.frombuffer(code_columns.pop(name), dtype=np.int32) \
+            if len(code_columns[name]) else np.zeros(0, dtype=np.int32)
+    group_keys = code_columns.pop("group_key")
+    read["tier"] = np.array(tier_of_key, dtype=np.int32)[np.frombuffer(group_keys, np.int32)] \
+        if len(group_keys) else np.zeros(0, dtype=np.int32)
+    read["failure"] = np.array(failure_of_key, dtype=np.int32)[np.frombuffer(group_keys,
+                                                                             np.int32)] \
+        if len(group_keys) else np.zeros(0, dtype=np.int32)
     del group_keys
     names = {name: list(found) for name, found in code_of.items()}
-    # each column's chunks let go as soon as it is one array (a million groups: the
-    # chunks and the arrays of every column at once were a third of a report's memory)
-    read = {name: column_chunks_to_array(chunks.pop(name), floats=name in _READ_FLOATS)
-            for name in list(chunks)}
     first_seq = read["first_seq"]
     if len(first_seq) > 1 and bool(np.any(first_seq[1:] < first_seq[:-1])):
         raise ValueError("group totals must come in ascending first_seq order")
-    newest = (np.concatenate(newest_chunks) if newest_chunks
-              else np.zeros((0, TRIALS_PER_CELL), dtype=np.int64))
+    newest = newest_column.finished().reshape(-1, TRIALS_PER_CELL)
     pass_code = code_of["outcome"].get(PASS)
     records = read["samples"]
     values = {
@@ -658,13 +666,6 @@ _INTEGER_READ = ("priced", "fresh_input", "cache_creation", "cache_read", "outpu
                  "reasoning_samples", "reasoning", "denied_calls", "imputed_samples",
                  "odd_values")
 _NO_TRIALS = [NO_TRIAL] * TRIALS_PER_CELL
-
-
-def _coded(values: Sequence[Any], code_of: dict[Any, int]) -> np.ndarray:
-    """Each value's code: its position among the distinct values in the order first
-    seen (`code_of`, which gains the values not there)."""
-    return np.array([code_of.setdefault(value, len(code_of)) for value in values],
-                    dtype=np.int32)
 
 
 def _newest_rows(newest: Sequence[Sequence[int]]) -> np.ndarray:

@@ -217,3 +217,15 @@ def test_segment_sums_add_each_segment_in_order_from_zero(segments):
             total += value
         expected.append(total)
     assert [value.hex() for value in found] == [value.hex() for value in expected]
+
+
+def test_a_column_buffer_turns_to_python_integers_past_int64_and_keeps_every_value():
+    buffer = columnar.ColumnBuffer(floats=False)
+    buffer.extend((1, 2))
+    buffer.extend((3, 2**70, 4))  # the failed extend's partial values are not kept twice
+    buffer.extend_array(np.array([5], dtype=np.int64))
+    assert buffer.finished().tolist() == [1, 2, 3, 2**70, 4, 5]
+    plain = columnar.ColumnBuffer(floats=False)
+    plain.extend((1, 2))
+    assert plain.finished().dtype == np.int64 and plain.finished().tolist() == [1, 2]
+    assert columnar.ColumnBuffer(floats=True).finished().dtype == np.float64
