@@ -1434,14 +1434,23 @@ class Store(ABC):
         times (11 such runs decoded whole: 1.3 GiB). The whole of a run is `run_info`."""
         p = self.placeholder
         strings: dict[str, str] = {}
+        # a value whose text another run's config had is that run's value (every run of a
+        # suite lists the same tasks: decoded once)
+        values_of: dict[bytes, Any] = {}
+
+        def value_of(raw: msgspec.Raw) -> Any:
+            text = bytes(raw)
+            found = values_of.get(text, values_of)
+            if found is values_of:
+                found = values_of[text] = _held_once(msgspec.json.decode(text), strings)
+            return found
 
         def cut(rows: Iterator[tuple[Any, ...]]) -> list[tuple[int, Run]]:
             starts = []
             for seq, body in rows:
                 fields = _raw_fields.decode(_as_bytes(body))
                 config = _raw_fields.decode(fields.pop("config", b"{}"))
-                kept = {key: _held_once(msgspec.json.decode(config[key]), strings)
-                        for key in config_keys if key in config}
+                kept = {key: value_of(config[key]) for key in config_keys if key in config}
                 plain = {key: msgspec.json.decode(value) for key, value in fields.items()}
                 starts.append((int(seq), msgspec.convert({**plain, "config": kept}, Run)))
             return starts
