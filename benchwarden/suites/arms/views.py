@@ -698,7 +698,8 @@ def _has_equal_keys(codes: Mapping[str, np.ndarray], names: Mapping[str, list[An
     numbers = _key_numbers(codes, names)
     if isinstance(numbers, list):
         return len(set(numbers)) != len(numbers)
-    return len(np.unique(numbers)) != len(numbers)
+    ordered = np.sort(numbers)  # (a sort: numpy's `unique` hashes, several times slower)
+    return bool(np.any(ordered[1:] == ordered[:-1]))
 
 
 def _merged_equal_keys(codes: dict[str, np.ndarray], names: Mapping[str, list[Any]],
@@ -1025,10 +1026,17 @@ def arms_and_tasks(source: Source, configs: Iterable[Mapping[str, Any]] = ()
     arms: dict[str, None] = {}
     tasks: dict[str, None] = {}
     tiers: dict[Any, None] = {}
+    # a list another config holds too (`Store.runs_with_config` hands every run of a wide
+    # suite the one task list) adds nothing the second time
+    merged: set[int] = set()
+    kept = []  # (and the lists held while their ids mark them)
     for config in configs:
-        arms.update(dict.fromkeys(config.get("arms", [])))
-        tasks.update(dict.fromkeys(config.get("tasks", [])))
-        tiers.update(dict.fromkeys(config.get("tiers", [])))
+        for found, key in ((arms, "arms"), (tasks, "tasks"), (tiers, "tiers")):
+            values = config.get(key, [])
+            if id(values) not in merged:
+                merged.add(id(values))
+                kept.append(values)
+                found.update(dict.fromkeys(values))
     ordered = columns.ordered()
     for name, found in (("arm", arms), ("task", tasks), ("tier", tiers)):
         names = columns.names[name]

@@ -117,7 +117,10 @@ def test_the_views_over_columns_are_the_views_before_to_the_bit(trials, weights,
     records = records_of(trials)
     summary = views.summarize(records)
     columns = views.columns_of(summary)
-    configs = [{"arms": ["z"], "tasks": planned, "tiers": ["plan"]}]
+    # two runs handed the one task list (as `Store.runs_with_config` hands it), a third
+    # with its own
+    planned_run = {"arms": ["z"], "tasks": planned, "tiers": ["plan"]}
+    configs = [planned_run, {"tasks": planned}, {"tasks": [*reversed(planned), "t8"]}]
     arms, tasks, tiers = views.arms_and_tasks(columns, configs)
     assert (arms, tasks, tiers) == before.arms_and_tasks(summary, configs)
     assert same(views.coverage(columns, arms, tasks, floor),
