@@ -245,7 +245,10 @@ def clustered_mean_se_of_columns(counts: Any, sums: Any,
     _check_confidence(confidence)
     count_array = np.asarray(counts)
     kept = count_array != 0
-    kept_counts = [int(count) for count in count_array[kept].tolist()]
+    # whole numbers as Python integers (`tolist` of int64, or the integers an object
+    # array holds); a count of another kind made one, as `int(count)` there
+    kept_counts = count_array[kept].tolist() if count_array.dtype.kind in "iu" else \
+        [int(count) for count in count_array[kept].tolist()]
     sum_array = np.asarray(sums)
     kept_sums = (sum_array[kept].astype(np.float64) if sum_array.dtype != np.float64
                  else sum_array[kept]).tolist()
