@@ -10,6 +10,8 @@ suite's own `--html` option uses the same function through `core.commandline`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import click
 
 from benchwarden.cli.common import ConfigError, config_errors, open_store_or_exit, store_option
@@ -33,9 +35,13 @@ def report(run_id: str | None, latest: bool, store_location: str, html_path: str
         raise ConfigError("give either a RUN id or --latest, not both")
     with open_store_or_exit(store_location, create=False) as store:
         info = store.latest_run() if latest else store.run_info(run_id or "")
+        # its id and suite only: the report reads the run again, and a wide suite's run
+        # holds its task list three times (kept here, twice at once)
+        run_id, suite_name = info.run.run_id, info.run.suite
+        del info
         try:
-            suite = get_suite(info.run.suite)
-            data = suite.enrich(store, suite.build_report(store, info.run.run_id))
+            suite = get_suite(suite_name)
+            data = suite.enrich(store, suite.build_report(store, run_id))
         except (StoreError, SuiteUnavailable):
             raise
         except ValueError as error:
@@ -48,7 +54,9 @@ def report(run_id: str | None, latest: bool, store_location: str, html_path: str
         raise ConfigError(str(error)) from None
     except OSError as error:
         raise ConfigError(f"cannot write {html_path}: {error.strerror or error}") from None
-    verdict = as_json(data).get("verdict") or {}
-    click.echo(f"{info.run.suite} run {info.run.run_id}"
+    # the verdict alone made builtins (the whole report made builtins was a copy of it)
+    block = data.get("verdict") if isinstance(data, Mapping) else getattr(data, "verdict", None)
+    verdict = as_json(block) if block is not None else {}
+    click.echo(f"{suite_name} run {run_id}"
                + (f" ({verdict.get('kind')})" if verdict else "")
                + f": report written to {written}")

@@ -113,9 +113,13 @@ def show(run_id: str | None, latest: bool, store_location: str, json_path: str |
         raise ConfigError("give a RUN id (see `benchwarden runs`) or --latest")
     with open_store_or_exit(store_location, create=False) as store:
         info = store.latest_run() if latest else store.run_info(run_id or "")
+        # its id and suite only: the report reads the run again, and a wide suite's run
+        # holds its task list three times (kept here, twice at once)
+        run_id, suite_name = info.run.run_id, info.run.suite
+        del info
         try:
-            suite = get_suite(info.run.suite)
-            report = suite.build_report(store, info.run.run_id)
+            suite = get_suite(suite_name)
+            report = suite.build_report(store, run_id)
         except (StoreError, SuiteUnavailable):
             raise
         except ValueError as error:

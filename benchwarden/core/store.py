@@ -57,7 +57,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -133,6 +133,8 @@ ENTRY_COLUMNS = ("kind", "suite", "scope", "arm", "task", "trial", "run_id", "bo
 _record_decoder = msgspec.json.Decoder(Record)
 _run_decoder = msgspec.json.Decoder(Run)
 _run_end_decoder = msgspec.json.Decoder(RunEnd)
+# a JSON object's fields left undecoded (`runs_with_config` decodes the few it keeps)
+_raw_fields = msgspec.json.Decoder(dict[str, msgspec.Raw])
 # Rows per query of `iter_record_summaries`: slim rows are decoded and dropped at once,
 # so a larger page only saves round trips.
 SUMMARY_BATCH = 5_000
@@ -588,6 +590,19 @@ class ListedRun:
     run: RunHeading
     end: RunEnd | None
     record_count: int
+
+
+def _held_once(value: Any, strings: dict[str, str]) -> Any:
+    """`value` with each string in it (in lists and mappings) replaced by the equal one
+    already in `strings` (added when new): names repeated across runs held once."""
+    if isinstance(value, str):
+        return strings.setdefault(value, value)
+    if isinstance(value, list):
+        return [_held_once(item, strings) for item in value]
+    if isinstance(value, dict):
+        return {_held_once(key, strings): _held_once(item, strings)
+                for key, item in value.items()}
+    return value
 
 
 def find_secrets(value: Any, path: str = "") -> list[str]:
@@ -1076,10 +1091,22 @@ class Store(ABC):
         by key), read from the database one row at a time as `fold` asks: what a report
         reads, tens of thousands of groups in a suite of thousands of tasks, neither
         all held as rows nor made into a `GroupTotals` each."""
+        return self.fold_group_rows(suite, scope, lambda rows: fold(decoded_rows(rows)))
+
+    def fold_group_rows(self, suite: str, scope: str,
+                        fold: Callable[[Iterator[tuple[Any, ...]]], T]) -> T:
+        """`fold_group_totals` of the stored rows themselves, not decoded
+        (`GROUP_TOTALS_COLUMNS` order, as the database gives them), for a reader that
+        checks and decodes them by chunks (`core.group_totals.decoded_chunks`: a report
+        of a suite of 333,000 tasks reads a million). `UnreadableGroupTotals` raised by
+        `fold` is the store's corruption, as there."""
         if not self._reads_totals_table and self._reads_version_3_groups:
             groups = sorted(self._version_3_group_totals(suite, scope),
                             key=lambda group: (group.first_seq, group.key))
-            return fold(decoded_rows(group.row() for group in groups))
+            try:
+                return fold(group.row() for group in groups)
+            except UnreadableGroupTotals as error:
+                raise self._edited_derived_data(error) from None
         if not self._reads_totals_table:
             self.group_totals(suite, scope)  # raises, saying why
         p = self.placeholder
@@ -1088,7 +1115,7 @@ class Store(ABC):
                 f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM record_group_totals "
                 f"WHERE suite = {p} AND scope = {p} "
                 f"ORDER BY first_seq, {', '.join(GROUP_KEY_COLUMNS)}",
-                (suite, scope), lambda rows: fold(decoded_rows(rows)))
+                (suite, scope), fold)
         except UnreadableGroupTotals as error:
             raise self._edited_derived_data(error) from None
 
@@ -1500,6 +1527,41 @@ class Store(ABC):
         counts = {run_id: self._whole_count(count, f"run {run_id}")
                   for run_id, count in self._query(counted, params)}
         return ends, counts
+
+    def runs_with_config(self, suite: str, config_keys: Collection[str]) -> list[RunInfo]:
+        """`runs(suite)` with each run's config cut to `config_keys`: the rest of a config
+        is never decoded, run bodies are read one at a time, and equal strings in what is
+        kept (task names) are held once. For a report, which reads a few keys of every
+        run's config: a suite of 333,000 tasks writes configs listing every task three
+        times (11 such runs decoded whole: 1.3 GiB). The whole of a run is `run_info`."""
+        p = self.placeholder
+        strings: dict[str, str] = {}
+        # a value whose text another run's config had is that run's value (every run of a
+        # suite lists the same tasks: decoded once)
+        values_of: dict[bytes, Any] = {}
+
+        def value_of(raw: msgspec.Raw) -> Any:
+            text = bytes(raw)
+            found = values_of.get(text, values_of)
+            if found is values_of:
+                found = values_of[text] = _held_once(msgspec.json.decode(text), strings)
+            return found
+
+        def cut(rows: Iterator[tuple[Any, ...]]) -> list[tuple[int, Run]]:
+            starts = []
+            for seq, body in rows:
+                fields = _raw_fields.decode(_as_bytes(body))
+                config = _raw_fields.decode(fields.pop("config", b"{}"))
+                kept = {key: value_of(config[key]) for key in config_keys if key in config}
+                plain = {key: msgspec.json.decode(value) for key, value in fields.items()}
+                starts.append((int(seq), msgspec.convert({**plain, "config": kept}, Run)))
+            return starts
+
+        starts = self._fold_query(f"SELECT seq, body FROM entries WHERE kind = 'run' "
+                                  f"AND suite = {p}", (suite,), cut)
+        ends, counts = self._run_ends_and_counts(suite)
+        return [RunInfo(run, ends.get(run.run_id), int(counts.get(run.run_id, 0)))
+                for _, run in sorted(starts, key=lambda start: start[0])]
 
     def run_info(self, run_id: str) -> RunInfo:
         p = self.placeholder

@@ -20,6 +20,7 @@ from benchwarden.core.group_totals import (
     GroupTotals,
     UnreadableGroupTotals,
     compensated_add,
+    decoded_chunks,
     decoded_rows,
     first_difference,
     fold_batch_into,
@@ -334,4 +335,45 @@ def test_decoded_rows_refuse_what_from_row_refuses_in_the_same_words():
         GroupTotals.from_row(row)
     with pytest.raises(UnreadableGroupTotals) as found:
         list(decoded_rows([tuple(_stored_row()), tuple(row)]))
+    assert str(found.value) == str(expected.value)
+
+
+odd_cells = st.sampled_from([("newest", "[1.0,2]"), ("newest", '["3"]'),
+                             ("bench_versions", '[1,"2"]'), ("duration_s", 3),
+                             ("arm", b"cli")])
+
+
+@given(records_strategy, st.integers(1, 5), st.lists(st.tuples(st.integers(0, 40), odd_cells),
+                                                    max_size=3))
+@settings(max_examples=60, deadline=None)
+def test_decoded_chunks_are_the_decoded_rows_by_column(rows, size, edits):
+    """`decoded_chunks` gives each chunk's rows as `decoded_rows` gives them, transposed,
+    whether every row of a chunk is as the store writes it (checked a column at a time)
+    or some are not (a whole or bytes where a float or text is due, JSON of another
+    shape: read row by row the general way)."""
+    groups: dict[tuple[Any, ...], GroupTotals] = {}
+    fold_into(groups, summary_rows(rows))
+    stored = [list(group.row()) for group in groups.values()]
+    for at, (column, value) in edits:
+        if stored:
+            stored[at % len(stored)][GROUP_TOTALS_COLUMNS.index(column)] = value
+    rows_as_stored = [tuple(row) for row in stored]
+    expected = list(decoded_rows(iter(rows_as_stored)))
+    found = []
+    for columns, versions, newest in decoded_chunks(iter(rows_as_stored), size):
+        assert len(columns) == len(GROUP_TOTALS_COLUMNS)
+        found.extend(zip(zip(*columns, strict=True), versions, newest, strict=True))
+    assert [(tuple(plain), versions, newest) for plain, versions, newest in found] == \
+        [(tuple(plain), versions, newest) for plain, versions, newest in expected]
+    assert [[type(value) for value in plain] for plain, _, _ in found] == \
+        [[type(value) for value in plain] for plain, _, _ in expected]
+
+
+def test_decoded_chunks_refuse_what_decoded_rows_refuse_in_the_same_words():
+    row = _stored_row()
+    row[GROUP_TOTALS_COLUMNS.index("output")] = "many"
+    with pytest.raises(UnreadableGroupTotals) as expected:
+        list(decoded_rows([tuple(_stored_row()), tuple(row)]))
+    with pytest.raises(UnreadableGroupTotals) as found:
+        list(decoded_chunks([tuple(_stored_row()), tuple(row)]))
     assert str(found.value) == str(expected.value)

@@ -437,3 +437,43 @@ def test_clustered_of_totals_equals_its_former_self_to_the_bit(totals, confidenc
             stats.clustered_mean_se_of_totals(totals, confidence)
         return
     assert repr(stats.clustered_mean_se_of_totals(totals, confidence)) == expected
+
+
+@given(st.lists(st.floats(-1e12, 1e12, allow_nan=False), min_size=2, max_size=300),
+       st.integers(1, 400), st.integers(1, 700), st.integers(0, 2**32 - 1))
+@settings(max_examples=60, deadline=None)
+def test_the_bootstrap_distribution_of_a_mean_is_scipys_to_the_bit(values, resamples, batch,
+                                                                    seed):
+    """`bootstrap_mean_ci` draws its resamples of a wide sample (over
+    `CLOSED_FORM_JACKKNIFE_ABOVE` values) itself, without scipy's machinery: the same
+    distribution and standard error as `scipy.stats.bootstrap`'s,
+    bit for bit, whatever the data, batch and seed."""
+    data = np.asarray(values)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        scipys = scipy_stats.bootstrap(
+            (data,), np.mean, n_resamples=resamples, vectorized=True, batch=batch,
+            method="percentile", **stats._bootstrap_random_argument(seed))
+        mine = stats._bootstrap_distribution_of_mean(data, resamples, batch, seed)
+    assert np.array_equal(mine, scipys.bootstrap_distribution)
+    assert float(np.std(mine, ddof=1)).hex() == float(scipys.standard_error).hex()
+
+
+def test_bootstraps_side_by_side_are_the_bootstraps_one_by_one():
+    generator = np.random.default_rng(3)
+    samples = [generator.lognormal(8.0, 1.0, size=size).tolist()
+               for size in (1500, 2, 40, 3000, 1)]
+    assert stats.bootstrap_mean_cis(samples, resamples=300) == \
+        [stats.bootstrap_mean_ci(values, resamples=300) for values in samples]
+    assert stats.bootstrap_mean_cis([]) == []
+
+
+@given(st.lists(st.tuples(st.integers(-3, 3), st.floats(-1e9, 1e9, allow_nan=False)),
+                max_size=30))
+def test_clustered_estimates_from_columns_are_the_ones_from_totals(clusters):
+    counts = [count for count, _ in clusters]
+    sums = [total for _, total in clusters]
+    expected = stats.clustered_mean_se_of_totals(dict(enumerate(clusters)))
+    assert stats.clustered_mean_se_of_columns(np.array(counts, dtype=np.int64),
+                                              np.array(sums, dtype=np.float64)) == expected
+    assert stats.clustered_mean_se_of_columns(counts, sums) == expected

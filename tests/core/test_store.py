@@ -5,6 +5,7 @@ through the real command line are in tests/cli/test_store_commands.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -417,3 +418,30 @@ def test_an_unreadable_record_body_is_named_not_a_traceback(tmp_path):
         with pytest.raises(CorruptStore, match="entry 3 is not a readable record"):
             store.records()
         assert not store.verify().ok
+
+
+def test_runs_read_with_a_cut_config_are_the_runs_with_that_config(tmp_path):
+    path = tmp_path / "s.sqlite"
+    configs = [{"scope": "x", "tasks": ["t1", "t2"], "all_tasks": ["t1", "t2", "t3"],
+                "arms": ["a"]},
+               {"scope": "y", "tasks": ["t2", "t1"], "task_tiers": {"t1": "read"}},
+               {}]
+    with open_store(path) as store:
+        for index, config in enumerate(configs):
+            store.begin_run(stamp_run(suite="demo", bench_version="1", config=config,
+                                      run_id=f"run-{index}"))
+            store.append([make_record(task=f"t{index}", run_id=f"run-{index}")])
+        store.begin_run(stamp_run(suite="other", bench_version="1", config={"tasks": ["z"]},
+                                  run_id="elsewhere"))
+    with open_store(path, create=False, read_only=True) as store:
+        whole = store.runs("demo")
+        cut = store.runs_with_config("demo", ("scope", "tasks", "arms"))
+    assert [info.run.run_id for info in cut] == ["run-0", "run-1", "run-2"]
+    for found, expected in zip(cut, whole, strict=True):
+        kept = {key: value for key, value in expected.run.config.items()
+                if key in ("scope", "tasks", "arms")}
+        assert found.run.config == kept
+        assert dataclasses.replace(found.run, config=expected.run.config) == expected.run
+        assert (found.end, found.record_count) == (expected.end, expected.record_count)
+    # a task name repeated across runs is one string
+    assert cut[0].run.config["tasks"][0] is cut[1].run.config["tasks"][1]

@@ -464,13 +464,22 @@ def build_scope_report(store: Store, scope: str | None = None,
                        floor: int = FLOOR) -> ArmsReport:
     """The report of a suite's scope (default: the scope of the latest arms run)."""
     scope, mine = _resolve_scope(store, scope)
-    return _report(store, scope, mine[-1] if mine else None, weights, floor, mine)
+    # the runs read for the report hold only `REPORT_CONFIG`: the latest is read whole
+    latest = store.run_info(mine[-1].run.run_id) if mine else None
+    return _report(store, scope, latest, weights, floor, mine)
+
+
+REPORT_CONFIG = ("scope", "arms", "tasks", "tiers")
+"""What a report reads of every run's configuration (`views.arms_and_tasks`): runs are
+read with only these keys (`Store.runs_with_config`; a wide suite's configs list every
+task three times, and a scope's runs were most of a report's memory)."""
 
 
 def _resolve_scope(store: Store, scope: str | None) -> tuple[str, list[Any]]:
-    """The scope asked for (default: the latest arms run's) and its runs; a scope with
-    neither runs nor records is refused in one line."""
-    runs = store.runs(SUITE_NAME)
+    """The scope asked for (default: the latest arms run's) and its runs, their configs
+    cut to `REPORT_CONFIG`; a scope with neither runs nor records is refused in one
+    line."""
+    runs = store.runs_with_config(SUITE_NAME, REPORT_CONFIG)
     if scope is None:
         if not runs:
             raise StoreUsageError(f"no arms runs in {store.location}")
@@ -484,7 +493,7 @@ def _resolve_scope(store: Store, scope: str | None) -> tuple[str, list[Any]]:
 
 
 def summarize_scope(store: Store, scope: str) -> Any:
-    """`views.Summary` of a scope. Read from the store's group totals when it has them
+    """`views.Columns` of a scope. Read from the store's group totals when it has them
     (`summary_in_database`; a version 3 store opened read-only sums them from its group
     index); otherwise (a store of version 1 or 2 opened read-only) one streaming pass
     over slim rows (no transcript or final report is decoded). All give the same
@@ -497,17 +506,18 @@ def summarize_scope(store: Store, scope: str) -> Any:
         # without holding the GIL, so the import runs beside the query instead of after.
         import_in_background(stats.scipy_stats)
         return summary_in_database(store, scope)
-    return views.summarize(store.iter_record_summaries(
-        suite=SUITE_NAME, scope=scope, payload_fields=views.PAYLOAD_FIELDS))
+    return views.columns_of(views.summarize(store.iter_record_summaries(
+        suite=SUITE_NAME, scope=scope, payload_fields=views.PAYLOAD_FIELDS)))
 
 
 def summary_in_database(store: Store, scope: str) -> Any:
-    """`views.Summary` of a scope from the store's group totals (`Store.fold_group_totals`:
+    """`views.Columns` of a scope from the store's group totals (`Store.fold_group_totals`:
     a few rows per cell, kept summed as the records were appended, each group's newest
-    trials included, read one at a time): no record and no per-record row is read."""
+    trials included, checked and decoded by chunks into arrays): no record and no
+    per-record row is read."""
     from benchwarden.suites.arms import views
 
-    return store.fold_group_totals(SUITE_NAME, scope, views.summary_from_rows)
+    return store.fold_group_rows(SUITE_NAME, scope, views.columns_from_stored_rows)
 
 
 def _clip(text: Any) -> Any:
@@ -653,7 +663,8 @@ def _report_of(store: Store, scope: str, info: Any, weights: TokenWeights,
 
     summary = summarize_scope(store, scope)
     if scope_runs is None:
-        scope_runs = [i for i in store.runs(SUITE_NAME) if i.run.config.get("scope") == scope]
+        scope_runs = [i for i in store.runs_with_config(SUITE_NAME, REPORT_CONFIG)
+                      if i.run.config.get("scope") == scope]
     configs = [i.run.config for i in scope_runs]
     arms, tasks, tiers = views.arms_and_tasks(summary, configs)
     counts = views.coverage(summary, arms, tasks, floor)
@@ -661,7 +672,7 @@ def _report_of(store: Store, scope: str, info: Any, weights: TokenWeights,
     cells = sum(row["cells"] for row in counts.values())
     versions = sorted(summary.versions)
     samples = summary.samples
-    skipped = sum(totals.odd_values for totals in summary.groups.values())
+    skipped = int(summary.values["odd_values"].sum())
     if not samples:
         verdict = Verdict.nothing_measured(f"no samples recorded for suite {scope!r}")
     else:
@@ -698,6 +709,9 @@ def _report_of(store: Store, scope: str, info: Any, weights: TokenWeights,
                                   if i.end is not None and i.end.summary], floor),
         "skipped_values": skipped,
     }
+    # the columns are let go before the typed report copies the body (a suite of 333,000
+    # tasks: a quarter of a gigabyte held through the copy otherwise)
+    del summary
     plain = envelope(suite=SUITE_NAME, bench_version=bench_version,
                      run=info.run if info is not None else None,
                      end=info.end if info is not None else None, verdict=verdict, body=body,

@@ -1,8 +1,10 @@
 """Views of arms records: pure functions from per-cell totals to JSON-able tables.
 
-Nothing here reads a file, a clock or a socket: the report streams slim rows from the
-store (`Store.iter_record_summaries`) into `summarize`, tests hand in-memory records to
-the same functions (every view accepts records or a `Summary`).
+Nothing here reads a file, a clock or a socket: a report reads the store's group totals
+into `Columns` (`columns_from_stored_rows`: one array per field, a million groups in a
+few hundred megabytes), tests hand in-memory records to the same functions (every view
+accepts records, a `Summary` or `Columns`; the first two are made columns). `Summary`
+(a dict of groups) is what the streaming pass over records makes, and what tests compare.
 
 Invariants:
 - One pass, bounded memory: `summarize` keeps totals per (arm, task, tier, outcome,
@@ -24,32 +26,51 @@ Invariants:
 
 from __future__ import annotations
 
+import array
 import functools
 import json
 import math
 import operator
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from benchwarden.core.group_totals import (
     NEWEST_KEPT,
+    DecodedChunk,
     DecodedRow,
     GroupTotals,
     compensated_add,
+    decoded_chunks,
     decoded_rows,
 )
+from benchwarden.core.lazy import lazy_module
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
 from benchwarden.core.stats import (
-    bootstrap_mean_ci,
-    clustered_mean_se_of_totals,
+    bootstrap_mean_cis,
+    clustered_mean_se_of_columns,
     mde_proportions,
     paired_difference,
     wilson_interval,
 )
 from benchwarden.core.store import RecordSummary, summed_number
+from benchwarden.suites.arms.columns import (
+    KEY_FIELDS,
+    NO_TRIAL,
+    ColumnBuffer,
+    Columns,
+    TaskColumns,
+    batched,
+    first_seen_codes,
+    integer_chunk,
+)
 from benchwarden.suites.arms.tasks import FAILURE_TAGS, FLOOR, PASS
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use: a command that builds no report does not pay for numpy
+    np = lazy_module("numpy")
 
 COMPONENTS = ("fresh_input", "cache_creation", "cache_read", "output")
 # The payload fields the views read; the store decodes these and skips the rest.
@@ -373,7 +394,7 @@ def union_of(parts: Sequence[Totals]) -> Totals:
                   imputed_samples, imputed_cost_usd, odd_values)
 
 
-Source = Summary | Iterable[Record] | Iterable[RecordSummary]
+Source = Columns | Summary | Iterable[Record] | Iterable[RecordSummary]
 
 
 def _key_text(value: Any) -> str | None:
@@ -512,31 +533,235 @@ def summary_from_rows(rows: Iterable[DecodedRow]) -> Summary:
 
 
 def _summary(source: Source) -> Summary:
-    return source if isinstance(source, Summary) else summarize(source)
+    return source if isinstance(source, Summary) else summarize(source)  # type: ignore[arg-type]
+
+
+def columns_of(source: Source) -> Columns:
+    """The `Columns` the views read: as given, or made of a `Summary` or of records."""
+    if isinstance(source, Columns):
+        return source
+    summary = _summary(source)
+    return Columns.of_groups(summary.groups, summary.first_seen, summary.versions)
+
+
+def summary_of(columns: Columns) -> Summary:
+    """The `Summary` holding the same groups as `columns` (keys, totals, newest trials,
+    first-seen sequence numbers and versions), in the same order: `columns_of`'s
+    inverse, for comparing the two forms."""
+    summary = Summary(versions=set(columns.versions))
+    everything = np.arange(len(columns))
+    keys = zip(*(columns.names_of(name, everything) for name in KEY_FIELDS), strict=True)
+    values = [columns.values[name].tolist() for name in _TOTAL_FIELDS]
+    for position, (key, first_seq) in enumerate(zip(keys, columns.first_seq.tolist(),
+                                                     strict=True)):
+        group = GroupKey(*key)
+        totals = Totals(*(column[position] for column in values))
+        totals.newest = tuple(seq for seq in columns.newest[position].tolist()
+                              if seq != NO_TRIAL)
+        summary.groups[group] = totals
+        summary.first_seen[group] = first_seq
+    return summary
+
+
+def columns_from_rows(rows: Iterable[DecodedRow]) -> Columns:
+    """`summary_from_rows` by column: the store's group totals as `Store.fold_group_totals`
+    hands them over (in ascending `first_seq` order: a `ValueError` otherwise), groups
+    whose keys come out equal merged as `summary_from_rows` merges them. The same totals
+    to the last bit (tested), in memory of a few arrays."""
+    def chunks() -> Iterator[DecodedChunk]:
+        for chunk in batched(rows, 8192):
+            yield (list(zip(*(plain for plain, _, _ in chunk), strict=True)),
+                   [versions for _, versions, _ in chunk], [newest for _, _, newest in chunk])
+    return columns_from_chunks(chunks())
+
+
+def columns_from_stored_rows(rows: Iterable[tuple[Any, ...]]) -> Columns:
+    """`columns_from_rows` of the stored rows as `Store.fold_group_rows` hands them over,
+    checked and decoded by chunks (`decoded_chunks`): what a report reads."""
+    return columns_from_chunks(decoded_chunks(rows))
+
+
+def columns_from_chunks(decoded: Iterable[DecodedChunk]) -> Columns:
+    """`columns_from_rows` of rows by chunks (`core.group_totals.decoded_chunks`), each
+    chunk's columns made arrays at once: a report of a suite of 333,000 tasks reads a
+    million groups."""
+    code_of: dict[str, dict[Any, int]] = {name: {} for name in KEY_FIELDS}
+    # each distinct `[tier, failure]` text by its code, and the tier's and failure's codes
+    # of each code
+    key_code_of: dict[str, int] = {}
+    tier_of_key: list[int] = []
+    failure_of_key: list[int] = []
+    read_columns = {name: ColumnBuffer(floats=name in _READ_FLOATS) for name in _READ_COLUMNS}
+    code_columns = {name: array.array("i") for name in ("arm", "task", "outcome", "group_key")}
+    newest_column = ColumnBuffer(floats=False)
+    versions: set[str] = set()
+    seen_versions: set[tuple[str, ...]] = set()
+    for columns, chunk_versions, chunk_newest in decoded:
+        for name, position in (("arm", 2), ("task", 3), ("outcome", 4)):
+            found = code_of[name]
+            code_columns[name].extend([found.setdefault(value, len(found))
+                                       for value in columns[position]])
+        first_new = len(key_code_of)
+        code_columns["group_key"].extend([key_code_of.setdefault(text, len(key_code_of))
+                                          for text in columns[5]])
+        for text in list(key_code_of)[first_new:]:
+            tier, failure = _tier_and_failure(text)
+            tier_of_key.append(code_of["tier"].setdefault(tier, len(code_of["tier"])))
+            failure_of_key.append(code_of["failure"].setdefault(failure,
+                                                                len(code_of["failure"])))
+        for name, position in _READ_COLUMNS.items():
+            read_columns[name].extend(columns[position])
+        newest_column.extend_array(_newest_rows(chunk_newest))
+        for texts in set(chunk_versions).difference(seen_versions):
+            seen_versions.add(texts)
+            for text in texts:
+                version = _from_json(text)
+                if version:
+                    versions.add(str(version))
+    read = {name: column.finished() for name, column in read_columns.items()}
+    del read_columns
+    for name in ("arm", "task", "outcome"):
+        read[name] = np.frombuffer(code_columns.pop(name), dtype=np.int32) \
+            if len(code_columns[name]) else np.zeros(0, dtype=np.int32)
+    group_keys = code_columns.pop("group_key")
+    read["tier"] = np.array(tier_of_key, dtype=np.int32)[np.frombuffer(group_keys, np.int32)] \
+        if len(group_keys) else np.zeros(0, dtype=np.int32)
+    read["failure"] = np.array(failure_of_key, dtype=np.int32)[np.frombuffer(group_keys,
+                                                                             np.int32)] \
+        if len(group_keys) else np.zeros(0, dtype=np.int32)
+    del group_keys
+    names = {name: list(found) for name, found in code_of.items()}
+    first_seq = read["first_seq"]
+    if len(first_seq) > 1 and bool(np.any(first_seq[1:] < first_seq[:-1])):
+        raise ValueError("group totals must come in ascending first_seq order")
+    newest = newest_column.finished().reshape(-1, TRIALS_PER_CELL)
+    pass_code = code_of["outcome"].get(PASS)
+    records = read["samples"]
+    values = {
+        "samples": records,
+        "passes": records * (read["outcome"] == pass_code) if pass_code is not None
+        else np.zeros_like(records),
+        **{name: read.pop(name) for name in _INTEGER_READ},
+    }
+    for name in _FLOAT_SUMS:
+        # a stored float sum is its compensated pair: its value is `sum + error`
+        values[name] = read.pop(name)
+        values[name] += read.pop(f"{name}_error")
+    values = {name: values[name] for name in _TOTAL_FIELDS}
+    codes = {name: read[name] for name in KEY_FIELDS}
+    if _has_equal_keys(codes, names):
+        codes, values, newest, first_seq = _merged_equal_keys(codes, names, values, newest,
+                                                              first_seq)
+    return Columns(names, codes, values, newest, first_seq, versions)
+
+
+# where `columns_from_rows` reads each column of a stored row (`UNPACKED_COLUMNS`)
+_READ_COLUMNS = {"first_seq": 6, "samples": 7, "priced": 8, "fresh_input": 9,
+                 "cache_creation": 10, "cache_read": 11, "output": 12,
+                 "reasoning_samples": 13, "reasoning": 14, "duration_s": 15,
+                 "duration_s_error": 16, "turns": 17, "turns_error": 18, "denied_calls": 19,
+                 "imputed_samples": 20, "imputed_cost_usd": 21,
+                 "imputed_cost_usd_error": 22, "odd_values": 23}
+_FLOAT_SUMS = ("duration_s", "turns", "imputed_cost_usd")
+_READ_FLOATS = frozenset((*_FLOAT_SUMS, *(f"{name}_error" for name in _FLOAT_SUMS)))
+_INTEGER_READ = ("priced", "fresh_input", "cache_creation", "cache_read", "output",
+                 "reasoning_samples", "reasoning", "denied_calls", "imputed_samples",
+                 "odd_values")
+_NO_TRIALS = [NO_TRIAL] * TRIALS_PER_CELL
+
+
+def _newest_rows(newest: Sequence[Sequence[int]]) -> np.ndarray:
+    """Each group's newest trials as a row of `TRIALS_PER_CELL`: the last ones of those
+    given, ascending, padded with `NO_TRIAL` (as `summary_from_rows` keeps them)."""
+    lengths = set(map(len, newest))
+    if len(lengths) == 1 and (length := lengths.pop()) <= TRIALS_PER_CELL:
+        # every group of the chunk with as many: sorted as a block
+        rows = np.sort(np.array(newest, dtype=np.int64).reshape(len(newest), length), axis=1)
+        return np.hstack((rows, np.full((len(newest), TRIALS_PER_CELL - length), NO_TRIAL,
+                                        dtype=np.int64)))
+    return np.array([((sorted(seqs) if len(seqs) > 1 else list(seqs))[-TRIALS_PER_CELL:]
+                      + _NO_TRIALS)[:TRIALS_PER_CELL] for seqs in newest],
+                    dtype=np.int64).reshape(len(newest), TRIALS_PER_CELL)
+
+
+def _key_numbers(codes: Mapping[str, np.ndarray], names: Mapping[str, list[Any]]) -> Any:
+    """One integer per group naming its key (the codes in mixed radix), or one tuple
+    per group where the product of the fields' sizes passes int64."""
+    sizes = [max(1, len(names[name])) for name in KEY_FIELDS]
+    if math.prod(sizes) < 2**62:
+        number = np.zeros(len(codes["arm"]), dtype=np.int64)
+        for name, size in zip(KEY_FIELDS, sizes, strict=True):
+            number = number * size + codes[name].astype(np.int64)
+        return number
+    return list(zip(*(codes[name].tolist() for name in KEY_FIELDS), strict=True))
+
+
+def _has_equal_keys(codes: Mapping[str, np.ndarray], names: Mapping[str, list[Any]]) -> bool:
+    numbers = _key_numbers(codes, names)
+    if isinstance(numbers, list):
+        return len(set(numbers)) != len(numbers)
+    ordered = np.sort(numbers)  # (a sort: numpy's `unique` hashes, several times slower)
+    return bool(np.any(ordered[1:] == ordered[:-1]))
+
+
+def _merged_equal_keys(codes: dict[str, np.ndarray], names: Mapping[str, list[Any]],
+                       values: dict[str, np.ndarray], newest: np.ndarray,
+                       first_seq: np.ndarray) -> tuple[dict[str, np.ndarray],
+                                                       dict[str, np.ndarray], np.ndarray,
+                                                       np.ndarray]:
+    """Groups whose keys come out equal (two `[tier, failure]` texts naming one tier,
+    say) merged into the first, as `summary_from_rows` merges them: each later one's
+    totals added to the first's in turn (`Totals.merge`), its newest trials pooled."""
+    numbers = _key_numbers(codes, names)
+    keys = numbers if isinstance(numbers, list) else numbers.tolist()
+    fields = {name: column.tolist() for name, column in values.items()}
+    first_of: dict[Any, int] = {}
+    pooled: dict[int, list[int]] = {}
+    kept = np.ones(len(keys), dtype=bool)
+    for position, key in enumerate(keys):
+        first = first_of.setdefault(key, position)
+        if first == position:
+            continue
+        kept[position] = False
+        for column in fields.values():
+            column[first] = column[first] + column[position]
+        found = pooled.get(first)
+        if found is None:
+            found = pooled[first] = [seq for seq in newest[first].tolist() if seq != NO_TRIAL]
+        found.extend(seq for seq in newest[position].tolist() if seq != NO_TRIAL)
+    newest = newest.copy()
+    for first, found in pooled.items():
+        newest[first] = (sorted(found)[-TRIALS_PER_CELL:] + _NO_TRIALS)[:TRIALS_PER_CELL]
+    merged_values = {name: (np.array(column, dtype=np.float64)[kept] if name in _READ_FLOATS
+                            else integer_chunk(column)[kept])
+                     for name, column in fields.items()}
+    return ({name: column[kept] for name, column in codes.items()}, merged_values,
+            newest[kept], first_seq[kept])
 
 
 # ---------------------------------------------------------------------------- estimates
 
-def _clustered(per_task: Mapping[str, tuple[int, float]]) -> dict[str, Any] | None:
-    if not any(count for count, _ in per_task.values()):
+def _clustered(counts: np.ndarray, sums: np.ndarray) -> dict[str, Any] | None:
+    if not counts.any():
         return None
-    return clustered_mean_se_of_totals(per_task).to_json_dict()
+    return clustered_mean_se_of_columns(counts, sums).to_json_dict()
 
 
-def _cost_by_task(per_task: Mapping[str, Totals],
-                  weights: TokenWeights) -> dict[str, tuple[int, float]]:
-    return {task: (t.priced, t.cost_equivalent(weights)) for task, t in per_task.items()}
-
-
-def _per_task_bootstrap(per_task: Mapping[str, Totals],
-                        weights: TokenWeights) -> dict[str, Any] | None:
-    """Mean over tasks of each task's mean cost, with a BCa bootstrap interval over
-    tasks: every task weighs the same however deep its cell, and a skewed task mix
-    is not forced into a t interval."""
-    means = [t.cost_equivalent(weights) / t.priced for t in per_task.values() if t.priced]
-    if not means:
-        return None
-    return bootstrap_mean_ci(means).to_json_dict()
+def _per_task_bootstraps(per_arm: Sequence[TaskColumns],
+                         weights: TokenWeights) -> list[dict[str, Any] | None]:
+    """Per arm, the mean over tasks of each task's mean cost, with a BCa bootstrap
+    interval over tasks: every task weighs the same however deep its cell, and a skewed
+    task mix is not forced into a t interval. The arms' bootstraps run side by side
+    (`bootstrap_mean_cis`)."""
+    means: list[list[float] | None] = []
+    for per_task in per_arm:
+        priced = per_task["priced"]
+        kept = priced != 0
+        # a float divided by a whole number: the number made a float first, as Python does
+        means.append((per_task.cost_equivalent(weights)[kept] / priced[kept])
+                     .astype(np.float64).tolist() if kept.any() else None)
+    estimates = iter(bootstrap_mean_cis([found for found in means if found is not None]))
+    return [None if found is None else next(estimates).to_json_dict() for found in means]
 
 
 def _success(totals: Totals) -> dict[str, Any] | None:
@@ -545,9 +770,33 @@ def _success(totals: Totals) -> dict[str, Any] | None:
     return wilson_interval(totals.passes, totals.samples).to_json_dict()
 
 
+def _total(columns: Columns, **match: Any) -> Totals:
+    return Totals(**columns.total(**match))
+
+
+def _divided(numerators: np.ndarray, denominators: np.ndarray) -> list[float]:
+    """`numerator / denominator` of whole numbers, as Python divides them (correctly
+    rounded): numpy's division of the two made floats agrees below 2**53."""
+    if (numerators.dtype != object and denominators.dtype != object and len(numerators)
+            and max(abs(int(numerators.min())), abs(int(numerators.max())),
+                    abs(int(denominators.min())), abs(int(denominators.max()))) < 2**53):
+        return (numerators.astype(np.float64)  # type: ignore[no-any-return]
+                / denominators.astype(np.float64)).tolist()
+    return [int(a) / int(b) for a, b in zip(numerators.tolist(), denominators.tolist(),
+                                            strict=True)]
+
+
 # ---------------------------------------------------------------------------- views
 
 def cell_counts(source: Source) -> dict[tuple[str, str], int]:
+    if isinstance(source, Columns):
+        counts: dict[tuple[str, str], int] = {}
+        ordered = source.ordered()
+        for arm, task, samples in zip(source.names_of("arm", ordered),
+                                      source.names_of("task", ordered),
+                                      source.values["samples"][ordered].tolist(), strict=True):
+            counts[(arm, task)] = counts.get((arm, task), 0) + samples
+        return counts
     return _summary(source).cell_counts()
 
 
@@ -560,40 +809,43 @@ def coverage_class(samples: int, floor: int = FLOOR) -> str:
 def coverage(source: Source, arms: Sequence[str], tasks: Sequence[str],
              floor: int = FLOOR) -> dict[str, dict[str, Any]]:
     """Per arm: covered / partial / missing cell counts and samples per task."""
-    counts = cell_counts(source)
+    columns = columns_of(source)
     table: dict[str, dict[str, Any]] = {}
     for arm in arms:
-        cells = {task: counts.get((arm, task), 0) for task in tasks}
-        classes = [coverage_class(n, floor) for n in cells.values()]
-        table[arm] = {"covered": classes.count("covered"), "partial": classes.count("partial"),
-                      "missing": classes.count("missing"), "cells": len(tasks),
+        cells = dict(zip(tasks, columns.cell_samples(arm, tasks), strict=True))
+        # `coverage_class` of each cell, counted over arrays
+        found = np.array(list(cells.values()), dtype=object if not cells else None)
+        covered = int(np.count_nonzero(found >= floor)) if cells else 0
+        partial = int(np.count_nonzero((found < floor) & (found > 0))) if cells else 0
+        table[arm] = {"covered": covered, "partial": partial,
+                      "missing": len(cells) - covered - partial, "cells": len(tasks),
                       "samples": cells}
     return table
 
 
 def headline(source: Source, arms: Sequence[str], tasks: Sequence[str],
              weights: TokenWeights = DEFAULT_WEIGHTS, floor: int = FLOOR) -> list[dict[str, Any]]:
-    summary = _summary(source)
-    covered = coverage(summary, arms, tasks, floor)
+    columns = columns_of(source)
+    covered = coverage(columns, arms, tasks, floor)
+    per_task_bootstraps = _per_task_bootstraps([columns.by_task(arm=arm) for arm in arms],
+                                               weights)
     rows = []
-    for arm in arms:
-        per_task = summary.by_task(arm=arm)
-        whole = summary.total(arm=arm)
+    for arm, bootstrapped in zip(arms, per_task_bootstraps, strict=True):
+        per_task = columns.by_task(arm=arm)
+        whole = _total(columns, arm=arm)
         rows.append({
             "arm": arm,
             "samples": whole.samples,
             "success": _success(whole),
-            "cost_equivalent": _clustered(_cost_by_task(per_task, weights)),
-            "cost_equivalent_per_task": _per_task_bootstrap(per_task, weights),
-            "raw_tokens": _clustered({task: (t.priced, float(t.cost_equivalent(_RAW)))
-                                      for task, t in per_task.items()}),
-            "turns": _clustered({task: (t.samples, t.turns)
-                                 for task, t in per_task.items()}),
-            "duration_s": _clustered({task: (t.samples, t.duration_s)
-                                      for task, t in per_task.items()}),
+            "cost_equivalent": _clustered(per_task["priced"],
+                                          per_task.cost_equivalent(weights)),
+            "cost_equivalent_per_task": bootstrapped,
+            "raw_tokens": _clustered(per_task["priced"], per_task.cost_equivalent(_RAW)),
+            "turns": _clustered(per_task["samples"], per_task["turns"]),
+            "duration_s": _clustered(per_task["samples"], per_task["duration_s"]),
             "coverage": {k: covered[arm][k] for k in ("covered", "partial", "missing", "cells")},
-            "imputed_cost_usd": _clustered({task: (t.imputed_samples, t.imputed_cost_usd)
-                                            for task, t in per_task.items()}),
+            "imputed_cost_usd": _clustered(per_task["imputed_samples"],
+                                           per_task["imputed_cost_usd"]),
         })
     return rows
 
@@ -603,73 +855,81 @@ _RAW = TokenWeights(fresh_input=1.0, cache_creation=1.0, cache_read=1.0, output=
 
 def per_tier(source: Source, arms: Sequence[str], tiers: Sequence[str],
              weights: TokenWeights = DEFAULT_WEIGHTS) -> list[dict[str, Any]]:
-    summary = _summary(source)
+    columns = columns_of(source)
     rows = []
     for arm in arms:
         for tier in tiers:
-            whole = summary.total(arm=arm, tier=tier)
+            whole = _total(columns, arm=arm, tier=tier)
+            per_task = columns.by_task(arm=arm, tier=tier)
             rows.append({"arm": arm, "tier": tier, "samples": whole.samples,
                          "success": _success(whole),
-                         "cost_equivalent": _clustered(_cost_by_task(
-                             summary.by_task(arm=arm, tier=tier), weights))})
+                         "cost_equivalent": _clustered(per_task["priced"],
+                                                       per_task.cost_equivalent(weights))})
     return rows
 
 
 def per_component(source: Source, arms: Sequence[str],
                   weights: TokenWeights = DEFAULT_WEIGHTS) -> list[dict[str, Any]]:
     """Mean of each unweighted token component per arm, and its weighted share."""
-    summary = _summary(source)
+    columns = columns_of(source)
     rows = []
     for arm in arms:
-        per_task = summary.by_task(arm=arm)
-        row: dict[str, Any] = {"arm": arm, "samples": summary.total(arm=arm).priced}
+        per_task = columns.by_task(arm=arm)
+        row: dict[str, Any] = {"arm": arm, "samples": _total(columns, arm=arm).priced}
         for name in COMPONENTS:
-            row[name] = _clustered({task: (t.priced, float(getattr(t, name)))
-                                    for task, t in per_task.items()})
+            row[name] = _clustered(per_task["priced"], per_task.floats(name))
             row[f"{name}_weighted"] = (
                 None if row[name] is None else row[name]["mean"] * getattr(weights, name))
-        row["reasoning"] = _clustered({task: (t.reasoning_samples, float(t.reasoning))
-                                       for task, t in per_task.items()})
+        row["reasoning"] = _clustered(per_task["reasoning_samples"],
+                                      per_task.floats("reasoning"))
         rows.append(row)
     return rows
 
 
 def failure_tags(source: Source, arms: Sequence[str]) -> list[dict[str, Any]]:
-    summary = _summary(source)
+    columns = columns_of(source)
+    passing = columns.code("outcome", PASS)
     rows = []
     for arm in arms:
-        whole = summary.total(arm=arm)
+        whole = _total(columns, arm=arm)
         if not whole.samples:
             rows.append({"arm": arm, "samples": 0, "pass": None,
                          **{tag: None for tag in FAILURE_TAGS}, "denied_calls": None})
             continue
         row: dict[str, Any] = {"arm": arm, "samples": whole.samples, "pass": whole.passes}
         for tag in FAILURE_TAGS:
-            row[tag] = sum(summary.groups[key].samples for key
-                           in summary.keys(arm=arm, failure=tag) if key.outcome != PASS)
+            chosen = columns.matching({"arm": arm, "failure": tag}, first_seen_order=False)
+            failed = chosen[columns.codes["outcome"][chosen] != passing] \
+                if passing is not None else chosen
+            row[tag] = int(columns.values["samples"][failed].sum()) if len(failed) else 0
         row["denied_calls"] = whole.denied_calls
         rows.append(row)
     return rows
 
 
-def _cell_means(summary: Summary, arm: str, weights: TokenWeights,
+def _cell_means(columns: Columns, arm: str, weights: TokenWeights,
                 floor: int) -> tuple[dict[str, float], dict[str, float], dict[str, int]]:
     """Per covered task: success rate, mean cost-equivalent tokens and samples of one arm."""
-    success, cost, samples = {}, {}, {}
-    for task, totals in summary.by_task(arm=arm).items():
-        if totals.samples < floor:
-            continue
-        success[task] = totals.passes / totals.samples
-        samples[task] = totals.samples
-        if totals.priced:
-            cost[task] = totals.cost_equivalent(weights) / totals.priced
-    return success, cost, samples
+    per_task = columns.by_task(arm=arm)
+    samples = per_task["samples"]
+    covered = np.flatnonzero(samples >= floor)
+    tasks = per_task.tasks
+    names = [tasks[position] for position in covered.tolist()]
+    success = dict(zip(names, _divided(per_task["passes"][covered], samples[covered]),
+                       strict=True))
+    counts = dict(zip(names, samples[covered].tolist(), strict=True))
+    priced = per_task["priced"][covered]
+    kept = priced != 0
+    cost_means = per_task.cost_equivalent(weights)[covered][kept] / priced[kept]
+    cost = dict(zip([name for name, keep in zip(names, kept.tolist(), strict=True) if keep],
+                    cost_means.astype(np.float64).tolist(), strict=True))
+    return success, cost, counts
 
 
 def compare(source: Source, arm_a: str, arm_b: str,
             weights: TokenWeights = DEFAULT_WEIGHTS, floor: int = FLOOR) -> dict[str, Any]:
     """Paired comparison `b - a` over the tasks both arms covered (≥ `floor` samples)."""
-    summary = _summary(source)
+    summary = columns_of(source)
     success_a, cost_a, samples_a = _cell_means(summary, arm_a, weights, floor)
     success_b, cost_b, samples_b = _cell_means(summary, arm_b, weights, floor)
     shared = sorted(set(success_a) & set(success_b))
@@ -764,43 +1024,98 @@ def arms_and_tasks(source: Source, configs: Iterable[Mapping[str, Any]] = ()
                    ) -> tuple[list[str], list[str], list[str]]:
     """Arms, tasks and tiers to show: what runs planned plus what records hold, in
     first-seen order, so a planned cell with no sample shows as missing."""
-    summary = _summary(source)
+    columns = columns_of(source)
     arms: dict[str, None] = {}
     tasks: dict[str, None] = {}
     tiers: dict[Any, None] = {}
+    # a list another config holds too (`Store.runs_with_config` hands every run of a wide
+    # suite the one task list) adds nothing the second time
+    merged: set[int] = set()
+    kept = []  # (and the lists held while their ids mark them)
     for config in configs:
-        arms.update(dict.fromkeys(config.get("arms", [])))
-        tasks.update(dict.fromkeys(config.get("tasks", [])))
-        tiers.update(dict.fromkeys(config.get("tiers", [])))
-    for key in summary.ordered():
-        arms.setdefault(key.arm)
-        tasks.setdefault(key.task)
-        if key.tier:
-            tiers.setdefault(key.tier)
+        for found, key in ((arms, "arms"), (tasks, "tasks"), (tiers, "tiers")):
+            values = config.get(key, [])
+            if id(values) not in merged:
+                merged.add(id(values))
+                kept.append(values)
+                found.update(dict.fromkeys(values))
+    ordered = columns.ordered()
+    for name, found in (("arm", arms), ("task", tasks), ("tier", tiers)):
+        names = columns.names[name]
+        for code in first_seen_codes(columns.codes[name][ordered]).tolist():
+            if name != "tier" or names[code]:
+                found.setdefault(names[code])
     return list(arms), list(tasks), list(tiers)
 
 
 def shown_trials(source: Source, limit: int) -> list[int]:
     """Sequence numbers of the trials a report shows in full: per cell the newest
     failures first, then the newest passes, `TRIALS_PER_CELL` at most; cells in
-    first-seen order, failures of every cell before any pass, `limit` in all."""
-    summary = _summary(source)
-    failing: dict[tuple[str, str], list[int]] = {}
-    passing: dict[tuple[str, str], list[int]] = {}
-    for key in summary.ordered():
-        pool = passing if key.outcome == PASS else failing
-        failing.setdefault((key.arm, key.task), [])
-        pool.setdefault((key.arm, key.task), []).extend(summary.groups[key].newest)
-    chosen: dict[tuple[str, str], int] = dict.fromkeys(failing, 0)
+    first-seen order, failures of every cell before any pass, `limit` in all.
+
+    Only the cells the choice reaches are walked one by one (a suite of 333,000 tasks has
+    a million cells; a report shows a few hundred trials): each pool's groups are put in
+    its cells' order with arrays, then taken cell by cell until the limit."""
+    columns = columns_of(source)
+    ordered = columns.ordered()
+    if not len(ordered):
+        return []
+    cells = (columns.codes["arm"][ordered].astype(np.int64) * len(columns.names["task"])
+             + columns.codes["task"][ordered])
+    passing_code = columns.code("outcome", PASS)
+    passing = (columns.codes["outcome"][ordered] == passing_code if passing_code is not None
+               else np.zeros(len(ordered), dtype=bool))
+    newest = columns.newest[ordered]
+    chosen: dict[int, int] = {}
     picked: list[int] = []
-    for pool in (failing, passing):
-        for cell, seqs in pool.items():
-            if len(picked) >= limit:  # a suite of thousands of cells: the rest is cut
-                return picked[:limit]
-            take = sorted(seqs, reverse=True)[:TRIALS_PER_CELL - chosen[cell]]
-            chosen[cell] += len(take)
-            picked.extend(take)
+    # failures: cells in the order their first group (of any outcome) was seen
+    failing = np.flatnonzero(~passing)
+    if len(failing):
+        walk = failing[np.argsort(_first_seen_rank(cells)[failing], kind="stable")]
+        if _take(walk, cells, newest, chosen, picked, limit):
+            return picked[:limit]
+    # then passes: cells in the order their first pass was seen
+    passes = np.flatnonzero(passing)
+    if len(passes):
+        walk = passes[np.argsort(_first_seen_rank(cells[passes]), kind="stable")]
+        if _take(walk, cells, newest, chosen, picked, limit):
+            return picked[:limit]
     return picked[:limit]
+
+
+def _first_seen_rank(codes: np.ndarray) -> np.ndarray:
+    """Per position, the rank of its code among the distinct codes in first-seen order."""
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inverse.reshape(-1)]  # type: ignore[no-any-return]
+
+
+def _take(walk: np.ndarray, cells: np.ndarray, newest: np.ndarray, chosen: dict[int, int],
+          picked: list[int], limit: int) -> bool:
+    """Take each cell's newest trials of the groups in `walk` (cell by cell), as many as
+    the cell has room for; True once `limit` was reached before a cell."""
+    current: int | None = None
+    seqs: list[int] = []
+    for start in range(0, len(walk), 4096):
+        part = walk[start:start + 4096]
+        for cell, row in zip(cells[part].tolist(), newest[part].tolist(), strict=True):
+            if cell != current:
+                if current is not None and _took(current, seqs, chosen, picked, limit):
+                    return True
+                current, seqs = cell, []
+            seqs.extend(seq for seq in row if seq != NO_TRIAL)
+    return current is not None and _took(current, seqs, chosen, picked, limit)
+
+
+def _took(cell: int, seqs: list[int], chosen: dict[int, int], picked: list[int],
+          limit: int) -> bool:
+    if len(picked) >= limit:  # a suite of thousands of cells: the rest is cut
+        return True
+    take = sorted(seqs, reverse=True)[:TRIALS_PER_CELL - chosen.get(cell, 0)]
+    chosen[cell] = chosen.get(cell, 0) + len(take)
+    picked.extend(take)
+    return False
 
 
 __all__ = ["COMPONENTS", "FLOOR", "PAYLOAD_FIELDS", "Summary", "all_pairs", "arms_and_tasks",

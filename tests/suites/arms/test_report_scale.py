@@ -390,6 +390,12 @@ def assert_same_summary(database: views.Summary, streamed: views.Summary) -> Non
                                                          abs=1e-9), (key, name)
 
 
+def database_summary(store: Store, scope: str) -> views.Summary:
+    """The scope's `views.Columns` read from the group totals (what a report reads), as a
+    `Summary` (`views.summary_of`) to compare with the stream's."""
+    return views.summary_of(arms_report.summary_in_database(store, scope))
+
+
 def streamed_summary(store: Store) -> views.Summary:
     return views.summarize(store.iter_record_summaries(
         suite="arms", scope=SCOPE, payload_fields=views.PAYLOAD_FIELDS))
@@ -442,7 +448,7 @@ def test_the_database_sums_what_the_stream_sums(rows, oddities):
     records = records_with_oddities(rows, oddities)
     with SQLiteStore(":memory:") as store:
         fill(store, records, ["cli", "http", "mcp"], ["t0", "t1", "t2", "t3"])
-        in_database = arms_report.summary_in_database(store, SCOPE)
+        in_database = database_summary(store, SCOPE)
         streamed = streamed_summary(store)
     assert_same_summary(in_database, streamed)
     skipped = expected_skipped(records)
@@ -500,7 +506,7 @@ def test_the_group_totals_equal_the_stream_bit_for_bit_whatever_the_batches(rows
     for batched in (False, True):
         with SQLiteStore(":memory:") as store:
             run_appending(store, records, cuts if batched else [max(1, len(records))])
-            in_database = arms_report.summary_in_database(store, SCOPE)
+            in_database = database_summary(store, SCOPE)
             streamed = streamed_summary(store)
             assert list(in_database.groups) == list(streamed.groups)
             assert in_database.groups == streamed.groups  # every field, floats exactly
@@ -521,7 +527,7 @@ def test_both_backends_sum_in_the_database_as_the_stream_does(backend):  # noqa:
     records[6].payload["bench_version"] = "2"  # two versions in one group
     with backend.open() as store:
         fill(store, records, arms, tasks)
-        assert_same_summary(arms_report.summary_in_database(store, SCOPE),
+        assert_same_summary(database_summary(store, SCOPE),
                             streamed_summary(store))
         odd = [make_record("cli", "t9", trial, passed=True, tokens=[1, 1, 1, 1], turns=None,
                            duration=1.0) for trial in (1, 2, 3)]
@@ -529,7 +535,7 @@ def test_both_backends_sum_in_the_database_as_the_stream_does(backend):  # noqa:
         odd[1].payload["imputed_cost_usd"] = ["0.1"]
         odd[2].payload["denied_calls"] = True
         store.append(odd)
-        in_database = arms_report.summary_in_database(store, SCOPE)
+        in_database = database_summary(store, SCOPE)
         assert_same_summary(in_database, streamed_summary(store))
         assert in_database.versions == {"1", "2"}
         assert sum(totals.odd_values for totals in in_database.groups.values()) == 3
@@ -551,7 +557,7 @@ def test_a_version_3_store_read_as_it_is_sums_what_the_stream_sums(backend):  # 
     make_version_3(backend)
     with backend.open(create=False) as reader:
         assert reader.has_group_totals and not reader.has_derived_tables
-        in_database = arms_report.summary_in_database(reader, SCOPE)
+        in_database = database_summary(reader, SCOPE)
         assert_same_summary(in_database, streamed_summary(reader))
     assert in_database.versions == {"1", "2"}
     assert sum(totals.odd_values for totals in in_database.groups.values()) == 1
@@ -679,7 +685,7 @@ def test_the_streamed_read_makes_the_summary_the_group_totals_made(rows, odditie
     records = records_with_oddities(rows, oddities)
     with SQLiteStore(":memory:") as store:
         run_appending(store, records, cuts)
-        assert_identical_summaries(arms_report.summary_in_database(store, SCOPE),
+        assert_identical_summaries(database_summary(store, SCOPE),
                                    summary_read_as_before(store))
 
 
@@ -695,12 +701,12 @@ def test_both_backends_and_a_version_3_store_read_the_summary_as_before(backend)
     records[7].payload["turns"] = "four"
     with backend.open() as store:
         fill(store, records, arms, tasks)
-        assert_identical_summaries(arms_report.summary_in_database(store, SCOPE),
+        assert_identical_summaries(database_summary(store, SCOPE),
                                    summary_read_as_before(store))
     make_version_3(backend)
     with backend.open(create=False) as reader:
         assert not reader.has_derived_tables
-        assert_identical_summaries(arms_report.summary_in_database(reader, SCOPE),
+        assert_identical_summaries(database_summary(reader, SCOPE),
                                    summary_read_as_before(reader))
 
 
@@ -721,7 +727,7 @@ def test_edited_group_rows_are_read_or_refused_as_before(tmp_path):
                            "bench_versions = '[1,\"2\"]', records = 7.0, duration_s = 2 "
                            "WHERE task = 't1'")
     with SQLiteStore(path, create=False) as store:
-        assert_identical_summaries(arms_report.summary_in_database(store, SCOPE),
+        assert_identical_summaries(database_summary(store, SCOPE),
                                    summary_read_as_before(store))
     with connection:
         connection.execute("UPDATE record_group_totals SET output = 'many' WHERE task = 't2'")
@@ -730,7 +736,7 @@ def test_edited_group_rows_are_read_or_refused_as_before(tmp_path):
         with pytest.raises(CorruptStore) as before:
             summary_read_as_before(store)
         with pytest.raises(CorruptStore) as now:
-            arms_report.summary_in_database(store, SCOPE)
+            database_summary(store, SCOPE)
     assert str(now.value) == str(before.value)
     assert "column output is not a whole number" in str(now.value)
 
