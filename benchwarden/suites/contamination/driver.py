@@ -277,7 +277,9 @@ def refuse_finished_scope(store: Store, original: Run) -> None:
     """`--resume` of a run with nothing left to measure is a usage error, not a new,
     empty run: the run (or a later resume of it) completed, or every request is stored."""
     scope = str(original.config.get("scope", original.run_id))
-    completed = [info.run.run_id for info in store.runs(SUITE)
+    # only the scope of each run's config is read (a run's config holds its request
+    # bodies: a store of many runs held every one of them to answer this)
+    completed = [info.run.run_id for info in store.runs_with_config(SUITE, ("scope",))
                  if info.end is not None and info.end.status == "completed"
                  and str(info.run.config.get("scope", info.run.run_id)) == scope]
     if completed:
