@@ -19,11 +19,10 @@ Baseline: the same command against the store of the same records in runs of 100,
 from __future__ import annotations
 
 import argparse
-import tempfile
 from pathlib import Path
 
-from _figures import add_json_option, emit, now_vs_before
-from scale_growth import COMMANDS, growth_figures, measure
+from _figures import add_json_option, emit
+from scale_growth import COMMANDS, before_and_now, growth_figures, measured_sides
 from scale_store import RUN_SIZE, ensure_store, parse_size
 
 DEFAULT_COMMANDS = ("runs", "show_latest", "arms_report", "report_html", "export_jsonl",
@@ -67,12 +66,10 @@ def main() -> None:
         store = ensure_store(records, cache, run_size=run_size)
         runs = -(-records // run_size)
         for name in chosen:
-            sides = [("before", options.before)] if options.before else []
-            for side, code in [*sides, ("now", None)]:
-                with tempfile.TemporaryDirectory(prefix="bw-runs-") as out:
-                    arguments = [part.format(store=store, out=out) for part in COMMANDS[name]]
-                    seconds, rss, code_returned = measure(arguments, code)
-                results[(name, run_size, side)] = (seconds, rss, None)
+            for side, measured, code_returned in measured_sides(name, store, options.before,
+                                                                "bw-runs-"):
+                results[(name, run_size, side)] = measured
+                seconds, rss, _ = measured
                 print(f"  {runs:>7,} runs ({records:,} records) {name:<13} {side:<6} "
                       f"{seconds:7.2f} s {rss:7.0f} MiB"
                       + (f"  exit {code_returned}" if code_returned else ""), flush=True)
@@ -97,16 +94,9 @@ def main() -> None:
                                       (base_seconds, base_rss, None),
                                       f"in runs of {run_size} vs {base}")
     if options.before:
-        print(f"\nnow against before ({options.before})")
-        for name in chosen:
-            for run_size in run_sizes:
-                now_seconds, now_rss, _ = results[(name, run_size, "now")]
-                then_seconds, then_rss, _ = results[(name, run_size, "before")]
-                print(f"  {name:<13} runs of {run_size:>7,}: {then_seconds:6.2f} -> "
-                      f"{now_seconds:6.2f} s (x{now_seconds / then_seconds:.2f}), "
-                      f"{then_rss:.0f} -> {now_rss:.0f} MiB")
-                figures += now_vs_before(name, f"runs_of_{run_size}", f"in runs of {run_size}",
-                                         (now_seconds, then_seconds))
+        figures += before_and_now(options.before, chosen, run_sizes, results,
+                                  lambda size: f"runs of {size:>7,}",
+                                  lambda size: f"runs_of_{size}", lambda size: f"in runs of {size}")
     emit("many_runs", figures, options.json_path)
 
 

@@ -49,8 +49,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from _checkout import NEUTRAL_FOLDER, child_environment
 from _child import run_measured
@@ -288,6 +289,42 @@ def main() -> None:
                                       (small_seconds, small_rss, small_page),
                                       f"at {size_label(large)} vs {size_label(small)}")
     emit("scale_growth", figures, options.json_path)
+
+
+def measured_sides(name: str, store: Path, before: str | None, prefix: str
+                   ) -> Iterator[tuple[str, tuple[float, float, int | None], int]]:
+    """Command `name` on `store`, with an older checkout's code first when `before`
+    names one (`--before`), then this code's: per side, "before" or "now", its
+    `(seconds, MiB, bytes of the HTML page or None)` and its exit code."""
+    sides = [("before", before)] if before else []
+    for side, code in [*sides, ("now", None)]:
+        with tempfile.TemporaryDirectory(prefix=prefix) as out:
+            arguments = [part.format(store=store, out=out) for part in COMMANDS[name]]
+            seconds, rss, returned = measure(arguments, code)
+            page = Path(out, "x.html")
+            page_bytes = page.stat().st_size if page.exists() else None
+        yield side, (seconds, rss, page_bytes), returned
+
+
+def before_and_now(before: str, commands: list[str], points: list[Any],
+                   results: dict[tuple[str, Any, str], tuple[float, float, int | None]],
+                   shown: Callable[[Any], str], label: Callable[[Any], str],
+                   at: Callable[[Any], str]) -> list[Figure]:
+    """`--before`'s comparison: each command at each point (a width, a run size), its
+    older checkout's wall time and peak RSS against this code's, printed, and the
+    time's figures (`now_vs_before`). `results` holds `(seconds, MiB, page)` by
+    `(command, point, "now" or "before")`; `shown`, `label` and `at` name a point in
+    the printed line, the figure's name and its note."""
+    print(f"\nnow against before ({before})")
+    figures = []
+    for name in commands:
+        for point in points:
+            now_seconds, now_rss, _ = results[(name, point, "now")]
+            then_seconds, then_rss, _ = results[(name, point, "before")]
+            print(f"  {name:<13} {shown(point)}: {then_seconds:6.2f} -> {now_seconds:6.2f} s"
+                  f" (x{now_seconds / then_seconds:.2f}), {then_rss:.0f} -> {now_rss:.0f} MiB")
+            figures += now_vs_before(name, label(point), at(point), (now_seconds, then_seconds))
+    return figures
 
 
 def growth_figures(name: str, label: str, measured: tuple[float, float, int | None],

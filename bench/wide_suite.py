@@ -20,11 +20,10 @@ before this code's, and prints now against before.
 from __future__ import annotations
 
 import argparse
-import tempfile
 from pathlib import Path
 
-from _figures import add_json_option, emit, now_vs_before
-from scale_growth import COMMANDS, growth_figures, measure
+from _figures import add_json_option, emit
+from scale_growth import COMMANDS, before_and_now, growth_figures, measured_sides
 from scale_store import ARMS, ensure_store
 
 DEFAULT_COMMANDS = ("arms_report", "arms_compare", "report_html", "show_latest")
@@ -60,14 +59,10 @@ def main() -> None:
         records = len(ARMS) * width * options.trials
         store = ensure_store(records, cache, task_count=width)
         for name in chosen:
-            sides = [("before", options.before)] if options.before else []
-            for side, code in [*sides, ("now", None)]:
-                with tempfile.TemporaryDirectory(prefix="bw-wide-") as out:
-                    arguments = [part.format(store=store, out=out) for part in COMMANDS[name]]
-                    seconds, rss, code_returned = measure(arguments, code)
-                    page = Path(out, "x.html")
-                    page_bytes = page.stat().st_size if page.exists() else None
-                results[(name, width, side)] = (seconds, rss, page_bytes)
+            for side, measured, code_returned in measured_sides(name, store, options.before,
+                                                                "bw-wide-"):
+                results[(name, width, side)] = measured
+                seconds, rss, page_bytes = measured
                 print(f"  {width:>6,} tasks ({records:,} records) {name:<13} {side:<6} "
                       f"{seconds:7.2f} s {rss:7.0f} MiB"
                       + (f"  exit {code_returned}" if code_returned else "")
@@ -91,15 +86,9 @@ def main() -> None:
                                       (base_seconds, base_rss, base_page),
                                       f"at {width} tasks vs {base}")
     if options.before:
-        print(f"\nnow against before ({options.before})")
-        for name in chosen:
-            for width in widths:
-                now_seconds, now_rss, _ = results[(name, width, "now")]
-                then_seconds, then_rss, _ = results[(name, width, "before")]
-                print(f"  {name:<13} {width:>6,} tasks: {then_seconds:6.2f} -> {now_seconds:6.2f} s"
-                      f" (x{now_seconds / then_seconds:.2f}), {then_rss:.0f} -> {now_rss:.0f} MiB")
-                figures += now_vs_before(name, f"{width}_tasks", f"at {width} tasks",
-                                         (now_seconds, then_seconds))
+        figures += before_and_now(options.before, chosen, widths, results,
+                                  lambda width: f"{width:>6,} tasks",
+                                  lambda width: f"{width}_tasks", lambda width: f"at {width} tasks")
     emit("wide_suite", figures, options.json_path)
 
 

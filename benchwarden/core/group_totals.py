@@ -29,11 +29,13 @@ import itertools
 import json
 import math
 import operator
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
+
+Item = TypeVar("Item")
 
 NEWEST_KEPT = 3
 """Newest sequence numbers kept per group (a report shows at most this many per cell)."""
@@ -466,18 +468,24 @@ def fold_batch_into(totals: dict[tuple[Any, ...], GroupTotals],
     return list(touched.values())
 
 
+def grouped_by(items: Iterable[Item], key_of: Callable[[Item], Any]) -> dict[Any, list[Item]]:
+    """`items` by `key_of` each: the keys in first-seen order, each list in the order
+    given (the one grouping the fold and the report's views use)."""
+    grouped: dict[Any, list[Item]] = {}
+    for item in items:
+        key = key_of(item)
+        found = grouped.get(key)
+        if found is None:
+            grouped[key] = [item]
+        else:
+            found.append(item)
+    return grouped
+
+
 def rows_by_group(rows: Iterable[Sequence[Any]]) -> dict[tuple[Any, ...], list[Sequence[Any]]]:
     """Fold rows by group key, the groups in first-seen order, each group's rows in the
     order given."""
-    by_group: dict[tuple[Any, ...], list[Sequence[Any]]] = {}
-    for row in rows:
-        key = fold_key(row)
-        found = by_group.get(key)
-        if found is None:
-            by_group[key] = [row]
-        else:
-            found.append(row)
-    return by_group
+    return grouped_by(rows, fold_key)
 
 
 def fold_groups_into(totals: dict[tuple[Any, ...], GroupTotals],

@@ -32,7 +32,7 @@ import json
 import math
 import operator
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -44,6 +44,7 @@ from benchwarden.core.group_totals import (
     compensated_add,
     decoded_chunks,
     decoded_rows,
+    grouped_by,
 )
 from benchwarden.core.lazy import lazy_module
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
@@ -341,27 +342,13 @@ class _GroupIndex:
                     raise TypeError(f"a group has no field {name!r}")
             # one field: its value is the lookup key; several: the tuple of their values
             value_of = operator.itemgetter(*(GroupKey._fields.index(name) for name in names))
-            inserted = _grouped(self.groups, value_of)
+            inserted = grouped_by(self.groups, value_of)
             # groups read from the store are inserted in first-seen order: one index serves
             found = self.by_fields[names] = (
-                inserted, inserted if self.in_first_seen_order else _grouped(self.ordered,
+                inserted, inserted if self.in_first_seen_order else grouped_by(self.ordered,
                                                                              value_of))
         values = match[names[0]] if len(names) == 1 else tuple(match[name] for name in names)
         return found[1 if first_seen_order else 0].get(values, [])
-
-
-def _grouped(keys: Iterable[GroupKey], value_of: Callable[[GroupKey], Any]
-             ) -> dict[Any, list[GroupKey]]:
-    """`keys` by `value_of` each, each list in the order of `keys`."""
-    grouped: dict[Any, list[GroupKey]] = {}
-    for key in keys:
-        value = value_of(key)
-        found = grouped.get(value)
-        if found is None:
-            grouped[value] = [key]
-        else:
-            found.append(key)
-    return grouped
 
 
 def union_of(parts: Sequence[Totals]) -> Totals:
