@@ -135,6 +135,27 @@ _run_decoder = msgspec.json.Decoder(Run)
 _run_end_decoder = msgspec.json.Decoder(RunEnd)
 # a JSON object's fields left undecoded (`runs_with_config` decodes the few it keeps)
 _raw_fields = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+class _RunOutsideConfig(msgspec.Struct):
+    """A stored run start decoded whole but for its configuration, left as its JSON
+    text (`runs_with_config` decodes the few keys it keeps): the fields and types of
+    `records.Run`, so a start it accepts is one `Run` accepts."""
+
+    run_id: str
+    suite: str
+    bench_version: str
+    seeds: tuple[int, ...]
+    target: dict[str, Any]
+    package_version: str
+    git_sha: str | None
+    host: dict[str, Any]
+    started_at: float
+    resumed_from: str | None = None
+    config: msgspec.Raw = msgspec.Raw(b"{}")
+
+
+_run_outside_config_decoder = msgspec.json.Decoder(_RunOutsideConfig)
 # Rows per query of `iter_record_summaries`: slim rows are decoded and dropped at once,
 # so a larger page only saves round trips.
 SUMMARY_BATCH = 5_000
@@ -1550,11 +1571,13 @@ class Store(ABC):
         def cut(rows: Iterator[tuple[Any, ...]]) -> list[tuple[int, Run]]:
             starts = []
             for seq, body in rows:
-                fields = _raw_fields.decode(_as_bytes(body))
-                config = _raw_fields.decode(fields.pop("config", b"{}"))
+                start = _run_outside_config_decoder.decode(_as_bytes(body))
+                config = _raw_fields.decode(start.config)
                 kept = {key: value_of(config[key]) for key in config_keys if key in config}
-                plain = {key: msgspec.json.decode(value) for key, value in fields.items()}
-                starts.append((int(seq), msgspec.convert({**plain, "config": kept}, Run)))
+                starts.append((int(seq), Run(
+                    start.run_id, start.suite, start.bench_version, kept, start.seeds,
+                    start.target, start.package_version, start.git_sha, start.host,
+                    start.started_at, start.resumed_from)))
             return starts
 
         starts = self._fold_query(f"SELECT seq, body FROM entries WHERE kind = 'run' "
