@@ -93,3 +93,28 @@ def test_a_long_leg_prints_plain_progress_lines_without_a_terminal(tmp_path):
     assert lines, ran.stderr
     assert lines[-1].endswith("(100%)")
     assert all("━" not in line for line in lines)
+
+
+def test_runs_past_the_table_bound_are_listed_as_lines_on_a_wide_screen_too(
+        three_suites, monkeypatch):
+    """Past `TABLE_MOST_RUNS` runs (rich measured every cell of a 50,000-row table before
+    drawing one) the wide screen gets the plain lines: every run id whole, each run's
+    status and count, no table."""
+    from click.testing import CliRunner
+
+    from benchwarden.cli import store as store_commands
+
+    store, run_ids = three_suites
+    monkeypatch.setattr(store_commands, "TABLE_MOST_RUNS", len(run_ids) - 1)
+    listed = CliRunner().invoke(store_commands.runs, ["--store", str(store)],
+                                env={"COLUMNS": "160"})
+    assert listed.exit_code == 0, listed.output
+    assert "┃" not in listed.output and ELLIPSIS not in listed.output
+    lines = listed.output.splitlines()
+    assert lines[0] == f"runs in {store}"
+    for run_id in run_ids:
+        assert any(line.startswith(f"{run_id}  ") and " records" in line for line in lines)
+    monkeypatch.setattr(store_commands, "TABLE_MOST_RUNS", len(run_ids))
+    tabled = CliRunner().invoke(store_commands.runs, ["--store", str(store)],
+                                env={"COLUMNS": "160"})
+    assert "┃ run" in tabled.output
