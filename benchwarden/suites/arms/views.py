@@ -894,8 +894,7 @@ def failure_tags(source: Source, arms: Sequence[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def _cell_means(columns: Columns, arm: str, weights: TokenWeights,
-                floor: int) -> tuple[dict[str, float], dict[str, float], dict[str, int]]:
+def _cell_means(columns: Columns, arm: str, weights: TokenWeights, floor: int) -> CellMeans:
     """Per covered task: success rate, mean cost-equivalent tokens and samples of one arm."""
     per_task = columns.by_task(arm=arm)
     samples = per_task["samples"]
@@ -917,8 +916,22 @@ def compare(source: Source, arm_a: str, arm_b: str,
             weights: TokenWeights = DEFAULT_WEIGHTS, floor: int = FLOOR) -> dict[str, Any]:
     """Paired comparison `b - a` over the tasks both arms covered (≥ `floor` samples)."""
     summary = columns_of(source)
-    success_a, cost_a, samples_a = _cell_means(summary, arm_a, weights, floor)
-    success_b, cost_b, samples_b = _cell_means(summary, arm_b, weights, floor)
+    return paired_comparison(arm_a, arm_b, floor, _cell_means(summary, arm_a, weights, floor),
+                             _cell_means(summary, arm_b, weights, floor))
+
+
+CellMeans = tuple[dict[str, float], dict[str, float], dict[str, int]]
+"""An arm's per-task success rate, cost-equivalent tokens per priced sample and samples,
+each by task, over the tasks with at least the floor's samples (`_cell_means`)."""
+
+
+def paired_comparison(arm_a: str, arm_b: str, floor: int, means_a: CellMeans,
+                      means_b: CellMeans) -> dict[str, Any]:
+    """`compare`'s result from the two arms' per-task means: the paired differences
+    `b - a` over the tasks both covered, the MDEs, the tasks only one covered, each
+    arm's means and the sentence saying what they show."""
+    success_a, cost_a, samples_a = means_a
+    success_b, cost_b, samples_b = means_b
     shared = sorted(set(success_a) & set(success_b))
     success = paired_difference(success_a, success_b)
     tokens = paired_difference(cost_a, cost_b)

@@ -2,13 +2,14 @@
 the reference the columnar views are held to, bit for bit (`test_columns.py`).
 
 Copied from `benchwarden/suites/arms/views.py` as it stood before the columnar views
-(every union a `Totals`, every per-task table a dict); only the imports differ. Not used
-by benchwarden itself.
+(every union a `Totals`, every per-task table a dict): the functions the columns
+changed. What they did not change (`paired_comparison`, the comparison of two arms'
+per-task means, and the small helpers) is imported from the views, not copied. Not
+used by benchwarden itself.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -16,9 +17,6 @@ from benchwarden.core.records import DEFAULT_WEIGHTS, TokenWeights
 from benchwarden.core.stats import (
     bootstrap_mean_ci,
     clustered_mean_se_of_totals,
-    mde_proportions,
-    paired_difference,
-    wilson_interval,
 )
 from benchwarden.suites.arms.tasks import FAILURE_TAGS, FLOOR, PASS
 from benchwarden.suites.arms.views import (
@@ -26,15 +24,13 @@ from benchwarden.suites.arms.views import (
     TRIALS_PER_CELL,
     Summary,
     Totals,
-    conclusion,
-    summarize,
+    _success,
+    _summary,
+    coverage_class,
+    paired_comparison,
 )
 
 Source = Any
-
-
-def _summary(source: Source) -> Summary:
-    return source if isinstance(source, Summary) else summarize(source)
 
 
 # ---------------------------------------------------------------------------- estimates
@@ -61,22 +57,10 @@ def _per_task_bootstrap(per_task: Mapping[str, Totals],
     return bootstrap_mean_ci(means).to_json_dict()
 
 
-def _success(totals: Totals) -> dict[str, Any] | None:
-    if not totals.samples:
-        return None
-    return wilson_interval(totals.passes, totals.samples).to_json_dict()
-
-
 # ---------------------------------------------------------------------------- views
 
 def cell_counts(source: Source) -> dict[tuple[str, str], int]:
     return _summary(source).cell_counts()
-
-
-def coverage_class(samples: int, floor: int = FLOOR) -> str:
-    if samples >= floor:
-        return "covered"
-    return "partial" if samples > 0 else "missing"
 
 
 def coverage(source: Source, arms: Sequence[str], tasks: Sequence[str],
@@ -192,42 +176,9 @@ def compare(source: Source, arm_a: str, arm_b: str,
             weights: TokenWeights = DEFAULT_WEIGHTS, floor: int = FLOOR) -> dict[str, Any]:
     """Paired comparison `b - a` over the tasks both arms covered (≥ `floor` samples)."""
     summary = _summary(source)
-    success_a, cost_a, samples_a = _cell_means(summary, arm_a, weights, floor)
-    success_b, cost_b, samples_b = _cell_means(summary, arm_b, weights, floor)
-    shared = sorted(set(success_a) & set(success_b))
-    success = paired_difference(success_a, success_b)
-    tokens = paired_difference(cost_a, cost_b)
-    pooled = [*success_a.values(), *success_b.values()]
-    base_rate = sum(pooled) / len(pooled) if pooled else None
-    success_row = success.to_json_dict()
-    # Where the per-task differences have no spread yet, fall back to the binomial MDE
-    # at the pooled pass rate so a reader still learns how coarse the comparison is.
-    per_arm_samples = min(sum(samples_a[t] for t in shared), sum(samples_b[t] for t in shared))
-    success_row["mde_binomial"] = (mde_proportions(base_rate, per_arm_samples)
-                                   if shared else None)
-    success_row["samples_per_arm"] = per_arm_samples
-    priced = [t for t in shared if t in cost_a and t in cost_b]
-    result = {
-        "a": arm_a, "b": arm_b, "floor": floor,
-        "tasks": shared,
-        "only_a": sorted(set(success_a) - set(success_b)),
-        "only_b": sorted(set(success_b) - set(success_a)),
-        "success_difference": success_row,
-        "cost_equivalent_difference": tokens.to_json_dict(),
-        "success_a": _mean_or_none([success_a[t] for t in shared]),
-        "success_b": _mean_or_none([success_b[t] for t in shared]),
-        "cost_a": _mean_or_none([cost_a[t] for t in priced]),
-        "cost_b": _mean_or_none([cost_b[t] for t in priced]),
-    }
-    result["conclusion"] = conclusion(result)
-    return result
-
-def _mean_or_none(values: Sequence[float]) -> float | None:
-    return math.fsum(values) / len(values) if values else None
-
-
-def all_pairs(arms: Sequence[str]) -> list[tuple[str, str]]:
-    return [(a, b) for i, a in enumerate(arms) for b in arms[i + 1:]]
+    # the comparison of the per-task means is the views' own (unchanged by the columns)
+    return paired_comparison(arm_a, arm_b, floor, _cell_means(summary, arm_a, weights, floor),
+                             _cell_means(summary, arm_b, weights, floor))
 
 
 def arms_and_tasks(source: Source, configs: Iterable[Mapping[str, Any]] = ()
