@@ -44,6 +44,7 @@ those who open a PostgreSQL store.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import importlib
@@ -55,6 +56,7 @@ import sqlite3
 import sys
 import threading
 import time
+import typing
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
@@ -137,24 +139,16 @@ _run_end_decoder = msgspec.json.Decoder(RunEnd)
 _raw_fields = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 
-class _RunOutsideConfig(msgspec.Struct):
-    """A stored run start decoded whole but for its configuration, left as its JSON
-    text (`runs_with_config` decodes the few keys it keeps): the fields and types of
-    `records.Run`, so a start it accepts is one `Run` accepts."""
-
-    run_id: str
-    suite: str
-    bench_version: str
-    seeds: tuple[int, ...]
-    target: dict[str, Any]
-    package_version: str
-    git_sha: str | None
-    host: dict[str, Any]
-    started_at: float
-    resumed_from: str | None = None
-    config: msgspec.Raw = msgspec.Raw(b"{}")
-
-
+# A stored run start decoded whole but for its configuration, left as its JSON text
+# (`runs_with_config` decodes the few keys it keeps): made from `records.Run`'s own
+# fields and types, so it follows `Run` and accepts the starts `Run` accepts.
+_RUN_FIELDS = tuple(run_field.name for run_field in dataclasses.fields(Run))
+_run_types = typing.get_type_hints(Run)
+_RunOutsideConfig = msgspec.defstruct("RunOutsideConfig", [
+    (run_field.name, msgspec.Raw, msgspec.Raw(b"{}")) if run_field.name == "config" else
+    (run_field.name, _run_types[run_field.name],
+     msgspec.NODEFAULT if run_field.default is dataclasses.MISSING else run_field.default)
+    for run_field in dataclasses.fields(Run)], kw_only=True)
 _run_outside_config_decoder = msgspec.json.Decoder(_RunOutsideConfig)
 # Rows per query of `iter_record_summaries`: slim rows are decoded and dropped at once,
 # so a larger page only saves round trips.
@@ -590,11 +584,6 @@ class RunHeading(msgspec.Struct, frozen=True):
     target: dict[str, Any]
     started_at: float
     resumed_from: str | None = None
-
-
-def _heading_of(run: Run) -> RunHeading:
-    return RunHeading(run.run_id, run.suite, run.bench_version, dict(run.target),
-                      run.started_at, run.resumed_from)
 
 
 _run_heading_decoder = msgspec.json.Decoder(RunHeading)
@@ -1572,12 +1561,11 @@ class Store(ABC):
             starts = []
             for seq, body in rows:
                 start = _run_outside_config_decoder.decode(_as_bytes(body))
-                config = _raw_fields.decode(start.config)
-                kept = {key: value_of(config[key]) for key in config_keys if key in config}
-                starts.append((int(seq), Run(
-                    start.run_id, start.suite, start.bench_version, kept, start.seeds,
-                    start.target, start.package_version, start.git_sha, start.host,
-                    start.started_at, start.resumed_from)))
+                fields = {name: getattr(start, name) for name in _RUN_FIELDS}
+                config = _raw_fields.decode(fields["config"])
+                fields["config"] = {key: value_of(config[key]) for key in config_keys
+                                    if key in config}
+                starts.append((int(seq), Run(**fields)))
             return starts
 
         starts = self._fold_query(f"SELECT seq, body FROM entries WHERE kind = 'run' "
@@ -1650,11 +1638,7 @@ class Store(ABC):
         page = self._query(f"{select} {order}", params)
         while page:
             for seq, body in page:
-                try:
-                    heading = _run_heading_decoder.decode(_as_bytes(body))
-                except msgspec.ValidationError:  # a start a listing cannot show as it is
-                    heading = _heading_of(_run_decoder.decode(_as_bytes(body)))
-                headings.append((int(seq), heading))
+                headings.append((int(seq), _run_heading_decoder.decode(_as_bytes(body))))
             if len(page) < _RUN_STARTS_PER_READ:
                 break
             page = self._query(f"{select} AND run_id > {p} {order}",
