@@ -22,7 +22,7 @@ import argparse
 from pathlib import Path
 
 from _figures import add_json_option, emit
-from scale_growth import COMMANDS, before_and_now, growth_figures, measured_sides
+from scale_growth import COMMANDS, against_baseline, before_and_now, measured_sides
 from scale_store import RUN_SIZE, ensure_store, parse_size
 
 DEFAULT_COMMANDS = ("runs", "show_latest", "arms_report", "report_html", "export_jsonl",
@@ -33,6 +33,20 @@ SECONDS_GOAL, MEMORY_GOAL_MIB = 3.0, 1024.0
 # memory that does not grow with the store (here: with its runs)
 READS_EVERY_RECORD = {"export_jsonl", "export_parquet", "verify"}
 MEMORY_GROWTH_GOAL = 1.5
+
+
+def verdict(name: str, measured: tuple[float, float, int | None],
+            baseline: tuple[float, float, int | None]) -> str:
+    """What the goals say of a command's figures in many runs: a report's time and
+    memory, or (export and verify, linear in records by design) its memory's growth."""
+    seconds, rss, _ = measured
+    if name in READS_EVERY_RECORD:
+        met = rss <= MEMORY_GROWTH_GOAL * baseline[1]
+        goal = f"memory within {MEMORY_GROWTH_GOAL}x of the baseline's"
+    else:
+        met = seconds < SECONDS_GOAL and rss < MEMORY_GOAL_MIB
+        goal = f"{SECONDS_GOAL:.0f} s and {MEMORY_GOAL_MIB:.0f} MiB"
+    return f"{'within' if met else 'NOT within'} {goal}"
 
 
 def main() -> None:
@@ -77,22 +91,9 @@ def main() -> None:
     figures = []
     base = run_sizes[0]
     print(f"\nagainst runs of {base:,} records (the baseline), this code")
-    for name in chosen:
-        base_seconds, base_rss, _ = results[(name, base, "now")]
-        for run_size in run_sizes[1:]:
-            seconds, rss, _ = results[(name, run_size, "now")]
-            if name in READS_EVERY_RECORD:  # linear in records by design: memory is the goal
-                met = rss <= MEMORY_GROWTH_GOAL * base_rss
-                goal = f"memory within {MEMORY_GROWTH_GOAL}x of the baseline's"
-            else:
-                met = seconds < SECONDS_GOAL and rss < MEMORY_GOAL_MIB
-                goal = f"{SECONDS_GOAL:.0f} s and {MEMORY_GOAL_MIB:.0f} MiB"
-            print(f"  {name:<13} runs of {run_size:,}: {seconds:6.2f} s "
-                  f"(x{seconds / base_seconds:.2f}), {rss:5.0f} MiB (x{rss / base_rss:.2f})"
-                  f"  {'within' if met else 'NOT within'} {goal}")
-            figures += growth_figures(name, f"runs_of_{run_size}", (seconds, rss, None),
-                                      (base_seconds, base_rss, None),
-                                      f"in runs of {run_size} vs {base}")
+    figures += against_baseline(
+        chosen, run_sizes, results, lambda size: f"runs of {size:,}",
+        lambda size: f"runs_of_{size}", lambda size: f"in runs of {size} vs {base}", verdict)
     if options.before:
         figures += before_and_now(options.before, chosen, run_sizes, results,
                                   lambda size: f"runs of {size:>7,}",

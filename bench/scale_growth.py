@@ -306,6 +306,30 @@ def measured_sides(name: str, store: Path, before: str | None, prefix: str
         yield side, (seconds, rss, page_bytes), returned
 
 
+def against_baseline(commands: list[str], points: list[Any],
+                     results: dict[tuple[str, Any, str], tuple[float, float, int | None]],
+                     shown: Callable[[Any], str], label: Callable[[Any], str],
+                     against: Callable[[Any], str],
+                     verdict: Callable[[str, tuple[float, float, int | None],
+                                        tuple[float, float, int | None]], str]
+                     ) -> list[Figure]:
+    """This code's figures at each point after the first (the baseline) against the
+    baseline's, per command: printed with `verdict(command, measured, baseline)` (what
+    the goals say of it), and as `growth_figures`. `results`, `shown` and `label` as
+    `before_and_now`; `against` is the figures' note ("at 1M vs 100k")."""
+    figures = []
+    for name in commands:
+        baseline = base_seconds, base_rss, _ = results[(name, points[0], "now")]
+        for point in points[1:]:
+            measured = seconds, rss, page = results[(name, point, "now")]
+            print(f"  {name:<13} {shown(point)}: {seconds:6.2f} s "
+                  f"(x{seconds / base_seconds:.2f}), {rss:5.0f} MiB (x{rss / base_rss:.2f})"
+                  + (f", page {page / 2**20:.1f} MiB" if page else "")
+                  + f"  {verdict(name, measured, baseline)}")
+            figures += growth_figures(name, label(point), measured, baseline, against(point))
+    return figures
+
+
 def before_and_now(before: str, commands: list[str], points: list[Any],
                    results: dict[tuple[str, Any, str], tuple[float, float, int | None]],
                    shown: Callable[[Any], str], label: Callable[[Any], str],

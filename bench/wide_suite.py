@@ -23,7 +23,7 @@ import argparse
 from pathlib import Path
 
 from _figures import add_json_option, emit
-from scale_growth import COMMANDS, before_and_now, growth_figures, measured_sides
+from scale_growth import COMMANDS, against_baseline, before_and_now, measured_sides
 from scale_store import ARMS, ensure_store
 
 DEFAULT_COMMANDS = ("arms_report", "arms_compare", "report_html", "show_latest")
@@ -73,18 +73,11 @@ def main() -> None:
     base = widths[0]
     print(f"\nagainst {base:,} tasks (the baseline), this code; goals: < {SECONDS_GOAL:.0f} s, "
           f"page < {PAGE_GOAL / 1e6:.0f} MB")
-    for name in chosen:
-        base_seconds, base_rss, base_page = results[(name, base, "now")]
-        for width in widths[1:]:
-            seconds, rss, page = results[(name, width, "now")]
-            met = seconds < SECONDS_GOAL and (page is None or page < PAGE_GOAL)
-            print(f"  {name:<13} {width:>6,} tasks: {seconds:6.2f} s "
-                  f"(x{seconds / base_seconds:.2f}), {rss:5.0f} MiB (x{rss / base_rss:.2f})"
-                  + (f", page {page / 2**20:.1f} MiB" if page else "")
-                  + f"  {'met' if met else 'NOT met'}")
-            figures += growth_figures(name, f"{width}_tasks", (seconds, rss, page),
-                                      (base_seconds, base_rss, base_page),
-                                      f"at {width} tasks vs {base}")
+    figures += against_baseline(
+        chosen, widths, results, lambda width: f"{width:>6,} tasks",
+        lambda width: f"{width}_tasks", lambda width: f"at {width} tasks vs {base}",
+        lambda _name, measured, _baseline: "met" if measured[0] < SECONDS_GOAL and (
+            measured[2] is None or measured[2] < PAGE_GOAL) else "NOT met")
     if options.before:
         figures += before_and_now(options.before, chosen, widths, results,
                                   lambda width: f"{width:>6,} tasks",
