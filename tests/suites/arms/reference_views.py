@@ -20,6 +20,7 @@ from benchwarden.core.stats import (
 )
 from benchwarden.suites.arms.tasks import FAILURE_TAGS, FLOOR, PASS
 from benchwarden.suites.arms.views import (
+    _RAW,
     COMPONENTS,
     TRIALS_PER_CELL,
     Summary,
@@ -102,9 +103,6 @@ def headline(source: Source, arms: Sequence[str], tasks: Sequence[str],
                                             for task, t in per_task.items()}),
         })
     return rows
-
-
-_RAW = TokenWeights(fresh_input=1.0, cache_creation=1.0, cache_read=1.0, output=1.0)
 
 
 def per_tier(source: Source, arms: Sequence[str], tiers: Sequence[str],
