@@ -1378,11 +1378,17 @@ class Store(ABC):
             yield self._decode_record(seq, body, _record_decoder)
 
     def _decode_record(self, seq: int, body: bytes, decoder: Any) -> Any:
+        return self._decode_entry(seq, body, decoder, "record")
+
+    def _decode_entry(self, seq: int, body: bytes, decoder: Any, kind: str) -> Any:
+        """`body` (entry `seq`, a `kind`: record, run start, run end) decoded; a body the
+        decoder refuses (edited outside benchwarden: the triggers were dropped) is a
+        `CorruptStore` naming the entry, not a decoder's message with no store in it."""
         try:
             return decoder.decode(body)
         except msgspec.DecodeError as error:  # (ValidationError is one too)
             raise CorruptStore(
-                f"store {self.location}: entry {seq} is not a readable record "
+                f"store {self.location}: entry {seq} is not a readable {kind} "
                 f"({error}); `benchwarden verify --store` checks the whole store"
             ) from None
 
@@ -1502,13 +1508,13 @@ class Store(ABC):
         params = (suite,) if suite else ()
         # sorted here, not by ORDER BY seq, which would make SQLite scan every entry
         # instead of the index of run starts
-        starts = [(body,) for _, body in sorted(self._query(
+        starts = sorted(self._query(
             f"SELECT seq, body FROM entries WHERE kind = 'run'{where}", params),
-            key=lambda row: int(row[0]))]
+            key=lambda row: int(row[0]))
         ends, counts = self._run_ends_and_counts(suite)
         infos = []
-        for row in starts:
-            run = _run_decoder.decode(_as_bytes(row[0]))
+        for seq, body in starts:
+            run = self._decode_entry(seq, _as_bytes(body), _run_decoder, "run start")
             infos.append(RunInfo(run, ends.get(run.run_id), int(counts.get(run.run_id, 0))))
         return infos
 
@@ -1520,8 +1526,9 @@ class Store(ABC):
         params = (suite,) if suite else ()
         ends = {
             end.run_id: end for end in (
-                _run_end_decoder.decode(_as_bytes(row[0])) for row in self._query(
-                    f"SELECT body FROM entries WHERE kind = 'run_end'{where}", params))
+                self._decode_entry(seq, _as_bytes(body), _run_end_decoder, "run end")
+                for seq, body in self._query(
+                    f"SELECT seq, body FROM entries WHERE kind = 'run_end'{where}", params))
         }
         # counted by appends (`record_runs`, one row per run), or in a version 4 or 3
         # store read as it is over its slim summary table (a tenth of the bytes)
@@ -1560,9 +1567,10 @@ class Store(ABC):
         def cut(rows: Iterator[tuple[Any, ...]]) -> list[tuple[int, Run]]:
             starts = []
             for seq, body in rows:
-                start = _run_outside_config_decoder.decode(_as_bytes(body))
+                start = self._decode_entry(seq, _as_bytes(body), _run_outside_config_decoder,
+                                           "run start")
                 fields = {name: getattr(start, name) for name in _RUN_FIELDS}
-                config = _raw_fields.decode(fields["config"])
+                config = self._decode_entry(seq, fields["config"], _raw_fields, "run start")
                 fields["config"] = {key: value_of(config[key]) for key in config_keys
                                     if key in config}
                 starts.append((int(seq), Run(**fields)))
@@ -1577,14 +1585,14 @@ class Store(ABC):
     def run_info(self, run_id: str) -> RunInfo:
         p = self.placeholder
         rows = self._query(
-            f"SELECT kind, body FROM entries WHERE run_id = {p} AND kind IN ('run', 'run_end') "
-            "ORDER BY seq", (run_id,))
+            f"SELECT seq, kind, body FROM entries WHERE run_id = {p} "
+            "AND kind IN ('run', 'run_end') ORDER BY seq", (run_id,))
         run = end = None
-        for kind, body in rows:
+        for seq, kind, body in rows:
             if kind == "run":
-                run = _run_decoder.decode(_as_bytes(body))
+                run = self._decode_entry(seq, _as_bytes(body), _run_decoder, "run start")
             else:
-                end = _run_end_decoder.decode(_as_bytes(body))
+                end = self._decode_entry(seq, _as_bytes(body), _run_end_decoder, "run end")
         if run is None:
             matches = self._query(
                 f"SELECT run_id FROM entries WHERE kind = 'run' AND run_id LIKE {p}",
@@ -1638,7 +1646,8 @@ class Store(ABC):
         page = self._query(f"{select} {order}", params)
         while page:
             for seq, body in page:
-                headings.append((int(seq), _run_heading_decoder.decode(_as_bytes(body))))
+                headings.append((int(seq), self._decode_entry(
+                    seq, _as_bytes(body), _run_heading_decoder, "run start")))
             if len(page) < _RUN_STARTS_PER_READ:
                 break
             page = self._query(f"{select} AND run_id > {p} {order}",

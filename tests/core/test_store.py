@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from benchwarden.core.errors import EXIT_ENVIRONMENT, EXIT_USAGE, ConfigurationError
 from benchwarden.core.provenance import stamp_run
+from benchwarden.core.records import RunEnd
 from benchwarden.core.store import (
     APPLICATION_ID,
     CorruptStore,
@@ -417,6 +418,45 @@ def test_an_unreadable_record_body_is_named_not_a_traceback(tmp_path):
     with open_store(path, create=False) as store:
         with pytest.raises(CorruptStore, match="entry 3 is not a readable record"):
             store.records()
+        assert not store.verify().ok
+
+
+_RUN_BODY_DAMAGE = [
+    ("run", "CAST('not json' AS BLOB)", "JSON is malformed"),
+    ("run", "CAST('{\"bench_version\": 1}' AS BLOB)", "Expected `str`"),
+    ("run", "CAST(replace(CAST(body AS TEXT), '\"config\":{', '\"config\":5,\"x\":{') AS BLOB)",
+     "Expected `object`"),
+    ("run_end", "CAST('{\"run_id\": [' AS BLOB)", "Expected `str`, got `array`"),
+]
+
+
+@pytest.mark.parametrize(("kind", "damage", "reason"), _RUN_BODY_DAMAGE)
+def test_an_unreadable_run_start_or_end_is_named_not_a_decoder_message(tmp_path, kind, damage,
+                                                                        reason):
+    path = tmp_path / "s.sqlite"
+    with open_store(path) as store:
+        store.begin_run(stamp_run(suite="demo", bench_version="1",
+                                  config={"scope": "s", "tasks": ["t"]}, run_id="r"))
+        store.append([make_record(run_id="r", task="t")])
+        store.finish_run(RunEnd("r", 1_790_000_030.0, "completed", {}))
+    raw = sqlite3.connect(path)
+    raw.execute("DROP TRIGGER entries_refuse_update")
+    seq = raw.execute("SELECT seq FROM entries WHERE kind = ?", (kind,)).fetchone()[0]
+    raw.execute(f"UPDATE entries SET body = {damage} WHERE seq = ?", (seq,))
+    raw.commit()
+    raw.close()
+    named = f"entry {seq} is not a readable {'run start' if kind == 'run' else 'run end'} "
+    reads = {"runs": lambda store: store.runs(), "run_info": lambda store: store.run_info("r"),
+             "runs_with_config": lambda store: store.runs_with_config("demo", ("tasks",)),
+             "run_listing": lambda store: store.run_listing()}
+    if "config" in damage:  # a listing shows no configuration: it does not read it
+        del reads["run_listing"]
+    with open_store(path, create=False) as store:
+        for name, read in reads.items():
+            with pytest.raises(CorruptStore) as refused:
+                read(store)
+            assert named in str(refused.value) and reason in str(refused.value), name
+            assert "benchwarden verify --store" in str(refused.value), name
         assert not store.verify().ok
 
 
