@@ -9,11 +9,12 @@ views' unions with vectorised sums.
 
 Invariants:
 - Pure: nothing here reads a file, a clock or a database.
-- The same numbers as `views.Summary`, to the last bit (tested with hypothesis): integer
-  fields are summed exactly (int64 where no sum of a column can overflow it, Python
-  integers otherwise); a float union is the same additions in the same order as
-  `views.union_of` (0.0, then each group in turn: insertion order for `total`,
-  first-seen order for `by_task`), never a pairwise or reordered sum.
+- The same numbers as a `views.Summary`'s groups merged one by one (`Totals.merge`), to
+  the last bit (tested with hypothesis against the views as they were computed from a
+  `Summary`, `tests/suites/arms/reference_views.py`): integer fields are summed exactly
+  (int64 where no sum of a column can overflow it, Python integers otherwise); a float
+  union is the same additions in the same order (0.0, then each group in turn: insertion
+  order for `total`, first-seen order for `by_task`), never a pairwise or reordered sum.
 - Groups are held in insertion order (the order a `Summary` holds them; from the store,
   ascending `first_seq`), with their first-seen order beside it.
 - Built, then read: nothing changes a `Columns` once made; unions asked twice are
@@ -23,7 +24,6 @@ Invariants:
 from __future__ import annotations
 
 import array
-import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -59,8 +59,8 @@ def exact_integers(column: np.ndarray) -> np.ndarray:
 
 
 def sequential_sum(values: np.ndarray) -> float:
-    """`0.0 + values[0] + values[1] + ...` added in that order (what `views.union_of`
-    does): numpy's `sum` adds pairwise, a cumulative sum adds in order."""
+    """`0.0 + values[0] + values[1] + ...` added in that order (what merging `Totals` one
+    by one does): numpy's `sum` adds pairwise, a cumulative sum adds in order."""
     if not len(values):
         return 0.0
     return float(np.cumsum(np.concatenate(([0.0], values)))[-1])
@@ -329,13 +329,6 @@ class ColumnBuffer:
         dtype = np.float64 if self.held.typecode == "d" else np.int64
         return np.frombuffer(self.held, dtype=dtype) if len(self.held) \
             else np.zeros(0, dtype=dtype)
-
-
-def batched(rows: Iterable[Any], size: int) -> Iterable[list[Any]]:
-    """`rows` in lists of `size` (the last shorter)."""
-    iterator = iter(rows)
-    while chunk := list(itertools.islice(iterator, size)):
-        yield chunk
 
 
 __all__ = ["FLOAT_FIELDS", "KEY_FIELDS", "NO_TRIAL", "TOTAL_FIELDS", "ColumnBuffer", "Columns",

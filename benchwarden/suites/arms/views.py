@@ -30,21 +30,16 @@ import array
 import functools
 import json
 import math
-import operator
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from benchwarden.core.group_totals import (
     NEWEST_KEPT,
     DecodedChunk,
-    DecodedRow,
-    GroupTotals,
     compensated_add,
     decoded_chunks,
-    decoded_rows,
-    grouped_by,
 )
 from benchwarden.core.lazy import lazy_module
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
@@ -62,7 +57,6 @@ from benchwarden.suites.arms.columns import (
     ColumnBuffer,
     Columns,
     TaskColumns,
-    batched,
     first_seen_codes,
     integer_chunk,
 )
@@ -185,8 +179,8 @@ class Totals:
     """Sequence numbers of the group's newest trials (at most TRIALS_PER_CELL)."""
 
     def merge(self, other: Totals) -> None:
-        # the one definition of a union, field by field; the views' unions are summed
-        # by `union_of`, spelled out for speed and tested equal to chained merges
+        # the one definition of a union, field by field (`Columns` sums its unions in
+        # the same order, tested equal to chained merges)
         for name in _TOTAL_FIELDS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
@@ -212,173 +206,19 @@ class GroupKey(NamedTuple):
 
 @dataclass
 class Summary:
-    """Everything the views need of a scope's records, in memory bounded by its cells.
-
-    A report asks for dozens of unions (per arm, per arm and tier, per task of an arm);
-    each is answered from an index of the groups by the fields matched, built once per
-    set of field names, so a union costs the groups it holds, not every group of the
-    scope (a suite of 10,000 tasks has tens of thousands of groups). The unions merge
-    their groups in the same order as a scan would (insertion order for `total`,
-    first-seen order for `by_task`), so every float sum is the same to the last bit.
-    Each union is computed once and shared by the views that ask for it (a report asks
-    for an arm's per-task totals four times). The index and its unions follow `groups`
-    and `first_seen`: they are made again whenever either has gained or lost a key. A
-    Summary is built, then read: a group's totals must not change once a view has asked
-    (`summarize`, `summary_from_groups` and `summary_from_rows` finish before any view
-    reads). A task's union of the same groups is one object whichever view asks (an
-    arm's per-task totals and its tier's, when the task has one tier)."""
+    """Everything the views need of a scope's records, in memory bounded by its cells:
+    the totals per group, the sequence number of each group's first record (for
+    first-seen order) and the bench versions seen. What `summarize` makes of records in
+    memory; the views read it as `Columns` (`columns_of`)."""
 
     groups: dict[GroupKey, Totals] = field(default_factory=dict)
     first_seen: dict[GroupKey, int] = field(default_factory=dict)
     """The sequence number of each group's first record (for first-seen order)."""
     versions: set[str] = field(default_factory=set)
-    _index: _GroupIndex | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def samples(self) -> int:
         return sum(totals.samples for totals in self.groups.values())
-
-    def total(self, **match: Any) -> Totals:
-        """The union of the groups whose key fields equal `match` (shared between the
-        views that ask for it: read it, never change it)."""
-        index = self._current_index()
-        memo = ("total", *sorted(match.items()))
-        union = index.unions.get(memo)
-        if union is None:
-            groups = self.groups
-            union = index.unions[memo] = union_of(
-                [groups[key] for key in self._matching(match, first_seen_order=False)])
-        return union  # type: ignore[no-any-return]
-
-    def by_task(self, **match: Any) -> dict[str, Totals]:
-        """The union of the matching groups, per task (in first-seen order; the unions
-        are shared between the views that ask for them: read them, never change them)."""
-        index = self._current_index()
-        memo = ("by_task", *sorted(match.items()))
-        tasks = index.unions.get(memo)
-        if tasks is None:
-            parts: dict[str, list[GroupKey]] = {}
-            for key in self._matching(match, first_seen_order=True):
-                found = parts.get(key.task)
-                if found is None:
-                    parts[key.task] = [key]
-                else:
-                    found.append(key)
-            tasks = index.unions[memo] = {}
-            groups, shared = self.groups, index.task_unions
-            for task, keys in parts.items():
-                # a task's union of the same groups is the same union, whichever view
-                # asks (an arm's and its tier's: a task has one tier, as a rule)
-                named = tuple(keys)
-                union = shared.get(named)
-                if union is None:
-                    union = shared[named] = union_of([groups[key] for key in keys])
-                tasks[task] = union
-        return dict(tasks)
-
-    def cell_counts(self) -> dict[tuple[str, str], int]:
-        """Samples per (arm, task) cell, in first-seen order (worked out once: a report
-        asks twice)."""
-        index = self._current_index()
-        counts = index.unions.get(("cell_counts",))
-        if counts is None:
-            counts = index.unions[("cell_counts",)] = {}
-            groups = self.groups
-            for key in index.ordered:
-                cell = (key.arm, key.task)
-                counts[cell] = counts.get(cell, 0) + groups[key].samples
-        return dict(counts)
-
-    def keys(self, **match: Any) -> list[GroupKey]:
-        """The keys of the groups whose key fields equal `match`, in insertion order."""
-        return list(self._matching(match, first_seen_order=False))
-
-    def ordered(self) -> list[GroupKey]:
-        """Every group's key, in first-seen order (ties in insertion order)."""
-        return list(self._current_index().ordered)
-
-    def _current_index(self) -> _GroupIndex:
-        index = self._index
-        if index is None or not index.follows(self):
-            index = self._index = _GroupIndex(self)
-        return index
-
-    def _matching(self, match: Mapping[str, Any], *, first_seen_order: bool) -> list[GroupKey]:
-        if not match:
-            index = self._current_index()
-            return list(index.ordered) if first_seen_order else list(self.groups)
-        return self._current_index().matching(match, first_seen_order)
-
-
-class _GroupIndex:
-    """`Summary`'s groups by the values of the key fields a union matches on."""
-
-    __slots__ = ("by_fields", "groups", "groups_size", "first_seen", "first_seen_size",
-                 "in_first_seen_order", "ordered", "task_unions", "unions")
-
-    def __init__(self, summary: Summary) -> None:
-        self.groups, self.groups_size = summary.groups, len(summary.groups)
-        self.first_seen, self.first_seen_size = summary.first_seen, len(summary.first_seen)
-        self.ordered = tuple(sorted(summary.groups, key=summary.first_seen.__getitem__))
-        self.in_first_seen_order = self.ordered == tuple(summary.groups)
-        self.by_fields: dict[tuple[str, ...], tuple[dict[tuple[Any, ...], list[GroupKey]],
-                                                    dict[tuple[Any, ...], list[GroupKey]]]] = {}
-        self.unions: dict[tuple[Any, ...], Any] = {}
-        # `by_task`'s unions by the groups they hold, in the order merged
-        self.task_unions: dict[tuple[GroupKey, ...], Totals] = {}
-
-    def follows(self, summary: Summary) -> bool:
-        """Still the index of `summary`: the same dicts, holding as many keys."""
-        return (self.groups is summary.groups and self.groups_size == len(summary.groups)
-                and self.first_seen is summary.first_seen
-                and self.first_seen_size == len(summary.first_seen))
-
-    def matching(self, match: Mapping[str, Any], first_seen_order: bool) -> list[GroupKey]:
-        names = tuple(sorted(match))
-        found = self.by_fields.get(names)
-        if found is None:
-            for name in names:
-                if name not in GroupKey._fields:
-                    raise TypeError(f"a group has no field {name!r}")
-            # one field: its value is the lookup key; several: the tuple of their values
-            value_of = operator.itemgetter(*(GroupKey._fields.index(name) for name in names))
-            inserted = grouped_by(self.groups, value_of)
-            # groups read from the store are inserted in first-seen order: one index serves
-            found = self.by_fields[names] = (
-                inserted, inserted if self.in_first_seen_order else grouped_by(self.ordered,
-                                                                             value_of))
-        values = match[names[0]] if len(names) == 1 else tuple(match[name] for name in names)
-        return found[1 if first_seen_order else 0].get(values, [])
-
-
-def union_of(parts: Sequence[Totals]) -> Totals:
-    """`Totals()` with each of `parts` merged into it in turn (`Totals.merge`: the same
-    additions in the same order, so the same floats), summed in local variables: a
-    report of a suite of thousands of tasks makes hundreds of thousands of merges, and
-    an attribute written per field and part cost twice as much. Its `newest` is empty,
-    as a merge leaves it."""
-    samples = passes = priced = fresh_input = cache_creation = cache_read = output = 0
-    reasoning_samples = reasoning = denied_calls = imputed_samples = odd_values = 0
-    duration_s = turns = imputed_cost_usd = 0.0
-    for part in parts:
-        samples += part.samples
-        passes += part.passes
-        priced += part.priced
-        fresh_input += part.fresh_input
-        cache_creation += part.cache_creation
-        cache_read += part.cache_read
-        output += part.output
-        reasoning_samples += part.reasoning_samples
-        reasoning += part.reasoning
-        duration_s += part.duration_s
-        turns += part.turns
-        denied_calls += part.denied_calls
-        imputed_samples += part.imputed_samples
-        imputed_cost_usd += part.imputed_cost_usd
-        odd_values += part.odd_values
-    return Totals(samples, passes, priced, fresh_input, cache_creation, cache_read, output,
-                  reasoning_samples, reasoning, duration_s, turns, denied_calls,
-                  imputed_samples, imputed_cost_usd, odd_values)
 
 
 Source = Columns | Summary | Iterable[Record] | Iterable[RecordSummary]
@@ -443,80 +283,14 @@ def _tier_and_failure(group_key: str) -> tuple[str | None, str | None]:
     return _key_text(tier), _key_text(failure)
 
 
-def summary_from_groups(groups: Iterable[GroupTotals]) -> Summary:
-    """The `Summary` that `summarize` makes of the records, from the store's totals per
-    (arm, task, outcome, group key text) of one scope (`Store.group_totals`), as
-    `summary_from_rows` makes it of their rows. Groups whose keys come out equal are
-    merged, as `summarize` would have put their records in one group (their float sums
-    then agree with the stream's to rounding only)."""
-    ordered = sorted(groups, key=lambda group: int(group.first_seq))
-    return summary_from_rows(decoded_rows(group.row() for group in ordered))
-
-
-# the columns of a `record_group_totals` row in the order `summary_from_rows` unpacks
-# them (a test holds this to `GROUP_TOTALS_COLUMNS`)
+# the columns of a `record_group_totals` row as `decoded_chunks` hands them over, in
+# the order `_READ_COLUMNS` numbers them (a test holds this to `GROUP_TOTALS_COLUMNS`)
 UNPACKED_COLUMNS = (
     "suite", "scope", "arm", "task", "outcome", "group_key", "first_seq", "records", "priced",
     "fresh_input", "cache_creation", "cache_read", "output", "reasoning_samples",
     "reasoning", "duration_s", "duration_s_error", "turns", "turns_error", "denied_calls",
     "imputed_samples", "imputed_cost_usd", "imputed_cost_usd_error", "odd_values",
     "bench_versions", "newest")
-
-
-def summary_from_rows(rows: Iterable[DecodedRow]) -> Summary:
-    """`summary_from_groups` of the store's group totals as `Store.fold_group_totals`
-    hands them over (`(plain columns, bench versions, newest)` per group, every column
-    of its kind already, in ascending `first_seq` order: a `ValueError` otherwise): the
-    same Summary to the last bit (tested), one row at a time, without a `GroupTotals`
-    per group. A report of a suite of thousands of tasks reads tens of thousands of
-    groups; holding them all as rows, then as objects, was most of its memory and as
-    much time as the views."""
-    summary = Summary()
-    groups, first_seen = summary.groups, summary.first_seen
-    # keys made of more than one stored group, and their newest trials so far
-    merged: dict[GroupKey, list[int]] = {}
-    seen_versions: set[tuple[str, ...]] = set()
-    previous = None
-    # one string per distinct arm and task name (the database gives each row its own:
-    # a task's name held once per group it has, six or more, in every key)
-    names: dict[str, str] = {}
-    for row, versions, newest in rows:
-        (_, _, arm, task, outcome, group_key, first_seq, records, priced, fresh_input,
-         cache_creation, cache_read, output, reasoning_samples, reasoning, duration_s,
-         duration_s_error, turns, turns_error, denied_calls, imputed_samples,
-         imputed_cost_usd, imputed_cost_usd_error, odd_values, *_) = row
-        if previous is not None and first_seq < previous:
-            raise ValueError("group totals must come in ascending first_seq order")
-        previous = first_seq
-        tier, failure = _tier_and_failure(group_key)
-        key = GroupKey(names.setdefault(arm, arm), names.setdefault(task, task), tier,
-                       outcome, failure)
-        totals = Totals(
-            records, records if outcome == PASS else 0, priced, fresh_input, cache_creation,
-            cache_read, output, reasoning_samples, reasoning, duration_s + duration_s_error,
-            turns + turns_error, denied_calls, imputed_samples,
-            imputed_cost_usd + imputed_cost_usd_error, odd_values)
-        known = groups.get(key)
-        if known is None:
-            groups[key] = totals
-            first_seen[key] = first_seq
-            totals.newest = tuple((sorted(newest) if len(newest) > 1 else newest)
-                                  [-TRIALS_PER_CELL:])
-        else:
-            known.merge(totals)
-            found = merged.get(key)
-            if found is None:
-                found = merged[key] = list(known.newest)
-            found.extend(newest)
-        if versions not in seen_versions:
-            seen_versions.add(versions)
-            for text in versions:
-                version = _from_json(text)
-                if version:
-                    summary.versions.add(str(version))
-    for key, found in merged.items():
-        groups[key].newest = tuple(sorted(found)[-TRIALS_PER_CELL:])
-    return summary
 
 
 def _summary(source: Source) -> Summary:
@@ -531,47 +305,19 @@ def columns_of(source: Source) -> Columns:
     return Columns.of_groups(summary.groups, summary.first_seen, summary.versions)
 
 
-def summary_of(columns: Columns) -> Summary:
-    """The `Summary` holding the same groups as `columns` (keys, totals, newest trials,
-    first-seen sequence numbers and versions), in the same order: `columns_of`'s
-    inverse, for comparing the two forms."""
-    summary = Summary(versions=set(columns.versions))
-    everything = np.arange(len(columns))
-    keys = zip(*(columns.names_of(name, everything) for name in KEY_FIELDS), strict=True)
-    values = [columns.values[name].tolist() for name in _TOTAL_FIELDS]
-    for position, (key, first_seq) in enumerate(zip(keys, columns.first_seq.tolist(),
-                                                     strict=True)):
-        group = GroupKey(*key)
-        totals = Totals(*(column[position] for column in values))
-        totals.newest = tuple(seq for seq in columns.newest[position].tolist()
-                              if seq != NO_TRIAL)
-        summary.groups[group] = totals
-        summary.first_seen[group] = first_seq
-    return summary
-
-
-def columns_from_rows(rows: Iterable[DecodedRow]) -> Columns:
-    """`summary_from_rows` by column: the store's group totals as `Store.fold_group_totals`
-    hands them over (in ascending `first_seq` order: a `ValueError` otherwise), groups
-    whose keys come out equal merged as `summary_from_rows` merges them. The same totals
-    to the last bit (tested), in memory of a few arrays."""
-    def chunks() -> Iterator[DecodedChunk]:
-        for chunk in batched(rows, 8192):
-            yield (list(zip(*(plain for plain, _, _ in chunk), strict=True)),
-                   [versions for _, versions, _ in chunk], [newest for _, _, newest in chunk])
-    return columns_from_chunks(chunks())
-
-
 def columns_from_stored_rows(rows: Iterable[tuple[Any, ...]]) -> Columns:
-    """`columns_from_rows` of the stored rows as `Store.fold_group_rows` hands them over,
-    checked and decoded by chunks (`decoded_chunks`): what a report reads."""
+    """The `Columns` of a scope's stored group totals as `Store.fold_group_rows` hands
+    them over (in ascending `first_seq` order: a `ValueError` otherwise), checked and
+    decoded by chunks (`decoded_chunks`): what a report reads."""
     return columns_from_chunks(decoded_chunks(rows))
 
 
 def columns_from_chunks(decoded: Iterable[DecodedChunk]) -> Columns:
-    """`columns_from_rows` of rows by chunks (`core.group_totals.decoded_chunks`), each
-    chunk's columns made arrays at once: a report of a suite of 333,000 tasks reads a
-    million groups."""
+    """The `Columns` of group totals decoded by chunks (`core.group_totals.decoded_chunks`),
+    each chunk's columns made arrays at once (a report of a suite of 333,000 tasks reads
+    a million groups). Groups whose keys come out equal (two `[tier, failure]` texts
+    naming one tier) are merged, as `summarize` would have put their records in one group
+    (their float sums then agree with the stream's to rounding only)."""
     code_of: dict[str, dict[Any, int]] = {name: {} for name in KEY_FIELDS}
     # each distinct `[tier, failure]` text by its code, and the tier's and failure's codes
     # of each code
@@ -642,7 +388,7 @@ def columns_from_chunks(decoded: Iterable[DecodedChunk]) -> Columns:
     return Columns(names, codes, values, newest, first_seq, versions)
 
 
-# where `columns_from_rows` reads each column of a stored row (`UNPACKED_COLUMNS`)
+# where `columns_from_chunks` reads each column of a stored row (`UNPACKED_COLUMNS`)
 _READ_COLUMNS = {"first_seq": 6, "samples": 7, "priced": 8, "fresh_input": 9,
                  "cache_creation": 10, "cache_read": 11, "output": 12,
                  "reasoning_samples": 13, "reasoning": 14, "duration_s": 15,
@@ -659,7 +405,7 @@ _NO_TRIALS = [NO_TRIAL] * TRIALS_PER_CELL
 
 def _newest_rows(newest: Sequence[Sequence[int]]) -> np.ndarray:
     """Each group's newest trials as a row of `TRIALS_PER_CELL`: the last ones of those
-    given, ascending, padded with `NO_TRIAL` (as `summary_from_rows` keeps them)."""
+    given, ascending, padded with `NO_TRIAL`."""
     lengths = set(map(len, newest))
     if len(lengths) == 1 and (length := lengths.pop()) <= TRIALS_PER_CELL:
         # every group of the chunk with as many: sorted as a block
@@ -697,7 +443,7 @@ def _merged_equal_keys(codes: dict[str, np.ndarray], names: Mapping[str, list[An
                                                        dict[str, np.ndarray], np.ndarray,
                                                        np.ndarray]:
     """Groups whose keys come out equal (two `[tier, failure]` texts naming one tier,
-    say) merged into the first, as `summary_from_rows` merges them: each later one's
+    say) merged into the first: each later one's
     totals added to the first's in turn (`Totals.merge`), its newest trials pooled."""
     numbers = _key_numbers(codes, names)
     keys = numbers if isinstance(numbers, list) else numbers.tolist()
@@ -776,15 +522,15 @@ def _divided(numerators: np.ndarray, denominators: np.ndarray) -> list[float]:
 # ---------------------------------------------------------------------------- views
 
 def cell_counts(source: Source) -> dict[tuple[str, str], int]:
-    if isinstance(source, Columns):
-        counts: dict[tuple[str, str], int] = {}
-        ordered = source.ordered()
-        for arm, task, samples in zip(source.names_of("arm", ordered),
-                                      source.names_of("task", ordered),
-                                      source.values["samples"][ordered].tolist(), strict=True):
-            counts[(arm, task)] = counts.get((arm, task), 0) + samples
-        return counts
-    return _summary(source).cell_counts()
+    """Samples per (arm, task) cell, in first-seen order."""
+    columns = columns_of(source)
+    counts: dict[tuple[str, str], int] = {}
+    ordered = columns.ordered()
+    for arm, task, samples in zip(columns.names_of("arm", ordered),
+                                  columns.names_of("task", ordered),
+                                  columns.values["samples"][ordered].tolist(), strict=True):
+        counts[(arm, task)] = counts.get((arm, task), 0) + samples
+    return counts
 
 
 def coverage_class(samples: int, floor: int = FLOOR) -> str:
@@ -1121,4 +867,4 @@ def _took(cell: int, seqs: list[int], chosen: dict[int, int], picked: list[int],
 __all__ = ["COMPONENTS", "FLOOR", "PAYLOAD_FIELDS", "Summary", "all_pairs", "arms_and_tasks",
            "cell_counts", "compare", "conclusion", "coverage", "coverage_class",
            "failure_tags", "headline", "per_component", "per_tier", "shown_mde",
-           "shown_trials", "summarize", "summary_from_groups", "summary_from_rows"]
+           "shown_trials", "summarize"]

@@ -92,11 +92,11 @@ def test_the_columns_unions_are_the_summarys_to_the_bit(trials, asked):
     summary = views.summarize(records_of(trials))
     columns = views.columns_of(summary)
     for match in [{}, *asked]:
-        union = summary.total(**match)
+        union = before.total(summary, **match)
         assert same(columns.total(**match),
                     {name: getattr(union, name) for name in columnar.TOTAL_FIELDS})
         per_task = columns.by_task(**match)
-        expected = summary.by_task(**match)
+        expected = before.by_task(summary, **match)
         assert per_task.tasks == list(expected)
         for name in columnar.TOTAL_FIELDS:
             assert same(per_task[name].tolist(),
@@ -179,13 +179,13 @@ def test_columns_read_from_rows_are_the_summary_read_from_them(rows):
                                versions))
     decoded = [(row, tuple(sorted({text for text in json.loads(row[-2])})),
                 json.loads(row[-1])) for row in made]
-    expected = views.summary_from_rows(decoded)
-    found = views.summary_of(views.columns_from_rows(decoded))
+    expected = before.summary_from_rows(decoded)
+    found = before.summary_of(before.columns_from_rows(decoded))
     assert [(key, repr(totals)) for key, totals in found.groups.items()] == \
         [(key, repr(totals)) for key, totals in expected.groups.items()]
     assert found.first_seen == expected.first_seen and found.versions == expected.versions
     # and from the stored rows as a report reads them (checked and decoded by chunks)
-    stored = views.summary_of(views.columns_from_stored_rows(made))
+    stored = before.summary_of(views.columns_from_stored_rows(made))
     assert [(key, repr(totals)) for key, totals in stored.groups.items()] == \
         [(key, repr(totals)) for key, totals in expected.groups.items()]
     assert stored.first_seen == expected.first_seen and stored.versions == expected.versions

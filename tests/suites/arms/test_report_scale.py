@@ -31,6 +31,7 @@ from benchwarden.suites.arms.driver import plan_cells
 from benchwarden.suites.arms.html import render_html
 from benchwarden.suites.arms.tasks import load_suite
 from tests.core.test_store_backends import backend, postgres_database  # noqa: F401 (fixtures)
+from tests.suites.arms import reference_views as reference
 
 SCOPE = "scale"
 TIERS = ("read", "write")
@@ -392,8 +393,8 @@ def assert_same_summary(database: views.Summary, streamed: views.Summary) -> Non
 
 def database_summary(store: Store, scope: str) -> views.Summary:
     """The scope's `views.Columns` read from the group totals (what a report reads), as a
-    `Summary` (`views.summary_of`) to compare with the stream's."""
-    return views.summary_of(arms_report.summary_in_database(store, scope))
+    `Summary` (`reference_views.summary_of`) to compare with the stream's."""
+    return reference.summary_of(arms_report.summary_in_database(store, scope))
 
 
 def streamed_summary(store: Store) -> views.Summary:
@@ -657,11 +658,11 @@ def test_the_commands_report_odd_values_from_the_table_and_from_an_old_store(tmp
 
 def summary_read_as_before(store: Store) -> views.Summary:
     """How a report read the totals before `Store.fold_group_totals`: every group's
-    `GroupTotals` at once, then `views.summary_from_groups` (which now folds their rows
+    `GroupTotals` at once, then `reference_views.summary_from_groups` (which now folds their rows
     the one way, `summary_from_rows`: these tests hold the streamed, ordered read to the
     whole read; the report's totals are held to the records themselves by
     `test_the_group_totals_equal_the_stream_bit_for_bit_whatever_the_batches`)."""
-    return views.summary_from_groups(store.group_totals("arms", SCOPE))
+    return reference.summary_from_groups(store.group_totals("arms", SCOPE))
 
 
 def assert_identical_summaries(found: views.Summary, expected: views.Summary) -> None:
@@ -680,7 +681,7 @@ def assert_identical_summaries(found: views.Summary, expected: views.Summary) ->
 @settings(max_examples=60, deadline=None)
 def test_the_streamed_read_makes_the_summary_the_group_totals_made(rows, oddities, cuts):
     """Any records, any payload oddities, any batches: the report's Summary read one row
-    at a time (`Store.fold_group_totals` into `views.summary_from_rows`) is the one made
+    at a time (`Store.fold_group_totals` into `reference_views.summary_from_rows`) is the one made
     from every group's `GroupTotals` (`summary_from_groups`), bit for bit."""
     records = records_with_oddities(rows, oddities)
     with SQLiteStore(":memory:") as store:
@@ -742,15 +743,15 @@ def test_edited_group_rows_are_read_or_refused_as_before(tmp_path):
 
 
 def test_rows_out_of_first_seq_order_are_refused():
-    """`summary_from_rows` keeps first-seen order by taking rows in it, so rows in any
-    other order are refused rather than summed into another order."""
+    """The columns keep first-seen order by taking rows in it, so rows in any other
+    order are refused rather than summed into another order."""
     with SQLiteStore(":memory:") as store:
         fill(store, random_records(3, ["cli"], ["t0", "t1"], depth=3), ["cli"], ["t0", "t1"])
-        rows = store.fold_group_totals("arms", SCOPE, list)
+        rows = store.fold_group_rows("arms", SCOPE, list)
     assert len(rows) > 1
-    assert views.summary_from_rows(rows).first_seen  # in order: read
+    assert len(views.columns_from_stored_rows(rows)) == len(rows)  # in order: read
     with pytest.raises(ValueError, match="ascending first_seq order"):
-        views.summary_from_rows(list(reversed(rows)))
+        views.columns_from_stored_rows(list(reversed(rows)))
 
 
 def test_the_unpacked_columns_are_the_stored_columns():

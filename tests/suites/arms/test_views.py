@@ -166,26 +166,6 @@ def test_headline_and_tags_agree_for_any_records(rows):
         assert 0 <= low <= head[arm]["success"]["mean"] <= high <= 1
 
 
-# -- the indexed Summary: unions answered from an index equal a scan of every group ----
-
-def _scanned_total(summary: views.Summary, **match) -> views.Totals:
-    """What `Summary.total` answered before its index: every group scanned, merged in
-    insertion order."""
-    union = views.Totals()
-    for key, totals in summary.groups.items():
-        if all(getattr(key, name) == value for name, value in match.items()):
-            union.merge(totals)
-    return union
-
-
-def _scanned_by_task(summary: views.Summary, **match) -> dict[str, views.Totals]:
-    tasks: dict[str, views.Totals] = {}
-    for key in sorted(summary.groups, key=summary.first_seen.__getitem__):
-        if all(getattr(key, name) == value for name, value in match.items()):
-            tasks.setdefault(key.task, views.Totals()).merge(summary.groups[key])
-    return tasks
-
-
 view_records = st.lists(st.tuples(
     st.sampled_from(["a", "b", "c"]), st.sampled_from([f"t{n}" for n in range(6)]),
     st.sampled_from(["pass", "fail"]), st.sampled_from([None, "incorrect", "hung"]),
@@ -199,50 +179,6 @@ def _records(rows) -> list[Record]:
                    tokens=TokenComponents(fresh_input=index, output=3),
                    payload={"tier": tier, "failure": failure, "turns": duration / 7})
             for index, (arm, task, outcome, failure, tier, duration) in enumerate(rows, 1)]
-
-
-matches = st.dictionaries(st.sampled_from(["arm", "task", "tier", "outcome", "failure"]),
-                          st.sampled_from(["a", "b", "t1", "t3", "read", "pass", "fail",
-                                           "incorrect", None]), max_size=3)
-
-
-@given(view_records, st.lists(matches, min_size=1, max_size=8))
-def test_indexed_unions_equal_a_scan_of_every_group_to_the_last_bit(rows, asked):
-    """Floats included: the index merges the same groups in the same order as a scan,
-    and asking twice (the shared union) or in any order changes nothing."""
-    summary = views.summarize(_records(rows))
-    for match in [*asked, *reversed(asked)]:
-        assert summary.total(**match) == _scanned_total(summary, **match)
-        assert summary.by_task(**match) == _scanned_by_task(summary, **match)
-        assert list(summary.by_task(**match)) == list(_scanned_by_task(summary, **match))
-    assert summary.ordered() == sorted(summary.groups, key=summary.first_seen.__getitem__)
-
-
-def test_the_index_follows_groups_added_after_a_view_asked():
-    summary = views.summarize(_records([("a", "t1", "pass", None, "read", 2.0)]))
-    assert summary.total(arm="a").samples == 1
-    assert summary.by_task(arm="a")["t1"].samples == 1
-    key = views.GroupKey("a", "t2", "read", "pass", None)
-    summary.groups[key] = views.Totals(samples=4, passes=4)
-    summary.first_seen[key] = 99
-    assert summary.total(arm="a").samples == 5
-    assert summary.by_task(arm="a")["t2"].samples == 4
-    assert summary.ordered()[-1] == key
-    del summary.groups[key], summary.first_seen[key]
-    assert summary.total(arm="a").samples == 1
-    assert summary.keys(arm="a") == [views.GroupKey("a", "t1", "read", "pass", None)]
-
-
-def test_by_task_hands_out_its_own_mapping():
-    summary = views.summarize(_records([("a", "t1", "pass", None, "read", 2.0)]))
-    summary.by_task(arm="a").clear()
-    assert list(summary.by_task(arm="a")) == ["t1"]
-
-
-def test_a_union_on_a_field_groups_do_not_have_is_refused():
-    summary = views.summarize(_records([("a", "t1", "pass", None, "read", 2.0)]))
-    with pytest.raises(TypeError, match="no field 'colour'"):
-        summary.total(colour="red")
 
 
 @given(st.lists(st.integers(-10**6, 10**6), min_size=15, max_size=15),
@@ -268,34 +204,12 @@ def test_shown_trials_under_a_limit_are_the_first_of_the_whole_choice(rows, limi
     assert views.shown_trials(summary, limit=limit) == whole[:limit]
 
 
-totals_fields = st.tuples(
-    *[st.integers(-10**12, 10**12)] * 9,
-    st.floats(-1e12, 1e12, allow_nan=False), st.floats(-1e12, 1e12, allow_nan=False),
-    st.integers(-10**6, 10**6), st.integers(-10**6, 10**6),
-    st.floats(-1e6, 1e6, allow_nan=False), st.integers(0, 10**6))
-
-
-@given(st.lists(totals_fields, max_size=12))
-def test_a_union_summed_in_locals_is_the_chain_of_merges_to_the_bit(parts):
-    """`union_of` (local variables) and `Totals()` merged with each part in turn give the
-    same fields, floats to the bit (-0.0 included), and an empty `newest`."""
-    made = [views.Totals(*fields, newest=(1, 2)) for fields in parts]
-    merged = views.Totals()
-    for part in made:
-        merged.merge(part)
-    union = views.union_of(made)
-    assert repr(union) == repr(merged) and union.newest == ()
-
-
-def test_views_asking_for_the_same_groups_per_task_share_one_union():
-    """An arm's per-task union and its tier's, over the same groups, are one object
-    (a task has one tier); a task whose groups differ by tier gets its own union."""
-    summary = views.summarize([rec("a", "t1", 1), rec("a", "t1", 2, "fail", "hung"),
-                               rec("a", "t2", 3, tier="write"), rec("a", "t2", 4, tier="read")])
-    by_arm, by_tier = summary.by_task(arm="a"), summary.by_task(arm="a", tier="read")
-    assert by_tier["t1"] is by_arm["t1"]
-    assert by_tier["t2"] is not by_arm["t2"]
-    assert (by_arm["t2"].samples, by_tier["t2"].samples) == (2, 1)
+def test_a_union_on_a_field_groups_do_not_have_is_refused():
+    columns = views.columns_of(_records([("a", "t1", "pass", None, "read", 2.0)]))
+    with pytest.raises(TypeError, match="no field 'colour'"):
+        columns.total(colour="red")
+    with pytest.raises(TypeError, match="no field 'colour'"):
+        columns.by_task(arm="a", colour="red")
 
 
 def test_cell_counts_are_handed_out_as_a_copy():
