@@ -43,7 +43,7 @@ from benchwarden.core.reports import (
     store_head_block,
     verdict_text,
 )
-from benchwarden.core.store import Store, StoreUsageError, summed_number
+from benchwarden.core.store import CorruptStore, Store, StoreUsageError, summed_number
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.arms.tasks import FLOOR, SUITE_NAME
 
@@ -475,11 +475,37 @@ read with only these keys (`Store.runs_with_config`; a wide suite's configs list
 task three times, and a scope's runs were most of a report's memory)."""
 
 
+def _runs_for_report(store: Store) -> list[Any]:
+    """Every arms run, its config cut to `REPORT_CONFIG`, each key of the shape the
+    driver writes (`scope` text, the others lists of names): a config of another shape
+    (edited, its chain then broken, or written by another tool) is a `CorruptStore` naming
+    the run, not a crash of the views that read it."""
+    runs = store.runs_with_config(SUITE_NAME, REPORT_CONFIG)
+    checked: set[int] = set()  # equal lists are one object (`runs_with_config`): once
+    for info in runs:
+        for key, value in info.run.config.items():
+            if id(value) in checked:
+                continue
+            if key == "scope":
+                sound = isinstance(value, str)
+            else:
+                sound = isinstance(value, list) and all(isinstance(name, str)
+                                                        for name in value)
+                checked.add(id(value))
+            if not sound:
+                raise CorruptStore(
+                    f"store {store.location}: run {info.run.run_id}: its configuration's "
+                    f"`{key}` is not {'text' if key == 'scope' else 'a list of names'}, as "
+                    "`arms run` writes it; `benchwarden verify --store` checks whether the "
+                    "store was edited")
+    return runs
+
+
 def _resolve_scope(store: Store, scope: str | None) -> tuple[str, list[Any]]:
     """The scope asked for (default: the latest arms run's) and its runs, their configs
     cut to `REPORT_CONFIG`; a scope with neither runs nor records is refused in one
     line."""
-    runs = store.runs_with_config(SUITE_NAME, REPORT_CONFIG)
+    runs = _runs_for_report(store)
     if scope is None:
         if not runs:
             raise StoreUsageError(f"no arms runs in {store.location}")
@@ -663,8 +689,7 @@ def _report_of(store: Store, scope: str, info: Any, weights: TokenWeights,
 
     summary = summarize_scope(store, scope)
     if scope_runs is None:
-        scope_runs = [i for i in store.runs_with_config(SUITE_NAME, REPORT_CONFIG)
-                      if i.run.config.get("scope") == scope]
+        scope_runs = [i for i in _runs_for_report(store) if i.run.config.get("scope") == scope]
     configs = [i.run.config for i in scope_runs]
     arms, tasks, tiers = views.arms_and_tasks(summary, configs)
     counts = views.coverage(summary, arms, tasks, floor)

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, RunEnd, TokenComponents, TokenWeights
-from benchwarden.core.store import SQLiteStore, Store
+from benchwarden.core.store import CorruptStore, SQLiteStore, Store
 from benchwarden.suites.arms import report as arms_report
 from benchwarden.suites.arms import views
 from benchwarden.suites.arms.driver import plan_cells
@@ -740,6 +740,30 @@ def test_edited_group_rows_are_read_or_refused_as_before(tmp_path):
             database_summary(store, SCOPE)
     assert str(now.value) == str(before.value)
     assert "column output is not a whole number" in str(now.value)
+
+
+@pytest.mark.parametrize(("key", "value", "named"), [
+    ("tasks", 5, "`tasks` is not a list of names"),
+    ("arms", ["cli", None], "`arms` is not a list of names"),
+    ("tiers", {"read": 1}, "`tiers` is not a list of names"),
+    ("scope", ["scale"], "`scope` is not text"),
+])
+@pytest.mark.parametrize("build", ["scope", "run"])
+def test_a_run_config_of_another_shape_is_named_not_a_crash(key, value, named, build):
+    """A report reads `scope`, `arms`, `tasks` and `tiers` of every arms run's
+    configuration: one that is not what `arms run` writes (edited, or written by another
+    tool) is the store's fault, said in one line naming the run, whichever run is asked."""
+    with SQLiteStore(":memory:") as store:
+        fill(store, random_records(3, ["cli"], ["t0", "t1"], depth=2), ["cli"], ["t0", "t1"])
+        config = {"scope": SCOPE, "arms": ["cli"], "tasks": ["t0"], key: value}
+        store.begin_run(stamp_run(suite="arms", bench_version="1", config=config,
+                                  run_id="odd-run"))
+        with pytest.raises(CorruptStore) as refused:
+            if build == "scope":
+                arms_report.build_scope_report(store, SCOPE if key == "scope" else None)
+            else:
+                arms_report.build_report(store, "run-1")
+    assert "run odd-run" in str(refused.value) and named in str(refused.value)
 
 
 def test_rows_out_of_first_seq_order_are_refused():
