@@ -43,7 +43,8 @@ from benchwarden.core.reports import (
     store_head_block,
     verdict_text,
 )
-from benchwarden.core.store import CorruptStore, Store, StoreUsageError, summed_number
+from benchwarden.core.run_config import config_as
+from benchwarden.core.store import Store, StoreUsageError, summed_number
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.arms.tasks import FLOOR, SUITE_NAME
 
@@ -475,29 +476,34 @@ read with only these keys (`Store.runs_with_config`; a wide suite's configs list
 task three times, and a scope's runs were most of a report's memory)."""
 
 
+class ReportConfig(msgspec.Struct):
+    """The keys of an arms run's configuration a report reads (`REPORT_CONFIG`), in the
+    shape `arms run` writes them."""
+
+    scope: str = ""
+    """The suite's name: the records of every run of one scope are reported together."""
+    arms: list[str] = msgspec.field(default_factory=list)
+    """The arms the run planned (a planned cell with no sample shows as missing)."""
+    tasks: list[str] = msgspec.field(default_factory=list)
+    """The tasks the run planned."""
+    tiers: list[str] = msgspec.field(default_factory=list)
+    """The suite's tiers, in its order."""
+
+
 def _runs_for_report(store: Store) -> list[Any]:
-    """Every arms run, its config cut to `REPORT_CONFIG`, each key of the shape the
-    driver writes (`scope` text, the others lists of names): a config of another shape
-    (edited, its chain then broken, or written by another tool) is a `CorruptStore` naming
-    the run, not a crash of the views that read it."""
+    """Every arms run, its config cut to `REPORT_CONFIG` and checked to be of the shape
+    `arms run` writes (`ReportConfig`): a config of another shape (edited, its chain then
+    broken, or written by another tool) is a `CorruptStore` naming the run, not a crash
+    of the views that read it."""
     runs = store.runs_with_config(SUITE_NAME, REPORT_CONFIG)
-    checked: set[int] = set()  # equal lists are one object (`runs_with_config`): once
+    # equal values are one object (`runs_with_config`): each combination checked once,
+    # not 50,000 times in a store of 50,000 runs of one suite
+    checked: set[tuple[tuple[str, int], ...]] = set()
     for info in runs:
-        for key, value in info.run.config.items():
-            if id(value) in checked:
-                continue
-            if key == "scope":
-                sound = isinstance(value, str)
-            else:
-                sound = isinstance(value, list) and all(isinstance(name, str)
-                                                        for name in value)
-                checked.add(id(value))
-            if not sound:
-                raise CorruptStore(
-                    f"store {store.location}: run {info.run.run_id}: its configuration's "
-                    f"`{key}` is not {'text' if key == 'scope' else 'a list of names'}, as "
-                    "`arms run` writes it; `benchwarden verify --store` checks whether the "
-                    "store was edited")
+        held = tuple((key, id(value)) for key, value in info.run.config.items())
+        if held not in checked:
+            config_as(store.location, info.run, ReportConfig, "arms run")
+            checked.add(held)
     return runs
 
 

@@ -232,7 +232,7 @@ def contamination(ctx: click.Context, url: str | None, model: str | None, any_mo
             if conflicts:
                 raise ConfigError(f"--resume continues run {stored_run.run_id} as it was "
                                   f"configured; drop or match {'; '.join(conflicts)}")
-            stored = config_from_run(stored_run)
+            stored = config_from_run(stored_run, store.location)
             url = url or stored.url
             api_key_env = api_key_env or stored.api_key_env
             # the client's limits: the stored ones, unless given again now

@@ -21,6 +21,7 @@ from typing import Any
 from benchwarden.core import secrets as credentials
 from benchwarden.core.errors import ConfigurationError
 from benchwarden.core.records import Run
+from benchwarden.core.run_config import config_as
 from benchwarden.core.secrets import refuse_url_credentials
 from benchwarden.suites.contamination.presets import (
     MAX_TOP_LOGPROBS,
@@ -173,12 +174,10 @@ class ContaminationConfig:
 CLIENT_BOUNDS = ("max_reply_bytes", "max_chunks_per_token", "stall_timeout", "retry_429_max_wait")
 
 
-def config_from_run(run: Run) -> ContaminationConfig:
-    """The configuration a stored run was made with (for `--resume`)."""
-    stored = run.config
-    names = {f.name for f in dataclasses.fields(ContaminationConfig)}
-    values = {name: stored[name] for name in names if name in stored}
-    values["concurrency"] = tuple(values.get("concurrency", ()))
-    if values.get("bisect") is not None:
-        values["bisect"] = tuple(values["bisect"])
-    return ContaminationConfig(**values)
+def config_from_run(run: Run, location: Any = "the store") -> ContaminationConfig:
+    """The configuration a stored run was made with (for `--resume`): its fields read
+    from the run's configuration (`to_json_dict`'s keys; one it lacks takes the default),
+    each of its type. One of another shape (edited, or written by another tool) is a
+    `CorruptStore` naming the run and the field (`core.run_config.config_as`), not a
+    crash of whatever reads it next."""
+    return config_as(location, run, ContaminationConfig, "contamination")

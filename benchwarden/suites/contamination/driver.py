@@ -322,7 +322,7 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
             raise ValueError(f"run {original.run_id} is a {original.suite} run, "
                              "not a contamination run")
         refuse_finished_scope(store, original)
-        stored = config_from_run(original)
+        stored = config_from_run(original, store.location)
         # where the server is, its key and the client's limits come from the caller
         # (the CLI passes the stored limits unless new ones were given)
         config = dataclasses.replace(stored, url=config.url, api_key_env=config.api_key_env,

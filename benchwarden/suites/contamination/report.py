@@ -58,6 +58,7 @@ from benchwarden.core.reports import (
     run_block,
     store_head_block,
 )
+from benchwarden.core.run_config import config_as
 from benchwarden.core.store import Store
 from benchwarden.suites.contamination import scoring, shown
 from benchwarden.suites.contamination.fidelity import (
@@ -968,6 +969,38 @@ def _listing(store: Store, reading: ScopeReading, result: scoring.Score,
     return listing
 
 
+class StoredProbe(msgspec.Struct):
+    """A probe as the run start lists it (`probe_set`): what a report reads of it."""
+
+    canary: str
+    """The probe's canary: a reply holding another probe's canary leaked between them."""
+
+
+class StoredConfig(msgspec.Struct):
+    """What a report reads of a contamination run's configuration, in the shape
+    `run_contamination` writes it (`core.run_config.config_as` refuses one of another
+    shape in one line, naming the run); other keys are not read here."""
+
+    scope: str
+    """The records of the run and of the runs resuming it."""
+    probe_set: list[StoredProbe]
+    """The probes, in the order of their request bodies."""
+    concurrency: list[int]
+    """The rungs' concurrency levels (none stored for a `--bisect` run's)."""
+    repeat: int
+    """How many times each rung ran."""
+    min_completion_tokens: int
+    """Below this many tokens a solo reference is too short to compare."""
+    request_bodies: list[dict[str, Any]]
+    """The exact request body of each probe."""
+    near_tie_nats: float = scoring.DEFAULT_NEAR_TIE_NATS
+    """A divergence whose reference margin is below this is a near-tie flip."""
+    bisect: tuple[int, int] | None = None
+    """`--bisect LO-HI`: the range searched for the smallest diverging level."""
+    logprobs_unavailable: str | None = None
+    """Why the server refused token logprobs, when it did."""
+
+
 def build_report(store: Store, run_id: str) -> ContaminationReport:
     """The run's report, scored from its stored records alone, read in one streaming
     pass (`ScopeReading`); what it lists is capped (`shown`), what it counts is not."""
@@ -981,6 +1014,7 @@ def build_report(store: Store, run_id: str) -> ContaminationReport:
     if absent:
         raise ValueError(f"run {run.run_id} was not stored by this version of the "
                          f"contamination suite (its config lacks {', '.join(absent)})")
+    config_as(store.location, run, StoredConfig, "contamination")
     reading = ScopeReading(config)
     for summary in store.iter_record_summaries(suite=SUITE, scope=str(config["scope"]),
                                                payload_fields=PAYLOAD_FIELDS,

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from benchwarden.core.errors import ConfigurationError
 from benchwarden.suites.retrieval.sandbox import ISOLATION_MODES, SandboxLimits
 
@@ -46,6 +48,44 @@ class RunSettings:
                 "isolation": self.isolation if self.sandbox else None,
                 "hidden": list(self.hidden) if self.sandbox else None}
 
+
+class StoredSettings(msgspec.Struct):
+    """A run's `settings` as the run start holds them (`RunSettings.to_json_dict`: the
+    sandbox's parts are null when it was off), read back for a report or `--resume`."""
+
+    limit: int = 10
+    budget_chars: int = 2000
+    sandbox: bool = False
+    sandbox_limits: SandboxLimits | None = None
+    isolation: str | None = None
+    hidden: list[str] | None = None
+
+    def run_settings(self) -> RunSettings:
+        """The settings a resumed run goes on with."""
+        return RunSettings(limit=self.limit, budget_chars=self.budget_chars,
+                           sandbox=self.sandbox,
+                           sandbox_limits=self.sandbox_limits or SandboxLimits(),
+                           isolation=self.isolation or "bwrap",
+                           hidden=tuple(self.hidden or ()))
+
+
+class StoredStrategy(msgspec.Struct):
+    """A run's `strategy` as the run start holds it (`StrategySpec.describe`)."""
+
+    builtin: bool = False
+    name: str | None = None
+    path: str | None = None
+    object: str | None = None
+    source_sha256: str | None = None
+
+
+class StoredConfig(msgspec.Struct):
+    """What the suite reads back of a run's configuration (`core.run_config.config_as`
+    refuses one of another shape in one line); other keys are not read."""
+
+    strategy: StoredStrategy = msgspec.field(default_factory=StoredStrategy)
+    settings: StoredSettings = msgspec.field(default_factory=StoredSettings)
+    ladder: str | None = None
 
 
 def validate_seeds(seeds: Sequence[int]) -> None:

@@ -28,16 +28,16 @@ from typing import Any
 
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, RunEnd
+from benchwarden.core.run_config import config_as
 from benchwarden.core.store import Store
 from benchwarden.core.verdicts import one_line
 from benchwarden.suites.retrieval.api import PackError, coerce_pack, enforce_limits
-from benchwarden.suites.retrieval.config import RunSettings, validate_seeds
+from benchwarden.suites.retrieval.config import RunSettings, StoredConfig, validate_seeds
 from benchwarden.suites.retrieval.corpus import Case, Corpus, generate
 from benchwarden.suites.retrieval.grading import contains_value, grade_pack, pack_text
 from benchwarden.suites.retrieval.sandbox import (
     SandboxedStrategy,
     SandboxFailure,
-    SandboxLimits,
 )
 from benchwarden.suites.retrieval.scoring import BENCH_VERSION, CaseOutcome, PackMeasure
 from benchwarden.suites.retrieval.strategies import (
@@ -258,21 +258,16 @@ def resume_run(store: Store, run_id: str, *, on_progress: ProgressCallback | Non
                          f"not {SUITE} version {BENCH_VERSION}")
     if info.end is not None:
         raise ValueError(f"run {run.run_id} already ended ({info.end.status}); nothing to resume")
-    recorded = dict(run.config.get("strategy") or {})
-    if recorded.get("builtin"):
-        spec = parse_strategy(str(recorded.get("name")))
+    stored = config_as(store.location, run, StoredConfig, "retrieval run")
+    recorded = stored.strategy
+    if recorded.builtin:
+        spec = parse_strategy(str(recorded.name))
     else:
-        spec = parse_strategy(f"{recorded.get('path')}:{recorded.get('object')}")
-        if spec.source_sha256 != recorded.get("source_sha256"):
+        spec = parse_strategy(f"{recorded.path}:{recorded.object}")
+        if spec.source_sha256 != recorded.source_sha256:
             raise ValueError(f"strategy file {spec.path} changed since run {run.run_id} "
                              "started; start a new run instead")
-    saved = dict(run.config.get("settings") or {})
-    settings = RunSettings(limit=int(saved.get("limit", 10)),
-                           budget_chars=int(saved.get("budget_chars", 2000)),
-                           sandbox=bool(saved.get("sandbox", False)),
-                           sandbox_limits=SandboxLimits(**(saved.get("sandbox_limits") or {})),
-                           isolation=str(saved.get("isolation") or "bwrap"),
-                           hidden=tuple(saved.get("hidden") or ()))
+    settings = stored.settings.run_settings()
     done = {record.trial for record in store.iter_records(run_id=run.run_id)}
     missing = [seed for seed in run.seeds if seed not in done]
     _score_into(store, run.run_id, spec, missing, settings, on_progress, executor)

@@ -40,8 +40,10 @@ from benchwarden.core.reports import (
     store_head_block,
     verdict_text,
 )
+from benchwarden.core.run_config import config_as
 from benchwarden.core.store import Store
 from benchwarden.core.verdicts import Verdict
+from benchwarden.suites.retrieval.config import StoredConfig
 from benchwarden.suites.retrieval.corpus import CATEGORIES
 from benchwarden.suites.retrieval.driver import FAILURE_TASK, SUITE
 from benchwarden.suites.retrieval.scoring import (
@@ -323,8 +325,9 @@ def build_report(store: Store, run_id: str) -> RetrievalReport:
     run = info.run
     if run.suite != SUITE:
         raise ValueError(f"run {run_id} is a {run.suite} run, not retrieval")
+    stored = config_as(store.location, run, StoredConfig, "retrieval run")
     settings = dict(run.config.get("settings") or {})
-    budget = int(settings.get("budget_chars", 2000))
+    budget = stored.settings.budget_chars
     by_seed: dict[int, list[CaseOutcome]] = defaultdict(list)
     failure: dict[str, Any] | None = None
     # one page of records at a time: a seed's outcomes keep what scoring reads, not the
@@ -340,7 +343,7 @@ def build_report(store: Store, run_id: str) -> RetrievalReport:
     blocks = [score_seed(seed, by_seed[seed], budget) for seed in sorted(by_seed)]
     summary = run_seeds(blocks) if blocks else None
     if failure:
-        verdict = Verdict.failed(f"strategy {run.config.get('strategy', {}).get('name')} "
+        verdict = Verdict.failed(f"strategy {stored.strategy.name} "
                                  f"failed on seed {failure.get('seed')}: {failure.get('reason')}")
     elif not blocks:
         verdict = Verdict.nothing_measured("no seed was scored")

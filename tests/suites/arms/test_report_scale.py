@@ -743,10 +743,10 @@ def test_edited_group_rows_are_read_or_refused_as_before(tmp_path):
 
 
 @pytest.mark.parametrize(("key", "value", "named"), [
-    ("tasks", 5, "`tasks` is not a list of names"),
-    ("arms", ["cli", None], "`arms` is not a list of names"),
-    ("tiers", {"read": 1}, "`tiers` is not a list of names"),
-    ("scope", ["scale"], "`scope` is not text"),
+    ("tasks", 5, "Expected `array`, got `int` - at `$.tasks`"),
+    ("arms", ["cli", None], "Expected `str`, got `null` - at `$.arms[1]`"),
+    ("tiers", {"read": 1}, "Expected `array`, got `object` - at `$.tiers`"),
+    ("scope", ["scale"], "Expected `str`, got `array` - at `$.scope`"),
 ])
 @pytest.mark.parametrize("build", ["scope", "run"])
 def test_a_run_config_of_another_shape_is_named_not_a_crash(key, value, named, build):
@@ -763,7 +763,8 @@ def test_a_run_config_of_another_shape_is_named_not_a_crash(key, value, named, b
                 arms_report.build_scope_report(store, SCOPE if key == "scope" else None)
             else:
                 arms_report.build_report(store, "run-1")
-    assert "run odd-run" in str(refused.value) and named in str(refused.value)
+    assert "run odd-run: its configuration is not what `arms run` writes" in str(refused.value)
+    assert named in str(refused.value)
 
 
 def test_rows_out_of_first_seq_order_are_refused():

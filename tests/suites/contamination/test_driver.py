@@ -8,8 +8,12 @@ import json
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from rich.console import Console
 
+from benchwarden.core.provenance import stamp_run
+from benchwarden.core.records import canonical_json
 from benchwarden.core.store import SQLiteStore
 from benchwarden.suites.contamination.driver import (
     CANCEL_AFTER_DELTAS,
@@ -129,3 +133,58 @@ def test_a_credential_in_extra_body_is_refused_before_anything_is_sent(tmp_path)
                                            "--extra-body", '{"api_key": "hunter2"}'))
         assert server.chat_requests == 0
     assert result.exit_code == 2 and "looks like a credential" in result.output
+
+
+@pytest.mark.parametrize(("field", "value", "where"), [
+    ("concurrency", ["x", 4], "at `$.concurrency[0]`"),
+    ("repeat", "2", "at `$.repeat`"),
+    ("bisect", [1, 2, 3], "at `$.bisect`"),
+    ("near_tie_nats", "0.5", "at `$.near_tie_nats`"),
+    ("request_timeout", [], "at `$.request_timeout`"),
+])
+def test_a_stored_config_of_another_shape_is_refused_for_resume_naming_the_run(field, value,
+                                                                                where):
+    """`--resume` reads the stored run's configuration back field by field: one of
+    another shape (edited, or written by another tool) is the store's fault in one
+    line, not a TypeError from whatever compares it next."""
+    from benchwarden.core.store import CorruptStore
+
+    stored = {**ContaminationConfig(url="http://127.0.0.1:9").to_json_dict(), field: value}
+    run = stamp_run(suite="contamination", bench_version="1", config=stored, run_id="odd-run")
+    with pytest.raises(CorruptStore) as refused:
+        config_from_run(run, "s.sqlite")
+    assert str(refused.value).startswith(
+        "store s.sqlite: run odd-run: its configuration is not what `contamination` writes")
+    assert where in str(refused.value)
+
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.text(max_size=6),
+              st.floats(allow_nan=False, allow_infinity=False)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.text(max_size=5), inner, max_size=3)),
+    max_leaves=8)
+configs = st.builds(
+    ContaminationConfig, url=st.just("http://127.0.0.1:9/v1"),
+    model=st.one_of(st.none(), st.text(min_size=1, max_size=10)),
+    api_key_env=st.one_of(st.none(), st.just("KEY_VAR")),
+    concurrency=st.lists(st.integers(1, 512), min_size=1, max_size=5).map(tuple),
+    probes=st.integers(1, 16), max_tokens=st.integers(1, 4096),
+    min_completion_tokens=st.integers(0, 64), seed=st.one_of(st.none(), st.integers(0, 2**32)),
+    repeat=st.integers(1, 9), request_timeout=st.floats(0.5, 1e4),
+    extra_body=st.dictionaries(st.text(min_size=1, max_size=6), json_values, max_size=3),
+    stall_timeout=st.one_of(st.just(0.0), st.floats(0.1, 600)),
+    logprobs=st.one_of(st.none(), st.integers(0, 20)),
+    near_tie_nats=st.floats(0, 99),
+    bisect=st.one_of(st.none(), st.tuples(st.integers(1, 64), st.integers(65, 512))))
+
+
+@given(configs)
+def test_every_stored_configuration_reads_back_as_it_was_for_resume(config):
+    """A run start stores `to_json_dict`; `--resume` reads it back (`config_from_run`,
+    typed field by field): the same configuration, after the store's JSON round trip."""
+    import msgspec
+
+    stored = msgspec.json.decode(canonical_json(config.to_json_dict()))
+    run = stamp_run(suite="contamination", bench_version="1", config=stored, run_id="r")
+    assert config_from_run(run) == config

@@ -3,6 +3,7 @@ the same way for every bench version."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -54,3 +55,47 @@ def test_a_bench_version_1_rung_reads_as_the_fidelity_would_describe_it(level, s
     assert rung.requests_failed is None  # version 1 did not count failures
     expected_style = {"unmeasured": "red", "below_label": "yellow"}.get(fit.state, "")
     assert rung_line(rung).style == expected_style
+
+
+SOUND_CONFIG = {"scope": "odd-run", "probe_set": [{"index": 0, "canary": "c-1", "topic": "t"}],
+                "concurrency": [2, 4], "repeat": 1, "min_completion_tokens": 8,
+                "request_bodies": [{"model": "m"}], "near_tie_nats": 0.5, "bisect": None}
+
+
+@pytest.mark.parametrize(("change", "where"), [
+    ({"concurrency": ["2"]}, "at `$.concurrency[0]`"),
+    ({"repeat": "1"}, "at `$.repeat`"),
+    ({"probe_set": [{"canary": 5}]}, "at `$.probe_set[0].canary`"),
+    ({"probe_set": "c-1"}, "at `$.probe_set`"),
+    ({"request_bodies": [3]}, "at `$.request_bodies[0]`"),
+    ({"bisect": [2]}, "at `$.bisect`"),
+    ({"near_tie_nats": "0.5"}, "at `$.near_tie_nats`"),
+    ({"min_completion_tokens": None}, "at `$.min_completion_tokens`"),
+])
+def test_a_run_config_of_another_shape_is_named_not_a_crash(change, where):
+    """The report reads its run's configuration back (levels, repeats, canaries,
+    bodies): one of another shape (edited, or written by another tool) is the store's
+    fault, said in one line naming the run."""
+    from benchwarden.core.provenance import stamp_run
+    from benchwarden.core.store import CorruptStore
+
+    with SQLiteStore(":memory:") as store:
+        store.begin_run(stamp_run(suite="contamination", bench_version="1",
+                                  config={**SOUND_CONFIG, **change}, run_id="odd-run"))
+        with pytest.raises(CorruptStore) as refused:
+            build_report(store, "odd-run")
+    assert "run odd-run: its configuration is not what `contamination` writes" \
+        in str(refused.value)
+    assert where in str(refused.value)
+
+
+def test_the_sound_config_of_that_test_is_read():
+    """The configuration the test above spoils is itself read without complaint (so each
+    refusal there is the change's)."""
+    from benchwarden.core.provenance import stamp_run
+
+    with SQLiteStore(":memory:") as store:
+        store.begin_run(stamp_run(suite="contamination", bench_version="1",
+                                  config=dict(SOUND_CONFIG), run_id="odd-run"))
+        report = build_report(store, "odd-run")
+    assert report.run is not None and report.run.id == "odd-run"

@@ -13,6 +13,7 @@ from benchwarden.suites.retrieval.api import Item, PackError, coerce_pack, enfor
 from benchwarden.suites.retrieval.corpus import generate
 from benchwarden.suites.retrieval.driver import RunSettings, SeedTask, score_one_seed
 from benchwarden.suites.retrieval.grading import receipt_verified
+from benchwarden.suites.retrieval.sandbox import ISOLATION_MODES
 from benchwarden.suites.retrieval.scoring import CaseOutcome, score_seed
 from benchwarden.suites.retrieval.strategies import (
     BUILTIN_STRATEGIES,
@@ -301,3 +302,55 @@ def test_the_bm25_strategy_indexes_with_the_numpy_builder():
     strategy = make_strategy(parse_strategy("bm25"))
     strategy.index(list(generate(2).sessions))
     assert strategy.retriever.csc_backend == "numpy"
+
+
+@given(st.integers(0, 100), st.integers(0, 10**6), st.booleans(),
+       st.floats(0.5, 600, allow_nan=False), st.integers(1, 600), st.integers(1, 8192),
+       st.sampled_from(["bwrap", "none"]), st.lists(st.text(min_size=1, max_size=8),
+                                                    max_size=3))
+def test_stored_settings_read_back_are_the_settings_run_with(limit, budget, sandbox, wall,
+                                                             cpu, memory, isolation, hidden):
+    """What `--resume` goes on with is what the run started with: the settings as the run
+    start stores them (`to_json_dict`: the sandbox's parts null when it is off) read
+    back through `StoredSettings`."""
+    import msgspec
+
+    from benchwarden.suites.retrieval.config import StoredSettings
+    from benchwarden.suites.retrieval.sandbox import SandboxLimits
+
+    if isolation not in ISOLATION_MODES:
+        isolation = ISOLATION_MODES[0]
+    made = RunSettings(limit=limit, budget_chars=budget, sandbox=sandbox,
+                       sandbox_limits=SandboxLimits(wall_seconds=wall, cpu_seconds=cpu,
+                                                    memory_mb=memory),
+                       isolation=isolation, hidden=tuple(hidden))
+    stored = msgspec.json.decode(msgspec.json.encode(made.to_json_dict()))
+    read = msgspec.convert(stored, StoredSettings).run_settings()
+    if sandbox:
+        assert read == made
+    else:  # nothing of the sandbox is stored when it is off: the defaults come back
+        assert read == RunSettings(limit=limit, budget_chars=budget)
+
+
+@pytest.mark.parametrize(("config", "where"), [
+    ({"settings": 5}, "at `$.settings`"),
+    ({"settings": {"budget_chars": "2000"}}, "at `$.settings.budget_chars`"),
+    ({"strategy": ["bm25"]}, "at `$.strategy`"),
+    ({"strategy": {"builtin": True, "name": 7}}, "at `$.strategy.name`"),
+    ({"ladder": 3}, "at `$.ladder`"),
+])
+def test_a_run_config_of_another_shape_is_named_by_report_and_resume(tmp_path, config, where):
+    from benchwarden.core.provenance import stamp_run
+    from benchwarden.core.store import CorruptStore, open_store
+    from benchwarden.suites.retrieval import driver
+    from benchwarden.suites.retrieval.report import build_report
+
+    with open_store(tmp_path / "s.sqlite") as store:
+        store.begin_run(stamp_run(suite=driver.SUITE, bench_version=driver.BENCH_VERSION,
+                                  config=config, seeds=(1,), run_id="odd-run"))
+        for read in (build_report, driver.resume_run):
+            with pytest.raises(CorruptStore) as refused:
+                read(store, "odd-run")
+            assert "run odd-run: its configuration is not what `retrieval run` writes" \
+                in str(refused.value)
+            assert where in str(refused.value)
