@@ -4,11 +4,19 @@ Every file benchwarden hands to a person or another tool (reports, exports, page
 signatures, the engine's manifest and binaries) is written to a temporary file beside
 its target and renamed over it only when complete; on any failure the temporary file
 is removed and the old target, if any, is left untouched.
+
+Two kinds of target are not a file to replace:
+- a device, FIFO or socket (`--out /dev/null`, `/dev/stdout`, a named pipe): a rename
+  would put a regular file in its place (run as root, `/dev/null` itself, for every
+  program on the machine). It is written straight, as a shell redirection writes it;
+  nothing about it is changed or removed, even on failure.
+- a symbolic link: the file it points to is replaced, beside that file; the link stays.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +27,13 @@ from pathlib import Path
 def replaced_atomically(target: Path, mode: int | None = None) -> Iterator[Path]:
     """Yield a temporary path beside `target`; rename it over `target` when the block
     ends normally. `mode` sets its permissions first (None keeps the temporary file's
-    owner-only 0600)."""
+    owner-only 0600). A device, FIFO or socket is yielded itself, to be written
+    straight; a symbolic link's file is the one replaced (see the module's comment)."""
+    if _is_special(target):
+        yield target
+        return
+    if target.is_symlink():
+        target = Path(os.path.realpath(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     os.close(handle)
@@ -31,6 +45,16 @@ def replaced_atomically(target: Path, mode: int | None = None) -> Iterator[Path]
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _is_special(target: Path) -> bool:
+    """True when `target` (followed through symbolic links) exists and is neither a
+    regular file nor a folder."""
+    try:
+        found = os.stat(target)
+    except OSError:
+        return False
+    return not (stat.S_ISREG(found.st_mode) or stat.S_ISDIR(found.st_mode))
 
 
 def write_text_atomically(target: Path, text: str, *, mode: int | None = None,
