@@ -14,6 +14,8 @@ reply is checked to have all its tokens.
     python bench/client_overhead.py --loop asyncio         # benchwarden on asyncio's loop
     python bench/client_overhead.py --read-path            # diagnostic: CPU per body read
     python bench/client_overhead.py --decoders             # diagnostic: chunk decoders
+    python bench/client_overhead.py --cold-feed            # diagnostic: feed, caches cold
+    python bench/client_overhead.py --cold-feed --against /tmp/base   # ... paired A/B
 
 benchwarden runs on the loop the CLI runs it on (benchwarden/targets/event_loop.py:
 uvloop when installed); the SDK on asyncio's own loop, as `asyncio.run` gives its users.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -365,6 +368,107 @@ def decoders(reads: int, rounds: int) -> dict[str, list[float]]:
     return figures
 
 
+CHUNKED_EVENT_STREAM_HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                             b"Transfer-Encoding: chunked\r\n\r\n")
+
+
+def client_module_of(checkout: str) -> types.ModuleType:
+    """Another checkout's benchwarden/targets/openai_client.py, loaded under its own
+    name beside this checkout's (it imports the rest of the package from this one)."""
+    import importlib.util
+
+    path = os.path.join(checkout, "benchwarden", "targets", "openai_client.py")
+    spec = importlib.util.spec_from_file_location("benchwarden_against_openai_client", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"--against: no benchwarden/targets/openai_client.py in {checkout}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def cold_feed(streams: int, reads_per_stream: int, rounds: int,
+              against: str | None) -> dict[str, list[float]]:
+    """µs of CPU per read for `_BodyReader.feed` taking one chunk-framed frame, with
+    `streams` body readers (each with its reply state, stall watch and `_Tap`, as a
+    streamed request has them, but no connection) fed in turn: with thousands of
+    streams, a stream's objects have left the processor's caches by its next read,
+    as in the whole bench, where the kernel's and the loop's work on 255 other
+    streams' reads comes between two reads of one stream. With `against`, that
+    checkout's client takes alternate rounds in the same process (paired rounds:
+    what the machine's other load does to one round it does to its pair)."""
+    from benchwarden.targets import openai_client
+
+    variants = {"this checkout": openai_client}
+    if against:
+        variants[f"--against {against}"] = client_module_of(against)
+    _, framed = chunk_framed_frame()
+    figures: dict[str, list[float]] = {name: [] for name in variants}
+    order = list(variants.items())
+    collecting = gc.isenabled()
+    gc.disable()  # the set-up makes hundreds of thousands of objects; a round makes none
+    try:
+        for _ in range(rounds):
+            _cold_feed_round(order, streams, reads_per_stream, framed, figures)
+            order.reverse()  # each goes first in every other round: no gain from the order
+            gc.collect()
+    finally:
+        if collecting:
+            gc.enable()
+    return figures
+
+
+def _cold_feed_round(order: list, streams: int, reads_per_stream: int, framed: bytes,
+                     figures: dict[str, list[float]]) -> None:
+    for name, client in order:
+        feeds: list = []
+        for _ in range(streams):
+            state = client._StreamState()
+            watch = client._StallWatch(60.0, None)
+            watch.handle = True  # as if armed: no event loop here
+            reader = client._BodyReader(state, client.DEFAULT_MAX_REPLY_BYTES,
+                                        None, None, watch)
+            tap = client._Tap(reader, watch)
+            tap.protocol = types.SimpleNamespace(transport=None)
+            if not tap._is_event_stream_head(CHUNKED_EVENT_STREAM_HEAD):
+                raise SystemExit(f"{name}: the tap refused the bench's response head")
+            tap.taken = True
+            tap._hand_reads_to_reader()
+            reader.feed(framed)  # the first content delta: a read of its own kind
+            feeds.append(reader.feed)
+        before = time.process_time()
+        for _ in range(reads_per_stream):
+            for feed in feeds:
+                feed(framed)
+        figures[name].append((time.process_time() - before)
+                             / (reads_per_stream * streams) * 1e6)
+        for feed in feeds:
+            reader = feed.__self__
+            if reader.stop is not None or (reader.state.content_deltas
+                                           != reads_per_stream + 1):
+                raise SystemExit(f"{name}: a reader did not take every frame")
+        feeds.clear()  # freed before the next variant's are made
+
+
+def run_cold_feed(options: argparse.Namespace) -> None:
+    streams, reads_per_stream, rounds = options.cold_streams, 8, 10
+    figures = cold_feed(streams, reads_per_stream, rounds, options.against)
+    print(f"CPU per read in _BodyReader.feed, one chunk-framed frame per read, "
+          f"{streams:,} streams fed in turn, {reads_per_stream} reads each per round, "
+          f"{rounds} rounds:")
+    for name, values in figures.items():
+        print(f"  {name:<30} min {min(values):.2f} µs, median "
+              f"{statistics.median(values):.2f} µs (rounds: "
+              f"{', '.join(f'{value:.2f}' for value in values)})")
+    if options.against:
+        ours, theirs = figures.values()
+        ratios = sorted(mine / other for mine, other in zip(ours, theirs, strict=True))
+        quartiles = statistics.quantiles(ratios, n=4)
+        print(f"  this checkout / --against, round by round: median "
+              f"{statistics.median(ratios):.3f}x (quartiles {quartiles[0]:.3f}-"
+              f"{quartiles[2]:.3f})")
+
+
 def run_diagnostic(options: argparse.Namespace) -> None:
     reads, rounds = 100_000, 5
     if options.read_path:
@@ -404,11 +508,22 @@ def main() -> None:
                         help="with --read-path: frames in each read (default 1)")
     parser.add_argument("--decoders", action="store_true",
                         help="diagnostic: httptools against a minimal chunk decoder")
+    parser.add_argument("--cold-feed", action="store_true",
+                        help="diagnostic: CPU per read in the body reader, thousands of "
+                             "streams fed in turn (their objects out of the caches)")
+    parser.add_argument("--cold-streams", type=int, default=16_384,
+                        help="with --cold-feed: streams fed in turn (default 16,384)")
+    parser.add_argument("--against", metavar="CHECKOUT",
+                        help="with --cold-feed: another checkout whose client takes "
+                             "alternate rounds in the same process")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     add_json_option(parser)
     options = parser.parse_args()
     if options.serve:
         serve(options.tokens, options.per_token_writes)
+        return
+    if options.cold_feed:
+        run_cold_feed(options)
         return
     if options.read_path or options.decoders:
         if options.loop:

@@ -6,6 +6,7 @@ be cheaper than reading the stream."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -62,3 +63,14 @@ def test_a_reply_cut_short_never_completes():
         return done.done()
 
     assert asyncio.run(read()) is False
+
+
+def test_the_cold_feed_diagnostic_takes_every_frame_in_both_checkouts():
+    # `--cold-feed` drives the client's body readers through their private set-up (as a
+    # streamed request's `_Tap` does); a change there must break this, not the figures.
+    # Against this same checkout: the second client is loaded from its file by path.
+    root = str(Path(bench.__file__).resolve().parent.parent)
+    figures = bench.cold_feed(streams=4, reads_per_stream=3, rounds=2, against=root)
+    assert list(figures) == ["this checkout", f"--against {root}"]
+    assert all(len(values) == 2 and all(value > 0 for value in values)
+               for values in figures.values())
