@@ -75,6 +75,7 @@ from urllib.parse import quote
 import msgspec
 
 from benchwarden.core.chain import GENESIS_HASH, chain_links, link_hash
+from benchwarden.core.collector import paused_cycle_collector
 from benchwarden.core.errors import EXIT_USAGE, EnvironmentFailure
 from benchwarden.core.group_totals import (
     GROUP_KEY_COLUMNS,
@@ -1732,14 +1733,25 @@ class Store(ABC):
             return {key: value_of(config[key]) for key in config_keys if key in config}
 
         def run_of(heading: bytes, config: dict[str, Any]) -> Run:
-            start = _run_outside_config_decoder.decode(heading)
-            fields = {name: getattr(start, name) for name in _RUN_FIELDS}
-            fields["config"] = config
-            return Run(**fields)
+            # the heading with an empty configuration put first decodes straight into
+            # `Run` (built by msgspec: half the time of building it field by field, at
+            # 50,000 runs 0.15 s); the configuration kept is set before the run is
+            # handed to anyone (through `object.__setattr__`, as a frozen dataclass's
+            # own `__init__` sets its fields)
+            run = _run_decoder.decode(b'{"config":{}}' if heading == b"{}" else
+                                      b'{"config":{},' + heading[1:])
+            object.__setattr__(run, "config", config)
+            return run
 
         if self._reads_run_headings:
-            starts, ends = self._runs_from_headings(suite, kept, run_of)
-            counts = self._run_counts(suite)
+            # with the cycle collector paused (`core.collector`): a run, its heading's
+            # mappings and its end for each of 50,000 runs set off full collections
+            # that walked them all again and again, for nothing (no cycle is made)
+            with paused_cycle_collector():
+                starts, ends = self._runs_from_headings(suite, kept, run_of)
+                counts = self._run_counts(suite)
+                return [RunInfo(run, ends.get(run.run_id), int(counts.get(run.run_id, 0)))
+                        for _, run in sorted(starts, key=lambda start: start[0])]
         else:
             def cut(rows: Iterator[tuple[Any, ...]]) -> list[tuple[int, Run]]:
                 starts = []
@@ -1860,15 +1872,22 @@ class Store(ABC):
             rows = self._query("SELECT seq, heading, run_end FROM run_headings"
                                + (f" WHERE suite = {p}" if suite else ""), params)
             ends: dict[str, RunEnd] = {}
-            try:
-                for seq, heading, end in rows:
-                    headings.append((int(seq), _run_heading_decoder.decode(_as_bytes(heading))))
-                    if end is not None:
-                        ends[headings[-1][1].run_id] = _run_end_decoder.decode(_as_bytes(end))
-            except (msgspec.DecodeError, ValueError, TypeError) as error:
-                raise self._edited_derived_data(
-                    f"its run headings are unreadable ({error})") from None
-            counts = self._run_counts(suite)
+            # the cycle collector paused as in `runs_with_config`
+            with paused_cycle_collector():
+                try:
+                    for seq, heading, end in rows:
+                        headings.append((int(seq),
+                                         _run_heading_decoder.decode(_as_bytes(heading))))
+                        if end is not None:
+                            ends[headings[-1][1].run_id] = _run_end_decoder.decode(
+                                _as_bytes(end))
+                except (msgspec.DecodeError, ValueError, TypeError) as error:
+                    raise self._edited_derived_data(
+                        f"its run headings are unreadable ({error})") from None
+                counts = self._run_counts(suite)
+                return [ListedRun(heading, ends.get(heading.run_id),
+                                  counts.get(heading.run_id, 0))
+                        for _, heading in sorted(headings, key=lambda pair: pair[0])]
         else:
             in_suite = f" AND suite = {p}" if suite else ""
             select = f"SELECT seq, body FROM entries WHERE kind = 'run'{in_suite}"
