@@ -399,6 +399,25 @@ def _as_text(value: Any) -> Any:
     return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
+def _heading_digest(parts: Any) -> bytes:
+    """A short digest of a run heading row (`run_start_row`), or of a digest and the
+    run's end: what `verify` keeps per run instead of the row."""
+    return hashlib.blake2b(msgspec.msgpack.encode(parts), digest_size=16).digest()
+
+
+def _stored_heading_digest(stored: Sequence[Any]) -> bytes | None:
+    """`_heading_digest` of a stored `run_headings` row as `verify` digests the row the
+    chain makes (the start's row, then with its end when it has one); None when a value
+    is not of its column's kind (text the database turned into bytes is text)."""
+    run_id, suite, seq, key, heading, end = stored
+    if type(seq) is not int or not isinstance(heading, (bytes, memoryview)) or not (
+            end is None or isinstance(end, (bytes, memoryview))):
+        return None
+    digest = _heading_digest((_as_text(run_id), _as_text(suite), seq, _as_text(key),
+                              bytes(heading), None))
+    return digest if end is None else _heading_digest((digest, bytes(end)))
+
+
 def _same_heading(stored: Sequence[Any], expected: Sequence[Any]) -> bool:
     """A stored run heading row (or part of one) is the one recomputed from its start:
     text the same text (the database may hand it back as bytes), the sequence number
@@ -1968,7 +1987,9 @@ class Store(ABC):
         # configurations by their hashes)
         expected_totals = _ExpectedTotals(self, batch)
         expected_runs: Counter[tuple[str, str]] = Counter()
-        expected_headings: dict[str, tuple[Any, ...]] = {}
+        # each run's heading row as a digest (`_heading_digest`: 50,000 rows whole were
+        # 50 MB) and the hashes of the configurations
+        expected_headings: dict[str, bytes] = {}
         expected_configs: set[str] = set()
         after = 0
         while True:
@@ -2010,10 +2031,11 @@ class Store(ABC):
                         return ChainReport(False, checked, f"entry {seq}, {entry.describe()}: "
                                            f"it is not a readable run start ({error})",
                                            last_seq=last_seq)
-                    expected_headings[run_id] = row
+                    expected_headings[run_id] = _heading_digest(row)
                     expected_configs.add(row[3])
                 elif headings and kind == "run_end" and run_id in expected_headings:
-                    expected_headings[run_id] = (*expected_headings[run_id][:-1], entry.body)
+                    expected_headings[run_id] = _heading_digest(
+                        (expected_headings[run_id], entry.body))
             if summary_problem is not None:  # a summary row for a number with no entry
                 return ChainReport(False, checked, f"record summary {summary_problem[0]}: "
                                    f"{summary_problem[1]}", last_seq=last_seq)
@@ -2211,29 +2233,42 @@ class Store(ABC):
                     "(derived data edited)")
         return None
 
-    def _run_headings_problem(self, expected: Mapping[str, tuple[Any, ...]],
+    def _run_headings_problem(self, expected: dict[str, bytes],
                               configs: Collection[str]) -> str | None:
         """For `verify`: how `run_headings` and `run_configs` disagree with the run starts
-        in the chain (`expected`: each start's row by run id; `configs`: the hashes of
-        their configurations), in one line naming the first run (by id) or configuration
-        (by hash) missing, extra or altered; None when all agree. A stored configuration
-        is checked against its key by hashing its bytes, a page at a time (a wide
-        suite's are kilobytes each)."""
-        stored = {_as_text(row[0]): row for row in self._query(
-            f"SELECT {', '.join(RUN_HEADING_COLUMNS)} FROM run_headings")}
-        for run_id in sorted(set(stored) | set(expected)):
-            found, wanted = stored.get(run_id), expected.get(run_id)
-            if found is not None and wanted is not None and _same_heading(found, wanted):
-                continue
-            wrong = (f"run {run_id} is missing" if found is None else
-                     f"run {run_id} is listed but the store holds no start of it"
-                     if wanted is None else
-                     f"run {run_id} differs from its start ("
-                     + ", ".join(name for name, a, b in zip(RUN_HEADING_COLUMNS, found, wanted,
-                                                            strict=True)
-                                 if not _same_heading((a,), (b,))) + ")")
-            return (f"its run headings (run_headings) disagree with its run starts: {wrong} "
-                    "(derived data edited)")
+        and ends in the chain (`expected`: each run's row as `verify` digests it, emptied
+        as the stored rows are matched; `configs`: the hashes of their configurations),
+        in one line naming the first run (by id) or configuration (by hash) missing,
+        extra or altered; None when all agree. The stored rows are compared as the
+        database hands them over (not held all at once), a row that differs against its
+        run's start and end read again to name the columns; a stored configuration is
+        checked against its key by hashing its bytes, a page at a time (a wide suite's
+        are kilobytes each)."""
+        wrong: dict[str, str] = {}  # run id -> what is wrong with its row
+        differing: dict[str, tuple[Any, ...]] = {}  # run id -> its stored row
+
+        def compare(rows: Iterator[tuple[Any, ...]]) -> None:
+            for found in rows:
+                run_id = str(_as_text(found[0]))
+                wanted = expected.pop(run_id, None)
+                if wanted is None:
+                    wrong[run_id] = f"run {run_id} is listed but the store holds no start of it"
+                elif _stored_heading_digest(found) != wanted and len(differing) < 1:
+                    differing[run_id] = found
+                elif _stored_heading_digest(found) != wanted:
+                    wrong[run_id] = f"run {run_id} differs from its start"
+
+        self._fold_query(f"SELECT {', '.join(RUN_HEADING_COLUMNS)} FROM run_headings", (),
+                         compare)
+        wrong.update((run_id, f"run {run_id} is missing") for run_id in expected)
+        for run_id, found in differing.items():
+            wanted_row = self._heading_row_of(run_id)
+            wrong[run_id] = f"run {run_id} differs from its start (" + ", ".join(
+                name for name, a, b in zip(RUN_HEADING_COLUMNS, found, wanted_row, strict=True)
+                if not _same_heading((a,), (b,))) + ")"
+        if wrong:
+            return (f"its run headings (run_headings) disagree with its run starts: "
+                    f"{wrong[min(wrong)]} (derived data edited)")
         seen: set[str] = set()
         p = self.placeholder
         page = self._query(f"SELECT config_hash, config FROM run_configs ORDER BY config_hash "
@@ -2261,6 +2296,19 @@ class Store(ABC):
                     f"configuration {missing[0]} of run starts in the chain is missing "
                     "(derived data edited)")
         return None
+
+    def _heading_row_of(self, run_id: str) -> tuple[Any, ...]:
+        """The `run_headings` row the chain's start and end of `run_id` make (`verify`,
+        naming what differs in a stored row)."""
+        row: tuple[Any, ...] = ()
+        for seq, kind, suite, body in self._query(
+                f"SELECT seq, kind, suite, body FROM entries WHERE run_id = {self.placeholder} "
+                "AND kind IN ('run', 'run_end') ORDER BY seq", (run_id,)):
+            if kind == "run":
+                row = run_start_row(int(seq), suite, run_id, _as_bytes(body))[0]
+            elif row:
+                row = (*row[:-1], _as_bytes(body))
+        return row
 
     def _summaries_problem(self, after: int, page: Sequence[tuple[Any, ...]],
                            fold: Callable[[list[tuple[Any, ...]]], None]
