@@ -2089,6 +2089,8 @@ class Store(ABC):
     def _read_as_it_is(self, version: str) -> None:
         """Opening read-only (nothing made or written): what a store of `version` with
         the derived tables it holds answers. This version's, complete: everything. A
+        version 5 store (or this version's without its run headings or configurations):
+        its totals and run counts, the run starts read from their bodies. A
         version 4 store: its totals and its summary rows (`runs`); without its totals,
         or a version 3 store: the summary rows sum the totals; anything else (or a table
         missing): reports stream the bodies and `runs` counts the entries."""
