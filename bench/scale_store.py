@@ -143,15 +143,17 @@ def build(path: Path | str, size: int, *, quiet: bool = False,
                       f"({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
 
 
-def cached_name(size: int, task_count: int = len(TASKS), run_size: int = RUN_SIZE) -> str:
-    """Stores are cached per schema version: a store of an older version is never
-    upgraded in place (a benchwarden of that version may still read it). A suite of
-    other than 200 tasks says how many, and runs of other than 100,000 records how long."""
+def cached_name(size: int, task_count: int = len(TASKS), run_size: int = RUN_SIZE,
+                version: int = SCHEMA_VERSION) -> str:
+    """Stores are cached per schema version (`version`, default this one's): a store of
+    an older version is never upgraded in place (a benchwarden of that version may still
+    read it). A suite of other than 200 tasks says how many, and runs of other than
+    100,000 records how long."""
     label = (size_label(size) + ("" if task_count == len(TASKS) else f"-{task_count}-tasks")
              + ("" if run_size == RUN_SIZE else f"-runs-of-{run_size}"))
-    if SCHEMA_VERSION == 1:
+    if version == 1:
         return f"arms-{label}.sqlite"
-    return f"arms-{label}.v{SCHEMA_VERSION}.sqlite"
+    return f"arms-{label}.v{version}.sqlite"
 
 
 def upgrade_copy(older: Path, partial: Path, *, quiet: bool = False) -> None:
@@ -181,13 +183,12 @@ def ensure_store(size: int, folder: Path | None = None, *, quiet: bool = False,
     partial = folder / f".{final.stem}.building.sqlite"
     for leftover in folder.glob(partial.name + "*"):  # a build that was interrupted
         leftover.unlink()
-    # the newest older version cached: the least to upgrade (from version 4, its summary
-    # table dropped and the runs counted; from 1 to 3, the totals computed from the bodies)
-    older_names = [*(f"arms-{size_label(size)}.v{version}.sqlite"
-                     for version in range(SCHEMA_VERSION - 1, 1, -1)),
-                   f"arms-{size_label(size)}.sqlite"]
-    older = None if task_count != len(TASKS) or run_size != RUN_SIZE else next(
-        (folder / name for name in older_names if (folder / name).exists()), None)
+    # the newest older version cached of the same store (size, tasks, run size): the
+    # least to upgrade (from version 5, the run starts listed; from 4, its summary table
+    # dropped and the runs counted; from 1 to 3, the totals computed from the bodies)
+    older_names = [cached_name(size, task_count, run_size, version)
+                   for version in range(SCHEMA_VERSION - 1, 0, -1)]
+    older = next((folder / name for name in older_names if (folder / name).exists()), None)
     if older is not None and older != final:
         upgrade_copy(older, partial, quiet=quiet)
     else:

@@ -13,9 +13,13 @@ Invariants:
   first, so a batch's records land together at any store size, and answers per-cell
   questions from `record_cells`, derived counts written in the append's transaction
   and recounted by `verify`.)
-- Derived tables (`record_group_totals`, `record_runs`, SQLite's `record_cells`) are
-  outside the chain: written in each append's transaction, recomputed from the records
-  by `verify`, and made again by the next writer (or `store repair`) when removed.
+- Derived tables (`record_group_totals`, `record_runs`, `run_headings`, `run_configs`,
+  SQLite's `record_cells`) are outside the chain: written in each append's transaction,
+  recomputed from the chained entries by `verify`, and made again by the next writer
+  (or `store repair`) when removed.
+- Listing runs and reading a report's runs never reads a run start's body: each start's
+  heading (its fields but the configuration) is kept in `run_headings`, and each
+  distinct configuration once in `run_configs`, keyed by the SHA-256 of its bytes.
 - Every append is one transaction; a batch either lands whole or not at all. After it
   commits, the head witness beside the store is rewritten from the head known inside
   that transaction (its last row: the number it was given, the link just computed), so
@@ -71,6 +75,7 @@ from urllib.parse import quote
 import msgspec
 
 from benchwarden.core.chain import GENESIS_HASH, chain_links, link_hash
+from benchwarden.core.collector import paused_cycle_collector
 from benchwarden.core.errors import EXIT_USAGE, EnvironmentFailure
 from benchwarden.core.group_totals import (
     GROUP_KEY_COLUMNS,
@@ -109,19 +114,21 @@ from benchwarden.core.witness import (
     write_witness,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # Version 1 has no derived tables; version 2 a `record_summaries` table (one row per
 # record) with the summed fields as JSON text only; version 3 that table with typed
 # columns and a wide group index; version 4 that table and `record_group_totals`;
-# version 5 (this one) `record_group_totals` and `record_runs` and no per-record
-# summary rows. Older versions are read as they are when opened read-only (version 4
-# and 3: their summary table counts `runs` and version 3's group index sums the
-# totals; 1 and 2: reports stream the bodies) and upgraded to 5 when opened for
-# writing (4: the summary table dropped and the runs counted; 1, 2 and 3: the group
-# totals computed from the bodies, then the runs counted). Benchwarden versions that
-# know only older versions refuse a newer store, so no writer can append a record
-# without its group totals and run counts.
-READABLE_SCHEMA_VERSIONS = ("1", "2", "3", "4", "5")
+# version 5 `record_group_totals` and `record_runs` and no per-record summary rows;
+# version 6 (this one) those and `run_headings` and `run_configs` (each run start's
+# heading, and each distinct configuration once). Older versions are read as they are
+# when opened read-only (version 5: its totals and run counts, the run starts read from
+# their bodies; 4 and 3: their summary table counts `runs` and version 3's group index
+# sums the totals; 1 and 2: reports stream the bodies) and upgraded to 6 when opened for
+# writing (5: the run starts listed; 4: the summary table dropped, the runs counted and
+# listed; 1, 2 and 3: the group totals computed from the bodies, then the runs counted
+# and listed). Benchwarden versions that know only older versions refuse a newer store,
+# so no writer can append a run or a record without its derived rows.
+READABLE_SCHEMA_VERSIONS = ("1", "2", "3", "4", "5", "6")
 # `PRAGMA application_id` of every SQLite store this version creates ("BWST"): how a
 # store is told apart from another application's SQLite file before anything is written.
 APPLICATION_ID = 0x42575354
@@ -390,6 +397,38 @@ def _same_summary(stored: Sequence[Any], expected: Sequence[Any]) -> bool:
 
 def _as_text(value: Any) -> Any:
     return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def _heading_digest(parts: Any) -> bytes:
+    """A short digest of a run heading row (`run_start_row`), or of a digest and the
+    run's end: what `verify` keeps per run instead of the row."""
+    return hashlib.blake2b(msgspec.msgpack.encode(parts), digest_size=16).digest()
+
+
+def _stored_heading_digest(stored: Sequence[Any]) -> bytes | None:
+    """`_heading_digest` of a stored `run_headings` row as `verify` digests the row the
+    chain makes (the start's row, then with its end when it has one); None when a value
+    is not of its column's kind (text the database turned into bytes is text)."""
+    run_id, suite, seq, key, heading, end = stored
+    if type(seq) is not int or not isinstance(heading, (bytes, memoryview)) or not (
+            end is None or isinstance(end, (bytes, memoryview))):
+        return None
+    digest = _heading_digest((_as_text(run_id), _as_text(suite), seq, _as_text(key),
+                              bytes(heading), None))
+    return digest if end is None else _heading_digest((digest, bytes(end)))
+
+
+def _same_heading(stored: Sequence[Any], expected: Sequence[Any]) -> bool:
+    """A stored run heading row (or part of one) is the one recomputed from its start:
+    text the same text (the database may hand it back as bytes), the sequence number
+    the same integer, the heading and end the same bytes (never text the database
+    converted), an end not yet written NULL."""
+    return len(stored) == len(expected) and all(
+        (b is None and a is None)
+        or (type(b) is bytes and isinstance(a, (bytes, memoryview)) and bytes(a) == b)
+        or (type(b) is int and type(a) is int and a == b)
+        or (type(b) is str and _as_text(a) == b)
+        for a, b in zip(stored, expected, strict=True))
 
 
 # -- the group totals table (derived data, outside the chain) -----------------------
@@ -695,6 +734,70 @@ _RUNS_FROM_ENTRIES = ("SELECT run_id, suite, COUNT(*) FROM entries WHERE kind = 
                       "GROUP BY run_id, suite")
 
 
+# -- the run headings and configurations (derived data, outside the chain; schema 6) -----
+# A campaign resumed night after night holds tens of thousands of runs whose starts are
+# mostly one configuration again and again (a wide suite's lists every task: about 10 KB a
+# start, 500 MB at 50,000 runs), which every listing and report read whole to show a few
+# fields, and whose ends, spread through the file, a cold listing read one page each.
+# `run_headings` keeps one row per run start: its id and suite (the entry's columns),
+# the start's sequence number (runs are listed in the order they started), the hash of
+# its configuration, its heading, the start's other members as stored (the same bytes,
+# in the same order: what `RunHeading` and `Run` less its configuration decode from),
+# and the run's end as stored (NULL until the run ends: set by the append of the end).
+# `run_configs` keeps each distinct configuration once, its bytes as stored keyed
+# by their SHA-256: a run start is stored as `canonical_json(run)`, whose configuration
+# member is exactly `canonical_json(run.config)`, so equal configurations share a row and
+# different ones never do. Both are written by the transaction that appends the run
+# start (the end by the append of the end), made from the stored bytes alone
+# (`run_start_row`), and checked by `verify` against every start and end in the chain.
+def run_tables(text: str, integer: str, blob: str) -> tuple[str, str]:
+    """`CREATE TABLE` of `run_headings` and of `run_configs` with the backend's types."""
+    return (f"CREATE TABLE IF NOT EXISTS run_headings (\n    run_id {text} NOT NULL "
+            f"PRIMARY KEY, suite {text} NOT NULL, seq {integer} NOT NULL,\n    "
+            f"config_hash {text} NOT NULL, heading {blob} NOT NULL, run_end {blob}\n)",
+            f"CREATE TABLE IF NOT EXISTS run_configs (\n    config_hash {text} NOT NULL "
+            f"PRIMARY KEY, config {blob} NOT NULL\n)")
+
+
+RUN_HEADING_COLUMNS = ("run_id", "suite", "seq", "config_hash", "heading", "run_end")
+# A run start's row: written again over a row no start backed (derived rows are never
+# trusted over the chain); a configuration already kept is left as it is.
+_KEEP_RUN_HEADING = (f"INSERT INTO run_headings ({', '.join(RUN_HEADING_COLUMNS)}) VALUES "
+                     "({p}, {p}, {p}, {p}, {p}, {p}) ON CONFLICT (run_id) DO UPDATE SET "
+                     + ", ".join(f"{name} = excluded.{name}"
+                                 for name in RUN_HEADING_COLUMNS[1:]))
+_KEEP_RUN_END = "UPDATE run_headings SET run_end = {p} WHERE run_id = {p}"
+_KEEP_RUN_CONFIG = ("INSERT INTO run_configs (config_hash, config) VALUES ({p}, {p}) "
+                    "ON CONFLICT (config_hash) DO NOTHING")
+# configurations `verify` reads per query (each up to a wide suite's kilobytes)
+_RUN_CONFIGS_PER_READ = 200
+
+
+def config_hash(config: bytes) -> str:
+    """The key of a configuration in `run_configs`: the SHA-256 of its stored bytes."""
+    return hashlib.sha256(config).hexdigest()
+
+
+def run_start_parts(body: bytes) -> tuple[bytes, bytes]:
+    """Pure: a stored run start split into its heading (a JSON object of its members but
+    `config`, each member's bytes and order as stored) and its configuration's bytes as
+    stored (`{}` when it has none, as a report reads such a start). Raises
+    `msgspec.DecodeError` when the body is not a JSON object."""
+    members = _raw_fields.decode(body)
+    config = members.pop("config", None)
+    return _json_text(members), b"{}" if config is None else bytes(config)
+
+
+def run_start_row(seq: int, suite: str, run_id: str,
+                  body: bytes) -> tuple[tuple[Any, ...], bytes]:
+    """Pure: the `run_headings` row (`RUN_HEADING_COLUMNS`) of the run start stored at
+    `seq` with these columns and exact bytes, before its run ends (`run_end` None), and
+    its configuration's bytes (its row in `run_configs` is `(row[3], config)`): the one
+    definition appends, upgrades and `verify` share."""
+    heading, config = run_start_parts(body)
+    return (run_id, suite, int(seq), config_hash(config), heading, None), config
+
+
 # What the canonical encoder raises for a value it has no JSON for (a dict key that is not
 # a string, a lone surrogate, an object of a type it does not know, an integer too large).
 _ENCODER_REFUSALS = (TypeError, ValueError, OverflowError)
@@ -795,12 +898,17 @@ class Store(ABC):
     # a version 4 store opened read-only: its `record_group_totals` answer reports, its
     # summary rows count `runs`
     _reads_version_4_tables: bool = False
+    # a version 5 store opened read-only (or a version 6 one without its run headings):
+    # its `record_group_totals` answer reports, its `record_runs` count `runs`, the run
+    # starts are read from their bodies
+    _reads_version_5_tables: bool = False
     has_derived_tables: bool = False
-    """True when this version's derived tables (`record_group_totals`, `record_runs`)
-    exist and are complete: appends keep them, reports read the totals, `runs` the
-    counts. False for a store of an older version opened read-only (read as it is), one
-    whose derived tables were removed, or a version 1 store a PostgreSQL role without
-    CREATE appends to."""
+    """True when this version's derived tables (`record_group_totals`, `record_runs`,
+    `run_headings`, `run_configs`) exist and are complete: appends keep them, reports
+    read the totals, `runs` the counts, listings and reports the run headings and
+    configurations. False for a store of an older version opened read-only (read as it
+    is), one whose derived tables were removed, or a version 1 store a PostgreSQL role
+    without CREATE appends to."""
 
     # -- dialect hooks -------------------------------------------------------
     @abstractmethod
@@ -948,7 +1056,11 @@ class Store(ABC):
         `links`, after the head `before` (its number and link; link "" in an empty
         store), folded into the per-group totals and counted per run. Their fold rows
         are computed (from the records in memory where `fold_row_of` is exact, else
-        from the stored bytes) and not stored: the totals are what reports read."""
+        from the stored bytes) and not stored: the totals are what reports read. Run
+        starts and ends among them are listed (`_keep_run_headings`)."""
+        self._keep_run_headings(cursor, [
+            (seq, address[0], address[1], address[6], body) for seq, address, body
+            in zip(seqs, addresses, bodies, strict=True) if address[0] != "record"])
         if not any(address[0] == "record" for address in addresses):
             return
         given = records if records is not None else [None] * len(addresses)
@@ -958,6 +1070,53 @@ class Store(ABC):
                                                       strict=True) if address[0] == "record"]
         self._add_to_group_totals(cursor, rows, before, (int(seqs[-1]), links[-1]))
         cursor.executemany(_COUNT_RUNS.format(p=self.placeholder), run_counts(addresses))
+
+    def _keep_run_headings(self, cursor: Any, entries: Sequence[tuple[Any, ...]]) -> None:
+        """Inside a transaction holding the append lock: the run starts and ends given
+        as (seq, kind, suite, run_id, stored body): each start written to `run_headings`,
+        its configuration to `run_configs` (each distinct one once; one already kept is
+        left as it is), then each end to its run's row."""
+        if not entries:
+            return
+        headings: list[tuple[Any, ...]] = []
+        configs: dict[str, bytes] = {}
+        ends = [(_as_bytes(body), run_id) for _, kind, _, run_id, body in entries
+                if kind == "run_end"]
+        for seq, kind, suite, run_id, body in entries:
+            if kind != "run":
+                continue
+            try:
+                row, config = run_start_row(int(seq), suite, run_id, _as_bytes(body))
+            except msgspec.DecodeError as error:
+                raise CorruptStore(
+                    f"store {self.location}: entry {seq} is not a readable run start "
+                    f"({error}); `benchwarden verify --store` checks the whole store") from None
+            headings.append(row)
+            configs.setdefault(row[3], config)
+        p = self.placeholder
+        cursor.executemany(_KEEP_RUN_HEADING.format(p=p), headings)
+        cursor.executemany(_KEEP_RUN_CONFIG.format(p=p), list(configs.items()))
+        cursor.executemany(_KEEP_RUN_END.format(p=p), ends)
+
+    def _list_run_starts(self, cursor: Any) -> None:
+        """Inside a transaction holding the append lock: `run_headings` and `run_configs`
+        made again from every run start and end in the chain (the starts first, each
+        kind read in keyset pages over its own index, `_RUN_STARTS_PER_READ` bodies held
+        at a time)."""
+        cursor.execute("DELETE FROM run_headings")
+        cursor.execute("DELETE FROM run_configs")
+        for kind in ("run", "run_end"):
+            select = f"SELECT seq, kind, suite, run_id, body FROM entries WHERE kind = '{kind}'"
+            order = f"ORDER BY run_id LIMIT {_RUN_STARTS_PER_READ}"
+            cursor.execute(f"{select} {order}")
+            page = cursor.fetchall()
+            while page:
+                self._keep_run_headings(cursor, page)
+                if len(page) < _RUN_STARTS_PER_READ:
+                    break
+                cursor.execute(f"{select} AND run_id > {self.placeholder} {order}",
+                               (page[-1][3],))
+                page = cursor.fetchall()
 
     def _read_back_seqs(self, cursor: Any, head_seq: int, count: int) -> list[int]:
         """Inside the append transaction: the sequence numbers of the `count` entries just
@@ -1067,9 +1226,22 @@ class Store(ABC):
 
     @property
     def _reads_totals_table(self) -> bool:
-        """`record_group_totals` answers reports: this version's, or a version 4 store's
-        read as it is (the same table)."""
-        return self.has_derived_tables or self._reads_version_4_tables
+        """`record_group_totals` answers reports: this version's, or a version 4 or 5
+        store's read as it is (the same table)."""
+        return (self.has_derived_tables or self._reads_version_4_tables
+                or self._reads_version_5_tables)
+
+    @property
+    def _reads_run_counts(self) -> bool:
+        """`record_runs` counts each run's records: this version's, or a version 5
+        store's read as it is (the same table)."""
+        return self.has_derived_tables or self._reads_version_5_tables
+
+    @property
+    def _reads_run_headings(self) -> bool:
+        """`run_headings` and `run_configs` answer listings and reports (else the run
+        starts' bodies are read)."""
+        return self.has_derived_tables
 
     @property
     def has_group_totals(self) -> bool:
@@ -1140,13 +1312,17 @@ class Store(ABC):
         """Inside a transaction holding the append lock: give a store of schema version
         `stored` this version's derived tables, by the backend's `schema` statements, and
         mark it. Versions 2 to 4: `record_summaries` dropped (derived, outside the
-        chain). Versions 4 and 5 keep their `record_group_totals` (the same table) unless
-        it is missing; otherwise the totals are computed from the bodies. Version 5
-        keeps its `record_runs` unless it is missing; otherwise the runs are counted.
-        `every`: both made again from the records, whatever is there (`store repair`)."""
-        keep_totals = not every and stored in ("4", "5") and \
+        chain). Versions 4 to 6 keep their `record_group_totals` (the same table) unless
+        it is missing; otherwise the totals are computed from the bodies. Versions 5
+        and 6 keep their `record_runs` unless it is missing; otherwise the runs are
+        counted. Version 6 keeps its `run_headings` and `run_configs` unless one is
+        missing; otherwise the run starts are listed again. `every`: all made again
+        from the chain, whatever is there (`store repair`)."""
+        keep_totals = not every and stored in ("4", "5", "6") and \
             self._table_exists("record_group_totals")
-        keep_runs = not every and stored == "5" and self._table_exists("record_runs")
+        keep_runs = not every and stored in ("5", "6") and self._table_exists("record_runs")
+        keep_headings = not every and stored == "6" and \
+            self._table_exists("run_headings") and self._table_exists("run_configs")
         started = time.monotonic()
         if stored in ("2", "3", "4"):
             print(f"benchwarden: store {self.location}: upgrading to schema "
@@ -1159,6 +1335,10 @@ class Store(ABC):
             self._total_bodies(cursor)
         if not keep_runs:
             self._recount_runs(cursor)
+        if not keep_headings:
+            print(f"benchwarden: store {self.location}: listing every run's heading and "
+                  "configuration from the run starts", file=sys.stderr, flush=True)
+            self._list_run_starts(cursor)
         if stored != str(SCHEMA_VERSION):
             print(f"benchwarden: store {self.location}: upgrading to schema {SCHEMA_VERSION}: "
                   f"done in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
@@ -1167,9 +1347,10 @@ class Store(ABC):
 
     def rebuild_derived(self) -> None:
         """Make every derived table again from the records in the chain, holding the
-        append lock: the group totals from the bodies, the run counts, then the backend's
-        cell counts (`store repair`). For derived rows that were edited, not only
-        removed; the chain itself is not touched (`verify` still checks it)."""
+        append lock: the group totals from the bodies, the run counts, the run headings
+        and configurations, then the backend's cell counts (`store repair`). For derived
+        rows that were edited, not only removed; the chain itself is not touched
+        (`verify` still checks it)."""
         if self.read_only:
             raise StoreError(f"store {self.location} was opened read-only; its derived "
                              "tables cannot be rebuilt")
@@ -1179,6 +1360,7 @@ class Store(ABC):
             self._recount_cells(cursor)
         self.has_derived_tables = True
         self._reads_version_3_groups = self._reads_version_4_tables = False
+        self._reads_version_5_tables = False
 
     def _derived_schema(self) -> Iterable[str]:
         """The backend's statements making the derived tables (`_upgrade_derived`)."""
@@ -1530,9 +1712,16 @@ class Store(ABC):
                 for seq, body in self._query(
                     f"SELECT seq, body FROM entries WHERE kind = 'run_end'{where}", params))
         }
+        return ends, self._run_counts(suite)
+
+    def _run_counts(self, suite: str | None) -> dict[str, int]:
+        """Each run's records counted, by run id (of `suite`, or of every suite)."""
+        p = self.placeholder
+        where = f" AND suite = {p}" if suite else ""
+        params = (suite,) if suite else ()
         # counted by appends (`record_runs`, one row per run), or in a version 4 or 3
         # store read as it is over its slim summary table (a tenth of the bytes)
-        if self.has_derived_tables:
+        if self._reads_run_counts:
             in_suite = f" WHERE suite = {p}" if suite else ""
             counted = f"SELECT run_id, SUM(records) FROM record_runs{in_suite} GROUP BY run_id"
         elif self.has_group_totals:  # over the index by run, in its order: no sort
@@ -1541,17 +1730,18 @@ class Store(ABC):
         else:
             counted = (f"SELECT run_id, COUNT(*) FROM entries WHERE kind = 'record'{where} "
                        "GROUP BY run_id")
-        counts = {run_id: self._whole_count(count, f"run {run_id}")
-                  for run_id, count in self._query(counted, params)}
-        return ends, counts
+        return {run_id: self._whole_count(count, f"run {run_id}")
+                for run_id, count in self._query(counted, params)}
 
     def runs_with_config(self, suite: str, config_keys: Collection[str]) -> list[RunInfo]:
         """`runs(suite)` with each run's config cut to `config_keys`: the rest of a config
-        is never decoded, run bodies are read one at a time, and equal strings in what is
-        kept (task names) are held once. For a report, which reads a few keys of every
-        run's config: a suite of 333,000 tasks writes configs listing every task three
-        times (11 such runs decoded whole: 1.3 GiB). The whole of a run is `run_info`."""
-        p = self.placeholder
+        is never decoded, and equal strings in what is kept (task names) are held once.
+        For a report, which reads a few keys of every run's config: a suite of 333,000
+        tasks writes configs listing every task three times (11 such runs decoded whole:
+        1.3 GiB). Read from the run headings, each distinct configuration once (a
+        campaign of 50,000 runs of one configuration: 500 MB of run starts read for a
+        few keys of one); from the run starts one at a time in a store without them.
+        The whole of a run is `run_info`."""
         strings: dict[str, str] = {}
         # a value whose text another run's config had is that run's value (every run of a
         # suite lists the same tasks: decoded once)
@@ -1564,23 +1754,84 @@ class Store(ABC):
                 found = values_of[text] = _held_once(msgspec.json.decode(text), strings)
             return found
 
-        def cut(rows: Iterator[tuple[Any, ...]]) -> list[tuple[int, Run]]:
-            starts = []
-            for seq, body in rows:
-                start = self._decode_entry(seq, _as_bytes(body), _run_outside_config_decoder,
-                                           "run start")
-                fields = {name: getattr(start, name) for name in _RUN_FIELDS}
-                config = self._decode_entry(seq, fields["config"], _raw_fields, "run start")
-                fields["config"] = {key: value_of(config[key]) for key in config_keys
-                                    if key in config}
-                starts.append((int(seq), Run(**fields)))
-            return starts
+        def kept(config: dict[str, msgspec.Raw]) -> dict[str, Any]:
+            return {key: value_of(config[key]) for key in config_keys if key in config}
 
-        starts = self._fold_query(f"SELECT seq, body FROM entries WHERE kind = 'run' "
-                                  f"AND suite = {p}", (suite,), cut)
-        ends, counts = self._run_ends_and_counts(suite)
+        def run_of(heading: bytes, config: dict[str, Any]) -> Run:
+            # the heading with an empty configuration put first decodes straight into
+            # `Run` (built by msgspec: half the time of building it field by field, at
+            # 50,000 runs 0.15 s); the configuration kept is set before the run is
+            # handed to anyone (through `object.__setattr__`, as a frozen dataclass's
+            # own `__init__` sets its fields)
+            run = _run_decoder.decode(b'{"config":{}}' if heading == b"{}" else
+                                      b'{"config":{},' + heading[1:])
+            object.__setattr__(run, "config", config)
+            return run
+
+        if self._reads_run_headings:
+            # with the cycle collector paused (`core.collector`): a run, its heading's
+            # mappings and its end for each of 50,000 runs set off full collections
+            # that walked them all again and again, for nothing (no cycle is made)
+            with paused_cycle_collector():
+                starts, ends = self._runs_from_headings(suite, kept, run_of)
+                counts = self._run_counts(suite)
+                return [RunInfo(run, ends.get(run.run_id), int(counts.get(run.run_id, 0)))
+                        for _, run in sorted(starts, key=lambda start: start[0])]
+        else:
+            def cut(rows: Iterator[tuple[Any, ...]]) -> list[tuple[int, Run]]:
+                starts = []
+                for seq, body in rows:
+                    start = self._decode_entry(seq, _as_bytes(body),
+                                               _run_outside_config_decoder, "run start")
+                    fields = {name: getattr(start, name) for name in _RUN_FIELDS}
+                    fields["config"] = kept(self._decode_entry(seq, fields["config"],
+                                                               _raw_fields, "run start"))
+                    starts.append((int(seq), Run(**fields)))
+                return starts
+
+            starts = self._fold_query(f"SELECT seq, body FROM entries WHERE kind = 'run' "
+                                      f"AND suite = {self.placeholder}", (suite,), cut)
+            ends, counts = self._run_ends_and_counts(suite)
         return [RunInfo(run, ends.get(run.run_id), int(counts.get(run.run_id, 0)))
                 for _, run in sorted(starts, key=lambda start: start[0])]
+
+    def _runs_from_headings(self, suite: str,
+                            kept: Callable[[dict[str, msgspec.Raw]], dict[str, Any]],
+                            run_of: Callable[[bytes, dict[str, Any]], Run]
+                            ) -> tuple[list[tuple[int, Run]], dict[str, RunEnd]]:
+        """`runs_with_config`'s runs of `suite` (with their start's sequence number) and
+        their ends (by run id) from `run_headings`, each distinct configuration read and
+        cut (`kept`) once; a run whose configuration row is missing or a row that does
+        not decode is derived data edited."""
+        p = self.placeholder
+        headings = self._query(f"SELECT seq, config_hash, heading, run_end FROM run_headings "
+                               f"WHERE suite = {p}", (suite,))
+        ends: dict[str, RunEnd] = {}
+        configs: dict[str, dict[str, Any]] = {}
+
+        def cut(rows: Iterator[tuple[Any, ...]]) -> None:
+            for key, config in rows:
+                configs[_as_text(key)] = kept(_raw_fields.decode(_as_bytes(config)))
+
+        try:
+            self._fold_query(f"SELECT config_hash, config FROM run_configs WHERE config_hash "
+                             f"IN (SELECT config_hash FROM run_headings WHERE suite = {p})",
+                             (suite,), cut)
+            starts = []
+            for seq, key, heading, end in headings:
+                config = configs.get(_as_text(key))
+                if config is None:
+                    raise ValueError(f"the configuration of the run started at entry {seq} "
+                                     "is missing")
+                # a fresh mapping per run, as a run read from its start has
+                run = run_of(_as_bytes(heading), dict(config))
+                starts.append((int(seq), run))
+                if end is not None:
+                    ends[run.run_id] = _run_end_decoder.decode(_as_bytes(end))
+        except (msgspec.DecodeError, ValueError, TypeError) as error:
+            raise self._edited_derived_data(
+                f"its run headings or configurations are unreadable ({error})") from None
+        return starts, ends
 
     def run_info(self, run_id: str) -> RunInfo:
         p = self.placeholder
@@ -1604,7 +1855,7 @@ class Store(ABC):
                                   "`benchwarden runs --store ...` lists the runs")
         count = self._query(
             f"SELECT COALESCE(SUM(records), 0) FROM record_runs WHERE run_id = {p}"
-            if self.has_derived_tables else
+            if self._reads_run_counts else
             f"SELECT COUNT(*) FROM entries WHERE kind = 'record' AND run_id = {p}",
             (run.run_id,))
         return RunInfo(run, end, self._whole_count(count[0][0], f"run {run.run_id}"))
@@ -1621,11 +1872,15 @@ class Store(ABC):
         thousands of runs decoded every one for `show --latest`. The run starts are read
         by number and id only (`suite` is selected so the planner takes the run starts'
         own index: with only `seq` and `run_id` it walks the index of every entry by run,
-        a million entries at a million records), then that one run."""
+        a million entries at a million records; or `run_headings`, a few pages where the
+        run starts are spread through the file), then that one run."""
         p = self.placeholder
         where = f" AND suite = {p}" if suite else ""
-        starts = self._query(f"SELECT seq, run_id, suite FROM entries WHERE kind = 'run'{where}",
-                             (suite,) if suite else ())
+        starts = self._query(
+            "SELECT seq, run_id FROM run_headings" + (f" WHERE suite = {p}" if suite else "")
+            if self._reads_run_headings else
+            f"SELECT seq, run_id, suite FROM entries WHERE kind = 'run'{where}",
+            (suite,) if suite else ())
         if not starts:
             raise StoreUsageError(f"no {suite + ' ' if suite else ''}runs in {self.location}")
         return self.run_info(str(max(starts, key=lambda row: int(row[0]))[1]))
@@ -1633,26 +1888,48 @@ class Store(ABC):
     def run_listing(self, suite: str | None = None) -> list[ListedRun]:
         """Every run (of `suite`) in the order they started, as a listing shows it: each
         run's `RunHeading` (its start without the configuration, seeds and host), end
-        and record count. The run starts are read in keyset pages over their own index
-        (`_RUN_STARTS_PER_READ` bodies held at a time) and decoded without what a listing
-        does not show: a store of 50,000 runs of a 200-task suite held every run's
-        configuration, 3.4 GiB, to print its run ids."""
+        and record count. Read from `run_headings`; in a store without them, from the
+        run starts in keyset pages over their own index (`_RUN_STARTS_PER_READ` bodies
+        held at a time), decoded without what a listing does not show: a store of
+        50,000 runs of a 200-task suite held every run's configuration, 3.4 GiB, to
+        print its run ids."""
         p = self.placeholder
-        in_suite = f" AND suite = {p}" if suite else ""
-        select = f"SELECT seq, body FROM entries WHERE kind = 'run'{in_suite}"
-        order = f"ORDER BY run_id LIMIT {_RUN_STARTS_PER_READ}"
         params: tuple[Any, ...] = (suite,) if suite else ()
         headings: list[tuple[int, RunHeading]] = []
-        page = self._query(f"{select} {order}", params)
-        while page:
-            for seq, body in page:
-                headings.append((int(seq), self._decode_entry(
-                    seq, _as_bytes(body), _run_heading_decoder, "run start")))
-            if len(page) < _RUN_STARTS_PER_READ:
-                break
-            page = self._query(f"{select} AND run_id > {p} {order}",
-                               (*params, headings[-1][1].run_id))
-        ends, counts = self._run_ends_and_counts(suite)
+        if self._reads_run_headings:
+            rows = self._query("SELECT seq, heading, run_end FROM run_headings"
+                               + (f" WHERE suite = {p}" if suite else ""), params)
+            ends: dict[str, RunEnd] = {}
+            # the cycle collector paused as in `runs_with_config`
+            with paused_cycle_collector():
+                try:
+                    for seq, heading, end in rows:
+                        headings.append((int(seq),
+                                         _run_heading_decoder.decode(_as_bytes(heading))))
+                        if end is not None:
+                            ends[headings[-1][1].run_id] = _run_end_decoder.decode(
+                                _as_bytes(end))
+                except (msgspec.DecodeError, ValueError, TypeError) as error:
+                    raise self._edited_derived_data(
+                        f"its run headings are unreadable ({error})") from None
+                counts = self._run_counts(suite)
+                return [ListedRun(heading, ends.get(heading.run_id),
+                                  counts.get(heading.run_id, 0))
+                        for _, heading in sorted(headings, key=lambda pair: pair[0])]
+        else:
+            in_suite = f" AND suite = {p}" if suite else ""
+            select = f"SELECT seq, body FROM entries WHERE kind = 'run'{in_suite}"
+            order = f"ORDER BY run_id LIMIT {_RUN_STARTS_PER_READ}"
+            page = self._query(f"{select} {order}", params)
+            while page:
+                for seq, body in page:
+                    headings.append((int(seq), self._decode_entry(
+                        seq, _as_bytes(body), _run_heading_decoder, "run start")))
+                if len(page) < _RUN_STARTS_PER_READ:
+                    break
+                page = self._query(f"{select} AND run_id > {p} {order}",
+                                   (*params, headings[-1][1].run_id))
+            ends, counts = self._run_ends_and_counts(suite)
         return [ListedRun(heading, ends.get(heading.run_id), counts.get(heading.run_id, 0))
                 for _, heading in sorted(headings, key=lambda pair: pair[0])]
 
@@ -1711,12 +1988,19 @@ class Store(ABC):
         # which derived tables are checked against the records: those this store's
         # version keeps (a version 4 store read as it is: its summary rows too)
         summaries = version == "4" and self._table_exists("record_summaries")
-        totals = version in ("4", "5") and self._table_exists("record_group_totals")
-        runs = version == "5" and self._table_exists("record_runs")
-        # the group totals and run counts recomputed from the records, as appends make
-        # them (memory bounded by the groups and runs, not the records)
+        totals = version in ("4", "5", "6") and self._table_exists("record_group_totals")
+        runs = version in ("5", "6") and self._table_exists("record_runs")
+        headings = version == "6" and self._table_exists("run_headings") \
+            and self._table_exists("run_configs")
+        # the group totals, run counts and run headings recomputed from the entries, as
+        # appends make them (memory bounded by the groups and runs, not the records; the
+        # configurations by their hashes)
         expected_totals = _ExpectedTotals(self, batch)
         expected_runs: Counter[tuple[str, str]] = Counter()
+        # each run's heading row as a digest (`_heading_digest`: 50,000 rows whole were
+        # 50 MB) and the hashes of the configurations
+        expected_headings: dict[str, bytes] = {}
+        expected_configs: set[str] = set()
         after = 0
         while True:
             rows = self._query(sql, (after, batch))
@@ -1750,6 +2034,18 @@ class Store(ABC):
                 checked += 1
                 if runs and kind == "record":
                     expected_runs[(run_id, suite)] += 1
+                elif headings and kind == "run":
+                    try:
+                        row, _ = run_start_row(int(seq), suite, run_id, entry.body)
+                    except msgspec.DecodeError as error:
+                        return ChainReport(False, checked, f"entry {seq}, {entry.describe()}: "
+                                           f"it is not a readable run start ({error})",
+                                           last_seq=last_seq)
+                    expected_headings[run_id] = _heading_digest(row)
+                    expected_configs.add(row[3])
+                elif headings and kind == "run_end" and run_id in expected_headings:
+                    expected_headings[run_id] = _heading_digest(
+                        (expected_headings[run_id], entry.body))
             if summary_problem is not None:  # a summary row for a number with no entry
                 return ChainReport(False, checked, f"record summary {summary_problem[0]}: "
                                    f"{summary_problem[1]}", last_seq=last_seq)
@@ -1770,7 +2066,9 @@ class Store(ABC):
         try:
             tail_problem = tail_problem or summary_tail or missing or self._cells_problem() or (
                 self._group_totals_problem(expected_totals, last_seq) if totals else None) or (
-                self._runs_problem(expected_runs) if runs else None)
+                self._runs_problem(expected_runs) if runs else None) or (
+                self._run_headings_problem(expected_headings, expected_configs)
+                if headings else None)
         finally:
             expected_totals.drop()
         if own_line is not None and (checked or own_problem is not None):
@@ -1781,8 +2079,8 @@ class Store(ABC):
                            witness_lines=tuple(lines), tail_problem=tail_problem)
 
     def _missing_derived_tables(self) -> str | None:
-        """For `verify`: the derived tables of a version 4 or 5 store that are gone, in
-        words."""
+        """For `verify`: the derived tables of a version 4, 5 or 6 store that are gone,
+        in words."""
         missing = self._tables_missing(self._stored_schema_version())
         if not missing:
             return None
@@ -1792,7 +2090,7 @@ class Store(ABC):
                 f"rebuilds {'them' if len(missing) > 1 else 'it'} from the records")
 
     def _tables_missing(self, version: str | None) -> list[str]:
-        """The derived tables a store of `version` keeps (versions 4 and 5) that are not
+        """The derived tables a store of `version` keeps (versions 4 to 6) that are not
         there. benchwarden never drops them, but they are outside the chain and anyone
         can; the records themselves are in the chain, so nothing is lost."""
         return [name for name in _DERIVED_TABLES.get(version or "", ())
@@ -1801,11 +2099,15 @@ class Store(ABC):
     def _read_as_it_is(self, version: str) -> None:
         """Opening read-only (nothing made or written): what a store of `version` with
         the derived tables it holds answers. This version's, complete: everything. A
+        version 5 store (or this version's without its run headings or configurations):
+        its totals and run counts, the run starts read from their bodies. A
         version 4 store: its totals and its summary rows (`runs`); without its totals,
         or a version 3 store: the summary rows sum the totals; anything else (or a table
         missing): reports stream the bodies and `runs` counts the entries."""
         missing = self._tables_missing(version)
         self.has_derived_tables = version == str(SCHEMA_VERSION) and not missing
+        self._reads_version_5_tables = not self.has_derived_tables and version in (
+            "5", "6") and "record_group_totals" not in missing and "record_runs" not in missing
         summaries = version in ("3", "4") and "record_summaries" not in missing \
             and self._table_exists("record_summaries")
         self._reads_version_4_tables = summaries and version == "4" and not missing
@@ -1942,6 +2244,83 @@ class Store(ABC):
             return (f"its per-run counts (record_runs) disagree with its records: {wrong} "
                     "(derived data edited)")
         return None
+
+    def _run_headings_problem(self, expected: dict[str, bytes],
+                              configs: Collection[str]) -> str | None:
+        """For `verify`: how `run_headings` and `run_configs` disagree with the run starts
+        and ends in the chain (`expected`: each run's row as `verify` digests it, emptied
+        as the stored rows are matched; `configs`: the hashes of their configurations),
+        in one line naming the first run (by id) or configuration (by hash) missing,
+        extra or altered; None when all agree. The stored rows are compared as the
+        database hands them over (not held all at once), a row that differs against its
+        run's start and end read again to name the columns; a stored configuration is
+        checked against its key by hashing its bytes, a page at a time (a wide suite's
+        are kilobytes each)."""
+        wrong: dict[str, str] = {}  # run id -> what is wrong with its row
+        differing: dict[str, tuple[Any, ...]] = {}  # run id -> its stored row
+
+        def compare(rows: Iterator[tuple[Any, ...]]) -> None:
+            for found in rows:
+                run_id = str(_as_text(found[0]))
+                wanted = expected.pop(run_id, None)
+                if wanted is None:
+                    wrong[run_id] = f"run {run_id} is listed but the store holds no start of it"
+                elif _stored_heading_digest(found) != wanted and len(differing) < 1:
+                    differing[run_id] = found
+                elif _stored_heading_digest(found) != wanted:
+                    wrong[run_id] = f"run {run_id} differs from its start"
+
+        self._fold_query(f"SELECT {', '.join(RUN_HEADING_COLUMNS)} FROM run_headings", (),
+                         compare)
+        wrong.update((run_id, f"run {run_id} is missing") for run_id in expected)
+        for run_id, found in differing.items():
+            wanted_row = self._heading_row_of(run_id)
+            wrong[run_id] = f"run {run_id} differs from its start (" + ", ".join(
+                name for name, a, b in zip(RUN_HEADING_COLUMNS, found, wanted_row, strict=True)
+                if not _same_heading((a,), (b,))) + ")"
+        if wrong:
+            return (f"its run headings (run_headings) disagree with its run starts: "
+                    f"{wrong[min(wrong)]} (derived data edited)")
+        seen: set[str] = set()
+        p = self.placeholder
+        page = self._query(f"SELECT config_hash, config FROM run_configs ORDER BY config_hash "
+                           f"LIMIT {_RUN_CONFIGS_PER_READ}")
+        while page:
+            for stored_key, config in page:
+                key = str(_as_text(stored_key))
+                seen.add(key)
+                problem = (f"configuration {key} is kept but no run start holds it"
+                           if key not in configs else
+                           f"configuration {key} is not the configuration of that hash"
+                           if not isinstance(config, (bytes, memoryview, str))
+                           or config_hash(_as_bytes(config)) != key else None)
+                if problem is not None:
+                    return (f"its run configurations (run_configs) disagree with its run "
+                            f"starts: {problem} (derived data edited)")
+            if len(page) < _RUN_CONFIGS_PER_READ:
+                break
+            page = self._query(f"SELECT config_hash, config FROM run_configs WHERE "
+                               f"config_hash > {p} ORDER BY config_hash "
+                               f"LIMIT {_RUN_CONFIGS_PER_READ}", (_as_text(page[-1][0]),))
+        missing = sorted(set(configs) - seen)
+        if missing:
+            return (f"its run configurations (run_configs) disagree with its run starts: "
+                    f"configuration {missing[0]} of run starts in the chain is missing "
+                    "(derived data edited)")
+        return None
+
+    def _heading_row_of(self, run_id: str) -> tuple[Any, ...]:
+        """The `run_headings` row the chain's start and end of `run_id` make (`verify`,
+        naming what differs in a stored row)."""
+        row: tuple[Any, ...] = ()
+        for seq, kind, suite, body in self._query(
+                f"SELECT seq, kind, suite, body FROM entries WHERE run_id = {self.placeholder} "
+                "AND kind IN ('run', 'run_end') ORDER BY seq", (run_id,)):
+            if kind == "run":
+                row = run_start_row(int(seq), suite, run_id, _as_bytes(body))[0]
+            elif row:
+                row = (*row[:-1], _as_bytes(body))
+        return row
 
     def _summaries_problem(self, after: int, page: Sequence[tuple[Any, ...]],
                            fold: Callable[[list[tuple[Any, ...]]], None]
@@ -2220,7 +2599,8 @@ class _ExpectedTotals:
 # the derived tables a store of each version keeps (for `verify` and writers: which are
 # missing)
 _DERIVED_TABLES = {"4": ("record_summaries", "record_group_totals"),
-                   "5": ("record_group_totals", "record_runs")}
+                   "5": ("record_group_totals", "record_runs"),
+                   "6": ("record_group_totals", "record_runs", "run_headings", "run_configs")}
 
 
 # The unique address of a record, trial first: the records a batch appends (a new run's
@@ -2273,13 +2653,15 @@ BEGIN SELECT RAISE(ABORT, 'benchwarden store is append-only: UPDATE refused'); E
 BEGIN SELECT RAISE(ABORT, 'benchwarden store is append-only: DELETE refused'); END""",
 )
 
-# The derived tables of schema 5 beyond `record_cells`, both clustered by their keys
-# (WITHOUT ROWID): the group totals (a scope's groups are one range of the table's own
-# B-tree) and the run counts.
+# The derived tables of schema 6 beyond `record_cells`: the group totals and the run
+# counts clustered by their keys (WITHOUT ROWID: a scope's groups are one range of the
+# table's own B-tree), the run headings and configurations in rowid tables (their rows,
+# hundreds of bytes to kilobytes, are too wide to cluster well).
 _SQLITE_DERIVED_SCHEMA = (
     group_totals_table({"text": "TEXT", "integer": "INTEGER", "real": "REAL"},
                        " WITHOUT ROWID"),
     run_counts_table("TEXT", "INTEGER", " WITHOUT ROWID"),
+    *run_tables("TEXT", "INTEGER", "BLOB"),
 )
 
 # rows per INSERT statement of an SQLite append (10 parameters each, far below SQLite's

@@ -54,6 +54,7 @@ from benchwarden.core.store import (
     group_totals_table,
     lock_timeout,
     run_counts_table,
+    run_tables,
 )
 
 # First key of the advisory lock ("BWST"); the second is the `entries` table's oid,
@@ -103,15 +104,16 @@ END
 $body$;
 """ + _refuse_changes_to("entries")
 
-# The derived tables of schema 5 (core/store.py): the group totals (`core.group_totals`)
-# and the run counts, whose rows each append changes in its transaction, recomputed by
-# `verify`. (Schemas 2 to 4 also kept one `record_summaries` row per record, written by
+# The derived tables of schema 6 (core/store.py): the group totals (`core.group_totals`)
+# and the run counts, whose rows each append changes in its transaction, and the run
+# headings and configurations each run start adds to; all recomputed by `verify`.
+# (Schemas 2 to 4 also kept one `record_summaries` row per record, written by
 # a COPY per batch: gone, dropped by the upgrade.)
 _COLUMN_TYPES = {"text": "TEXT", "integer": "BIGINT", "real": "DOUBLE PRECISION"}
 _DERIVED_SCHEMA = f"""
 {group_totals_table(_COLUMN_TYPES)};
 {run_counts_table("TEXT", "BIGINT")};
-"""
+""" + "".join(f"{table};\n" for table in run_tables("TEXT", "BIGINT", "BYTEA"))
 
 
 def redact(url: str) -> str:
@@ -259,7 +261,7 @@ class PostgresStore(Store):
                 "SELECT value FROM meta WHERE name = 'schema_version'").fetchone())
 
     def _prepare_derived(self, version: str) -> None:
-        """Inside `_prepare_schema`'s transaction: a version 5 store has its derived
+        """Inside `_prepare_schema`'s transaction: a version 6 store has its derived
         tables; a writer upgrades an older store, or makes again a derived table someone
         removed (`Store._upgrade_derived`, holding the append lock, so no append runs
         meanwhile). A reader reads the store as it is (`Store._read_as_it_is`). A role

@@ -327,6 +327,10 @@ def _delete_newest_run(store: Path) -> int:
     raw.execute(trigger)
     # and its count in the derived run counts, which would otherwise give the cut away
     raw.execute("DELETE FROM record_runs WHERE run_id = ?", (run_id,))
+    # and its heading, and its configuration unless another run has it
+    raw.execute("DELETE FROM run_headings WHERE run_id = ?", (run_id,))
+    raw.execute("DELETE FROM run_configs WHERE config_hash NOT IN "
+                "(SELECT config_hash FROM run_headings)")
     # and recount the derived per-cell counts (SQLite), which would give it away too
     raw.execute("DELETE FROM record_cells")
     raw.execute("INSERT INTO record_cells SELECT suite, scope, arm, task, COUNT(*), MAX(trial) "

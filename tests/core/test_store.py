@@ -430,9 +430,14 @@ _RUN_BODY_DAMAGE = [
 ]
 
 
+@pytest.mark.parametrize("headings_dropped", [False, True])
 @pytest.mark.parametrize(("kind", "damage", "reason"), _RUN_BODY_DAMAGE)
 def test_an_unreadable_run_start_or_end_is_named_not_a_decoder_message(tmp_path, kind, damage,
-                                                                        reason):
+                                                                        reason,
+                                                                        headings_dropped):
+    """Every reader of a run start's or end's body names the entry: `runs` and
+    `run_info` always read them; listings and a report's runs read the run headings,
+    and the bodies only in a store without them (read as it is)."""
     path = tmp_path / "s.sqlite"
     with open_store(path) as store:
         store.begin_run(stamp_run(suite="demo", bench_version="1",
@@ -443,13 +448,17 @@ def test_an_unreadable_run_start_or_end_is_named_not_a_decoder_message(tmp_path,
     raw.execute("DROP TRIGGER entries_refuse_update")
     seq = raw.execute("SELECT seq FROM entries WHERE kind = ?", (kind,)).fetchone()[0]
     raw.execute(f"UPDATE entries SET body = {damage} WHERE seq = ?", (seq,))
+    if headings_dropped:
+        raw.execute("DROP TABLE run_headings")
     raw.commit()
     raw.close()
     named = f"entry {seq} is not a readable {'run start' if kind == 'run' else 'run end'} "
     reads = {"runs": lambda store: store.runs(), "run_info": lambda store: store.run_info("r"),
              "runs_with_config": lambda store: store.runs_with_config("demo", ("tasks",)),
              "run_listing": lambda store: store.run_listing()}
-    if "config" in damage:  # a listing shows no configuration: it does not read it
+    if not headings_dropped:  # read from the headings kept when the run started
+        del reads["runs_with_config"], reads["run_listing"]
+    elif "config" in damage:  # a listing shows no configuration: it does not read it
         del reads["run_listing"]
     with open_store(path, create=False) as store:
         for name, read in reads.items():

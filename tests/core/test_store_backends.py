@@ -479,20 +479,23 @@ def test_postgres_append_waits_for_the_chain_lock(postgres, pg_store):
 
 def test_postgres_append_only_role_can_write(postgres, pg_store):
     """The lock needs no table privilege: a role with INSERT and SELECT only appends
-    (and UPDATE on the derived group totals and run counts, whose rows an append
-    changes)."""
+    (and UPDATE on the derived group totals, run counts and run headings, whose rows
+    an append changes)."""
     role = f"bw_writer_{secrets.token_hex(3)}"
     schema = postgres.location.rsplit("%3D", 1)[1]
     postgres.execute(f"CREATE ROLE {role} LOGIN")
     try:
         postgres.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}; "
-                         f"GRANT SELECT, INSERT ON entries, meta TO {role}; "
-                         f"GRANT SELECT, INSERT, UPDATE ON record_group_totals, record_runs "
-                         f"TO {role}; "
+                         f"GRANT SELECT, INSERT ON entries, meta, run_configs TO {role}; "
+                         f"GRANT SELECT, INSERT, UPDATE ON record_group_totals, record_runs, "
+                         f"run_headings TO {role}; "
                          f"GRANT USAGE ON SEQUENCE entries_seq_seq TO {role}")
         url = postgres.location.replace("://postgres@", f"://{role}@")
         with open_store(url) as writer:
             writer.append([make_record(task="by-writer")])
+            writer.begin_run(stamp_run(suite="demo", bench_version="1", config={},
+                                       run_id="run-2"))
+            writer.finish_run(RunEnd("run-2", 2.0, "completed", {}))
             assert writer.verify().ok
         assert [r.task for r in pg_store.records()] == ["by-writer"]
     finally:

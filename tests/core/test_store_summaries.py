@@ -1,6 +1,6 @@
-"""Schema 5's derived tables (`record_group_totals` and `record_runs`), and the stores of
-versions 1 to 4 before them: each append keeps the totals and run counts in its own
-transaction and writes no per-record summary row; an older store is read as it is
+"""Schema 5's derived tables (`record_group_totals` and `record_runs`, kept by schema
+6), and the stores of versions 1 to 4 before them: each append keeps the totals and run
+counts in its own transaction and writes no per-record summary row; an older store is read as it is
 read-only (a version 4 store's summary rows still checked by `verify`) and upgraded
 when opened for writing (never writing summary rows); `verify` recomputes every derived
 table from the chained bodies and names what differs. Both backends. The summed columns
@@ -92,6 +92,10 @@ def raw(backend: Any, *statements: str) -> None:  # noqa: F811 (the fixture's na
             connection.execute(statement)
 
 
+# what schema 6 added to a version 5 store: gone from a store of any older version
+VERSION_6_TABLES_DROPPED = ("DROP TABLE run_headings", "DROP TABLE run_configs")
+
+
 def mark_version(backend: Any, version: str) -> list[str]:  # noqa: F811
     statements = [f"UPDATE meta SET value = '{version}' WHERE name = 'schema_version'"]
     if backend.name == "sqlite":
@@ -140,7 +144,7 @@ def make_version_4(backend: Any) -> None:  # noqa: F811
     before = [_SUMMARY_TABLE.format(**types),
               "CREATE INDEX record_summaries_by_run ON record_summaries (run_id, suite)"]
     after = [*_SUMMARY_GUARDS[backend.name], "DROP TABLE record_runs",
-             *mark_version(backend, "4")]
+             *VERSION_6_TABLES_DROPPED, *mark_version(backend, "4")]
     if backend.name == "sqlite":
         connection = sqlite3.connect(backend.path)
         for statement in before:
@@ -163,7 +167,7 @@ def make_version_4(backend: Any) -> None:  # noqa: F811
 def make_version_1(backend: Any) -> None:  # noqa: F811
     """The store as a benchwarden from before the derived tables left it."""
     raw(backend, "DROP TABLE record_group_totals", "DROP TABLE record_runs",
-        *mark_version(backend, "1"))
+        *VERSION_6_TABLES_DROPPED, *mark_version(backend, "1"))
 
 
 # The version 2 layout: the summed fields as JSON text only, rows in sequence order.
@@ -196,9 +200,15 @@ def make_version_3(backend: Any) -> None:  # noqa: F811
         *mark_version(backend, "3"))
 
 
+def make_version_5(backend: Any) -> None:  # noqa: F811
+    """The store as the benchwarden of schema 5 left it: the group totals and run counts,
+    no run headings or configurations."""
+    raw(backend, *VERSION_6_TABLES_DROPPED, *mark_version(backend, "5"))
+
+
 def make_version(backend: Any, version: str) -> None:  # noqa: F811
     {"1": make_version_1, "2": make_version_2, "3": make_version_3,
-     "4": make_version_4}[version](backend)
+     "4": make_version_4, "5": make_version_5}[version](backend)
 
 
 def group_totals(store: Store) -> list[tuple[Any, ...]]:
@@ -323,13 +333,14 @@ def test_a_version_1_or_2_store_is_read_as_it_is_and_upgraded_by_a_writer(  # no
         assert_derived_tables_match_the_chain(writer)
         writer.append([record("after", 1, turns="three")])
         assert_derived_tables_match_the_chain(writer)
-        assert writer.verify().ok and writer._stored_schema_version() == "5"
+        assert writer.verify().ok and writer._stored_schema_version() == "6"
     progress = capfd.readouterr().err
     assert "totalling every group of records: 7 of 7" in progress
     assert "totalling every group of records: 7 groups, done in" in progress
     assert "summarising" not in progress  # no summary row is written any more
-    # (version 2: its table dropped), the totals before, the one page, after, done
-    assert progress.count("\n") == (5 if version == "2" else 4), progress
+    # (version 2: its table dropped), the totals before, the one page, after, the run
+    # starts listed, done
+    assert progress.count("\n") == (6 if version == "2" else 5), progress
     with backend.open(create=False) as reader:
         assert reader.has_derived_tables and [info.record_count for info in reader.runs()] == [8]
 
@@ -714,7 +725,7 @@ def test_a_version_3_or_4_store_is_reported_as_it_is_and_upgraded_by_a_writer(
         writer.append([record("after", 1)])
         assert_derived_tables_match_the_chain(writer)
         assert writer.verify().ok
-        assert writer._stored_schema_version() == "5"
+        assert writer._stored_schema_version() == "6"
         index = ("SELECT 1 FROM sqlite_master WHERE name LIKE 'record_summaries%'"
                  if backend.name == "sqlite" else
                  "SELECT 1 WHERE to_regclass('record_summaries_by_group') IS NOT NULL "
@@ -726,20 +737,20 @@ def test_a_version_3_or_4_store_is_reported_as_it_is_and_upgraded_by_a_writer(
         assert "totalling every group of records: 7 groups, done in" in progress
     else:  # its totals are this version's: kept as they are
         assert "totalling" not in progress
-    assert "upgrading to schema 5: dropping the per-record summary table" in progress
-    assert "upgrading to schema 5: done in" in progress
+    assert "upgrading to schema 6: dropping the per-record summary table" in progress
+    assert "upgrading to schema 6: done in" in progress
 
 
 def test_a_newer_store_is_refused_in_one_line(backend):  # noqa: F811
     from benchwarden.core.store import CorruptStore
 
     filled(backend)
-    raw(backend, "UPDATE meta SET value = '6' WHERE name = 'schema_version'")
-    with pytest.raises(CorruptStore, match="schema version 6, this benchwarden reads "
-                       "1 and 2 and 3 and 4 and 5") as raised:
+    raw(backend, "UPDATE meta SET value = '7' WHERE name = 'schema_version'")
+    with pytest.raises(CorruptStore, match="schema version 7, this benchwarden reads "
+                       "1 and 2 and 3 and 4 and 5 and 6") as raised:
         backend.open(create=False)
     assert "\n" not in str(raised.value)
-    with pytest.raises(CorruptStore, match="schema version 6"):
+    with pytest.raises(CorruptStore, match="schema version 7"):
         backend.open()
 
 

@@ -575,10 +575,11 @@ def report_text_and_json(report: Any) -> tuple[str, Any]:
     return output.getvalue(), msgspec_plain(report.to_json())
 
 
-@pytest.mark.parametrize("version", ["1", "2", "3", "4"])
+@pytest.mark.parametrize("version", ["1", "2", "3", "4", "5"])
 def test_an_old_store_reports_the_same_read_only_and_after_its_upgrade(backend, version):  # noqa: F811
     """Read as it is, a version 1 or 2 store is streamed, a version 3 store summed by its
-    summary rows and a version 4 store read from its totals; upgraded to this version
+    summary rows, a version 4 store read from its totals and a version 5 store from its
+    totals with its runs read from their starts; upgraded to this version
     (totals kept or computed from the bodies, no summary row written), each reads the
     group totals: the same report each time, its text and JSON as before the upgrade."""
     from tests.core.test_store_summaries import make_version
@@ -592,11 +593,11 @@ def test_an_old_store_reports_the_same_read_only_and_after_its_upgrade(backend, 
     make_version(backend, version)
     with backend.open(create=False) as reader:  # read as it is: nothing made or written
         assert not reader.has_derived_tables
-        assert reader.has_group_totals == (version in ("3", "4"))
+        assert reader.has_group_totals == (version in ("3", "4", "5"))
         before = arms_report.build_report(reader, "run-1", weights, floor=2)
         assert [run.record_count for run in reader.runs()] == [len(records)]
     with backend.open() as writer:  # opened for writing: upgraded
-        assert writer.has_derived_tables and writer._stored_schema_version() == "5"
+        assert writer.has_derived_tables and writer._stored_schema_version() == "6"
     with backend.open(create=False) as reader:
         upgraded = arms_report.build_report(reader, "run-1", weights, floor=2)
         assert [run.record_count for run in reader.runs()] == [len(records)]
