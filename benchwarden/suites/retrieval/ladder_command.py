@@ -185,6 +185,7 @@ def show(ladder_dir: str) -> None:
     board = Ladder(ladder_dir)
     try:
         entries = board.entries()
+        reign_rows = leaderboard(entries)
     except LedgerError as error:
         raise ConfigError(str(error)) from None
     if not entries:
@@ -195,7 +196,7 @@ def show(ladder_dir: str) -> None:
     reigns = Table(title="leaderboard (latest champion last)", title_justify="left")
     for column in ("#", "champion", "since", "decided on", "mean", "margin", "defences"):
         reigns.add_column(column)
-    for number, reign in enumerate(leaderboard(entries), start=1):
+    for number, reign in enumerate(reign_rows, start=1):
         reigns.add_row(str(number), reign["champion"],
                        reign["date"] or formatting.when(reign["since"]),
                        reign["decide_on"] or "initial",
