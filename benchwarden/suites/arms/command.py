@@ -229,7 +229,7 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
 @click.option("--suite", "scope", default=None,
               help="Which suite's records (default: the suite of the latest arms run).")
 @weights_option
-@click.option("--floor", type=int, default=3, show_default=True,
+@click.option("--floor", type=click.IntRange(min=1), default=3, show_default=True,
               help="Samples that make a cell covered.")
 @json_report_option
 @config_errors
@@ -253,7 +253,7 @@ def report(store_location: str, scope: str | None, weights: str | None, floor: i
 @click.option("--suite", "scope", default=None,
               help="Which suite's records (default: the suite of the latest arms run).")
 @weights_option
-@click.option("--floor", type=int, default=3, show_default=True,
+@click.option("--floor", type=click.IntRange(min=1), default=3, show_default=True,
               help="Samples each arm needs in a task for the task to be paired.")
 @json_report_option
 @config_errors

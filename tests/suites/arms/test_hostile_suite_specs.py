@@ -51,3 +51,13 @@ def test_a_library_function_that_needs_arguments_is_not_a_suite(tmp_path, capsys
                              "--isolation", "none", "--store", str(store)], "benchwarden")
     line = capsys.readouterr().err.strip()
     assert code == EXIT_USAGE and "json.loads()" in line and "unexpected" not in line, line
+
+
+@pytest.mark.parametrize("command", [["arms", "report"], ["arms", "compare", "a", "b"]])
+@pytest.mark.parametrize("floor", ["0", "-1"])
+def test_a_floor_below_one_sample_is_a_usage_error(command, floor, tmp_path, capsys):
+    # a floor of 0 called a cell with no samples covered; it was accepted, exit 0
+    code = run_command(cli, [*command, "--floor", floor, "--store", str(tmp_path / "s.sqlite")],
+                       "benchwarden")
+    line = capsys.readouterr().err.strip()
+    assert code == EXIT_USAGE and "--floor" in line, line
