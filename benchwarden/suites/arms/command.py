@@ -69,8 +69,12 @@ def _checked_model(url: str, model: str | None, any_model: bool, api_key_env: st
     """The model the openai driver sends: `--model` when the server lists it (or
     `--any-model`), else the first listed; refused before anything is written."""
     from benchwarden.targets.models import choose_model, listing_failed
-    from benchwarden.targets.openai_client import ChatClient
+    from benchwarden.targets.openai_client import ChatClient, normalise_base_url
 
+    try:  # before anything runs: each trial failed on it as a harness error
+        normalise_base_url(url)
+    except ValueError as error:
+        raise ConfigError(f"--url: {error}") from None
     if model is not None and any_model:
         return model  # nothing to check: the user vouched for it
 

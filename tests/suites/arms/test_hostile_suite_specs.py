@@ -1,8 +1,10 @@
-"""`arms run --suite package.module:attribute` names the user's code, which runs when it
-is imported: a module that fails to import (a syntax error, an exception, `sys.exit`)
-or a factory that raises is one line naming the suite and the failure, exit 2 (what the
-user configured), never "unexpected ..." exit 1 nor the exit code the module asked for,
-and nothing is written to the store."""
+"""Hostile input to the arms commands, each refused in one line, exit 2, before anything
+is written. `arms run --suite package.module:attribute` names the user's code, which runs
+when it is imported: a module that fails to import (a syntax error, an exception,
+`sys.exit`) or a factory that raises names the suite and the failure, never "unexpected
+..." exit 1 nor the exit code the module asked for. Options no run or view can use
+(a URL of another scheme, an infinite limit, billions of trials, a floor of 0) are
+refused the same way."""
 
 from __future__ import annotations
 
@@ -61,3 +63,26 @@ def test_a_floor_below_one_sample_is_a_usage_error(command, floor, tmp_path, cap
                        "benchwarden")
     line = capsys.readouterr().err.strip()
     assert code == EXIT_USAGE and "--floor" in line, line
+
+
+RUN = ["arms", "run", "--arm", "cli", "--task", "open-issue-count", "--isolation", "none"]
+
+
+@pytest.mark.parametrize("options, words", [
+    # each trial failed on the URL as a harness error, and the run was recorded
+    (["--driver", "openai", "--url", "ftp://x", "--model", "m", "--any-model"], "--url"),
+    # refused only when the run's start was stored (JSON holds no infinity), exit 4
+    (["--driver", "command", "--command", "true", "--wall-clock", "inf"], "--wall-clock"),
+    (["--driver", "command", "--command", "true", "--command-timeout", "inf"],
+     "--command-timeout"),
+    # built its plan in memory until "unexpected MemoryError"
+    (["--driver", "command", "--command", "true", "--trials", "99999999999"], "--trials"),
+])
+def test_a_run_no_trial_can_make_is_refused_before_anything_is_written(options, words,
+                                                                       tmp_path, capsys):
+    store = tmp_path / "s.sqlite"
+    code = run_command(cli, [*RUN, *options, "--store", str(store)], "benchwarden")
+    line = capsys.readouterr().err.strip()
+    assert code == EXIT_USAGE, line
+    assert line.startswith("benchwarden: error: ") and words in line, line
+    assert not store.exists()
