@@ -166,6 +166,15 @@ HTML_HELP = "Also write a self-contained HTML report here (no network needed to 
 JSON_REPORT_HELP = "Also write the JSON report here."
 
 
+def _file_named(context: click.Context, parameter: click.Parameter,
+                value: str | None) -> str | None:
+    """An output file given as empty text (`--json "$UNSET"`) is a usage error: it was
+    read as "no file" and nothing was written, exit 0, with nothing said."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("is empty; give a file name", context, parameter)
+    return value
+
+
 def html_option(function: F) -> F:
     return click.option(
         "--html",
@@ -173,6 +182,7 @@ def html_option(function: F) -> F:
         type=click.Path(dir_okay=False),
         default=None,
         metavar="FILE",
+        callback=_file_named,
         help=HTML_HELP,
     )(function)
 
@@ -185,6 +195,7 @@ def json_report_option(function: F) -> F:
         type=click.Path(dir_okay=False),
         default=None,
         metavar="FILE",
+        callback=_file_named,
         help=JSON_REPORT_HELP,
     )(function)
 
