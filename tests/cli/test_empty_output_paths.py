@@ -23,3 +23,14 @@ def test_an_empty_output_file_is_refused_before_anything_runs(args, option, tmp_
     assert code == EXIT_USAGE, line
     assert line.startswith("benchwarden: error: ") and option in line and "empty" in line, line
     assert not store.exists()
+
+
+@pytest.mark.parametrize("option", ["--run", "--suite"])
+def test_export_refuses_an_empty_filter_rather_than_exporting_everything(option, tmp_path,
+                                                                        capsys):
+    out = tmp_path / "out.jsonl"
+    code = run_command(cli, ["export", option, "", "--out", str(out), "--store",
+                             str(tmp_path / "s.sqlite")], "benchwarden")
+    line = capsys.readouterr().err.strip()
+    assert code == EXIT_USAGE and option in line and "empty" in line, line
+    assert not out.exists()
