@@ -26,6 +26,11 @@ from benchwarden.core.export import FORMATS, ExportError, export_store, format_f
 def export(store_location: str, run_id: str | None, suite: str | None,
            export_format: str | None, out_path: str) -> None:
     """Export records with all their fields as flat, stably named columns."""
+    for option, value in (("--run", run_id), ("--suite", suite)):
+        if value is not None and not value.strip():
+            # an unset shell variable: read as "no filter", it exported every record
+            raise ConfigError(f"{option} is empty; give a run id (see `benchwarden runs`)"
+                              if option == "--run" else f"{option} is empty; give a suite name")
     chosen = export_format or format_from_path(out_path)
     if chosen is None:
         raise ConfigError(f"cannot tell the format of {out_path}; give --format "

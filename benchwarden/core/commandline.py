@@ -19,6 +19,7 @@ Invariants:
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
@@ -30,7 +31,7 @@ from benchwarden.core.errors import EXIT_USAGE, BenchwardenError, IsolationUnava
 from benchwarden.core.paths import default_store, is_home_store
 from benchwarden.core.reports import console
 from benchwarden.core.sandbox import ISOLATION_MODES, check_isolation_mode
-from benchwarden.core.store import Store, StoreError, open_store
+from benchwarden.core.store import Store, StoreError, is_url, open_store
 from benchwarden.core.suite import SuiteUnavailable, enrich_for_html, write_report_html
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -116,6 +117,7 @@ def open_store_or_exit(
     (~/.benchwarden), or a command's own default the user did not type (`own_default`,
     e.g. the store inside a ladder folder). `create=False, read_only=False` for resuming a
     run: the store must exist and is appended to."""
+    refuse_unknown_url(location)
     try:
         return open_store(
             location,
@@ -127,6 +129,21 @@ def open_store_or_exit(
         raise StoreFailure(error) from None
     except ImportError as error:
         raise ConfigError(f"this store needs an optional dependency: {error}") from None
+
+
+# `scheme://...`: a store location that is a URL, not a file path
+_URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def refuse_unknown_url(location: str) -> None:
+    """A URL of a kind no store backend opens (`mysql://`, `sqlite:///x`, `http://`) is a
+    usage error naming the kinds that are, with any password masked: read as a file path
+    it became "no store at mysql:/user:password@host" (the `//` folded, so the mask in
+    front of the terminal no longer recognised a URL) or a file of that name."""
+    if _URL_SCHEME.match(location) and not is_url(location):
+        raise ConfigError(f"store {secrets.mask_url_passwords(location)} is a URL of a kind "
+                          "benchwarden cannot open: give a SQLite file path or a "
+                          "postgresql:// URL")
 
 
 def config_errors(function: F) -> F:
@@ -149,6 +166,15 @@ HTML_HELP = "Also write a self-contained HTML report here (no network needed to 
 JSON_REPORT_HELP = "Also write the JSON report here."
 
 
+def _file_named(context: click.Context, parameter: click.Parameter,
+                value: str | None) -> str | None:
+    """An output file given as empty text (`--json "$UNSET"`) is a usage error: it was
+    read as "no file" and nothing was written, exit 0, with nothing said."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("is empty; give a file name", context, parameter)
+    return value
+
+
 def html_option(function: F) -> F:
     return click.option(
         "--html",
@@ -156,6 +182,7 @@ def html_option(function: F) -> F:
         type=click.Path(dir_okay=False),
         default=None,
         metavar="FILE",
+        callback=_file_named,
         help=HTML_HELP,
     )(function)
 
@@ -168,6 +195,7 @@ def json_report_option(function: F) -> F:
         type=click.Path(dir_okay=False),
         default=None,
         metavar="FILE",
+        callback=_file_named,
         help=JSON_REPORT_HELP,
     )(function)
 

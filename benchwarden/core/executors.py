@@ -349,6 +349,10 @@ class RayExecutor:
         self.close()
 
 
+MAX_LOCAL_WORKERS = 256
+"""The most worker processes `local:N` starts on one machine."""
+
+
 def make_executor(spec: str, *, preload: Sequence[str] = ()) -> Executor:
     """An executor from its command-line name.
 
@@ -364,8 +368,14 @@ def make_executor(spec: str, *, preload: Sequence[str] = ()) -> Executor:
         count = text.removeprefix("local:")
         if count == "auto":
             return LocalExecutor(os.cpu_count() or 1, preload=preload)
-        if not count.isdigit() or int(count) < 1:
+        # ASCII digits only: str.isdigit() also takes '²', which int() then refuses
+        if not (count.isascii() and count.isdigit()) or int(count) < 1:
             raise ValueError(f"executor {spec!r}: worker count must be a positive whole number")
+        if int(count) > MAX_LOCAL_WORKERS:
+            # local:99999 started forking that many processes and ran for minutes before
+            # anything was said; past this many, a typo is likelier than a plan
+            raise ValueError(f"executor {spec!r}: at most {MAX_LOCAL_WORKERS} local worker "
+                             "processes (local:auto is one per CPU; ray spreads further)")
         return LocalExecutor(int(count), preload=preload)
     if text == "ray":
         return RayExecutor()

@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from benchwarden.core.errors import EnvironmentFailure
+
 
 @contextmanager
 def replaced_atomically(target: Path, mode: int | None = None) -> Iterator[Path]:
@@ -34,7 +36,14 @@ def replaced_atomically(target: Path, mode: int | None = None) -> Iterator[Path]
         return
     if target.is_symlink():
         target = Path(os.path.realpath(target))
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        # a file where a folder of the path should be: say which, not "[Errno 17] File
+        # exists: 'report'" about a path the user did not type
+        raise EnvironmentFailure(
+            f"cannot write {target}: {_file_in_the_way(target.parent)} is a file, not a "
+            "folder") from None
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     os.close(handle)
     try:
@@ -45,6 +54,14 @@ def replaced_atomically(target: Path, mode: int | None = None) -> Iterator[Path]
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _file_in_the_way(folder: Path) -> Path:
+    """The first part of `folder` that exists and is not a folder (else `folder`)."""
+    for part in reversed((folder, *folder.parents)):
+        if part.exists() and not part.is_dir():
+            return part
+    return folder
 
 
 def _is_special(target: Path) -> bool:

@@ -131,10 +131,18 @@ class TokenWeights:
                 raise ValueError(
                     f"weight {part!r} is not NAME=NUMBER with NAME one of "
                     "fresh, cache_creation, cache_read, output")
+            field_name = aliases[name.strip()]
+            if field_name in values:
+                raise ValueError(f"weight {part!r}: {name.strip()} is given twice")
             try:
-                values[aliases[name.strip()]] = float(number)
+                weight = float(number)
             except ValueError:
                 raise ValueError(f"weight {part!r}: {number!r} is not a number") from None
+            # a cost is a sum of tokens times weights: a NaN or infinite weight made every
+            # cost in the views NaN or infinite, and a negative one made tokens pay back
+            if not math.isfinite(weight) or weight < 0:
+                raise ValueError(f"weight {part!r}: weights are finite numbers, 0 or more")
+            values[field_name] = weight
         return dataclasses.replace(cls(), **values)
 
 

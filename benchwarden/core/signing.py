@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import hashlib
 import json
 import os
@@ -179,9 +180,18 @@ def load_or_create_key(path: str | Path | None = None) -> SigningKey:
     return SigningKey(private, key_path, created=True)
 
 
+def read_regular_file(path: Path) -> bytes:
+    """`path`'s bytes; OSError (strerror "not a regular file") for a FIFO, socket or
+    device, which a plain read waits on forever when nobody writes to it (`sign`,
+    `verify` and a `*.pub` in the trusted folder all hung on a named pipe)."""
+    if path.exists() and not path.is_file():
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return path.read_bytes()
+
+
 def _load_private_key(key_path: Path) -> SigningKey:
     try:
-        data = key_path.read_bytes()
+        data = read_regular_file(key_path)
         key = serialization.load_pem_private_key(data, password=None)
     except OSError as error:
         raise SigningError(f"cannot read signing key {key_path}: {error.strerror}") from None
@@ -208,7 +218,7 @@ def load_trusted_keys(folder: str | Path) -> tuple[dict[str, Ed25519PublicKey], 
         return keys, problems
     for candidate in sorted(directory.glob("*.pub")):
         try:
-            key = parse_public_key(candidate.read_bytes())
+            key = parse_public_key(read_regular_file(candidate))
         except (OSError, ValueError) as error:
             problems.append(f"{candidate.name}: {error}")
             continue
@@ -394,7 +404,7 @@ def sign_file(file: str | Path, *, key_path: str | Path | None = None,
     """Sign `file` and write `file.sig` atomically (an existing sidecar is replaced)."""
     target = Path(file).expanduser()
     try:
-        data = target.read_bytes()
+        data = read_regular_file(target)
     except FileNotFoundError:
         raise SigningError(f"{file} does not exist") from None
     except OSError as error:
@@ -421,13 +431,13 @@ def verify_file(file: str | Path, trusted_keys: str | Path | None = None) -> Ver
     folder = Path(trusted_keys).expanduser() if trusted_keys is not None \
         else default_trusted_dir()
     try:
-        data = target.read_bytes()
+        data = read_regular_file(target)
     except FileNotFoundError:
         return Verification(name, "missing", detail="does not exist")
     except OSError as error:
         return Verification(name, "missing", detail=f"cannot read: {error.strerror}")
     try:
-        text = sidecar_path(target).read_text(encoding="utf-8")
+        text = read_regular_file(sidecar_path(target)).decode("utf-8")
     except FileNotFoundError:
         return Verification(name, "unsigned")
     except (OSError, UnicodeDecodeError) as error:

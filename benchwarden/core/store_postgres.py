@@ -36,7 +36,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -116,18 +116,34 @@ _DERIVED_SCHEMA = f"""
 """ + "".join(f"{table};\n" for table in run_tables("TEXT", "BIGINT", "BYTEA"))
 
 
+# libpq reads these from a URL's query as well as from its user-info part
+_QUERY_SECRETS = frozenset({"password", "sslpassword"})
+
+
 def redact(url: str) -> str:
-    """The URL with any password replaced, fit for messages and `location`."""
+    """The URL with any password replaced (in the user-info part, or a `password=` of the
+    query), fit for messages and `location`. Built from the URL's text, not its parsed
+    port: a port that is not a number (`host:notaport`) must still give a message, not
+    a ValueError."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return "<unparseable PostgreSQL URL>"
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
+    redacted = url
+    user_info, at, host_port = parts.netloc.rpartition("@")
+    if at and ":" in user_info:
+        redacted = redacted.replace(
+            f"//{parts.netloc}", f"//{user_info.partition(':')[0]}:***@{host_port}", 1)
+    # the query edited in place (urlunsplit would drop the `//` of an empty host)
+    head, question_mark, rest = redacted.partition("?")
+    query, hash_mark, fragment = rest.partition("#")
+    query = "&".join(_redacted_pair(pair) for pair in query.split("&"))
+    return head + question_mark + query + hash_mark + fragment
+
+
+def _redacted_pair(pair: str) -> str:
+    name, equals, _ = pair.partition("=")
+    return f"{name}=***" if equals and unquote(name).lower() in _QUERY_SECRETS else pair
 
 
 def _first_line(error: BaseException) -> str:

@@ -149,6 +149,9 @@ def read_witness(path: str | Path) -> StoreHead | None:
     target = Path(path).expanduser()
     for attempt in range(_READ_ATTEMPTS):
         try:
+            if target.exists() and not target.is_dir() and not target.is_file():
+                # a FIFO or device: a plain read waits forever for a writer
+                raise WitnessError(f"witness {target} is not a regular file")
             text = target.read_text(encoding="utf-8")
         except FileNotFoundError:
             return None

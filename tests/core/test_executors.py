@@ -336,7 +336,11 @@ def test_make_executor_reads_local_specs(spec, workers):
     executor.close()
 
 
-@pytest.mark.parametrize("spec", ["local:0", "local:-2", "local:two", "threads", "ray:"])
+@pytest.mark.parametrize("spec", ["local:0", "local:-2", "local:two", "threads", "ray:",
+                                  # a superscript two is a digit to str.isdigit, not to int()
+                                  "local:\u00b2",
+                                  # thousands of processes: refused, not forked for minutes
+                                  "local:99999"])
 def test_make_executor_refuses_unknown_specs_in_one_line(spec):
     with pytest.raises(ValueError) as caught:
         make_executor(spec)

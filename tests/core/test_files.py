@@ -76,3 +76,20 @@ def test_a_symbolic_link_keeps_pointing_at_its_file_which_is_replaced(tmp_path):
     assert real.read_text() == "new"
     assert sorted(path.name for path in folder.iterdir()) == ["report.html"]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["latest.html", "real"]
+
+
+@pytest.mark.parametrize("under", ["afile/x.json", "afile/deeper/x.json"])
+def test_a_file_where_a_folder_should_be_is_named_in_one_line(tmp_path, under):
+    # was "[Errno 17] File exists: '.../afile'" (or NotADirectoryError) about a path the
+    # user did not type; nothing is left behind
+    from benchwarden.core.errors import EnvironmentFailure
+    from benchwarden.core.files import write_text_atomically
+
+    (tmp_path / "afile").write_text("kept")
+    target = tmp_path / under
+    with pytest.raises(EnvironmentFailure) as caught:
+        write_text_atomically(target, "report")
+    message = str(caught.value)
+    assert f"cannot write {target}" in message and f"{tmp_path / 'afile'} is a file" in message
+    assert (tmp_path / "afile").read_text() == "kept"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["afile"]

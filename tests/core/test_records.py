@@ -43,6 +43,27 @@ def test_weights_parse_and_refuse_nonsense():
         TokenWeights.parse("output=lots")
 
 
+@pytest.mark.parametrize("text", ["fresh=nan", "output=inf", "cache_read=-inf", "output=1e400",
+                                  "fresh=-1", "fresh=1,fresh=2", "fresh=1,fresh_input=2"])
+def test_weights_that_make_no_cost_are_refused_in_one_line(text):
+    # a NaN or infinite weight turned every cost in the views NaN or infinite (exit 0),
+    # a negative one made tokens pay back, a name given twice silently took the last
+    with pytest.raises(ValueError) as caught:
+        TokenWeights.parse(text)
+    assert "\n" not in str(caught.value) and text.split(",")[-1] in str(caught.value)
+
+
+@given(number=st.floats(allow_nan=True, allow_infinity=True),
+       name=st.sampled_from(["fresh", "cache_creation", "cache_read", "output"]))
+def test_a_weight_read_is_finite_and_not_negative(number, name):
+    try:
+        weights = TokenWeights.parse(f"{name}={number!r}")
+    except ValueError:
+        assert not math.isfinite(number) or number < 0
+        return
+    assert all(math.isfinite(value) and value >= 0 for value in dataclasses.astuple(weights))
+
+
 def test_token_sum_keeps_reasoning_optional():
     assert (TokenComponents(1, 2, 3, 4) + TokenComponents(1, 1, 1, 1)).reasoning is None
     assert (TokenComponents(reasoning=3) + TokenComponents()).reasoning == 3

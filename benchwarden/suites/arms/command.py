@@ -69,8 +69,12 @@ def _checked_model(url: str, model: str | None, any_model: bool, api_key_env: st
     """The model the openai driver sends: `--model` when the server lists it (or
     `--any-model`), else the first listed; refused before anything is written."""
     from benchwarden.targets.models import choose_model, listing_failed
-    from benchwarden.targets.openai_client import ChatClient
+    from benchwarden.targets.openai_client import ChatClient, normalise_base_url
 
+    try:  # before anything runs: each trial failed on it as a harness error
+        normalise_base_url(url)
+    except ValueError as error:
+        raise ConfigError(f"--url: {error}") from None
     if model is not None and any_model:
         return model  # nothing to check: the user vouched for it
 
@@ -229,7 +233,7 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
 @click.option("--suite", "scope", default=None,
               help="Which suite's records (default: the suite of the latest arms run).")
 @weights_option
-@click.option("--floor", type=int, default=3, show_default=True,
+@click.option("--floor", type=click.IntRange(min=1), default=3, show_default=True,
               help="Samples that make a cell covered.")
 @json_report_option
 @config_errors
@@ -253,7 +257,7 @@ def report(store_location: str, scope: str | None, weights: str | None, floor: i
 @click.option("--suite", "scope", default=None,
               help="Which suite's records (default: the suite of the latest arms run).")
 @weights_option
-@click.option("--floor", type=int, default=3, show_default=True,
+@click.option("--floor", type=click.IntRange(min=1), default=3, show_default=True,
               help="Samples each arm needs in a task for the task to be paired.")
 @json_report_option
 @config_errors

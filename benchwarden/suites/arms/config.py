@@ -10,6 +10,7 @@ Invariants: pure apart from asking whether the isolation asked for can work here
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -32,12 +33,22 @@ def select(names: str, known: Sequence[str], what: str) -> list[str]:
     return list(dict.fromkeys(chosen))
 
 
+MAX_TRIALS = 10_000
+"""Samples per cell past which a number is a typo: `--trials 99999999999` built its plan
+of trials in memory until a MemoryError ("unexpected MemoryError", exit 1)."""
+
+
 def validate_run(trials: int, limits: Limits, isolation: str) -> None:
     """ConfigurationError (one line) for a run no trial can make: the same check from the
     CLI and from the Python API (`run_arms`). IsolationUnavailable (also a
     ConfigurationError) when the isolation asked for cannot work on this machine."""
     if trials < 1 or limits.turn_cap < 1:
         raise ConfigurationError("--trials and --turn-cap must be at least 1")
-    if not (limits.wall_clock > 0 and limits.command_timeout > 0):
-        raise ConfigurationError("--wall-clock and --command-timeout must be positive")
+    if trials > MAX_TRIALS:
+        raise ConfigurationError(f"--trials {trials}: at most {MAX_TRIALS} samples per cell")
+    # finite as well: an infinite limit is none, and the run's start, which records it,
+    # cannot hold one in JSON (it was refused there, exit 4, instead of here)
+    if not (0 < limits.wall_clock < math.inf and 0 < limits.command_timeout < math.inf):
+        raise ConfigurationError("--wall-clock and --command-timeout must be positive "
+                                 "finite numbers of seconds")
     check_isolation_mode(isolation)

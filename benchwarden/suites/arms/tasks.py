@@ -215,12 +215,22 @@ def load_suite(spec: str) -> Suite:
         module = importlib.import_module(module_name)
     except ImportError as error:
         raise ValueError(f"suite {spec!r}: cannot import {module_name}: {error}") from None
+    except (Exception, SystemExit) as error:
+        # the user's module ran and failed (a syntax error, an exception, a sys.exit at
+        # import): its own one-line reason, never the harness's "unexpected" crash, and
+        # never the exit code it asked for (3 would read as a ladder's "held")
+        raise ValueError(f"suite {spec!r}: importing {module_name} failed: "
+                         f"{type(error).__name__}: {error}") from None
     try:
         suite = getattr(module, attribute)
     except AttributeError:
         raise ValueError(f"suite {spec!r}: {module_name} has no attribute {attribute}") from None
     if callable(suite) and not isinstance(suite, Suite):
-        suite = suite()
+        try:
+            suite = suite()
+        except (Exception, SystemExit) as error:
+            raise ValueError(f"suite {spec!r}: calling {module_name}.{attribute}() to make the "
+                             f"suite failed: {type(error).__name__}: {error}") from None
     if not isinstance(suite, Suite):
         raise ValueError(f"suite {spec!r} is a {type(suite).__name__}, not an arms Suite")
     return suite

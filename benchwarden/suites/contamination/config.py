@@ -13,6 +13,7 @@ Invariants:
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -89,20 +90,25 @@ class ContaminationConfig:
                 or self.max_reply_bytes < 1024:
             raise ConfigurationError(f"--max-reply-bytes must be at least 1 KiB, "
                                      f"not {self.max_reply_bytes}")
-        if not self.max_chunks_per_token >= 1:
+        # finite as well: an infinite bound is no bound, and the run's start, which
+        # records it, cannot hold one in JSON
+        if not (self.max_chunks_per_token >= 1 and math.isfinite(self.max_chunks_per_token)):
             raise ConfigurationError(
                 "--max-chunks-per-token must be at least 1 (a real server sends "
                 f"one chunk per token or fewer), not {self.max_chunks_per_token:g}")
-        if not self.stall_timeout >= 0:
+        if not (self.stall_timeout >= 0 and math.isfinite(self.stall_timeout)):
             raise ConfigurationError("--stall-timeout must be a number of seconds (0 turns it off)")
-        if not self.retry_429_max_wait >= 0:
+        if not (self.retry_429_max_wait >= 0 and math.isfinite(self.retry_429_max_wait)):
             raise ConfigurationError(
                 "--retry-429-max-wait must be a number of seconds (0: never retry)")
 
     def validate(self) -> None:
         """Raise ConfigurationError (a ValueError) with one line naming what to fix."""
         refuse_url_credentials(self.url)
-        normalise_base_url(self.url)
+        try:
+            normalise_base_url(self.url)
+        except ValueError as error:  # the client's own check: a usage error, not a crash
+            raise ConfigurationError(f"--url: {error}") from None
         if not 2 <= self.probes <= MAX_PROBES:
             raise ConfigurationError(
                 f"--probes must be between 2 and {MAX_PROBES}, not {self.probes}")
@@ -125,7 +131,7 @@ class ContaminationConfig:
                 f"--max-tokens {self.max_tokens}: otherwise every reply is unmeasured")
         if not 1 <= self.repeat <= 1000:
             raise ConfigurationError(f"--repeat must be between 1 and 1000, not {self.repeat}")
-        if not self.request_timeout > 0:
+        if not (self.request_timeout > 0 and math.isfinite(self.request_timeout)):
             raise ConfigurationError("--request-timeout must be a positive number of seconds")
         if self.scenario not in SCENARIOS:
             raise ConfigurationError(f"unknown scenario {self.scenario!r}; choose one of "
@@ -133,8 +139,9 @@ class ContaminationConfig:
         if self.preset not in PRESETS:
             raise ConfigurationError(
                 f"unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}")
-        if self.seed is not None and self.seed < 0:
-            raise ConfigurationError("--seed must be a non-negative integer")
+        if self.seed is not None and not 0 <= self.seed < 2**63:
+            raise ConfigurationError("--seed must be a non-negative integer below 2**63 (the "
+                                     "store keeps it as a 64-bit integer)")
         if self.api_key_env is not None and not _ENV_NAME.match(self.api_key_env):
             raise ConfigurationError("--api-key-env takes the NAME of an environment variable that "
                                      "holds the key, not the key itself")

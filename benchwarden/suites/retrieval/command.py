@@ -38,6 +38,7 @@ from benchwarden.core.commandline import (
 from benchwarden.core.errors import RunInterrupted
 from benchwarden.core.provenance import new_run_id
 from benchwarden.core.reports import console, read_json, write_json
+from benchwarden.suites.retrieval.config import LARGEST_SEED, MAX_SEEDS
 from benchwarden.suites.retrieval.corpus import CASES_PER_SEED, generate
 from benchwarden.suites.retrieval.driver import RunSettings, resume_run, run_strategy, start_seeds
 from benchwarden.suites.retrieval.sandbox import SandboxLimits
@@ -51,7 +52,6 @@ from benchwarden.suites.retrieval.strategies import (
 if TYPE_CHECKING:
     from benchwarden.suites.retrieval.report import RetrievalReport
 
-MAX_SEEDS = 10_000
 MIN_PAIRED_SEEDS = 2  # a paired verdict's standard error needs two differences
 
 
@@ -75,6 +75,9 @@ def parse_seeds(text: str) -> list[int]:
         for seed in span:
             if seed < 0:
                 raise ConfigError(f"seeds {text!r}: seeds are non-negative")
+            if seed > LARGEST_SEED:
+                raise ConfigError(f"seeds {text!r}: seeds are at most {LARGEST_SEED} (the "
+                                  "store keeps each as a 64-bit integer)")
             if seed in seeds:
                 raise ConfigError(f"seeds {text!r}: seed {seed} is listed twice")
             seeds.append(seed)

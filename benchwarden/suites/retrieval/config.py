@@ -9,6 +9,8 @@ Invariants: pure (no network, file or clock); errors are `ConfigurationError` (e
 
 from __future__ import annotations
 
+import math
+import resource
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,6 +20,39 @@ import msgspec
 
 from benchwarden.core.errors import ConfigurationError
 from benchwarden.suites.retrieval.sandbox import ISOLATION_MODES, SandboxLimits
+
+MAX_SEEDS = 10_000
+"""More seeds than this in one run is a typo (and a ladder's loop deriving them)."""
+LARGEST_SEED = 2**63 - 1
+"""The store keeps a seed as a signed 64-bit integer (SQLite's INTEGER)."""
+_MEBIBYTE = 1024 * 1024
+
+
+def _limit_problem(limits: SandboxLimits) -> str | None:
+    """Why no sandbox can be built with `limits`, or None. Each is a finite positive
+    number the operating system's resource limits can hold: NaN slipped past `<= 0`
+    and was refused only when the run's start was stored (exit 4, after a ladder had
+    written its genesis), and a limit past what setrlimit takes failed every child at
+    start, recorded as the champion's failure in the ledger."""
+    named = {"--wall-seconds": limits.wall_seconds, "--cpu-seconds": limits.cpu_seconds,
+             "--memory-mb": limits.memory_mb, "--open-files": limits.open_files,
+             "--file-size-mb": limits.file_size_mb}
+    for option, value in named.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) \
+                or not math.isfinite(value) or value <= 0:
+            return f"sandbox limits must be positive finite numbers: {option} is {value!r}"
+    for option, value in (("--memory-mb", limits.memory_mb),
+                          ("--file-size-mb", limits.file_size_mb)):
+        if value * _MEBIBYTE > LARGEST_SEED:
+            return f"{option} {value!r} is more than the operating system can limit to"
+    if limits.cpu_seconds > LARGEST_SEED:
+        return f"--cpu-seconds {limits.cpu_seconds!r} is more than the operating system " \
+               "can limit to"
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and limits.open_files > hard:
+        return (f"--open-files {limits.open_files!r} is above this system's hard limit of "
+                f"{hard} open files")
+    return None
 
 
 @dataclass(frozen=True)
@@ -37,10 +72,9 @@ class RunSettings:
         if self.isolation not in ISOLATION_MODES:
             raise ConfigurationError(f"--isolation must be one of {', '.join(ISOLATION_MODES)}, "
                                      f"not {self.isolation!r}")
-        limits = self.sandbox_limits
-        if min(limits.wall_seconds, limits.cpu_seconds, limits.memory_mb, limits.open_files,
-               limits.file_size_mb) <= 0:
-            raise ConfigurationError("sandbox limits must be positive")
+        problem = _limit_problem(self.sandbox_limits)
+        if problem:
+            raise ConfigurationError(problem)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"limit": self.limit, "budget_chars": self.budget_chars, "sandbox": self.sandbox,
@@ -95,6 +129,9 @@ def validate_seeds(seeds: Sequence[int]) -> None:
     for seed in seeds:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ConfigurationError(f"seed {seed!r}: seeds are non-negative integers")
+        if seed > LARGEST_SEED:
+            raise ConfigurationError(f"seed {seed}: seeds are at most {LARGEST_SEED} (the "
+                                     "store keeps each as a 64-bit integer)")
     repeated = sorted(seed for seed, count in Counter(seeds).items() if count > 1)
     if repeated:
         raise ConfigurationError(f"seed {repeated[0]} is listed twice")

@@ -108,6 +108,12 @@ def _call(what: str, function: Callable[..., Any], *args: Any) -> Any:
         raise StrategyFailure("strategy_error",
                               f"{what} raised {type(error).__name__}: {error}{_innermost(error)}",
                               "".join(traceback.format_exception(error))) from None
+    except SystemExit as error:
+        # sys.exit() in a strategy ends its run like any other error: it must not end
+        # the harness with an exit code of its choosing (3 would read as "held")
+        raise StrategyFailure("strategy_error",
+                              f"{what} called sys.exit({error.code!r}){_innermost(error)}",
+                              "".join(traceback.format_exception(error))) from None
 
 
 def _measure(strategy: Any, corpus: Corpus, case: Case, question: str,

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -58,6 +58,79 @@ _decoder = msgspec.json.Decoder()
 
 class LedgerError(ValueError):
     """The ledger cannot be trusted or used; the message is one line."""
+
+
+# The shape of the entries this module writes, as far as anything reads them back
+# (`champion`, `champion_spec`, `leaderboard`, `ladder show`). The hash chain proves a
+# line unedited since it was appended, not that whoever appended it was this program:
+# the hash is public, so a line of another shape can carry a valid hash. A genesis or a
+# decision is checked against its shape when read, so a wrong one is a LedgerError
+# naming the line and the field, never a KeyError or TypeError deep in a reader.
+# Unknown fields are allowed (a later version may add some); entries of other kinds are
+# skipped by every reader, so only their being objects is required, and the readers
+# that need a genesis first (`first_genesis`) say so when it is not.
+class _Strategy(msgspec.Struct):
+    name: str
+    builtin: bool = False
+    path: str | None = None
+    object: str | None = None
+    source_sha256: str | None = None
+
+
+class _Scored(_Strategy):
+    scored_seeds: list[int] = []
+    composite: list[float] = []
+    composite_guarded: list[float] = []
+    failure: dict[str, Any] | None = None
+
+
+class _Verdict(msgspec.Struct):
+    mean_diff: float | None = None
+    se: float | None = None
+    band: float | None = None
+    dethroned: bool = False
+
+
+class _Genesis(msgspec.Struct):
+    kind: Literal["genesis"]
+    at: float
+    champion: _Strategy
+    seq: int = 0
+
+
+class _Decision(msgspec.Struct):
+    kind: Literal["decision"]
+    at: float
+    date: str
+    seq: int
+    decide_on: Literal["composite", "composite_guarded"]
+    outcome: Literal["dethroned", "held", "error"]
+    champion: _Scored
+    challenger: _Scored
+    verdict: _Verdict | None = None
+    promoted: _Strategy | None = None
+
+
+_SHAPES: dict[str, tuple[type[msgspec.Struct], str]] = {
+    "genesis": (_Genesis, "a genesis entry"), "decision": (_Decision, "a decision")}
+
+
+def _check_shape(where: str, entry: dict[str, Any]) -> None:
+    """Refuse (LedgerError) a genesis or decision whose fields are not of the shape
+    written here."""
+    kind = entry.get("kind")
+    if not isinstance(kind, str) or kind not in _SHAPES:
+        return
+    shape, what = _SHAPES[kind]
+    try:
+        checked = msgspec.convert(entry, shape)
+    except msgspec.ValidationError as error:
+        raise LedgerError(f"{where} is not {what} of this benchwarden's shape ({error}); "
+                          "the ledger was not written by `benchwarden ladder`") from None
+    if isinstance(checked, _Decision) and checked.outcome == "dethroned" \
+            and checked.promoted is None:
+        raise LedgerError(f"{where} is a dethroning decision that names no promoted "
+                          "champion; the ledger was not written by `benchwarden ladder`")
 
 
 def derive_seeds(base: str, date: str, count: int = DEFAULT_SEED_COUNT) -> list[int]:
@@ -102,6 +175,10 @@ class Ladder:
                     entry = _decoder.decode(raw)
                 except msgspec.DecodeError:
                     raise LedgerError(f"{self.ledger_path} line {number} is not JSON") from None
+                if not isinstance(entry, dict):
+                    raise LedgerError(f"{self.ledger_path} line {number} is JSON but not an "
+                                      "object; the ledger was not written by `benchwarden "
+                                      "ladder`")
                 body = {k: v for k, v in entry.items() if k != "hash"}
                 if entry.get("prev_hash") != previous:
                     raise LedgerError(f"{self.ledger_path} line {number}: chain broken "
@@ -109,6 +186,7 @@ class Ladder:
                 if entry_hash(previous, body) != entry.get("hash"):
                     raise LedgerError(f"{self.ledger_path} line {number}: contents do not "
                                       "match their hash (edited after it was written)")
+                _check_shape(f"{self.ledger_path} line {number}", entry)
                 previous = entry["hash"]
                 entries.append(entry)
         return entries
@@ -144,7 +222,7 @@ class Ladder:
         entries = self.entries()
         if not entries:
             raise LedgerError(f"{self.ledger_path} has no entries; run a challenge first")
-        current = entries[0]["champion"]
+        current = first_genesis(entries)["champion"]
         for entry in entries[1:]:
             if entry.get("kind") == "decision" and entry.get("outcome") == "dethroned":
                 current = entry["promoted"]
@@ -315,10 +393,21 @@ def _failure_summary(failure: Mapping[str, Any] | None) -> dict[str, Any] | None
     return {key: value for key, value in failure.items() if key != "traceback"}
 
 
+def first_genesis(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ledger's first entry, which must be its genesis (LedgerError otherwise)."""
+    if not entries or entries[0].get("kind") != "genesis":
+        raise LedgerError("the ledger's first line is not its genesis entry (kind "
+                          "'genesis', naming the initial champion); the ledger was not "
+                          "written by `benchwarden ladder`")
+    return entries[0]
+
+
 def leaderboard(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each reign in order: who, since when, how many defences, the winning margin."""
+    """Each reign in order: who, since when, how many defences, the winning margin.
+    A ledger whose first line is not a genesis is a LedgerError."""
     if not entries:
         return []
+    first_genesis(entries)
     reigns = [{"champion": entries[0]["champion"]["name"], "since": entries[0]["at"],
                "date": None, "mean": None, "margin": None, "defences": 0, "decide_on": None}]
     for entry in entries[1:]:

@@ -28,6 +28,7 @@ from benchwarden.core.commandline import (
 )
 from benchwarden.core.progress import progress_bar
 from benchwarden.core.reports import console
+from benchwarden.suites.retrieval.config import MAX_SEEDS, RunSettings
 from benchwarden.suites.retrieval.corpus import CASES_PER_SEED
 from benchwarden.suites.retrieval.ladder import (
     DEFAULT_CHAMPION,
@@ -111,11 +112,14 @@ def challenge(challenger: str, ladder_dir: str, base: str | None, date: str | No
             raise ConfigError(f"{option}: {error}") from None
     if seed_count < 2:
         raise ConfigError("--seeds must be at least 2: one seed gives no standard error")
-    if min(wall_seconds, cpu_seconds, memory_mb, open_files, file_size_mb) <= 0:
-        raise ConfigError("sandbox limits must be positive")
+    if seed_count > MAX_SEEDS:
+        raise ConfigError(f"--seeds {seed_count}: more than {MAX_SEEDS} seeds")
     limits = SandboxLimits(wall_seconds=wall_seconds, cpu_seconds=cpu_seconds,
                            memory_mb=memory_mb, open_files=open_files,
                            file_size_mb=file_size_mb)
+    # the check every run makes, here before the ladder folder, its genesis or its store
+    # is written (a NaN limit was refused only when the first run's start was stored)
+    RunSettings(sandbox=True, sandbox_limits=limits, isolation=isolation).validate()
     board = Ladder(ladder_dir)
     location = store_location or str(board.directory / "store.sqlite")
     progress = progress_bar(TextColumn("[bold]{task.description}[/bold]"), BarColumn(),
@@ -185,6 +189,7 @@ def show(ladder_dir: str) -> None:
     board = Ladder(ladder_dir)
     try:
         entries = board.entries()
+        reign_rows = leaderboard(entries)
     except LedgerError as error:
         raise ConfigError(str(error)) from None
     if not entries:
@@ -195,7 +200,7 @@ def show(ladder_dir: str) -> None:
     reigns = Table(title="leaderboard (latest champion last)", title_justify="left")
     for column in ("#", "champion", "since", "decided on", "mean", "margin", "defences"):
         reigns.add_column(column)
-    for number, reign in enumerate(leaderboard(entries), start=1):
+    for number, reign in enumerate(reign_rows, start=1):
         reigns.add_row(str(number), reign["champion"],
                        reign["date"] or formatting.when(reign["since"]),
                        reign["decide_on"] or "initial",

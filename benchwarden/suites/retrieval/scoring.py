@@ -135,6 +135,42 @@ def score_seed(seed: int, outcomes: Sequence[CaseOutcome], budget_chars: int) ->
     }
 
 
+class _GuardScores(msgspec.Struct):
+    """A seed's guard block as `guards.Guards.from_json_dict` reads it."""
+
+    efficiency: float = 1.0
+    consistency: float = 1.0
+    canary: float = 1.0
+    canary_tripped: bool = False
+    canary_leak_rate: float = 0.0
+    consistency_per_template: dict[str, float | None] | None = None
+    disagreements_per_template: dict[str, list[int]] | None = None
+    mean_used_chars: float | None = None
+    packs: int = 0
+
+
+class _SeedScores(msgspec.Struct):
+    """What every version's seed block holds and the normalising below reads; the rest
+    of the block is checked when the whole report is read into its type."""
+
+    seed: int
+    composite: float
+    composite_guarded: float | None = None
+    guards: _GuardScores | None = None
+    category_means: dict[str, float | None] = {}
+    failed_cases: list[Any] = []
+    cases: int | None = None
+
+
+def _check_seed_block(number: int, block: Any) -> None:
+    """ValueError (one line) naming the block, for a report file edited or made by hand
+    (a seed block without `composite` was a bare KeyError, 'unexpected KeyError')."""
+    try:
+        msgspec.convert(block, _SeedScores)
+    except msgspec.ValidationError as error:
+        raise ValueError(f"report seed block {number} is not a seed's scores: {error}") from None
+
+
 def normalise_seed_block(block: Mapping[str, Any]) -> dict[str, Any]:
     """A seed block with a guard block and a guarded composite, whatever its version."""
     normal = dict(block)
@@ -208,6 +244,8 @@ def normalise_report(report: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError("report has no bench_version; cannot tell what its numbers mean")
     if not isinstance(report.get("seeds"), list):
         raise ValueError("report has no per-seed scores (`seeds` list)")
+    for number, block in enumerate(report["seeds"], start=1):
+        _check_seed_block(number, block)
     normal = dict(report)
     normal["bench_version"] = str(version)
     normal["seeds"] = [normalise_seed_block(block) for block in report["seeds"]]

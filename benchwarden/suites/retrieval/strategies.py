@@ -313,7 +313,9 @@ def load_object(path: str, attribute: str) -> Any:
         sys.path.append(folder)
     try:
         spec.loader.exec_module(module)
-    except Exception as error:
+    except (Exception, SystemExit) as error:
+        # SystemExit too: a file that calls sys.exit() while imported must fail its run
+        # in one line, not end the harness with the exit code it chose
         sys.modules.pop(module_name, None)
         raise StrategyLoadError(
             f"importing {path} failed: {type(error).__name__}: {error}") from None

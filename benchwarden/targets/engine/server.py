@@ -299,14 +299,26 @@ def _looks_like_server(pid: int, binary: str) -> bool:
     return any(Path(word.decode(errors="replace")).name == Path(binary).name for word in words)
 
 
+def _signalable(pid: object) -> bool:
+    """Only a real process id other than init's may be signalled from a state file: to
+    os.killpg, 0 is the caller's own process group (`engine stop` would SIGTERM itself
+    and the shell pipeline it runs in), and /proc/0 does not exist, so the recycled-pid
+    guard trusted it; 1 is init; negative ids are not a process."""
+    return isinstance(pid, int) and not isinstance(pid, bool) and pid > 1
+
+
 def running_engine(path: Path | None = None) -> EngineProcess | None:
     """The engine recorded by `engine start` if it still runs; a stale state file is removed."""
     target = path or state_path()
     try:
         data = json.loads(target.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):  # a list has no .items(): "unexpected AttributeError"
+            raise ValueError("the state is not a JSON object")
         engine = EngineProcess(
             **{k: v for k, v in data.items() if k in EngineProcess.__dataclass_fields__}
         )
+        if not _signalable(engine.pid) or not isinstance(engine.binary, str):
+            raise ValueError("the state names no process of ours")
     except FileNotFoundError:
         return None
     except (json.JSONDecodeError, TypeError, ValueError):

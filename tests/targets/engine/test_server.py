@@ -190,3 +190,25 @@ def test_cli_build_reuses_the_cache(real_install):
     assert result.returncode == 0, result.stderr
     assert f"binary {real_install.binary}" in result.stdout
     assert "building" not in result.stderr  # nothing was rebuilt
+
+
+@pytest.mark.parametrize("state_text", [
+    # os.killpg(0, ...) is the caller's own process group, and /proc/0 does not exist,
+    # so the recycled-pid check trusted it: `engine stop` would have SIGTERMed itself
+    json.dumps({"pid": 0, "port": 1, "base_url": "http://127.0.0.1:1", "model": "m",
+                "model_path": "m", "binary": "llama-server", "log_path": "l",
+                "started_at": 0.0, "slots": 1, "context": 8, "threads": 1}),
+    json.dumps({"pid": -1, "port": 1, "base_url": "http://127.0.0.1:1", "model": "m",
+                "model_path": "m", "binary": "llama-server", "log_path": "l",
+                "started_at": 0.0, "slots": 1, "context": 8, "threads": 1}),
+    json.dumps({"pid": True, "port": 1, "base_url": "http://127.0.0.1:1", "model": "m",
+                "model_path": "m", "binary": "llama-server", "log_path": "l",
+                "started_at": 0.0, "slots": 1, "context": 8, "threads": 1}),
+    "[]",  # a list has no .items(): it was "unexpected AttributeError" from engine status
+    "5",
+])
+def test_a_state_file_naming_no_process_of_ours_is_stale(tmp_path, state_text):
+    state = tmp_path / "state.json"
+    state.write_text(state_text)
+    assert eng.running_engine(state) is None
+    assert not state.exists()

@@ -1,0 +1,88 @@
+"""Hostile input to the arms commands, each refused in one line, exit 2, before anything
+is written. `arms run --suite package.module:attribute` names the user's code, which runs
+when it is imported: a module that fails to import (a syntax error, an exception,
+`sys.exit`) or a factory that raises names the suite and the failure, never "unexpected
+..." exit 1 nor the exit code the module asked for. Options no run or view can use
+(a URL of another scheme, an infinite limit, billions of trials, a floor of 0) are
+refused the same way."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from benchwarden.cli.main import cli, run_command
+from benchwarden.core.errors import EXIT_USAGE
+
+_names = itertools.count()
+
+HOSTILE_MODULES = {
+    "raises at import": ("raise RuntimeError('suite boom')\n", "S", "RuntimeError: suite boom"),
+    "syntax error": ("def (\n", "S", "SyntaxError"),
+    "sys.exit at import": ("import sys\nsys.exit(3)\n", "S", "SystemExit: 3"),
+    "factory raises": ("def make():\n    raise RuntimeError('factory boom')\n", "make",
+                       "RuntimeError: factory boom"),
+    "factory needs arguments": ("def make(x):\n    return x\n", "make", "TypeError"),
+    "factory exits": ("import sys\ndef make():\n    sys.exit(3)\n", "make", "SystemExit: 3"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_MODULES))
+def test_a_suite_module_that_fails_is_one_line_exit_2(case, tmp_path, monkeypatch, capsys):
+    source, attribute, words = HOSTILE_MODULES[case]
+    module = f"hostile_arms_suite_{next(_names)}"
+    (tmp_path / f"{module}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    store = tmp_path / "s.sqlite"
+    code = run_command(cli, ["arms", "run", "--suite", f"{module}:{attribute}", "--arm", "all",
+                             "--task", "all", "--driver", "command", "--command", "true",
+                             "--isolation", "none", "--store", str(store)], "benchwarden")
+    line = capsys.readouterr().err.strip()
+    assert code == EXIT_USAGE, line
+    assert line.startswith("benchwarden: error: suite "), line
+    assert "\n" not in line and "unexpected" not in line, line
+    assert f"{module}:{attribute}" in line and words in line, line
+    assert not store.exists()
+
+
+def test_a_library_function_that_needs_arguments_is_not_a_suite(tmp_path, capsys):
+    store = tmp_path / "s.sqlite"
+    code = run_command(cli, ["arms", "run", "--suite", "json:loads", "--arm", "all", "--task",
+                             "all", "--driver", "command", "--command", "true",
+                             "--isolation", "none", "--store", str(store)], "benchwarden")
+    line = capsys.readouterr().err.strip()
+    assert code == EXIT_USAGE and "json.loads()" in line and "unexpected" not in line, line
+
+
+@pytest.mark.parametrize("command", [["arms", "report"], ["arms", "compare", "a", "b"]])
+@pytest.mark.parametrize("floor", ["0", "-1"])
+def test_a_floor_below_one_sample_is_a_usage_error(command, floor, tmp_path, capsys):
+    # a floor of 0 called a cell with no samples covered; it was accepted, exit 0
+    code = run_command(cli, [*command, "--floor", floor, "--store", str(tmp_path / "s.sqlite")],
+                       "benchwarden")
+    line = capsys.readouterr().err.strip()
+    assert code == EXIT_USAGE and "--floor" in line, line
+
+
+RUN = ["arms", "run", "--arm", "cli", "--task", "open-issue-count", "--isolation", "none"]
+
+
+@pytest.mark.parametrize("options, words", [
+    # each trial failed on the URL as a harness error, and the run was recorded
+    (["--driver", "openai", "--url", "ftp://x", "--model", "m", "--any-model"], "--url"),
+    # refused only when the run's start was stored (JSON holds no infinity), exit 4
+    (["--driver", "command", "--command", "true", "--wall-clock", "inf"], "--wall-clock"),
+    (["--driver", "command", "--command", "true", "--command-timeout", "inf"],
+     "--command-timeout"),
+    # built its plan in memory until "unexpected MemoryError"
+    (["--driver", "command", "--command", "true", "--trials", "99999999999"], "--trials"),
+])
+def test_a_run_no_trial_can_make_is_refused_before_anything_is_written(options, words,
+                                                                       tmp_path, capsys):
+    store = tmp_path / "s.sqlite"
+    code = run_command(cli, [*RUN, *options, "--store", str(store)], "benchwarden")
+    line = capsys.readouterr().err.strip()
+    assert code == EXIT_USAGE, line
+    assert line.startswith("benchwarden: error: ") and words in line, line
+    assert not store.exists()
