@@ -1845,9 +1845,11 @@ class Store(ABC):
             else:
                 end = self._decode_entry(seq, _as_bytes(body), _run_end_decoder, "run end")
         if run is None:
+            # a prefix matched as the characters it is (LIKE would read `%` and `_` in
+            # it as patterns, and fold case: `show %` picked the only run), never empty
             matches = self._query(
-                f"SELECT run_id FROM entries WHERE kind = 'run' AND run_id LIKE {p}",
-                (run_id + "%",))
+                "SELECT run_id FROM entries WHERE kind = 'run' AND "
+                f"substr(run_id, 1, {len(run_id)}) = {p}", (run_id,)) if run_id else []
             if len(matches) == 1:
                 return self.run_info(matches[0][0])
             hint = "ambiguous prefix" if matches else "no such run"

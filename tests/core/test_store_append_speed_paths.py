@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from benchwarden.core import secrets
@@ -163,6 +163,10 @@ def test_the_shortcut_is_off_with_nothing_remembered_and_on_for_encoded_forms():
 @given(st.data())
 def test_appended_bodies_are_those_of_the_scrubbed_records(tmp_path_factory, data):
     secret = data.draw(SECRETS, label="secret")
+    # a secret that is part of the record's own field names (`started_` of `started_at`)
+    # is in every body whatever is scrubbed: the scrubber reads values, not the schema
+    assume(secret.encode("utf-8", "surrogatepass")
+           not in canonical_json(make_record(task="t0", note="", nested={})))
     secrets.forget_all()
     secrets.remember(secret)
     texts = data.draw(st.lists(_strings_with(secret) | st.text(max_size=12), min_size=1,

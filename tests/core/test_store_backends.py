@@ -259,6 +259,19 @@ def test_runs_and_run_end_are_listed(store):
         store.run_info("absent")
 
 
+@pytest.mark.parametrize("asked", ["%", "_", "run_1", "RUN-", "", "run-1%", "\\"])
+def test_a_run_id_prefix_is_matched_as_the_characters_it_is(backend, asked):
+    """`show`, `report` and `export --run` take a unique prefix of a run id: `%` and `_`
+    are characters there, not patterns, case counts, and an empty id names no run (each
+    of these picked the only run in the store, exit 0)."""
+    with backend.open() as store:
+        store.begin_run(stamp_run(suite="demo", bench_version="1", config={},
+                                  run_id="run-1"))
+        assert store.run_info("run").run.run_id == "run-1"
+        with pytest.raises(StoreError, match="no such run"):
+            store.run_info(asked)
+
+
 def test_the_latest_run_is_the_last_run_started_of_each_suite(backend):
     """`latest_run` reads only the newest run start: the same run as the last of `runs`,
     for every suite and for all, with runs of two suites interleaved and records and
