@@ -1088,9 +1088,7 @@ class Store(ABC):
             try:
                 row, config = run_start_row(int(seq), suite, run_id, _as_bytes(body))
             except msgspec.DecodeError as error:
-                raise CorruptStore(
-                    f"store {self.location}: entry {seq} is not a readable run start "
-                    f"({error}); `benchwarden verify --store` checks the whole store") from None
+                raise self._unreadable_entry(seq, "run start", error) from None
             headings.append(row)
             configs.setdefault(row[3], config)
         p = self.placeholder
@@ -1400,10 +1398,7 @@ class Store(ABC):
                 try:
                     rows.append(summary_row(int(seq), _as_bytes(body)))
                 except msgspec.DecodeError as error:
-                    raise CorruptStore(
-                        f"store {self.location}: entry {seq} is not a readable record "
-                        f"({error}); `benchwarden verify --store` checks the whole store"
-                    ) from None
+                    raise self._unreadable_entry(seq, "record", error) from None
             fold_into(totals, rows)
             done += len(rows)
             print(f"benchwarden: store {self.location}: totalling every group of records: "
@@ -1557,10 +1552,7 @@ class Store(ABC):
         number, so memory stays bounded however large the store is."""
         for seq, body in self._record_bodies(run_id=run_id, suite=suite, scope=scope, arm=arm,
                                              task=task, batch=batch):
-            yield self._decode_record(seq, body, _record_decoder)
-
-    def _decode_record(self, seq: int, body: bytes, decoder: Any) -> Any:
-        return self._decode_entry(seq, body, decoder, "record")
+            yield self._decode_entry(seq, body, _record_decoder, "record")
 
     def _decode_entry(self, seq: int, body: bytes, decoder: Any, kind: str) -> Any:
         """`body` (entry `seq`, a `kind`: record, run start, run end) decoded; a body the
@@ -1569,10 +1561,12 @@ class Store(ABC):
         try:
             return decoder.decode(body)
         except msgspec.DecodeError as error:  # (ValidationError is one too)
-            raise CorruptStore(
-                f"store {self.location}: entry {seq} is not a readable {kind} "
-                f"({error}); `benchwarden verify --store` checks the whole store"
-            ) from None
+            raise self._unreadable_entry(seq, kind, error) from None
+
+    def _unreadable_entry(self, seq: int, kind: str, error: Exception) -> CorruptStore:
+        """The one line for entry `seq`, a `kind`, whose body does not decode."""
+        return CorruptStore(f"store {self.location}: entry {seq} is not a readable {kind} "
+                            f"({error}); `benchwarden verify --store` checks the whole store")
 
     def _record_bodies(self, *, run_id: str | None = None, suite: str | None = None,
                        scope: str | None = None, arm: str | None = None,
@@ -1645,7 +1639,7 @@ class Store(ABC):
             try:
                 slim = typed.decode(body)
             except msgspec.DecodeError:  # (ValidationError is one): read as the untyped do
-                slim = self._decode_record(seq, body, plain)
+                slim = self._decode_entry(seq, body, plain, "record")
             yield RecordSummary(
                 seq=seq, arm=slim.arm, task=slim.task, trial=slim.trial, run_id=slim.run_id,
                 outcome=slim.outcome, started_at=slim.started_at, ended_at=slim.ended_at,
@@ -1667,8 +1661,8 @@ class Store(ABC):
             rows = self._query(
                 f"SELECT seq, body FROM entries WHERE kind = 'record' AND seq IN "
                 f"({', '.join([p] * len(chunk))}) ORDER BY seq", chunk)
-            found.update((int(seq), self._decode_record(int(seq), _as_bytes(body),
-                                                        _record_decoder))
+            found.update((int(seq), self._decode_entry(int(seq), _as_bytes(body),
+                                                       _record_decoder, "record"))
                          for seq, body in rows)
         return found
 
