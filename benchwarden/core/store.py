@@ -1010,6 +1010,8 @@ class Store(ABC):
                 cursor.execute("SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1")
                 row = cursor.fetchone()
                 first_previous = row[1] if row else GENESIS_HASH
+                if row is not None and not getattr(self, "_witness_vetted", False):
+                    self._vet_witness(cursor, int(row[0]))
                 links = chain_links(first_previous, zip(encoded_addresses, bodies, strict=True))
                 previous_links = [first_previous, *links[:-1]]
                 head_seq = int(row[0]) if row else 0
@@ -1432,6 +1434,44 @@ class Store(ABC):
         cursor.executemany(f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) "
                            f"VALUES ({', '.join([p] * len(ENTRY_COLUMNS))})", rows)
         return None
+
+    def _vet_witness(self, cursor: Any, last_seq: int) -> None:
+        """Inside a writer's first append to a store holding entries: the witness beside
+        it must agree with the chain, before anything is written.
+
+        The append moves the witness forward, and `write_witness` replaces a witness it
+        cannot read or that names another chain: without this check the evidence that
+        entries were cut off the tail (a store restored from an older copy beside a newer
+        witness, a damaged witness, a chain cut and grown again) would be overwritten by
+        the next run and `verify` would then agree. A missing witness is not refused: a
+        store copied without its sidecar starts a new one (`verify` says a store that
+        keeps one has lost it until then)."""
+        target = self.witness_path
+        if target is None:
+            self._witness_vetted = True
+            return
+        try:
+            head = read_witness(target)
+        except WitnessError as error:
+            raise CorruptStore(
+                f"store {self.location}: its head witness is unreadable ({error}); nothing "
+                f"was appended. Run `benchwarden verify --store {self.location}` to see "
+                f"whether entries are missing; to go on from the store as it is, move "
+                f"{target} aside") from None
+        if head is not None and head.seq > 0:
+            cursor.execute(f"SELECT hash FROM entries WHERE seq = {self.placeholder}",
+                           (head.seq,))
+            found = cursor.fetchone()
+            hashes_at = {head.seq: str(found[0])} if found else {}
+            _, problem = compare_with_witnesses(
+                self._first_hash(cursor), last_seq, hashes_at,
+                [Witness(str(target), head)])
+            if problem is not None:
+                raise CorruptStore(
+                    f"store {self.location}: {problem}; nothing was appended. Run "
+                    f"`benchwarden verify --store {self.location}`; to go on from the "
+                    f"store as it is, move {target} aside")
+        self._witness_vetted = True
 
     def _write_witness(self, head: StoreHead, *, forward_only: bool) -> None:
         target = self.witness_path

@@ -9,6 +9,8 @@ import json
 import sqlite3
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.fakes import FakeOpenAIServer
 from tests.suites.contamination.helpers import contamination_args, invoke
@@ -496,3 +498,24 @@ def test_store_repair_rebuilds_removed_or_edited_derived_tables(tmp_path):
     assert bw("verify", "--store", str(path)).returncode == 0
     assert_one_line_error(bw("store", "repair", str(tmp_path / "typo.sqlite")), 2, "no store at")
     assert not (tmp_path / "typo.sqlite").exists()
+
+
+# -- the plain listing's wrapping ----------------------------------------------------
+
+_LISTING_TEXT = st.text(alphabet=st.sampled_from(list(
+    "ab ·-:/\t\n\r\x0b\x0c\x1c\x85\u00a0\u2028\u3000é")),
+                        max_size=60)
+
+
+@given(text=_LISTING_TEXT, width=st.integers(20, 70))
+def test_wrapping_a_listing_line_is_textwrap_s(text, width):
+    """The shortcut for a line that fits gives what `textwrap.wrap` gives, for any mix of
+    the whitespace textwrap changes (tabs, line breaks, spaces at either end) and the
+    kinds it leaves alone."""
+    import textwrap
+
+    from benchwarden.cli.store import wrapped_indented
+
+    assert wrapped_indented(text, width) == textwrap.wrap(
+        text, width=width, initial_indent="    ", subsequent_indent="    ",
+        break_long_words=False, break_on_hyphens=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import os
 import secrets
 import sqlite3
@@ -430,6 +431,83 @@ def test_the_head_witness_follows_appends_and_catches_a_removed_tail(backend, st
     assert not report.ok and report.first_broken is None
     assert "removed from its tail" in report.line()
     assert f"reached entry {head.seq}" in report.line()
+
+
+def _entry_count(backend) -> int:
+    with backend.open(create=False) as reader:
+        return reader.verify().checked
+
+
+def _cut_the_tail(backend, entries: int) -> None:
+    backend.tamper(f"DELETE FROM entries WHERE seq > (SELECT MAX(seq) - {entries} FROM entries)")
+
+
+@pytest.mark.parametrize("damage", ["tail cut", "tail cut and grown again", "unreadable",
+                                    "another store's", "torn"])
+def test_a_writer_never_writes_over_a_witness_the_chain_contradicts(backend, store, damage):
+    """The next append refuses, before writing anything, a witness that says entries
+    are missing (or that it cannot read): rewriting it would hide the loss from
+    `verify`. Moving the witness aside is the way on, and then the store is usable."""
+    store.append([make_record(task=str(i)) for i in range(4)])
+    witness = store.witness_path
+    assert witness is not None
+    store.close()
+    if damage == "tail cut":
+        _cut_the_tail(backend, 2)
+    elif damage == "tail cut and grown again":
+        _cut_the_tail(backend, 2)
+        kept = witness.read_bytes()
+        witness.unlink()  # a writer without the witness grows the chain past its entry
+        with backend.open() as other:
+            other.append([make_record(task=f"new {i}") for i in range(3)])
+        witness.write_bytes(kept)
+    elif damage == "unreadable":
+        witness.write_text("not a witness")
+    elif damage == "another store's":
+        recorded = json.loads(witness.read_text())
+        witness.write_text(json.dumps({**recorded, "first": "e" * 64}))
+    else:
+        witness.write_bytes(witness.read_bytes()[:40])
+    before, held = _entry_count(backend), witness.read_bytes()
+    with backend.open() as writer:
+        with pytest.raises(CorruptStore) as caught:
+            writer.append([make_record(task="after the damage")])
+        with pytest.raises(CorruptStore):
+            writer.begin_run(stamp_run(suite="demo", bench_version="1", config={},
+                                       run_id="run-2"))
+    message = str(caught.value)
+    assert "\n" not in message and "nothing was appended" in message
+    assert "verify --store" in message and f"move {witness} aside" in message
+    assert caught.value.exit_code == 4
+    assert _entry_count(backend) == before and witness.read_bytes() == held
+    with backend.open(create=False) as reader:
+        assert not reader.verify().ok  # the evidence is still there for verify
+    witness.rename(witness.with_name(witness.name + ".aside"))
+    with backend.open() as writer:
+        writer.rebuild_derived()  # a cut tail leaves counts of what it removed
+        writer.append([make_record(task="after the damage")])
+    with backend.open(create=False) as reader:
+        assert reader.verify().ok and _entry_count(backend) == before + 1
+
+
+def test_a_witness_that_agrees_lets_every_writer_append(backend, store):
+    """The check is no obstacle to a healthy store: witnesses behind the head (a slower
+    writer's), at the head, of an empty store, or missing (a copy without its sidecar)."""
+    store.append([make_record(task="0")])
+    witness = store.witness_path
+    assert witness is not None
+    early = witness.read_bytes()
+    store.append([make_record(task="1")])
+    witness.write_bytes(early)  # a lower bound: the store grew since
+    with backend.open() as writer:
+        writer.append([make_record(task="2")])
+    witness.unlink()
+    with backend.open() as writer:
+        writer.append([make_record(task="3")])
+    assert witness.exists()
+    with backend.open(create=False) as reader:
+        assert [r.task for r in reader.records()] == ["0", "1", "2", "3"]
+        assert reader.verify().ok
 
 
 def test_a_held_append_lock_is_waited_for_then_refused(backend, store, monkeypatch):
