@@ -45,7 +45,7 @@ from benchwarden.core.reports import (
     verdict_text,
 )
 from benchwarden.core.run_config import config_as
-from benchwarden.core.store import CorruptStore, Store, StoreUsageError, summed_number
+from benchwarden.core.store import Store, StoreUsageError, summed_number
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.arms.tasks import FLOOR, SUITE_NAME
 
@@ -555,15 +555,10 @@ def summary_in_database(store: Store, scope: str) -> Any:
     # the database checks each row's kinds as it reads it (SQLite's `typeof`): a million
     # rows' 26 values are then not looked at one by one in Python; the rows come in the
     # table's order and numpy sorts them (SQLite sorting them whole took two seconds)
-    try:
-        return store.fold_group_rows(
-            SUITE_NAME, scope,
-            functools.partial(views.columns_from_stored_rows, kinds=True, ordered=False),
-            kinds=True, ordered=False)
-    except CorruptStore:
-        # a row an edit left unreadable: read again in `first_seq` order, so the group
-        # named is the one it always named (the first such in that order)
-        return store.fold_group_rows(SUITE_NAME, scope, views.columns_from_stored_rows)
+    return store.fold_group_rows(
+        SUITE_NAME, scope,
+        functools.partial(views.columns_from_stored_rows, kinds=True, ordered=False),
+        kinds=True, ordered=False)
 
 
 def _clip(text: Any) -> Any:
