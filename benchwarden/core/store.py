@@ -1281,7 +1281,7 @@ class Store(ABC):
 
     def fold_group_rows(self, suite: str, scope: str,
                         fold: Callable[[Iterator[tuple[Any, ...]]], T], *,
-                        kinds: bool = False, ordered: bool = True) -> T:
+                        kinds: bool = False) -> T:
         """`fold_group_totals` of the stored rows themselves, not decoded
         (`GROUP_TOTALS_COLUMNS` order, as the database gives them), for a reader that
         checks and decodes them by chunks (`core.group_totals.decoded_chunks`: a report
@@ -1289,10 +1289,7 @@ class Store(ABC):
         `fold` is the store's corruption, as there. `kinds`: each row followed by one
         more value, 1 where the database found every column of the kind the store writes
         (SQLite, whose columns take any kind, by `typeof`, so a reader need not look at a
-        million rows' 26 values in Python), 0 where not, None where it does not say.
-        `ordered=False`: the rows in whatever order the database reads them (its key's
-        on SQLite), for a reader that sorts them itself (`views.columns_from_stored_rows`:
-        SQLite sorting a million rows of 26 columns took two seconds)."""
+        million rows' 26 values in Python), 0 where not, None where it does not say."""
         if not self._reads_totals_table and self._reads_version_3_groups:
             groups = sorted(self._version_3_group_totals(suite, scope),
                             key=lambda group: (group.first_seq, group.key))
@@ -1308,8 +1305,8 @@ class Store(ABC):
         try:
             return self._fold_query(
                 f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)}{checked} FROM record_group_totals "
-                f"WHERE suite = {p} AND scope = {p}"
-                + (f" ORDER BY first_seq, {', '.join(GROUP_KEY_COLUMNS)}" if ordered else ""),
+                f"WHERE suite = {p} AND scope = {p} "
+                f"ORDER BY first_seq, {', '.join(GROUP_KEY_COLUMNS)}",
                 (suite, scope), fold)
         except UnreadableGroupTotals as error:
             raise self._edited_derived_data(error) from None

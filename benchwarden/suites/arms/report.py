@@ -553,12 +553,10 @@ def summary_in_database(store: Store, scope: str) -> Any:
     from benchwarden.suites.arms import views
 
     # the database checks each row's kinds as it reads it (SQLite's `typeof`): a million
-    # rows' 26 values are then not looked at one by one in Python; the rows come in the
-    # table's order and numpy sorts them (SQLite sorting them whole took two seconds)
-    return store.fold_group_rows(
-        SUITE_NAME, scope,
-        functools.partial(views.columns_from_stored_rows, kinds=True, ordered=False),
-        kinds=True, ordered=False)
+    # rows' 26 values are then not looked at one by one in Python
+    return store.fold_group_rows(SUITE_NAME, scope,
+                                 functools.partial(views.columns_from_stored_rows, kinds=True),
+                                 kinds=True)
 
 
 def _clip(text: Any) -> Any:

@@ -305,28 +305,22 @@ def columns_of(source: Source) -> Columns:
     return Columns.of_groups(summary.groups, summary.first_seen, summary.versions)
 
 
-def columns_from_stored_rows(rows: Iterable[tuple[Any, ...]], *, kinds: bool = False,
-                             ordered: bool = True) -> Columns:
+def columns_from_stored_rows(rows: Iterable[tuple[Any, ...]], *,
+                             kinds: bool = False) -> Columns:
     """The `Columns` of a scope's stored group totals as `Store.fold_group_rows` hands
     them over (in ascending `first_seq` order: a `ValueError` otherwise), checked and
     decoded by chunks (`decoded_chunks`): what a report reads. `kinds`: the rows were
     read with `fold_group_rows(kinds=True)` (each with the database's check of its
-    kinds last). `ordered=False`: the rows come in any order (`fold_group_rows(
-    ordered=False)`) and are put in the order the database would have sorted them in
-    here, the same columns."""
-    return columns_from_chunks(decoded_chunks(rows, kinds=kinds), ordered=ordered)
+    kinds last)."""
+    return columns_from_chunks(decoded_chunks(rows, kinds=kinds))
 
 
-def columns_from_chunks(decoded: Iterable[DecodedChunk], *, ordered: bool = True) -> Columns:
+def columns_from_chunks(decoded: Iterable[DecodedChunk]) -> Columns:
     """The `Columns` of group totals decoded by chunks (`core.group_totals.decoded_chunks`),
     each chunk's columns made arrays at once (a report of a suite of 333,000 tasks reads
     a million groups). Groups whose keys come out equal (two `[tier, failure]` texts
     naming one tier) are merged, as `summarize` would have put their records in one group
-    (their float sums then agree with the stream's to rounding only). `ordered=False`:
-    the groups come in any order; they are sorted here by `first_seq` (then by key, as
-    `ORDER BY first_seq, arm, task, outcome, group_key` would: SQLite sorting a million
-    rows of 26 columns took two seconds, numpy sorts the one column in a tenth) and each
-    key field's codes numbered in first-seen order again: the same columns."""
+    (their float sums then agree with the stream's to rounding only)."""
     code_of: dict[str, dict[Any, int]] = {name: {} for name in KEY_FIELDS}
     # each distinct `[tier, failure]` text by its code, and the tier's and failure's codes
     # of each code
@@ -365,19 +359,19 @@ def columns_from_chunks(decoded: Iterable[DecodedChunk], *, ordered: bool = True
     for name in ("arm", "task", "outcome"):
         read[name] = np.frombuffer(code_columns.pop(name), dtype=np.int32) \
             if len(code_columns[name]) else np.zeros(0, dtype=np.int32)
-    group_keys = np.frombuffer(code_columns.pop("group_key"), np.int32) \
-        if len(code_columns["group_key"]) else np.zeros(0, dtype=np.int32)
-    read["tier"] = np.array(tier_of_key, dtype=np.int32)[group_keys]
-    read["failure"] = np.array(failure_of_key, dtype=np.int32)[group_keys]
-    names = {name: list(found) for name, found in code_of.items()}
-    newest = newest_column.finished().reshape(-1, TRIALS_PER_CELL)
-    if not ordered:
-        newest = _put_in_order(read, names, newest, group_keys, list(key_code_of))
+    group_keys = code_columns.pop("group_key")
+    read["tier"] = np.array(tier_of_key, dtype=np.int32)[np.frombuffer(group_keys, np.int32)] \
+        if len(group_keys) else np.zeros(0, dtype=np.int32)
+    read["failure"] = np.array(failure_of_key, dtype=np.int32)[np.frombuffer(group_keys,
+                                                                             np.int32)] \
+        if len(group_keys) else np.zeros(0, dtype=np.int32)
     del group_keys
+    names = {name: list(found) for name, found in code_of.items()}
     first_seq = read["first_seq"]
     if len(first_seq) > 1 and bool(np.any(first_seq[1:] < first_seq[:-1])):
         raise ValueError("group totals must come in ascending first_seq order")
-    pass_code = names["outcome"].index(PASS) if PASS in names["outcome"] else None
+    newest = newest_column.finished().reshape(-1, TRIALS_PER_CELL)
+    pass_code = code_of["outcome"].get(PASS)
     records = read["samples"]
     values = {
         "samples": records,
@@ -395,40 +389,6 @@ def columns_from_chunks(decoded: Iterable[DecodedChunk], *, ordered: bool = True
         codes, values, newest, first_seq = _merged_equal_keys(codes, names, values, newest,
                                                               first_seq)
     return Columns(names, codes, values, newest, first_seq, versions)
-
-
-def _put_in_order(read: dict[str, np.ndarray], names: dict[str, list[Any]],
-                  newest: np.ndarray, group_keys: np.ndarray, key_texts: list[str]
-                  ) -> np.ndarray:
-    """Groups read in any order put in the database's `ORDER BY first_seq, arm, task,
-    outcome, group_key` order, in place: every column of `read` and `newest` (returned)
-    taken in that order, one at a time (memory: one column more, not all), then each key
-    field's codes renumbered, and its names listed, in first-seen order, as reading the
-    rows in that order would have numbered them. Texts compare as SQLite's BINARY
-    collation does (UTF-8 bytes: the order of their code points)."""
-    first_seq = read["first_seq"]
-    order = np.argsort(first_seq, kind="stable")
-    in_order = first_seq[order]
-    if len(in_order) > 1 and bool(np.any(in_order[1:] == in_order[:-1])):
-        # groups sharing a first record (edited totals): the key decides, as there
-        def ranks(texts: list[Any], codes: np.ndarray) -> np.ndarray:
-            rank_of = {text: rank for rank, text in enumerate(sorted(set(texts), key=str))}
-            return np.array([rank_of[text] for text in texts], dtype=np.int64)[codes]
-        order = np.lexsort((ranks(key_texts, group_keys),
-                            *(ranks(names[name], read[name])
-                              for name in ("outcome", "task", "arm")), first_seq))
-    del in_order
-    for name in list(read):
-        read[name] = read[name][order]
-    newest = newest[order]
-    for name in KEY_FIELDS:
-        codes = read[name]
-        seen = first_seen_codes(codes)
-        renumbered = np.zeros(max(1, len(names[name])), dtype=np.int32)
-        renumbered[seen] = np.arange(len(seen), dtype=np.int32)
-        read[name] = renumbered[codes]
-        names[name] = [names[name][code] for code in seen.tolist()]
-    return newest
 
 
 # where `columns_from_chunks` reads each column of a stored row (`UNPACKED_COLUMNS`)

@@ -260,39 +260,3 @@ def test_a_column_buffer_turns_to_python_integers_past_int64_and_keeps_every_val
     plain.extend((1, 2))
     assert plain.finished().dtype == np.int64 and plain.finished().tolist() == [1, 2]
     assert columnar.ColumnBuffer(floats=True).finished().dtype == np.float64
-
-
-def assert_same_columns(found: columnar.Columns, expected: columnar.Columns) -> None:
-    """Every part of two `Columns` the same: names in the same order, codes, values (floats
-    to the bit, integers of the same kind), newest trials, first sequence numbers."""
-    assert found.names == expected.names and found.versions == expected.versions
-    for name, codes in expected.codes.items():
-        assert found.codes[name].tolist() == codes.tolist()
-    assert list(found.values) == list(expected.values)
-    for name, column in expected.values.items():
-        assert found.values[name].dtype == column.dtype
-        assert repr(found.values[name].tolist()) == repr(column.tolist())
-    assert found.newest.tolist() == expected.newest.tolist()
-    assert found.first_seq.tolist() == expected.first_seq.tolist()
-
-
-@settings(max_examples=150, deadline=None)
-@given(st.lists(group_row, max_size=30), st.randoms(use_true_random=False), st.booleans())
-def test_rows_read_in_any_order_make_the_columns_of_the_ordered_read(rows, shuffler, ties):
-    """`columns_from_stored_rows(ordered=False)` of the rows in any order (the table's, on
-    SQLite) makes the very columns the read `ORDER BY first_seq, arm, task, outcome,
-    group_key` makes: the same order, every key field numbered in first-seen order,
-    equal keys merged the same way; groups sharing a first record (an edit) ordered by
-    their keys as the database orders them."""
-    seq = 0
-    made: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # (one row per key, as the table)
-    for arm, task, group_key, step, numbers, floats, newest, versions in rows:
-        seq += step % 2 if ties else step
-        row = stored_row(arm, task, group_key, seq, numbers, floats, sorted(newest), versions)
-        made.setdefault((arm, task, row[4], group_key), row)
-    ordered = sorted(made.values(), key=lambda row: (row[6], row[2], row[3], row[4], row[5]))
-    shuffled = list(ordered)
-    shuffler.shuffle(shuffled)
-    expected = views.columns_from_stored_rows(ordered)
-    assert_same_columns(views.columns_from_stored_rows(shuffled, ordered=False), expected)
-    assert_same_columns(views.columns_from_stored_rows(ordered, ordered=False), expected)
