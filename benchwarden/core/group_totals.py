@@ -315,10 +315,9 @@ def _wrong_kind(values: Sequence[Any], column: str, kind: str) -> ValueError:
 _PLAIN_COLUMN_NAMES = GROUP_TOTALS_COLUMNS[:-2]
 _plain_columns = operator.attrgetter(*_PLAIN_COLUMN_NAMES)
 # the Python type of each column of a row as the store writes it and reads it back
-SOUND_KINDS = tuple(str if name in _TEXT_COLUMNS or name in ("bench_versions", "newest")
-                    else float if name in _FLOAT_COLUMNS else int
-                    for name in GROUP_TOTALS_COLUMNS)
-_SOUND_KINDS = SOUND_KINDS
+_SOUND_KINDS = tuple(str if name in _TEXT_COLUMNS or name in ("bench_versions", "newest")
+                     else float if name in _FLOAT_COLUMNS else int
+                     for name in GROUP_TOTALS_COLUMNS)
 # `newest` as JSON text: a list of integers encodes as `[1,2,3]`, no spaces
 _encode_json = msgspec.json.Encoder().encode
 _decode_texts = msgspec.json.Decoder(list[str]).decode
@@ -377,29 +376,19 @@ columns being the rows' `plain` columns of `decoded_rows` transposed (one tuple 
 column, `GROUP_TOTALS_COLUMNS` order), the other two one entry per row."""
 
 
-def decoded_chunks(rows: Iterable[tuple[Any, ...]], size: int = 8192, *,
-                   kinds: bool = False) -> Iterator[DecodedChunk]:
+def decoded_chunks(rows: Iterable[tuple[Any, ...]], size: int = 8192) -> Iterator[DecodedChunk]:
     """`decoded_rows` of `rows` by chunks of `size`, each transposed: the same values
     (and the same `UnreadableGroupTotals`), checked and decoded a column at a time where
     every row of the chunk is as the store writes it (each column of its kind: one pass
-    of `type` over it; newest decoded in one call, bench versions per distinct text), row
+    of `type` over it; newest decoded per row, bench versions per distinct text), row
     by row through `decoded_rows` otherwise. A report of a suite of 333,000 tasks reads
-    a million rows: checking each row's 26 kinds in turn was a third of reading them.
-    `kinds`: each row ends with one more value (`Store.fold_group_rows(kinds=True)`), 1
-    where the database checked the row's kinds: a chunk of only such rows is not looked
-    at again (with any other value it is checked here); the value is not handed on."""
+    a million rows: checking each row's 26 kinds in turn was a third of reading them."""
     versions_of: dict[str, tuple[str, ...]] = {}
     iterator = iter(rows)
     while chunk := list(itertools.islice(iterator, size)):
         columns = list(zip(*chunk, strict=True))
-        checked = False
-        if kinds:
-            flags = columns.pop()
-            checked = set(flags) == {1}
-        decoded = _sound_chunk(columns, versions_of, checked)
+        decoded = _sound_chunk(columns, versions_of)
         if decoded is None:
-            if kinds:
-                chunk = [row[:-1] for row in chunk]
             rows_decoded = list(decoded_rows(chunk))
             columns = list(zip(*(plain for plain, _, _ in rows_decoded), strict=True))
             decoded = ([versions for _, versions, _ in rows_decoded],
@@ -407,16 +396,13 @@ def decoded_chunks(rows: Iterable[tuple[Any, ...]], size: int = 8192, *,
         yield columns, decoded[0], decoded[1]
 
 
-def _sound_chunk(columns: list[tuple[Any, ...]], versions_of: dict[str, tuple[str, ...]],
-                 checked: bool = False
+def _sound_chunk(columns: list[tuple[Any, ...]], versions_of: dict[str, tuple[str, ...]]
                  ) -> tuple[list[tuple[str, ...]], list[list[int]]] | None:
     """A chunk's bench versions and newest per row when every row is as `_sound_json`
-    takes it (every column of its kind, both JSON columns of their shape); else None.
-    `checked`: every column's kind was checked already (by the database)."""
-    if not checked:
-        for column, kind in zip(columns, _SOUND_KINDS, strict=True):
-            if set(map(type, column)) != {kind}:
-                return None
+    takes it (every column of its kind, both JSON columns of their shape); else None."""
+    for column, kind in zip(columns, _SOUND_KINDS, strict=True):
+        if set(map(type, column)) != {kind}:
+            return None
     try:
         newest = _newest_of_chunk(columns[-1])
         for text in set(columns[-2]).difference(versions_of):

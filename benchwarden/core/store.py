@@ -81,7 +81,6 @@ from benchwarden.core.group_totals import (
     GROUP_KEY_COLUMNS,
     GROUP_TOTALS_COLUMNS,
     NEWEST_KEPT,
-    SOUND_KINDS,
     DecodedRow,
     GroupTotals,
     UnreadableGroupTotals,
@@ -1274,37 +1273,26 @@ class Store(ABC):
         all held as rows nor made into a `GroupTotals` each."""
         return self.fold_group_rows(suite, scope, lambda rows: fold(decoded_rows(rows)))
 
-    # an SQL expression true where every column of a `record_group_totals` row holds the
-    # kind the store writes (`group_totals.SOUND_KINDS`), for `fold_group_rows(kinds=True)`;
-    # None: this backend's columns are typed, it does not say
-    _sound_kinds_sql: str | None = None
-
     def fold_group_rows(self, suite: str, scope: str,
-                        fold: Callable[[Iterator[tuple[Any, ...]]], T], *,
-                        kinds: bool = False) -> T:
+                        fold: Callable[[Iterator[tuple[Any, ...]]], T]) -> T:
         """`fold_group_totals` of the stored rows themselves, not decoded
         (`GROUP_TOTALS_COLUMNS` order, as the database gives them), for a reader that
         checks and decodes them by chunks (`core.group_totals.decoded_chunks`: a report
         of a suite of 333,000 tasks reads a million). `UnreadableGroupTotals` raised by
-        `fold` is the store's corruption, as there. `kinds`: each row followed by one
-        more value, 1 where the database found every column of the kind the store writes
-        (SQLite, whose columns take any kind, by `typeof`, so a reader need not look at a
-        million rows' 26 values in Python), 0 where not, None where it does not say."""
+        `fold` is the store's corruption, as there."""
         if not self._reads_totals_table and self._reads_version_3_groups:
             groups = sorted(self._version_3_group_totals(suite, scope),
                             key=lambda group: (group.first_seq, group.key))
             try:
-                return fold((*group.row(), None) if kinds else group.row()
-                            for group in groups)
+                return fold(group.row() for group in groups)
             except UnreadableGroupTotals as error:
                 raise self._edited_derived_data(error) from None
         if not self._reads_totals_table:
             self.group_totals(suite, scope)  # raises, saying why
         p = self.placeholder
-        checked = f", {self._sound_kinds_sql or 'NULL'}" if kinds else ""
         try:
             return self._fold_query(
-                f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)}{checked} FROM record_group_totals "
+                f"SELECT {', '.join(GROUP_TOTALS_COLUMNS)} FROM record_group_totals "
                 f"WHERE suite = {p} AND scope = {p} "
                 f"ORDER BY first_seq, {', '.join(GROUP_KEY_COLUMNS)}",
                 (suite, scope), fold)
@@ -2808,10 +2796,6 @@ def _inspect(connection: sqlite3.Connection) -> _Kind:
     return _Kind("foreign", "; ".join(parts))
 
 
-# what SQLite's `typeof` calls the Python kinds its module hands values back as
-_SQLITE_TYPE_NAMES = {int: "integer", float: "real", str: "text"}
-
-
 class SQLiteStore(Store):
     """The embedded default: one SQLite file in WAL mode, its head witness beside it.
 
@@ -2821,9 +2805,6 @@ class SQLiteStore(Store):
     (resuming) opens an existing store for appending and never creates one."""
 
     placeholder = "?"
-    _sound_kinds_sql = "(" + " AND ".join(
-        f"typeof({name}) = '{_SQLITE_TYPE_NAMES[kind]}'"
-        for name, kind in zip(GROUP_TOTALS_COLUMNS, SOUND_KINDS, strict=True)) + ")"
 
     def __init__(self, path: str | Path, *, create: bool = True, read_only: bool | None = None,
                  create_parents: bool = False, timeout: float | None = None) -> None:

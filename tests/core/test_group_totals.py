@@ -17,7 +17,6 @@ from benchwarden.core.group_totals import (
     GROUP_KEY_COLUMNS,
     GROUP_TOTALS_COLUMNS,
     NEWEST_KEPT,
-    SOUND_KINDS,
     GroupTotals,
     UnreadableGroupTotals,
     compensated_add,
@@ -348,18 +347,14 @@ odd_cells = st.sampled_from([("newest", "[1.0,2]"), ("newest", '["3"]'),
 
 
 @given(records_strategy, st.integers(1, 5), st.lists(st.tuples(st.integers(0, 40), odd_cells),
-                                                    max_size=3),
-       st.none() | st.lists(st.sampled_from([0, None, "1"]), min_size=1))
+                                                    max_size=3))
 @settings(max_examples=150, deadline=None)
-def test_decoded_chunks_are_the_decoded_rows_by_column(rows, size, edits, unchecked):
+def test_decoded_chunks_are_the_decoded_rows_by_column(rows, size, edits):
     """`decoded_chunks` gives each chunk's rows as `decoded_rows` gives them, transposed,
     whether every row of a chunk is as the store writes it (checked a column at a time,
     the newest trials decoded in one call) or some are not (a whole or bytes where a
     float or text is due, JSON of another shape, texts that joined would shift one list
-    into the next: read row by row the general way), or refused in the same words.
-    With `kinds`, each row carries the database's check of its kinds last (1 for a row
-    of the kinds the store writes, as SQLite's `typeof` says; for another, something
-    else): the same, the check not handed on."""
+    into the next: read row by row the general way), or refused in the same words."""
     groups: dict[tuple[Any, ...], GroupTotals] = {}
     fold_into(groups, summary_rows(rows))
     stored = [list(group.row()) for group in groups.values()]
@@ -367,20 +362,15 @@ def test_decoded_chunks_are_the_decoded_rows_by_column(rows, size, edits, unchec
         if stored:
             stored[at % len(stored)][GROUP_TOTALS_COLUMNS.index(column)] = value
     rows_as_stored = [tuple(row) for row in stored]
-    read = rows_as_stored
-    if unchecked is not None:  # (`fold_group_rows(kinds=True)`)
-        read = [(*row, 1 if tuple(map(type, row)) == SOUND_KINDS
-                 else unchecked[at % len(unchecked)]) for at, row in enumerate(rows_as_stored)]
     try:
         expected = list(decoded_rows(iter(rows_as_stored)))
     except UnreadableGroupTotals as error:  # (newest JSON of no list of whole numbers)
         with pytest.raises(UnreadableGroupTotals) as found_error:
-            list(decoded_chunks(iter(read), size, kinds=unchecked is not None))
+            list(decoded_chunks(iter(rows_as_stored), size))
         assert str(found_error.value) == str(error)
         return
     found = []
-    for columns, versions, newest in decoded_chunks(iter(read), size,
-                                                    kinds=unchecked is not None):
+    for columns, versions, newest in decoded_chunks(iter(rows_as_stored), size):
         assert len(columns) == len(GROUP_TOTALS_COLUMNS)
         found.extend(zip(zip(*columns, strict=True), versions, newest, strict=True))
     assert [(tuple(plain), versions, newest) for plain, versions, newest in found] == \

@@ -15,7 +15,6 @@ Invariants:
 
 from __future__ import annotations
 
-import functools
 import json
 import shlex
 from collections.abc import Mapping, Sequence
@@ -552,11 +551,7 @@ def summary_in_database(store: Store, scope: str) -> Any:
     per-record row is read."""
     from benchwarden.suites.arms import views
 
-    # the database checks each row's kinds as it reads it (SQLite's `typeof`): a million
-    # rows' 26 values are then not looked at one by one in Python
-    return store.fold_group_rows(SUITE_NAME, scope,
-                                 functools.partial(views.columns_from_stored_rows, kinds=True),
-                                 kinds=True)
+    return store.fold_group_rows(SUITE_NAME, scope, views.columns_from_stored_rows)
 
 
 def _clip(text: Any) -> Any:

@@ -305,14 +305,11 @@ def columns_of(source: Source) -> Columns:
     return Columns.of_groups(summary.groups, summary.first_seen, summary.versions)
 
 
-def columns_from_stored_rows(rows: Iterable[tuple[Any, ...]], *,
-                             kinds: bool = False) -> Columns:
+def columns_from_stored_rows(rows: Iterable[tuple[Any, ...]]) -> Columns:
     """The `Columns` of a scope's stored group totals as `Store.fold_group_rows` hands
     them over (in ascending `first_seq` order: a `ValueError` otherwise), checked and
-    decoded by chunks (`decoded_chunks`): what a report reads. `kinds`: the rows were
-    read with `fold_group_rows(kinds=True)` (each with the database's check of its
-    kinds last)."""
-    return columns_from_chunks(decoded_chunks(rows, kinds=kinds))
+    decoded by chunks (`decoded_chunks`): what a report reads."""
+    return columns_from_chunks(decoded_chunks(rows))
 
 
 def columns_from_chunks(decoded: Iterable[DecodedChunk]) -> Columns:

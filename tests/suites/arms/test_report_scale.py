@@ -843,39 +843,3 @@ def test_a_report_names_the_interval_method_of_each_arms_per_task_mean(monkeypat
         assert row["cost_equivalent_per_task"] == approx_tree(expected.to_json_dict())
         assert row["cost_equivalent_per_task"]["high"] > row["cost_equivalent_per_task"]["low"]
     assert f"per task [{shown} 95 %]" in text
-
-
-def test_sqlite_checks_each_group_rows_kinds_as_it_reads_it(tmp_path):
-    """`fold_group_rows(kinds=True)`: each row followed by 1 where SQLite's `typeof` finds
-    every column of the kind the store writes (`group_totals.SOUND_KINDS`), 0 where an
-    edit left one of another (a text in a whole-number or float column, a blob for a
-    text); the report reads such a store as it did (read the general way, or refused
-    in the same words)."""
-    import sqlite3
-
-    from benchwarden.core.group_totals import SOUND_KINDS
-
-    path = tmp_path / "s.sqlite"
-    tasks = ["t0", "t1", "t2", "t3"]
-    with SQLiteStore(path) as store:
-        fill(store, random_records(6, ["cli", "http"], tasks, depth=3), ["cli", "http"], tasks)
-        rows = store.fold_group_rows("arms", SCOPE, list, kinds=True)
-    assert rows and {row[-1] for row in rows} == {1}
-    assert all(tuple(map(type, row[:-1])) == SOUND_KINDS for row in rows)
-    connection = sqlite3.connect(path)
-    with connection:
-        connection.execute("UPDATE record_group_totals SET arm = CAST(arm AS BLOB), "
-                           "duration_s = 'slow' WHERE task = 't1'")
-        connection.execute("UPDATE record_group_totals SET turns = 'x' WHERE task = 't3'")
-    connection.close()
-    with SQLiteStore(path, create=False) as store:
-        rows = store.fold_group_rows("arms", SCOPE, list, kinds=True)
-        assert {row[3] for row in rows if row[-1] == 0} == {"t1", "t3"}
-        assert all(row[-1] == 1 for row in rows if row[3] in ("t0", "t2"))
-        # (in `first_seq` order, every kind checked in Python: as the report read them)
-        with pytest.raises(CorruptStore) as before:
-            store.fold_group_rows("arms", SCOPE, views.columns_from_stored_rows)
-        with pytest.raises(CorruptStore) as now:
-            database_summary(store, SCOPE)
-    assert str(now.value) == str(before.value)
-    assert "is not a number" in str(now.value)
