@@ -19,7 +19,6 @@ Invariants:
 from __future__ import annotations
 
 import inspect
-import itertools
 import math
 import os
 import statistics
@@ -250,45 +249,14 @@ def clustered_mean_se_of_columns(counts: Any, sums: Any,
     _check_confidence(confidence)
     count_array = np.asarray(counts)
     kept = count_array != 0
-    sum_array = np.asarray(sums)
-    if count_array.dtype == np.int64 and sum_array.dtype == np.float64:
-        return _clustered_of_arrays(count_array[kept], sum_array[kept], confidence)
     # whole numbers as Python integers (`tolist` of int64, or the integers an object
     # array holds); a count of another kind made one, as `int(count)` there
     kept_counts = count_array[kept].tolist() if count_array.dtype.kind in "iu" else \
         [int(count) for count in count_array[kept].tolist()]
+    sum_array = np.asarray(sums)
     kept_sums = (sum_array[kept].astype(np.float64) if sum_array.dtype != np.float64
                  else sum_array[kept]).tolist()
     return _clustered_of_lists(kept_counts, kept_sums, confidence)
-
-
-def _clustered_of_arrays(counts: Any, sums: Any, confidence: float) -> Estimate:
-    """`_clustered_of_lists` of int64 counts and float64 sums (the kept clusters), the
-    same estimate to the last bit: each residual `total - count * mean` is the same two
-    IEEE operations in numpy (a count below 2**53 is the same float either way; a larger
-    one takes the lists), only the squares (the C library's `pow`, as `** 2`) and the
-    exact sums stay in Python. A report of a suite of 333,000 tasks asks this dozens of
-    times, and the per-cluster Python arithmetic was most of its time."""
-    if len(counts) and not -2**53 < int(counts.min()) <= int(counts.max()) < 2**53:
-        return _clustered_of_lists(counts.tolist(), sums.tolist(), confidence)
-    method = "cluster-robust t"
-    count_list = counts.tolist()
-    n = sum(count_list)
-    if n == 0:
-        return Estimate(None, None, None, None, 0, method)
-    finite = np.isfinite(sums)
-    if not finite.all():
-        total = float(sums[np.flatnonzero(~finite)[0]])
-        raise ValueError(f"statistics need finite numbers, got a sum of {total!r}")
-    mean = math.fsum(sums.tolist()) / n
-    cluster_count = len(count_list)
-    if cluster_count < 2:
-        return Estimate(mean, None, None, None, n, method)
-    residuals = sums - counts.astype(np.float64) * mean
-    squared = math.fsum(map(pow, residuals.tolist(), itertools.repeat(2)))
-    se = math.sqrt(cluster_count / (cluster_count - 1) * squared) / n
-    low, high = _t_interval(mean, se, cluster_count - 1, confidence)
-    return Estimate(mean, se, min(low, mean), max(high, mean), n, method)
 
 
 def _clustered_of_lists(counts: list[int], sums: list[float], confidence: float) -> Estimate:
