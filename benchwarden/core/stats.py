@@ -424,7 +424,7 @@ endpoints (DiCiccio and Efron 1992: they differ by O(n^-3/2), the bootstrap also
 Monte-Carlo noise, O(B^-1/2)); `tests/core/test_stats.py` holds them together at this n on
 skewed, heavy-tailed and zero-heavy data (lognormal sigma 2, 60 % zeros, Pareto 1.5): the
 ABC endpoints lie within two standard deviations of the BCa endpoints' spread over 20
-seeds (measured within 0.8 already at 1,000 values; a plain t interval is not: the
+seeds (measured within 0.6 already at 1,000 values; a plain t interval is not: the
 skewness moves the endpoints). 5,000 leaves every ordinary suite (and issue 12's 200
 tasks) on the bootstrap, where its cost is a fraction of a second."""
 
