@@ -420,8 +420,8 @@ ANALYTIC_INTERVAL_ABOVE = 5_000
 analytic approximation) instead of the 2,000-resample BCa bootstrap. A report asks it for
 the mean over tasks of each arm, and the bootstrap costs n x 2,000 draws: 9.4 s for the
 three arms of a suite of 333,334 tasks. For the mean the two intervals estimate the same
-endpoints (DiCiccio and Efron 1992: they differ by O(n^-3/2), the bootstrap also by its
-Monte-Carlo noise, O(B^-1/2)); `tests/core/test_stats.py` holds them together at this n on
+endpoints (DiCiccio and Efron 1992, 1996: both second-order accurate, their endpoints
+agreeing to O(n^-3/2); the bootstrap's also move by its Monte-Carlo noise, O(B^-1/2)); `tests/core/test_stats.py` holds them together at this n on
 skewed, heavy-tailed and zero-heavy data (lognormal sigma 2, 60 % zeros, Pareto 1.5): the
 ABC endpoints lie within two standard deviations of the BCa endpoints' spread over 20
 seeds (measured within 0.6 already at 1,000 values; a plain t interval is not: the

@@ -774,8 +774,9 @@ def comparison_of(plain: Mapping[str, Any]) -> Comparison:
 
 # -- terminal ------------------------------------------------------------------
 
-# how the per-task column's heading names each interval method (`stats`)
-_METHOD_SHOWN = {"bootstrap BCa": "BCa", "bootstrap percentile": "percentile"}
+# how the per-task column's heading names each interval method (`stats`): the bootstrap's
+# as it always did ("BCa", also for its percentile fallback, which the JSON names)
+_METHOD_SHOWN = {"bootstrap BCa": "BCa", "bootstrap percentile": "BCa"}
 
 
 def _per_task_methods(headline: Sequence[HeadlineRow]) -> str:
