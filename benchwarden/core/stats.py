@@ -421,12 +421,13 @@ analytic approximation) instead of the 2,000-resample BCa bootstrap. A report as
 the mean over tasks of each arm, and the bootstrap costs n x 2,000 draws: 9.4 s for the
 three arms of a suite of 333,334 tasks. For the mean the two intervals estimate the same
 endpoints (DiCiccio and Efron 1992, 1996: both second-order accurate, their endpoints
-agreeing to O(n^-3/2); the bootstrap's also move by its Monte-Carlo noise, O(B^-1/2)); `tests/core/test_stats.py` holds them together at this n on
-skewed, heavy-tailed and zero-heavy data (lognormal sigma 2, 60 % zeros, Pareto 1.5): the
-ABC endpoints lie within two standard deviations of the BCa endpoints' spread over 20
-seeds (measured within 0.6 already at 1,000 values; a plain t interval is not: the
-skewness moves the endpoints). 5,000 leaves every ordinary suite (and issue 12's 200
-tasks) on the bootstrap, where its cost is a fraction of a second."""
+agreeing to O(n^-3/2); the bootstrap's also move by its Monte-Carlo noise, O(B^-1/2));
+`tests/core/test_stats.py` holds them together at this n on skewed, heavy-tailed and
+zero-heavy data (lognormal sigma 2, 60 % zeros, Pareto 1.5): the ABC endpoints lie within
+two standard deviations of the BCa endpoints' spread over 20 seeds (measured within 0.6
+already at 1,000 values; a plain t interval is not: the skewness moves the endpoints).
+5,000 leaves every ordinary suite (and issue 12's 200 tasks) on the bootstrap, where its
+cost is a fraction of a second."""
 
 
 def abc_mean_ci(values: Iterable[float], confidence: float = 0.95) -> Estimate:
