@@ -44,9 +44,11 @@ scipy_special = lazy_module("scipy.special")
 Key = TypeVar("Key", bound=Hashable)
 
 __all__ = [
+    "ANALYTIC_INTERVAL_ABOVE",
     "Estimate",
     "PairedComparison",
     "PairedVerdict",
+    "abc_mean_ci",
     "bootstrap_mean_ci",
     "bootstrap_mean_cis",
     "clustered_mean_se",
@@ -57,6 +59,8 @@ __all__ = [
     "minimum_detectable_effect",
     "paired_difference",
     "paired_verdict",
+    "skewed_mean_ci",
+    "skewed_mean_cis",
     "t_quantile",
     "wilson_interval",
 ]
@@ -409,6 +413,86 @@ def bootstrap_mean_cis(samples: Sequence[Iterable[float]], confidence: float = 0
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(
             lambda values: bootstrap_mean_ci(values, confidence, resamples, seed), listed))
+
+
+ANALYTIC_INTERVAL_ABOVE = 5_000
+"""Above this many values `skewed_mean_ci` gives the ABC interval (`abc_mean_ci`, BCa's
+analytic approximation) instead of the 2,000-resample BCa bootstrap. A report asks it for
+the mean over tasks of each arm, and the bootstrap costs n x 2,000 draws: 9.4 s for the
+three arms of a suite of 333,334 tasks. For the mean the two intervals estimate the same
+endpoints (DiCiccio and Efron 1992, 1996: both second-order accurate, their endpoints
+agreeing to O(n^-3/2); the bootstrap's also move by its Monte-Carlo noise, O(B^-1/2));
+`tests/core/test_stats.py` holds them together at this n on skewed, heavy-tailed and
+zero-heavy data (lognormal sigma 2, 60 % zeros, Pareto 1.5): the ABC endpoints lie within
+two standard deviations of the BCa endpoints' spread over 20 seeds (measured within 0.6
+already at 1,000 values; a plain t interval is not: the skewness moves the endpoints).
+5,000 leaves every ordinary suite (and issue 12's 200 tasks) on the bootstrap, where its
+cost is a fraction of a second."""
+
+
+def abc_mean_ci(values: Iterable[float], confidence: float = 0.95) -> Estimate:
+    """Mean with the ABC interval ("approximate bootstrap confidence", DiCiccio and Efron
+    1992; Efron and Tibshirani 1993, 14.4 and 22.6): the BCa interval computed
+    analytically, with no resampling, for a sample too wide to bootstrap cheaply.
+
+    For the mean every ABC quantity has a closed form: the empirical influence of value i
+    is `u_i = x_i - mean`; the standard error `sigma = sqrt(sum u^2) / n` (the plug-in
+    one, which the bootstrap's standard deviation estimates); the acceleration
+    `a = sum u^3 / (6 (sum u^2)^1.5)`; the bias correction `z0 = a` (the mean is linear:
+    no bias and no curvature term); each endpoint `mean + sigma * w / (1 - a w)^2` with
+    `w = z0 + z_alpha`. `se` is that `sigma`. Degenerate inputs as `bootstrap_mean_ci`."""
+    _check_confidence(confidence)
+    numbers = _floats(values)
+    n = len(numbers)
+    method = "ABC"
+    if n == 0:
+        return Estimate(None, None, None, None, 0, method)
+    mean = float(statistics.mean(numbers))
+    if n < 2:
+        return Estimate(mean, None, None, None, n, method)
+    data = np.asarray(numbers, dtype=np.float64)
+    if float(data.min()) == float(data.max()):
+        return Estimate(mean, 0.0, mean, mean, n, method)
+    # the influence values' moments taken of the values scaled to at most 1 in size
+    # (values near the float range would overflow a difference, let alone a cube);
+    # `a` does not depend on the scale, `sigma` is scaled back last
+    scale = max(abs(float(data.min())), abs(float(data.max())))
+    scaled = data / scale - mean / scale
+    squares = scaled * scaled
+    second = math.fsum(squares.tolist())
+    third = math.fsum((squares * scaled).tolist())
+    sigma = scale * (math.sqrt(second) / n)
+    acceleration = third / (6.0 * second ** 1.5)
+    z_alpha = float(scipy_special.ndtri((1.0 - confidence) / 2.0))
+    ends = []
+    for z in (z_alpha, -z_alpha):
+        w = acceleration + z
+        ends.append(mean + sigma * w / (1.0 - acceleration * w) ** 2)
+    low, high = min(ends), max(ends)
+    return Estimate(mean, sigma, min(low, mean), max(high, mean), n, method)
+
+
+def skewed_mean_ci(values: Iterable[float], confidence: float = 0.95, resamples: int = 2000,
+                   seed: int = 0) -> Estimate:
+    """Mean of a skewed quantity with a second-order accurate interval: the BCa bootstrap
+    (`bootstrap_mean_ci`, the same estimate) up to `ANALYTIC_INTERVAL_ABOVE` values, its
+    analytic approximation (`abc_mean_ci`, method "ABC") above. `Estimate.method` says
+    which."""
+    numbers = list(values)
+    if len(numbers) > ANALYTIC_INTERVAL_ABOVE:
+        return abc_mean_ci(numbers, confidence)
+    return bootstrap_mean_ci(numbers, confidence, resamples, seed)
+
+
+def skewed_mean_cis(samples: Sequence[Iterable[float]], confidence: float = 0.95,
+                    resamples: int = 2000, seed: int = 0) -> list[Estimate]:
+    """`skewed_mean_ci` of each of `samples`, the bootstrapped ones side by side
+    (`bootstrap_mean_cis`), the wide ones analytic."""
+    listed = [list(values) for values in samples]
+    narrow = [values for values in listed if len(values) <= ANALYTIC_INTERVAL_ABOVE]
+    booted = iter(bootstrap_mean_cis(narrow, confidence, resamples, seed))
+    return [abc_mean_ci(values, confidence) if len(values) > ANALYTIC_INTERVAL_ABOVE
+            else next(booted) for values in listed]
 
 
 def _bootstrap_distribution_of_mean(data: Any, resamples: int, batch: int, seed: int) -> Any:

@@ -340,17 +340,21 @@ def test_decoded_rows_refuse_what_from_row_refuses_in_the_same_words():
 
 odd_cells = st.sampled_from([("newest", "[1.0,2]"), ("newest", '["3"]'),
                              ("bench_versions", '[1,"2"]'), ("duration_s", 3),
-                             ("arm", b"cli")])
+                             ("arm", b"cli"), ("newest", "[]"), ("newest", "[ 4, 5 ]"),
+                             ("newest", "[1]\n[2]"), ("newest", "[1],[2"), ("newest", "3]"),
+                             ("newest", "[1,,2]"), ("newest", "[01]"), ("newest", "[,]"),
+                             ("newest", "[" + "9" * 25 + "]"), ("newest", "[-1]")])
 
 
 @given(records_strategy, st.integers(1, 5), st.lists(st.tuples(st.integers(0, 40), odd_cells),
                                                     max_size=3))
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=150, deadline=None)
 def test_decoded_chunks_are_the_decoded_rows_by_column(rows, size, edits):
     """`decoded_chunks` gives each chunk's rows as `decoded_rows` gives them, transposed,
-    whether every row of a chunk is as the store writes it (checked a column at a time)
-    or some are not (a whole or bytes where a float or text is due, JSON of another
-    shape: read row by row the general way)."""
+    whether every row of a chunk is as the store writes it (checked a column at a time,
+    the newest trials decoded in one call) or some are not (a whole or bytes where a
+    float or text is due, JSON of another shape, texts that joined would shift one list
+    into the next: read row by row the general way), or refused in the same words."""
     groups: dict[tuple[Any, ...], GroupTotals] = {}
     fold_into(groups, summary_rows(rows))
     stored = [list(group.row()) for group in groups.values()]
@@ -358,7 +362,13 @@ def test_decoded_chunks_are_the_decoded_rows_by_column(rows, size, edits):
         if stored:
             stored[at % len(stored)][GROUP_TOTALS_COLUMNS.index(column)] = value
     rows_as_stored = [tuple(row) for row in stored]
-    expected = list(decoded_rows(iter(rows_as_stored)))
+    try:
+        expected = list(decoded_rows(iter(rows_as_stored)))
+    except UnreadableGroupTotals as error:  # (newest JSON of no list of whole numbers)
+        with pytest.raises(UnreadableGroupTotals) as found_error:
+            list(decoded_chunks(iter(rows_as_stored), size))
+        assert str(found_error.value) == str(error)
+        return
     found = []
     for columns, versions, newest in decoded_chunks(iter(rows_as_stored), size):
         assert len(columns) == len(GROUP_TOTALS_COLUMNS)
@@ -376,4 +386,22 @@ def test_decoded_chunks_refuse_what_decoded_rows_refuse_in_the_same_words():
         list(decoded_rows([tuple(_stored_row()), tuple(row)]))
     with pytest.raises(UnreadableGroupTotals) as found:
         list(decoded_chunks([tuple(_stored_row()), tuple(row)]))
+    assert str(found.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("texts", [("[1],[2", "3]"), ("[1", "2]"), ("[4,[5]", "]")])
+def test_newest_texts_that_joined_would_shift_a_list_are_refused_as_one_by_one(texts):
+    """Two `newest` texts each unreadable alone, but one JSON list of two lists when
+    joined: the chunk's one-call decoding must not take them (it would hand a group
+    another's trials); they are refused as `decoded_rows` refuses them."""
+    rows = []
+    for seq, text in enumerate(texts, start=1):
+        row = _stored_row()
+        row[GROUP_TOTALS_COLUMNS.index("first_seq")] = seq
+        row[GROUP_TOTALS_COLUMNS.index("newest")] = text
+        rows.append(tuple(row))
+    with pytest.raises(UnreadableGroupTotals) as expected:
+        list(decoded_rows(rows))
+    with pytest.raises(UnreadableGroupTotals) as found:
+        list(decoded_chunks(rows))
     assert str(found.value) == str(expected.value)

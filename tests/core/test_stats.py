@@ -207,6 +207,117 @@ def test_a_wide_bootstrap_takes_the_closed_form_and_stays_a_bca_interval():
     assert estimate.high - estimate.mean > estimate.mean - estimate.low  # the right tail
 
 
+# ------------------------------------------------------------------ ABC, for very wide samples
+
+
+def _skewed_costs(kind: str, n: int, seed: int) -> list[float]:
+    """Draws shaped like real costs: lognormal with a heavy tail, mostly zeros with a
+    lognormal rest, and Pareto with an infinite variance."""
+    generator = np.random.default_rng(seed)
+    if kind == "lognormal":
+        return generator.lognormal(8.0, 2.0, n).tolist()  # type: ignore[no-any-return]
+    if kind == "zeros":
+        values = generator.lognormal(9.0, 1.5, n)
+        values[generator.random(n) < 0.6] = 0.0
+        return values.tolist()  # type: ignore[no-any-return]
+    return ((generator.pareto(1.5, n) + 1.0) * 1000.0).tolist()  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("kind", ["lognormal", "zeros", "pareto"])
+def test_at_the_threshold_the_abc_interval_is_the_bootstraps_within_its_own_noise(kind):
+    """Why `ANALYTIC_INTERVAL_ABOVE` may switch to the analytic interval: at that many
+    values of skewed, heavy-tailed data, the ABC endpoints lie within two standard
+    deviations of where the 2,000-resample BCa puts them over 20 seeds (its Monte-Carlo
+    spread; measured within 0.6), while the plain t interval's are several deviations
+    off (3 to 16 measured): the skewness matters and ABC accounts for it."""
+    values = _skewed_costs(kind, stats.ANALYTIC_INTERVAL_ABOVE, seed=1)
+    booted = [stats.bootstrap_mean_ci(values, seed=seed) for seed in range(20)]
+    analytic = stats.abc_mean_ci(values)
+    plain = stats.mean_se(values)
+    assert analytic.method == "ABC" and analytic.mean == booted[0].mean
+    assert analytic.se == pytest.approx(statistics.mean(e.se for e in booted), rel=0.05)
+    t_off = []
+    for end in ("low", "high"):
+        ends = [getattr(estimate, end) for estimate in booted]
+        centre, spread = statistics.mean(ends), statistics.stdev(ends)
+        assert abs(getattr(analytic, end) - centre) <= 2 * spread, (end, centre, spread)
+        t_off.append(abs(getattr(plain, end) - centre) / spread)
+    assert max(t_off) > 3
+
+
+@given(st.lists(st.one_of(st.floats(-1e300, 1e300, allow_nan=False),
+                          st.sampled_from([0.0, 1.0, 5e-324, 1e15])), min_size=2, max_size=300),
+       st.sampled_from([0.8, 0.9, 0.95, 0.99]))
+@settings(max_examples=200, deadline=None)
+def test_the_abc_interval_holds_the_mean_and_mirrors_with_the_data(values, confidence):
+    """For any data: finite ends around the exact mean, `se` the plug-in standard error,
+    a zero-width interval for equal values, and the data negated gives the interval
+    negated (the skewness correction changes sides with the tail)."""
+    estimate = stats.abc_mean_ci(values, confidence)
+    assert estimate.mean == statistics.mean(values) and estimate.n == len(values)
+    assert estimate.method == "ABC"
+    assert estimate.low is not None and estimate.high is not None and estimate.se is not None
+    assert math.isfinite(estimate.low) and math.isfinite(estimate.high)
+    assert estimate.low <= estimate.mean <= estimate.high
+    if min(values) == max(values):
+        assert (estimate.se, estimate.low, estimate.high) == (0.0, estimate.mean, estimate.mean)
+        return
+    scale = max(abs(value) for value in values)
+    assert estimate.se == pytest.approx(float(np.std(np.asarray(values) / scale)) * scale
+                                        / math.sqrt(len(values)), rel=1e-6)
+    mirrored = stats.abc_mean_ci([-value for value in values], confidence)
+    width = estimate.high - estimate.low
+    assert mirrored.low == pytest.approx(-estimate.high, rel=1e-9, abs=1e-9 * width)
+    assert mirrored.high == pytest.approx(-estimate.low, rel=1e-9, abs=1e-9 * width)
+
+
+def test_the_abc_interval_leans_with_the_tail_and_is_a_t_like_interval_on_normal_data():
+    skewed = stats.abc_mean_ci(_skewed_costs("lognormal", 2000, seed=4))
+    assert skewed.high - skewed.mean > skewed.mean - skewed.low
+    normal = np.random.default_rng(3).normal(10.0, 2.0, size=20_000).tolist()
+    analytic, plain = stats.abc_mean_ci(normal), stats.mean_se(normal)
+    assert analytic.low == pytest.approx(plain.low, abs=0.1 * plain.se)
+    assert analytic.high == pytest.approx(plain.high, abs=0.1 * plain.se)
+
+
+def test_abc_degenerate():
+    assert stats.abc_mean_ci([]) == stats.Estimate(None, None, None, None, 0, "ABC")
+    assert stats.abc_mean_ci([4.0]) == stats.Estimate(4.0, None, None, None, 1, "ABC")
+    assert stats.abc_mean_ci([2.5] * 7) == stats.Estimate(2.5, 0.0, 2.5, 2.5, 7, "ABC")
+    with pytest.raises(ValueError, match="finite"):
+        stats.abc_mean_ci([1.0, math.inf])
+
+
+@given(st.lists(st.lists(st.floats(-1e6, 1e6, allow_nan=False), max_size=12), max_size=5),
+       st.integers(0, 12), st.integers(0, 2**32 - 1))
+@settings(max_examples=60, deadline=None)
+def test_skewed_means_are_bootstrapped_up_to_the_threshold_and_abc_above(samples, threshold,
+                                                                         seed):
+    """`skewed_mean_ci` is `bootstrap_mean_ci` (the same estimate) at or below
+    `ANALYTIC_INTERVAL_ABOVE` values and `abc_mean_ci` above; `skewed_mean_cis` is it of
+    each sample, in order."""
+    kept = stats.ANALYTIC_INTERVAL_ABOVE
+    try:
+        stats.ANALYTIC_INTERVAL_ABOVE = threshold
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            each = [stats.skewed_mean_ci(values, resamples=200, seed=seed) for values in samples]
+            for values, estimate in zip(samples, each, strict=True):
+                expected = (stats.abc_mean_ci(values) if len(values) > threshold
+                            else stats.bootstrap_mean_ci(values, resamples=200, seed=seed))
+                assert estimate == expected
+            assert stats.skewed_mean_cis(samples, resamples=200, seed=seed) == each
+    finally:
+        stats.ANALYTIC_INTERVAL_ABOVE = kept
+
+
+def test_the_threshold_leaves_ordinary_suites_on_the_bootstrap():
+    assert stats.ANALYTIC_INTERVAL_ABOVE >= 1000
+    values = _skewed_costs("zeros", stats.ANALYTIC_INTERVAL_ABOVE, seed=2)
+    assert stats.skewed_mean_ci(values).method == "bootstrap BCa"
+    assert stats.skewed_mean_ci([*values, 1.0]).method == "ABC"
+
+
 # ------------------------------------------------------------------ power
 
 

@@ -93,7 +93,9 @@ class HeadlineRow(msgspec.Struct, frozen=True, kw_only=True):
     cost_equivalent: EstimateBlock | None = None
     """Cost-equivalent tokens per trial, mean ± SE clustered by task, with its t interval."""
     cost_equivalent_per_task: EstimateBlock | None = None
-    """Mean over tasks of each task's mean cost, with a BCa bootstrap interval."""
+    """Mean over tasks of each task's mean cost, with a BCa bootstrap interval (over more
+    than `stats.ANALYTIC_INTERVAL_ABOVE` tasks its analytic approximation, ABC: `method`
+    says which)."""
     raw_tokens: EstimateBlock | None = None
     """Unweighted tokens per trial."""
     turns: EstimateBlock | None = None
@@ -772,6 +774,22 @@ def comparison_of(plain: Mapping[str, Any]) -> Comparison:
 
 # -- terminal ------------------------------------------------------------------
 
+# how the per-task column's heading names each interval method (`stats`): the bootstrap's
+# as it always did ("BCa", also for its percentile fallback, which the JSON names)
+_METHOD_SHOWN = {"bootstrap BCa": "BCa", "bootstrap percentile": "BCa"}
+
+
+def _per_task_methods(headline: Sequence[HeadlineRow]) -> str:
+    """The interval methods of the arms' per-task means, as the column's heading names
+    them: "BCa" for the bootstrap, "ABC" for its analytic approximation over a very wide
+    suite (`stats.ANALYTIC_INTERVAL_ABOVE`), several joined by "/" in the arms' order."""
+    shown = dict.fromkeys(_METHOD_SHOWN.get(row.cost_equivalent_per_task.method,
+                                            row.cost_equivalent_per_task.method)
+                          for row in headline if row.cost_equivalent_per_task is not None
+                          and row.cost_equivalent_per_task.method)
+    return "/".join(shown) or "BCa"
+
+
 def render_terminal(report: ArmsReport | Mapping[str, Any], console: Console) -> None:
     report = as_report(report)
     console.print(f"[bold]arms[/bold] suite [bold]{report.scope}[/bold] "
@@ -783,8 +801,8 @@ def render_terminal(report: ArmsReport | Mapping[str, Any], console: Console) ->
 
     table = Table(title="headline per arm (mean ± SE clustered by task; "
                         "success with Wilson 95 % CI)")
-    for column in ("arm", "samples", "success", "cost-eq tokens", "per task [BCa 95 %]",
-                   "raw tokens", "turns",
+    for column in ("arm", "samples", "success", "cost-eq tokens",
+                   f"per task [{_per_task_methods(report.headline)} 95 %]", "raw tokens", "turns",
                    "duration s", "covered/partial/missing", "imputed $"):
         table.add_column(column, justify="left" if column == "arm" else "right")
     for row in report.headline:

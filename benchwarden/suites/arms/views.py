@@ -44,10 +44,10 @@ from benchwarden.core.group_totals import (
 from benchwarden.core.lazy import lazy_module
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
 from benchwarden.core.stats import (
-    bootstrap_mean_cis,
     clustered_mean_se_of_columns,
     mde_proportions,
     paired_difference,
+    skewed_mean_cis,
     wilson_interval,
 )
 from benchwarden.core.store import RecordSummary, summed_number
@@ -484,8 +484,9 @@ def _per_task_bootstraps(per_arm: Sequence[TaskColumns],
                          weights: TokenWeights) -> list[dict[str, Any] | None]:
     """Per arm, the mean over tasks of each task's mean cost, with a BCa bootstrap
     interval over tasks: every task weighs the same however deep its cell, and a skewed
-    task mix is not forced into a t interval. The arms' bootstraps run side by side
-    (`bootstrap_mean_cis`)."""
+    task mix is not forced into a t interval. The arms' bootstraps run side by side;
+    over more than `stats.ANALYTIC_INTERVAL_ABOVE` tasks the interval is BCa's analytic
+    approximation (ABC) instead, its `method` saying so (`stats.skewed_mean_cis`)."""
     means: list[list[float] | None] = []
     for per_task in per_arm:
         priced = per_task["priced"]
@@ -493,7 +494,7 @@ def _per_task_bootstraps(per_arm: Sequence[TaskColumns],
         # a float divided by a whole number: the number made a float first, as Python does
         means.append((per_task.cost_equivalent(weights)[kept] / priced[kept])
                      .astype(np.float64).tolist() if kept.any() else None)
-    estimates = iter(bootstrap_mean_cis([found for found in means if found is not None]))
+    estimates = iter(skewed_mean_cis([found for found in means if found is not None]))
     return [None if found is None else next(estimates).to_json_dict() for found in means]
 
 

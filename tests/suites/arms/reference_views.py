@@ -24,8 +24,8 @@ import numpy as np
 from benchwarden.core.group_totals import DecodedChunk, DecodedRow, GroupTotals, decoded_rows
 from benchwarden.core.records import DEFAULT_WEIGHTS, TokenWeights
 from benchwarden.core.stats import (
-    bootstrap_mean_ci,
     clustered_mean_se_of_totals,
+    skewed_mean_ci,
 )
 from benchwarden.suites.arms.columns import KEY_FIELDS, NO_TRIAL
 from benchwarden.suites.arms.tasks import FAILURE_TAGS, FLOOR, PASS
@@ -110,11 +110,16 @@ def _per_task_bootstrap(per_task: Mapping[str, Totals],
                         weights: TokenWeights) -> dict[str, Any] | None:
     """Mean over tasks of each task's mean cost, with a BCa bootstrap interval over
     tasks: every task weighs the same however deep its cell, and a skewed task mix
-    is not forced into a t interval."""
+    is not forced into a t interval.
+
+    Up to `stats.ANALYTIC_INTERVAL_ABOVE` tasks this is `bootstrap_mean_ci`, as it was
+    before the columns; above it (a later decision, not the columns') both sides take
+    `abc_mean_ci` of the same task means, so there the comparison holds the per-task
+    means and the analytic interval of them, not a bootstrap."""
     means = [t.cost_equivalent(weights) / t.priced for t in per_task.values() if t.priced]
     if not means:
         return None
-    return bootstrap_mean_ci(means).to_json_dict()
+    return skewed_mean_ci(means).to_json_dict()
 
 
 # ---------------------------------------------------------------------------- views

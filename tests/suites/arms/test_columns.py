@@ -141,6 +141,34 @@ def test_the_views_over_columns_are_the_views_before_to_the_bit(trials, weights,
     assert columns.samples == summary.samples and columns.versions == summary.versions
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(trial, max_size=40), st.sampled_from(WEIGHTS), st.integers(0, 9))
+def test_above_the_analytic_threshold_both_headlines_take_abc_of_the_same_task_means(
+        trials, weights, threshold):
+    """The headline's mean of per-task means over more than `ANALYTIC_INTERVAL_ABOVE`
+    tasks (the threshold lowered under these suites' 9 tasks) is the ABC interval on both
+    sides: what the oracle then holds the columns to is the per-task means (to the bit)
+    and the analytic interval of them, not a bootstrap."""
+    from benchwarden.core import stats
+
+    records = records_of(trials)
+    summary = views.summarize(records)
+    columns = views.columns_of(summary)
+    arms, tasks, _ = views.arms_and_tasks(columns)
+    kept = stats.ANALYTIC_INTERVAL_ABOVE
+    try:
+        stats.ANALYTIC_INTERVAL_ABOVE = threshold
+        found = views.headline(columns, arms, tasks, weights)
+        expected = before.headline(summary, arms, tasks, weights)
+    finally:
+        stats.ANALYTIC_INTERVAL_ABOVE = kept
+    assert same(found, expected)
+    for row in found:
+        interval = row["cost_equivalent_per_task"]
+        if interval is not None:
+            assert (interval["method"] == "ABC") == (interval["n"] > threshold)
+
+
 def stored_row(arm: str, task: str, group_key: str, first_seq: int, numbers: list[int],
                floats: list[float], newest: list[int], versions: list[str]) -> tuple[Any, ...]:
     """A `record_group_totals` row (`UNPACKED_COLUMNS` order) as `decoded_rows` hands it."""

@@ -807,3 +807,39 @@ def test_one_trial_shown_is_bounded_whatever_text_its_agent_wrote():
         + arms_report.TRANSCRIPT_SHOWN * len(arms_report._ENTRY_TEXT + ("arguments",))
     assert len(json.dumps(encoded)) <= texts * (arms_report.TEXT_SHOWN + 100)
     assert encoded["model"].startswith("x" * arms_report.TEXT_SHOWN)
+
+
+@pytest.mark.parametrize("threshold", [None, 3])
+def test_a_report_names_the_interval_method_of_each_arms_per_task_mean(monkeypatch, threshold):
+    """Up to `stats.ANALYTIC_INTERVAL_ABOVE` tasks an arm's mean of per-task means has the
+    BCa bootstrap's interval, above it the ABC interval (here: the threshold lowered under
+    the suite's 6 tasks): the JSON names the method of each, the terminal's column says
+    it, and the interval is that method's of the per-task means."""
+    from benchwarden.core import stats
+
+    if threshold is not None:
+        monkeypatch.setattr(stats, "ANALYTIC_INTERVAL_ABOVE", threshold)
+    # per-task costs of a long right tail, so the interval has a width and leans
+    records = [make_record(arm, f"t{task}", trial, passed=trial % 3 != 0,
+                           tokens=[base * (1 + task ** 3) + trial, 0, 0, 100], turns=3,
+                           duration=1.0)
+               for arm, base in (("cli", 1000), ("http", 400)) for task in range(6)
+               for trial in range(1, 4)]
+    with SQLiteStore(":memory:") as store:
+        fill(store, records, ["cli", "http"], [f"t{n}" for n in range(6)])
+        report = arms_report.build_report(store, "run-1", floor=2)
+    text, plain = report_text_and_json(report)
+    method, shown = ("bootstrap BCa", "BCa") if threshold is None else ("ABC", "ABC")
+    weights = TokenWeights()
+    for row in plain["headline"]:
+        cells: dict[str, list[Record]] = defaultdict(list)
+        for record in records:
+            if record.arm == row["arm"]:
+                cells[record.task].append(record)
+        means = [math.fsum(r.tokens.cost_equivalent(weights) for r in cell) / len(cell)
+                 for cell in cells.values()]
+        expected = (stats.abc_mean_ci if threshold is not None else stats.bootstrap_mean_ci)(means)
+        assert row["cost_equivalent_per_task"]["method"] == method
+        assert row["cost_equivalent_per_task"] == approx_tree(expected.to_json_dict())
+        assert row["cost_equivalent_per_task"]["high"] > row["cost_equivalent_per_task"]["low"]
+    assert f"per task [{shown} 95 %]" in text
