@@ -1617,6 +1617,7 @@ class Store(ABC):
                               payload_fields: Sequence[str] = (),
                               batch: int = SUMMARY_BATCH,
                               payload_types: Mapping[str, Any] | None = None,
+                              seqs: Sequence[int] | None = None,
                               ) -> Iterator[RecordSummary]:
         """One slim row per matching record, in the order written: what a report
         aggregates (address, outcome, times, token components, the named payload fields)
@@ -1629,13 +1630,18 @@ class Store(ABC):
         type once, nothing built twice. A record whose typed fields do not fit their types
         (a record older than the types, a hostile body) is read as if no types were given,
         so a reader must accept either form of such a field; one that is not a readable
-        record at all is `CorruptStore`, typed or not."""
+        record at all is `CorruptStore`, typed or not.
+
+        `seqs` (sorted, from `record_seqs`): only the records at these sequence numbers
+        (of the suite and scope), in that order."""
         fields = tuple(payload_fields)
         plain = _summary_decoder(fields)
         types = tuple(sorted((name, kind) for name, kind in (payload_types or {}).items()
                              if name in fields))
         typed = _summary_decoder(fields, types) if types else plain
-        for seq, body in self._record_bodies(suite=suite, scope=scope, batch=batch):
+        bodies = (self._record_bodies(suite=suite, scope=scope, batch=batch) if seqs is None
+                  else self._bodies_at(seqs, suite, scope, min(batch, DEFAULT_BATCH)))
+        for seq, body in bodies:
             try:
                 slim = typed.decode(body)
             except msgspec.DecodeError:  # (ValidationError is one): read as the untyped do
@@ -1649,6 +1655,57 @@ class Store(ABC):
                 payload={name: value for name, value in zip(
                     fields, msgspec.structs.astuple(slim.payload), strict=True)
                     if value is not msgspec.UNSET})
+
+    def _bodies_at(self, seqs: Sequence[int], suite: str, scope: str | None,
+                   batch: int) -> Iterator[tuple[int, bytes]]:
+        """`(seq, body)` of the records at `seqs` (of `suite` and `scope`) in sequence
+        order, `batch` numbers per query."""
+        p = self.placeholder
+        wanted = sorted({int(seq) for seq in seqs})
+        clauses, params = [f"suite = {p}"], [suite]
+        if scope is not None:
+            clauses.append(f"scope = {p}")
+            params.append(scope)
+        for start in range(0, len(wanted), batch):
+            chunk = wanted[start:start + batch]
+            rows = self._query(
+                f"SELECT seq, body FROM entries WHERE kind = 'record' AND "
+                f"{' AND '.join(clauses)} AND seq IN ({', '.join([p] * len(chunk))}) "
+                f"ORDER BY seq", (*params, *chunk))
+            for seq, body in rows:
+                yield int(seq), _as_bytes(body)
+
+    def record_counts(self, suite: str, scope: str) -> list[tuple[str, int, int, int]]:
+        """`(arm, trial, records, lowest sequence number)` of each arm and trial of a
+        scope, counted by the database over the address index (no body read): how a
+        report learns what a scope holds before choosing which records to read."""
+        p = self.placeholder
+        rows = self._query(
+            f"SELECT arm, trial, COUNT(*), MIN(seq) FROM entries WHERE kind = 'record' "
+            f"AND suite = {p} AND scope = {p} GROUP BY trial, arm", (suite, scope))
+        return [(str(arm), int(trial), int(count), int(first))
+                for arm, trial, count, first in rows]
+
+    def record_seqs(self, suite: str, scope: str, *, tasks: Collection[str] = (),
+                    groups: Iterable[tuple[str, int]] = ()) -> list[int]:
+        """Sorted sequence numbers of a scope's records whose task is one of `tasks`, or
+        whose `(arm, trial)` is one of `groups`, found over the address index (no body
+        read): for a report that reads a chosen part of a scope (`iter_record_summaries`
+        with `seqs`)."""
+        p = self.placeholder
+        found: set[int] = set()
+        wanted = sorted(set(tasks))
+        for start in range(0, len(wanted), DEFAULT_BATCH):
+            chunk = wanted[start:start + DEFAULT_BATCH]
+            found.update(int(seq) for seq, in self._query(
+                f"SELECT seq FROM entries WHERE kind = 'record' AND suite = {p} AND "
+                f"scope = {p} AND task IN ({', '.join([p] * len(chunk))})",
+                (suite, scope, *chunk)))
+        for arm, trial in dict.fromkeys(groups):
+            found.update(int(seq) for seq, in self._query(
+                f"SELECT seq FROM entries WHERE kind = 'record' AND suite = {p} AND "
+                f"scope = {p} AND trial = {p} AND arm = {p}", (suite, scope, trial, arm)))
+        return sorted(found)
 
     def records_at(self, seqs: Iterable[int]) -> dict[int, Record]:
         """The records at these sequence numbers (fully decoded), by sequence number: for

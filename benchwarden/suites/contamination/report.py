@@ -61,6 +61,7 @@ from benchwarden.core.reports import (
 from benchwarden.core.run_config import config_as
 from benchwarden.core.store import Store
 from benchwarden.suites.contamination import scoring, shown
+from benchwarden.suites.contamination.digest import RungDigest, digest_from, digests_in
 from benchwarden.suites.contamination.fidelity import (
     RungFidelity,
     RungTally,
@@ -637,6 +638,9 @@ class _RungRequests:
     """1 where a cell is classified from the request (a probe's own), else 0."""
     failed: bytearray = field(default_factory=bytearray)
     """1 where the request failed (as the rung's fidelity counts it), else 0."""
+    digest: RungDigest | None = None
+    """The rung's digest when it was read from one (`ScopeReading.take_digest`): then
+    the tally is the digest's and no request is kept (read back if the rung is listed)."""
 
     def lanes(self) -> list[shown.Lane]:
         return [shown.Lane(seq, slot, bool(scored), bool(failed))
@@ -758,6 +762,27 @@ class ScopeReading:
         group.scored.append(_scored(record))
         group.failed.append(failed)
 
+    def take_digest(self, digest: RungDigest) -> None:
+        """Count a rung from its digest, at the place of its first record in the store's
+        order (so legs and statuses come in the order `add` would have met them); its
+        scored requests then go to `add_scored`, its others are not read."""
+        self.total += digest.sent
+        if digest.leg not in self.legs_seen:
+            self.legs_seen[digest.leg] = None
+        for status, count in digest.statuses:
+            self.statuses[(digest.leg, status)] += count
+        self.rungs[digest.key] = _RungRequests(tally=digest.tally(), digest=digest)
+
+    def add_scored(self, record: StoredRequest) -> None:
+        """What `add` keeps of a request of a digested rung beyond the digest's counts:
+        its rung's level (a bisect's) and, for a probe's own request, its outcome."""
+        level = record.payload.get("level")
+        if isinstance(level, int) and record.arm not in self.bisect_levels:
+            self.bisect_levels[record.arm] = level
+        if record.task.isdigit():
+            self.scored_outcomes[(record.arm, record.task, record.trial)] = _sharing_reply(
+                _outcome(record), self.references.get(record.task))
+
     @property
     def levels(self) -> dict[str, int]:
         if self.config.get("bisect"):
@@ -796,6 +821,108 @@ def read_scope(records: Iterable[StoredRequest], config: Mapping[str, Any]) -> S
     for record in records:
         reading.add(record, getattr(record, "seq", 0))
     return reading
+
+
+def digest_of(records: Iterable[StoredRequest]) -> list[RungDigest]:
+    """The digest of each rung among `records` (the driver's: a rung's records as it
+    appends them), counted by `ScopeReading.add`, the full pass's own counting; the solo
+    legs have none."""
+    readings: dict[tuple[str, int], ScopeReading] = {}
+    for record in records:
+        if record.arm not in SOLO_LEGS:
+            key = (record.arm, record.trial)
+            if key not in readings:
+                readings[key] = ScopeReading({})
+            readings[key].add(record)
+    return [digest_from(leg, repeat, reading.rungs[(leg, repeat)].tally,
+                        [(status, count) for (_, status), count in reading.statuses.items()])
+            for (leg, repeat), reading in readings.items()]
+
+
+class _DigestDisagrees(Exception):
+    """A listed rung recounted from its records differs from its digest."""
+
+
+def _stored_digests(store: Store, scope: str) -> dict[tuple[str, int], RungDigest]:
+    """The rung digests in the ends of the runs of a scope (the run and the runs
+    resuming it), by (leg, repeat); a rung digested twice (which no driver writes) is
+    read from its records."""
+    found: dict[tuple[str, int], RungDigest] = {}
+    twice: set[tuple[str, int]] = set()
+    for info in store.runs_with_config(SUITE, ("scope",)):
+        if info.end is None or str(info.run.config.get("scope", info.run.run_id)) != scope:
+            continue
+        for digest in digests_in(info.end.summary):
+            if digest.key in found:
+                twice.add(digest.key)
+            found[digest.key] = digest
+    for key in twice:
+        del found[key]
+    return found
+
+
+def _digest_warning(scope: str, digest: RungDigest, records: int | None) -> str:
+    stored = "no record" if records is None else f"{records} records"
+    return (f"a run end of scope {scope} summarises rung {digest.leg} #{digest.repeat} as "
+            f"{digest.sent} requests but the store holds {stored} of it: the rung is "
+            "reported from its records")
+
+
+def _read_with_digests(store: Store, config: Mapping[str, Any],
+                       digests: Mapping[tuple[str, int], RungDigest],
+                       warnings: list[str]) -> ScopeReading:
+    """The scope read as `ScopeReading` reads it in one pass, but each rung with a digest
+    whose request count is the store's from its digest and its scored requests only
+    (what the digest does not hold); every other record read as the full pass reads it.
+    A digest whose count differs is not used: `warnings` says so."""
+    scope = str(config["scope"])
+    counts = {(arm, trial): (records, first)
+              for arm, trial, records, first in store.record_counts(SUITE, scope)}
+    used: dict[tuple[str, int], RungDigest] = {}
+    for key, digest in digests.items():
+        found = counts.get(key)
+        if found is None or found[0] != digest.sent or key[0] in SOLO_LEGS:
+            warnings.append(_digest_warning(scope, digest, None if found is None else found[0]))
+        else:
+            used[key] = digest
+    tasks = [str(index) for index in range(len(config["probe_set"]))]
+    seqs = store.record_seqs(SUITE, scope, tasks=tasks,
+                             groups=[key for key in counts if key not in used])
+    # each digest is taken where its rung's first record is, in the store's order
+    marks = sorted(((counts[key][1], key) for key in used), reverse=True)
+    reading = ScopeReading(config)
+    for summary in store.iter_record_summaries(suite=SUITE, scope=scope,
+                                               payload_fields=PAYLOAD_FIELDS,
+                                               payload_types=PAYLOAD_TYPES, seqs=seqs):
+        while marks and marks[-1][0] <= summary.seq:
+            reading.take_digest(used[marks.pop()[1]])
+        if (summary.arm, summary.trial) in used:
+            reading.add_scored(summary)
+        else:
+            reading.add(summary, summary.seq)
+    while marks:
+        reading.take_digest(used[marks.pop()[1]])
+    return reading
+
+
+def _rung_read_whole(store: Store, reading: ScopeReading,
+                     key: tuple[str, int]) -> _RungRequests:
+    """A digested rung's requests read from the store (it is listed), checked against its
+    digest: `_DigestDisagrees` when they differ."""
+    group = reading.rungs[key]
+    if group.digest is None:
+        return group
+    recount = ScopeReading(reading.config)
+    for summary in store.iter_record_summaries(
+            suite=SUITE, scope=str(reading.config["scope"]), payload_fields=PAYLOAD_FIELDS,
+            payload_types=PAYLOAD_TYPES, seqs=store.record_seqs(
+                SUITE, str(reading.config["scope"]), groups=[key])):
+        recount.add(summary, summary.seq)
+    whole = recount.rungs.get(key) or _RungRequests()
+    statuses = [(status, count) for (_, status), count in recount.statuses.items()]
+    if digest_from(key[0], key[1], whole.tally, statuses) != group.digest:
+        raise _DigestDisagrees(f"rung {key[0]} #{key[1]}")
+    return whole
 
 
 def legs_from_records(records: Iterable[StoredRequest], config: Mapping[str, Any]) -> Legs:
@@ -937,6 +1064,7 @@ def _listing(store: Store, reading: ScopeReading, result: scoring.Score,
         data = fit.to_json_dict()
         group = reading.rungs.get(key)
         if group is not None:
+            group = _rung_read_whole(store, reading, key)
             lanes = shown.chosen_lanes(group.lanes())
             wanted.extend(lane.key for lane in lanes)
             if len(lanes) < len(group.seqs):
@@ -944,9 +1072,9 @@ def _listing(store: Store, reading: ScopeReading, result: scoring.Score,
                 zeros[key] = group.tally.first_send
         rungs.append(data)
     planned = set(keys)
-    for key, group in reading.rungs.items():
+    for key in list(reading.rungs):
         if key not in planned:  # a leg the plan does not name (none this suite writes)
-            wanted.extend(group.seqs)
+            wanted.extend(_rung_read_whole(store, reading, key).seqs)
     # a solo request read with its reply unparsed (`StoredOutcome`) is listed in its
     # stored form, read back whole like the rest (they are at most four per probe)
     wanted.extend(seq for seq, record in reading.solo
@@ -1001,9 +1129,23 @@ class StoredConfig(msgspec.Struct):
     """Why the server refused token logprobs, when it did."""
 
 
-def build_report(store: Store, run_id: str) -> ContaminationReport:
+def build_report(store: Store, run_id: str, *, digests: bool = True,
+                 kept: Iterable[RungDigest] = ()) -> ContaminationReport:
     """The run's report, scored from its stored records alone, read in one streaming
-    pass (`ScopeReading`); what it lists is capped (`shown`), what it counts is not."""
+    pass (`ScopeReading`); what it lists is capped (`shown`), what it counts is not.
+    A rung digested in its run's end (`digest`) is read from its digest and its scored
+    requests (`digests=False`: every record read, as before digests); `kept`: digests
+    of rungs whose run has no end yet (the driver's, building the run's own report)."""
+    try:
+        return _built(store, run_id, digests, kept, [])
+    except _DigestDisagrees as disagreement:
+        return _built(store, run_id, False, (), [
+            f"{disagreement} read from its records differs from its digest in the run's "
+            "end: the report is read from the records alone"])
+
+
+def _built(store: Store, run_id: str, digests: bool, kept: Iterable[RungDigest],
+           notes: list[str]) -> ContaminationReport:
     info = store.run_info(run_id)
     run = info.run
     if run.suite != SUITE:
@@ -1015,11 +1157,16 @@ def build_report(store: Store, run_id: str) -> ContaminationReport:
         raise ValueError(f"run {run.run_id} was not stored by this version of the "
                          f"contamination suite (its config lacks {', '.join(absent)})")
     config_as(store.location, run, StoredConfig, "contamination")
-    reading = ScopeReading(config)
-    for summary in store.iter_record_summaries(suite=SUITE, scope=str(config["scope"]),
-                                               payload_fields=PAYLOAD_FIELDS,
-                                               payload_types=PAYLOAD_TYPES):
-        reading.add(summary, summary.seq)
+    stored = ({**_stored_digests(store, str(config["scope"])),
+               **{digest.key: digest for digest in kept}} if digests else {})
+    if stored:
+        reading = _read_with_digests(store, config, stored, notes)
+    else:
+        reading = ScopeReading(config)
+        for summary in store.iter_record_summaries(suite=SUITE, scope=str(config["scope"]),
+                                                   payload_fields=PAYLOAD_FIELDS,
+                                                   payload_types=PAYLOAD_TYPES):
+            reading.add(summary, summary.seq)
     levels = reading.levels
     legs = reading.legs()
     result = scoring.score(legs)
@@ -1041,6 +1188,7 @@ def build_report(store: Store, run_id: str) -> ContaminationReport:
                         "so divergences are unclassified")
     statuses = reading.statuses
     listing = _listing(store, reading, result, levels)
+    warnings.extend(notes)
     body = {
         "score": result.counters(),
         "cells": listing.pop("cells"),
