@@ -1,0 +1,212 @@
+"""Rung digests in the run end: the report read through them is the report read from every
+record, and a digest that disagrees with its records is caught.
+
+The stores are written through the store API as the driver writes them (`make_record`,
+`digest_of`), with drawn requests (failed, cancelled, no streamed content, zero-length,
+text stored in its escaped form), rungs split between an interrupted run and the run
+resuming it, and some rungs' digests lost (a run killed before its end).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchwarden.core.provenance import stamp_run
+from benchwarden.core.records import Record, RunEnd
+from benchwarden.core.store import SQLiteStore
+from benchwarden.suites.contamination import scoring, shown
+from benchwarden.suites.contamination.digest import (
+    SUMMARY_KEY,
+    RungDigest,
+    as_summary,
+    digests_in,
+)
+from benchwarden.suites.contamination.driver import SUITE, Plan, make_record
+from benchwarden.suites.contamination.html import render_html
+from benchwarden.suites.contamination.report import build_report, digest_of
+from benchwarden.suites.contamination.scoring import rung_label
+from benchwarden.targets.replies import RequestOutcome, Timings
+
+from .helpers import CANARIES, cancelled_by_client, failed, ok, reply_text
+
+PROBES = 2
+KINDS = st.sampled_from(("ok", "ok", "ok", "diverged", "failed", "leaked", "cancelled",
+                         "planned_cut", "no_content", "zero_length", "garbled_error",
+                         "garbled_reply", "nested_extra"))
+
+
+def _outcome(kind: str, probe: int, start: float) -> RequestOutcome:
+    text = reply_text(probe)
+    outcome = ok(text, start=start, end=start + 0.5)
+    if kind == "diverged":
+        return ok(text.replace("x3", "xX"), start=start, end=start + 0.5)
+    if kind == "leaked":
+        return ok(text + CANARIES[1 - probe], start=start, end=start + 0.5)
+    if kind == "failed":
+        return failed("HTTP 500 from POST http://h/v1: no", at=start, status=500)
+    if kind in ("cancelled", "planned_cut"):
+        return dataclasses.replace(cancelled_by_client(probe),
+                                   timings=Timings(start, start, start, start + 0.2))
+    if kind == "no_content":  # a reply whose content never streamed: no interval
+        return dataclasses.replace(outcome, timings=Timings(start, start, None, start + 0.1))
+    if kind == "zero_length":
+        return dataclasses.replace(outcome, timings=Timings(start, start, start, start))
+    if kind == "garbled_error":  # stored as an object: the record is read plain
+        return failed("server said \udcff then closed", at=start, status=502)
+    if kind == "garbled_reply":
+        return ok(text + "\udc80", start=start, end=start + 0.5)
+    if kind == "nested_extra":
+        return dataclasses.replace(outcome, extra={"note": {"said": ["\udcfe", 1]}})
+    return outcome
+
+
+def _rung_records(plan: Plan, run_id: str, index: int, kinds: list[str]) -> list[Record]:
+    level, repetition = (2, 4)[index % 2], index // 2 + 1
+    records = []
+    for slot, kind in enumerate(kinds):
+        probe, start = slot % PROBES, 10.0 + index + slot * 0.01
+        cut = 4 if kind == "planned_cut" or (kind == "ok" and slot >= 5) else None
+        records.append(make_record(plan, run_id, rung_label(level),
+                                   str(slot) if slot < PROBES else f"ballast-{slot}",
+                                   repetition, probe, slot, _outcome(kind, probe, start),
+                                   cut, level))
+    return records
+
+
+def write_run(store: SQLiteStore, rungs: list[list[str]], resumed_at: int | None,
+              ends: tuple[bool, bool]) -> str:
+    """A run of two probes whose rungs (c2, c4 alternating, repeated) hold the drawn
+    requests; from rung `resumed_at` on, written by a run resuming the first (which
+    ended interrupted). `ends`: whether each run recorded its end (with its digests)."""
+    probe_set = [{"index": i, "canary": CANARIES[i], "topic": f"topic {i}"}
+                 for i in range(PROBES)]
+    bodies = [{"messages": [{"role": "user", "content": f"probe {i}"}]} for i in range(PROBES)]
+    repeat = (len(rungs) + 1) // 2
+    config = {"probe_set": probe_set, "concurrency": [2, 4], "repeat": repeat,
+              "min_completion_tokens": 4, "request_bodies": bodies,
+              "scenario": "shared-prefix"}
+    first = stamp_run(suite=SUITE, bench_version=scoring.BENCH_VERSION, config=config)
+    first = dataclasses.replace(first, config={**config, "scope": first.run_id})
+    scope = first.run_id
+    plan = Plan(first.run_id, scope, tuple(bodies), (2, 4), repeat, "shared-prefix")
+    store.begin_run(first)
+    for leg in ("prime", "ref_a", "ref_b"):
+        store.append([make_record(plan, first.run_id, leg, str(p), 1, p, p,
+                                  ok(reply_text(p), start=1.0, end=1.5), None)
+                      for p in range(PROBES)])
+    run_id, digests = first.run_id, []
+    for index, kinds in enumerate(rungs):
+        if index == resumed_at:
+            _end(store, run_id, "interrupted", digests, ends[0])
+            resumed = stamp_run(suite=SUITE, bench_version=scoring.BENCH_VERSION,
+                                config=first.config, resumed_from=first.run_id)
+            store.begin_run(resumed)
+            run_id, digests = resumed.run_id, []
+        records = _rung_records(plan, run_id, index, kinds)
+        store.append(records)
+        digests.extend(digest_of(records))
+    store.append([make_record(plan, run_id, "post", str(p), 1, p, p,
+                              ok(reply_text(p), start=90.0, end=90.5), None)
+                  for p in range(PROBES)])
+    _end(store, run_id, "completed", digests, ends[resumed_at is not None])
+    return first.run_id
+
+
+def _end(store: SQLiteStore, run_id: str, status: str, digests: list[RungDigest],
+         recorded: bool) -> None:
+    if recorded:
+        store.finish_run(RunEnd(run_id, time.time(), status, {SUMMARY_KEY: as_summary(digests)}))
+
+
+def _same(first, second) -> None:
+    assert msgspec.json.encode(first) == msgspec.json.encode(second)
+    assert render_html(first) == render_html(second)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(KINDS, min_size=PROBES, max_size=7), min_size=1, max_size=10),
+       st.none() | st.integers(min_value=0, max_value=9), st.tuples(st.booleans(), st.booleans()),
+       st.integers(min_value=1, max_value=4), st.integers(min_value=2, max_value=5))
+def test_the_report_read_through_digests_is_the_report_read_from_every_record(
+        rungs, resumed_at, ends, rung_limit, lane_limit):
+    from unittest import mock
+
+    if resumed_at is not None and resumed_at >= len(rungs):
+        resumed_at = None
+    with SQLiteStore(":memory:") as store, \
+            mock.patch.object(shown, "RUNG_LIMIT", rung_limit), \
+            mock.patch.object(shown, "LANE_LIMIT", lane_limit):
+        run_id = write_run(store, rungs, resumed_at, ends)
+        through_digests = build_report(store, run_id)
+        from_records = build_report(store, run_id, digests=False)
+    assert not any("digest" in warning or "summarises" in warning
+                   for warning in through_digests.warnings)
+    _same(through_digests, from_records)
+
+
+def test_a_digest_is_what_the_full_pass_counts_of_its_rung():
+    plan = Plan("r", "r", ({}, {}), (2, 4), 1, "shared-prefix")
+    records = _rung_records(plan, "r", 1, ["ok", "failed", "cancelled", "planned_cut", "ok",
+                                           "no_content", "ok"])
+    (digest,) = digest_of(records)
+    assert (digest.leg, digest.repeat, digest.sent) == ("c4", 1, 7)
+    assert digest.statuses == [("ok", 4), ("error", 1), ("cancelled", 2)]
+    # the off-plan cut and the HTTP 500 failed; the planned cut did not
+    assert dict(digest.failures) == {"HTTP 500": 1, "cancelled off plan": 1}
+    assert digests_in({SUMMARY_KEY: as_summary([digest])}) == [digest]
+    assert digests_in({SUMMARY_KEY: [{"leg": "c4"}]}) == []  # a shape not read: none
+
+
+def _store_with_end(digests_of, tmp_path) -> tuple[SQLiteStore, str]:
+    """A completed run whose end holds `digests_of(true digests)`."""
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    rungs = [["ok", "ok", "ok", "ok"], ["ok", "ok", "failed", "ok", "ok"], ["ok"] * 4]
+    run_id = write_run(store, rungs, None, (False, False))
+    plan = Plan(run_id, run_id, ({}, {}), (2, 4), 2, "shared-prefix")
+    true = [digest for index, kinds in enumerate(rungs)
+            for digest in digest_of(_rung_records(plan, run_id, index, kinds))]
+    store.finish_run(RunEnd(run_id, time.time(), "completed",
+                            {SUMMARY_KEY: as_summary(digests_of(true))}))
+    return store, run_id
+
+
+def test_a_digest_counting_other_requests_than_the_store_holds_is_not_used(tmp_path):
+    store, run_id = _store_with_end(
+        lambda true: [msgspec.structs.replace(true[0], sent=true[0].sent + 1), *true[1:]],
+        tmp_path)
+    with store:
+        built = build_report(store, run_id)
+        whole = build_report(store, run_id, digests=False)
+    (warning,) = [w for w in built.warnings if "summarises" in w]
+    assert "rung c2 #1 as 5 requests but the store holds 4 records" in warning
+    assert msgspec.json.encode(msgspec.structs.replace(built, warnings=whole.warnings)) == \
+        msgspec.json.encode(whole)
+
+
+@pytest.mark.parametrize("edit", [
+    {"peak_in_flight": 1}, {"failures": []}, {"first_send": 0.0},
+    {"statuses": [("ok", 5)]}])
+def test_a_listed_rung_whose_records_disagree_with_its_digest_is_read_from_records(
+        tmp_path, edit):
+    store, run_id = _store_with_end(
+        lambda true: [true[0], msgspec.structs.replace(true[1], **edit), true[2]], tmp_path)
+    with store:
+        built = build_report(store, run_id)
+        whole = build_report(store, run_id, digests=False)
+    assert built.warnings[-1] == ("rung c4 #1 read from its records differs from its digest "
+                                  "in the run's end: the report is read from the records "
+                                  "alone")
+    assert msgspec.json.encode(msgspec.structs.replace(built, warnings=whole.warnings)) == \
+        msgspec.json.encode(whole)
+
+
+def test_a_rung_digested_twice_is_read_from_its_records(tmp_path):
+    store, run_id = _store_with_end(lambda true: [*true, true[0]], tmp_path)
+    with store:
+        _same(build_report(store, run_id), build_report(store, run_id, digests=False))
