@@ -46,6 +46,7 @@ from typing import Any, Protocol
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from benchwarden.core.collector import paused_cycle_collector
 from benchwarden.core.records import Record, Run, RunEnd
 from benchwarden.core.reports import (
     REPORT_SCHEMA,
@@ -876,32 +877,33 @@ def _read_with_digests(store: Store, config: Mapping[str, Any],
     (what the digest does not hold); every other record read as the full pass reads it.
     A digest whose count differs is not used: `warnings` says so."""
     scope = str(config["scope"])
-    counts = {(arm, trial): (records, first)
-              for arm, trial, records, first in store.record_counts(SUITE, scope)}
+    counts = store.record_counts(SUITE, scope)
     used: dict[tuple[str, int], RungDigest] = {}
     for key, digest in digests.items():
         found = counts.get(key)
-        if found is None or found[0] != digest.sent or key[0] in SOLO_LEGS:
-            warnings.append(_digest_warning(scope, digest, None if found is None else found[0]))
+        if found != digest.sent or key[0] in SOLO_LEGS:
+            warnings.append(_digest_warning(scope, digest, found))
         else:
             used[key] = digest
     tasks = [str(index) for index in range(len(config["probe_set"]))]
-    seqs = store.record_seqs(SUITE, scope, tasks=tasks,
-                             groups=[key for key in counts if key not in used])
-    # each digest is taken where its rung's first record is, in the store's order
-    marks = sorted(((counts[key][1], key) for key in used), reverse=True)
+    seqs = sorted([*store.record_seqs(SUITE, scope, used, tasks=tasks),
+                   *store.record_seqs(SUITE, scope, [key for key in counts if key not in used])])
     reading = ScopeReading(config)
+    taken: set[tuple[str, int]] = set()
     for summary in store.iter_record_summaries(suite=SUITE, scope=scope,
                                                payload_fields=PAYLOAD_FIELDS,
                                                payload_types=PAYLOAD_TYPES, seqs=seqs):
-        while marks and marks[-1][0] <= summary.seq:
-            reading.take_digest(used[marks.pop()[1]])
-        if (summary.arm, summary.trial) in used:
+        key = (summary.arm, summary.trial)
+        if key in used:
+            if key not in taken:  # where the rung's first request is (its slot 0)
+                taken.add(key)
+                reading.take_digest(used[key])
             reading.add_scored(summary)
         else:
             reading.add(summary, summary.seq)
-    while marks:
-        reading.take_digest(used[marks.pop()[1]])
+    for key, digest in used.items():  # a rung with no scored request (none is written)
+        if key not in taken:
+            reading.take_digest(digest)
     return reading
 
 
@@ -916,7 +918,7 @@ def _rung_read_whole(store: Store, reading: ScopeReading,
     for summary in store.iter_record_summaries(
             suite=SUITE, scope=str(reading.config["scope"]), payload_fields=PAYLOAD_FIELDS,
             payload_types=PAYLOAD_TYPES, seqs=store.record_seqs(
-                SUITE, str(reading.config["scope"]), groups=[key])):
+                SUITE, str(reading.config["scope"]), [key])):
         recount.add(summary, summary.seq)
     whole = recount.rungs.get(key) or _RungRequests()
     statuses = [(status, count) for (_, status), count in recount.statuses.items()]
@@ -1136,12 +1138,15 @@ def build_report(store: Store, run_id: str, *, digests: bool = True,
     A rung digested in its run's end (`digest`) is read from its digest and its scored
     requests (`digests=False`: every record read, as before digests); `kept`: digests
     of rungs whose run has no end yet (the driver's, building the run's own report)."""
-    try:
-        return _built(store, run_id, digests, kept, [])
-    except _DigestDisagrees as disagreement:
-        return _built(store, run_id, False, (), [
-            f"{disagreement} read from its records differs from its digest in the run's "
-            "end: the report is read from the records alone"])
+    # the collector paused (`core.collector`): a big run's tens of thousands of scored
+    # outcomes and cells set off full collections that walk them all, for nothing
+    with paused_cycle_collector():
+        try:
+            return _built(store, run_id, digests, kept, [])
+        except _DigestDisagrees as disagreement:
+            return _built(store, run_id, False, (), [
+                f"{disagreement} read from its records differs from its digest in the "
+                "run's end: the report is read from the records alone"])
 
 
 def _built(store: Store, run_id: str, digests: bool, kept: Iterable[RungDigest],
