@@ -10,6 +10,7 @@ resuming it, and some rungs' digests lost (a run killed before its end).
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 
 import msgspec
@@ -210,3 +211,47 @@ def test_a_rung_digested_twice_is_read_from_its_records(tmp_path):
     store, run_id = _store_with_end(lambda true: [*true, true[0]], tmp_path)
     with store:
         _same(build_report(store, run_id), build_report(store, run_id, digests=False))
+
+
+# -- the driver writes them ------------------------------------------------------------------
+
+def test_a_killed_run_and_its_resume_keep_the_digests_of_the_rungs_they_stored(tmp_path,
+                                                                              monkeypatch):
+    from benchwarden.core.errors import RunInterrupted
+    from benchwarden.suites.contamination import report as report_module
+    from benchwarden.suites.contamination.driver import ContaminationConfig, run_contamination
+    from tests.fakes import FakeOpenAIServer
+
+    from .test_resume import KILL_AT_C4, KilledStore
+
+    path = tmp_path / "store.sqlite"
+    config = ContaminationConfig(url="", probes=2, concurrency=(2, 4), max_tokens=64, seed=3)
+    with FakeOpenAIServer("clean") as server:
+        config = dataclasses.replace(config, url=server.url)
+        killed = KilledStore(path, KILL_AT_C4)
+        with pytest.raises(RunInterrupted):
+            run_contamination(config, killed, progress=False)
+        run_id = killed.runs()[0].run.run_id
+        killed.close()
+        with SQLiteStore(path) as store:
+            resumed = run_contamination(config, store, progress=False, resume=run_id)
+    with SQLiteStore(path) as store:
+        ends = {info.run.run_id: info.end for info in store.runs()}
+        assert [d.key for d in digests_in(ends[run_id].summary)] == [("c2", 1)]
+        assert [d.key for d in digests_in(ends[resumed.run.id].summary)] == [("c4", 1)]
+        for digest in [*digests_in(ends[run_id].summary),
+                       *digests_in(ends[resumed.run.id].summary)]:
+            mine = [r for r in store.records(scope=run_id) if (r.arm, r.trial) == digest.key]
+            assert digest_of(mine) == [digest]
+        taken = []
+        original = report_module.ScopeReading.take_digest
+        monkeypatch.setattr(report_module.ScopeReading, "take_digest",
+                            lambda self, digest: (taken.append(digest.key),
+                                                  original(self, digest))[1])
+        through_digests = build_report(store, resumed.run.id)
+        assert sorted(taken) == [("c2", 1), ("c4", 1)]
+        _same(through_digests, build_report(store, resumed.run.id, digests=False))
+        # the run's own report (its digests still in memory) is the one read back
+        # (the stored run's mappings come back with their keys sorted)
+        assert json.dumps(msgspec.to_builtins(through_digests), sort_keys=True) == \
+            json.dumps(msgspec.to_builtins(resumed), sort_keys=True)
