@@ -70,7 +70,7 @@ from benchwarden.suites.contamination.fidelity import (
     failure_kind,
 )
 from benchwarden.suites.contamination.scoring import BENCH_VERSION, Legs, RungOutcomes, rung_label
-from benchwarden.targets.replies import Reply, RequestOutcome, Timings
+from benchwarden.targets.replies import Reply, RequestOutcome, Timings, ToolCall
 
 SUITE = "contamination"
 STATE_ORDER = ("unmeasured", "below_label", "as_labelled")
@@ -591,6 +591,50 @@ def _reply(raw: msgspec.Raw) -> Reply | None:
                                               "reply": msgspec.json.decode(raw)}).reply
 
 
+class _ReplyWithoutLogprobs(msgspec.Struct):
+    """A stored reply as a scored request's first reading decodes it: every field of
+    `Reply` but its token logprobs, kept as raw JSON bytes (a real engine's 64 tokens with
+    5 candidates each: 384 objects and 190 µs of a 200 µs decode). The scoring reads them
+    only to classify a divergence (`scoring.classify_divergence`), so the few cells that
+    diverge are read again whole (`ScopeReading.restore`)."""
+
+    reasoning: str
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    finish_reason: str | None
+    completion_tokens: int
+    usage_reported: bool
+    prompt_tokens: int | None = None
+    cached_prompt_tokens: int | None = None
+    saw_done: bool = False
+    reasoning_tokens: int | None = None
+    token_logprobs: msgspec.Raw = _NULL
+
+
+_reply_without_logprobs = msgspec.json.Decoder(_ReplyWithoutLogprobs)
+
+
+def _scored_outcome(record: StoredRequest) -> tuple[RequestOutcome, bool]:
+    """A scored request's outcome for the scoring's first reading, and whether its token
+    logprobs were left out (then its reply has none until `ScopeReading.restore`)."""
+    stored = record.payload["outcome"]
+    if not isinstance(stored, StoredOutcome) or stored.reply == _NULL:
+        return _outcome(record), False
+    try:
+        light = _reply_without_logprobs.decode(stored.reply)
+    except msgspec.ValidationError:  # a string in its stored form: read whole
+        return stored.whole(), False
+    if light.token_logprobs == _NULL:
+        return stored.whole(), False
+    reply = Reply(reasoning=light.reasoning, text=light.text, tool_calls=light.tool_calls,
+                  finish_reason=light.finish_reason, completion_tokens=light.completion_tokens,
+                  usage_reported=light.usage_reported, prompt_tokens=light.prompt_tokens,
+                  cached_prompt_tokens=light.cached_prompt_tokens, saw_done=light.saw_done,
+                  reasoning_tokens=light.reasoning_tokens, token_logprobs=None)
+    return RequestOutcome(stored.timings, reply, stored.error, stored.status,
+                          _restored_extra(stored.extra)), True
+
+
 def _restored_extra(extra: dict[str, Any]) -> dict[str, Any]:
     """`extra` as `from_json_dict` reads it: a flat one (the common case) as it is, one
     with nested values (where a string's stored form could hide) restored."""
@@ -724,6 +768,9 @@ class ScopeReading:
     """Every request read."""
     references: dict[str, Reply | None] = field(default_factory=dict)
     """Each probe's first solo reference reply (`ref_a`), by task, once read."""
+    without_logprobs: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    """The scored outcomes read without their token logprobs (`_scored_outcome`), with
+    their sequence numbers, to read whole where the scoring needs them (`restore`)."""
 
     def add(self, record: StoredRequest, seq: int = 0) -> None:
         """Count one record; `seq` is its sequence number in the store (to read it back
@@ -750,10 +797,8 @@ class ScopeReading:
         stored = payload["outcome"]
         scored = task.isdigit()  # a probe's own request: a cell is classified from it
         if scored:
-            outcome = _outcome(record)
+            outcome = self._scored(record, seq)
             failed = group.tally.add(outcome, cancel_planned)
-            self.scored_outcomes[(arm, task, record.trial)] = _sharing_reply(
-                outcome, self.references.get(task))
         elif isinstance(stored, StoredOutcome):
             failed = stored.count_in(group.tally, cancel_planned)
         else:
@@ -781,8 +826,35 @@ class ScopeReading:
         if isinstance(level, int) and record.arm not in self.bisect_levels:
             self.bisect_levels[record.arm] = level
         if record.task.isdigit():
-            self.scored_outcomes[(record.arm, record.task, record.trial)] = _sharing_reply(
-                _outcome(record), self.references.get(record.task))
+            self._scored(record, getattr(record, "seq", 0))
+
+    def _scored(self, record: StoredRequest, seq: int) -> RequestOutcome:
+        """Keep a probe's own request of a rung (without its logprobs, see
+        `_scored_outcome`), sharing its reference's reply where the scoring cannot tell
+        them apart; the outcome as read."""
+        key = (record.arm, record.task, record.trial)
+        outcome, light = _scored_outcome(record)
+        if light:
+            self.without_logprobs[key] = seq
+        else:
+            self.without_logprobs.pop(key, None)
+        self.scored_outcomes[key] = _sharing_reply(outcome, self.references.get(record.task))
+        return outcome
+
+    def restore(self, store: Store, cells: Iterable[scoring.Cell]) -> bool:
+        """Read whole (token logprobs included) the scored outcomes of these cells that
+        were read without them: whether any was (the scoring must then run again)."""
+        keys = {(cell.leg, str(cell.probe), cell.repeat) for cell in cells}
+        wanted = {seq: key for key, seq in self.without_logprobs.items() if key in keys}
+        if not wanted:
+            return False
+        for summary in store.iter_record_summaries(
+                suite=SUITE, scope=str(self.config["scope"]), payload_fields=PAYLOAD_FIELDS,
+                payload_types=PAYLOAD_TYPES, seqs=sorted(wanted)):
+            key = wanted[summary.seq]
+            self.scored_outcomes[key] = _outcome(summary)
+            del self.without_logprobs[key]
+        return True
 
     @property
     def levels(self) -> dict[str, int]:
@@ -928,7 +1000,9 @@ def _rung_read_whole(store: Store, reading: ScopeReading,
 
 
 def legs_from_records(records: Iterable[StoredRequest], config: Mapping[str, Any]) -> Legs:
-    """Rebuild the scoring input from stored records and the run's configuration."""
+    """Rebuild the scoring input from stored records and the run's configuration (records
+    read typed, `PAYLOAD_TYPES`, give scored replies without their token logprobs: see
+    `ScopeReading.restore`)."""
     return read_scope(records, config).legs()
 
 
@@ -1175,6 +1249,10 @@ def _built(store: Store, run_id: str, digests: bool, kept: Iterable[RungDigest],
     levels = reading.levels
     legs = reading.legs()
     result = scoring.score(legs)
+    # a cell whose divergence is classified reads its reply's token logprobs: read whole
+    if reading.restore(store, [cell for cell in result.cells if cell.divergence is not None]):
+        legs = reading.legs()
+        result = scoring.score(legs)
     verdict = scoring.verdict(result)
     prime_failures = [r for _, r in reading.solo if r.arm == "prime" and r.outcome != "ok"]
     warnings = [f"prime of probe {r.task} failed "

@@ -32,17 +32,32 @@ from benchwarden.suites.contamination.driver import SUITE, Plan, make_record
 from benchwarden.suites.contamination.html import render_html
 from benchwarden.suites.contamination.report import build_report, digest_of
 from benchwarden.suites.contamination.scoring import rung_label
-from benchwarden.targets.replies import RequestOutcome, Timings
+from benchwarden.targets.replies import Candidate, RequestOutcome, Timings, TokenLogprob
 
 from .helpers import CANARIES, cancelled_by_client, failed, ok, reply_text
 
 PROBES = 2
 KINDS = st.sampled_from(("ok", "ok", "ok", "diverged", "failed", "leaked", "cancelled",
                          "planned_cut", "no_content", "zero_length", "garbled_error",
-                         "garbled_reply", "nested_extra"))
+                         "garbled_reply", "nested_extra", "lp_ok", "lp_diverged", "lp_leaked"))
+
+
+def with_logprobs(outcome: RequestOutcome) -> RequestOutcome:
+    """`outcome` with token logprobs spelling its reply in 8-character tokens, each with
+    top candidates that hold the other spelling of the drawn divergence (`x3` / `xX`),
+    so a diverged cell classifies as a near-tie from them."""
+    reply = outcome.reply
+    assert reply is not None
+    pieces = [reply.text[start:start + 8] for start in range(0, len(reply.text), 8)]
+    tokens = tuple(TokenLogprob(piece, -0.1, (
+        Candidate(piece, -0.1), Candidate(piece.replace("x3", "xX"), -0.2),
+        Candidate(piece.replace("xX", "x3"), -0.25))) for piece in pieces)
+    return dataclasses.replace(outcome, reply=dataclasses.replace(reply, token_logprobs=tokens))
 
 
 def _outcome(kind: str, probe: int, start: float) -> RequestOutcome:
+    if kind.startswith("lp_"):
+        return with_logprobs(_outcome(kind[3:], probe, start))
     text = reply_text(probe)
     outcome = ok(text, start=start, end=start + 0.5)
     if kind == "diverged":
@@ -99,7 +114,7 @@ def write_run(store: SQLiteStore, rungs: list[list[str]], resumed_at: int | None
     store.begin_run(first)
     for leg in ("prime", "ref_a", "ref_b"):
         store.append([make_record(plan, first.run_id, leg, str(p), 1, p, p,
-                                  ok(reply_text(p), start=1.0, end=1.5), None)
+                                  with_logprobs(ok(reply_text(p), start=1.0, end=1.5)), None)
                       for p in range(PROBES)])
     run_id, digests = first.run_id, []
     for index, kinds in enumerate(rungs):
@@ -149,6 +164,37 @@ def test_the_report_read_through_digests_is_the_report_read_from_every_record(
     assert not any("digest" in warning or "summarises" in warning
                    for warning in through_digests.warnings)
     _same(through_digests, from_records)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(KINDS, min_size=PROBES, max_size=6), min_size=1, max_size=8),
+       st.integers(min_value=1, max_value=4))
+def test_scored_replies_read_without_logprobs_report_as_read_whole(rungs, rung_limit):
+    """The scoring's first reading leaves scored replies' token logprobs out and reads
+    whole the cells whose divergence it classifies: the report is the one read whole."""
+    from unittest import mock
+
+    from benchwarden.suites.contamination import report as report_module
+
+    def whole(record):
+        return report_module._outcome(record), False
+
+    with SQLiteStore(":memory:") as store, mock.patch.object(shown, "RUNG_LIMIT", rung_limit):
+        run_id = write_run(store, rungs, None, (True, True))
+        light = build_report(store, run_id)
+        with mock.patch.object(report_module, "_scored_outcome", whole):
+            read_whole = build_report(store, run_id)
+    _same(light, read_whole)
+
+
+def test_a_diverged_cell_is_classified_from_its_logprobs_read_back():
+    with SQLiteStore(":memory:") as store:
+        run_id = write_run(store, [["lp_diverged", "lp_ok", "lp_ok"], ["lp_ok", "lp_ok"]],
+                           None, (True, True))
+        built = build_report(store, run_id)
+    (cell,) = [cell for cell in built.cells if cell.kind == "diverged"]
+    assert cell.divergence is not None and cell.divergence.kind == "near-tie"
+    assert cell.divergence.reference_token is not None
 
 
 def test_a_digest_is_what_the_full_pass_counts_of_its_rung():
