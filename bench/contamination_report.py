@@ -29,6 +29,8 @@ the store API as one run of about SIZE records (each copy of a rung a new repeti
 so every address is unique; the solo legs once), each rung's digest written into the run
 end as the driver writes it (`report.digest_of`). Cached as
 `contamination-synthetic-<SIZE>-<LEVELS>.v<SCHEMA>.sqlite` beside the recorded runs.
+`--synthetic-from STORE` copies another store's latest contamination run instead (a real
+engine's, whose bodies carry token logprobs: `contamination-synthetic-<SIZE>-from-<NAME>`).
 """
 
 from __future__ import annotations
@@ -138,18 +140,19 @@ print(repeats)
 """
 
 
-def ensure_synthetic(size: int, cache: Path) -> Path:
+def ensure_synthetic(size: int, cache: Path, source: Path | None = None) -> Path:
     """The cached synthetic soak of about `size` records (see the module notes), built
-    first when missing from the recorded `--repeat 10` ladder run (into a temporary file
-    moved into place)."""
+    first when missing from `source`'s latest contamination run (default: the recorded
+    `--repeat 10` ladder run), into a temporary file moved into place."""
     sys.path.insert(0, THIS_CHECKOUT)
     from benchwarden.core.store import SCHEMA_VERSION
 
-    store = cache / (f"contamination-synthetic-{size}-c{SYNTHETIC_LEVELS.replace(',', '-')}"
-                     f".v{SCHEMA_VERSION}.sqlite")
+    shape = (f"c{SYNTHETIC_LEVELS.replace(',', '-')}" if source is None
+             else f"from-{source.stem}")
+    store = cache / f"contamination-synthetic-{size}-{shape}.v{SCHEMA_VERSION}.sqlite"
     if store.exists():
         return store
-    source = ensure_store(SYNTHETIC_SOURCE_REPEAT, cache, SYNTHETIC_LEVELS)
+    source = source or ensure_store(SYNTHETIC_SOURCE_REPEAT, cache, SYNTHETIC_LEVELS)
     with tempfile.TemporaryDirectory(prefix="bw-contam-", dir=cache) as building:
         partial = Path(building, store.name)
         started = time.perf_counter()
@@ -205,6 +208,9 @@ def main() -> None:
     parser.add_argument("--synthetic", default=None, metavar="SIZES",
                         help="measure synthetic soaks of these sizes (100k,1M) instead of "
                              "recorded runs; the first is the baseline")
+    parser.add_argument("--synthetic-from", default=None, metavar="STORE",
+                        help="build the synthetic soaks from this store's latest contamination "
+                             "run (a real engine's records) instead of the recorded ladder")
     parser.add_argument("--rounds", type=int, default=1,
                         help="measure each command this many times (medians are reported)")
     parser.add_argument("--cache", default=None,
@@ -225,8 +231,9 @@ def main() -> None:
         except ValueError:
             parser.error(f"--synthetic takes sizes such as 100k,1M, not {options.synthetic!r}")
         commands = COMMANDS_SYNTHETIC
-        points = [(f"synthetic_{size}", f"synthetic {size:>9,}", ensure_synthetic(size, cache))
-                  for size in sizes]
+        source = Path(options.synthetic_from).resolve() if options.synthetic_from else None
+        points = [(f"synthetic_{size}", f"synthetic {size:>9,}",
+                   ensure_synthetic(size, cache, source)) for size in sizes]
     else:
         try:
             repeats = [int(part) for part in options.repeats.split(",") if part.strip()]
