@@ -624,15 +624,14 @@ def _scored_outcome(record: StoredRequest) -> tuple[RequestOutcome, bool]:
         light = _reply_without_logprobs.decode(stored.reply)
     except msgspec.ValidationError:  # a string in its stored form: read whole
         return stored.whole(), False
-    if light.token_logprobs == _NULL:
-        return stored.whole(), False
+    # without logprobs (none stored) this is the reply `Reply` decodes: nothing left out
     reply = Reply(reasoning=light.reasoning, text=light.text, tool_calls=light.tool_calls,
                   finish_reason=light.finish_reason, completion_tokens=light.completion_tokens,
                   usage_reported=light.usage_reported, prompt_tokens=light.prompt_tokens,
                   cached_prompt_tokens=light.cached_prompt_tokens, saw_done=light.saw_done,
                   reasoning_tokens=light.reasoning_tokens, token_logprobs=None)
-    return RequestOutcome(stored.timings, reply, stored.error, stored.status,
-                          _restored_extra(stored.extra)), True
+    return (RequestOutcome(stored.timings, reply, stored.error, stored.status,
+                           _restored_extra(stored.extra)), light.token_logprobs != _NULL)
 
 
 def _restored_extra(extra: dict[str, Any]) -> dict[str, Any]:
