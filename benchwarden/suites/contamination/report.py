@@ -1286,9 +1286,12 @@ def _built(store: Store, run_id: str, digests: bool, kept: Iterable[RungDigest],
         "bisect": _bisect_block(config, result),
         **listing,
     }
-    plain = json_safe(envelope(suite=SUITE, bench_version=BENCH_VERSION, run=run,
-                               end=info.end, verdict=verdict, body=body,
-                               store_head=store_head_block(store)))
+    plain = envelope(suite=SUITE, bench_version=BENCH_VERSION, run=run, end=info.end,
+                     verdict=verdict, body=body, store_head=store_head_block(store))
+    try:  # one pass in C: encodes unless a string holds a lone surrogate (almost never)
+        msgspec.json.encode(plain)
+    except (UnicodeEncodeError, TypeError):  # walked in Python (the listed requests of a
+        plain = json_safe(plain)  # real engine: millions of values, seconds)
     return convert(plain, ContaminationReport, "contamination report")  # type: ignore[no-any-return]
 
 
