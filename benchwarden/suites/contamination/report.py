@@ -7,7 +7,12 @@ and a few numbers per other request), rebuilds the legs, scores them with the pu
 `scoring` module and returns a `ContaminationReport` (msgspec, frozen). The store decodes
 each stored outcome for that pass into `StoredOutcome`, its reply left as raw JSON bytes:
 parsed only for the requests whose reply is read (the scored ones and the solo legs),
-never for ballast, the bulk of a big run.
+never for ballast, the bulk of a big run. A rung digested in its run's end (`digest`:
+its fidelity and its requests by status, written by the driver) is counted from its
+digest and its scored requests alone; its other requests are read only if it is listed,
+and then recounted against the digest. A scored reply is first read without its token
+logprobs; the cells whose divergence is classified are read back whole
+(`ScopeReading.restore`).
 Nothing here talks to a server, so `benchwarden show RUN` works with the server gone.
 The terminal view (`terminal.render_terminal`) and the page (`html.render_html`) only
 format this object.
@@ -20,6 +25,9 @@ Invariants:
   when nothing is (`requests_total`, `rungs_total`, `cells_total`, `rungs_left_out`,
   `export_command`, a rung's `requests_listed`), so within the caps the report, its
   JSON and its views are what they were before the caps.
+- Digests change what is read, never what is reported: a digest whose request count is
+  not the store's is not used, and a listed rung whose records recount to another digest
+  makes the whole report read from the records (each with a warning).
 - The report is a function of stored data only. Every number a view prints is a field
   of it (counters, peak in flight, launch skew, requests failed, per-request times
   relative to their rung's first send): no view computes one.
