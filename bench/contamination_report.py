@@ -21,6 +21,16 @@ medians, now against before.
     python bench/contamination_report.py --before /tmp/base-main     # A/B in one run
     python bench/contamination_report.py --concurrency 2,4,8,16,32,64,128,256,512 \
         --repeats 10,100                                             # a soak-like ladder
+    python bench/contamination_report.py --synthetic 100k,1M --rounds 3 --before /tmp/base
+
+`--synthetic SIZES` measures synthetic soaks instead of recorded runs: the records of the
+recorded `--repeat 10` run of the soak-like ladder (`SYNTHETIC_LEVELS`), repeated through
+the store API as one run of about SIZE records (each copy of a rung a new repetition,
+so every address is unique; the solo legs once), each rung's digest written into the run
+end as the driver writes it (`report.digest_of`). Cached as
+`contamination-synthetic-<SIZE>-<LEVELS>.v<SCHEMA>.sqlite` beside the recorded runs.
+`--synthetic-from STORE` copies another store's latest contamination run instead (a real
+engine's, whose bodies carry token logprobs: `contamination-synthetic-<SIZE>-from-<NAME>`).
 """
 
 from __future__ import annotations
@@ -37,7 +47,7 @@ from pathlib import Path
 from _checkout import NEUTRAL_FOLDER, THIS_CHECKOUT, child_environment
 from _figures import Figure, add_json_option, emit, now_vs_before
 from scale_growth import growth_figures, measure
-from scale_store import cache_folder
+from scale_store import cache_folder, parse_size
 
 COMMANDS: dict[str, list[str]] = {
     "show_latest": ["show", "--latest", "--store", "{store}", "--json", "{out}/x.json"],
@@ -46,6 +56,12 @@ COMMANDS: dict[str, list[str]] = {
 RUN = ["--probes", "4", "--max-tokens", "24", "--min-completion-tokens", "4", "--seed", "5",
        "--no-progress"]
 DEFAULT_LEVELS = "64,128"
+SYNTHETIC_LEVELS = "2,4,8,16,32,64,128,256,512"
+SYNTHETIC_SOURCE_REPEAT = 10
+COMMANDS_SYNTHETIC: dict[str, list[str]] = {
+    "show_text": ["show", "--latest", "--store", "{store}"],
+    **COMMANDS,
+}
 PAGE_GOAL = 20_000_000
 
 
@@ -76,6 +92,79 @@ def ensure_store(repeat: int, cache: Path, levels: str = DEFAULT_LEVELS) -> Path
         print(f"  recorded --repeat {repeat} in {time.perf_counter() - started:.0f} s",
               flush=True)
         for suffix in ("", ".head"):  # the store and its head witness
+            if Path(f"{partial}{suffix}").exists():
+                shutil.move(f"{partial}{suffix}", f"{store}{suffix}")
+    return store
+
+
+# Run in a child of this checkout (`child_environment`): the store API and the digests
+# are this checkout's. argv: source store, target store, records wanted.
+_BUILD = """
+import dataclasses, sys, time
+from benchwarden.core.records import RunEnd
+from benchwarden.core.store import SQLiteStore
+from benchwarden.suites.contamination.digest import SUMMARY_KEY, as_summary
+from benchwarden.suites.contamination.report import SOLO_LEGS, digest_of
+source, target, wanted = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with SQLiteStore(source, create=False, read_only=True) as opened:
+    info = opened.latest_run("contamination")
+    records = list(opened.iter_records(suite="contamination",
+                                       scope=str(info.run.config["scope"])))
+before = [r for r in records if r.arm in SOLO_LEGS and r.arm != "post"]
+post = [r for r in records if r.arm == "post"]
+rungs = {}
+for record in records:
+    if record.arm not in SOLO_LEGS:
+        rungs.setdefault(record.trial, {}).setdefault(record.arm, []).append(record)
+per_repeat = sum(len(batch) for batch in rungs[1].values())
+repeats = max(1, (wanted - len(before) - len(post)) // per_repeat)
+run_id = f"synthetic-{wanted}"
+run = dataclasses.replace(info.run, run_id=run_id, resumed_from=None, config={
+    **info.run.config, "scope": run_id, "repeat": repeats})
+digests = []
+with SQLiteStore(target) as store:
+    store.begin_run(run)
+    moved = lambda batch, trial: [dataclasses.replace(r, run_id=run_id, scope=run_id,
+                                                      trial=trial) for r in batch]
+    store.append(moved(before, 1))
+    for repeat in range(1, repeats + 1):
+        source_repeat = (repeat - 1) % len(rungs) + 1
+        for batch in rungs[source_repeat].values():
+            copied = moved(batch, repeat)
+            store.append(copied)
+            digests.extend(digest_of(copied))
+    store.append(moved(post, 1))
+    summary = {**(info.end.summary if info.end else {}), SUMMARY_KEY: as_summary(digests)}
+    store.finish_run(RunEnd(run_id, time.time(), "completed", summary))
+print(repeats)
+"""
+
+
+def ensure_synthetic(size: int, cache: Path, source: Path | None = None) -> Path:
+    """The cached synthetic soak of about `size` records (see the module notes), built
+    first when missing from `source`'s latest contamination run (default: the recorded
+    `--repeat 10` ladder run), into a temporary file moved into place."""
+    sys.path.insert(0, THIS_CHECKOUT)
+    from benchwarden.core.store import SCHEMA_VERSION
+
+    shape = (f"c{SYNTHETIC_LEVELS.replace(',', '-')}" if source is None
+             else f"from-{source.stem}")
+    store = cache / f"contamination-synthetic-{size}-{shape}.v{SCHEMA_VERSION}.sqlite"
+    if store.exists():
+        return store
+    source = source or ensure_store(SYNTHETIC_SOURCE_REPEAT, cache, SYNTHETIC_LEVELS)
+    with tempfile.TemporaryDirectory(prefix="bw-contam-", dir=cache) as building:
+        partial = Path(building, store.name)
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", _BUILD, str(source), str(partial),
+                               str(size)], capture_output=True, text=True,
+                              env=child_environment(), cwd=NEUTRAL_FOLDER)
+        if done.returncode != 0:
+            raise SystemExit(f"building the synthetic store of {size:,} records failed: "
+                             f"{done.stderr.strip()[-400:]}")
+        print(f"  built the synthetic soak of {size:,} records ({done.stdout.strip()} "
+              f"repetitions) in {time.perf_counter() - started:.0f} s", flush=True)
+        for suffix in ("", ".head"):
             if Path(f"{partial}{suffix}").exists():
                 shutil.move(f"{partial}{suffix}", f"{store}{suffix}")
     return store
@@ -116,6 +205,12 @@ def main() -> None:
     parser.add_argument("--concurrency", default=DEFAULT_LEVELS, metavar="N,N,...",
                         help="the recorded runs' rungs (2,4,...,512: a soak-like ladder whose "
                              "wide rungs are listed in part)")
+    parser.add_argument("--synthetic", default=None, metavar="SIZES",
+                        help="measure synthetic soaks of these sizes (100k,1M) instead of "
+                             "recorded runs; the first is the baseline")
+    parser.add_argument("--synthetic-from", default=None, metavar="STORE",
+                        help="build the synthetic soaks from this store's latest contamination "
+                             "run (a real engine's records) instead of the recorded ladder")
     parser.add_argument("--rounds", type=int, default=1,
                         help="measure each command this many times (medians are reported)")
     parser.add_argument("--cache", default=None,
@@ -125,25 +220,41 @@ def main() -> None:
                              "alternating)")
     add_json_option(parser)
     options = parser.parse_args()
-    try:
-        repeats = [int(part) for part in options.repeats.split(",") if part.strip()]
-    except ValueError:
-        parser.error(f"--repeats takes whole numbers separated by commas, "
-                     f"not {options.repeats!r}")
-    if not repeats or min(repeats) < 1 or options.rounds < 1:
-        parser.error("give at least one --repeat of 1 or more, and 1 round or more")
     cache = (Path(options.cache).expanduser().resolve() if options.cache
              else cache_folder() / "contamination")
+    # each point measured: (its name in figures, how it is printed, its store)
+    points: list[tuple[str, str, Path]] = []
+    commands = COMMANDS
+    if options.synthetic:
+        try:
+            sizes = [parse_size(part) for part in options.synthetic.split(",") if part.strip()]
+        except ValueError:
+            parser.error(f"--synthetic takes sizes such as 100k,1M, not {options.synthetic!r}")
+        commands = COMMANDS_SYNTHETIC
+        source = Path(options.synthetic_from).resolve() if options.synthetic_from else None
+        points = [(f"synthetic_{size}", f"synthetic {size:>9,}",
+                   ensure_synthetic(size, cache, source)) for size in sizes]
+    else:
+        try:
+            repeats = [int(part) for part in options.repeats.split(",") if part.strip()]
+        except ValueError:
+            parser.error(f"--repeats takes whole numbers separated by commas, "
+                         f"not {options.repeats!r}")
+        if not repeats or min(repeats) < 1:
+            parser.error("give at least one --repeat of 1 or more")
+        points = [(f"repeat_{repeat}", f"--repeat {repeat:>4}",
+                   ensure_store(repeat, cache, options.concurrency)) for repeat in repeats]
+    if not points or options.rounds < 1:
+        parser.error("give at least one store to measure, and 1 round or more")
     sides = [("before", options.before), ("now", None)] if options.before else [("now", None)]
 
-    rounds: dict[tuple[str, int, str], list[tuple[float, float, int | None]]] = {}
-    sizes = {}
-    for repeat in repeats:
-        store = ensure_store(repeat, cache, options.concurrency)
-        sizes[repeat], plain = records_in(store)
-        print(f"  --repeat {repeat}: {sizes[repeat]:,} records, {plain:,} of them read "
+    rounds: dict[tuple[str, str, str], list[tuple[float, float, int | None]]] = {}
+    records: dict[str, int] = {}
+    for point, shown, store in points:
+        records[point], plain = records_in(store)
+        print(f"  {shown.strip()}: {records[point]:,} records, {plain:,} of them read "
               "plain (their outcome does not fit the typed read)", flush=True)
-        for name, command in COMMANDS.items():
+        for name, command in commands.items():
             for round_number in range(1, options.rounds + 1):
                 for side, code in sides:  # alternating: load drifts hit both sides alike
                     with tempfile.TemporaryDirectory(prefix="bw-contam-out-") as out:
@@ -151,54 +262,54 @@ def main() -> None:
                         seconds, rss, returned = measure(arguments, code)
                         page = Path(out, "x.html")
                         page_bytes = page.stat().st_size if page.exists() else None
-                    rounds.setdefault((name, repeat, side), []).append((seconds, rss,
-                                                                        page_bytes))
-                    print(f"  --repeat {repeat:>4} ({sizes[repeat]:>7,} records) {name:<12} "
+                    rounds.setdefault((name, point, side), []).append((seconds, rss,
+                                                                       page_bytes))
+                    print(f"  {shown} ({records[point]:>9,} records) {name:<12} "
                           f"{side:<6} round {round_number}: {seconds:6.2f} s {rss:6.0f} MiB"
                           + (f"  page {page_bytes / 2**20:.1f} MiB" if page_bytes else "")
                           + (f"  exit {returned}" if returned else ""), flush=True)
 
-    def median(name: str, repeat: int, side: str) -> tuple[float, float, int | None]:
-        measured = rounds[(name, repeat, side)]
+    def median(name: str, point: str, side: str) -> tuple[float, float, int | None]:
+        measured = rounds[(name, point, side)]
         pages = [page for _, _, page in measured if page is not None]
         return (statistics.median(seconds for seconds, _, _ in measured),
                 statistics.median(rss for _, rss, _ in measured),
                 int(statistics.median(pages)) if pages else None)
 
     figures = []
-    base = repeats[0]
-    print(f"\nmedians of {options.rounds} round(s) against --repeat {base} "
-          f"({sizes[base]:,} records), this code; goal: page < {PAGE_GOAL / 1e6:.0f} MB")
-    for name in COMMANDS:
+    base, base_shown, _ = points[0]
+    print(f"\nmedians of {options.rounds} round(s) against {base_shown.strip()} "
+          f"({records[base]:,} records), this code; goal: page < {PAGE_GOAL / 1e6:.0f} MB")
+    for name in commands:
         base_measured = median(name, base, "now")
-        for repeat in repeats[1:]:
-            seconds, rss, page = measured = median(name, repeat, "now")
-            growth = (sizes[repeat] / sizes[base]) if sizes[base] else 0.0
-            print(f"  {name:<12} --repeat {repeat} (records x{growth:.1f}): {seconds:6.2f} s "
+        for point, shown, _ in points[1:]:
+            seconds, rss, page = measured = median(name, point, "now")
+            growth = (records[point] / records[base]) if records[base] else 0.0
+            print(f"  {name:<12} {shown.strip()} (records x{growth:.1f}): {seconds:6.2f} s "
                   f"(x{seconds / base_measured[0]:.2f}), {rss:5.0f} MiB "
                   f"(x{rss / base_measured[1]:.2f})"
                   + (f", page {page / 2**20:.1f} MiB (x{page / base_measured[2]:.2f})"
                      if page and base_measured[2] else "")
                   + ("" if page is None or page < PAGE_GOAL else "  page goal NOT met"))
-            figures += growth_figures(name, f"repeat_{repeat}", measured, base_measured,
-                                      f"at --repeat {repeat} vs {base}")
+            figures += growth_figures(name, point, measured, base_measured,
+                                      f"at {shown.strip()} vs {base_shown.strip()}")
     if options.before:
         print(f"\nnow against before ({options.before}), medians")
-        for name in COMMANDS:
-            for repeat in repeats:
-                now_seconds, now_rss, now_page = median(name, repeat, "now")
-                then_seconds, then_rss, then_page = median(name, repeat, "before")
-                print(f"  {name:<12} --repeat {repeat:>4}: {then_seconds:6.2f} -> "
+        for name in commands:
+            for point, shown, _ in points:
+                now_seconds, now_rss, now_page = median(name, point, "now")
+                then_seconds, then_rss, then_page = median(name, point, "before")
+                print(f"  {name:<12} {shown}: {then_seconds:6.2f} -> "
                       f"{now_seconds:6.2f} s (x{now_seconds / then_seconds:.2f}), "
                       f"{then_rss:.0f} -> {now_rss:.0f} MiB"
                       + (f", page {then_page / 2**20:.1f} -> {now_page / 2**20:.1f} MiB"
                          if then_page and now_page else ""))
-                figures += now_vs_before(name, f"repeat_{repeat}", f"at --repeat {repeat}",
+                figures += now_vs_before(name, point, f"at {shown.strip()}",
                                          (now_seconds, then_seconds), (now_rss, then_rss))
                 if then_page and now_page:
-                    figures.append(Figure(f"{name}.page_bytes.repeat_{repeat}.now_vs_before",
+                    figures.append(Figure(f"{name}.page_bytes.{point}.now_vs_before",
                                           now_page, then_page, "bytes",
-                                          f"page at --repeat {repeat}, this code vs before"))
+                                          f"page at {shown.strip()}, this code vs before"))
     emit("contamination_report", figures, options.json_path)
 
 

@@ -1657,6 +1657,7 @@ class Store(ABC):
                               payload_fields: Sequence[str] = (),
                               batch: int = SUMMARY_BATCH,
                               payload_types: Mapping[str, Any] | None = None,
+                              seqs: Sequence[int] | None = None,
                               ) -> Iterator[RecordSummary]:
         """One slim row per matching record, in the order written: what a report
         aggregates (address, outcome, times, token components, the named payload fields)
@@ -1669,13 +1670,18 @@ class Store(ABC):
         type once, nothing built twice. A record whose typed fields do not fit their types
         (a record older than the types, a hostile body) is read as if no types were given,
         so a reader must accept either form of such a field; one that is not a readable
-        record at all is `CorruptStore`, typed or not."""
+        record at all is `CorruptStore`, typed or not.
+
+        `seqs` (sorted, from `record_seqs`): only the records at these sequence numbers
+        (of the suite and scope), in that order."""
         fields = tuple(payload_fields)
         plain = _summary_decoder(fields)
         types = tuple(sorted((name, kind) for name, kind in (payload_types or {}).items()
                              if name in fields))
         typed = _summary_decoder(fields, types) if types else plain
-        for seq, body in self._record_bodies(suite=suite, scope=scope, batch=batch):
+        bodies = (self._record_bodies(suite=suite, scope=scope, batch=batch) if seqs is None
+                  else self._bodies_at(seqs, suite, scope, min(batch, DEFAULT_BATCH)))
+        for seq, body in bodies:
             try:
                 slim = typed.decode(body)
             except msgspec.DecodeError:  # (ValidationError is one): read as the untyped do
@@ -1689,6 +1695,70 @@ class Store(ABC):
                 payload={name: value for name, value in zip(
                     fields, msgspec.structs.astuple(slim.payload), strict=True)
                     if value is not msgspec.UNSET})
+
+    def _bodies_at(self, seqs: Sequence[int], suite: str, scope: str | None,
+                   batch: int) -> Iterator[tuple[int, bytes]]:
+        """`(seq, body)` of the records at `seqs` (of `suite` and `scope`) in sequence
+        order, `batch` numbers per query."""
+        p = self.placeholder
+        wanted = sorted({int(seq) for seq in seqs})
+        # `|| ''` keeps the planner on the sequence numbers (a lookup each), off the
+        # address index (which would walk the whole scope for every query)
+        clauses, params = [f"suite || '' = {p}"], [suite]
+        if scope is not None:
+            clauses.append(f"scope || '' = {p}")
+            params.append(scope)
+        for start in range(0, len(wanted), batch):
+            chunk = wanted[start:start + batch]
+            rows = self._query(
+                f"SELECT seq, body FROM entries WHERE kind = 'record' AND "
+                f"{' AND '.join(clauses)} AND seq IN ({', '.join([p] * len(chunk))}) "
+                f"ORDER BY seq", (*params, *chunk))
+            for seq, body in rows:
+                yield int(seq), _as_bytes(body)
+
+    def record_counts(self, suite: str, scope: str) -> dict[tuple[str, int], int]:
+        """Records of each arm and trial of a scope, `{(arm, trial): records}`, counted
+        by the database over the address index (no body read): how a report learns what
+        a scope holds before choosing which records to read."""
+        p = self.placeholder
+        rows = self._query(
+            f"SELECT arm, trial, COUNT(*) FROM entries WHERE kind = 'record' "
+            f"AND suite = {p} AND scope = {p} GROUP BY trial, arm", (suite, scope))
+        return {(str(arm), int(trial)): int(count) for arm, trial, count in rows}
+
+    def record_seqs(self, suite: str, scope: str, groups: Iterable[tuple[str, int]], *,
+                    tasks: Collection[str] | None = None) -> list[int]:
+        """Sorted sequence numbers of a scope's records whose `(arm, trial)` is one of
+        `groups` (and, with `tasks`, whose task is one of them), found over the address
+        index (no body read): for a report that reads a chosen part of a scope
+        (`iter_record_summaries` with `seqs`)."""
+        p = self.placeholder
+        wanted = set(groups)
+        found: list[int] = []
+        if tasks is None:
+            for arm, trial in sorted(wanted, key=lambda group: (group[1], group[0])):
+                found.extend(int(seq) for seq, in self._query(
+                    f"SELECT seq FROM entries WHERE kind = 'record' AND suite = {p} AND "
+                    f"scope = {p} AND trial = {p} AND arm = {p}", (suite, scope, trial, arm)))
+            return sorted(found)
+        names = sorted(set(tasks))
+        if not names or not wanted:
+            return []
+        arms = sorted({arm for arm, _ in wanted})
+        trials = sorted({trial for _, trial in wanted})
+        # one lookup per (trial, arm, task) of the index, many per query; the pairs the
+        # cross product adds beyond `groups` are dropped here
+        step = max(1, DEFAULT_BATCH // max(len(arms), 1))
+        for start in range(0, len(trials), step):
+            chunk = trials[start:start + step]
+            found.extend(int(seq) for seq, arm, trial in self._query(
+                f"SELECT seq, arm, trial FROM entries WHERE kind = 'record' AND suite = {p} "
+                f"AND scope = {p} AND trial IN ({', '.join([p] * len(chunk))}) AND arm IN "
+                f"({', '.join([p] * len(arms))}) AND task IN ({', '.join([p] * len(names))})",
+                (suite, scope, *chunk, *arms, *names))
+                if (str(arm), int(trial)) in wanted)
+        return sorted(found)
 
     def records_at(self, seqs: Iterable[int]) -> dict[int, Record]:
         """The records at these sequence numbers (fully decoded), by sequence number: for
@@ -3130,6 +3200,31 @@ class SQLiteStore(Store):
             raise self._edited_derived_data(f"the cell counts of {suite}/{scope}/{arm}/{task} "
                                             "are not whole numbers")
         return records, highest
+
+    def record_counts(self, suite: str, scope: str) -> dict[tuple[str, int], int]:
+        """As `Store.record_counts`, from `record_cells` (a few rows per arm, not an index
+        walk over every record) when each cell of the scope holds trials 1 to its highest
+        and no other (its record count is its highest trial: a contamination run's rungs,
+        written whole): then an arm holds in trial t one record per cell whose highest
+        trial is t or more. Any other scope is counted over the index."""
+        if not self._has_cells:
+            return super().record_counts(suite, scope)
+        highest: dict[str, list[int]] = {}
+        for arm, records, top in self._query(
+                "SELECT arm, records, highest_trial FROM record_cells WHERE suite = ? AND "
+                "scope = ?", (suite, scope)):
+            if type(records) is not int or records != top or records < 1:
+                return super().record_counts(suite, scope)
+            highest.setdefault(str(arm), []).append(records)
+        counts: dict[tuple[str, int], int] = {}
+        for arm, tops in highest.items():
+            tops.sort(reverse=True)
+            cells = 0
+            for trial in range(tops[0], 0, -1):  # cells reaching `trial`, counted downwards
+                while cells < len(tops) and tops[cells] >= trial:
+                    cells += 1
+                counts[(arm, trial)] = cells
+        return counts
 
     def _meta(self, name: str) -> str | None:
         try:

@@ -661,6 +661,54 @@ def test_record_summaries_are_the_records_without_their_bulk(store):
     assert list(chosen) == [seqs[0], seqs[4]] and chosen[seqs[4]] == mine[4]
 
 
+addresses = st.lists(st.tuples(st.sampled_from(("s", "other")), st.sampled_from(("a", "b", "c")),
+                               st.sampled_from(("0", "1", "x", "ballast-9")),
+                               st.integers(min_value=1, max_value=4)),
+                     unique=True, max_size=40)
+# cells holding trials 1 to n each (a contamination run's rungs): SQLite counts them from
+# `record_cells`
+dense = st.dictionaries(st.tuples(st.sampled_from(("a", "b", "c")),
+                                  st.sampled_from(("0", "1", "x", "ballast-9"))),
+                        st.integers(min_value=1, max_value=4), max_size=8).map(
+    lambda cells: [("s", arm, task, trial) for (arm, task), top in cells.items()
+                   for trial in range(1, top + 1)])
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(addresses | dense, st.sets(st.sampled_from(("0", "1", "x", "nothing"))),
+       st.sets(st.tuples(st.sampled_from(("a", "b", "z")), st.integers(min_value=1, max_value=5))))
+def test_a_scope_is_counted_and_read_in_part_by_address(backend, written, tasks, groups):
+    """`record_counts` counts each arm and trial of a scope as its records do,
+    `record_seqs` finds the records of the groups (and tasks) asked for, and
+    `iter_record_summaries(seqs=...)` reads those, as the whole scope's reading has them."""
+    with backend.open() as store:
+        store.begin_run(stamp_run(suite="demo", bench_version="1", config={}))
+        scope = f"s-{secrets.token_hex(4)}"  # a fresh scope per example (one store)
+        records = [make_record(scope=scope if where == "s" else f"{scope}-other", arm=arm,
+                               task=task, trial=trial, slot=index)
+                   for index, (where, arm, task, trial) in enumerate(written)]
+        for start in range(0, len(records), 7):
+            store.append(records[start:start + 7])
+        every = list(store.iter_record_summaries(suite="demo", scope=scope,
+                                                 payload_fields=("slot",)))
+        expected: dict[tuple[str, int], int] = {}
+        for summary in every:
+            expected[(summary.arm, summary.trial)] = expected.get(
+                (summary.arm, summary.trial), 0) + 1
+        assert store.record_counts("demo", scope) == expected
+        assert Store.record_counts(store, "demo", scope) == expected  # over the index
+        chosen = store.record_seqs("demo", scope, groups)
+        assert chosen == [s.seq for s in every if (s.arm, s.trial) in groups]
+        assert store.record_seqs("demo", scope, groups, tasks=tasks) == [
+            s.seq for s in every if (s.arm, s.trial) in groups and s.task in tasks]
+        assert list(store.iter_record_summaries(suite="demo", scope=scope,
+                                                payload_fields=("slot",), seqs=chosen,
+                                                batch=3)) == \
+            [s for s in every if s.seq in set(chosen)]
+        assert store.record_counts("demo", "no such scope") == {}
+
+
 def test_cell_depth_counts_records_and_the_highest_trial(store):
     store.append([make_record(arm="a", task="t", trial=trial, scope="s") for trial in (1, 2, 7)])
     store.append([make_record(arm="b", task="t", trial=1, scope="s")])

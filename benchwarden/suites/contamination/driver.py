@@ -54,6 +54,7 @@ from benchwarden.suites.contamination.config import (
     ContaminationConfig,
     config_from_run,
 )
+from benchwarden.suites.contamination.digest import SUMMARY_KEY, RungDigest, as_summary
 from benchwarden.suites.contamination.presets import request_body
 from benchwarden.suites.contamination.probes import Probe, make_probes
 from benchwarden.suites.contamination.scoring import (
@@ -172,10 +173,14 @@ async def _fire_rung(client: ChatClient, plan: Plan, level: int,
 
 async def _drive(open_client: Callable[[], ChatClient], plan: Plan, store: Store,
                  done: set[tuple[str, str, int]], advance: Tick,
-                 warn: Callable[[str], None]) -> None:
+                 warn: Callable[[str], None], digests: list[RungDigest]) -> None:
     """Run the legs. Every solo request and every rung gets a fresh client (so fresh
     connections): a server that closes keep-alive connections between replies
-    (llama-server does) must not turn a reused, dead connection into a failed request."""
+    (llama-server does) must not turn a reused, dead connection into a failed request.
+    Each rung's digest is added to `digests` once its records are stored (the run end
+    keeps them: `digest`)."""
+    from benchwarden.suites.contamination.report import digest_of
+
     run_id = plan.run_id
 
     async def solo(leg: str) -> None:
@@ -200,12 +205,14 @@ async def _drive(open_client: Callable[[], ChatClient], plan: Plan, store: Store
             return
         async with open_client() as client:
             outcomes = await _fire_rung(client, plan, level, lambda: advance(label, 1))
-        store.append([
+        records = [
             make_record(plan, run_id, label,
                         str(index) if index < plan.probes else f"ballast-{index}",
                         repetition, index % plan.probes, index, outcome,
                         plan.cancel_after(index), level)
-            for index, outcome in enumerate(outcomes)])
+            for index, outcome in enumerate(outcomes)]
+        store.append(records)
+        digests.extend(digest_of(records))
 
     for leg in SOLO_LEGS_BEFORE:
         await solo(leg)
@@ -396,14 +403,16 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
                               max_connections=max(1024, 2 * MAX_CONCURRENCY),
                               **config.client_bounds())
 
+        digests: list[RungDigest] = []
+
         async def drive() -> None:
-            await _drive(open_client, plan, store, done, advance, warn)
+            await _drive(open_client, plan, store, done, advance, warn, digests)
 
         try:
             event_loop.run(drive())
-            report = build_report(store, run.run_id)
+            report = build_report(store, run.run_id, kept=digests)
         except BaseException as error:  # a signal, a store error: keep what was measured
-            _end_interrupted(store, run.run_id, resume_hint(plan.scope), error)
+            _end_interrupted(store, run.run_id, resume_hint(plan.scope), error, digests)
             if isinstance(error, KeyboardInterrupt):
                 raise RunInterrupted(
                     f"run {run.run_id} stopped; what it measured is kept; resume with "
@@ -411,20 +420,24 @@ def run_contamination(config: ContaminationConfig, store: Store, *, progress: bo
             raise
     plain = as_json(report)  # built once (above): the end only changes its run block
     end = RunEnd(run.run_id, time.time(), "completed",
-                 {"verdict": plain["verdict"], "score": plain["score"]})
+                 {"verdict": plain["verdict"], "score": plain["score"],
+                  SUMMARY_KEY: as_summary(digests)})
     with signals_deferred():  # a signal now lands after the end is recorded, not inside it
         store.finish_run(end)
     return report.ended(run, end, store_head_block(store))
 
 
-def _end_interrupted(store: Store, run_id: str, hint: str, error: BaseException) -> None:
-    """Record the run end "interrupted" (signals held back while it is written); a store
-    that refuses it too leaves the run without an end, which `--resume` also accepts."""
+def _end_interrupted(store: Store, run_id: str, hint: str, error: BaseException,
+                     digests: Sequence[RungDigest] = ()) -> None:
+    """Record the run end "interrupted" (signals held back while it is written), with the
+    digests of the rungs stored; a store that refuses it too leaves the run without an
+    end, which `--resume` also accepts (its rungs are then read from their records)."""
     reason = (f"signal {last_signal_name()}" if isinstance(error, KeyboardInterrupt)
               else f"{type(error).__name__}: {error}")
     with signals_deferred():
         try:
             store.finish_run(RunEnd(run_id, time.time(), "interrupted",
-                                    {"error": reason[:300], "resume": hint}))
+                                    {"error": reason[:300], "resume": hint,
+                                     SUMMARY_KEY: as_summary(digests)}))
         except Exception:  # noqa: BLE001 - the original error is the one to report
             pass

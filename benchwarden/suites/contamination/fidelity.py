@@ -284,6 +284,10 @@ class RungTally:
     last_send: float | None = None
     sent: int = 0
     failures: Counter[str] = field(default_factory=Counter)
+    peak_in_flight: int | None = None
+    """The peak in flight when it was counted already (a tally restored from the run
+    end's per-rung summary, `digest.RungDigest`, keeps no intervals); None: computed
+    from `starts` and `ends`."""
 
     def add(self, outcome: RequestOutcome, cancel_planned: bool) -> bool:
         """Count one request of the rung; whether it failed."""
@@ -313,6 +317,7 @@ class RungTally:
         failures = tuple(sorted(self.failures.items(), key=lambda item: (-item[1], item[0])))
         skew = (None if self.first_send is None or self.last_send is None
                 else (self.last_send - self.first_send) * 1000.0)
-        return RungFidelity(label, concurrency, repeat, self.sent,
-                            peak_overlap(zip(self.starts, self.ends, strict=True)), skew,
+        peak = (peak_overlap(zip(self.starts, self.ends, strict=True))
+                if self.peak_in_flight is None else self.peak_in_flight)
+        return RungFidelity(label, concurrency, repeat, self.sent, peak, skew,
                             sum(self.failures.values()), failures)

@@ -7,7 +7,12 @@ and a few numbers per other request), rebuilds the legs, scores them with the pu
 `scoring` module and returns a `ContaminationReport` (msgspec, frozen). The store decodes
 each stored outcome for that pass into `StoredOutcome`, its reply left as raw JSON bytes:
 parsed only for the requests whose reply is read (the scored ones and the solo legs),
-never for ballast, the bulk of a big run.
+never for ballast, the bulk of a big run. A rung digested in its run's end (`digest`:
+its fidelity and its requests by status, written by the driver) is counted from its
+digest and its scored requests alone; its other requests are read only if it is listed,
+and then recounted against the digest. A scored reply is first read without its token
+logprobs; the cells whose divergence is classified are read back whole
+(`ScopeReading.restore`).
 Nothing here talks to a server, so `benchwarden show RUN` works with the server gone.
 The terminal view (`terminal.render_terminal`) and the page (`html.render_html`) only
 format this object.
@@ -20,6 +25,9 @@ Invariants:
   when nothing is (`requests_total`, `rungs_total`, `cells_total`, `rungs_left_out`,
   `export_command`, a rung's `requests_listed`), so within the caps the report, its
   JSON and its views are what they were before the caps.
+- Digests change what is read, never what is reported: a digest whose request count is
+  not the store's is not used, and a listed rung whose records recount to another digest
+  makes the whole report read from the records (each with a warning).
 - The report is a function of stored data only. Every number a view prints is a field
   of it (counters, peak in flight, launch skew, requests failed, per-request times
   relative to their rung's first send): no view computes one.
@@ -46,6 +54,7 @@ from typing import Any, Protocol
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from benchwarden.core.collector import paused_cycle_collector
 from benchwarden.core.records import Record, Run, RunEnd
 from benchwarden.core.reports import (
     REPORT_SCHEMA,
@@ -61,6 +70,7 @@ from benchwarden.core.reports import (
 from benchwarden.core.run_config import config_as
 from benchwarden.core.store import Store
 from benchwarden.suites.contamination import scoring, shown
+from benchwarden.suites.contamination.digest import RungDigest, digest_from, digests_in
 from benchwarden.suites.contamination.fidelity import (
     RungFidelity,
     RungTally,
@@ -68,7 +78,7 @@ from benchwarden.suites.contamination.fidelity import (
     failure_kind,
 )
 from benchwarden.suites.contamination.scoring import BENCH_VERSION, Legs, RungOutcomes, rung_label
-from benchwarden.targets.replies import Reply, RequestOutcome, Timings
+from benchwarden.targets.replies import Reply, RequestOutcome, Timings, ToolCall
 
 SUITE = "contamination"
 STATE_ORDER = ("unmeasured", "below_label", "as_labelled")
@@ -589,6 +599,49 @@ def _reply(raw: msgspec.Raw) -> Reply | None:
                                               "reply": msgspec.json.decode(raw)}).reply
 
 
+class _ReplyWithoutLogprobs(msgspec.Struct):
+    """A stored reply as a scored request's first reading decodes it: every field of
+    `Reply` but its token logprobs, kept as raw JSON bytes (a real engine's 64 tokens with
+    5 candidates each: 384 objects and 190 µs of a 200 µs decode). The scoring reads them
+    only to classify a divergence (`scoring.classify_divergence`), so the few cells that
+    diverge are read again whole (`ScopeReading.restore`)."""
+
+    reasoning: str
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    finish_reason: str | None
+    completion_tokens: int
+    usage_reported: bool
+    prompt_tokens: int | None = None
+    cached_prompt_tokens: int | None = None
+    saw_done: bool = False
+    reasoning_tokens: int | None = None
+    token_logprobs: msgspec.Raw = _NULL
+
+
+_reply_without_logprobs = msgspec.json.Decoder(_ReplyWithoutLogprobs)
+
+
+def _scored_outcome(record: StoredRequest) -> tuple[RequestOutcome, bool]:
+    """A scored request's outcome for the scoring's first reading, and whether its token
+    logprobs were left out (then its reply has none until `ScopeReading.restore`)."""
+    stored = record.payload["outcome"]
+    if not isinstance(stored, StoredOutcome) or stored.reply == _NULL:
+        return _outcome(record), False
+    try:
+        light = _reply_without_logprobs.decode(stored.reply)
+    except msgspec.ValidationError:  # a string in its stored form: read whole
+        return stored.whole(), False
+    # without logprobs (none stored) this is the reply `Reply` decodes: nothing left out
+    reply = Reply(reasoning=light.reasoning, text=light.text, tool_calls=light.tool_calls,
+                  finish_reason=light.finish_reason, completion_tokens=light.completion_tokens,
+                  usage_reported=light.usage_reported, prompt_tokens=light.prompt_tokens,
+                  cached_prompt_tokens=light.cached_prompt_tokens, saw_done=light.saw_done,
+                  reasoning_tokens=light.reasoning_tokens, token_logprobs=None)
+    return (RequestOutcome(stored.timings, reply, stored.error, stored.status,
+                           _restored_extra(stored.extra)), light.token_logprobs != _NULL)
+
+
 def _restored_extra(extra: dict[str, Any]) -> dict[str, Any]:
     """`extra` as `from_json_dict` reads it: a flat one (the common case) as it is, one
     with nested values (where a string's stored form could hide) restored."""
@@ -637,6 +690,9 @@ class _RungRequests:
     """1 where a cell is classified from the request (a probe's own), else 0."""
     failed: bytearray = field(default_factory=bytearray)
     """1 where the request failed (as the rung's fidelity counts it), else 0."""
+    digest: RungDigest | None = None
+    """The rung's digest when it was read from one (`ScopeReading.take_digest`): then
+    the tally is the digest's and no request is kept (read back if the rung is listed)."""
 
     def lanes(self) -> list[shown.Lane]:
         return [shown.Lane(seq, slot, bool(scored), bool(failed))
@@ -719,6 +775,9 @@ class ScopeReading:
     """Every request read."""
     references: dict[str, Reply | None] = field(default_factory=dict)
     """Each probe's first solo reference reply (`ref_a`), by task, once read."""
+    without_logprobs: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    """The scored outcomes read without their token logprobs (`_scored_outcome`), with
+    their sequence numbers, to read whole where the scoring needs them (`restore`)."""
 
     def add(self, record: StoredRequest, seq: int = 0) -> None:
         """Count one record; `seq` is its sequence number in the store (to read it back
@@ -745,10 +804,8 @@ class ScopeReading:
         stored = payload["outcome"]
         scored = task.isdigit()  # a probe's own request: a cell is classified from it
         if scored:
-            outcome = _outcome(record)
+            outcome = self._scored(record, seq)
             failed = group.tally.add(outcome, cancel_planned)
-            self.scored_outcomes[(arm, task, record.trial)] = _sharing_reply(
-                outcome, self.references.get(task))
         elif isinstance(stored, StoredOutcome):
             failed = stored.count_in(group.tally, cancel_planned)
         else:
@@ -757,6 +814,54 @@ class ScopeReading:
         group.slots.append(int(payload.get("slot", 0)))
         group.scored.append(_scored(record))
         group.failed.append(failed)
+
+    def take_digest(self, digest: RungDigest) -> None:
+        """Count a rung from its digest, at the place of its first record in the store's
+        order (so legs and statuses come in the order `add` would have met them); its
+        scored requests then go to `add_scored`, its others are not read."""
+        self.total += digest.sent
+        if digest.leg not in self.legs_seen:
+            self.legs_seen[digest.leg] = None
+        for status, count in digest.statuses:
+            self.statuses[(digest.leg, status)] += count
+        self.rungs[digest.key] = _RungRequests(tally=digest.tally(), digest=digest)
+
+    def add_scored(self, record: StoredRequest) -> None:
+        """What `add` keeps of a request of a digested rung beyond the digest's counts:
+        its rung's level (a bisect's) and, for a probe's own request, its outcome."""
+        level = record.payload.get("level")
+        if isinstance(level, int) and record.arm not in self.bisect_levels:
+            self.bisect_levels[record.arm] = level
+        if record.task.isdigit():
+            self._scored(record, getattr(record, "seq", 0))
+
+    def _scored(self, record: StoredRequest, seq: int) -> RequestOutcome:
+        """Keep a probe's own request of a rung (without its logprobs, see
+        `_scored_outcome`), sharing its reference's reply where the scoring cannot tell
+        them apart; the outcome as read."""
+        key = (record.arm, record.task, record.trial)
+        outcome, light = _scored_outcome(record)
+        if light:
+            self.without_logprobs[key] = seq
+        else:
+            self.without_logprobs.pop(key, None)
+        self.scored_outcomes[key] = _sharing_reply(outcome, self.references.get(record.task))
+        return outcome
+
+    def restore(self, store: Store, cells: Iterable[scoring.Cell]) -> bool:
+        """Read whole (token logprobs included) the scored outcomes of these cells that
+        were read without them: whether any was (the scoring must then run again)."""
+        keys = {(cell.leg, str(cell.probe), cell.repeat) for cell in cells}
+        wanted = {seq: key for key, seq in self.without_logprobs.items() if key in keys}
+        if not wanted:
+            return False
+        for summary in store.iter_record_summaries(
+                suite=SUITE, scope=str(self.config["scope"]), payload_fields=PAYLOAD_FIELDS,
+                payload_types=PAYLOAD_TYPES, seqs=sorted(wanted)):
+            key = wanted[summary.seq]
+            self.scored_outcomes[key] = _outcome(summary)
+            del self.without_logprobs[key]
+        return True
 
     @property
     def levels(self) -> dict[str, int]:
@@ -798,8 +903,113 @@ def read_scope(records: Iterable[StoredRequest], config: Mapping[str, Any]) -> S
     return reading
 
 
+def digest_of(records: Iterable[StoredRequest]) -> list[RungDigest]:
+    """The digest of each rung among `records` (the driver's: a rung's records as it
+    appends them), counted by `ScopeReading.add`, the full pass's own counting; the solo
+    legs have none."""
+    readings: dict[tuple[str, int], ScopeReading] = {}
+    for record in records:
+        if record.arm not in SOLO_LEGS:
+            key = (record.arm, record.trial)
+            if key not in readings:
+                readings[key] = ScopeReading({})
+            readings[key].add(record)
+    return [digest_from(leg, repeat, reading.rungs[(leg, repeat)].tally,
+                        [(status, count) for (_, status), count in reading.statuses.items()])
+            for (leg, repeat), reading in readings.items()]
+
+
+class _DigestDisagrees(Exception):
+    """A listed rung recounted from its records differs from its digest."""
+
+
+def _stored_digests(store: Store, scope: str) -> dict[tuple[str, int], RungDigest]:
+    """The rung digests in the ends of the runs of a scope (the run and the runs
+    resuming it), by (leg, repeat); a rung digested twice (which no driver writes) is
+    read from its records."""
+    found: dict[tuple[str, int], RungDigest] = {}
+    twice: set[tuple[str, int]] = set()
+    for info in store.runs_with_config(SUITE, ("scope",)):
+        if info.end is None or str(info.run.config.get("scope", info.run.run_id)) != scope:
+            continue
+        for digest in digests_in(info.end.summary):
+            if digest.key in found:
+                twice.add(digest.key)
+            found[digest.key] = digest
+    for key in twice:
+        del found[key]
+    return found
+
+
+def _digest_warning(scope: str, digest: RungDigest, records: int | None) -> str:
+    stored = "no record" if records is None else f"{records} records"
+    return (f"a run end of scope {scope} summarises rung {digest.leg} #{digest.repeat} as "
+            f"{digest.sent} requests but the store holds {stored} of it: the rung is "
+            "reported from its records")
+
+
+def _read_with_digests(store: Store, config: Mapping[str, Any],
+                       digests: Mapping[tuple[str, int], RungDigest],
+                       warnings: list[str]) -> ScopeReading:
+    """The scope read as `ScopeReading` reads it in one pass, but each rung with a digest
+    whose request count is the store's from its digest and its scored requests only
+    (what the digest does not hold); every other record read as the full pass reads it.
+    A digest whose count differs is not used: `warnings` says so."""
+    scope = str(config["scope"])
+    counts = store.record_counts(SUITE, scope)
+    used: dict[tuple[str, int], RungDigest] = {}
+    for key, digest in digests.items():
+        found = counts.get(key)
+        if found != digest.sent or key[0] in SOLO_LEGS:
+            warnings.append(_digest_warning(scope, digest, found))
+        else:
+            used[key] = digest
+    tasks = [str(index) for index in range(len(config["probe_set"]))]
+    seqs = sorted([*store.record_seqs(SUITE, scope, used, tasks=tasks),
+                   *store.record_seqs(SUITE, scope, [key for key in counts if key not in used])])
+    reading = ScopeReading(config)
+    taken: set[tuple[str, int]] = set()
+    for summary in store.iter_record_summaries(suite=SUITE, scope=scope,
+                                               payload_fields=PAYLOAD_FIELDS,
+                                               payload_types=PAYLOAD_TYPES, seqs=seqs):
+        key = (summary.arm, summary.trial)
+        if key in used:
+            if key not in taken:  # where the rung's first request is (its slot 0)
+                taken.add(key)
+                reading.take_digest(used[key])
+            reading.add_scored(summary)
+        else:
+            reading.add(summary, summary.seq)
+    for key, digest in used.items():  # a rung with no scored request (none is written)
+        if key not in taken:
+            reading.take_digest(digest)
+    return reading
+
+
+def _rung_read_whole(store: Store, reading: ScopeReading,
+                     key: tuple[str, int]) -> _RungRequests:
+    """A digested rung's requests read from the store (it is listed), checked against its
+    digest: `_DigestDisagrees` when they differ."""
+    group = reading.rungs[key]
+    if group.digest is None:
+        return group
+    recount = ScopeReading(reading.config)
+    for summary in store.iter_record_summaries(
+            suite=SUITE, scope=str(reading.config["scope"]), payload_fields=PAYLOAD_FIELDS,
+            payload_types=PAYLOAD_TYPES, seqs=store.record_seqs(
+                SUITE, str(reading.config["scope"]), [key])):
+        recount.add(summary, summary.seq)
+    whole = recount.rungs.get(key) or _RungRequests()
+    statuses = [(status, count) for (_, status), count in recount.statuses.items()]
+    if digest_from(key[0], key[1], whole.tally, statuses) != group.digest:
+        raise _DigestDisagrees(f"rung {key[0]} #{key[1]}")
+    return whole
+
+
 def legs_from_records(records: Iterable[StoredRequest], config: Mapping[str, Any]) -> Legs:
-    """Rebuild the scoring input from stored records and the run's configuration."""
+    """Rebuild the scoring input from stored records and the run's configuration (records
+    read typed, `PAYLOAD_TYPES`, give scored replies without their token logprobs: see
+    `ScopeReading.restore`)."""
     return read_scope(records, config).legs()
 
 
@@ -937,6 +1147,7 @@ def _listing(store: Store, reading: ScopeReading, result: scoring.Score,
         data = fit.to_json_dict()
         group = reading.rungs.get(key)
         if group is not None:
+            group = _rung_read_whole(store, reading, key)
             lanes = shown.chosen_lanes(group.lanes())
             wanted.extend(lane.key for lane in lanes)
             if len(lanes) < len(group.seqs):
@@ -944,9 +1155,9 @@ def _listing(store: Store, reading: ScopeReading, result: scoring.Score,
                 zeros[key] = group.tally.first_send
         rungs.append(data)
     planned = set(keys)
-    for key, group in reading.rungs.items():
+    for key in list(reading.rungs):
         if key not in planned:  # a leg the plan does not name (none this suite writes)
-            wanted.extend(group.seqs)
+            wanted.extend(_rung_read_whole(store, reading, key).seqs)
     # a solo request read with its reply unparsed (`StoredOutcome`) is listed in its
     # stored form, read back whole like the rest (they are at most four per probe)
     wanted.extend(seq for seq, record in reading.solo
@@ -1001,9 +1212,26 @@ class StoredConfig(msgspec.Struct):
     """Why the server refused token logprobs, when it did."""
 
 
-def build_report(store: Store, run_id: str) -> ContaminationReport:
+def build_report(store: Store, run_id: str, *, digests: bool = True,
+                 kept: Iterable[RungDigest] = ()) -> ContaminationReport:
     """The run's report, scored from its stored records alone, read in one streaming
-    pass (`ScopeReading`); what it lists is capped (`shown`), what it counts is not."""
+    pass (`ScopeReading`); what it lists is capped (`shown`), what it counts is not.
+    A rung digested in its run's end (`digest`) is read from its digest and its scored
+    requests (`digests=False`: every record read, as before digests); `kept`: digests
+    of rungs whose run has no end yet (the driver's, building the run's own report)."""
+    # the collector paused (`core.collector`): a big run's tens of thousands of scored
+    # outcomes and cells set off full collections that walk them all, for nothing
+    with paused_cycle_collector():
+        try:
+            return _built(store, run_id, digests, kept, [])
+        except _DigestDisagrees as disagreement:
+            return _built(store, run_id, False, (), [
+                f"{disagreement} read from its records differs from its digest in the "
+                "run's end: the report is read from the records alone"])
+
+
+def _built(store: Store, run_id: str, digests: bool, kept: Iterable[RungDigest],
+           notes: list[str]) -> ContaminationReport:
     info = store.run_info(run_id)
     run = info.run
     if run.suite != SUITE:
@@ -1015,14 +1243,23 @@ def build_report(store: Store, run_id: str) -> ContaminationReport:
         raise ValueError(f"run {run.run_id} was not stored by this version of the "
                          f"contamination suite (its config lacks {', '.join(absent)})")
     config_as(store.location, run, StoredConfig, "contamination")
-    reading = ScopeReading(config)
-    for summary in store.iter_record_summaries(suite=SUITE, scope=str(config["scope"]),
-                                               payload_fields=PAYLOAD_FIELDS,
-                                               payload_types=PAYLOAD_TYPES):
-        reading.add(summary, summary.seq)
+    stored = ({**_stored_digests(store, str(config["scope"])),
+               **{digest.key: digest for digest in kept}} if digests else {})
+    if stored:
+        reading = _read_with_digests(store, config, stored, notes)
+    else:
+        reading = ScopeReading(config)
+        for summary in store.iter_record_summaries(suite=SUITE, scope=str(config["scope"]),
+                                                   payload_fields=PAYLOAD_FIELDS,
+                                                   payload_types=PAYLOAD_TYPES):
+            reading.add(summary, summary.seq)
     levels = reading.levels
     legs = reading.legs()
     result = scoring.score(legs)
+    # a cell whose divergence is classified reads its reply's token logprobs: read whole
+    if reading.restore(store, [cell for cell in result.cells if cell.divergence is not None]):
+        legs = reading.legs()
+        result = scoring.score(legs)
     verdict = scoring.verdict(result)
     prime_failures = [r for _, r in reading.solo if r.arm == "prime" and r.outcome != "ok"]
     warnings = [f"prime of probe {r.task} failed "
@@ -1041,6 +1278,7 @@ def build_report(store: Store, run_id: str) -> ContaminationReport:
                         "so divergences are unclassified")
     statuses = reading.statuses
     listing = _listing(store, reading, result, levels)
+    warnings.extend(notes)
     body = {
         "score": result.counters(),
         "cells": listing.pop("cells"),
@@ -1056,9 +1294,12 @@ def build_report(store: Store, run_id: str) -> ContaminationReport:
         "bisect": _bisect_block(config, result),
         **listing,
     }
-    plain = json_safe(envelope(suite=SUITE, bench_version=BENCH_VERSION, run=run,
-                               end=info.end, verdict=verdict, body=body,
-                               store_head=store_head_block(store)))
+    plain = envelope(suite=SUITE, bench_version=BENCH_VERSION, run=run, end=info.end,
+                     verdict=verdict, body=body, store_head=store_head_block(store))
+    try:  # one pass in C: encodes unless a string holds a lone surrogate (almost never)
+        msgspec.json.encode(plain)
+    except (UnicodeEncodeError, TypeError):  # walked in Python (the listed requests of a
+        plain = json_safe(plain)  # real engine: millions of values, seconds)
     return convert(plain, ContaminationReport, "contamination report")  # type: ignore[no-any-return]
 
 

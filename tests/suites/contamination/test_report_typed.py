@@ -20,9 +20,9 @@ def test_a_run_builds_its_report_once_and_it_equals_a_rebuild(tmp_path, monkeypa
     built = []
     original = report_module.build_report
 
-    def counting(store, run_id):
+    def counting(store, run_id, **options):
         built.append(run_id)
-        return original(store, run_id)
+        return original(store, run_id, **options)
 
     monkeypatch.setattr(report_module, "build_report", counting)
     with FakeOpenAIServer("leak") as server, SQLiteStore(tmp_path / "s.sqlite") as store:

@@ -1,0 +1,303 @@
+"""Rung digests in the run end: the report read through them is the report read from every
+record, and a digest that disagrees with its records is caught.
+
+The stores are written through the store API as the driver writes them (`make_record`,
+`digest_of`), with drawn requests (failed, cancelled, no streamed content, zero-length,
+text stored in its escaped form), rungs split between an interrupted run and the run
+resuming it, and some rungs' digests lost (a run killed before its end).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchwarden.core.provenance import stamp_run
+from benchwarden.core.records import Record, RunEnd
+from benchwarden.core.store import SQLiteStore
+from benchwarden.suites.contamination import scoring, shown
+from benchwarden.suites.contamination.digest import (
+    SUMMARY_KEY,
+    RungDigest,
+    as_summary,
+    digests_in,
+)
+from benchwarden.suites.contamination.driver import SUITE, Plan, make_record
+from benchwarden.suites.contamination.html import render_html
+from benchwarden.suites.contamination.report import build_report, digest_of
+from benchwarden.suites.contamination.scoring import rung_label
+from benchwarden.targets.replies import Candidate, RequestOutcome, Timings, TokenLogprob
+
+from .helpers import CANARIES, cancelled_by_client, failed, ok, reply_text
+
+PROBES = 2
+KINDS = st.sampled_from(("ok", "ok", "ok", "diverged", "failed", "leaked", "cancelled",
+                         "planned_cut", "no_content", "zero_length", "garbled_error",
+                         "garbled_reply", "nested_extra", "lp_ok", "lp_diverged", "lp_leaked"))
+
+
+def with_logprobs(outcome: RequestOutcome) -> RequestOutcome:
+    """`outcome` with token logprobs spelling its reply in 8-character tokens, each with
+    top candidates that hold the other spelling of the drawn divergence (`x3` / `xX`),
+    so a diverged cell classifies as a near-tie from them."""
+    reply = outcome.reply
+    assert reply is not None
+    pieces = [reply.text[start:start + 8] for start in range(0, len(reply.text), 8)]
+    tokens = tuple(TokenLogprob(piece, -0.1, (
+        Candidate(piece, -0.1), Candidate(piece.replace("x3", "xX"), -0.2),
+        Candidate(piece.replace("xX", "x3"), -0.25))) for piece in pieces)
+    return dataclasses.replace(outcome, reply=dataclasses.replace(reply, token_logprobs=tokens))
+
+
+def _outcome(kind: str, probe: int, start: float) -> RequestOutcome:
+    if kind.startswith("lp_"):
+        return with_logprobs(_outcome(kind[3:], probe, start))
+    text = reply_text(probe)
+    outcome = ok(text, start=start, end=start + 0.5)
+    if kind == "diverged":
+        return ok(text.replace("x3", "xX"), start=start, end=start + 0.5)
+    if kind == "leaked":
+        return ok(text + CANARIES[1 - probe], start=start, end=start + 0.5)
+    if kind == "failed":
+        return failed("HTTP 500 from POST http://h/v1: no", at=start, status=500)
+    if kind in ("cancelled", "planned_cut"):
+        return dataclasses.replace(cancelled_by_client(probe),
+                                   timings=Timings(start, start, start, start + 0.2))
+    if kind == "no_content":  # a reply whose content never streamed: no interval
+        return dataclasses.replace(outcome, timings=Timings(start, start, None, start + 0.1))
+    if kind == "zero_length":
+        return dataclasses.replace(outcome, timings=Timings(start, start, start, start))
+    if kind == "garbled_error":  # stored as an object: the record is read plain
+        return failed("server said \udcff then closed", at=start, status=502)
+    if kind == "garbled_reply":
+        return ok(text + "\udc80", start=start, end=start + 0.5)
+    if kind == "nested_extra":
+        return dataclasses.replace(outcome, extra={"note": {"said": ["\udcfe", 1]}})
+    return outcome
+
+
+def _rung_records(plan: Plan, run_id: str, index: int, kinds: list[str]) -> list[Record]:
+    level, repetition = (2, 4)[index % 2], index // 2 + 1
+    records = []
+    for slot, kind in enumerate(kinds):
+        probe, start = slot % PROBES, 10.0 + index + slot * 0.01
+        cut = 4 if kind == "planned_cut" or (kind == "ok" and slot >= 5) else None
+        records.append(make_record(plan, run_id, rung_label(level),
+                                   str(slot) if slot < PROBES else f"ballast-{slot}",
+                                   repetition, probe, slot, _outcome(kind, probe, start),
+                                   cut, level))
+    return records
+
+
+def write_run(store: SQLiteStore, rungs: list[list[str]], resumed_at: int | None,
+              ends: tuple[bool, bool]) -> str:
+    """A run of two probes whose rungs (c2, c4 alternating, repeated) hold the drawn
+    requests; from rung `resumed_at` on, written by a run resuming the first (which
+    ended interrupted). `ends`: whether each run recorded its end (with its digests)."""
+    probe_set = [{"index": i, "canary": CANARIES[i], "topic": f"topic {i}"}
+                 for i in range(PROBES)]
+    bodies = [{"messages": [{"role": "user", "content": f"probe {i}"}]} for i in range(PROBES)]
+    repeat = (len(rungs) + 1) // 2
+    config = {"probe_set": probe_set, "concurrency": [2, 4], "repeat": repeat,
+              "min_completion_tokens": 4, "request_bodies": bodies,
+              "scenario": "shared-prefix"}
+    first = stamp_run(suite=SUITE, bench_version=scoring.BENCH_VERSION, config=config)
+    first = dataclasses.replace(first, config={**config, "scope": first.run_id})
+    scope = first.run_id
+    plan = Plan(first.run_id, scope, tuple(bodies), (2, 4), repeat, "shared-prefix")
+    store.begin_run(first)
+    for leg in ("prime", "ref_a", "ref_b"):
+        store.append([make_record(plan, first.run_id, leg, str(p), 1, p, p,
+                                  with_logprobs(ok(reply_text(p), start=1.0, end=1.5)), None)
+                      for p in range(PROBES)])
+    run_id, digests = first.run_id, []
+    for index, kinds in enumerate(rungs):
+        if index == resumed_at:
+            _end(store, run_id, "interrupted", digests, ends[0])
+            resumed = stamp_run(suite=SUITE, bench_version=scoring.BENCH_VERSION,
+                                config=first.config, resumed_from=first.run_id)
+            store.begin_run(resumed)
+            run_id, digests = resumed.run_id, []
+        records = _rung_records(plan, run_id, index, kinds)
+        store.append(records)
+        digests.extend(digest_of(records))
+    store.append([make_record(plan, run_id, "post", str(p), 1, p, p,
+                              ok(reply_text(p), start=90.0, end=90.5), None)
+                  for p in range(PROBES)])
+    _end(store, run_id, "completed", digests, ends[resumed_at is not None])
+    return first.run_id
+
+
+def _end(store: SQLiteStore, run_id: str, status: str, digests: list[RungDigest],
+         recorded: bool) -> None:
+    if recorded:
+        store.finish_run(RunEnd(run_id, time.time(), status, {SUMMARY_KEY: as_summary(digests)}))
+
+
+def _same(first, second) -> None:
+    assert msgspec.json.encode(first) == msgspec.json.encode(second)
+    assert render_html(first) == render_html(second)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(KINDS, min_size=PROBES, max_size=7), min_size=1, max_size=10),
+       st.none() | st.integers(min_value=0, max_value=9), st.tuples(st.booleans(), st.booleans()),
+       st.integers(min_value=1, max_value=4), st.integers(min_value=2, max_value=5))
+def test_the_report_read_through_digests_is_the_report_read_from_every_record(
+        rungs, resumed_at, ends, rung_limit, lane_limit):
+    from unittest import mock
+
+    if resumed_at is not None and resumed_at >= len(rungs):
+        resumed_at = None
+    with SQLiteStore(":memory:") as store, \
+            mock.patch.object(shown, "RUNG_LIMIT", rung_limit), \
+            mock.patch.object(shown, "LANE_LIMIT", lane_limit):
+        run_id = write_run(store, rungs, resumed_at, ends)
+        through_digests = build_report(store, run_id)
+        from_records = build_report(store, run_id, digests=False)
+    assert not any("digest" in warning or "summarises" in warning
+                   for warning in through_digests.warnings)
+    _same(through_digests, from_records)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(KINDS, min_size=PROBES, max_size=6), min_size=1, max_size=8),
+       st.integers(min_value=1, max_value=4))
+def test_scored_replies_read_without_logprobs_report_as_read_whole(rungs, rung_limit):
+    """The scoring's first reading leaves scored replies' token logprobs out and reads
+    whole the cells whose divergence it classifies: the report is the one read whole."""
+    from unittest import mock
+
+    from benchwarden.suites.contamination import report as report_module
+
+    def whole(record):
+        return report_module._outcome(record), False
+
+    with SQLiteStore(":memory:") as store, mock.patch.object(shown, "RUNG_LIMIT", rung_limit):
+        run_id = write_run(store, rungs, None, (True, True))
+        light = build_report(store, run_id)
+        with mock.patch.object(report_module, "_scored_outcome", whole):
+            read_whole = build_report(store, run_id)
+    _same(light, read_whole)
+
+
+def test_a_diverged_cell_is_classified_from_its_logprobs_read_back():
+    with SQLiteStore(":memory:") as store:
+        run_id = write_run(store, [["lp_diverged", "lp_ok", "lp_ok"], ["lp_ok", "lp_ok"]],
+                           None, (True, True))
+        built = build_report(store, run_id)
+    (cell,) = [cell for cell in built.cells if cell.kind == "diverged"]
+    assert cell.divergence is not None and cell.divergence.kind == "near-tie"
+    assert cell.divergence.reference_token is not None
+
+
+def test_a_digest_is_what_the_full_pass_counts_of_its_rung():
+    plan = Plan("r", "r", ({}, {}), (2, 4), 1, "shared-prefix")
+    records = _rung_records(plan, "r", 1, ["ok", "failed", "cancelled", "planned_cut", "ok",
+                                           "no_content", "ok"])
+    (digest,) = digest_of(records)
+    assert (digest.leg, digest.repeat, digest.sent) == ("c4", 1, 7)
+    assert digest.statuses == [("ok", 4), ("error", 1), ("cancelled", 2)]
+    # the off-plan cut and the HTTP 500 failed; the planned cut did not
+    assert dict(digest.failures) == {"HTTP 500": 1, "cancelled off plan": 1}
+    assert digests_in({SUMMARY_KEY: as_summary([digest])}) == [digest]
+    assert digests_in({SUMMARY_KEY: [{"leg": "c4"}]}) == []  # a shape not read: none
+
+
+def _store_with_end(digests_of, tmp_path) -> tuple[SQLiteStore, str]:
+    """A completed run whose end holds `digests_of(true digests)`."""
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    rungs = [["ok", "ok", "ok", "ok"], ["ok", "ok", "failed", "ok", "ok"], ["ok"] * 4]
+    run_id = write_run(store, rungs, None, (False, False))
+    plan = Plan(run_id, run_id, ({}, {}), (2, 4), 2, "shared-prefix")
+    true = [digest for index, kinds in enumerate(rungs)
+            for digest in digest_of(_rung_records(plan, run_id, index, kinds))]
+    store.finish_run(RunEnd(run_id, time.time(), "completed",
+                            {SUMMARY_KEY: as_summary(digests_of(true))}))
+    return store, run_id
+
+
+def test_a_digest_counting_other_requests_than_the_store_holds_is_not_used(tmp_path):
+    store, run_id = _store_with_end(
+        lambda true: [msgspec.structs.replace(true[0], sent=true[0].sent + 1), *true[1:]],
+        tmp_path)
+    with store:
+        built = build_report(store, run_id)
+        whole = build_report(store, run_id, digests=False)
+    (warning,) = [w for w in built.warnings if "summarises" in w]
+    assert "rung c2 #1 as 5 requests but the store holds 4 records" in warning
+    assert msgspec.json.encode(msgspec.structs.replace(built, warnings=whole.warnings)) == \
+        msgspec.json.encode(whole)
+
+
+@pytest.mark.parametrize("edit", [
+    {"peak_in_flight": 1}, {"failures": []}, {"first_send": 0.0},
+    {"statuses": [("ok", 5)]}])
+def test_a_listed_rung_whose_records_disagree_with_its_digest_is_read_from_records(
+        tmp_path, edit):
+    store, run_id = _store_with_end(
+        lambda true: [true[0], msgspec.structs.replace(true[1], **edit), true[2]], tmp_path)
+    with store:
+        built = build_report(store, run_id)
+        whole = build_report(store, run_id, digests=False)
+    assert built.warnings[-1] == ("rung c4 #1 read from its records differs from its digest "
+                                  "in the run's end: the report is read from the records "
+                                  "alone")
+    assert msgspec.json.encode(msgspec.structs.replace(built, warnings=whole.warnings)) == \
+        msgspec.json.encode(whole)
+
+
+def test_a_rung_digested_twice_is_read_from_its_records(tmp_path):
+    store, run_id = _store_with_end(lambda true: [*true, true[0]], tmp_path)
+    with store:
+        _same(build_report(store, run_id), build_report(store, run_id, digests=False))
+
+
+# -- the driver writes them ------------------------------------------------------------------
+
+def test_a_killed_run_and_its_resume_keep_the_digests_of_the_rungs_they_stored(tmp_path,
+                                                                              monkeypatch):
+    from benchwarden.core.errors import RunInterrupted
+    from benchwarden.suites.contamination import report as report_module
+    from benchwarden.suites.contamination.driver import ContaminationConfig, run_contamination
+    from tests.fakes import FakeOpenAIServer
+
+    from .test_resume import KILL_AT_C4, KilledStore
+
+    path = tmp_path / "store.sqlite"
+    config = ContaminationConfig(url="", probes=2, concurrency=(2, 4), max_tokens=64, seed=3)
+    with FakeOpenAIServer("clean") as server:
+        config = dataclasses.replace(config, url=server.url)
+        killed = KilledStore(path, KILL_AT_C4)
+        with pytest.raises(RunInterrupted):
+            run_contamination(config, killed, progress=False)
+        run_id = killed.runs()[0].run.run_id
+        killed.close()
+        with SQLiteStore(path) as store:
+            resumed = run_contamination(config, store, progress=False, resume=run_id)
+    with SQLiteStore(path) as store:
+        ends = {info.run.run_id: info.end for info in store.runs()}
+        assert [d.key for d in digests_in(ends[run_id].summary)] == [("c2", 1)]
+        assert [d.key for d in digests_in(ends[resumed.run.id].summary)] == [("c4", 1)]
+        for digest in [*digests_in(ends[run_id].summary),
+                       *digests_in(ends[resumed.run.id].summary)]:
+            mine = [r for r in store.records(scope=run_id) if (r.arm, r.trial) == digest.key]
+            assert digest_of(mine) == [digest]
+        taken = []
+        original = report_module.ScopeReading.take_digest
+        monkeypatch.setattr(report_module.ScopeReading, "take_digest",
+                            lambda self, digest: (taken.append(digest.key),
+                                                  original(self, digest))[1])
+        through_digests = build_report(store, resumed.run.id)
+        assert sorted(taken) == [("c2", 1), ("c4", 1)]
+        _same(through_digests, build_report(store, resumed.run.id, digests=False))
+        # the run's own report (its digests still in memory) is the one read back
+        # (the stored run's mappings come back with their keys sorted)
+        assert json.dumps(msgspec.to_builtins(through_digests), sort_keys=True) == \
+            json.dumps(msgspec.to_builtins(resumed), sort_keys=True)
