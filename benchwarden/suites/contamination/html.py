@@ -10,7 +10,10 @@ concurrency) and a per-request timeline per rung.
 Bounded at any store size: the report lists at most `shown.RUNG_LIMIT` rungs and
 `shown.LANE_LIMIT` requests of each (a report file written before the caps is cut down
 the same way, `within_caps`), and the grid, divergence, fidelity and timeline sections
-say how many they show of how many and give the export command for all of it.
+say how many they show of how many and give the export command for all of it. The
+report embedded in the page leaves out the listed requests' token logprobs (`page_copy`:
+none is drawn, and they were 95 % of a real engine's page), each reply saying how many
+entries it held.
 
 Invariants: a view only: every number on the page is a field of the report printed by
 `benchwarden.core.formatting` (counters, peak in flight, launch skew, requests failed,
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -562,10 +566,55 @@ def _warnings_section(report: ContaminationReport) -> str:
             f'<ul>{items}</ul></section>')
 
 
+LEFT_OUT_KEY = "token_logprobs_left_out"
+"""Set in a listed request's reply, in the page's embedded copy, where its token logprobs
+were left out: how many entries they held."""
+
+
+def page_copy(plain: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
+    """The report as the page embeds it, and how many requests' token logprobs it leaves out.
+
+    The page draws no token logprobs (a divergence's tokens are already in its own
+    block), and they are nearly all of a real engine's listed requests: 24 rungs of 128
+    requests with 64 tokens and five candidates each made a 33 MB page, past issue 12's
+    20 MB at any store size. The embedded copy keeps every other field as the report
+    has it, and each reply whose logprobs it drops says how many entries they held
+    (`LEFT_OUT_KEY`); the report file (`show RUN --json FILE`) keeps them."""
+    requests = plain.get("requests")
+    if not isinstance(requests, list):
+        return dict(plain), 0
+    kept: list[Any] = []
+    left_out = 0
+    for request in requests:
+        outcome = request.get("outcome") if isinstance(request, Mapping) else None
+        reply = outcome.get("reply") if isinstance(outcome, Mapping) else None
+        entries = reply.get("token_logprobs") if isinstance(reply, Mapping) else None
+        if isinstance(entries, list) and entries:
+            assert isinstance(reply, Mapping) and isinstance(outcome, Mapping)
+            slim = {key: value for key, value in reply.items() if key != "token_logprobs"}
+            slim[LEFT_OUT_KEY] = len(entries)
+            request = {**request, "outcome": {**outcome, "reply": slim}}
+            left_out += 1
+        kept.append(request)
+    return {**plain, "requests": kept}, left_out
+
+
+def _left_out_note(report: ContaminationReport, left_out: int) -> str:
+    if not left_out:
+        return ""
+    run = report.run
+    where = (f"benchwarden show {shlex.quote(run.id)} --json FILE" if run is not None and run.id
+             else "the report's JSON file")
+    return (f'<p class="note">The token logprobs of {h.escape(fmt.count(left_out))} listed '
+            "requests are not embedded in this page (none is drawn; each reply says how "
+            f"many entries it held as <code>{LEFT_OUT_KEY}</code>): "
+            f"<code>{h.escape(where)}</code> writes them.</p>")
+
+
 def render_html(report: ContaminationReport | Mapping[str, Any]) -> str:
     # a report file written before the caps may list every request of a huge run
     report = within_caps(as_report(report))
-    plain = as_json(report)
+    plain, left_out = page_copy(as_json(report))
     by_request: dict[tuple[str, int, int], RequestEntry] = {}
     for request in report.requests:
         if request.scored:
@@ -585,7 +634,7 @@ def render_html(report: ContaminationReport | Mapping[str, Any]) -> str:
             ("divergences", "divergences", _divergence_section(report)),
             ("fidelity", "rung fidelity", _fidelity_section(report)),
             ("timeline", "timeline", _timeline_section(report)),
-            ("run", "run", _setup_section(report, plain)),
+            ("run", "run", _setup_section(report, plain) + _left_out_note(report, left_out)),
         ] if markup])
     # a lone surrogate left anywhere (a title attribute, a warning) becomes plain `\\xNN`
     # text: safe inside attributes, and the page always encodes as UTF-8

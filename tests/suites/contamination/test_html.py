@@ -267,3 +267,91 @@ def test_a_lone_surrogate_anywhere_else_is_written_as_text() -> None:
     page = render_html(report)
     page.encode("utf-8")
     assert "server said \\xff" in page
+
+
+# -- what the page embeds of a real engine's listed requests -----------------------------------
+
+def _logprobs(tokens: int, candidates: int = 5) -> list[dict[str, Any]]:
+    return [{"token": f" word{index}", "logprob": -0.1 * index,
+             "top": [{"token": f" other{k}", "logprob": -1.0 - k} for k in range(candidates)]}
+            for index in range(tokens)]
+
+
+def _with_logprobs(report: dict[str, Any], every: int, tokens: int) -> dict[str, Any]:
+    """The report with token logprobs in every `every`-th request's reply."""
+    requests = []
+    for index, request in enumerate(report["requests"]):
+        reply = request["outcome"]["reply"]
+        if reply is not None and index % every == 0:
+            request = {**request, "outcome": {**request["outcome"],
+                                              "reply": {**reply, "token_logprobs":
+                                                        _logprobs(tokens)}}}
+        requests.append(request)
+    return {**report, "requests": requests}
+
+
+def _island(page: str) -> dict[str, Any]:
+    match = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page,
+                      re.S)
+    assert match
+    return json.loads(match.group(1))  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("every", [1, 3])
+def test_the_page_embeds_the_report_without_token_logprobs_and_says_so(every: int) -> None:
+    report = _with_logprobs(sample_report(), every, tokens=7)
+    page = render_html(report)
+    island = _island(page)
+    whole = json.loads(msgspec.json.encode(ContaminationReport.from_json(report)))
+    with_them = [index for index, request in enumerate(whole["requests"])
+                 if (request["outcome"].get("reply") or {}).get("token_logprobs")]
+    assert with_them and len(island["requests"]) == len(whole["requests"])
+    for index, (embedded, request) in enumerate(zip(island["requests"], whole["requests"],
+                                                    strict=True)):
+        reply = request["outcome"].get("reply")
+        if index in with_them:
+            assert embedded["outcome"]["reply"] == {
+                **{key: value for key, value in reply.items() if key != "token_logprobs"},
+                "token_logprobs_left_out": 7}
+            assert {**embedded, "outcome": None} == {**request, "outcome": None}
+        else:
+            assert embedded == request
+    assert {key: value for key, value in island.items() if key != "requests"} == {
+        key: value for key, value in whole.items() if key != "requests"}
+    assert f"The token logprobs of {len(with_them)} listed requests" in page
+    assert "benchwarden show run-2026-11-30-abc --json FILE" in page
+    # what the page draws is the same with and without them: only the island and the note
+    note = re.search(r'<p class="note">The token logprobs of .*?</p>', page)
+    assert note
+    assert _drawn(page.replace(note.group(0), "")) == _drawn(render_html(sample_report()))
+
+
+def _drawn(page: str) -> str:
+    return re.sub(r'<script type="application/json" id="report-data">.*?</script>', "", page,
+                  flags=re.S)
+
+
+def test_a_report_without_token_logprobs_embeds_as_it_is() -> None:
+    page = render_html(sample_report())
+    assert "token logprobs" not in page and "token_logprobs_left_out" not in page
+    typed = ContaminationReport.from_json(sample_report())
+    assert _island(page) == json.loads(msgspec.json.encode(typed))
+
+
+def test_a_real_engine_s_full_listing_stays_under_twenty_megabytes() -> None:
+    """24 rungs of 128 listed requests, each reply 64 tokens with five candidates (what
+    a llama.cpp soak lists): 33 MB of page when the logprobs were embedded."""
+    base = sample_report()
+    template = next(r for r in base["requests"] if r["leg"] == "c8" and not r["scored"])
+    requests = [r for r in base["requests"] if r["leg"] in ("prime", "ref_a", "ref_b", "post")]
+    rungs = []
+    for rung in range(24):
+        label = f"c{128 + rung}"
+        rungs.append({"label": label, "concurrency": 128 + rung, "repeat": 1, "slots": 128,
+                      "peak_in_flight": 4, "launch_skew_ms": 1.0, "observed_parallelism": 4})
+        requests += [{**template, "leg": label, "slot": slot, "probe": slot % 4}
+                     for slot in range(128)]
+    report = _with_logprobs({**base, "rungs": rungs, "requests": requests}, 1, tokens=64)
+    whole = len(msgspec.json.encode(ContaminationReport.from_json(report)))
+    page = render_html(report).encode()
+    assert whole > 20_000_000 > len(page)
