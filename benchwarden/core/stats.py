@@ -351,6 +351,21 @@ def _bca_of_mean(data: Any, distribution: Any, confidence: float) -> tuple[float
     return float(bounds[0]), float(bounds[1])
 
 
+def _mean_unless_degenerate(numbers: list[float], method: str) -> tuple[float, Estimate | None]:
+    """The mean of `numbers`, and the whole estimate where no interval can be drawn (the
+    same for every interval method): none (no mean), one value (a mean, no interval),
+    all equal (a zero-width interval at the mean); None otherwise."""
+    n = len(numbers)
+    if n == 0:
+        return 0.0, Estimate(None, None, None, None, 0, method)
+    mean = float(statistics.mean(numbers))
+    if n < 2:
+        return mean, Estimate(mean, None, None, None, n, method)
+    if min(numbers) == max(numbers):
+        return mean, Estimate(mean, 0.0, mean, mean, n, method)
+    return mean, None
+
+
 def bootstrap_mean_ci(values: Iterable[float], confidence: float = 0.95,
                       resamples: int = 2000, seed: int = 0) -> Estimate:
     """Mean with a bias-corrected and accelerated (BCa) bootstrap interval.
@@ -365,13 +380,9 @@ def bootstrap_mean_ci(values: Iterable[float], confidence: float = 0.95,
     numbers = _floats(values)
     n = len(numbers)
     method = "bootstrap BCa"
-    if n == 0:
-        return Estimate(None, None, None, None, 0, method)
-    mean = float(statistics.mean(numbers))
-    if n < 2:
-        return Estimate(mean, None, None, None, n, method)
-    if min(numbers) == max(numbers):
-        return Estimate(mean, 0.0, mean, mean, n, method)
+    mean, settled = _mean_unless_degenerate(numbers, method)
+    if settled is not None:
+        return settled
     # Batches of about a million resampled values keep memory flat and run several
     # times faster than one huge array; the batch depends only on n, so a seed still
     # fixes the answer.
@@ -445,14 +456,10 @@ def abc_mean_ci(values: Iterable[float], confidence: float = 0.95) -> Estimate:
     numbers = _floats(values)
     n = len(numbers)
     method = "ABC"
-    if n == 0:
-        return Estimate(None, None, None, None, 0, method)
-    mean = float(statistics.mean(numbers))
-    if n < 2:
-        return Estimate(mean, None, None, None, n, method)
+    mean, settled = _mean_unless_degenerate(numbers, method)
+    if settled is not None:
+        return settled
     data = np.asarray(numbers, dtype=np.float64)
-    if float(data.min()) == float(data.max()):
-        return Estimate(mean, 0.0, mean, mean, n, method)
     # the influence values' moments taken of the values scaled to at most 1 in size
     # (values near the float range would overflow a difference, let alone a cube);
     # `a` does not depend on the scale, `sigma` is scaled back last

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+from benchwarden.core.provenance import stamp_run
+from benchwarden.core.records import Run
+from benchwarden.suites.contamination import scoring
+from benchwarden.suites.contamination.driver import SUITE, Plan
 from benchwarden.targets.replies import Reply, RequestOutcome, Timings, ToolCall
 
 CANARIES = ("XK-AZURE-HERON-41", "QJ-CRIMSON-OTTER-77", "BM-JADE-LYNX-23")
@@ -68,3 +74,18 @@ def contamination_args(url: str, store, json_path=None, *extra: str) -> list[str
     if json_path is not None:
         args += ["--json", str(json_path)]
     return args + list(extra)
+
+
+def alternating_rungs_run(rungs: int, probes: int = 2) -> tuple[Run, Plan]:
+    """The start and plan of a run of `probes` probes over rungs c2 and c4 alternating,
+    repeated to fill `rungs` rungs (the shape the drawn-run tests write into)."""
+    probe_set = [{"index": i, "canary": CANARIES[i], "topic": f"topic {i}"}
+                 for i in range(probes)]
+    bodies = [{"messages": [{"role": "user", "content": f"probe {i}"}]} for i in range(probes)]
+    repeat = (rungs + 1) // 2
+    config = {"probe_set": probe_set, "concurrency": [2, 4], "repeat": repeat,
+              "min_completion_tokens": 4, "request_bodies": bodies,
+              "scenario": "shared-prefix"}
+    run = stamp_run(suite=SUITE, bench_version=scoring.BENCH_VERSION, config=config)
+    run = dataclasses.replace(run, config={**config, "scope": run.run_id})
+    return run, Plan(run.run_id, run.run_id, tuple(bodies), (2, 4), repeat, "shared-prefix")

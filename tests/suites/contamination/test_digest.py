@@ -34,7 +34,14 @@ from benchwarden.suites.contamination.report import build_report, digest_of
 from benchwarden.suites.contamination.scoring import rung_label
 from benchwarden.targets.replies import Candidate, RequestOutcome, Timings, TokenLogprob
 
-from .helpers import CANARIES, cancelled_by_client, failed, ok, reply_text
+from .helpers import (
+    CANARIES,
+    alternating_rungs_run,
+    cancelled_by_client,
+    failed,
+    ok,
+    reply_text,
+)
 
 PROBES = 2
 KINDS = st.sampled_from(("ok", "ok", "ok", "diverged", "failed", "leaked", "cancelled",
@@ -100,17 +107,7 @@ def write_run(store: SQLiteStore, rungs: list[list[str]], resumed_at: int | None
     """A run of two probes whose rungs (c2, c4 alternating, repeated) hold the drawn
     requests; from rung `resumed_at` on, written by a run resuming the first (which
     ended interrupted). `ends`: whether each run recorded its end (with its digests)."""
-    probe_set = [{"index": i, "canary": CANARIES[i], "topic": f"topic {i}"}
-                 for i in range(PROBES)]
-    bodies = [{"messages": [{"role": "user", "content": f"probe {i}"}]} for i in range(PROBES)]
-    repeat = (len(rungs) + 1) // 2
-    config = {"probe_set": probe_set, "concurrency": [2, 4], "repeat": repeat,
-              "min_completion_tokens": 4, "request_bodies": bodies,
-              "scenario": "shared-prefix"}
-    first = stamp_run(suite=SUITE, bench_version=scoring.BENCH_VERSION, config=config)
-    first = dataclasses.replace(first, config={**config, "scope": first.run_id})
-    scope = first.run_id
-    plan = Plan(first.run_id, scope, tuple(bodies), (2, 4), repeat, "shared-prefix")
+    first, plan = alternating_rungs_run(len(rungs), PROBES)
     store.begin_run(first)
     for leg in ("prime", "ref_a", "ref_b"):
         store.append([make_record(plan, first.run_id, leg, str(p), 1, p, p,

@@ -29,7 +29,16 @@ from benchwarden.suites.contamination.scoring import Legs, RungOutcomes, rung_la
 from benchwarden.suites.contamination.terminal import left_out_lines
 from benchwarden.targets.replies import RequestOutcome, Timings
 
-from .helpers import CANARIES, cancelled_by_client, failed, good, http_error, ok, reply_text
+from .helpers import (
+    CANARIES,
+    alternating_rungs_run,
+    cancelled_by_client,
+    failed,
+    good,
+    http_error,
+    ok,
+    reply_text,
+)
 
 # -- the choice ------------------------------------------------------------------------------
 
@@ -369,16 +378,7 @@ SLOT_KINDS = st.sampled_from(("ok", "ok", "ok", "diverged", "failed", "leaked", 
 def _write_drawn_run(store: SQLiteStore, rungs: list[list[str]]) -> str:
     """A run of two probes whose rungs (c2, c4 alternating, repeated) have the drawn kind
     of request in each slot."""
-    probe_set = [{"index": i, "canary": CANARIES[i], "topic": f"topic {i}"}
-                 for i in range(PROBES)]
-    bodies = [{"messages": [{"role": "user", "content": f"probe {i}"}]} for i in range(PROBES)]
-    repeat = (len(rungs) + 1) // 2
-    config = {"probe_set": probe_set, "concurrency": [2, 4], "repeat": repeat,
-              "min_completion_tokens": 4, "request_bodies": bodies,
-              "scenario": "shared-prefix"}
-    run = stamp_run(suite=SUITE, bench_version=scoring.BENCH_VERSION, config=config)
-    run = dataclasses.replace(run, config={**config, "scope": run.run_id})
-    plan = Plan(run.run_id, run.run_id, tuple(bodies), (2, 4), repeat, "shared-prefix")
+    run, plan = alternating_rungs_run(len(rungs), PROBES)
     store.begin_run(run)
     for leg in ("ref_a", "ref_b", "post"):
         store.append([make_record(plan, run.run_id, leg, str(p), 1, p, p,
