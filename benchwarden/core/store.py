@@ -3207,7 +3207,11 @@ class SQLiteStore(Store):
         and no other (its record count is its highest trial: a contamination run's rungs,
         written whole): then an arm holds in trial t one record per cell whose highest
         trial is t or more. Any other scope is counted over the index."""
-        if not self._has_cells:
+        if not self._has_cells or self._query(
+                "SELECT 1 FROM entries WHERE kind = 'record' AND trial < 1 AND suite = ? "
+                "AND scope = ? LIMIT 1", (suite, scope)):
+            # a trial below 1 (the store does not refuse one) breaks "a cell's records
+            # are trials 1 to its highest": count over the index
             return super().record_counts(suite, scope)
         highest: dict[str, list[int]] = {}
         for arm, records, top in self._query(

@@ -673,10 +673,21 @@ dense = st.dictionaries(st.tuples(st.sampled_from(("a", "b", "c")),
     lambda cells: [("s", arm, task, trial) for (arm, task), top in cells.items()
                    for trial in range(1, top + 1)])
 
+# as `dense`, but each cell's trial 1 written as trial 0 or below: as many records as its
+# highest trial, yet not trials 1 to it (the store does not refuse such a trial)
+holed = st.dictionaries(st.tuples(st.sampled_from(("a", "b", "c")),
+                                  st.sampled_from(("0", "1", "x", "ballast-9"))),
+                        st.tuples(st.integers(min_value=2, max_value=4),
+                                  st.integers(min_value=-2, max_value=0)),
+                        min_size=1, max_size=8).map(
+    lambda cells: [("s", arm, task, low if trial == 1 else trial)
+                   for (arm, task), (top, low) in cells.items()
+                   for trial in range(1, top + 1)])
+
 
 @settings(max_examples=20, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(addresses | dense, st.sets(st.sampled_from(("0", "1", "x", "nothing"))),
+@given(addresses | dense | holed, st.sets(st.sampled_from(("0", "1", "x", "nothing"))),
        st.sets(st.tuples(st.sampled_from(("a", "b", "z")), st.integers(min_value=1, max_value=5))))
 def test_a_scope_is_counted_and_read_in_part_by_address(backend, written, tasks, groups):
     """`record_counts` counts each arm and trial of a scope as its records do,
