@@ -607,16 +607,27 @@ class _ReplyWithoutLogprobs(msgspec.Struct):
     diverge are read again whole (`ScopeReading.restore`)."""
 
     reasoning: str
+    """As `Reply.reasoning`."""
     text: str
+    """As `Reply.text`."""
     tool_calls: tuple[ToolCall, ...]
+    """As `Reply.tool_calls`."""
     finish_reason: str | None
+    """As `Reply.finish_reason`."""
     completion_tokens: int
+    """As `Reply.completion_tokens`."""
     usage_reported: bool
+    """As `Reply.usage_reported`."""
     prompt_tokens: int | None = None
+    """As `Reply.prompt_tokens`."""
     cached_prompt_tokens: int | None = None
+    """As `Reply.cached_prompt_tokens`."""
     saw_done: bool = False
+    """As `Reply.saw_done`."""
     reasoning_tokens: int | None = None
+    """As `Reply.reasoning_tokens`."""
     token_logprobs: msgspec.Raw = _NULL
+    """The stored token logprobs, not decoded (JSON `null` when none were stored)."""
 
 
 _reply_without_logprobs = msgspec.json.Decoder(_ReplyWithoutLogprobs)
