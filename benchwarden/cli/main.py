@@ -13,7 +13,9 @@ Invariants (every command, through `LazyGroup.main`):
 - A registered suite that cannot be imported is still listed in `--help`; invoking it
   prints one line naming the import error, exit 1. Nothing silently vanishes.
 - SIGINT, SIGTERM and SIGHUP are handled by the program's own handlers (never the
-  inherited dispositions) and end with one line and exit 130.
+  inherited dispositions) and end with one line and exit 130. One that lands once the
+  command has decided its exit code, or while the interrupted line is printed, changes
+  nothing: never a traceback, never a death by signal.
 - Everything printed passes the process's credential scrubber (`core.secrets`).
 """
 
@@ -41,7 +43,11 @@ from benchwarden.core.errors import (
     BenchwardenError,
     RunInterrupted,
 )
-from benchwarden.core.interrupts import installed_handlers, last_signal_name
+from benchwarden.core.interrupts import (
+    exit_code_decided,
+    installed_handlers,
+    last_signal_name,
+)
 from benchwarden.core.suite import (
     ENTRY_POINT_GROUP,
     Suite,
@@ -312,11 +318,22 @@ class LazyGroup(click.Group):
         # The process itself (args None, not an in-process caller such as a test): once
         # everything is recorded and said, a late signal must not turn the exit code into
         # a death by signal, so the way out ignores them instead of restoring defaults.
-        with installed_handlers(restore=args is not None), _scrubbed_output():
-            try:
-                code = run_command(self, argv, prog_name or "benchwarden")
-            finally:
-                secrets.forget_all()  # credentials belong to one invocation
+        code: int | None = None
+        try:
+            with installed_handlers(restore=args is not None), _scrubbed_output():
+                try:
+                    code = run_command(self, argv, prog_name or "benchwarden")
+                finally:
+                    exit_code_decided()  # from here on a signal is noted, never raised
+                    secrets.forget_all()  # credentials belong to one invocation
+        except KeyboardInterrupt:
+            # one of the few instructions where a signal can still raise: before the
+            # command began, or after it returned and before `exit_code_decided`
+            secrets.forget_all()
+            if code is None:
+                _say(f"benchwarden: interrupted by {last_signal_name()}; nothing was left "
+                     "half-written")
+                code = EXIT_INTERRUPTED
         if args is None:
             # Everything is recorded, closed and said; what is left is the interpreter's
             # last collection pass over every object (about 0.1 s once numpy and scipy

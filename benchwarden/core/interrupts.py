@@ -13,10 +13,13 @@ Invariants:
 - `signals_deferred()` holds the three signals back while a run end is written, so a
   second Ctrl-C cannot leave a run with neither records nor an end. Any of the three
   that lands while an interrupt is already being handled (before the signals can be
-  held back) is noted, not raised again. That needs this module's own SIGINT handler
-  to be the one in place whenever asyncio is not running: asyncio only takes over a
-  SIGINT handler that is Python's own, and puts Python's own back when it is done, so
-  every `asyncio.Runner` of the main thread runs inside `asyncio_handles_sigint()`.
+  held back) is noted, not raised again; so is one that lands while an exception
+  raised in handling an interrupt is handled (click's `Abort`, `RunInterrupted`), and
+  one that lands after the program has decided its exit code (`exit_code_decided`).
+  That needs this module's own SIGINT handler to be the one in place whenever asyncio
+  is not running: asyncio only takes over a SIGINT handler that is Python's own, and
+  puts Python's own back when it is done, so every `asyncio.Runner` of the main thread
+  runs inside `asyncio_handles_sigint()`.
 - The handlers a caller had are restored when `installed_handlers` exits (tests run the
   CLI in-process many times); the process itself ignores the signals on its way out
   instead, so a late signal cannot turn a decided exit code into a death by signal.
@@ -31,13 +34,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["HANDLED_SIGNALS", "asyncio_handles_sigint", "installed_handlers",
-           "last_signal_name", "signals_deferred"]
+__all__ = ["HANDLED_SIGNALS", "asyncio_handles_sigint", "exit_code_decided",
+           "installed_handlers", "last_signal_name", "signals_deferred"]
 
 HANDLED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
                         if hasattr(signal, name))
 
 _last_signal: list[str] = []
+_decided: list[bool] = []  # non-empty once `exit_code_decided` was called
+# exceptions of a chain looked through for an interrupt (a chain is short; a cycle,
+# which Python does not make but a program could, ends the walk)
+_CHAIN_LOOKED_AT = 32
 
 
 def last_signal_name() -> str:
@@ -52,10 +59,31 @@ def _note(signum: int) -> None:
 
 
 def _stopping() -> bool:
-    """An interrupt is already being handled in the main thread: the handler runs on
-    top of the interrupted frames, and `sys.exc_info` finds the `KeyboardInterrupt` an
-    `except` or `finally` of theirs is handling (a driver recording its run end)."""
-    return isinstance(sys.exc_info()[1], KeyboardInterrupt)
+    """An interrupt is already being handled in the main thread, or the program has
+    decided its exit code (`exit_code_decided`). The handler runs on top of the
+    interrupted frames, and `sys.exc_info` finds the exception an `except` or `finally`
+    of theirs is handling: the `KeyboardInterrupt` itself (a driver recording its run
+    end), or one raised while handling it (click's `Abort`, a suite's `RunInterrupted`,
+    an error of the clean-up), which holds it as its cause or context."""
+    if _decided:
+        return True
+    error = sys.exc_info()[1]
+    for _ in range(_CHAIN_LOOKED_AT):
+        if error is None:
+            return False
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def exit_code_decided() -> None:
+    """The program has decided how it ends (its command returned its exit code): until
+    `installed_handlers` exits, a signal is noted and never raised, so one that lands
+    while the program puts its output streams back or forgets its credentials cannot
+    turn that code into a traceback or a death by signal."""
+    if threading.current_thread() is threading.main_thread():
+        _decided.append(True)
 
 
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
@@ -92,6 +120,7 @@ def installed_handlers(*, restore: bool = True) -> Iterator[None]:
         return
     previous = {number: signal.getsignal(number) for number in HANDLED_SIGNALS}
     _last_signal.clear()
+    _decided.clear()
     for number in HANDLED_SIGNALS:
         signal.signal(number, _on_sigint if number == signal.SIGINT else _on_other)
     try:
@@ -104,6 +133,7 @@ def installed_handlers(*, restore: bool = True) -> Iterator[None]:
                 signal.signal(number, handler if handler is not None else signal.SIG_DFL)
             except (TypeError, ValueError):
                 pass
+        _decided.clear()
 
 
 @contextmanager

@@ -390,3 +390,75 @@ def test_a_retrieval_run_stops_on_sighup_and_resumes(tmp_path):
     assert resumed.returncode in (0, 1), resumed.stderr
     with SQLiteStore(store) as opened:
         assert opened.run_info(info.run.run_id).end is not None
+
+
+# -- signals that land where the program is already on its way out ---------------------------
+_LATE_SIGNAL_PROGRAM = """
+import os, signal, sys
+import click
+from benchwarden.cli import main as cli_main
+from benchwarden.core import secrets
+
+def deliver(signum):
+    os.kill(os.getpid(), signum)
+    for _ in range(100_000):  # the handler runs between bytecodes of the main thread
+        pass
+
+@click.command()
+def interrupted():
+    raise KeyboardInterrupt  # a suite's command interrupted by the first signal
+
+@click.command()
+def nested():
+    # as `demo` runs a suite's command: click turns the interrupt into `Abort`
+    interrupted.main(args=[], standalone_mode=False)
+
+@click.command()
+def fine():
+    click.echo("done")
+
+COMMANDS = {"nested": nested, "fine": fine}
+
+class Group(cli_main.LazyGroup):
+    def list_commands(self, ctx):
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name):
+        return COMMANDS.get(name)
+
+where = sys.argv[1]
+if where == "while-saying-interrupted":  # a second signal while the one line is printed
+    said = cli_main._say
+    def say_after_a_signal(message):
+        deliver(signal.SIGINT)
+        said(message)
+    cli_main._say = say_after_a_signal
+elif where == "after-the-code":  # the code decided, the credentials being forgotten
+    forget = secrets.forget_all
+    def forget_after_a_signal():
+        deliver(signal.SIGTERM)
+        deliver(signal.SIGINT)
+        forget()
+    secrets.forget_all = forget_after_a_signal
+sys.argv = ["benchwarden", sys.argv[2]]
+Group(name="benchwarden").main()
+"""
+
+
+@pytest.mark.parametrize("where, command, code, said", [
+    ("while-saying-interrupted", "nested", 130, "benchwarden: interrupted by SIGINT"),
+    ("after-the-code", "fine", 0, ""),
+    ("after-the-code", "nested", 130, "benchwarden: interrupted by SIGINT"),
+])
+def test_a_signal_on_the_way_out_leaves_the_decided_code_not_a_death_by_signal(where, command,
+                                                                               code, said):
+    """A process killed by the signal (exit -2, what an uncaught `KeyboardInterrupt` ends
+    as) or a traceback where the program had already decided how it ends."""
+    done = subprocess.run([sys.executable, "-c", _LATE_SIGNAL_PROGRAM, where, command],
+                          capture_output=True, text=True, timeout=60, preexec_fn=ignore_sigint)
+    assert done.returncode == code, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines == ([] if not said else [lines[0]]), done.stderr
+    assert said in done.stderr
+    assert ("done" in done.stdout) == (command == "fine")

@@ -13,6 +13,7 @@ import pytest
 
 from benchwarden.core.interrupts import (
     asyncio_handles_sigint,
+    exit_code_decided,
     installed_handlers,
     last_signal_name,
 )
@@ -77,6 +78,72 @@ def test_a_second_sigint_while_an_interrupt_is_handled_is_noted_not_raised():
             _deliver(signal.SIGINT)
             for _ in range(100_000):
                 pass
+
+
+def _interrupts_soon() -> None:
+    for _ in range(100_000):
+        pass
+
+
+@pytest.mark.parametrize("how", ["cause", "context", "deeper"])
+@pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_an_error_raised_in_handling_an_interrupt_is_handled_is_noted(how,
+                                                                                      second):
+    """click turns a `KeyboardInterrupt` into `Abort` (its cause), a suite into
+    `RunInterrupted` (`from None`: its context): the program is stopping all the same,
+    and a second signal landing while that error is printed must not escape it."""
+    recorded = []
+    with installed_handlers():
+        try:
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as interrupt:
+                if how == "cause":
+                    raise RuntimeError("aborted") from interrupt
+                if how == "context":
+                    raise RuntimeError("stopped") from None
+                try:
+                    raise ValueError("the clean-up failed too")
+                except ValueError as failure:
+                    raise LookupError("and so did its report") from failure
+        except (RuntimeError, LookupError):
+            _deliver(second)
+            recorded.append("said")
+        assert recorded == ["said"]
+        assert last_signal_name() == signal.Signals(second).name
+
+
+def test_a_signal_while_an_error_of_another_kind_is_handled_still_interrupts():
+    with installed_handlers(), pytest.raises(KeyboardInterrupt):
+        try:
+            raise RuntimeError("no interrupt in sight")
+        except RuntimeError:
+            _deliver(signal.SIGINT)
+            _interrupts_soon()
+
+
+def test_an_exception_chain_that_loops_ends_the_look_for_an_interrupt():
+    first, second = RuntimeError("a"), RuntimeError("b")
+    first.__context__, second.__context__ = second, first
+    with installed_handlers(), pytest.raises(KeyboardInterrupt):
+        try:
+            raise first
+        except RuntimeError:
+            _deliver(signal.SIGINT)
+            _interrupts_soon()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_after_the_exit_code_is_decided_is_noted_until_the_handlers_go(signum):
+    with installed_handlers():
+        exit_code_decided()
+        _deliver(signum)
+        _interrupts_soon()  # nothing raised: the exit code stands
+        assert last_signal_name() == signal.Signals(signum).name
+    # the next invocation (tests run the CLI in-process) starts undecided
+    with installed_handlers(), pytest.raises(KeyboardInterrupt):
+        _deliver(signum)
+        _interrupts_soon()
 
 
 def test_asyncio_gets_pythons_own_handler_inside_and_ours_comes_back_after():
