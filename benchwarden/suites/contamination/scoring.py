@@ -288,7 +288,11 @@ def display_text(text: str) -> str:
 
 def foreign_canaries(reply: Reply, own: str, canaries: Sequence[str]) -> list[str]:
     """Other probes' canaries found in this reply, in order of first appearance."""
-    form = canonical(reply)
+    return _foreign_in(canonical(reply), own, canaries)
+
+
+def _foreign_in(form: str, own: str, canaries: Sequence[str]) -> list[str]:
+    """`foreign_canaries` of the reply whose canonical form is `form`."""
     found = [(form.find(canary), canary) for canary in canaries
              if canary and canary != own and canary in form]
     return [canary for _, canary in sorted(found)]
@@ -397,11 +401,16 @@ def classify_divergence(reference: Reply, reply: Reply, *, threshold: float,
 
 # -- classification -----------------------------------------------------------------------
 def classify(reference: Reply, got: Outcome, own_canary: str, canaries: Sequence[str],
-             floor: int, *, persistent_leg: bool, rung_unmeasured: str | None = None) -> CellClass:
+             floor: int, *, persistent_leg: bool, rung_unmeasured: str | None = None,
+             reference_form: str | None = None) -> CellClass:
     """One measured outcome against its probe's (stable) solo reference.
 
     `rung_unmeasured`: why the rung this outcome belongs to cannot be compared (failed
-    requests, not concurrent); then only a foreign canary still classifies the cell."""
+    requests, not concurrent); then only a foreign canary still classifies the cell.
+    `reference_form`: `canonical(reference)`, when the caller has it (`score` makes it
+    once per probe, not once per cell). A reply that *is* the reference (the report
+    shares the reference's reply with every request whose reply the scoring cannot tell
+    from it) is compared by identity: the same form, the same token count."""
     if got is None:
         return Unmeasured(NOT_RECORDED)
     if not got.ok or got.reply is None:
@@ -411,12 +420,15 @@ def classify(reference: Reply, got: Outcome, own_canary: str, canaries: Sequence
     if reply.completion_tokens < floor:
         return Unmeasured(rung_unmeasured
                           or f"only {reply.completion_tokens} completion tokens (floor {floor})")
-    foreign = foreign_canaries(reply, own_canary, canaries)
+    expected = canonical(reference) if reference_form is None else reference_form
+    actual = expected if reply is reference else canonical(reply)
+    foreign = _foreign_in(actual, own_canary, canaries)
     if foreign:
         return Contaminated(foreign[0])
     if rung_unmeasured:
         return Unmeasured(rung_unmeasured)
-    expected, actual = canonical(reference), canonical(reply)
+    if reply is reference:
+        return Identical()
     if not same_stream(expected, actual):
         at = common_prefix(expected, actual)
         if persistent_leg:
@@ -525,6 +537,7 @@ def score(legs: Legs) -> Score:
             tally.add(Cell(probe, REFERENCE_LEG, 1, reference,
                            _references_divergence(reference, legs, probe)), compared=False)
             continue
+        form = canonical(reference)
         measured: list[tuple[str, int, Outcome, bool, str | None]] = [
             (rung.label, rung.repeat, rung.scored[probe] if probe < len(rung.scored) else None,
              False, rung_fit.unmeasured_reason)
@@ -533,7 +546,8 @@ def score(legs: Legs) -> Score:
                          True, None))
         for label, repeat, got, persistent_leg, rung_unmeasured in measured:
             result = classify(reference, got, own, canaries, floor,
-                              persistent_leg=persistent_leg, rung_unmeasured=rung_unmeasured)
+                              persistent_leg=persistent_leg, rung_unmeasured=rung_unmeasured,
+                              reference_form=form)
             foreign = 0
             if isinstance(result, Contaminated) and got is not None and got.reply is not None:
                 foreign = len(foreign_canaries(got.reply, own, canaries))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,6 +19,7 @@ from benchwarden.suites.contamination.scoring import (
     RungOutcomes,
     Unmeasured,
     canonical,
+    classify,
     common_prefix,
     score,
     verdict,
@@ -275,3 +278,34 @@ def test_each_cell_increments_exactly_one_counter(legs_):
     outcome = verdict(result)
     assert (outcome.kind == "pass") == (result.compared > 0
                                         and result.identical == len(result.cells))
+
+
+# -- property: a reply that is its reference classifies as an equal copy of it would --------
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2), st.sampled_from(["same", "leak", "short", "diverge", "tokens",
+                                           "finish"]),
+       st.sampled_from([1, 16, 40]), st.booleans(), st.sampled_from([None, "not concurrent"]),
+       st.booleans())
+def test_a_reply_that_is_its_reference_classifies_as_an_equal_copy_would(
+        probe, kind, floor, persistent_leg, rung_unmeasured, form_given):
+    """The report shares a probe's reference reply with every request the scoring cannot
+    tell from it, and `classify` then compares by identity (and `score` hands it the
+    reference's canonical form once per probe): the class must be the one an equal but
+    separate reply gets, whatever the reference holds (a foreign canary, too few tokens)."""
+    reference = {
+        "same": good(probe), "leak": ok(reply_text(probe) + CANARIES[(probe + 1) % 3]),
+        "short": good(probe, tokens=3), "diverge": ok(reply_text(probe)[:-5] + "?????"),
+        "tokens": good(probe, tokens=99), "finish": good(probe, finish=None),
+    }[kind].reply
+    assert reference is not None
+    shared = ok(reply_text(probe))
+    shared = dataclasses.replace(shared, reply=reference)
+    copied = dataclasses.replace(shared, reply=dataclasses.replace(reference))
+    assert copied.reply == reference and copied.reply is not reference
+    form = canonical(reference) if form_given else None
+    arguments = dict(persistent_leg=persistent_leg, rung_unmeasured=rung_unmeasured)
+    expected = classify(reference, copied, CANARIES[probe], CANARIES, floor, **arguments)
+    assert classify(reference, shared, CANARIES[probe], CANARIES, floor, reference_form=form,
+                    **arguments) == expected
+    assert classify(reference, copied, CANARIES[probe], CANARIES, floor, reference_form=form,
+                    **arguments) == expected
