@@ -32,8 +32,9 @@ Invariants: `read_export(write_export(records))` gives back equal records in eve
 format; the columns and their order change only with a new export version; an
 export is written to a temporary file and renamed, so a failed export never leaves a
 half-written file in place of a good one; writing streams (records are read a page at
-a time and written `BATCH_ROWS` at a time), so an export's memory does not grow with
-the store, and its bytes are the same whatever the batch size (Parquet: the same
+a time and written `BATCH_ROWS` at a time, fewer when their payloads pass
+`BATCH_BYTES`), so an export's memory grows neither with the store nor with the size
+of its records, and its bytes are the same whatever the batch size (Parquet: the same
 table, one row group per batch).
 """
 
@@ -131,6 +132,10 @@ def format_from_path(path: str | Path) -> str | None:
 # the batch, not on how many records the store holds.
 
 BATCH_ROWS = 5_000
+# ... and at most about this much payload JSON a batch (characters, the row that
+# crosses it included): 5,000 records of an agent's transcripts of megabytes each were
+# gigabytes of rows and their encodings at once.
+BATCH_BYTES = 32 * 1024 * 1024
 
 
 def _parquet_schema() -> Any:
@@ -181,14 +186,19 @@ _WRITERS = {"jsonl": _write_jsonl, "parquet": _write_parquet, "csv": _write_csv}
 
 def _row_batches(records: Iterable[Record], versions: Mapping[str, str],
                  counter: list[int]) -> Iterator[list[dict[str, Any]]]:
-    """Rows in lists of at most BATCH_ROWS; `counter[0]` counts the rows handed out."""
+    """Rows in lists of at most BATCH_ROWS rows and about BATCH_BYTES of payload JSON
+    (a list ends with the row that reaches it); `counter[0]` counts the rows handed
+    out."""
     batch: list[dict[str, Any]] = []
+    size = 0
     for record in records:
-        batch.append(record_row(record, versions.get(record.run_id)))
-        if len(batch) >= BATCH_ROWS:
+        row = record_row(record, versions.get(record.run_id))
+        batch.append(row)
+        size += len(row["payload_json"])
+        if len(batch) >= BATCH_ROWS or size >= BATCH_BYTES:
             counter[0] += len(batch)
             yield batch
-            batch = []
+            batch, size = [], 0
     if batch:
         counter[0] += len(batch)
         yield batch

@@ -134,6 +134,11 @@ READABLE_SCHEMA_VERSIONS = ("1", "2", "3", "4", "5", "6")
 APPLICATION_ID = 0x42575354
 DEFAULT_LOCK_TIMEOUT = 30.0
 DEFAULT_BATCH = 500
+# Bytes of bodies one page of a body-reading query holds at most, besides the one body
+# that crosses it (however large): its `batch` rows are a count, and a store of large
+# records (an agent's transcript of megabytes) read 500 or 5,000 of them at a time held
+# gigabytes. A page is cut short there and the next one starts after its last row.
+PAGE_BYTES = 32 * 1024 * 1024
 
 # the columns an append writes, in the order of the rows `_insert_rows` receives
 ENTRY_COLUMNS = ("kind", "suite", "scope", "arm", "task", "trial", "run_id", "body",
@@ -661,6 +666,15 @@ def find_secrets(value: Any, path: str = "") -> list[str]:
     return credential_paths(value, path, for_storage=True)
 
 
+def _after_page(chunk: list[int], rows: Sequence[tuple[Any, ...]], cut: bool) -> list[int]:
+    """The sequence numbers of `chunk` (sorted) still to read after a page of its rows
+    (`_bounded_page`, in sequence order): none unless the page was cut short."""
+    if not cut or not rows:
+        return []
+    last = int(rows[-1][0])
+    return [seq for seq in chunk if seq > last]
+
+
 def _as_bytes(body: Any) -> bytes:
     """Bodies are stored as bytes; a hand-edited row may come back as text."""
     return body.encode("utf-8") if isinstance(body, str) else bytes(body)
@@ -932,6 +946,28 @@ class Store(ABC):
         only as `fold` asks)."""
         with self._reading():
             return fold(iter(self._connection.execute(sql, tuple(params))))
+
+    def _bounded_page(self, sql: str, params: Sequence[Any],
+                      body: int) -> tuple[list[tuple[Any, ...]], bool]:
+        """The rows of a query reading bodies (column number `body`), as `_query` gives
+        them but stopping at the row whose body brings the page to `PAGE_BYTES`: the
+        rows, and whether the page was cut short there (the caller reads on after its
+        last row). Rows become Python objects one at a time (SQLite reads them from the
+        file as they are asked for; PostgreSQL's result is in libpq's memory), so what
+        a page holds is bounded by bytes as well as rows."""
+        rows: list[tuple[Any, ...]] = []
+        size = 0
+        with self._reading():
+            cursor = self._connection.execute(sql, tuple(params))
+            try:
+                for row in cursor:
+                    rows.append(row)
+                    size += len(row[body])
+                    if size >= PAGE_BYTES:
+                        return rows, True
+            finally:
+                cursor.close()
+        return rows, False
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         """A statement that returns no rows, outside any append (`verify`'s temporary
@@ -1631,10 +1667,10 @@ class Store(ABC):
                f"ORDER BY seq LIMIT {p}")
         after = 0
         while True:
-            rows = self._query(sql, (*params, after, batch))
+            rows, cut = self._bounded_page(sql, (*params, after, batch), 1)
             for seq, body in rows:
                 yield int(seq), _as_bytes(body)
-            if len(rows) < batch:
+            if not rows or (len(rows) < batch and not cut):
                 return
             after = int(rows[-1][0])
 
@@ -1710,12 +1746,14 @@ class Store(ABC):
             params.append(scope)
         for start in range(0, len(wanted), batch):
             chunk = wanted[start:start + batch]
-            rows = self._query(
-                f"SELECT seq, body FROM entries WHERE kind = 'record' AND "
-                f"{' AND '.join(clauses)} AND seq IN ({', '.join([p] * len(chunk))}) "
-                f"ORDER BY seq", (*params, *chunk))
-            for seq, body in rows:
-                yield int(seq), _as_bytes(body)
+            while chunk:
+                rows, cut = self._bounded_page(
+                    f"SELECT seq, body FROM entries WHERE kind = 'record' AND "
+                    f"{' AND '.join(clauses)} AND seq IN ({', '.join([p] * len(chunk))}) "
+                    f"ORDER BY seq", (*params, *chunk), 1)
+                for seq, body in rows:
+                    yield int(seq), _as_bytes(body)
+                chunk = _after_page(chunk, rows, cut)
 
     def record_counts(self, suite: str, scope: str) -> dict[tuple[str, int], int]:
         """Records of each arm and trial of a scope, `{(arm, trial): records}`, counted
@@ -1763,18 +1801,25 @@ class Store(ABC):
     def records_at(self, seqs: Iterable[int]) -> dict[int, Record]:
         """The records at these sequence numbers (fully decoded), by sequence number: for
         the few records a report shows in full. Numbers that hold no record are absent."""
+        return dict(self.iter_records_at(seqs))
+
+    def iter_records_at(self, seqs: Iterable[int]) -> Iterator[tuple[int, Record]]:
+        """`(seq, record)` of the records at these sequence numbers, fully decoded, in
+        sequence order, read a bounded page at a time (`PAGE_BYTES`): for a reader that
+        keeps only part of each (a page's clipped trials), memory is bounded by one page
+        however large the records. Numbers that hold no record are left out."""
         wanted = sorted({int(seq) for seq in seqs})
-        found: dict[int, Record] = {}
         p = self.placeholder
         for start in range(0, len(wanted), DEFAULT_BATCH):
             chunk = wanted[start:start + DEFAULT_BATCH]
-            rows = self._query(
-                f"SELECT seq, body FROM entries WHERE kind = 'record' AND seq IN "
-                f"({', '.join([p] * len(chunk))}) ORDER BY seq", chunk)
-            found.update((int(seq), self._decode_entry(int(seq), _as_bytes(body),
-                                                       _record_decoder, "record"))
-                         for seq, body in rows)
-        return found
+            while chunk:
+                rows, cut = self._bounded_page(
+                    f"SELECT seq, body FROM entries WHERE kind = 'record' AND seq IN "
+                    f"({', '.join([p] * len(chunk))}) ORDER BY seq", chunk, 1)
+                for seq, body in rows:
+                    yield int(seq), self._decode_entry(int(seq), _as_bytes(body),
+                                                       _record_decoder, "record")
+                chunk = _after_page(chunk, rows, cut)
 
     def cell_depth(self, suite: str, scope: str, arm: str, task: str) -> tuple[int, int]:
         """`(records, highest trial number)` of one cell, counted by the database over the
@@ -2109,7 +2154,7 @@ class Store(ABC):
         expected_configs: set[str] = set()
         after = 0
         while True:
-            rows = self._query(sql, (after, batch))
+            rows, cut = self._bounded_page(sql, (after, batch), 8)
             summary_problem = (self._summaries_problem(after, rows, expected_totals.fold)
                                if summaries and rows else None)
             if totals and not summaries and rows:
@@ -2155,7 +2200,7 @@ class Store(ABC):
             if summary_problem is not None:  # a summary row for a number with no entry
                 return ChainReport(False, checked, f"record summary {summary_problem[0]}: "
                                    f"{summary_problem[1]}", last_seq=last_seq)
-            if len(rows) < batch:
+            if not rows or (len(rows) < batch and not cut):
                 break
             after = int(rows[-1][0])
         summary_tail: str | None = None
@@ -2325,9 +2370,9 @@ class Store(ABC):
                f"seq <= {p} ORDER BY seq LIMIT {p}")
         after = 0
         while last_seq is not None:
-            page = self._query(sql, (after, last_seq, batch))
+            page, cut = self._bounded_page(sql, (after, last_seq, batch), 1)
             yield _summary_rows_of(page)
-            if len(page) < batch:
+            if not page or (len(page) < batch and not cut):
                 return
             after = int(page[-1][0])
 

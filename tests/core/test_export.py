@@ -241,11 +241,11 @@ def test_store_records_are_paged_not_fetched_at_once(tmp_path):
     class CountingStore(SQLiteStore):
         largest = 0
 
-        def _query(self, sql, params=()):
-            rows = super()._query(sql, params)
-            if "body" in sql and "kind = 'record'" in sql:
+        def _bounded_page(self, sql, params, body):
+            rows, cut = super()._bounded_page(sql, params, body)
+            if "kind = 'record'" in sql:
                 CountingStore.largest = max(CountingStore.largest, len(rows))
-            return rows
+            return rows, cut
 
     with CountingStore(tmp_path / "s.sqlite") as plain:
         plain.append([make_record(f"t{i}", i=i) for i in range(23)])
@@ -288,3 +288,40 @@ def test_rows_reach_the_file_before_the_last_record_is_read(tmp_path, monkeypatc
     write_export(records(), tmp_path / f"out.{format}", format)
     # 90 of the 100 rows (each over 200 bytes) were handed to the writer already
     assert sizes and sizes[0] > 90 * 200 * (0.1 if format == "parquet" else 1)
+
+
+@pytest.mark.parametrize("format", FORMATS)
+@pytest.mark.parametrize("batch_bytes", [1, 900, 4_000])
+def test_a_batch_is_cut_by_its_payloads_bytes_and_the_export_is_the_same(tmp_path, monkeypatch,
+                                                                         format, batch_bytes):
+    """Records of very different sizes (an agent's transcript of megabytes beside a
+    short one): a batch ends at the row whose payload JSON reaches `BATCH_BYTES`, and
+    the file holds the same rows as the export written at once."""
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(export_module, "BATCH_BYTES", batch_bytes)
+    sizes = [0, 1_500, 30, 30, 6_000, 0, 700, 700, 700, 12, 2_500, 3]
+    with SQLiteStore(tmp_path / "s.sqlite") as store:
+        store.begin_run(stamp_run(suite="demo", bench_version="1", config={}, run_id="run-1"))
+        store.append([make_record(f"t{i}", transcript="y" * size)
+                      for i, size in enumerate(sizes)])
+        records = store.records()
+        versions = {"run-1": "1"}
+        reference = tmp_path / f"old.{format}"
+        _old_export(records, versions, reference, format)
+        batches = list(export_module._row_batches(records, versions, [0]))
+        streamed = tmp_path / f"new.{format}"
+        assert export_store(store, streamed, format) == len(sizes)
+    assert [row for batch in batches for row in batch] == [
+        export_module.record_row(record, "1") for record in records]
+    for batch in batches:  # every row but the last of a batch left it under the bound
+        payloads = [len(row["payload_json"]) for row in batch]
+        assert sum(payloads[:-1]) < batch_bytes
+        if batch is not batches[-1]:
+            assert sum(payloads) >= batch_bytes
+    assert len(batches) > 1
+    if format == "parquet":
+        assert pq.read_table(streamed).equals(pq.read_table(reference))
+        assert pq.ParquetFile(streamed).num_row_groups == len(batches)
+    else:
+        assert streamed.read_bytes() == reference.read_bytes()

@@ -788,3 +788,46 @@ def test_a_record_the_encoder_refuses_is_named_in_one_line(store, payload, named
                                   run_id="run-2"))
     with pytest.raises(UnstorableValue, match="the end of run run-1: Only dicts"):
         store.finish_run(RunEnd("run-1", 3.0, "completed", {"by_seed": {7: "ok"}}))
+
+
+# -- pages of bodies bounded by bytes as well as rows ------------------------------------------
+
+@pytest.mark.parametrize("page_bytes", [1, 700, 5_000, 10**9])
+def test_reads_of_bodies_are_cut_by_bytes_and_give_every_record_once(store, monkeypatch,
+                                                                    page_bytes):
+    """Records of very different sizes (an agent's transcript of megabytes beside a
+    short one): every reader of bodies gives each record once, in order, whatever the
+    byte bound, and no page it asked for held more than `PAGE_BYTES` besides the body
+    that crossed it."""
+    import random
+
+    draw = random.Random(page_bytes)
+    written = [make_record(task=f"t{i:02d}", blob="x" * draw.choice((0, 10, 300, 2_000, 9_000)))
+               for i in range(40)]
+    store.append(written[:25])
+    store.append(written[25:])
+    pages: list[list[int]] = []
+    bounded = Store._bounded_page
+
+    def spied(self, sql, params, body):
+        rows, cut = bounded(self, sql, params, body)
+        pages.append([len(row[body]) for row in rows])
+        return rows, cut
+
+    monkeypatch.setattr(store_module, "PAGE_BYTES", page_bytes)
+    monkeypatch.setattr(Store, "_bounded_page", spied)
+    tasks = [record.task for record in written]
+    for batch in (1, 7, 500):
+        assert list(store.iter_records(batch=batch)) == written
+        assert [s.task for s in store.iter_record_summaries(suite="demo", batch=batch)] == tasks
+    summaries = list(store.iter_record_summaries(suite="demo", payload_fields=("blob",)))
+    chosen = [summary.seq for summary in summaries[::3]]
+    assert [s.task for s in store.iter_record_summaries(suite="demo", seqs=chosen)] \
+        == tasks[::3]
+    assert store.records_at(chosen) == dict(zip(chosen, written[::3], strict=True))
+    assert [seq for seq, _ in store.iter_records_at(reversed(chosen))] == chosen
+    checked = store.verify(batch=7)
+    assert checked.ok and checked.checked == len(written) + 1  # and the run start
+    assert pages and all(sum(page[:-1]) < page_bytes for page in pages)
+    if page_bytes < 10**9:  # some page was cut short by bytes, not rows
+        assert any(sum(page) >= page_bytes for page in pages)

@@ -629,8 +629,10 @@ def _shown_trials(store: Store, summary: Any, weights: TokenWeights) -> list[Tri
     from benchwarden.suites.arms import views
 
     chosen = views.shown_trials(summary, TRIAL_LIMIT)
-    records = store.records_at(chosen)
-    return convert([trial_entry(records[seq], weights) for seq in chosen if seq in records],
+    # each record clipped as it is read (`trial_entry`), so what is held is the clipped
+    # trials and one page of records, however long their transcripts
+    entries = {seq: trial_entry(record, weights) for seq, record in store.iter_records_at(chosen)}
+    return convert([entries[seq] for seq in chosen if seq in entries],
                    list[Trial], "trials")  # type: ignore[no-any-return]
 
 

@@ -767,9 +767,14 @@ class _LastReply:
     same probe whose stored reply is the same bytes (`ScopeReading._scored`)."""
 
     stored: msgspec.Raw
+    """The stored reply's raw JSON bytes."""
     reply: Reply
-    light: bool  # read without its token logprobs (`_scored_outcome`)
-    reference: Reply | None  # the probe's reference when it was read
+    """The reply read from them, the reference's own where the scoring cannot tell the
+    two apart (`_sharing_reply`)."""
+    light: bool
+    """Whether it was read without its token logprobs (`_scored_outcome`)."""
+    reference: Reply | None
+    """The probe's reference reply when it was read (None: not read yet)."""
 
 
 @dataclass
