@@ -135,7 +135,7 @@ BATCH_ROWS = 5_000
 # ... and at most about this much payload JSON a batch (characters, the row that
 # crosses it included): 5,000 records of an agent's transcripts of megabytes each were
 # gigabytes of rows and their encodings at once.
-BATCH_BYTES = 32 * 1024 * 1024
+BATCH_BYTES = 8 * 1024 * 1024
 
 
 def _parquet_schema() -> Any:

@@ -138,7 +138,7 @@ DEFAULT_BATCH = 500
 # that crosses it (however large): its `batch` rows are a count, and a store of large
 # records (an agent's transcript of megabytes) read 500 or 5,000 of them at a time held
 # gigabytes. A page is cut short there and the next one starts after its last row.
-PAGE_BYTES = 32 * 1024 * 1024
+PAGE_BYTES = 16 * 1024 * 1024
 
 # the columns an append writes, in the order of the rows `_insert_rows` receives
 ENTRY_COLUMNS = ("kind", "suite", "scope", "arm", "task", "trial", "run_id", "body",
