@@ -1449,14 +1449,21 @@ class Store(ABC):
               file=sys.stderr, flush=True)
 
     def _pages_by_seq(self, cursor: Any, select: str) -> Iterator[list[tuple[Any, ...]]]:
-        """The rows of `select` (ending in `WHERE` or `AND`; its first column `seq`) in
-        sequence order, `BACKFILL_BATCH` a page (keyset pagination: memory bounded)."""
+        """The rows of `select` (ending in `WHERE` or `AND`; its first column `seq`, its
+        last a body) in sequence order, `BACKFILL_BATCH` a page, fewer where their
+        bodies reach `PAGE_BYTES` (keyset pagination: memory bounded)."""
         p = self.placeholder
         after = 0
         while True:
             cursor.execute(f"{select} seq > {p} ORDER BY seq LIMIT {p}",
                            (after, BACKFILL_BATCH))
-            page = cursor.fetchall()
+            page: list[tuple[Any, ...]] = []
+            size = 0
+            for row in cursor:
+                page.append(row)
+                size += len(row[-1])
+                if size >= PAGE_BYTES:
+                    break
             if not page:
                 return
             yield page

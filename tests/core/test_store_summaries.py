@@ -345,6 +345,24 @@ def test_a_version_1_or_2_store_is_read_as_it_is_and_upgraded_by_a_writer(  # no
         assert reader.has_derived_tables and [info.record_count for info in reader.runs()] == [8]
 
 
+def test_an_upgrade_totals_large_bodies_a_bounded_page_at_a_time(backend, capfd,  # noqa: F811
+                                                                   monkeypatch):
+    """The totals an upgrade computes from the bodies are read in pages of at most
+    `BACKFILL_BATCH` rows and `PAGE_BYTES` of bodies (here one body a page): the same
+    totals, every record read once."""
+    import benchwarden.core.store as store_module
+
+    filled(backend)
+    make_version(backend, "2")
+    monkeypatch.setattr(store_module, "PAGE_BYTES", 1)
+    capfd.readouterr()
+    with backend.open() as writer:
+        assert_derived_tables_match_the_chain(writer)
+        assert writer.verify().ok
+    progress = capfd.readouterr().err
+    assert [f"{done} of 7" in progress for done in range(1, 8)] == [True] * 7, progress
+
+
 @pytest.mark.parametrize("change, named", [
     ("UPDATE record_summaries SET output = output + 1 WHERE seq = 4",
      "entry 4, record demo/s/a/t2/trial 2 (run run-1): its row in the summary table disagrees"),
