@@ -550,6 +550,22 @@ def test_clustered_of_totals_equals_its_former_self_to_the_bit(totals, confidenc
     assert repr(stats.clustered_mean_se_of_totals(totals, confidence)) == expected
 
 
+@given(st.dictionaries(st.integers(), st.tuples(
+    st.integers(-10**6, 10**6), st.floats(allow_nan=False)), max_size=60))
+@settings(max_examples=400, deadline=None)
+def test_clustered_of_totals_equals_its_former_self_over_every_float(totals):
+    """The residuals taken in numpy and squared by `pow` mapped over them: the same bits
+    as the former generator for any finite or infinite sum (huge ones that overflow a
+    square, subnormal ones), or the same error."""
+    try:
+        expected = repr(_clustered_of_totals_as_before(totals))
+    except (ValueError, OverflowError) as error:
+        with pytest.raises(type(error), match=re.escape(str(error))):
+            stats.clustered_mean_se_of_totals(totals)
+        return
+    assert repr(stats.clustered_mean_se_of_totals(totals)) == expected
+
+
 @given(st.lists(st.floats(-1e12, 1e12, allow_nan=False), min_size=2, max_size=300),
        st.integers(1, 400), st.integers(1, 700), st.integers(0, 2**32 - 1))
 @settings(max_examples=60, deadline=None)
