@@ -1655,8 +1655,9 @@ class Store(ABC):
                        scope: str | None = None, arm: str | None = None,
                        task: str | None = None,
                        batch: int = DEFAULT_BATCH) -> Iterator[tuple[int, bytes]]:
-        """`(seq, body)` of matching records in sequence order, `batch` rows per query
-        (keyset pagination by sequence number: memory bounded by one page)."""
+        """`(seq, body)` of matching records in sequence order, `batch` rows per query,
+        fewer where their bodies reach `PAGE_BYTES` (keyset pagination by sequence
+        number: memory bounded by one page)."""
         if batch < 1:
             raise ValueError("batch must be at least 1")
         p = self.placeholder
@@ -1705,7 +1706,8 @@ class Store(ABC):
         """One slim row per matching record, in the order written: what a report
         aggregates (address, outcome, times, token components, the named payload fields)
         and never the rest of the payload (transcripts, final reports), which is skipped
-        while decoding. Memory stays bounded by one page of `batch` rows.
+        while decoding. Memory stays bounded by one page (`batch` rows, fewer where
+        their bodies reach `PAGE_BYTES`).
 
         A payload field is plain JSON values (dicts, lists, strings, numbers), unless
         `payload_types` gives it a type (any type msgspec decodes: the suite's own structs,
