@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from benchwarden.core import paths
+from benchwarden.core import store as store_module
 from benchwarden.core.store import (
     ENTRY_COLUMNS,
     READABLE_SCHEMA_VERSIONS,
@@ -56,6 +57,22 @@ from benchwarden.core.store import (
     run_counts_table,
     run_tables,
 )
+
+# Rows libpq receives at a time when a page of bodies is streamed (`_bounded_page`):
+# chunks need libpq 17 (psycopg's binary package brings its own); one row at a time
+# before it.
+_STREAM_CHUNK = 64
+
+
+def _streamed(cursor: Any, sql: str, params: tuple[Any, ...]) -> Generator[tuple[Any, ...]]:
+    """`cursor.stream` of the query, in chunks where libpq can (version 17 on)."""
+    if psycopg.pq.version() >= 170000:
+        try:
+            return cursor.stream(sql, params, size=_STREAM_CHUNK)  # type: ignore[no-any-return]
+        except TypeError:  # a psycopg older than 3.2 has no `size`
+            pass
+    return cursor.stream(sql, params)  # type: ignore[no-any-return]
+
 
 # First key of the advisory lock ("BWST"); the second is the `entries` table's oid,
 # so stores in different schemas of one database do not wait for each other.
@@ -366,6 +383,30 @@ class PostgresStore(Store):
                 yield
             except psycopg.Error as error:
                 raise _query_error(self.location, error, "reading it") from None
+
+    def _bounded_page(self, sql: str, params: Sequence[Any],
+                      body: int) -> tuple[list[tuple[Any, ...]], bool]:
+        """As `Store._bounded_page`, the result streamed (`Cursor.stream`, libpq's chunked
+        rows, `_STREAM_CHUNK` at a time) instead of received whole: libpq holds a query's
+        whole result in memory otherwise, so a page of 5,000 rows of megabyte bodies was
+        gigabytes there before the first row was read. A page cut short cancels the rest
+        of its query (psycopg does, closing the stream; the connection is in autocommit,
+        so nothing else is undone)."""
+        rows: list[tuple[Any, ...]] = []
+        size = 0
+        with self._reading():
+            cursor = self._connection.cursor()
+            stream = _streamed(cursor, sql, tuple(params))
+            try:
+                for row in stream:
+                    rows.append(row)
+                    size += len(row[body])
+                    if size >= store_module.PAGE_BYTES:
+                        return rows, True
+            finally:
+                stream.close()
+                cursor.close()
+        return rows, False
 
     def _temporary_table_refusal(self, error: Exception) -> str | None:
         """A role without the TEMP privilege on the database, or a read-only transaction

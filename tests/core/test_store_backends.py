@@ -807,7 +807,8 @@ def test_reads_of_bodies_are_cut_by_bytes_and_give_every_record_once(store, monk
     store.append(written[:25])
     store.append(written[25:])
     pages: list[list[int]] = []
-    bounded = Store._bounded_page
+    backend_class = type(store)  # PostgreSQL streams its pages: its own `_bounded_page`
+    bounded = backend_class._bounded_page
 
     def spied(self, sql, params, body):
         rows, cut = bounded(self, sql, params, body)
@@ -815,7 +816,7 @@ def test_reads_of_bodies_are_cut_by_bytes_and_give_every_record_once(store, monk
         return rows, cut
 
     monkeypatch.setattr(store_module, "PAGE_BYTES", page_bytes)
-    monkeypatch.setattr(Store, "_bounded_page", spied)
+    monkeypatch.setattr(backend_class, "_bounded_page", spied)
     tasks = [record.task for record in written]
     for batch in (1, 7, 500):
         assert list(store.iter_records(batch=batch)) == written
