@@ -13,6 +13,11 @@ one (the baseline, same run): the ratio is what a record's size costs in memory.
     python bench/big_records.py                                  # 3,000 records, 512 KiB
     python bench/big_records.py --records 1000 --record-kib 2048
     python bench/big_records.py --before /tmp/base-main           # older code too (A/B)
+    python bench/big_records.py --postgres URL                    # PostgreSQL stores too
+
+With `--postgres URL` (a throw-away database) the same two stores are also built in
+schemas of it (`bench_big_records_<records>_<KiB>`, kept for later runs) and measured
+the same way: PostgreSQL hands a whole query result to libpq unless it is streamed.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import time
 from pathlib import Path
 
 from _figures import Figure, add_json_option, emit
+from postgres_growth import ensure_postgres_schema
 from scale_growth import COMMANDS, measure
 from scale_store import ARMS, SCOPE, TASKS, TIERS, cache_folder, synthetic_record
 
@@ -38,7 +44,7 @@ DEFAULT_COMMANDS = ("export_jsonl", "export_parquet", "verify", "arms_report", "
 BATCH = 50
 
 
-def build(path: Path, records: int, record_kib: int) -> None:
+def build(path: Path | str, records: int, record_kib: int) -> None:
     """`records` synthetic arms records at `path`, each with a tool output of
     `record_kib` KiB added to its transcript (none when 0)."""
     draw = random.Random(records)
@@ -97,6 +103,8 @@ def main() -> None:
                         help=f"comma-separated subset of {', '.join(COMMANDS)}")
     parser.add_argument("--before", default=None, metavar="CHECKOUT",
                         help="an older checkout: run each command with its code too")
+    parser.add_argument("--postgres", default=None, metavar="URL",
+                        help="a throw-away PostgreSQL database: its stores measured too")
     add_json_option(parser)
     options = parser.parse_args()
     chosen = [name for name in options.commands.split(",") if name]
@@ -104,8 +112,14 @@ def main() -> None:
     if unknown or options.records < 1 or options.record_kib < 1:
         parser.error(f"unknown command(s) {unknown}" if unknown
                      else "--records and --record-kib are at least 1")
-    stores = {"small": ensure(options.records, 0),
-              "large": ensure(options.records, options.record_kib)}
+    stores: dict[str, Path | str] = {"small": ensure(options.records, 0),
+                                     "large": ensure(options.records, options.record_kib)}
+    if options.postgres:
+        for kind, kib in (("small", 0), ("large", options.record_kib)):
+            stores[f"{kind}_postgres"] = ensure_postgres_schema(
+                options.postgres, f"bench_big_records_{options.records}_{kib}",
+                lambda url, kib=kib: build(url, options.records, kib),
+                f"{options.records:,} records of +{kib} KiB")
     sides = [("now", None)] + ([("before", options.before)] if options.before else [])
     measured: dict[tuple[str, str, str], tuple[float, float]] = {}
     with tempfile.TemporaryDirectory() as out:
@@ -115,21 +129,26 @@ def main() -> None:
                     arguments = [part.format(store=store, out=out) for part in COMMANDS[name]]
                     seconds, peak, _ = measure(arguments, code)
                     measured[(name, kind, side)] = (seconds, peak)
-                    print(f"  {name:15s} {kind:5s} records  {side:6s} {seconds:7.2f} s "
+                    print(f"  {name:15s} {kind:14s} {side:6s} {seconds:7.2f} s "
                           f"{peak:8.0f} MiB", file=sys.stderr, flush=True)
-    sizes = {kind: store.stat().st_size / 2**20 for kind, store in stores.items()}
+    sizes = {kind: Path(stores[kind]).stat().st_size / 2**20 for kind in ("small", "large")}
     figures = [Figure("store_mib", sizes["large"], sizes["small"], "MiB",
                       f"the store of {options.records:,} records of "
                       f"+{options.record_kib} KiB vs of small ones")]
+    backends = [""] + (["_postgres"] if options.postgres else [])
     for name in chosen:
-        for side, _ in sides:
-            suffix = "" if side == "now" else ".before"
-            (large_s, large_m), (small_s, small_m) = (measured[(name, "large", side)],
-                                                       measured[(name, "small", side)])
-            figures.append(Figure(f"{name}.peak_rss{suffix}", large_m, small_m, "MiB",
-                                  f"peak RSS, large records vs small ({side})"))
-            figures.append(Figure(f"{name}.seconds{suffix}", large_s, small_s, "s",
-                                  f"wall time, large records vs small ({side})"))
+        for backend in backends:
+            for side, _ in sides:
+                suffix = ("" if not backend else ".postgres") + ("" if side == "now"
+                                                                  else ".before")
+                (large_s, large_m), (small_s, small_m) = (
+                    measured[(name, f"large{backend}", side)],
+                    measured[(name, f"small{backend}", side)])
+                where = f"{side}{', PostgreSQL' if backend else ''}"
+                figures.append(Figure(f"{name}.peak_rss{suffix}", large_m, small_m, "MiB",
+                                      f"peak RSS, large records vs small ({where})"))
+                figures.append(Figure(f"{name}.seconds{suffix}", large_s, small_s, "s",
+                                      f"wall time, large records vs small ({where})"))
     emit("big_records", figures, options.json_path)
 
 

@@ -29,6 +29,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
@@ -55,9 +56,18 @@ def with_schema(url: str, schema: str) -> str:
 
 def ensure_postgres_store(url: str, size: int) -> str:
     """The URL of the PostgreSQL store of `size` records, built first when missing."""
+    return ensure_postgres_schema(url, f"bench_scale_{size_label(size).lower()}",
+                                  lambda location: build(location, size),
+                                  f"{size:,} records")
+
+
+def ensure_postgres_schema(url: str, schema: str, build_into: Callable[[str], None],
+                           what: str) -> str:
+    """The URL of the PostgreSQL store in `schema` of the database at `url`, built by
+    `build_into(URL)` under another name first when missing (or of another schema
+    version), and renamed when complete; `what` names it in the line that says so."""
     import psycopg
 
-    schema = f"bench_scale_{size_label(size).lower()}"
     building = f"{schema}_building"
     with psycopg.connect(url, autocommit=True) as connection:
         found = connection.execute(
@@ -71,9 +81,9 @@ def ensure_postgres_store(url: str, size: int) -> str:
             connection.execute(f"DROP SCHEMA {schema} CASCADE")  # another version's
         connection.execute(f"DROP SCHEMA IF EXISTS {building} CASCADE")
         connection.execute(f"CREATE SCHEMA {building}")
-    print(f"building PostgreSQL schema {schema} ({size:,} records, kept for later runs)",
+    print(f"building PostgreSQL schema {schema} ({what}, kept for later runs)",
           file=sys.stderr, flush=True)
-    build(with_schema(url, building), size)
+    build_into(with_schema(url, building))
     with psycopg.connect(url, autocommit=True) as connection:
         connection.execute(f"ALTER SCHEMA {building} RENAME TO {schema}")
     return with_schema(url, schema)
