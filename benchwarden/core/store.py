@@ -666,6 +666,13 @@ def find_secrets(value: Any, path: str = "") -> list[str]:
     return credential_paths(value, path, for_storage=True)
 
 
+def body_size(body: Any) -> int:
+    """Bytes a stored body takes in a page (`PAGE_BYTES`): its length, or 0 for a value
+    that is no body at all (a damaged store's number or NULL), which the reader then
+    names as unreadable rather than failing here."""
+    return len(body) if isinstance(body, (bytes, bytearray, memoryview, str)) else 0
+
+
 def _after_page(chunk: list[int], rows: Sequence[tuple[Any, ...]], cut: bool) -> list[int]:
     """The sequence numbers of `chunk` (sorted) still to read after a page of its rows
     (`_bounded_page`, in sequence order): none unless the page was cut short."""
@@ -676,8 +683,14 @@ def _after_page(chunk: list[int], rows: Sequence[tuple[Any, ...]], cut: bool) ->
 
 
 def _as_bytes(body: Any) -> bytes:
-    """Bodies are stored as bytes; a hand-edited row may come back as text."""
-    return body.encode("utf-8") if isinstance(body, str) else bytes(body)
+    """Bodies are stored as bytes; a hand-edited row may come back as text, or (SQLite
+    keeps any value in any column) as a number or NULL: then its text, which matches
+    no hash and decodes to no entry, so the reader names the entry as damaged."""
+    if isinstance(body, str):
+        return body.encode("utf-8", "surrogateescape")
+    if isinstance(body, (bytes, bytearray, memoryview)):
+        return bytes(body)
+    return repr(body).encode("ascii", "backslashreplace")
 
 
 def _entry_hash(previous: str, kind: str, address: Sequence[Any], body: bytes) -> str:
@@ -962,7 +975,7 @@ class Store(ABC):
             try:
                 for row in cursor:
                     rows.append(row)
-                    size += len(row[body])
+                    size += body_size(row[body])
                     if size >= PAGE_BYTES:
                         return rows, True
             finally:
@@ -1461,7 +1474,7 @@ class Store(ABC):
             size = 0
             for row in cursor:
                 page.append(row)
-                size += len(row[-1])
+                size += body_size(row[-1])
                 if size >= PAGE_BYTES:
                     break
             if not page:

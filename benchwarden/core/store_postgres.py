@@ -52,6 +52,7 @@ from benchwarden.core.store import (
     Store,
     StoreError,
     StoreUsageError,
+    body_size,
     group_totals_table,
     lock_timeout,
     run_counts_table,
@@ -400,7 +401,7 @@ class PostgresStore(Store):
             try:
                 for row in stream:
                     rows.append(row)
-                    size += len(row[body])
+                    size += body_size(row[body])
                     if size >= store_module.PAGE_BYTES:
                         return rows, True
             finally:

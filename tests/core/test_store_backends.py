@@ -832,3 +832,29 @@ def test_reads_of_bodies_are_cut_by_bytes_and_give_every_record_once(store, monk
     assert pages and all(sum(page[:-1]) < page_bytes for page in pages)
     if page_bytes < 10**9:  # some page was cut short by bytes, not rows
         assert any(sum(page) >= page_bytes for page in pages)
+
+
+@pytest.mark.parametrize("body", ["42", "4.5", "NULL"])
+def test_a_body_that_is_no_body_is_named_not_an_unexpected_error(tmp_path, body):
+    """SQLite keeps any value in any column: a hand-edited store whose entry holds a
+    number (or, with its constraint gone, NULL) where a body belongs. Paging by bytes
+    must not trip on it: `verify` names the entry, the readers refuse in one line."""
+    backend = SQLiteBackend(tmp_path)
+    with backend.open() as store:
+        store.begin_run(stamp_run(suite="demo", bench_version="1", config={}, run_id="run-1"))
+        store.append([make_record(task=f"t{i}") for i in range(4)])
+    if body == "NULL":  # a table rebuilt without its NOT NULL, as an editor might
+        raw = sqlite3.connect(backend.path)
+        raw.execute("PRAGMA writable_schema = ON")
+        raw.execute("UPDATE sqlite_master SET sql = replace(sql, 'body BLOB NOT NULL', "
+                    "'body BLOB') WHERE name = 'entries'")
+        raw.commit()
+        raw.close()
+    backend.tamper(f"UPDATE entries SET body = {body} WHERE seq = 3")
+    with backend.open(create=False) as reader:
+        checked = reader.verify()
+        assert not checked.ok and "entry 3" in (checked.first_broken or "")
+        with pytest.raises(CorruptStore, match="entry 3"):
+            list(reader.iter_records())
+        with pytest.raises(CorruptStore, match="entry 3"):
+            list(reader.iter_record_summaries(suite="demo"))
