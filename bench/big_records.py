@@ -33,7 +33,7 @@ from pathlib import Path
 from _figures import Figure, add_json_option, emit
 from postgres_growth import ensure_postgres_schema
 from scale_growth import COMMANDS, measure
-from scale_store import ARMS, SCOPE, TASKS, TIERS, cache_folder, synthetic_record
+from scale_store import TASKS, cache_folder, synthetic_config, synthetic_record
 
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import RunEnd
@@ -50,12 +50,7 @@ def build(path: Path | str, records: int, record_kib: int) -> None:
     draw = random.Random(records)
     output = "".join(random.Random(record_kib).choice("abcdefghij \n")
                      for _ in range(record_kib * 1024))
-    config = {"suite_spec": "synthetic", "scope": SCOPE, "arms": list(ARMS),
-              "tasks": list(TASKS), "all_tasks": list(TASKS), "tiers": list(TIERS),
-              "task_tiers": {task: TIERS[number % len(TIERS)]
-                             for number, task in enumerate(TASKS)},
-              "trials": -(-records // (len(ARMS) * len(TASKS))), "seed": None,
-              "executor": "synthetic"}
+    config = synthetic_config(TASKS, records)
     run_id = "arms-big-records"
     with open_store(path) as store:
         store.begin_run(stamp_run(suite="arms", bench_version="1", config=config,

@@ -114,6 +114,15 @@ def synthetic_record(index: int, run_id: str, draw: random.Random,
         })
 
 
+def synthetic_config(tasks: tuple[str, ...], size: int) -> dict[str, object]:
+    """The run configuration of a synthetic arms store of `size` records over `tasks`."""
+    return {"suite_spec": "synthetic", "scope": SCOPE, "arms": list(ARMS),
+            "tasks": list(tasks), "all_tasks": list(tasks), "tiers": list(TIERS),
+            "task_tiers": {task: TIERS[number % len(TIERS)] for number, task in enumerate(tasks)},
+            "trials": -(-size // (len(ARMS) * len(tasks))), "seed": None,
+            "executor": "synthetic"}
+
+
 def build(path: Path | str, size: int, *, quiet: bool = False,
           task_count: int = len(TASKS), run_size: int = RUN_SIZE) -> None:
     """Write a store of `size` records at `path` (which must not exist; a PostgreSQL URL
@@ -121,12 +130,7 @@ def build(path: Path | str, size: int, *, quiet: bool = False,
     runs of `run_size` records."""
     draw = random.Random(size)
     tasks = task_names(task_count)
-    config = {"suite_spec": "synthetic", "scope": SCOPE, "arms": list(ARMS),
-              "tasks": list(tasks), "all_tasks": list(tasks), "tiers": list(TIERS),
-              "task_tiers": {task: TIERS[number % len(TIERS)]
-                             for number, task in enumerate(tasks)},
-              "trials": -(-size // (len(ARMS) * len(tasks))), "seed": None,
-              "executor": "synthetic"}
+    config = synthetic_config(tasks, size)
     started = time.perf_counter()
     with open_store(path) as store:
         for first in range(0, size, run_size):
