@@ -13,7 +13,9 @@ the same way, `within_caps`), and the grid, divergence, fidelity and timeline se
 say how many they show of how many and give the export command for all of it. The
 report embedded in the page leaves out the listed requests' token logprobs (`page_copy`:
 none is drawn, and they were 95 % of a real engine's page), each reply saying how many
-entries it held.
+entries it held, and cuts their texts to `TEXT_EMBEDDED` characters; a cell draws each
+stream in a window of `STREAM_DRAWN` characters around its first mark, saying how many
+it leaves out. So the page is bounded whatever the length of the replies too.
 
 Invariants: a view only: every number on the page is a field of the report printed by
 `benchwarden.core.formatting` (counters, peak in flight, launch skew, requests failed,
@@ -128,10 +130,41 @@ def _export_note(report: ContaminationReport) -> str:
 
 # ---------------------------------------------------------------------------- views
 
+STREAM_DRAWN = 3_000
+"""Characters of one reply stream a cell draws at most: a window around its first mark
+(the first differing character, a foreign canary), or its start. A reasoning model's
+replies of tens of thousands of characters, two per cell over 24 rungs, made pages of
+tens of megabytes; the report file keeps every character."""
+
+
 def _stream_html(text: str, marks: Sequence[tuple[int, int, str]]) -> str:
+    shown, marks, before, after = _stream_window(text, marks)
     # escaping leaves lone surrogates alone; they become chips only here, inside <pre> text
-    marked = _SURROGATE.sub(_byte_chip, h.highlight(text, marks, SEPARATOR_CHIPS))
-    return f'<pre class="text stream">{marked}</pre>'
+    marked = _SURROGATE.sub(_byte_chip, h.highlight(shown, marks, SEPARATOR_CHIPS))
+    return (f'<pre class="text stream">{_elided(before, "before")}{marked}'
+            f'{_elided(after, "after")}</pre>')
+
+
+def _stream_window(text: str, marks: Sequence[tuple[int, int, str]]
+                   ) -> tuple[str, list[tuple[int, int, str]], int, int]:
+    """The part of `text` a cell draws (`STREAM_DRAWN` characters, from a third of them
+    before its first mark), its marks moved into it, and how many characters are left
+    out before and after."""
+    if len(text) <= STREAM_DRAWN:
+        return text, list(marks), 0, 0
+    focus = min((start for start, _, _ in marks), default=0)
+    begin = max(0, min(focus - STREAM_DRAWN // 3, len(text) - STREAM_DRAWN))
+    end = begin + STREAM_DRAWN
+    moved = [(max(start, begin) - begin, min(stop, end) - begin, kind)
+             for start, stop, kind in marks if stop > begin and start < end]
+    return text[begin:end], moved, begin, len(text) - end
+
+
+def _elided(count: int, where: str) -> str:
+    if not count:
+        return ""
+    return (f'<span class="elided">[{h.escape(fmt.count(count))} characters {where} not '
+            "shown: the report file holds them]</span>")
 
 
 def _divergence_marks(text: str, at: int | None) -> list[tuple[int, int, str]]:
@@ -571,50 +604,116 @@ LEFT_OUT_KEY = "token_logprobs_left_out"
 were left out: how many entries they held."""
 
 
+TEXT_EMBEDDED = 2_000
+"""Characters of a listed request's reply text, reasoning or tool-call arguments the
+page's embedded copy keeps (`page_copy`); the report file keeps them whole."""
+
+TEXT_LEFT_OUT_KEY = "characters_left_out"
+"""Set in a listed request's reply, in the page's embedded copy, where its text,
+reasoning or a tool call's arguments were cut to `TEXT_EMBEDDED` characters: how many
+characters each lost (`{"text": n, "reasoning": n, "tool_calls": [n, ...]}`)."""
+
+
 def page_copy(plain: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
-    """The report as the page embeds it, and how many requests' token logprobs it leaves out.
+    """The report as the page embeds it, and how many listed requests it shortened.
 
     The page draws no token logprobs (a divergence's tokens are already in its own
     block), and they are nearly all of a real engine's listed requests: 24 rungs of 128
     requests with 64 tokens and five candidates each made a 33 MB page, past issue 12's
-    20 MB at any store size. The embedded copy keeps every other field as the report
-    has it, and each reply whose logprobs it drops says how many entries they held
-    (`LEFT_OUT_KEY`); the report file (`show RUN --json FILE`) keeps them."""
+    20 MB at any store size. Nor does it draw a listed request's reply but in a cell's
+    window (`STREAM_DRAWN`): replies of tens of thousands of characters made pages as
+    large. The embedded copy keeps every other field as the report has it; a reply whose
+    logprobs it drops says how many entries they held (`LEFT_OUT_KEY`), one whose texts
+    it cuts to `TEXT_EMBEDDED` characters how many each lost (`TEXT_LEFT_OUT_KEY`); the
+    report file (`show RUN --json FILE`) keeps them."""
     requests = plain.get("requests")
     if not isinstance(requests, list):
         return dict(plain), 0
     kept: list[Any] = []
-    left_out = 0
+    shortened = 0
     for request in requests:
         outcome = request.get("outcome") if isinstance(request, Mapping) else None
         reply = outcome.get("reply") if isinstance(outcome, Mapping) else None
-        entries = reply.get("token_logprobs") if isinstance(reply, Mapping) else None
-        if isinstance(entries, list) and entries:
-            assert isinstance(reply, Mapping) and isinstance(outcome, Mapping)
-            slim = {key: value for key, value in reply.items() if key != "token_logprobs"}
-            slim[LEFT_OUT_KEY] = len(entries)
-            request = {**request, "outcome": {**outcome, "reply": slim}}
-            left_out += 1
+        if isinstance(reply, Mapping):
+            slim = _slim_reply(reply)
+            if slim is not reply:
+                assert isinstance(outcome, Mapping)
+                request = {**request, "outcome": {**outcome, "reply": slim}}
+                shortened += 1
         kept.append(request)
-    return {**plain, "requests": kept}, left_out
+    return {**plain, "requests": kept}, shortened
 
 
-def _left_out_note(report: ContaminationReport, left_out: int) -> str:
-    if not left_out:
+def _slim_reply(reply: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A listed reply as the page embeds it (`page_copy`): `reply` itself when nothing
+    is left out."""
+    changes: dict[str, Any] = {}
+    entries = reply.get("token_logprobs")
+    if isinstance(entries, list) and entries:
+        changes[LEFT_OUT_KEY] = len(entries)
+    lost: dict[str, Any] = {}
+    for key in ("text", "reasoning"):
+        value = reply.get(key)
+        if isinstance(value, str) and len(value) > TEXT_EMBEDDED:
+            changes[key] = value[:TEXT_EMBEDDED]
+            lost[key] = len(value) - TEXT_EMBEDDED
+    calls = reply.get("tool_calls")
+    if isinstance(calls, list) and any(
+            isinstance(call, Mapping) and isinstance(call.get("arguments"), str)
+            and len(call["arguments"]) > TEXT_EMBEDDED for call in calls):
+        cut_calls, cut_counts = [], []
+        for call in calls:
+            arguments = call.get("arguments") if isinstance(call, Mapping) else None
+            if isinstance(arguments, str) and len(arguments) > TEXT_EMBEDDED:
+                cut_calls.append({**call, "arguments": arguments[:TEXT_EMBEDDED]})
+                cut_counts.append(len(arguments) - TEXT_EMBEDDED)
+            else:
+                cut_calls.append(call)
+                cut_counts.append(0)
+        changes["tool_calls"] = cut_calls
+        lost["tool_calls"] = cut_counts
+    if lost:
+        changes[TEXT_LEFT_OUT_KEY] = lost
+    if not changes:
+        return reply
+    slim = {key: value for key, value in reply.items() if key != "token_logprobs"
+            or LEFT_OUT_KEY not in changes}
+    slim.update(changes)
+    return slim
+
+
+def _left_out_note(report: ContaminationReport, plain: Mapping[str, Any]) -> str:
+    requests = plain.get("requests")
+    replies = [((request.get("outcome") or {}).get("reply") or {})
+               for request in (requests if isinstance(requests, list) else [])
+               if isinstance(request, Mapping)]
+    logprobs = sum(1 for reply in replies if isinstance(reply, Mapping) and LEFT_OUT_KEY in reply)
+    texts = sum(1 for reply in replies
+                if isinstance(reply, Mapping) and TEXT_LEFT_OUT_KEY in reply)
+    if not logprobs and not texts:
         return ""
     run = report.run
     where = (f"benchwarden show {shlex.quote(run.id)} --json FILE" if run is not None and run.id
              else "the report's JSON file")
-    return (f'<p class="note">The token logprobs of {h.escape(fmt.count(left_out))} listed '
-            "requests are not embedded in this page (none is drawn; each reply says how "
-            f"many entries it held as <code>{LEFT_OUT_KEY}</code>): "
-            f"<code>{h.escape(where)}</code> writes them.</p>")
+    notes = []
+    if logprobs:
+        notes.append(f'<p class="note">The token logprobs of {h.escape(fmt.count(logprobs))} '
+                     "listed requests are not embedded in this page (none is drawn; each reply "
+                     f"says how many entries it held as <code>{LEFT_OUT_KEY}</code>): "
+                     f"<code>{h.escape(where)}</code> writes them.</p>")
+    if texts:
+        notes.append(f'<p class="note">The replies of {h.escape(fmt.count(texts))} listed '
+                     f"requests are embedded in this page cut to {fmt.count(TEXT_EMBEDDED)} "
+                     "characters of text, reasoning and tool-call arguments each (each says "
+                     f"how many it lost as <code>{TEXT_LEFT_OUT_KEY}</code>): "
+                     f"<code>{h.escape(where)}</code> writes them whole.</p>")
+    return "".join(notes)
 
 
 def render_html(report: ContaminationReport | Mapping[str, Any]) -> str:
     # a report file written before the caps may list every request of a huge run
     report = within_caps(as_report(report))
-    plain, left_out = page_copy(as_json(report))
+    plain, _ = page_copy(as_json(report))
     by_request: dict[tuple[str, int, int], RequestEntry] = {}
     for request in report.requests:
         if request.scored:
@@ -634,7 +733,7 @@ def render_html(report: ContaminationReport | Mapping[str, Any]) -> str:
             ("divergences", "divergences", _divergence_section(report)),
             ("fidelity", "rung fidelity", _fidelity_section(report)),
             ("timeline", "timeline", _timeline_section(report)),
-            ("run", "run", _setup_section(report, plain) + _left_out_note(report, left_out)),
+            ("run", "run", _setup_section(report, plain) + _left_out_note(report, plain)),
         ] if markup])
     # a lone surrogate left anywhere (a title attribute, a warning) becomes plain `\\xNN`
     # text: safe inside attributes, and the page always encodes as UTF-8

@@ -355,3 +355,95 @@ def test_a_real_engine_s_full_listing_stays_under_twenty_megabytes() -> None:
     whole = len(msgspec.json.encode(ContaminationReport.from_json(report)))
     page = render_html(report).encode()
     assert whole > 20_000_000 > len(page)
+
+
+# -- replies of tens of thousands of characters (a reasoning model, a long --max-tokens) ------
+
+FILLER = "a long preamble before the answer; " * 600  # 21,000 characters
+
+
+def _lengthened(report: dict[str, Any]) -> dict[str, Any]:
+    """`report` with `FILLER` before every reply's text: each divergence that much later."""
+    requests = []
+    for request in report["requests"]:
+        reply = request["outcome"].get("reply")
+        if reply is not None:
+            request = {**request, "outcome": {**request["outcome"], "reply": {
+                **reply, "text": FILLER + reply["text"]}}}
+        requests.append(request)
+    cells = [{**cell, "at": cell["at"] + len(FILLER)} if cell.get("at") is not None else cell
+             for cell in report["cells"]]
+    return {**report, "requests": requests, "cells": cells}
+
+
+def _stream_texts(page: str) -> list[str]:
+    """The characters each drawn reply stream shows (its markup and elisions removed)."""
+    import html as html_module
+
+    streams = re.findall(r'<pre class="text stream">(.*?)</pre>', page, re.S)
+    # a separator is one character drawn as a labelled chip: counted as one
+    return [html_module.unescape(re.sub(r"<[^>]+>", "", re.sub(
+        r'<span class="ctl"[^>]*>.*?</span>', "#", re.sub(
+            r'<span class="elided">.*?</span>', "", stream)))) for stream in streams]
+
+
+def test_long_replies_are_drawn_in_a_window_around_what_the_cell_shows() -> None:
+    from benchwarden.suites.contamination.html import STREAM_DRAWN
+
+    page = render_html(_lengthened(sample_report()))
+    streams = _stream_texts(page)
+    assert streams and all(len(stream) <= STREAM_DRAWN for stream in streams)
+    # the diverged cell's reply: the first differing character drawn and marked, the
+    # filler before it said to be left out, with its count
+    diverged = re.search(r'id="cell-1-c8".*?</details>', page, re.S)
+    assert diverged and '<mark class="diverge">' in diverged.group(0)
+    left_before = re.findall(r"\[([\d,]+) characters before not shown", diverged.group(0))
+    assert left_before and all(int(count.replace(",", "")) > len(FILLER) - STREAM_DRAWN
+                               for count in left_before)
+    # the leaked canary is drawn marked in its cell
+    leaked = re.search(r'id="cell-2-c4".*?</details>', page, re.S)
+    assert leaked and f'<mark class="foreign">{CANARIES[3]}</mark>' in leaked.group(0)
+    # a short reply is drawn whole, as before
+    assert all("not shown" not in stream for stream in re.findall(
+        r'<pre class="text stream">(.*?)</pre>', render_html(sample_report()), re.S))
+
+
+def test_long_replies_are_embedded_cut_and_say_how_much_they_lost() -> None:
+    from benchwarden.suites.contamination.html import TEXT_EMBEDDED, TEXT_LEFT_OUT_KEY
+
+    report = _lengthened(sample_report())
+    island = _island(render_html(report))
+    whole = json.loads(msgspec.json.encode(ContaminationReport.from_json(report)))
+    for embedded, request in zip(island["requests"], whole["requests"], strict=True):
+        reply = request["outcome"].get("reply")
+        if reply is None:
+            assert embedded == request
+            continue
+        kept = embedded["outcome"]["reply"]
+        assert kept["text"] == reply["text"][:TEXT_EMBEDDED]
+        assert kept[TEXT_LEFT_OUT_KEY] == {"text": len(reply["text"]) - TEXT_EMBEDDED}
+        assert {key: value for key, value in kept.items()
+                if key not in ("text", TEXT_LEFT_OUT_KEY)} == {
+            key: value for key, value in reply.items() if key != "text"}
+        assert {**embedded, "outcome": None} == {**request, "outcome": None}
+    assert {key: value for key, value in island.items() if key != "requests"} == {
+        key: value for key, value in whole.items() if key != "requests"}
+
+
+def test_a_full_listing_of_long_replies_stays_under_twenty_megabytes() -> None:
+    """24 rungs of 128 listed requests, each reply 21,000 characters (a long
+    --max-tokens): the report file is over 60 MB, the page well under 20."""
+    base = _lengthened(sample_report())
+    template = next(r for r in base["requests"] if r["leg"] == "c8" and not r["scored"])
+    requests = [r for r in base["requests"] if r["leg"] in ("prime", "ref_a", "ref_b", "post")]
+    rungs = []
+    for rung in range(24):
+        label = f"c{128 + rung}"
+        rungs.append({"label": label, "concurrency": 128 + rung, "repeat": 1, "slots": 128,
+                      "peak_in_flight": 4, "launch_skew_ms": 1.0, "observed_parallelism": 4})
+        requests += [{**template, "leg": label, "slot": slot, "probe": slot % 4}
+                     for slot in range(128)]
+    report = {**base, "rungs": rungs, "requests": requests}
+    whole = len(msgspec.json.encode(ContaminationReport.from_json(report)))
+    page = render_html(report).encode()
+    assert whole > 60_000_000 and len(page) < 20_000_000
