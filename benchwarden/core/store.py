@@ -965,9 +965,9 @@ class Store(ABC):
         """The rows of a query reading bodies (column number `body`), as `_query` gives
         them but stopping at the row whose body brings the page to `PAGE_BYTES`: the
         rows, and whether the page was cut short there (the caller reads on after its
-        last row). Rows become Python objects one at a time (SQLite reads them from the
-        file as they are asked for; PostgreSQL's result is in libpq's memory), so what
-        a page holds is bounded by bytes as well as rows."""
+        last row). Rows become Python objects one at a time, SQLite reading them from
+        the file as they are asked for (the PostgreSQL store streams them: its own
+        `_bounded_page`), so what a page holds is bounded by bytes as well as rows."""
         rows: list[tuple[Any, ...]] = []
         size = 0
         with self._reading():
@@ -1464,7 +1464,9 @@ class Store(ABC):
     def _pages_by_seq(self, cursor: Any, select: str) -> Iterator[list[tuple[Any, ...]]]:
         """The rows of `select` (ending in `WHERE` or `AND`; its first column `seq`, its
         last a body) in sequence order, `BACKFILL_BATCH` a page, fewer where their
-        bodies reach `PAGE_BYTES` (keyset pagination: memory bounded)."""
+        bodies reach `PAGE_BYTES` (keyset pagination: memory bounded). Inside the
+        upgrade's transaction, so not streamed: on PostgreSQL libpq receives a page's
+        rows whole."""
         p = self.placeholder
         after = 0
         while True:
