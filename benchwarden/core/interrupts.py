@@ -67,13 +67,15 @@ def _stopping() -> bool:
     an error of the clean-up), which holds it as its cause or context."""
     if _decided:
         return True
-    error = sys.exc_info()[1]
+    waiting = [sys.exc_info()[1]]
     for _ in range(_CHAIN_LOOKED_AT):
-        if error is None:
+        if not waiting:
             return False
+        error = waiting.pop()
         if isinstance(error, KeyboardInterrupt):
             return True
-        error = error.__cause__ or error.__context__
+        if error is not None:  # both links: `raise X from Y` inside an `except` has both
+            waiting.extend((error.__context__, error.__cause__))
     return False
 
 

@@ -85,7 +85,7 @@ def _interrupts_soon() -> None:
         pass
 
 
-@pytest.mark.parametrize("how", ["cause", "context", "deeper"])
+@pytest.mark.parametrize("how", ["cause", "context", "deeper", "context beside a cause"])
 @pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_while_an_error_raised_in_handling_an_interrupt_is_handled_is_noted(how,
                                                                                       second):
@@ -102,6 +102,8 @@ def test_a_signal_while_an_error_raised_in_handling_an_interrupt_is_handled_is_n
                     raise RuntimeError("aborted") from interrupt
                 if how == "context":
                     raise RuntimeError("stopped") from None
+                if how == "context beside a cause":  # the interrupt is its context only
+                    raise RuntimeError("stopped") from ValueError("the clean-up failed")
                 try:
                     raise ValueError("the clean-up failed too")
                 except ValueError as failure:
