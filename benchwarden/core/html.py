@@ -852,6 +852,7 @@ max-height:420px;overflow:auto}
 font:600 10px/1.6 var(--sans);
 vertical-align:1px;white-space:nowrap}
 mark{border-radius:2px;padding:0 1px}
+.elided{display:block;color:var(--muted);font:italic 12px/1.6 var(--sans);margin:2px 0}
 mark.same{background:none;color:var(--muted)}
 mark.diverge{background:#ffd8b5;color:#6b2b00;outline:2px solid #d55e00}
 mark.after{background:#fff1e5}
