@@ -338,10 +338,9 @@ def test_a_report_without_token_logprobs_embeds_as_it_is() -> None:
     assert _island(page) == json.loads(msgspec.json.encode(typed))
 
 
-def test_a_real_engine_s_full_listing_stays_under_twenty_megabytes() -> None:
-    """24 rungs of 128 listed requests, each reply 64 tokens with five candidates (what
-    a llama.cpp soak lists): 33 MB of page when the logprobs were embedded."""
-    base = sample_report()
+def _full_listing(base: dict[str, Any]) -> dict[str, Any]:
+    """`base` listing what a report lists at most: 24 rungs of 128 requests, each a copy
+    of one of its ballast requests."""
     template = next(r for r in base["requests"] if r["leg"] == "c8" and not r["scored"])
     requests = [r for r in base["requests"] if r["leg"] in ("prime", "ref_a", "ref_b", "post")]
     rungs = []
@@ -351,7 +350,13 @@ def test_a_real_engine_s_full_listing_stays_under_twenty_megabytes() -> None:
                       "peak_in_flight": 4, "launch_skew_ms": 1.0, "observed_parallelism": 4})
         requests += [{**template, "leg": label, "slot": slot, "probe": slot % 4}
                      for slot in range(128)]
-    report = _with_logprobs({**base, "rungs": rungs, "requests": requests}, 1, tokens=64)
+    return {**base, "rungs": rungs, "requests": requests}
+
+
+def test_a_real_engine_s_full_listing_stays_under_twenty_megabytes() -> None:
+    """24 rungs of 128 listed requests, each reply 64 tokens with five candidates (what
+    a llama.cpp soak lists): 33 MB of page when the logprobs were embedded."""
+    report = _with_logprobs(_full_listing(sample_report()), 1, tokens=64)
     whole = len(msgspec.json.encode(ContaminationReport.from_json(report)))
     page = render_html(report).encode()
     assert whole > 20_000_000 > len(page)
@@ -433,17 +438,7 @@ def test_long_replies_are_embedded_cut_and_say_how_much_they_lost() -> None:
 def test_a_full_listing_of_long_replies_stays_under_twenty_megabytes() -> None:
     """24 rungs of 128 listed requests, each reply 21,000 characters (a long
     --max-tokens): the report file is over 60 MB, the page well under 20."""
-    base = _lengthened(sample_report())
-    template = next(r for r in base["requests"] if r["leg"] == "c8" and not r["scored"])
-    requests = [r for r in base["requests"] if r["leg"] in ("prime", "ref_a", "ref_b", "post")]
-    rungs = []
-    for rung in range(24):
-        label = f"c{128 + rung}"
-        rungs.append({"label": label, "concurrency": 128 + rung, "repeat": 1, "slots": 128,
-                      "peak_in_flight": 4, "launch_skew_ms": 1.0, "observed_parallelism": 4})
-        requests += [{**template, "leg": label, "slot": slot, "probe": slot % 4}
-                     for slot in range(128)]
-    report = {**base, "rungs": rungs, "requests": requests}
+    report = _full_listing(_lengthened(sample_report()))
     whole = len(msgspec.json.encode(ContaminationReport.from_json(report)))
     page = render_html(report).encode()
     assert whole > 60_000_000 and len(page) < 20_000_000
