@@ -673,6 +673,27 @@ def body_size(body: Any) -> int:
     return len(body) if isinstance(body, (bytes, bytearray, memoryview, str)) else 0
 
 
+def rows_within_page(rows: Iterable[tuple[Any, ...]],
+                     body: int) -> tuple[list[tuple[Any, ...]], bool]:
+    """The rows of a query reading bodies (column number `body`), taken one at a time up
+    to the row whose body brings them to `PAGE_BYTES`: the rows, and whether they were
+    cut short there (the caller reads on after the last one)."""
+    taken: list[tuple[Any, ...]] = []
+    size = 0
+    for row in rows:
+        taken.append(row)
+        size += body_size(row[body])
+        if size >= PAGE_BYTES:
+            return taken, True
+    return taken, False
+
+
+def _last_page(rows: Sequence[tuple[Any, ...]], cut: bool, batch: int) -> bool:
+    """Whether a keyset page of at most `batch` rows (`_bounded_page`) was the query's
+    last: it came back empty, or short of `batch` without being cut by bytes."""
+    return not rows or (len(rows) < batch and not cut)
+
+
 def _after_page(chunk: list[int], rows: Sequence[tuple[Any, ...]], cut: bool) -> list[int]:
     """The sequence numbers of `chunk` (sorted) still to read after a page of its rows
     (`_bounded_page`, in sequence order): none unless the page was cut short."""
@@ -968,19 +989,12 @@ class Store(ABC):
         last row). Rows become Python objects one at a time, SQLite reading them from
         the file as they are asked for (the PostgreSQL store streams them: its own
         `_bounded_page`), so what a page holds is bounded by bytes as well as rows."""
-        rows: list[tuple[Any, ...]] = []
-        size = 0
         with self._reading():
             cursor = self._connection.execute(sql, tuple(params))
             try:
-                for row in cursor:
-                    rows.append(row)
-                    size += body_size(row[body])
-                    if size >= PAGE_BYTES:
-                        return rows, True
+                return rows_within_page(cursor, body)
             finally:
                 cursor.close()
-        return rows, False
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         """A statement that returns no rows, outside any append (`verify`'s temporary
@@ -1472,13 +1486,7 @@ class Store(ABC):
         while True:
             cursor.execute(f"{select} seq > {p} ORDER BY seq LIMIT {p}",
                            (after, BACKFILL_BATCH))
-            page: list[tuple[Any, ...]] = []
-            size = 0
-            for row in cursor:
-                page.append(row)
-                size += body_size(row[-1])
-                if size >= PAGE_BYTES:
-                    break
+            page, _ = rows_within_page(cursor, -1)
             if not page:
                 return
             yield page
@@ -1693,7 +1701,7 @@ class Store(ABC):
             rows, cut = self._bounded_page(sql, (*params, after, batch), 1)
             for seq, body in rows:
                 yield int(seq), _as_bytes(body)
-            if not rows or (len(rows) < batch and not cut):
+            if _last_page(rows, cut, batch):
                 return
             after = int(rows[-1][0])
 
@@ -1756,25 +1764,26 @@ class Store(ABC):
                     fields, msgspec.structs.astuple(slim.payload), strict=True)
                     if value is not msgspec.UNSET})
 
-    def _bodies_at(self, seqs: Sequence[int], suite: str, scope: str | None,
+    def _bodies_at(self, seqs: Iterable[int], suite: str | None, scope: str | None,
                    batch: int) -> Iterator[tuple[int, bytes]]:
-        """`(seq, body)` of the records at `seqs` (of `suite` and `scope`) in sequence
-        order, `batch` numbers per query."""
+        """`(seq, body)` of the records at `seqs` (of `suite` and `scope`, when given) in
+        sequence order, `batch` numbers per query, each query a bounded page."""
         p = self.placeholder
         wanted = sorted({int(seq) for seq in seqs})
         # `|| ''` keeps the planner on the sequence numbers (a lookup each), off the
         # address index (which would walk the whole scope for every query)
-        clauses, params = [f"suite || '' = {p}"], [suite]
-        if scope is not None:
-            clauses.append(f"scope || '' = {p}")
-            params.append(scope)
+        clauses, params = ["kind = 'record'"], []
+        for column, value in (("suite", suite), ("scope", scope)):
+            if value is not None:
+                clauses.append(f"{column} || '' = {p}")
+                params.append(value)
         for start in range(0, len(wanted), batch):
             chunk = wanted[start:start + batch]
             while chunk:
                 rows, cut = self._bounded_page(
-                    f"SELECT seq, body FROM entries WHERE kind = 'record' AND "
-                    f"{' AND '.join(clauses)} AND seq IN ({', '.join([p] * len(chunk))}) "
-                    f"ORDER BY seq", (*params, *chunk), 1)
+                    f"SELECT seq, body FROM entries WHERE {' AND '.join(clauses)} AND "
+                    f"seq IN ({', '.join([p] * len(chunk))}) ORDER BY seq",
+                    (*params, *chunk), 1)
                 for seq, body in rows:
                     yield int(seq), _as_bytes(body)
                 chunk = _after_page(chunk, rows, cut)
@@ -1832,18 +1841,8 @@ class Store(ABC):
         sequence order, read a bounded page at a time (`PAGE_BYTES`): for a reader that
         keeps only part of each (a page's clipped trials), memory is bounded by one page
         however large the records. Numbers that hold no record are left out."""
-        wanted = sorted({int(seq) for seq in seqs})
-        p = self.placeholder
-        for start in range(0, len(wanted), DEFAULT_BATCH):
-            chunk = wanted[start:start + DEFAULT_BATCH]
-            while chunk:
-                rows, cut = self._bounded_page(
-                    f"SELECT seq, body FROM entries WHERE kind = 'record' AND seq IN "
-                    f"({', '.join([p] * len(chunk))}) ORDER BY seq", chunk, 1)
-                for seq, body in rows:
-                    yield int(seq), self._decode_entry(int(seq), _as_bytes(body),
-                                                       _record_decoder, "record")
-                chunk = _after_page(chunk, rows, cut)
+        for seq, body in self._bodies_at(seqs, None, None, DEFAULT_BATCH):
+            yield seq, self._decode_entry(seq, body, _record_decoder, "record")
 
     def cell_depth(self, suite: str, scope: str, arm: str, task: str) -> tuple[int, int]:
         """`(records, highest trial number)` of one cell, counted by the database over the
@@ -2224,7 +2223,7 @@ class Store(ABC):
             if summary_problem is not None:  # a summary row for a number with no entry
                 return ChainReport(False, checked, f"record summary {summary_problem[0]}: "
                                    f"{summary_problem[1]}", last_seq=last_seq)
-            if not rows or (len(rows) < batch and not cut):
+            if _last_page(rows, cut, batch):
                 break
             after = int(rows[-1][0])
         summary_tail: str | None = None
@@ -2396,7 +2395,7 @@ class Store(ABC):
         while last_seq is not None:
             page, cut = self._bounded_page(sql, (after, last_seq, batch), 1)
             yield _summary_rows_of(page)
-            if not page or (len(page) < batch and not cut):
+            if _last_page(page, cut, batch):
                 return
             after = int(page[-1][0])
 

@@ -42,7 +42,6 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from benchwarden.core import paths
-from benchwarden.core import store as store_module
 from benchwarden.core.store import (
     ENTRY_COLUMNS,
     READABLE_SCHEMA_VERSIONS,
@@ -52,9 +51,9 @@ from benchwarden.core.store import (
     Store,
     StoreError,
     StoreUsageError,
-    body_size,
     group_totals_table,
     lock_timeout,
+    rows_within_page,
     run_counts_table,
     run_tables,
 )
@@ -393,21 +392,14 @@ class PostgresStore(Store):
         gigabytes there before the first row was read. A page cut short cancels the rest
         of its query (psycopg does, closing the stream; the connection is in autocommit,
         so nothing else is undone)."""
-        rows: list[tuple[Any, ...]] = []
-        size = 0
         with self._reading():
             cursor = self._connection.cursor()
             stream = _streamed(cursor, sql, tuple(params))
             try:
-                for row in stream:
-                    rows.append(row)
-                    size += body_size(row[body])
-                    if size >= store_module.PAGE_BYTES:
-                        return rows, True
+                return rows_within_page(stream, body)
             finally:
                 stream.close()
                 cursor.close()
-        return rows, False
 
     def _temporary_table_refusal(self, error: Exception) -> str | None:
         """A role without the TEMP privilege on the database, or a read-only transaction
