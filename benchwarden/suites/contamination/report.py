@@ -47,7 +47,7 @@ from __future__ import annotations
 import shlex
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -68,7 +68,7 @@ from benchwarden.core.reports import (
     store_head_block,
 )
 from benchwarden.core.run_config import config_as
-from benchwarden.core.store import Store
+from benchwarden.core.store import RecordSummary, Store
 from benchwarden.suites.contamination import scoring, shown
 from benchwarden.suites.contamination.digest import RungDigest, digest_from, digests_in
 from benchwarden.suites.contamination.fidelity import (
@@ -587,6 +587,14 @@ PAYLOAD_TYPES: Mapping[str, Any] = {"outcome": StoredOutcome}
 (`Store.iter_record_summaries`); the fields not named stay plain JSON values."""
 
 
+def _stored_requests(store: Store, scope: str,
+                     seqs: Sequence[int] | None = None) -> Iterator[RecordSummary]:
+    """The scope's requests as the streaming pass reads them (`PAYLOAD_FIELDS`, typed
+    as `PAYLOAD_TYPES`), in the store's order; with `seqs`, only those."""
+    return store.iter_record_summaries(suite=SUITE, scope=scope, payload_fields=PAYLOAD_FIELDS,
+                                       payload_types=PAYLOAD_TYPES, seqs=seqs)
+
+
 def _reply(raw: msgspec.Raw) -> Reply | None:
     """A stored reply read straight into `Reply`; one holding a string in its stored
     form (text that was not valid UTF-8) is restored first, as `from_json_dict` does."""
@@ -856,6 +864,13 @@ class ScopeReading:
             self.statuses[(digest.leg, status)] += count
         self.rungs[digest.key] = _RungRequests(tally=digest.tally(), digest=digest)
 
+    def rung_digest(self, key: tuple[str, int]) -> RungDigest:
+        """The digest of rung `key` as read by `add` (one rung's records read alone: its
+        requests by status are the reading's), the driver's and the recount's one rule."""
+        group = self.rungs.get(key) or _RungRequests()
+        return digest_from(key[0], key[1], group.tally,
+                           [(status, count) for (_, status), count in self.statuses.items()])
+
     def add_scored(self, record: StoredRequest) -> None:
         """What `add` keeps of a request of a digested rung beyond the digest's counts:
         its rung's level (a bisect's) and, for a probe's own request, its outcome."""
@@ -900,9 +915,7 @@ class ScopeReading:
         wanted = {seq: key for key, seq in self.without_logprobs.items() if key in keys}
         if not wanted:
             return False
-        for summary in store.iter_record_summaries(
-                suite=SUITE, scope=str(self.config["scope"]), payload_fields=PAYLOAD_FIELDS,
-                payload_types=PAYLOAD_TYPES, seqs=sorted(wanted)):
+        for summary in _stored_requests(store, str(self.config["scope"]), sorted(wanted)):
             key = wanted[summary.seq]
             self.scored_outcomes[key] = _outcome(summary)
             del self.without_logprobs[key]
@@ -959,9 +972,7 @@ def digest_of(records: Iterable[StoredRequest]) -> list[RungDigest]:
             if key not in readings:
                 readings[key] = ScopeReading({})
             readings[key].add(record)
-    return [digest_from(leg, repeat, reading.rungs[(leg, repeat)].tally,
-                        [(status, count) for (_, status), count in reading.statuses.items()])
-            for (leg, repeat), reading in readings.items()]
+    return [reading.rung_digest(key) for key, reading in readings.items()]
 
 
 class _DigestDisagrees(Exception):
@@ -1014,9 +1025,7 @@ def _read_with_digests(store: Store, config: Mapping[str, Any],
                    *store.record_seqs(SUITE, scope, [key for key in counts if key not in used])])
     reading = ScopeReading(config)
     taken: set[tuple[str, int]] = set()
-    for summary in store.iter_record_summaries(suite=SUITE, scope=scope,
-                                               payload_fields=PAYLOAD_FIELDS,
-                                               payload_types=PAYLOAD_TYPES, seqs=seqs):
+    for summary in _stored_requests(store, scope, seqs):
         key = (summary.arm, summary.trial)
         if key in used:
             if key not in taken:  # where the rung's first request is (its slot 0)
@@ -1038,17 +1047,13 @@ def _rung_read_whole(store: Store, reading: ScopeReading,
     group = reading.rungs[key]
     if group.digest is None:
         return group
+    scope = str(reading.config["scope"])
     recount = ScopeReading(reading.config)
-    for summary in store.iter_record_summaries(
-            suite=SUITE, scope=str(reading.config["scope"]), payload_fields=PAYLOAD_FIELDS,
-            payload_types=PAYLOAD_TYPES, seqs=store.record_seqs(
-                SUITE, str(reading.config["scope"]), [key])):
+    for summary in _stored_requests(store, scope, store.record_seqs(SUITE, scope, [key])):
         recount.add(summary, summary.seq)
-    whole = recount.rungs.get(key) or _RungRequests()
-    statuses = [(status, count) for (_, status), count in recount.statuses.items()]
-    if digest_from(key[0], key[1], whole.tally, statuses) != group.digest:
+    if recount.rung_digest(key) != group.digest:
         raise _DigestDisagrees(f"rung {key[0]} #{key[1]}")
-    return whole
+    return recount.rungs.get(key) or _RungRequests()
 
 
 def legs_from_records(records: Iterable[StoredRequest], config: Mapping[str, Any]) -> Legs:
@@ -1294,9 +1299,7 @@ def _built(store: Store, run_id: str, digests: bool, kept: Iterable[RungDigest],
         reading = _read_with_digests(store, config, stored, notes)
     else:
         reading = ScopeReading(config)
-        for summary in store.iter_record_summaries(suite=SUITE, scope=str(config["scope"]),
-                                                   payload_fields=PAYLOAD_FIELDS,
-                                                   payload_types=PAYLOAD_TYPES):
+        for summary in _stored_requests(store, str(config["scope"])):
             reading.add(summary, summary.seq)
     levels = reading.levels
     legs = reading.legs()
