@@ -26,7 +26,7 @@ from rich.text import Text
 
 from benchwarden.core.files import replaced_atomically
 from benchwarden.core.records import Run, RunEnd
-from benchwarden.core.tables import FoldTables
+from benchwarden.core.tables import FitTables
 from benchwarden.core.verdicts import Verdict
 
 REPORT_SCHEMA = "benchwarden.report/1"
@@ -223,7 +223,8 @@ def verdict_text(verdict: Verdict) -> Text:
 
 def console(stderr: bool = False) -> Console:
     """The console every view prints through; its tables fold rather than cut a cell
-    with "…" (`core.tables`), so a CI log at 80 columns keeps whole ids and headings."""
+    with "…" and never break a word to fit (`core.tables`), so a CI log at 80 columns
+    keeps whole ids, numbers and headings."""
     made = Console(stderr=stderr, highlight=False, soft_wrap=False)
-    made.push_render_hook(FoldTables())
+    made.push_render_hook(FitTables(made))
     return made

@@ -20,6 +20,7 @@ from rich.text import Text
 
 from benchwarden.core import formatting as fmt
 from benchwarden.core.reports import verdict_text
+from benchwarden.core.tables import fitted
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.contamination.report import (
     CellBlock,
@@ -127,12 +128,58 @@ def left_out_lines(report: ContaminationReport) -> list[str]:
     return lines
 
 
+def grid_table(report: ContaminationReport, console: Console) -> Table:
+    """The probe × leg grid, a row per probe; a row per leg instead when the legs
+    outnumber the probes and the grid would not fit the console's width in fewer parts
+    that way (a run of two dozen listed rungs and four probes is a tall table, not seven
+    wide ones)."""
+    by_probe = _grid(report, rows_are_legs=False)
+    if len(report.rungs) + 2 <= len(report.probes):
+        return by_probe
+    parts = len(fitted(by_probe, console))
+    if parts == 1:
+        return by_probe
+    by_leg = _grid(report, rows_are_legs=True)
+    return by_leg if len(fitted(by_leg, console)) < parts else by_probe
+
+
+def _grid(report: ContaminationReport, *, rows_are_legs: bool) -> Table:
+    repeated = report.repeated
+    legs = ["ref"] + [column_name(rung.label, rung.repeat, repeated, rung.concurrency)
+                      for rung in report.rungs] + ["post"]
+    grid = {(cell.probe, column_name(cell.leg, cell.repeat, repeated, cell.level)): cell_text(cell)
+            for cell in report.cells}
+    probes_with_ref_cell = {probe for probe, leg in grid if leg == "ref"}
+
+    def cell(probe: int, leg: str) -> Text:
+        if leg == "ref" and probe not in probes_with_ref_cell:
+            return Text("stable", style="green")
+        return grid.get((probe, leg), Text(fmt.DASH, style="dim"))
+
+    if rows_are_legs:
+        canaries = " · ".join(f"{probe.index} {probe.canary}" for probe in report.probes)
+        table = Table(title=f"probe × leg (a row per leg; probes: {canaries})",
+                      title_justify="left")
+        table.add_column("leg")
+        for probe in report.probes:
+            table.add_column(f"probe {probe.index}")
+        for leg in legs:
+            table.add_row(leg, *(cell(probe.index, leg) for probe in report.probes))
+        return table
+    table = Table(title="probe × leg", title_justify="left")
+    table.add_column("probe")
+    for leg in legs:
+        table.add_column(leg)
+    for probe in report.probes:
+        table.add_row(f"{probe.index} {probe.canary}", *(cell(probe.index, leg) for leg in legs))
+    return table
+
+
 def render_terminal(report: ContaminationReport | Mapping[str, Any], console: Console) -> None:
     report = as_report(report)
     run = report.run
     config = run.config if run else {}
     target = run.target if run else {}
-    repeated = report.repeated
     console.print(Text.assemble(
         ("contamination ", "bold"), f"run {fmt.text(run.id if run else None)}  ",
         f"{fmt.text(target.get('url'))} model {fmt.text(target.get('model'))}  ",
@@ -142,24 +189,7 @@ def render_terminal(report: ContaminationReport | Mapping[str, Any], console: Co
     if run and run.resumed_from:
         console.print(f"resumed from {run.resumed_from}")
 
-    columns = ["ref"] + [column_name(rung.label, rung.repeat, repeated, rung.concurrency)
-                         for rung in report.rungs] + ["post"]
-    grid = {(cell.probe, column_name(cell.leg, cell.repeat, repeated, cell.level)): cell_text(cell)
-            for cell in report.cells}
-    table = Table(title="probe × leg", title_justify="left")
-    table.add_column("probe")
-    for column in columns:
-        table.add_column(column)
-    for probe in report.probes:
-        has_ref_cell = (probe.index, "ref") in grid
-        row: list[Text | str] = [f"{probe.index} {probe.canary}"]
-        for column in columns:
-            if column == "ref" and not has_ref_cell:
-                row.append(Text("stable", style="green"))
-            else:
-                row.append(grid.get((probe.index, column), Text(fmt.DASH, style="dim")))
-        table.add_row(*row)
-    console.print(table)
+    console.print(grid_table(report, console))
 
     for rung in report.rungs:
         console.print(rung_line(rung))
