@@ -1164,22 +1164,16 @@ class Store(ABC):
     def _list_run_starts(self, cursor: Any) -> None:
         """Inside a transaction holding the append lock: `run_headings` and `run_configs`
         made again from every run start and end in the chain (the starts first, each
-        kind read in keyset pages over its own index, `_RUN_STARTS_PER_READ` bodies held
-        at a time)."""
+        kind read in pages over its own index, `_RUN_STARTS_PER_READ` bodies a page, fewer
+        where they reach `PAGE_BYTES`: `_pages_in_transaction`)."""
         cursor.execute("DELETE FROM run_headings")
         cursor.execute("DELETE FROM run_configs")
         for kind in ("run", "run_end"):
-            select = f"SELECT seq, kind, suite, run_id, body FROM entries WHERE kind = '{kind}'"
-            order = f"ORDER BY run_id LIMIT {_RUN_STARTS_PER_READ}"
-            cursor.execute(f"{select} {order}")
-            page = cursor.fetchall()
-            while page:
+            for page in self._pages_in_transaction(
+                    cursor, f"SELECT seq, kind, suite, run_id, body FROM entries "
+                            f"WHERE kind = '{kind}'", key="run_id", key_at=3,
+                    batch=_RUN_STARTS_PER_READ):
                 self._keep_run_headings(cursor, page)
-                if len(page) < _RUN_STARTS_PER_READ:
-                    break
-                cursor.execute(f"{select} AND run_id > {self.placeholder} {order}",
-                               (page[-1][3],))
-                page = cursor.fetchall()
 
     def _read_back_seqs(self, cursor: Any, head_seq: int, count: int) -> list[int]:
         """Inside the append transaction: the sequence numbers of the `count` entries just
@@ -1456,8 +1450,9 @@ class Store(ABC):
               "every group of records from their bodies", file=sys.stderr, flush=True)
         totals: dict[tuple[Any, ...], GroupTotals] = {}
         done = 0
-        for page in self._pages_by_seq(cursor, "SELECT seq, body FROM entries "
-                                       "WHERE kind = 'record' AND"):
+        for page in self._pages_in_transaction(
+                cursor, "SELECT seq, body FROM entries WHERE kind = 'record'", key="seq",
+                key_at=0, batch=BACKFILL_BATCH):
             rows = []
             for seq, body in page:
                 try:
@@ -1475,22 +1470,25 @@ class Store(ABC):
               f"{len(totals):,} groups, done in {time.monotonic() - started:.1f} s",
               file=sys.stderr, flush=True)
 
-    def _pages_by_seq(self, cursor: Any, select: str) -> Iterator[list[tuple[Any, ...]]]:
-        """The rows of `select` (ending in `WHERE` or `AND`; its first column `seq`, its
-        last a body) in sequence order, `BACKFILL_BATCH` a page, fewer where their
-        bodies reach `PAGE_BYTES` (keyset pagination: memory bounded). Inside the
-        upgrade's transaction, so not streamed: on PostgreSQL libpq receives a page's
-        rows whole."""
+    def _pages_in_transaction(self, cursor: Any, select: str, *, key: str, key_at: int,
+                              batch: int) -> Iterator[list[tuple[Any, ...]]]:
+        """The rows of `select` (a `SELECT ... WHERE ...` whose last column is a body and
+        whose column number `key_at` is `key`, unique among the rows) in `key` order,
+        inside the transaction of `cursor`: `batch` rows a page, fewer where their
+        bodies reach `PAGE_BYTES`. Keyset pages here, each row read from the file as it
+        is taken; the PostgreSQL store reads one query through a server-side cursor."""
         p = self.placeholder
-        after = 0
+        after: Any = None
         while True:
-            cursor.execute(f"{select} seq > {p} ORDER BY seq LIMIT {p}",
-                           (after, BACKFILL_BATCH))
-            page, _ = rows_within_page(cursor, -1)
-            if not page:
+            later = "" if after is None else f" AND {key} > {p}"
+            cursor.execute(f"{select}{later} ORDER BY {key} LIMIT {batch}",
+                           () if after is None else (after,))
+            page, cut = rows_within_page(cursor, -1)
+            if page:
+                yield page
+            if _last_page(page, cut, batch):
                 return
-            yield page
-            after = int(page[-1][0])
+            after = page[-1][key_at]
 
     def _insert_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> Sequence[int] | None:
         """Insert entry rows, in `ENTRY_COLUMNS` order, inside the append transaction

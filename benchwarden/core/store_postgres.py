@@ -31,6 +31,7 @@ connection's `search_path` (set it in the URL, `?options=-csearch_path%3Dteam_a`
 from __future__ import annotations
 
 import hashlib
+import itertools
 import threading
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -62,6 +63,7 @@ from benchwarden.core.store import (
 # chunks need libpq 17 (psycopg's binary package brings its own); one row at a time
 # before it.
 _STREAM_CHUNK = 64
+_server_cursors = itertools.count()  # names of server-side cursors, unique in a process
 
 
 def _streamed(cursor: Any, sql: str, params: tuple[Any, ...]) -> Generator[tuple[Any, ...]]:
@@ -400,6 +402,25 @@ class PostgresStore(Store):
             finally:
                 stream.close()
                 cursor.close()
+
+    def _pages_in_transaction(self, cursor: Any, select: str, *, key: str, key_at: int,
+                              batch: int) -> Iterator[list[tuple[Any, ...]]]:
+        """As `Store._pages_in_transaction`, through a server-side cursor: inside the
+        upgrade's transaction a streamed query cannot be cut short (cancelling it would
+        abort the transaction), and a plain one hands libpq its whole result (a page of
+        20,000 megabyte bodies was that many megabytes there). The cursor's rows come
+        `_STREAM_CHUNK` at a time and it is closed with the pages (`key_at` is not needed:
+        one query, no keyset)."""
+        del key_at
+        with self._connection.cursor(name=f"benchwarden_pages_{next(_server_cursors)}") \
+                as server:
+            server.itersize = _STREAM_CHUNK
+            server.execute(f"{select} ORDER BY {key}")
+            while True:
+                page, _ = rows_within_page(itertools.islice(server, batch), -1)
+                if not page:
+                    return
+                yield page
 
     def _temporary_table_refusal(self, error: Exception) -> str | None:
         """A role without the TEMP privilege on the database, or a read-only transaction

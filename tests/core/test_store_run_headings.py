@@ -257,6 +257,38 @@ def test_a_version_5_store_is_read_as_it_is_and_upgraded_by_a_writer(backend, ca
         assert listing(reader, "other") == wanted[1]
 
 
+@pytest.mark.parametrize("page_bytes, per_read", [(1, 500), (10**9, 1), (10**9, 2)])
+def test_the_run_starts_are_listed_a_bounded_page_at_a_time(backend, monkeypatch,  # noqa: F811
+                                                            page_bytes, per_read):
+    """`store repair` (and an upgrade) lists the run starts and ends in pages of at most
+    `_RUN_STARTS_PER_READ` rows and `PAGE_BYTES` of bodies (PostgreSQL: one server-side
+    cursor, its rows taken the same way): whatever the page, every run once, the tables
+    the chain's."""
+    import benchwarden.core.store as store_module
+
+    filled(backend)
+    with backend.open() as store:
+        for number in range(5):
+            store.begin_run(a_run(f"run-{number}", config={"tasks": [f"t{number}"] * 300}))
+            store.finish_run(RunEnd(f"run-{number}", 6.0, "completed", {}))
+    monkeypatch.setattr(store_module, "PAGE_BYTES", page_bytes)
+    monkeypatch.setattr(store_module, "_RUN_STARTS_PER_READ", per_read)
+    pages: list[int] = []
+    keep = store_module.Store._keep_run_headings
+
+    def counting(self, cursor, entries):
+        pages.append(len(entries))
+        return keep(self, cursor, entries)
+
+    monkeypatch.setattr(store_module.Store, "_keep_run_headings", counting)
+    with backend.open() as store:
+        store.rebuild_derived()
+        assert_run_tables_match_the_chain(store)
+        assert store.verify().ok
+    assert sum(pages) == 8 + 6  # every start, then every end, once
+    assert max(pages) == (1 if page_bytes == 1 else per_read)
+
+
 # -- verify ---------------------------------------------------------------------------
 
 def blob(backend: Any, text: str) -> str:  # noqa: F811
