@@ -1719,6 +1719,7 @@ class Store(ABC):
 
     # -- reading for reports at scale (slim rows, counts, chosen records) -------
     def iter_record_summaries(self, *, suite: str, scope: str | None = None,
+                              run_id: str | None = None,
                               payload_fields: Sequence[str] = (),
                               batch: int = SUMMARY_BATCH,
                               payload_types: Mapping[str, Any] | None = None,
@@ -1738,14 +1739,17 @@ class Store(ABC):
         so a reader must accept either form of such a field; one that is not a readable
         record at all is `CorruptStore`, typed or not.
 
-        `seqs` (sorted, from `record_seqs`): only the records at these sequence numbers
-        (of the suite and scope), in that order."""
+        `run_id`: only that run's records. `seqs` (sorted, from `record_seqs`): only the
+        records at these sequence numbers (of the suite and scope), in that order."""
         fields = tuple(payload_fields)
         plain = _summary_decoder(fields)
         types = tuple(sorted((name, kind) for name, kind in (payload_types or {}).items()
                              if name in fields))
         typed = _summary_decoder(fields, types) if types else plain
-        bodies = (self._record_bodies(suite=suite, scope=scope, batch=batch) if seqs is None
+        if seqs is not None and run_id is not None:
+            raise ValueError("iter_record_summaries reads either a run's records or chosen ones")
+        bodies = (self._record_bodies(run_id=run_id, suite=suite, scope=scope, batch=batch)
+                  if seqs is None
                   else self._bodies_at(seqs, suite, scope, min(batch, DEFAULT_BATCH)))
         for seq, body in bodies:
             try:

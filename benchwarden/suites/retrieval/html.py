@@ -31,6 +31,7 @@ from benchwarden.core import formatting as fmt
 from benchwarden.core import html as h
 from benchwarden.core.reports import EstimateBlock
 from benchwarden.suites.retrieval.report import (
+    FAILED_CASES_LISTED,
     Comparison,
     RetrievalReport,
     Summary,
@@ -40,7 +41,10 @@ from benchwarden.suites.retrieval.report import (
 
 # Failed cases one strategy's report draws and embeds in the page: about twenty per seed
 # fail, so without a cap the page grew by about 8 KB per seed (20 MB at 2,500 seeds).
-FAILED_CASES_DRAWN = 1_000
+FAILED_CASES_DRAWN = FAILED_CASES_LISTED
+# Seeds whose own bars and rows the page draws and whose blocks it embeds (the charts over
+# seeds count every one): a run of 17,700 seeds made a 28 MB page of them.
+SEEDS_DRAWN = 300
 
 COMPOSITE = "#0072B2"
 GUARDED = "#009E73"
@@ -56,6 +60,7 @@ class _Strategy:
         self.name = report.name or fallback_name
         self.report = report
         self.blocks = report.seeds
+        self.seed_count = len(report.seeds) + report.seeds_left_out
         self.failure = report.failure
         self.summary: Summary = report.summary or Summary()
 
@@ -85,7 +90,7 @@ def _summary_section(main: _Strategy) -> str:
     tiles = h.stat_tiles([
         ("composite", fmt.estimate(main.estimate("composite"), 4), COMPOSITE),
         ("composite guarded", fmt.estimate(main.estimate("composite_guarded"), 4), GUARDED),
-        ("seeds", fmt.count(len(main.blocks)), h.MUTED),
+        ("seeds", fmt.count(main.seed_count), h.MUTED),
         ("efficiency", fmt.estimate(main.guard("efficiency"), 3), GUARD_COLORS["efficiency"]),
         ("consistency", fmt.estimate(main.guard("consistency"), 3), GUARD_COLORS["consistency"]),
         ("canary multiplier", fmt.estimate(main.guard("canary"), 2), GUARD_COLORS["canary"]),
@@ -176,6 +181,7 @@ def _guard_section(strategies: Sequence[_Strategy]) -> str:
                   for s in strategies for name in names if s.guard(name).mean is not None}
         parts.append(h.grouped_bars(list(names), series, values, label="guards per strategy",
                                     max_value=1.0, height=280, unit="multiplier"))
+    parts.append(_seeds_left_out_note(strategies))
     rows = []
     for strategy in strategies:
         for block in strategy.blocks:
@@ -209,8 +215,19 @@ def _guard_section(strategies: Sequence[_Strategy]) -> str:
                      intro="Reported beside the composite, never folded into it.")
 
 
+def _seeds_left_out_note(strategies: Sequence[_Strategy]) -> str:
+    """A note when the page draws only the first `SEEDS_DRAWN` seeds of a strategy."""
+    cut = [s for s in strategies if s.report.seeds_left_out]
+    if not cut:
+        return ""
+    counts = " and ".join(f"{fmt.count(s.seed_count)} of {h.escape(s.name)}" for s in cut)
+    return (f'<p class="note">Per seed, the first {fmt.count(SEEDS_DRAWN)} seeds are drawn '
+            f"here, of {counts}; every number and chart over seeds counts all of them, and "
+            "the JSON report holds each seed's scores.</p>")
+
+
 def _seed_section(strategies: Sequence[_Strategy], compared: Comparison | None) -> str:
-    parts = []
+    parts = [_seeds_left_out_note(strategies)]
     if compared is not None:
         champion, challenger = strategies[0], strategies[1]
         decision = compared.decision
@@ -368,36 +385,41 @@ def enrich(store: Any, report: RetrievalReport | Mapping[str, Any]) -> Retrieval
     return msgspec.structs.replace(typed, **changes)
 
 
-def _within_failed_cases_drawn(report: RetrievalReport) -> tuple[RetrievalReport, int]:
-    """The report with at most `FAILED_CASES_DRAWN` failed cases in all (the first seeds'
-    first), and how many were left out; every number stays as it is."""
+def _page_side(report: RetrievalReport) -> tuple[RetrievalReport, int]:
+    """One strategy's report as the page draws and embeds it: at most `FAILED_CASES_DRAWN`
+    failed cases in all (the first seeds' first) and the first `SEEDS_DRAWN` seeds
+    (`seeds_left_out` says how many more), every number over seeds as it is; and how many
+    of its failed cases the page leaves out."""
+    total = sum(len(block.failed_cases) + block.failed_cases_left_out for block in report.seeds)
     budget = FAILED_CASES_DRAWN
     seeds = []
-    left_out = 0
-    for block in report.seeds:
+    for block in report.seeds[:SEEDS_DRAWN]:
         kept = block.failed_cases[:max(budget, 0)]
         budget -= len(kept)
-        left_out += len(block.failed_cases) - len(kept)
         seeds.append(block if len(kept) == len(block.failed_cases)
                      else msgspec.structs.replace(block, failed_cases=kept))
-    if not left_out:
-        return report, 0
-    return msgspec.structs.replace(report, seeds=seeds), left_out
+    drawn = sum(len(block.failed_cases) for block in seeds)
+    left_out = len(report.seeds) - len(seeds)
+    if drawn == sum(len(block.failed_cases) for block in report.seeds) and not left_out:
+        return report, total - drawn
+    return msgspec.structs.replace(report, seeds=seeds,
+                                   seeds_left_out=report.seeds_left_out + left_out), total - drawn
 
 
 def _page_report(report: RetrievalReport) -> tuple[RetrievalReport, int]:
-    """What the page draws and embeds: each strategy's report (a comparison holds two)
-    within `FAILED_CASES_DRAWN` failed cases, and how many the failed-case section leaves
-    out (of the comparison's two sides when there is one: those are the ones drawn)."""
-    report, left_out = _within_failed_cases_drawn(report)
+    """What the page draws and embeds: each strategy's report (a comparison holds two, and
+    its per-seed pairs are cut to `SEEDS_DRAWN` too) as `_page_side` cuts it, and how many
+    failed cases the failed-case section leaves out (of the comparison's two sides when
+    there is one: those are the ones drawn)."""
+    report, left_out = _page_side(report)
     compared = report.comparison
     if compared is None:
         return report, left_out
-    champion, champion_left_out = _within_failed_cases_drawn(compared.champion)
-    challenger, challenger_left_out = _within_failed_cases_drawn(compared.challenger)
-    if champion_left_out or challenger_left_out:
-        report = msgspec.structs.replace(report, comparison=msgspec.structs.replace(
-            compared, champion=champion, challenger=challenger))
+    champion, champion_left_out = _page_side(compared.champion)
+    challenger, challenger_left_out = _page_side(compared.challenger)
+    report = msgspec.structs.replace(report, comparison=msgspec.structs.replace(
+        compared, champion=champion, challenger=challenger,
+        pairs=compared.pairs[:SEEDS_DRAWN]))
     return report, champion_left_out + challenger_left_out
 
 
@@ -422,10 +444,12 @@ def _failed_section(strategies: Sequence[_Strategy], left_out: int = 0,
         return h.section("failed", "Failed cases", '<p class="note">Every case scored 1.0.</p>')
     note = ""
     if left_out:
-        where = f"benchwarden show {run_id} --json FILE" if run_id else "the JSON report"
+        run = f" --run {run_id}" if run_id else ""
         note = (f'<p class="note">{fmt.count(left_out)} more failed cases are neither drawn '
                 f"nor embedded in this page (it keeps the first {fmt.count(FAILED_CASES_DRAWN)} "
-                f"of each strategy): <code>{h.escape(where)}</code> writes every one.</p>")
+                "of each strategy, of the seeds it draws): each is a record, and "
+                f"<code>benchwarden export --suite retrieval{h.escape(run)} --out cases.jsonl"
+                "</code> writes every one.</p>")
     return h.section("failed", f"Failed cases ({total}{' drawn' if left_out else ''})",
                      note + "".join(blocks),
                      intro="Cases that scored below 1.0, with the grader's reason.")

@@ -17,8 +17,9 @@ Invariants:
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -49,6 +50,7 @@ from benchwarden.suites.retrieval.driver import FAILURE_TASK, SUITE
 from benchwarden.suites.retrieval.scoring import (
     BENCH_VERSION,
     CaseOutcome,
+    PackMeasure,
     normalise_report,
     run_seeds,
     score_seed,
@@ -110,7 +112,11 @@ class SeedBlock(msgspec.Struct, frozen=True, kw_only=True):
     composite_guarded: float = 0.0
     """composite × efficiency × consistency × canary."""
     failed_cases: list[FailedCase] = msgspec.field(default_factory=list)
-    """Cases below 1.0, by case id."""
+    """Cases below 1.0, by case id: at most `FAILED_CASES_LISTED` in a report, the first
+    seeds' first."""
+    failed_cases_left_out: int = 0
+    """This seed's cases below 1.0 not in `failed_cases` (each is in `benchwarden export`
+    of the run, as a record)."""
 
 
 class SummaryGuards(msgspec.Struct, frozen=True, kw_only=True):
@@ -239,6 +245,9 @@ class RetrievalReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
     """Over seeds (None when no seed was scored)."""
     failure: dict[str, Any] | None
     """Why the strategy failed (seed, reason), or None."""
+    seeds_left_out: int = 0
+    """Seeds a page's embedded copy leaves out of `seeds` (the first `SEEDS_DRAWN` are
+    kept; `summary` is over every seed). 0 in a report, which holds every seed."""
     legacy_guards: bool = False
     """A version-1 report read with neutral guards."""
     comparison: Comparison | None = None
@@ -320,6 +329,121 @@ def comparison(champion: RetrievalReport, challenger: RetrievalReport,
 
 # -- building ---------------------------------------------------------------------
 
+# Failed cases a report lists, in all (the first seeds' first): about twenty a seed fail
+# for a typical strategy, so a run of a million records (17,700 seeds) listed 350,000 of
+# them, a 100 MB report; every case is a record, in `benchwarden export`.
+FAILED_CASES_LISTED = 1_000
+# What a case's record is read for (`scoring.CaseOutcome`): its packs' texts and items,
+# most of its bytes, are skipped while decoding.
+CASE_FIELDS = ("category", "question", "score", "used_chars", "canary_hit", "reason",
+               "paraphrases")
+CASE_TYPES: dict[str, Any] = {"category": str, "question": str, "score": float,
+                              "used_chars": int, "canary_hit": bool, "reason": str | None,
+                              "paraphrases": list[PackMeasure]}
+
+
+class _SeedsInterleaved(Exception):
+    """A seed's records are not one run of the store's order (the driver appends each
+    seed's in one batch; a store written otherwise is read again, holding every seed)."""
+
+
+def _case_outcome(seed: int, case_id: str, payload: Mapping[str, Any]) -> CaseOutcome:
+    """A case's outcome from its slim record: typed as `CASE_TYPES` (decoded straight into
+    its packs), or as plain JSON where the record did not fit them, read as ever."""
+    paraphrases = payload.get("paraphrases", ())
+    if isinstance(payload.get("score"), float) and isinstance(payload.get("used_chars"), int) \
+            and all(isinstance(pack, PackMeasure) and pack.template is not None
+                    for pack in paraphrases) \
+            and isinstance(payload.get("canary_hit"), bool) and "category" in payload:
+        return CaseOutcome(seed=seed, case_id=case_id, category=payload["category"],
+                           question=payload.get("question", ""),
+                           original=PackMeasure(score=payload["score"],
+                                                used_chars=payload["used_chars"],
+                                                canary_hit=payload["canary_hit"],
+                                                reason=payload.get("reason")),
+                           paraphrases=tuple(paraphrases))
+    return CaseOutcome.from_payload(seed, case_id, payload)
+
+
+class _ListedFailures:
+    """The failed cases of the lowest seeds, up to `limit` in all, whatever order the seeds
+    come in: a seed's list is dropped as soon as lower seeds already fill the listing, so
+    memory holds about `limit` cases, not every seed's."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.lists: dict[int, list[Any]] = {}
+        self.highest: list[int] = []  # a heap of the held seeds, negated
+        self.held = 0
+
+    def offer(self, seed: int, failed: list[Any]) -> None:
+        self.lists[seed] = failed
+        self.held += len(failed)
+        heapq.heappush(self.highest, -seed)
+        while self.highest:
+            top = -self.highest[0]
+            if self.held - len(self.lists[top]) < self.limit:
+                return
+            heapq.heappop(self.highest)
+            self.held -= len(self.lists.pop(top))
+
+    def listed(self, seeds: Iterable[int]) -> dict[int, list[Any]]:
+        """Each seed's listed cases, in seed order up to the limit."""
+        budget = self.limit
+        chosen = {}
+        for seed in sorted(seeds):
+            chosen[seed] = self.lists.get(seed, [])[:max(budget, 0)]
+            budget -= len(chosen[seed])
+        return chosen
+
+
+def _scored_seeds(store: Store, run_id: str, budget: int, *, hold_every_seed: bool
+                  ) -> tuple[list[dict[str, Any]], int | None]:
+    """The run's seed blocks in seed order (`scoring.score_seed` over each seed's cases in
+    the store's order, failed cases listed up to `FAILED_CASES_LISTED`) and the sequence
+    number of its failure record (None without one). A seed is scored as soon as the
+    next seed's records begin, so memory holds one seed's cases; `_SeedsInterleaved`
+    when a seed's records come back after another's (then `hold_every_seed`)."""
+    counts: dict[int, int] = {}
+    listing = _ListedFailures(FAILED_CASES_LISTED)
+    blocks: dict[int, dict[str, Any]] = {}
+    held: dict[int, list[CaseOutcome]] = defaultdict(list)
+    failure_seq: int | None = None
+    current: int | None = None
+
+    def score(seed: int) -> None:
+        block = score_seed(seed, held.pop(seed), budget)
+        failed = block.pop("failed_cases")
+        counts[seed] = len(failed)
+        listing.offer(seed, failed)
+        blocks[seed] = block
+
+    for summary in store.iter_record_summaries(suite=SUITE, run_id=run_id,
+                                               payload_fields=CASE_FIELDS,
+                                               payload_types=CASE_TYPES):
+        if summary.task == FAILURE_TASK:
+            failure_seq = summary.seq if failure_seq is None else failure_seq
+            continue
+        seed = summary.trial
+        if seed != current and not hold_every_seed:
+            if seed in blocks:
+                raise _SeedsInterleaved(seed)
+            if current is not None:
+                score(current)
+            current = seed
+        held[seed].append(_case_outcome(seed, summary.task, summary.payload))
+    for seed in sorted(held):
+        score(seed)
+    listed = listing.listed(blocks)
+    ordered = []
+    for seed in sorted(blocks):
+        block = blocks[seed]
+        block["failed_cases"] = listed[seed]
+        block["failed_cases_left_out"] = counts[seed] - len(listed[seed])
+        ordered.append(block)
+    return ordered, failure_seq
+
+
 def build_report(store: Store, run_id: str) -> RetrievalReport:
     info = store.run_info(run_id)
     run = info.run
@@ -328,19 +452,15 @@ def build_report(store: Store, run_id: str) -> RetrievalReport:
     stored = config_as(store.location, run, StoredConfig, "retrieval run")
     settings = dict(run.config.get("settings") or {})
     budget = stored.settings.budget_chars
-    by_seed: dict[int, list[CaseOutcome]] = defaultdict(list)
+    try:
+        blocks, failure_seq = _scored_seeds(store, run.run_id, budget, hold_every_seed=False)
+    except _SeedsInterleaved:
+        blocks, failure_seq = _scored_seeds(store, run.run_id, budget, hold_every_seed=True)
     failure: dict[str, Any] | None = None
-    # one page of records at a time: a seed's outcomes keep what scoring reads, not the
-    # packs and payloads the records carry
-    for record in store.iter_records(run_id=run.run_id):
-        if record.task == FAILURE_TASK:
-            failure = failure or dict(record.payload)
-            continue
-        by_seed[record.trial].append(CaseOutcome.from_payload(record.trial, record.task,
-                                                              record.payload))
+    if failure_seq is not None:
+        failure = dict(next(store.iter_records_at([failure_seq]))[1].payload)
     if failure is None and info.end is not None and info.end.summary.get("failure"):
         failure = dict(info.end.summary["failure"])
-    blocks = [score_seed(seed, by_seed[seed], budget) for seed in sorted(by_seed)]
     summary = run_seeds(blocks) if blocks else None
     if failure:
         verdict = Verdict.failed(f"strategy {stored.strategy.name} "
@@ -369,18 +489,27 @@ def build_report(store: Store, run_id: str) -> RetrievalReport:
 # listing every one made the output grow with the seeds (2,600 lines at 100 seeds); the
 # JSON report and the HTML page keep them all.
 FAILED_CASES_SHOWN = 40
+# Seeds whose own row the terminal shows (the table over seeds covers every one): a run of
+# 17,700 seeds printed 17,700 rows.
+SEEDS_SHOWN = 50
 
 
-def _failed_cases_table(failed: list[tuple[Any, FailedCase]], run_id: str | None) -> Table:
-    """The first `FAILED_CASES_SHOWN` failed cases, in seed order; a caption says how many
-    more there are and where all of them are."""
+def _failed_cases_table(failed: list[tuple[Any, FailedCase]], total: int,
+                        run_id: str | None) -> Table:
+    """The first `FAILED_CASES_SHOWN` of the `total` failed cases (`failed`: those the
+    report lists), in seed order; a caption says how many more there are and where."""
     shown = failed[:FAILED_CASES_SHOWN]
-    more = len(failed) - len(shown)
-    title = (f"failed cases ({len(failed)})" if not more
-             else f"failed cases ({len(failed)}; the first {len(shown)})")
+    more = total - len(shown)
+    title = (f"failed cases ({total})" if not more
+             else f"failed cases ({total}; the first {len(shown)})")
     where = f"benchwarden report {run_id} --html FILE" if run_id else "--html FILE"
     caption = (f"{more} more not shown: every failed case is in the JSON report (--json FILE) "
                f"and the HTML report ({where})") if more else None
+    if total > len(failed):
+        run = f" --run {run_id}" if run_id else ""
+        caption = (f"{more} more not shown: the JSON report (--json FILE) and the HTML report "
+                   f"({where}) list the first {len(failed)}; every case, as a record: "
+                   f"benchwarden export --suite retrieval{run} --out cases.jsonl")
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     for column in ("seed", "case", "score", "reason"):
         table.add_column(column)
@@ -417,11 +546,17 @@ def render_terminal(report: RetrievalReport | Mapping[str, Any], console: Consol
                                fmt.number(summary.category_means[name].mean, 2))
         console.print(categories)
 
-        scores = Table(title="composite and guards", title_justify="left")
+        more = len(blocks) - SEEDS_SHOWN
+        scores = Table(title="composite and guards" + (
+            f" (the first {SEEDS_SHOWN} of {len(blocks)} seeds)" if more > 0 else ""),
+            title_justify="left", caption=(
+                f"{more} more seeds not shown: the table over seeds below counts every one, "
+                "and the JSON report (--json FILE) holds each seed's scores"
+                if more > 0 else None), caption_justify="left")
         for column in ("seed", "composite", "effic.", "consist.", "canary", "trip",
                        "leak", "guarded"):
             scores.add_column(column, justify="right")
-        for block in blocks:
+        for block in blocks[:SEEDS_SHOWN]:
             guards = block.guards
             scores.add_row(str(block.seed), fmt.number(block.composite, 4),
                            fmt.number(guards.efficiency, 4), fmt.number(guards.consistency, 4),
@@ -460,8 +595,10 @@ def render_terminal(report: RetrievalReport | Mapping[str, Any], console: Consol
             console.print(agreement)
 
         failed = [(b.seed, case) for b in blocks for case in b.failed_cases]
-        if failed:
-            console.print(_failed_cases_table(failed, report.run.id if report.run else None))
+        total = len(failed) + sum(b.failed_cases_left_out for b in blocks)
+        if total:
+            console.print(_failed_cases_table(failed, total,
+                                              report.run.id if report.run else None))
     if report.failure:
         console.print(f"[bold red]run failed[/bold red] on seed {report.failure.get('seed')}: "
                       f"{escape(str(report.failure.get('reason')))}")
@@ -469,5 +606,6 @@ def render_terminal(report: RetrievalReport | Mapping[str, Any], console: Consol
         console.print(verdict_text(Verdict(report.verdict.kind, report.verdict.reason)))  # type: ignore[arg-type]
 
 
-__all__ = ["BENCH_VERSION", "Comparison", "DecisionBlock", "RetrievalReport", "SeedBlock",
-           "Summary", "as_report", "build_report", "comparison", "render_terminal"]
+__all__ = ["BENCH_VERSION", "FAILED_CASES_LISTED", "Comparison", "DecisionBlock",
+           "RetrievalReport", "SeedBlock", "Summary", "as_report", "build_report", "comparison",
+           "render_terminal"]

@@ -231,6 +231,7 @@ def test_the_page_keeps_the_first_failed_cases_of_each_strategy_and_says_how_man
     if cap < 10_000:
         assert left_out > 0
         assert f"{left_out:,} more failed cases are neither drawn nor embedded" in page
-        assert f"benchwarden show {escape(whole.run.id)} --json FILE" in page
+        assert (f"benchwarden export --suite retrieval --run {escape(whole.run.id)} "
+                "--out cases.jsonl") in page
     else:
         assert left_out == 0 and "more failed cases" not in page
