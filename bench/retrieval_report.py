@@ -1,0 +1,172 @@
+"""How the retrieval report grows with the seeds a run scored.
+
+A retrieval run records one record a graded case (56 a seed with the default suite), so
+a million records is about 17,700 seeds. This bench records one real run once (the CLI,
+`retrieval run --strategy fts5 --seeds 1-SEEDS`, the driver's own records) and caches
+it, then copies its records through the store API into runs of about each `--sizes`
+records (each copy of the run's seeds renumbered, so every address is unique), cached
+beside the other scale stores. It runs `show --latest --json` and `report --latest
+--html` against each in their own process: wall time, peak RSS and the page's size
+(issue 12: reports in bounded memory, a page under 20 MB at any store size).
+
+Baseline: the same command against the smallest store, in the same run, so a ratio is
+the growth. `--before CHECKOUT` runs every command with an older checkout's code too,
+alternating before / now, and prints now against before.
+
+    python bench/retrieval_report.py                          # 10k,100k
+    python bench/retrieval_report.py --sizes 100k,1M --before /tmp/base-main
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _checkout import NEUTRAL_FOLDER, child_environment
+from _figures import Figure, add_json_option, emit, now_vs_before
+from scale_growth import growth_figures, measure
+from scale_store import cache_folder, parse_size
+
+COMMANDS: dict[str, list[str]] = {
+    "show_latest": ["show", "--latest", "--store", "{store}", "--json", "{out}/x.json"],
+    "report_html": ["report", "--latest", "--store", "{store}", "--html", "{out}/x.html"],
+}
+SOURCE_SEEDS = 300
+PAGE_GOAL = 20_000_000
+
+# Run in a child of this checkout: argv source store, target store, records wanted.
+_BUILD = """
+import dataclasses, sys, time
+from benchwarden.core.records import RunEnd
+from benchwarden.core.store import SQLiteStore
+source, target, wanted = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with SQLiteStore(source, create=False, read_only=True) as opened:
+    info = opened.latest_run("retrieval")
+    records = list(opened.iter_records(run_id=info.run.run_id))
+seeds = max(record.trial for record in records)
+copies = max(1, wanted // len(records))
+run_id = f"retrieval-synthetic-{wanted}"
+run = dataclasses.replace(info.run, run_id=run_id, seeds=tuple(range(1, seeds * copies + 1)))
+with SQLiteStore(target) as store:
+    store.begin_run(run)
+    for copy in range(copies):
+        batch = []
+        for record in records:  # one append a seed, as the driver appends
+            moved = dataclasses.replace(record, run_id=run_id, scope=run_id,
+                                        trial=record.trial + copy * seeds)
+            if batch and batch[-1].trial != moved.trial:
+                store.append(batch)
+                batch = []
+            batch.append(moved)
+        store.append(batch)
+    store.finish_run(RunEnd(run_id, time.time(), "completed",
+                            dict(info.end.summary) if info.end else {}))
+print(copies * len(records), copies * seeds)
+"""
+
+
+def ensure_source(cache: Path) -> Path:
+    """The cached real run of `SOURCE_SEEDS` fts5 seeds, recorded first when missing."""
+    store = cache / f"retrieval-fts5-{SOURCE_SEEDS}-seeds.sqlite"
+    if store.exists():
+        return store
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="bw-retrieval-", dir=cache) as building:
+        partial = Path(building, store.name)
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "benchwarden", "retrieval", "run", "--strategy", "fts5",
+             "--seeds", f"1-{SOURCE_SEEDS}", "--store", str(partial)],
+            capture_output=True, text=True, env=child_environment(), cwd=NEUTRAL_FOLDER)
+        if done.returncode != 0:
+            raise SystemExit(f"recording the source run failed: {done.stderr.strip()[-400:]}")
+        print(f"  recorded {SOURCE_SEEDS} fts5 seeds in {time.perf_counter() - started:.0f} s",
+              flush=True)
+        for suffix in ("", ".head"):
+            if Path(f"{partial}{suffix}").exists():
+                shutil.move(f"{partial}{suffix}", f"{store}{suffix}")
+    return store
+
+
+def ensure_store(size: int, cache: Path) -> tuple[Path, int, int]:
+    """The cached run of about `size` records: its path, records and seeds."""
+    source = ensure_source(cache)
+    store = cache / f"retrieval-synthetic-{size}.sqlite"
+    counts = store.with_suffix(".counts")
+    if not store.exists():
+        with tempfile.TemporaryDirectory(prefix="bw-retrieval-", dir=cache) as building:
+            partial = Path(building, store.name)
+            done = subprocess.run([sys.executable, "-c", _BUILD, str(source), str(partial),
+                                   str(size)], capture_output=True, text=True,
+                                  env=child_environment(), cwd=NEUTRAL_FOLDER)
+            if done.returncode != 0:
+                raise SystemExit(f"building the store of {size:,} records failed: "
+                                 f"{done.stderr.strip()[-400:]}")
+            Path(building, "counts").write_text(done.stdout)
+            shutil.move(Path(building, "counts"), counts)
+            for suffix in ("", ".head"):
+                if Path(f"{partial}{suffix}").exists():
+                    shutil.move(f"{partial}{suffix}", f"{store}{suffix}")
+    records, seeds = (int(part) for part in counts.read_text().split())
+    return store, records, seeds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10k,100k",
+                        help="comma-separated record counts (10k, 100k, 1M); the first is "
+                             "the baseline")
+    parser.add_argument("--cache", default=None,
+                        help="store cache folder (default: the scale benches' cache)")
+    parser.add_argument("--before", default=None, metavar="CHECKOUT",
+                        help="an older checkout: run each command with its code too")
+    add_json_option(parser)
+    options = parser.parse_args()
+    try:
+        sizes = [parse_size(part) for part in options.sizes.split(",") if part.strip()]
+    except ValueError:
+        parser.error(f"--sizes takes sizes such as 10k,1M, not {options.sizes!r}")
+    if not sizes:
+        parser.error("give at least one size")
+    cache = (Path(options.cache).expanduser().resolve() if options.cache
+             else cache_folder() / "retrieval")
+    points = [(size, *ensure_store(size, cache)) for size in sizes]
+    sides = [("before", options.before), ("now", None)] if options.before else [("now", None)]
+    measured: dict[tuple[str, int, str], tuple[float, float, int | None]] = {}
+    for size, store, records, seeds in points:
+        for name, command in COMMANDS.items():
+            for side, code in sides:
+                with tempfile.TemporaryDirectory(prefix="bw-retrieval-out-") as out:
+                    seconds, rss, returned = measure(
+                        [part.format(store=store, out=out) for part in command], code)
+                    page = Path(out, "x.html")
+                    page_bytes = page.stat().st_size if page.exists() else None
+                measured[(name, size, side)] = (seconds, rss, page_bytes)
+                print(f"  {records:>9,} records ({seeds:,} seeds) {name:<12} {side:<6} "
+                      f"{seconds:6.2f} s {rss:6.0f} MiB"
+                      + (f"  page {page_bytes / 2**20:.1f} MiB" if page_bytes else "")
+                      + (f"  exit {returned}" if returned else "")
+                      + ("  page goal NOT met" if page_bytes and page_bytes >= PAGE_GOAL
+                         else ""), flush=True)
+    figures: list[Figure] = []
+    base = sizes[0]
+    for name in COMMANDS:
+        for size in sizes[1:]:
+            figures += growth_figures(name, f"size_{size}", measured[(name, size, "now")],
+                                      measured[(name, base, "now")],
+                                      f"at {size:,} records vs {base:,}")
+        if options.before:
+            for size in sizes:
+                now, before = measured[(name, size, "now")], measured[(name, size, "before")]
+                figures += now_vs_before(name, f"size_{size}", f"at {size:,} records",
+                                         (now[0], before[0]), (now[1], before[1]))
+    emit("retrieval_report", figures, options.json_path)
+
+
+if __name__ == "__main__":
+    main()
