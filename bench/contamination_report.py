@@ -36,7 +36,6 @@ engine's, whose bodies carry token logprobs: `contamination-synthetic-<SIZE>-fro
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import subprocess
 import sys
@@ -44,6 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from _building import built_in_place, child_output
 from _checkout import NEUTRAL_FOLDER, THIS_CHECKOUT, child_environment
 from _figures import Figure, add_json_option, emit, now_vs_before
 from scale_growth import growth_figures, measure
@@ -73,13 +73,10 @@ def ensure_store(repeat: int, cache: Path, levels: str = DEFAULT_LEVELS) -> Path
     store = cache / f"contamination-r{repeat}{ladder}.sqlite"
     if store.exists():
         return store
-    cache.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, THIS_CHECKOUT)
     from tests.fakes.openai_server import FakeOpenAIServer
 
-    with tempfile.TemporaryDirectory(prefix="bw-contam-", dir=cache) as building:
-        partial = Path(building, store.name)
-        started = time.perf_counter()
+    def record(partial: Path) -> None:
         with FakeOpenAIServer("clean", delta_delay=0.0) as server:
             done = subprocess.run(
                 [sys.executable, "-m", "benchwarden", "contamination", "--url", server.url,
@@ -89,11 +86,10 @@ def ensure_store(repeat: int, cache: Path, levels: str = DEFAULT_LEVELS) -> Path
         if done.returncode not in (0, 1):
             raise SystemExit(f"recording the --repeat {repeat} run failed: "
                              f"{done.stderr.strip()[-400:]}")
-        print(f"  recorded --repeat {repeat} in {time.perf_counter() - started:.0f} s",
-              flush=True)
-        for suffix in ("", ".head"):  # the store and its head witness
-            if Path(f"{partial}{suffix}").exists():
-                shutil.move(f"{partial}{suffix}", f"{store}{suffix}")
+
+    started = time.perf_counter()
+    built_in_place(store, record)
+    print(f"  recorded --repeat {repeat} in {time.perf_counter() - started:.0f} s", flush=True)
     return store
 
 
@@ -153,20 +149,13 @@ def ensure_synthetic(size: int, cache: Path, source: Path | None = None) -> Path
     if store.exists():
         return store
     source = source or ensure_store(SYNTHETIC_SOURCE_REPEAT, cache, SYNTHETIC_LEVELS)
-    with tempfile.TemporaryDirectory(prefix="bw-contam-", dir=cache) as building:
-        partial = Path(building, store.name)
-        started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", _BUILD, str(source), str(partial),
-                               str(size)], capture_output=True, text=True,
-                              env=child_environment(), cwd=NEUTRAL_FOLDER)
-        if done.returncode != 0:
-            raise SystemExit(f"building the synthetic store of {size:,} records failed: "
-                             f"{done.stderr.strip()[-400:]}")
-        print(f"  built the synthetic soak of {size:,} records ({done.stdout.strip()} "
-              f"repetitions) in {time.perf_counter() - started:.0f} s", flush=True)
-        for suffix in ("", ".head"):
-            if Path(f"{partial}{suffix}").exists():
-                shutil.move(f"{partial}{suffix}", f"{store}{suffix}")
+    started = time.perf_counter()
+    built: list[str] = []
+    built_in_place(store, lambda partial: built.append(child_output(
+        ["-c", _BUILD, str(source), str(partial), str(size)],
+        f"building the synthetic store of {size:,} records")))
+    print(f"  built the synthetic soak of {size:,} records ({built[0].strip()} "
+          f"repetitions) in {time.perf_counter() - started:.0f} s", flush=True)
     return store
 
 

@@ -20,14 +20,11 @@ alternating before / now, and prints now against before.
 from __future__ import annotations
 
 import argparse
-import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _checkout import NEUTRAL_FOLDER, child_environment
+from _building import built_in_place, child_output
 from _figures import Figure, add_json_option, emit, now_vs_before
 from scale_growth import growth_figures, measure
 from scale_store import cache_folder, parse_size
@@ -73,23 +70,14 @@ print(copies * len(records), copies * seeds)
 def ensure_source(cache: Path) -> Path:
     """The cached real run of `SOURCE_SEEDS` fts5 seeds, recorded first when missing."""
     store = cache / f"retrieval-fts5-{SOURCE_SEEDS}-seeds.sqlite"
-    if store.exists():
-        return store
-    cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="bw-retrieval-", dir=cache) as building:
-        partial = Path(building, store.name)
+    if not store.exists():
         started = time.perf_counter()
-        done = subprocess.run(
-            [sys.executable, "-m", "benchwarden", "retrieval", "run", "--strategy", "fts5",
+        built_in_place(store, lambda partial: child_output(
+            ["-m", "benchwarden", "retrieval", "run", "--strategy", "fts5",
              "--seeds", f"1-{SOURCE_SEEDS}", "--store", str(partial)],
-            capture_output=True, text=True, env=child_environment(), cwd=NEUTRAL_FOLDER)
-        if done.returncode != 0:
-            raise SystemExit(f"recording the source run failed: {done.stderr.strip()[-400:]}")
+            "recording the source run"))
         print(f"  recorded {SOURCE_SEEDS} fts5 seeds in {time.perf_counter() - started:.0f} s",
               flush=True)
-        for suffix in ("", ".head"):
-            if Path(f"{partial}{suffix}").exists():
-                shutil.move(f"{partial}{suffix}", f"{store}{suffix}")
     return store
 
 
@@ -99,19 +87,10 @@ def ensure_store(size: int, cache: Path) -> tuple[Path, int, int]:
     store = cache / f"retrieval-synthetic-{size}.sqlite"
     counts = store.with_suffix(".counts")
     if not store.exists():
-        with tempfile.TemporaryDirectory(prefix="bw-retrieval-", dir=cache) as building:
-            partial = Path(building, store.name)
-            done = subprocess.run([sys.executable, "-c", _BUILD, str(source), str(partial),
-                                   str(size)], capture_output=True, text=True,
-                                  env=child_environment(), cwd=NEUTRAL_FOLDER)
-            if done.returncode != 0:
-                raise SystemExit(f"building the store of {size:,} records failed: "
-                                 f"{done.stderr.strip()[-400:]}")
-            Path(building, "counts").write_text(done.stdout)
-            shutil.move(Path(building, "counts"), counts)
-            for suffix in ("", ".head"):
-                if Path(f"{partial}{suffix}").exists():
-                    shutil.move(f"{partial}{suffix}", f"{store}{suffix}")
+        def build(partial: Path) -> None:
+            counts.write_text(child_output(["-c", _BUILD, str(source), str(partial), str(size)],
+                                           f"building the store of {size:,} records"))
+        built_in_place(store, build)
     records, seeds = (int(part) for part in counts.read_text().split())
     return store, records, seeds
 
