@@ -224,3 +224,20 @@ def test_a_page_within_the_seeds_drawn_is_the_report_as_it_is(monkeypatch, seeds
     report = report_of_seeds(seeds)
     page = retrieval_html.render_html(report)
     assert "seeds are drawn here" not in page and "seeds_left_out" not in page
+
+
+def test_compare_shows_the_first_seeds_and_decides_on_every_one(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from benchwarden.suites.retrieval.command import compare
+
+    monkeypatch.setattr(retrieval_report, "SEEDS_SHOWN", 2)
+    ran = CliRunner().invoke(compare, ["--champion", "substring", "--challenger", "fts5",
+                                       "--seeds", "1-4", "--store", str(tmp_path / "s.sqlite")],
+                             env={"COLUMNS": "200"})
+    assert ran.exit_code == 0, ran.output
+    rows = re.findall(r"^│\s+(\d+) │\s+\d\.\d{4} │", ran.output, re.M)
+    assert rows == ["1", "2"]
+    assert "2 more seeds not shown: the verdict below counts every one" in \
+        " ".join(ran.output.split())
+    assert "(n = 4)" in ran.output
