@@ -2096,15 +2096,16 @@ class Store(ABC):
             in_suite = f" AND suite = {p}" if suite else ""
             select = f"SELECT seq, body FROM entries WHERE kind = 'run'{in_suite}"
             order = f"ORDER BY run_id LIMIT {_RUN_STARTS_PER_READ}"
-            page = self._query(f"{select} {order}", params)
-            while page:
+            after: tuple[str, ...] = ()
+            while True:  # pages of run starts, bounded by bytes too (`_bounded_page`)
+                later = f" AND run_id > {p}" if after else ""
+                page, cut = self._bounded_page(f"{select}{later} {order}", (*params, *after), 1)
                 for seq, body in page:
                     headings.append((int(seq), self._decode_entry(
                         seq, _as_bytes(body), _run_heading_decoder, "run start")))
-                if len(page) < _RUN_STARTS_PER_READ:
+                if _last_page(page, cut, _RUN_STARTS_PER_READ):
                     break
-                page = self._query(f"{select} AND run_id > {p} {order}",
-                                   (*params, headings[-1][1].run_id))
+                after = (headings[-1][1].run_id,)
             ends, counts = self._run_ends_and_counts(suite)
         return [ListedRun(heading, ends.get(heading.run_id), counts.get(heading.run_id, 0))
                 for _, heading in sorted(headings, key=lambda pair: pair[0])]

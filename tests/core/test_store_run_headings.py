@@ -289,6 +289,28 @@ def test_the_run_starts_are_listed_a_bounded_page_at_a_time(backend, monkeypatch
     assert max(pages) == (1 if page_bytes == 1 else per_read)
 
 
+@pytest.mark.parametrize("page_bytes, per_read", [(1, 500), (10**9, 1), (10**9, 2)])
+def test_a_version_5_store_lists_its_runs_a_bounded_page_at_a_time(  # noqa: F811
+        backend, monkeypatch, page_bytes, per_read):
+    """Read-only, a version 5 store's run listing comes from the run starts' bodies, in
+    pages of at most `_RUN_STARTS_PER_READ` starts and `PAGE_BYTES` of bodies: the same
+    listing whatever the page."""
+    import benchwarden.core.store as store_module
+
+    filled(backend)
+    with backend.open() as store:
+        for number in range(4):
+            store.begin_run(a_run(f"run-{number}", config={"tasks": [f"t{number}"] * 300}))
+    with backend.open(create=False) as current:
+        wanted = [listing(current, which) for which in ("demo", "other", None)]
+    make_version(backend, "5")
+    monkeypatch.setattr(store_module, "PAGE_BYTES", page_bytes)
+    monkeypatch.setattr(store_module, "_RUN_STARTS_PER_READ", per_read)
+    with backend.open(create=False) as reader:
+        assert not reader._reads_run_headings
+        assert [listing(reader, which) for which in ("demo", "other", None)] == wanted
+
+
 # -- verify ---------------------------------------------------------------------------
 
 def blob(backend: Any, text: str) -> str:  # noqa: F811
