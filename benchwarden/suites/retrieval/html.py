@@ -18,6 +18,9 @@ Invariants:
   from a strategy's code or output) reach the page only through the escaping helpers of
   `benchwarden.core.html`. A version-1 report is read with the guards at 1.0 and the
   guarded composite falling back to the composite, and says so.
+- The page stays small whatever the run: it draws and embeds the first `SEEDS_DRAWN`
+  seeds of each strategy (its copy says `seeds_left_out`) and `FAILED_CASES_DRAWN`
+  failed cases, and says what it leaves out; every number over seeds counts every seed.
 """
 
 from __future__ import annotations

@@ -1,13 +1,18 @@
 """The retrieval report: one typed structure rebuilt from the store, rendered for a terminal.
 
 `build_report(store, run_id)` regroups a run's records by seed and scores them with
-`scoring` (pure), so a report can always be recomputed from what was recorded.
+`scoring` (pure), so a report can always be recomputed from what was recorded. It reads
+slim records (`CASE_FIELDS`) and scores a seed as soon as the next one's records begin,
+so its memory holds one seed's cases and `FAILED_CASES_LISTED` failed cases, however
+many seeds the run has.
 
 Invariants:
 - The report is a `RetrievalReport` (msgspec, frozen), built once; its JSON keeps the
   field names this suite wrote before: `bench_version` ("3" now), one block per seed
-  (category means, composite, guards, guarded composite, failed cases) and a summary
-  (mean, SE and Student t interval over seeds of every number shown over seeds).
+  (category means, composite, guards, guarded composite, the failed cases it lists and
+  how many it leaves out) and a summary (mean, SE and Student t interval over seeds of
+  every number shown over seeds). The same report whatever order the store holds the
+  seeds in.
 - `RetrievalReport.from_json` reads any report file this suite wrote (a version-1
   report gains neutral guards and says so with `legacy_guards`); a typed report is never
   normalised again.
@@ -397,7 +402,7 @@ class _ListedFailures:
         return chosen
 
 
-def _scored_seeds(store: Store, run_id: str, budget: int, *, hold_every_seed: bool
+def _scored_seeds(store: Store, run_id: str, budget_chars: int, *, hold_every_seed: bool
                   ) -> tuple[list[dict[str, Any]], int | None]:
     """The run's seed blocks in seed order (`scoring.score_seed` over each seed's cases in
     the store's order, failed cases listed up to `FAILED_CASES_LISTED`) and the sequence
@@ -412,7 +417,7 @@ def _scored_seeds(store: Store, run_id: str, budget: int, *, hold_every_seed: bo
     current: int | None = None
 
     def score(seed: int) -> None:
-        block = score_seed(seed, held.pop(seed), budget)
+        block = score_seed(seed, held.pop(seed), budget_chars)
         failed = block.pop("failed_cases")
         counts[seed] = len(failed)
         listing.offer(seed, failed)
@@ -451,11 +456,13 @@ def build_report(store: Store, run_id: str) -> RetrievalReport:
         raise ValueError(f"run {run_id} is a {run.suite} run, not retrieval")
     stored = config_as(store.location, run, StoredConfig, "retrieval run")
     settings = dict(run.config.get("settings") or {})
-    budget = stored.settings.budget_chars
+    budget_chars = stored.settings.budget_chars
     try:
-        blocks, failure_seq = _scored_seeds(store, run.run_id, budget, hold_every_seed=False)
+        blocks, failure_seq = _scored_seeds(store, run.run_id, budget_chars,
+                                            hold_every_seed=False)
     except _SeedsInterleaved:
-        blocks, failure_seq = _scored_seeds(store, run.run_id, budget, hold_every_seed=True)
+        blocks, failure_seq = _scored_seeds(store, run.run_id, budget_chars,
+                                            hold_every_seed=True)
     failure: dict[str, Any] | None = None
     if failure_seq is not None:
         failure = dict(next(store.iter_records_at([failure_seq]))[1].payload)
