@@ -40,6 +40,7 @@ from benchwarden.suites.retrieval.ladder import (
     leaderboard,
 )
 from benchwarden.suites.retrieval.ladder import challenge as run_challenge
+from benchwarden.suites.retrieval.report import SEEDS_SHOWN
 from benchwarden.suites.retrieval.sandbox import SandboxLimits
 from benchwarden.suites.retrieval.scoring import DECIDE_ON
 from benchwarden.suites.retrieval.strategies import StrategyLoadError, parse_strategy
@@ -153,14 +154,17 @@ def challenge(challenger: str, ladder_dir: str, base: str | None, date: str | No
         if show_traceback:
             print_traceback(failure)
     out.print(f"seeds: {len(seeds)} from sha256('{base}:{date}:i'), deciding on {decide_on}")
-    table = Table(title_justify="left")
+    more = len(seeds) - SEEDS_SHOWN
+    table = Table(title_justify="left", caption_justify="left", caption=(
+        f"{more} more seeds not shown: the verdict below counts every one, and the ledger "
+        "entry holds each side's scores" if more > 0 else None))
     for column in ("seed", "champion", "challenger"):
         table.add_column(column, justify="right")
     champion_scores = dict(zip(entry["champion"]["scored_seeds"], entry["champion"][decide_on],
                                strict=False))
     challenger_scores = dict(zip(entry["challenger"]["scored_seeds"],
                                  entry["challenger"][decide_on], strict=False))
-    for seed in seeds:
+    for seed in seeds[:SEEDS_SHOWN]:
         row = [champion_scores.get(seed), challenger_scores.get(seed)]
         table.add_row(str(seed), *("—" if v is None else f"{v:.4f}" for v in row))
     out.print(table)

@@ -241,3 +241,23 @@ def test_compare_shows_the_first_seeds_and_decides_on_every_one(tmp_path, monkey
     assert "2 more seeds not shown: the verdict below counts every one" in \
         " ".join(ran.output.split())
     assert "(n = 4)" in ran.output
+
+
+def test_a_ladder_challenge_shows_the_first_seeds_and_decides_on_every_one(tmp_path,
+                                                                          monkeypatch):
+    from click.testing import CliRunner
+
+    from benchwarden.cli.main import cli
+    from benchwarden.suites.retrieval import ladder_command
+
+    monkeypatch.setattr(ladder_command, "SEEDS_SHOWN", 2)
+    ran = CliRunner().invoke(cli, ["ladder", "challenge", "--challenger", "fts5", "--ladder",
+                                   str(tmp_path / "ladder"), "--base", "x", "--date",
+                                   "2026-11-30", "--seeds", "4", "--isolation", "none",
+                                   "--store", str(tmp_path / "s.sqlite")],
+                             env={"COLUMNS": "200"})
+    assert ran.exit_code in (0, 3), ran.output  # 0 dethroned, 3 the champion holds
+    rows = re.findall(r"^│\s+(\d+) │\s+\d\.\d{4} │", ran.output, re.M)
+    assert len(rows) == 2
+    assert "2 more seeds not shown: the verdict below counts every one" in \
+        " ".join(ran.output.split())
