@@ -290,8 +290,8 @@ def test_the_run_starts_are_listed_a_bounded_page_at_a_time(backend, monkeypatch
 
 
 @pytest.mark.parametrize("page_bytes, per_read", [(1, 500), (10**9, 1), (10**9, 2)])
-def test_a_version_5_store_lists_its_runs_a_bounded_page_at_a_time(  # noqa: F811
-        backend, monkeypatch, page_bytes, per_read):
+def test_a_version_5_store_lists_its_runs_a_bounded_page_at_a_time(
+        backend, monkeypatch, page_bytes, per_read):  # noqa: F811
     """Read-only, a version 5 store's run listing comes from the run starts' bodies, in
     pages of at most `_RUN_STARTS_PER_READ` starts and `PAGE_BYTES` of bodies: the same
     listing whatever the page."""
