@@ -1470,25 +1470,39 @@ class Store(ABC):
               f"{len(totals):,} groups, done in {time.monotonic() - started:.1f} s",
               file=sys.stderr, flush=True)
 
-    def _pages_in_transaction(self, cursor: Any, select: str, *, key: str, key_at: int,
-                              batch: int) -> Iterator[list[tuple[Any, ...]]]:
+    def _keyset_pages(self, select: str, params: Sequence[Any] = (), *, batch: int,
+                      key: str = "seq", key_at: int = 0, after: Any = None,
+                      read: Callable[[str, Sequence[Any], int],
+                                     tuple[list[tuple[Any, ...]], bool]] | None = None,
+                      ) -> Iterator[list[tuple[Any, ...]]]:
         """The rows of `select` (a `SELECT ... WHERE ...` whose last column is a body and
-        whose column number `key_at` is `key`, unique among the rows) in `key` order,
-        inside the transaction of `cursor`: `batch` rows a page, fewer where their
-        bodies reach `PAGE_BYTES`. Keyset pages here, each row read from the file as it
-        is taken; the PostgreSQL store reads one query through a server-side cursor."""
+        whose column number `key_at` is `key`, unique among its rows) in `key` order,
+        those past `after` when given, in keyset pages of `batch` rows, fewer where their
+        bodies reach `PAGE_BYTES`; each page (never an empty one) read by `read`
+        (`_bounded_page` by default)."""
         p = self.placeholder
-        after: Any = None
+        read = read or self._bounded_page
         while True:
             later = "" if after is None else f" AND {key} > {p}"
-            cursor.execute(f"{select}{later} ORDER BY {key} LIMIT {batch}",
-                           () if after is None else (after,))
-            page, cut = rows_within_page(cursor, -1)
-            if page:
-                yield page
-            if _last_page(page, cut, batch):
+            rows, cut = read(f"{select}{later} ORDER BY {key} LIMIT {batch}",
+                             (*params, *(() if after is None else (after,))), -1)
+            if rows:
+                yield rows
+            if _last_page(rows, cut, batch):
                 return
-            after = page[-1][key_at]
+            after = rows[-1][key_at]
+
+    def _pages_in_transaction(self, cursor: Any, select: str, *, key: str, key_at: int,
+                              batch: int) -> Iterator[list[tuple[Any, ...]]]:
+        """`_keyset_pages` inside the transaction of `cursor`, each row read from the file
+        as it is taken; the PostgreSQL store reads one query through a server-side
+        cursor instead."""
+        def read(sql: str, params: Sequence[Any], body: int
+                 ) -> tuple[list[tuple[Any, ...]], bool]:
+            cursor.execute(sql, tuple(params))
+            return rows_within_page(cursor, body)
+
+        return self._keyset_pages(select, batch=batch, key=key, key_at=key_at, read=read)
 
     def _insert_rows(self, cursor: Any, rows: list[tuple[Any, ...]]) -> Sequence[int] | None:
         """Insert entry rows, in `ENTRY_COLUMNS` order, inside the append transaction
@@ -1692,16 +1706,11 @@ class Store(ABC):
                 # which would sort every matching record again for each page
                 clauses.append(f"{column} || '' = {p}")
                 params.append(value)
-        sql = (f"SELECT seq, body FROM entries WHERE {' AND '.join(clauses)} AND seq > {p} "
-               f"ORDER BY seq LIMIT {p}")
-        after = 0
-        while True:
-            rows, cut = self._bounded_page(sql, (*params, after, batch), 1)
+        for rows in self._keyset_pages(
+                f"SELECT seq, body FROM entries WHERE {' AND '.join(clauses)}", params,
+                batch=batch, after=0):
             for seq, body in rows:
                 yield int(seq), _as_bytes(body)
-            if _last_page(rows, cut, batch):
-                return
-            after = int(rows[-1][0])
 
     def records(self, *, run_id: str | None = None, suite: str | None = None,
                 scope: str | None = None, arm: str | None = None,
@@ -2094,18 +2103,12 @@ class Store(ABC):
                         for _, heading in sorted(headings, key=lambda pair: pair[0])]
         else:
             in_suite = f" AND suite = {p}" if suite else ""
-            select = f"SELECT seq, body FROM entries WHERE kind = 'run'{in_suite}"
-            order = f"ORDER BY run_id LIMIT {_RUN_STARTS_PER_READ}"
-            after: tuple[str, ...] = ()
-            while True:  # pages of run starts, bounded by bytes too (`_bounded_page`)
-                later = f" AND run_id > {p}" if after else ""
-                page, cut = self._bounded_page(f"{select}{later} {order}", (*params, *after), 1)
-                for seq, body in page:
+            for page in self._keyset_pages(
+                    f"SELECT seq, run_id, body FROM entries WHERE kind = 'run'{in_suite}",
+                    params, batch=_RUN_STARTS_PER_READ, key="run_id", key_at=1):
+                for seq, _, body in page:
                     headings.append((int(seq), self._decode_entry(
                         seq, _as_bytes(body), _run_heading_decoder, "run start")))
-                if _last_page(page, cut, _RUN_STARTS_PER_READ):
-                    break
-                after = (headings[-1][1].run_id,)
             ends, counts = self._run_ends_and_counts(suite)
         return [ListedRun(heading, ends.get(heading.run_id), counts.get(heading.run_id, 0))
                 for _, heading in sorted(headings, key=lambda pair: pair[0])]
@@ -2391,16 +2394,12 @@ class Store(ABC):
         """For `verify`'s passes: the summary rows of the records up to `last_seq` (the
         chain `verify` checked), from their bodies, in sequence order, `batch` records a
         query. An unreadable body is left out (the chain's check named it already)."""
-        p = self.placeholder
-        sql = (f"SELECT seq, body FROM entries WHERE kind = 'record' AND seq > {p} AND "
-               f"seq <= {p} ORDER BY seq LIMIT {p}")
-        after = 0
-        while last_seq is not None:
-            page, cut = self._bounded_page(sql, (after, last_seq, batch), 1)
+        if last_seq is None:
+            return
+        for page in self._keyset_pages(
+                f"SELECT seq, body FROM entries WHERE kind = 'record' AND "
+                f"seq <= {self.placeholder}", (last_seq,), batch=batch, after=0):
             yield _summary_rows_of(page)
-            if _last_page(page, cut, batch):
-                return
-            after = int(page[-1][0])
 
     def _runs_problem(self, expected: Mapping[tuple[str, str], int]) -> str | None:
         """For `verify`: the first run (in order of run and suite) whose stored count in
