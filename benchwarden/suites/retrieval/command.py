@@ -365,19 +365,19 @@ def compare(champion: str, challenger: str, seeds_text: str | None, decide_on: s
         if side.run is not None and label not in read:
             out.print(f"{label} {text}: run {side.run.id} recorded in {store_location}",
                       markup=False)
-    from benchwarden.suites.retrieval.report import SEEDS_SHOWN
+    from benchwarden.suites.retrieval import report as retrieval_report
 
-    more = len(decision.seeds) - SEEDS_SHOWN
     table = Table(title=f"paired verdict on {decide_on} (challenger − champion)",
-                  title_justify="left", caption_justify="left", caption=(
-                      f"{more} more seeds not shown: the verdict below counts every one, and "
-                      "each side's report (benchwarden show RUN --json FILE) holds their scores"
-                      if more > 0 else None))
+                  title_justify="left", caption_justify="left",
+                  caption=retrieval_report.seeds_not_shown(
+                      len(decision.seeds), "the verdict below",
+                      "each side's report (benchwarden show RUN --json FILE) holds their "
+                      "scores"))
     for column in ("seed", "champion", "challenger", "difference"):
         table.add_column(column, justify="right")
     for seed, a, b in islice(zip(decision.seeds, decision.champion_scores,
                                  decision.challenger_scores or [None] * len(decision.seeds),
-                                 strict=False), SEEDS_SHOWN):
+                                 strict=False), retrieval_report.SEEDS_SHOWN):
         table.add_row(str(seed), f"{a:.4f}", "—" if b is None else f"{b:.4f}",
                       "—" if b is None else f"{b - a:+.4f}")
     out.print(table)

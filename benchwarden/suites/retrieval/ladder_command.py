@@ -28,6 +28,7 @@ from benchwarden.core.commandline import (
 )
 from benchwarden.core.progress import progress_bar
 from benchwarden.core.reports import console
+from benchwarden.suites.retrieval import report as retrieval_report
 from benchwarden.suites.retrieval.config import MAX_SEEDS, RunSettings
 from benchwarden.suites.retrieval.corpus import CASES_PER_SEED
 from benchwarden.suites.retrieval.ladder import (
@@ -40,7 +41,6 @@ from benchwarden.suites.retrieval.ladder import (
     leaderboard,
 )
 from benchwarden.suites.retrieval.ladder import challenge as run_challenge
-from benchwarden.suites.retrieval.report import SEEDS_SHOWN
 from benchwarden.suites.retrieval.sandbox import SandboxLimits
 from benchwarden.suites.retrieval.scoring import DECIDE_ON
 from benchwarden.suites.retrieval.strategies import StrategyLoadError, parse_strategy
@@ -154,17 +154,17 @@ def challenge(challenger: str, ladder_dir: str, base: str | None, date: str | No
         if show_traceback:
             print_traceback(failure)
     out.print(f"seeds: {len(seeds)} from sha256('{base}:{date}:i'), deciding on {decide_on}")
-    more = len(seeds) - SEEDS_SHOWN
-    table = Table(title_justify="left", caption_justify="left", caption=(
-        f"{more} more seeds not shown: the verdict below counts every one, and the ledger "
-        "entry holds each side's scores" if more > 0 else None))
+    table = Table(title_justify="left", caption_justify="left",
+                  caption=retrieval_report.seeds_not_shown(
+                      len(seeds), "the verdict below",
+                      "the ledger entry holds each side's scores"))
     for column in ("seed", "champion", "challenger"):
         table.add_column(column, justify="right")
     champion_scores = dict(zip(entry["champion"]["scored_seeds"], entry["champion"][decide_on],
                                strict=False))
     challenger_scores = dict(zip(entry["challenger"]["scored_seeds"],
                                  entry["challenger"][decide_on], strict=False))
-    for seed in seeds[:SEEDS_SHOWN]:
+    for seed in seeds[:retrieval_report.SEEDS_SHOWN]:
         row = [champion_scores.get(seed), challenger_scores.get(seed)]
         table.add_row(str(seed), *("—" if v is None else f"{v:.4f}" for v in row))
     out.print(table)

@@ -501,6 +501,16 @@ FAILED_CASES_SHOWN = 40
 SEEDS_SHOWN = 50
 
 
+def seeds_not_shown(total: int, counted_by: str, held_by: str) -> str | None:
+    """The caption of a per-seed table of `total` seeds cut to its first `SEEDS_SHOWN`:
+    how many more there are, that `counted_by` counts them all, and where their scores
+    are (`held_by`); None when every seed is shown."""
+    more = total - SEEDS_SHOWN
+    if more <= 0:
+        return None
+    return f"{more} more seeds not shown: {counted_by} counts every one, and {held_by}"
+
+
 def _failed_cases_table(failed: list[tuple[Any, FailedCase]], total: int,
                         run_id: str | None) -> Table:
     """The first `FAILED_CASES_SHOWN` of the `total` failed cases (`failed`: those the
@@ -553,13 +563,11 @@ def render_terminal(report: RetrievalReport | Mapping[str, Any], console: Consol
                                fmt.number(summary.category_means[name].mean, 2))
         console.print(categories)
 
-        more = len(blocks) - SEEDS_SHOWN
+        caption = seeds_not_shown(len(blocks), "the table over seeds below",
+                                  "the JSON report (--json FILE) holds each seed's scores")
         scores = Table(title="composite and guards" + (
-            f" (the first {SEEDS_SHOWN} of {len(blocks)} seeds)" if more > 0 else ""),
-            title_justify="left", caption=(
-                f"{more} more seeds not shown: the table over seeds below counts every one, "
-                "and the JSON report (--json FILE) holds each seed's scores"
-                if more > 0 else None), caption_justify="left")
+            f" (the first {SEEDS_SHOWN} of {len(blocks)} seeds)" if caption else ""),
+            title_justify="left", caption=caption, caption_justify="left")
         for column in ("seed", "composite", "effic.", "consist.", "canary", "trip",
                        "leak", "guarded"):
             scores.add_column(column, justify="right")

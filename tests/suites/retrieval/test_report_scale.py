@@ -248,9 +248,7 @@ def test_a_ladder_challenge_shows_the_first_seeds_and_decides_on_every_one(tmp_p
     from click.testing import CliRunner
 
     from benchwarden.cli.main import cli
-    from benchwarden.suites.retrieval import ladder_command
-
-    monkeypatch.setattr(ladder_command, "SEEDS_SHOWN", 2)
+    monkeypatch.setattr(retrieval_report, "SEEDS_SHOWN", 2)
     ran = CliRunner().invoke(cli, ["ladder", "challenge", "--challenger", "fts5", "--ladder",
                                    str(tmp_path / "ladder"), "--base", "x", "--date",
                                    "2026-11-30", "--seeds", "4", "--isolation", "none",
