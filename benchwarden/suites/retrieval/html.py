@@ -40,6 +40,7 @@ from benchwarden.suites.retrieval.report import (
     Summary,
     as_report,
     comparison,
+    first_items,
 )
 
 # Failed cases one strategy's report draws and embeds in the page: about twenty per seed
@@ -394,13 +395,12 @@ def _page_side(report: RetrievalReport) -> tuple[RetrievalReport, int]:
     (`seeds_left_out` says how many more), every number over seeds as it is; and how many
     of its failed cases the page leaves out."""
     total = sum(len(block.failed_cases) + block.failed_cases_left_out for block in report.seeds)
-    budget = FAILED_CASES_DRAWN
-    seeds = []
-    for block in report.seeds[:SEEDS_DRAWN]:
-        kept = block.failed_cases[:max(budget, 0)]
-        budget -= len(kept)
-        seeds.append(block if len(kept) == len(block.failed_cases)
-                     else msgspec.structs.replace(block, failed_cases=kept))
+    drawn_blocks = report.seeds[:SEEDS_DRAWN]
+    seeds = [block if len(kept) == len(block.failed_cases)
+             else msgspec.structs.replace(block, failed_cases=kept)
+             for block, kept in zip(drawn_blocks, first_items(
+                 (block.failed_cases for block in drawn_blocks), FAILED_CASES_DRAWN),
+                 strict=True)]
     drawn = sum(len(block.failed_cases) for block in seeds)
     left_out = len(report.seeds) - len(seeds)
     if drawn == sum(len(block.failed_cases) for block in report.seeds) and not left_out:

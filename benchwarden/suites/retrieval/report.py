@@ -370,6 +370,17 @@ def _case_outcome(seed: int, case_id: str, payload: Mapping[str, Any]) -> CaseOu
     return CaseOutcome.from_payload(seed, case_id, payload)
 
 
+def first_items(lists: Iterable[list[Any]], limit: int) -> list[list[Any]]:
+    """Each list cut so that, taken in order, together they keep their first `limit`
+    items (the first lists' first) and no more."""
+    budget = limit
+    kept = []
+    for items in lists:
+        kept.append(items[:max(budget, 0)])
+        budget -= len(kept[-1])
+    return kept
+
+
 class _ListedFailures:
     """The failed cases of the lowest seeds, up to `limit` in all, whatever order the seeds
     come in: a seed's list is dropped as soon as lower seeds already fill the listing, so
@@ -394,12 +405,9 @@ class _ListedFailures:
 
     def listed(self, seeds: Iterable[int]) -> dict[int, list[Any]]:
         """Each seed's listed cases, in seed order up to the limit."""
-        budget = self.limit
-        chosen = {}
-        for seed in sorted(seeds):
-            chosen[seed] = self.lists.get(seed, [])[:max(budget, 0)]
-            budget -= len(chosen[seed])
-        return chosen
+        ordered = sorted(seeds)
+        return dict(zip(ordered, first_items((self.lists.get(seed, []) for seed in ordered),
+                                             self.limit), strict=True))
 
 
 def _scored_seeds(store: Store, run_id: str, budget_chars: int, *, hold_every_seed: bool
