@@ -4,7 +4,9 @@ A retrieval run records one record a graded case (56 a seed with the default sui
 a million records is about 17,700 seeds. This bench records one real run once (the CLI,
 `retrieval run --strategy fts5 --seeds 1-SEEDS`, the driver's own records) and caches
 it, then copies its records through the store API into runs of about each `--sizes`
-records (each copy of the run's seeds renumbered, so every address is unique), cached
+records (each copy of the run's seeds renumbered, so every address is unique, and
+appended by the driver's `seed_records`, which puts each seed's digest on its last
+record), cached
 beside the other scale stores. It runs `show --latest --json` and `report --latest
 --html` against each in their own process: wall time, peak RSS and the page's size
 (issue 12: reports in bounded memory, a page under 20 MB at any store size).
@@ -41,6 +43,7 @@ _BUILD = """
 import dataclasses, sys, time
 from benchwarden.core.records import RunEnd
 from benchwarden.core.store import SQLiteStore
+from benchwarden.suites.retrieval.driver import DIGEST_FIELD, seed_records
 source, target, wanted = sys.argv[1], sys.argv[2], int(sys.argv[3])
 with SQLiteStore(source, create=False, read_only=True) as opened:
     info = opened.latest_run("retrieval")
@@ -49,18 +52,18 @@ seeds = max(record.trial for record in records)
 copies = max(1, wanted // len(records))
 run_id = f"retrieval-synthetic-{wanted}"
 run = dataclasses.replace(info.run, run_id=run_id, seeds=tuple(range(1, seeds * copies + 1)))
+budget = int(info.run.config["settings"]["budget_chars"])
+by_seed = {}
+for record in records:
+    payload = {k: v for k, v in record.payload.items() if k != DIGEST_FIELD}
+    by_seed.setdefault(record.trial, []).append(
+        (record.arm, (record.task, payload, record.started_at, record.ended_at)))
 with SQLiteStore(target) as store:
     store.begin_run(run)
     for copy in range(copies):
-        batch = []
-        for record in records:  # one append a seed, as the driver appends
-            moved = dataclasses.replace(record, run_id=run_id, scope=run_id,
-                                        trial=record.trial + copy * seeds)
-            if batch and batch[-1].trial != moved.trial:
-                store.append(batch)
-                batch = []
-            batch.append(moved)
-        store.append(batch)
+        for seed, cases in sorted(by_seed.items()):  # one append a seed, as the driver's
+            store.append(seed_records(run_id, cases[0][0], seed + copy * seeds,
+                                      [case for _, case in cases], budget))
     store.finish_run(RunEnd(run_id, time.time(), "completed",
                             dict(info.end.summary) if info.end else {}))
 print(copies * len(records), copies * seeds)
@@ -84,7 +87,7 @@ def ensure_source(cache: Path) -> Path:
 def ensure_store(size: int, cache: Path) -> tuple[Path, int, int]:
     """The cached run of about `size` records: its path, records and seeds."""
     source = ensure_source(cache)
-    store = cache / f"retrieval-synthetic-{size}.sqlite"
+    store = cache / f"retrieval-digested-{size}.sqlite"
     counts = store.with_suffix(".counts")
     if not store.exists():
         def build(partial: Path) -> None:

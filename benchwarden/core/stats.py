@@ -18,14 +18,18 @@ Invariants:
 
 from __future__ import annotations
 
+import base64
+import functools
 import inspect
 import math
 import os
 import statistics
+import struct
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, TypeVar
 
 from benchwarden.core import t_quantiles
@@ -162,10 +166,23 @@ def t_quantile(degrees_of_freedom: int, confidence: float = 0.95) -> float:
         raise ValueError(f"a t quantile needs at least 1 degree of freedom, "
                          f"got {degrees_of_freedom!r}")
     table = t_quantiles.QUANTILES.get(confidence)
-    if table is not None and isinstance(degrees_of_freedom, int) \
-            and degrees_of_freedom <= len(table):
-        return table[degrees_of_freedom - 1]
+    if table is not None and isinstance(degrees_of_freedom, int):
+        if degrees_of_freedom <= len(table):
+            return table[degrees_of_freedom - 1]
+        packed = _packed_quantiles(confidence)
+        if degrees_of_freedom - len(table) <= len(packed):
+            return packed[degrees_of_freedom - len(table) - 1]
     return float(scipy_special.stdtrit(degrees_of_freedom, 0.5 + confidence / 2.0))
+
+
+@functools.cache
+def _packed_quantiles(confidence: float) -> tuple[float, ...]:
+    """The generated quantiles past the table (`t_quantiles.PACKED`), unpacked once."""
+    packed = t_quantiles.PACKED.get(confidence)
+    if packed is None:
+        return ()
+    raw = base64.b64decode(packed)
+    return struct.unpack(f"<{len(raw) // 8}d", raw)
 
 
 def _t_interval(mean: float, se: float, degrees_of_freedom: int,
@@ -179,6 +196,36 @@ def _t_interval(mean: float, se: float, degrees_of_freedom: int,
 # --------------------------------------------------------------------------- estimates
 
 
+def exact_mean_stdev(numbers: Sequence[float]) -> tuple[float, float | None]:
+    """`(statistics.mean(numbers), statistics.stdev(numbers))` of finite floats, the
+    same numbers bit for bit (None for the deviation below two numbers), in one pass
+    that keeps the exact sums per denominator as `statistics` does, without its
+    per-number calls: a report over 17,700 seeds takes two dozen of these."""
+    if not numbers:
+        raise ValueError("a mean needs at least one number")
+    sums: defaultdict[int, int] = defaultdict(int)
+    squares: defaultdict[int, int] = defaultdict(int)
+    for numerator, denominator in map(float.as_integer_ratio, numbers):
+        sums[denominator] += numerator
+        squares[denominator] += numerator * numerator
+    count = len(numbers)
+    total = sum((Fraction(numerator, denominator) for denominator, numerator in sums.items()),
+                Fraction(0))
+    mean = float(total / count)
+    if count < 2:
+        return mean, None
+    if _sqrt_of_fraction is None:  # a Python whose statistics lacks it: ask statistics
+        return mean, statistics.stdev(numbers)
+    total_squares = sum((Fraction(numerator, denominator * denominator)
+                         for denominator, numerator in squares.items()), Fraction(0))
+    variance: Fraction = (count * total_squares - total * total) / count / (count - 1)
+    return mean, _sqrt_of_fraction(variance.numerator, variance.denominator)
+
+
+# statistics.stdev's own correctly rounded square root of a fraction (CPython 3.11 on)
+_sqrt_of_fraction = getattr(statistics, "_float_sqrt_of_frac", None)
+
+
 def mean_se(values: Iterable[float], confidence: float = 0.95) -> Estimate:
     """Mean with `se = sample stdev / sqrt(n)` and a Student t interval (n - 1 df)."""
     _check_confidence(confidence)
@@ -186,12 +233,12 @@ def mean_se(values: Iterable[float], confidence: float = 0.95) -> Estimate:
     n = len(numbers)
     if n == 0:
         return Estimate(None, None, None, None, 0, "t")
-    # statistics.mean/stdev work in exact rationals: identical values give se == 0 exactly,
-    # which keeps floor-decided comparisons free of rounding noise.
-    mean = float(statistics.mean(numbers))
-    if n < 2:
+    # exact rationals, as statistics.mean/stdev work: identical values give se == 0
+    # exactly, which keeps floor-decided comparisons free of rounding noise
+    mean, stdev = exact_mean_stdev(numbers)
+    if stdev is None:
         return Estimate(mean, None, None, None, n, "t")
-    se = statistics.stdev(numbers) / math.sqrt(n)
+    se = stdev / math.sqrt(n)
     low, high = _t_interval(mean, se, n - 1, confidence)
     return Estimate(mean, se, low, high, n, "t")
 

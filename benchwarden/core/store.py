@@ -1803,11 +1803,18 @@ class Store(ABC):
         """Records of each arm and trial of a scope, `{(arm, trial): records}`, counted
         by the database over the address index (no body read): how a report learns what
         a scope holds before choosing which records to read."""
+        return {group: count for group, (count, _) in self.record_groups(suite, scope).items()}
+
+    def record_groups(self, suite: str, scope: str) -> dict[tuple[str, int], tuple[int, int]]:
+        """Each arm and trial of a scope, `{(arm, trial): (records, sequence number of
+        its last record)}`, over the address index (no body read): for a report that
+        reads what a suite keeps on each group's last record (a digest of the group)."""
         p = self.placeholder
         rows = self._query(
-            f"SELECT arm, trial, COUNT(*) FROM entries WHERE kind = 'record' "
+            f"SELECT arm, trial, COUNT(*), MAX(seq) FROM entries WHERE kind = 'record' "
             f"AND suite = {p} AND scope = {p} GROUP BY trial, arm", (suite, scope))
-        return {(str(arm), int(trial)): int(count) for arm, trial, count in rows}
+        return {(str(arm), int(trial)): (int(count), int(last))
+                for arm, trial, count, last in rows}
 
     def record_seqs(self, suite: str, scope: str, groups: Iterable[tuple[str, int]], *,
                     tasks: Collection[str] | None = None) -> list[int]:

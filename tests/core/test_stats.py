@@ -604,3 +604,17 @@ def test_clustered_estimates_from_columns_are_the_ones_from_totals(clusters):
     assert stats.clustered_mean_se_of_columns(np.array(counts, dtype=np.int64),
                                               np.array(sums, dtype=np.float64)) == expected
     assert stats.clustered_mean_se_of_columns(counts, sums) == expected
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e150,
+                          max_value=1e150), min_size=1, max_size=60)
+       | st.lists(st.sampled_from([0.0, 0.1, 1 / 3, 0.25, 1.0, 5e-324, 1e-300]),
+                  min_size=1, max_size=200))
+def test_the_exact_mean_and_deviation_are_the_statistics_module_s_bit_for_bit(values):
+    mean, stdev = stats.exact_mean_stdev(values)
+    assert mean == statistics.mean(values)
+    if len(values) < 2:
+        assert stdev is None
+    else:
+        assert stdev == statistics.stdev(values)

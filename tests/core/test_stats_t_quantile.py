@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import scipy.special
 import scipy.stats
@@ -29,8 +30,20 @@ def test_every_table_entry_is_what_scipy_computes_bit_for_bit():
             assert value == float(scipy.stats.t.ppf(0.5 + confidence / 2.0, degrees_of_freedom))
 
 
+def test_every_packed_entry_is_what_scipy_computes_bit_for_bit():
+    """The quantiles packed past the table, from 1,001 to `LARGEST_PACKED` degrees of
+    freedom, each what scipy computes (asked for all at once)."""
+    assert set(t_quantiles.PACKED) == set(t_quantiles.QUANTILES)
+    for confidence in t_quantiles.PACKED:
+        degrees = np.arange(t_quantiles.LARGEST_DEGREES_OF_FREEDOM + 1,
+                            t_quantiles.LARGEST_PACKED + 1)
+        wanted = scipy.special.stdtrit(degrees, 0.5 + confidence / 2.0)
+        looked_up = np.array([t_quantile(int(df), confidence) for df in degrees])
+        assert looked_up.tobytes() == wanted.tobytes()
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.integers(min_value=1, max_value=5 * t_quantiles.LARGEST_DEGREES_OF_FREEDOM),
+@given(st.integers(min_value=1, max_value=2 * t_quantiles.LARGEST_PACKED),
        st.sampled_from([0.95, 0.95, 0.9, 0.99, 0.5, 0.999]))
 def test_t_quantile_equals_scipy_inside_and_outside_the_table(degrees_of_freedom, confidence):
     assert t_quantile(degrees_of_freedom, confidence) == scipy_quantile(degrees_of_freedom,
@@ -69,10 +82,12 @@ def test_a_report_interval_imports_no_scipy():
     sees scipy once the table does not cover the request, so it can fail)."""
     probe = ("import sys; from benchwarden.core.stats import mean_se; mean_se({values}); "
              "print(sorted(m for m in sys.modules if m == 'scipy' or m.startswith('scipy.')))")
-    inside = subprocess.run([sys.executable, "-c", probe.format(values="[1.0, 2.0, 4.0]")],
-                            capture_output=True, text=True, check=True).stdout.strip()
-    assert inside == "[]"
+    for inside in ("[1.0, 2.0, 4.0]", "[float(i % 7) for i in range(15_000)]"):
+        imported = subprocess.run([sys.executable, "-c", probe.format(values=inside)],
+                                  capture_output=True, text=True, check=True).stdout.strip()
+        assert imported == "[]"
     outside = subprocess.run(
-        [sys.executable, "-c", probe.format(values="[float(i % 7) for i in range(1500)]")],
+        [sys.executable, "-c",
+         probe.format(values="[float(i % 7) for i in range(25_000)]")],
         capture_output=True, text=True, check=True).stdout.strip()
     assert "scipy.special" in outside

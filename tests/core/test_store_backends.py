@@ -691,7 +691,8 @@ holed = st.dictionaries(st.tuples(st.sampled_from(("a", "b", "c")),
        st.sets(st.tuples(st.sampled_from(("a", "b", "z")), st.integers(min_value=1, max_value=5))))
 def test_a_scope_is_counted_and_read_in_part_by_address(backend, written, tasks, groups):
     """`record_counts` counts each arm and trial of a scope as its records do,
-    `record_seqs` finds the records of the groups (and tasks) asked for, and
+    `record_groups` with the sequence number of each one's last record, `record_seqs`
+    finds the records of the groups (and tasks) asked for, and
     `iter_record_summaries(seqs=...)` reads those, as the whole scope's reading has them."""
     with backend.open() as store:
         store.begin_run(stamp_run(suite="demo", bench_version="1", config={}))
@@ -704,10 +705,14 @@ def test_a_scope_is_counted_and_read_in_part_by_address(backend, written, tasks,
         every = list(store.iter_record_summaries(suite="demo", scope=scope,
                                                  payload_fields=("slot",)))
         expected: dict[tuple[str, int], int] = {}
+        last: dict[tuple[str, int], int] = {}
         for summary in every:
             expected[(summary.arm, summary.trial)] = expected.get(
                 (summary.arm, summary.trial), 0) + 1
+            last[(summary.arm, summary.trial)] = summary.seq  # in the order written
         assert store.record_counts("demo", scope) == expected
+        assert store.record_groups("demo", scope) == {
+            group: (count, last[group]) for group, count in expected.items()}
         assert Store.record_counts(store, "demo", scope) == expected  # over the index
         chosen = store.record_seqs("demo", scope, groups)
         assert chosen == [s.seq for s in every if (s.arm, s.trial) in groups]

@@ -15,6 +15,9 @@ Invariants:
 - A seed's records are appended in one batch, after the whole seed was scored, so a
   seed is either wholly in the store or not at all; a killed run (no end recorded) is
   finished by `resume_run`, which scores only the seeds with no records.
+- A seed's last record carries the seed's digest (`DIGEST_FIELD`), computed by
+  `scoring.score_seed` from the very payloads appended with it: a report reads it in
+  place of the seed's records and recounts the seeds whose failed cases it lists.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, RunEnd
@@ -39,7 +44,13 @@ from benchwarden.suites.retrieval.sandbox import (
     SandboxedStrategy,
     SandboxFailure,
 )
-from benchwarden.suites.retrieval.scoring import BENCH_VERSION, CaseOutcome, PackMeasure
+from benchwarden.suites.retrieval.scoring import (
+    BENCH_VERSION,
+    CaseOutcome,
+    PackMeasure,
+    SeedDigest,
+    score_seed,
+)
 from benchwarden.suites.retrieval.strategies import (
     StrategyLoadError,
     StrategySpec,
@@ -49,6 +60,8 @@ from benchwarden.suites.retrieval.strategies import (
 
 SUITE = "retrieval"
 FAILURE_TASK = "__run__"
+# The payload field of a seed's last record holding the seed's digest (`scoring.SeedDigest`).
+DIGEST_FIELD = "seed_digest"
 ProgressCallback = Callable[[int], None]
 
 
@@ -274,7 +287,8 @@ def resume_run(store: Store, run_id: str, *, on_progress: ProgressCallback | Non
             raise ValueError(f"strategy file {spec.path} changed since run {run.run_id} "
                              "started; start a new run instead")
     settings = stored.settings.run_settings()
-    done = {record.trial for record in store.iter_records(run_id=run.run_id)}
+    done = {summary.trial for summary in store.iter_record_summaries(suite=SUITE,
+                                                                    run_id=run.run_id)}
     missing = [seed for seed in run.seeds if seed not in done]
     _score_into(store, run.run_id, spec, missing, settings, on_progress, executor)
     return run.run_id, missing
@@ -295,7 +309,7 @@ def _score_into(store: Store, run_id: str, spec: StrategySpec, seeds: list[int],
     for result in results:
         if on_progress and (started is not None or executor is not None):
             on_progress(len(result.cases))  # a pool's seed arrives whole
-        _record_seed(store, run_id, spec, result)
+        _record_seed(store, run_id, spec, result, settings.budget_chars)
         if result.failure and failure is None:
             failure = result.failure
             if executor is None:
@@ -341,13 +355,31 @@ def _fan_out(executor: Any, tasks: Sequence[SeedTask]) -> Iterator[SeedResult]:
     return results()
 
 
-def _record_seed(store: Store, run_id: str, spec: StrategySpec, result: SeedResult) -> None:
+def seed_records(run_id: str, arm: str, seed: int,
+                 cases: Sequence[tuple[str, dict[str, Any], float, float]],
+                 budget_chars: int) -> list[Record]:
+    """One record per case of a seed, in the order scored; the last carries the seed's
+    digest (`DIGEST_FIELD`: its scores as `scoring.score_seed` makes them from these
+    records, so a report need not read them all)."""
     records = [
-        Record(suite=SUITE, scope=run_id, arm=spec.name, task=case_id, trial=result.seed,
+        Record(suite=SUITE, scope=run_id, arm=arm, task=case_id, trial=seed,
                run_id=run_id, outcome="pass" if payload["score"] >= 1.0 else "fail",
                started_at=started, ended_at=ended, payload=payload)
-        for case_id, payload, started, ended in result.cases
+        for case_id, payload, started, ended in cases
     ]
+    if records:
+        outcomes = [CaseOutcome.from_payload(seed, case_id, payload)
+                    for case_id, payload, _, _ in cases]
+        digest = SeedDigest.of(score_seed(seed, outcomes, budget_chars))
+        last = records[-1]
+        records[-1] = replace(last, payload={**last.payload,
+                                             DIGEST_FIELD: msgspec.to_builtins(digest)})
+    return records
+
+
+def _record_seed(store: Store, run_id: str, spec: StrategySpec, result: SeedResult,
+                 budget_chars: int) -> None:
+    records = seed_records(run_id, spec.name, result.seed, result.cases, budget_chars)
     if result.failure:
         now = time.time()
         records.append(Record(suite=SUITE, scope=run_id, arm=spec.name, task=FAILURE_TASK,

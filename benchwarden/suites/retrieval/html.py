@@ -104,6 +104,7 @@ def _summary_section(main: _Strategy) -> str:
         notes.append(f'<p class="alert"><strong>The strategy failed</strong> on seed '
                      f'{h.escape(fmt.text(main.failure.get("seed")))}: '
                      f'{h.escape(main.failure.get("reason", ""))}</p>')
+    notes.extend(f'<p class="note">{h.escape(warning)}</p>' for warning in main.report.warnings)
     if main.legacy:
         notes.append('<p class="note">A version-1 report without guard blocks: guards read as 1.0 '
                      "and the guarded composite falls back to the composite. Never compare it "

@@ -23,8 +23,9 @@ Invariants:
 from __future__ import annotations
 
 import heapq
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -33,6 +34,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchwarden.core import formatting as fmt
+from benchwarden.core.collector import paused_cycle_collector
 from benchwarden.core.reports import (
     REPORT_SCHEMA,
     EstimateBlock,
@@ -47,15 +49,16 @@ from benchwarden.core.reports import (
     verdict_text,
 )
 from benchwarden.core.run_config import config_as
-from benchwarden.core.store import Store
+from benchwarden.core.store import RecordSummary, Store
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.retrieval.config import StoredConfig
 from benchwarden.suites.retrieval.corpus import CATEGORIES
-from benchwarden.suites.retrieval.driver import FAILURE_TASK, SUITE
+from benchwarden.suites.retrieval.driver import DIGEST_FIELD, FAILURE_TASK, SUITE
 from benchwarden.suites.retrieval.scoring import (
     BENCH_VERSION,
     CaseOutcome,
     PackMeasure,
+    SeedDigest,
     normalise_report,
     run_seeds,
     score_seed,
@@ -250,6 +253,9 @@ class RetrievalReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
     """Over seeds (None when no seed was scored)."""
     failure: dict[str, Any] | None
     """Why the strategy failed (seed, reason), or None."""
+    warnings: list[str] = msgspec.field(default_factory=list)
+    """What the reading of the store found amiss, without changing a number: a seed's
+    digest that does not count its records, or one that disagrees with them."""
     seeds_left_out: int = 0
     """Seeds a page's embedded copy leaves out of `seeds` (the first `SEEDS_DRAWN` are
     kept; `summary` is over every seed). 0 in a report, which holds every seed."""
@@ -410,54 +416,208 @@ class _ListedFailures:
                                              self.limit), strict=True))
 
 
-def _scored_seeds(store: Store, run_id: str, budget_chars: int, *, hold_every_seed: bool
-                  ) -> tuple[list[dict[str, Any]], int | None]:
-    """The run's seed blocks in seed order (`scoring.score_seed` over each seed's cases in
-    the store's order, failed cases listed up to `FAILED_CASES_LISTED`) and the sequence
-    number of its failure record (None without one). A seed is scored as soon as the
-    next seed's records begin, so memory holds one seed's cases; `_SeedsInterleaved`
-    when a seed's records come back after another's (then `hold_every_seed`)."""
-    counts: dict[int, int] = {}
-    listing = _ListedFailures(FAILED_CASES_LISTED)
-    blocks: dict[int, dict[str, Any]] = {}
-    held: dict[int, list[CaseOutcome]] = defaultdict(list)
+@dataclass
+class _Scored:
+    """Seeds scored so far: each seed's block (without its failed cases), how many cases
+    of it failed, the failed cases the report may list, and the first failure record."""
+
+    listing: _ListedFailures
+    """The failed cases the report may list (shared by a recount)."""
+    blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """Each seed's block, by seed, without its failed cases."""
+    failed: dict[int, int] = field(default_factory=dict)
+    """Each seed's failed cases counted, by seed."""
     failure_seq: int | None = None
-    current: int | None = None
+    """The sequence number of the first failure record read, if any."""
 
-    def score(seed: int) -> None:
-        block = score_seed(seed, held.pop(seed), budget_chars)
+    def take(self, block: dict[str, Any]) -> None:
+        """A block `score_seed` made: its failed cases offered to the listing."""
         failed = block.pop("failed_cases")
-        counts[seed] = len(failed)
-        listing.offer(seed, failed)
-        blocks[seed] = block
+        self.failed[block["seed"]] = len(failed)
+        self.listing.offer(block["seed"], failed)
+        self.blocks[block["seed"]] = block
 
-    for summary in store.iter_record_summaries(suite=SUITE, run_id=run_id,
-                                               payload_fields=CASE_FIELDS,
-                                               payload_types=CASE_TYPES):
+    def take_digest(self, digest: SeedDigest) -> None:
+        """A seed read from its digest: counted, its failed cases not listed."""
+        self.failed[digest.seed] = digest.failed_cases
+        self.blocks[digest.seed] = digest.block()
+
+    def ordered(self) -> list[dict[str, Any]]:
+        """The seed blocks in seed order, each with the failed cases listed of it."""
+        listed = self.listing.listed(self.blocks)
+        ordered = []
+        for seed in sorted(self.blocks):
+            block = self.blocks[seed]
+            block["failed_cases"] = listed[seed]
+            block["failed_cases_left_out"] = self.failed[seed] - len(listed[seed])
+            ordered.append(block)
+        return ordered
+
+
+def _score_summaries(summaries: Iterable[RecordSummary], budget_chars: int, scored: _Scored,
+                     *, hold_every_seed: bool) -> None:
+    """Score each seed of `summaries` (`scoring.score_seed` over its cases in the order
+    read) into `scored`. A seed is scored as soon as the next seed's records begin, so
+    memory holds one seed's cases; `_SeedsInterleaved` when a seed's records come back
+    after another's (then `hold_every_seed`)."""
+    held: dict[int, list[CaseOutcome]] = defaultdict(list)
+    current: int | None = None
+    for summary in summaries:
         if summary.task == FAILURE_TASK:
-            failure_seq = summary.seq if failure_seq is None else failure_seq
+            scored.failure_seq = summary.seq if scored.failure_seq is None else scored.failure_seq
             continue
         seed = summary.trial
         if seed != current and not hold_every_seed:
-            if seed in blocks:
+            if seed in scored.blocks:
                 raise _SeedsInterleaved(seed)
             if current is not None:
-                score(current)
+                scored.take(score_seed(current, held.pop(current), budget_chars))
             current = seed
         held[seed].append(_case_outcome(seed, summary.task, summary.payload))
     for seed in sorted(held):
-        score(seed)
-    listed = listing.listed(blocks)
-    ordered = []
-    for seed in sorted(blocks):
-        block = blocks[seed]
-        block["failed_cases"] = listed[seed]
-        block["failed_cases_left_out"] = counts[seed] - len(listed[seed])
-        ordered.append(block)
-    return ordered, failure_seq
+        scored.take(score_seed(seed, held.pop(seed), budget_chars))
 
 
-def build_report(store: Store, run_id: str) -> RetrievalReport:
+def _read_seeds(summaries: Callable[[], Iterable[RecordSummary]], budget_chars: int
+                ) -> _Scored:
+    """Every seed of `summaries` scored from its records (failed cases listed up to
+    `FAILED_CASES_LISTED`), one seed held at a time; read again holding every seed when
+    a seed's records are not together."""
+    for hold_every_seed in (False, True):
+        scored = _Scored(_ListedFailures(FAILED_CASES_LISTED))
+        try:
+            _score_summaries(summaries(), budget_chars, scored, hold_every_seed=hold_every_seed)
+        except _SeedsInterleaved:
+            continue
+        return scored
+    raise AssertionError("holding every seed, no seed comes back")  # pragma: no cover
+
+
+def _read_whole(store: Store, run_id: str, budget_chars: int) -> _Scored:
+    """Every seed of the run scored from its records."""
+    return _read_seeds(lambda: store.iter_record_summaries(
+        suite=SUITE, run_id=run_id, payload_fields=CASE_FIELDS, payload_types=CASE_TYPES),
+        budget_chars)
+
+
+class _DigestDisagrees(Exception):
+    """A seed recounted from its records differs from its digest."""
+
+
+def _stored_digests(store: Store, run_id: str, groups: Mapping[tuple[str, int], tuple[int, int]]
+                    ) -> dict[tuple[str, int], SeedDigest]:
+    """The digest on each group's last record, by group (a group whose last record holds
+    none, or one of another seed or run, is absent)."""
+    last = sorted(seq for _, seq in groups.values())
+    found: dict[tuple[str, int], SeedDigest] = {}
+    for summary in store.iter_record_summaries(
+            suite=SUITE, scope=run_id, seqs=last, payload_fields=(DIGEST_FIELD,),
+            payload_types={DIGEST_FIELD: SeedDigest}):
+        digest = summary.payload.get(DIGEST_FIELD)
+        if isinstance(digest, SeedDigest) and digest.seed == summary.trial \
+                and summary.run_id == run_id:
+            found[(summary.arm, summary.trial)] = digest
+    return found
+
+
+def _read_with_digests(store: Store, run_id: str, records: int, budget_chars: int,
+                       warnings: list[str]) -> _Scored | None:
+    """The run's seeds scored as `_read_whole` scores them, each seed with a digest that
+    fits the store (`_usable_digests`) read from its digest alone, unless its failed
+    cases are listed: then it is recounted from its records (`_DigestDisagrees` when the
+    recount differs). None when the run has no usable digest (a store written before
+    digests) or its records are not all of its scope (read whole, then)."""
+    groups = store.record_groups(SUITE, run_id)
+    if not groups or sum(count for count, _ in groups.values()) != records:
+        return None
+    digests = _usable_digests(store, run_id, groups, warnings)
+    if not digests:
+        return None
+    unread = [group for group in groups if group[1] not in digests]
+    scored = _read_seeds(lambda: _summaries_of(store, run_id, unread), budget_chars)
+    for digest in digests.values():
+        scored.take_digest(digest)
+    # the seeds whose failed cases the listing reaches, recounted from their records
+    before = 0
+    for seed in sorted(scored.failed):
+        if before >= FAILED_CASES_LISTED:
+            break
+        listed = digests.get(seed)
+        if listed is not None and listed.failed_cases:
+            recount = _Scored(scored.listing)
+            _score_summaries(_summaries_of(store, run_id, [(_arm_of(groups, seed), seed)]),
+                             budget_chars, recount, hold_every_seed=True)
+            if recount.failed.get(seed) != listed.failed_cases \
+                    or recount.blocks.get(seed) != listed.block():
+                raise _DigestDisagrees(f"seed {seed}")
+        before += scored.failed[seed]
+    return scored
+
+
+def _usable_digests(store: Store, run_id: str,
+                    groups: Mapping[tuple[str, int], tuple[int, int]],
+                    warnings: list[str]) -> dict[int, SeedDigest]:
+    """The digests the report reads in place of their seeds' records, by seed: a seed
+    of one group, holding no failure record, whose digest counts the group's records
+    (a digest that counts others is not used: `warnings` says so)."""
+    stored = _stored_digests(store, run_id, groups)
+    if not stored:
+        return {}
+    arms_of_seed = Counter(seed for _, seed in groups)
+    failing = {seed for _, seed in _failure_groups(store, run_id, groups)}
+    usable: dict[int, SeedDigest] = {}
+    for group, digest in stored.items():
+        count = groups[group][0]
+        seed = group[1]
+        if arms_of_seed[seed] != 1 or seed in failing:
+            continue
+        if digest.cases != count:
+            warnings.append(f"seed {seed}'s digest counts {digest.cases} cases but the store "
+                            f"holds {count} records of it: the seed is read from its records")
+            continue
+        usable[seed] = digest
+    return usable
+
+
+def _failure_groups(store: Store, run_id: str,
+                    groups: Mapping[tuple[str, int], tuple[int, int]]) -> set[tuple[str, int]]:
+    """The groups holding a failure record (found over the address index)."""
+    seqs = store.record_seqs(SUITE, run_id, groups, tasks=[FAILURE_TASK])
+    if not seqs:
+        return set()
+    return {(summary.arm, summary.trial)
+            for summary in store.iter_record_summaries(suite=SUITE, scope=run_id, seqs=seqs)}
+
+
+def _arm_of(groups: Mapping[tuple[str, int], Any], seed: int) -> str:
+    """The arm of a seed held by one group."""
+    return next(arm for arm, trial in groups if trial == seed)
+
+
+def _summaries_of(store: Store, run_id: str, groups: Iterable[tuple[str, int]]
+                  ) -> Iterator[RecordSummary]:
+    """The slim records of these groups of the run's scope, in the order written."""
+    wanted = list(groups)
+    if not wanted:
+        return iter(())
+    return store.iter_record_summaries(suite=SUITE, scope=run_id,
+                                       seqs=store.record_seqs(SUITE, run_id, wanted),
+                                       payload_fields=CASE_FIELDS, payload_types=CASE_TYPES)
+
+
+def build_report(store: Store, run_id: str, *, digests: bool = True) -> RetrievalReport:
+    """The run's report, scored from its stored records alone. A seed whose last record
+    holds its digest (`driver.DIGEST_FIELD`) is read from the digest, unless the report
+    lists its failed cases; `digests=False` reads every record. Either way the report
+    is the same: a digest that disagrees with its seed's records when recounted makes
+    the whole report read from the records, and says so in `warnings`."""
+    # the collector paused (`core.collector`): a run of thousands of seeds builds tens of
+    # thousands of small dicts, which set off full collections that walk them all
+    with paused_cycle_collector():
+        return _built(store, run_id, digests)
+
+
+def _built(store: Store, run_id: str, digests: bool) -> RetrievalReport:
     info = store.run_info(run_id)
     run = info.run
     if run.suite != SUITE:
@@ -465,18 +625,24 @@ def build_report(store: Store, run_id: str) -> RetrievalReport:
     stored = config_as(store.location, run, StoredConfig, "retrieval run")
     settings = dict(run.config.get("settings") or {})
     budget_chars = stored.settings.budget_chars
-    try:
-        blocks, failure_seq = _scored_seeds(store, run.run_id, budget_chars,
-                                            hold_every_seed=False)
-    except _SeedsInterleaved:
-        blocks, failure_seq = _scored_seeds(store, run.run_id, budget_chars,
-                                            hold_every_seed=True)
+    warnings: list[str] = []
+    scored = None
+    if digests:
+        try:
+            scored = _read_with_digests(store, run.run_id, info.record_count, budget_chars,
+                                        warnings)
+        except _DigestDisagrees as disagreement:
+            warnings = [f"{disagreement} read from its records differs from its digest: "
+                        "the report is read from the records alone"]
+    if scored is None:
+        scored = _read_whole(store, run.run_id, budget_chars)
+    blocks = scored.ordered()
     failure: dict[str, Any] | None = None
-    if failure_seq is not None:
-        failure = dict(next(store.iter_records_at([failure_seq]))[1].payload)
+    if scored.failure_seq is not None:
+        failure = dict(next(store.iter_records_at([scored.failure_seq]))[1].payload)
     if failure is None and info.end is not None and info.end.summary.get("failure"):
         failure = dict(info.end.summary["failure"])
-    summary = run_seeds(blocks) if blocks else None
+    summary = run_seeds(blocks, normal=True) if blocks else None
     if failure:
         verdict = Verdict.failed(f"strategy {stored.strategy.name} "
                                  f"failed on seed {failure.get('seed')}: {failure.get('reason')}")
@@ -494,6 +660,7 @@ def build_report(store: Store, run_id: str) -> RetrievalReport:
                          "seeds": blocks,
                          "summary": summary,
                          "failure": failure,
+                         **({"warnings": warnings} if warnings else {}),
                      })
     return convert(plain, RetrievalReport, "retrieval report")  # type: ignore[no-any-return]
 
@@ -553,6 +720,8 @@ def render_terminal(report: RetrievalReport | Mapping[str, Any], console: Consol
                   f"budget {settings.get('budget_chars', fmt.DASH)} chars")
     blocks = report.seeds
     summary = report.summary
+    for warning in report.warnings:
+        console.print(f"[yellow]{escape(warning)}[/yellow]")
     if report.legacy_guards:
         console.print("[yellow]version-1 report: no guard block; guards read as 1.0 and the "
                       "guarded composite falls back to the composite[/yellow]")

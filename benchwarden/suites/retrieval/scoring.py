@@ -135,6 +135,79 @@ def score_seed(seed: int, outcomes: Sequence[CaseOutcome], budget_chars: int) ->
     }
 
 
+class SeedDigest(msgspec.Struct, frozen=True, kw_only=True):
+    """A seed's report block less its failed cases, which it counts: what the driver
+    keeps on the seed's last record (`DIGEST_FIELD`) so a report over many seeds reads
+    one record a seed. Mappings whose order the block keeps are lists of pairs, since
+    the store writes a record's keys sorted; `block()` gives the block back exactly."""
+
+    seed: int
+    """The seed (the records' trial)."""
+    cases: int
+    """Cases scored: the seed's records."""
+    failed_cases: int
+    """Cases below 1.0."""
+    category_means: list[tuple[str, float | None]]
+    """(category, mean score), in the block's order."""
+    composite: float
+    """Mean of the non-empty category means."""
+    composite_guarded: float
+    """composite × efficiency × consistency × canary."""
+    efficiency: float
+    """The efficiency guard."""
+    consistency: float
+    """The paraphrase consistency guard."""
+    canary: float
+    """The canary multiplier."""
+    canary_tripped: bool
+    """Whether a pack surfaced the canary."""
+    canary_leak_rate: float
+    """Share of packs that surfaced it."""
+    consistency_per_template: list[tuple[str, float | None]]
+    """(template, agreement), in the block's order."""
+    disagreements_per_template: list[tuple[str, int, int]]
+    """(template, cases it moved, cases asked), in the block's order."""
+    mean_used_chars: float | None
+    """Mean characters per pack."""
+    packs: int
+    """Packs the guards read."""
+
+    @classmethod
+    def of(cls, block: Mapping[str, Any]) -> SeedDigest:
+        """The digest of a block `score_seed` made (its failed cases counted)."""
+        guards = block["guards"]
+        return cls(seed=int(block["seed"]), cases=int(block["cases"]),
+                   failed_cases=len(block["failed_cases"]),
+                   category_means=list(block["category_means"].items()),
+                   composite=block["composite"], composite_guarded=block["composite_guarded"],
+                   efficiency=guards["efficiency"], consistency=guards["consistency"],
+                   canary=guards["canary"], canary_tripped=guards["canary_tripped"],
+                   canary_leak_rate=guards["canary_leak_rate"],
+                   consistency_per_template=list(guards["consistency_per_template"].items()),
+                   disagreements_per_template=[
+                       (template, moved, asked) for template, (moved, asked)
+                       in guards["disagreements_per_template"].items()],
+                   mean_used_chars=guards["mean_used_chars"], packs=guards["packs"])
+
+    def block(self) -> dict[str, Any]:
+        """The block `score_seed` made, without `failed_cases` (the digest counts them)."""
+        return {
+            "seed": self.seed,
+            "cases": self.cases,
+            "category_means": dict(self.category_means),
+            "composite": self.composite,
+            "guards": {"efficiency": self.efficiency, "consistency": self.consistency,
+                       "canary": self.canary, "canary_tripped": self.canary_tripped,
+                       "canary_leak_rate": self.canary_leak_rate,
+                       "consistency_per_template": dict(self.consistency_per_template),
+                       "disagreements_per_template": {
+                           template: [moved, asked] for template, moved, asked
+                           in self.disagreements_per_template},
+                       "mean_used_chars": self.mean_used_chars, "packs": self.packs},
+            "composite_guarded": self.composite_guarded,
+        }
+
+
 class _GuardScores(msgspec.Struct):
     """A seed's guard block as `guards.Guards.from_json_dict` reads it."""
 
@@ -183,11 +256,15 @@ def normalise_seed_block(block: Mapping[str, Any]) -> dict[str, Any]:
     return normal
 
 
-def run_seeds(seed_blocks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def run_seeds(seed_blocks: Sequence[Mapping[str, Any]], *, normal: bool = False
+              ) -> dict[str, Any]:
     """Mean, standard error and Student t 95 % interval over seeds of both composites,
     every guard, each template's paraphrase agreement and each category mean: every
-    number a view shows over seeds is here, so no view computes one."""
-    blocks = [normalise_seed_block(block) for block in seed_blocks]
+    number a view shows over seeds is here, so no view computes one. `normal`: the
+    blocks are as `normalise_seed_block` makes them already (a built report's, a
+    normalised report's), so they are not normalised again."""
+    blocks = list(seed_blocks) if normal else [normalise_seed_block(block)
+                                               for block in seed_blocks]
 
     def estimate(values: Iterable[float]) -> dict[str, Any]:
         return mean_se(list(values)).to_json_dict()
@@ -250,7 +327,7 @@ def normalise_report(report: Mapping[str, Any]) -> dict[str, Any]:
     normal["bench_version"] = str(version)
     normal["seeds"] = [normalise_seed_block(block) for block in report["seeds"]]
     normal["legacy_guards"] = any(not block.get("guards") for block in report["seeds"])
-    normal["summary"] = run_seeds(normal["seeds"]) if normal["seeds"] else None
+    normal["summary"] = run_seeds(normal["seeds"], normal=True) if normal["seeds"] else None
     return normal
 
 
