@@ -1,12 +1,19 @@
 """The retrieval report: one typed structure rebuilt from the store, rendered for a terminal.
 
 `build_report(store, run_id)` regroups a run's records by seed and scores them with
-`scoring` (pure), so a report can always be recomputed from what was recorded. It reads
-slim records (`CASE_FIELDS`) and scores a seed as soon as the next one's records begin,
-so its memory holds one seed's cases and `FAILED_CASES_LISTED` failed cases, however
-many seeds the run has.
+`scoring` (pure), so a report can always be recomputed from what was recorded. A seed
+whose last record holds its digest (`scoring.SeedDigest`, written by the driver) is read
+from the digest unless its failed cases are listed; then it is recounted from its
+records, and any difference makes the whole report read from the records. Records are
+read slim (`CASE_FIELDS`) and a seed is scored as soon as the next one's records begin
+(a store that holds a seed's records apart is read again a seed at a time, by address),
+so memory holds one seed's cases and `FAILED_CASES_LISTED` failed cases, however many
+seeds the run has.
 
 Invariants:
+- Digests change what is read, never what is reported: the same report, number for
+  number, as `build_report(..., digests=False)`, which reads every record; what the
+  reading found amiss (a digest that miscounts, one that disagrees) is in `warnings`.
 - The report is a `RetrievalReport` (msgspec, frozen), built once; its JSON keeps the
   field names this suite wrote before: `bench_version` ("3" now), one block per seed
   (category means, composite, guards, guarded composite, the failed cases it lists and
@@ -428,7 +435,7 @@ class _Scored:
     failed: dict[int, int] = field(default_factory=dict)
     """Each seed's failed cases counted, by seed."""
     failure_seq: int | None = None
-    """The sequence number of the first failure record read, if any."""
+    """The lowest sequence number of a failure record read (the run's first), if any."""
 
     def take(self, block: dict[str, Any]) -> None:
         """A block `score_seed` made: its failed cases offered to the listing."""
@@ -464,7 +471,7 @@ def _score_summaries(summaries: Iterable[RecordSummary], budget_chars: int, scor
     current: int | None = None
     for summary in summaries:
         if summary.task == FAILURE_TASK:
-            scored.failure_seq = summary.seq if scored.failure_seq is None else scored.failure_seq
+            scored.failure_seq = min(summary.seq, scored.failure_seq or summary.seq)
             continue
         seed = summary.trial
         if seed != current and not hold_every_seed:
@@ -478,26 +485,43 @@ def _score_summaries(summaries: Iterable[RecordSummary], budget_chars: int, scor
         scored.take(score_seed(seed, held.pop(seed), budget_chars))
 
 
-def _read_seeds(summaries: Callable[[], Iterable[RecordSummary]], budget_chars: int
+def _read_seeds(summaries: Callable[[], Iterable[RecordSummary]], budget_chars: int,
+                each_seed: Callable[[], Iterable[Iterable[RecordSummary]]] | None = None
                 ) -> _Scored:
     """Every seed of `summaries` scored from its records (failed cases listed up to
-    `FAILED_CASES_LISTED`), one seed held at a time; read again holding every seed when
-    a seed's records are not together."""
-    for hold_every_seed in (False, True):
-        scored = _Scored(_ListedFailures(FAILED_CASES_LISTED))
-        try:
-            _score_summaries(summaries(), budget_chars, scored, hold_every_seed=hold_every_seed)
-        except _SeedsInterleaved:
-            continue
+    `FAILED_CASES_LISTED`), one seed held at a time. When a seed's records are not
+    together, they are read again a seed at a time (`each_seed`: the same records, one
+    seed's a piece), or, without it, holding every seed."""
+    scored = _Scored(_ListedFailures(FAILED_CASES_LISTED))
+    try:
+        _score_summaries(summaries(), budget_chars, scored, hold_every_seed=False)
         return scored
-    raise AssertionError("holding every seed, no seed comes back")  # pragma: no cover
+    except _SeedsInterleaved:
+        scored = _Scored(_ListedFailures(FAILED_CASES_LISTED))
+    for pieces in (each_seed() if each_seed is not None else [summaries()]):
+        _score_summaries(pieces, budget_chars, scored, hold_every_seed=True)
+    return scored
 
 
-def _read_whole(store: Store, run_id: str, budget_chars: int) -> _Scored:
-    """Every seed of the run scored from its records."""
+def _each_seed(store: Store, run_id: str, groups: Iterable[tuple[str, int]]
+               ) -> Iterator[Iterator[RecordSummary]]:
+    """The slim records of these groups of the run's scope, one seed's a piece, by seed."""
+    by_seed: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    for arm, seed in groups:
+        by_seed[seed].append((arm, seed))
+    for seed in sorted(by_seed):
+        yield _summaries_of(store, run_id, by_seed[seed])
+
+
+def _read_whole(store: Store, run_id: str, records: int, budget_chars: int) -> _Scored:
+    """Every seed of the run scored from its records: in one pass, or, when the store
+    holds a seed's records apart, a seed at a time by address (when the run's records
+    are its scope's: else holding every seed)."""
+    groups = store.record_groups(SUITE, run_id)
+    by_address = sum(count for count, _ in groups.values()) == records
     return _read_seeds(lambda: store.iter_record_summaries(
         suite=SUITE, run_id=run_id, payload_fields=CASE_FIELDS, payload_types=CASE_TYPES),
-        budget_chars)
+        budget_chars, (lambda: _each_seed(store, run_id, groups)) if by_address else None)
 
 
 class _DigestDisagrees(Exception):
@@ -534,7 +558,8 @@ def _read_with_digests(store: Store, run_id: str, records: int, budget_chars: in
     if not digests:
         return None
     unread = [group for group in groups if group[1] not in digests]
-    scored = _read_seeds(lambda: _summaries_of(store, run_id, unread), budget_chars)
+    scored = _read_seeds(lambda: _summaries_of(store, run_id, unread), budget_chars,
+                         lambda: _each_seed(store, run_id, unread))
     for digest in digests.values():
         scored.take_digest(digest)
     # the seeds whose failed cases the listing reaches, recounted from their records
@@ -635,7 +660,7 @@ def _built(store: Store, run_id: str, digests: bool) -> RetrievalReport:
             warnings = [f"{disagreement} read from its records differs from its digest: "
                         "the report is read from the records alone"]
     if scored is None:
-        scored = _read_whole(store, run.run_id, budget_chars)
+        scored = _read_whole(store, run.run_id, info.record_count, budget_chars)
     blocks = scored.ordered()
     failure: dict[str, Any] | None = None
     if scored.failure_seq is not None:

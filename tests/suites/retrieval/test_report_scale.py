@@ -145,6 +145,38 @@ def test_a_failure_record_is_the_report_s_failure_and_no_seed_of_it(tmp_path):
     assert built.verdict is not None and built.verdict.kind == "fail"
 
 
+def test_seeds_the_store_holds_apart_are_read_a_seed_at_a_time(tmp_path, monkeypatch):
+    """Seeds whose records alternate batch by batch (no driver writes them so): the report
+    is read again a seed at a time by address, holding one seed's cases, not the run's,
+    and is the whole read's report; the first failure record by sequence is the run's."""
+    order = [(seed, index) for index in range(4) for seed in (1, 2, 3)]  # one record a batch
+    scores = {pair: 0.5 if pair[1] % 2 else 1.0 for pair in order}
+    records = write_run(tmp_path / "s.sqlite", order, scores, set(), failure_seed=2)
+    held, most = [0], [0]
+    reading, scoring = retrieval_report._case_outcome, retrieval_report.score_seed
+
+    def read(*args):
+        held[0] += 1
+        most[0] = max(most[0], held[0])
+        return reading(*args)
+
+    def score(seed, outcomes, budget):
+        held[0] -= len(outcomes)
+        return scoring(seed, outcomes, budget)
+
+    monkeypatch.setattr(retrieval_report, "_case_outcome", read)
+    monkeypatch.setattr(retrieval_report, "score_seed", score)
+    with open_store(tmp_path / "s.sqlite", create=False) as store:
+        built = retrieval_report.build_report(store, "retrieval-scale", digests=False)
+    # one seed's 4 cases, and the one case the first pass held when it found seed 1 again
+    # (holding every seed: all 12, and that one)
+    assert most[0] == 5
+    wanted = expected_seeds(records, retrieval_report.FAILED_CASES_LISTED)
+    assert built.to_json()["seeds"] == msgspec.to_builtins(
+        msgspec.convert(wanted, list[retrieval_report.SeedBlock]))
+    assert built.failure == {"seed": 2, "kind": "crash", "reason": "boom"}
+
+
 @given(offers=st.lists(st.tuples(st.integers(0, 60), st.integers(0, 9)), unique_by=lambda o: o[0],
                        max_size=25), limit=st.integers(0, 20))
 def test_the_failed_listing_holds_about_its_limit_and_lists_the_first_seeds_first(offers, limit):
