@@ -563,6 +563,7 @@ def _read_with_digests(store: Store, run_id: str, records: int, budget_chars: in
     for digest in digests.values():
         scored.take_digest(digest)
     # the seeds whose failed cases the listing reaches, recounted from their records
+    arm_of = {seed: arm for arm, seed in groups}  # a digested seed has one arm
     before = 0
     for seed in sorted(scored.failed):
         if before >= FAILED_CASES_LISTED:
@@ -570,7 +571,7 @@ def _read_with_digests(store: Store, run_id: str, records: int, budget_chars: in
         listed = digests.get(seed)
         if listed is not None and listed.failed_cases:
             recount = _Scored(scored.listing)
-            _score_summaries(_summaries_of(store, run_id, [(_arm_of(groups, seed), seed)]),
+            _score_summaries(_summaries_of(store, run_id, [(arm_of[seed], seed)]),
                              budget_chars, recount, hold_every_seed=True)
             if recount.failed.get(seed) != listed.failed_cases \
                     or recount.blocks.get(seed) != listed.block():
@@ -612,11 +613,6 @@ def _failure_groups(store: Store, run_id: str,
         return set()
     return {(summary.arm, summary.trial)
             for summary in store.iter_record_summaries(suite=SUITE, scope=run_id, seqs=seqs)}
-
-
-def _arm_of(groups: Mapping[tuple[str, int], Any], seed: int) -> str:
-    """The arm of a seed held by one group."""
-    return next(arm for arm, trial in groups if trial == seed)
 
 
 def _summaries_of(store: Store, run_id: str, groups: Iterable[tuple[str, int]]
