@@ -26,6 +26,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+import msgspec
+
 from benchwarden.core.errors import BenchwardenError, ConfigurationError
 from benchwarden.core.files import write_text_atomically
 from benchwarden.core.reports import as_json
@@ -218,7 +220,12 @@ def missing_suite_members(candidate: object) -> list[str]:
 
 
 def _suite_of(report: Any) -> str:
-    """The suite a report (typed, or its JSON) belongs to."""
+    """The suite a report (typed, or its JSON) belongs to, read from its `suite` alone (a
+    typed report made into JSON to read one field took a second at 17,700 seeds)."""
+    if isinstance(report, msgspec.Struct) and isinstance(getattr(report, "suite", None), str):
+        return str(report.suite)  # type: ignore[attr-defined]
+    if isinstance(report, Mapping):
+        return str(report.get("suite", ""))
     return str(as_json(report).get("suite", ""))
 
 
