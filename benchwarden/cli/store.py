@@ -26,7 +26,7 @@ from benchwarden.cli.common import (
 from benchwarden.core import formatting
 from benchwarden.core.reports import console, write_json
 from benchwarden.core.store import Store, StoreError, is_url
-from benchwarden.core.suite import SuiteUnavailable, get_suite
+from benchwarden.core.suite import ModuleSuite, SuiteUnavailable, get_suite
 from benchwarden.core.witness import StoreHead
 
 # What a run was measured against, most telling first: a server (url, model), a
@@ -121,10 +121,15 @@ def runs(store_location: str, suite: str | None) -> None:
 @click.command()
 @click.argument("run_id", required=False)
 @click.option("--latest", is_flag=True, help="The most recent run in the store.")
+@click.option("--from-records", is_flag=True,
+              help="Read every record, none of the digests a run keeps (contamination "
+                   "rungs, retrieval seeds): the same report, recounted in full; a retrieval "
+                   "seed whose digest disagrees is named in its warnings.")
 @store_option
 @json_report_option
 @config_errors
-def show(run_id: str | None, latest: bool, store_location: str, json_path: str | None) -> None:
+def show(run_id: str | None, latest: bool, from_records: bool, store_location: str,
+         json_path: str | None) -> None:
     """Re-render a past run's report from the store alone (no server)."""
     if not run_id and not latest:
         raise ConfigError("give a RUN id (see `benchwarden runs`) or --latest")
@@ -136,7 +141,9 @@ def show(run_id: str | None, latest: bool, store_location: str, json_path: str |
         del info
         try:
             suite = get_suite(suite_name)
-            report = suite.build_report(store, run_id)
+            report = (suite.build_report(store, run_id, from_records=True)
+                      if from_records and isinstance(suite, ModuleSuite)
+                      else suite.build_report(store, run_id))
         except (StoreError, SuiteUnavailable):
             raise
         except ValueError as error:

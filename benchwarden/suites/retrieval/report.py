@@ -605,6 +605,19 @@ def _usable_digests(store: Store, run_id: str,
     return usable
 
 
+def _recounted_digests(store: Store, run_id: str, scored: _Scored) -> list[str]:
+    """The digests of a run read whole (`scored`: every seed from its records) checked
+    against its records: one line per digest that miscounts its seed or disagrees with
+    it (none for a run without digests)."""
+    groups = store.record_groups(SUITE, run_id)
+    lines: list[str] = []
+    for seed, digest in sorted(_usable_digests(store, run_id, groups, lines).items()):
+        if scored.failed.get(seed) != digest.failed_cases \
+                or scored.blocks.get(seed) != digest.block():
+            lines.append(f"seed {seed} read from its records differs from its digest")
+    return lines
+
+
 def _failure_groups(store: Store, run_id: str,
                     groups: Mapping[tuple[str, int], tuple[int, int]]) -> set[tuple[str, int]]:
     """The groups holding a failure record (found over the address index)."""
@@ -629,9 +642,10 @@ def _summaries_of(store: Store, run_id: str, groups: Iterable[tuple[str, int]]
 def build_report(store: Store, run_id: str, *, digests: bool = True) -> RetrievalReport:
     """The run's report, scored from its stored records alone. A seed whose last record
     holds its digest (`driver.DIGEST_FIELD`) is read from the digest, unless the report
-    lists its failed cases; `digests=False` reads every record. Either way the report
-    is the same: a digest that disagrees with its seed's records when recounted makes
-    the whole report read from the records, and says so in `warnings`."""
+    lists its failed cases; `digests=False` reads every record and recounts every
+    digest. Either way the report is the same: a digest that disagrees with its seed's
+    records when recounted makes the whole report read from the records, and says so in
+    `warnings` (with `digests=False`, one line per such digest)."""
     # the collector paused (`core.collector`): a run of thousands of seeds builds tens of
     # thousands of small dicts, which set off full collections that walk them all
     with paused_cycle_collector():
@@ -657,6 +671,8 @@ def _built(store: Store, run_id: str, digests: bool) -> RetrievalReport:
                         "the report is read from the records alone"]
     if scored is None:
         scored = _read_whole(store, run.run_id, info.record_count, budget_chars)
+        if not digests:  # every seed read: each digest recounted, whatever it would list
+            warnings += _recounted_digests(store, run.run_id, scored)
     blocks = scored.ordered()
     failure: dict[str, Any] | None = None
     if scored.failure_seq is not None:

@@ -173,7 +173,8 @@ def test_a_listed_seed_whose_digest_disagrees_makes_the_report_read_from_records
     assert _numbers(built) == _numbers(whole)
     assert built.warnings == ["seed 1 read from its records differs from its digest: the "
                               "report is read from the records alone"]
-    assert "warnings" in built.to_json() and "warnings" not in whole.to_json()
+    # read from every record, every digest is recounted, and the same one named
+    assert whole.warnings == ["seed 1 read from its records differs from its digest"]
 
 
 def test_a_digest_that_does_not_count_its_seed_s_records_is_not_used(location):
@@ -294,3 +295,29 @@ def test_the_terminal_and_the_page_say_what_the_reading_found(tmp_path):
     assert "seed 1 read from its records differs from its digest" in console.export_text()
     page = retrieval_html.render_html(built)
     assert "seed 1 read from its records differs from its digest" in page
+
+
+def test_read_from_records_every_digest_is_recounted_even_one_no_listing_reaches(
+        tmp_path, monkeypatch):
+    """A digest that lies about a seed the listing does not reach (counting its records
+    right) is what a report read from digests takes as it is; `show --from-records`
+    (`digests=False`) reads every record, reports the records' numbers and names it."""
+    from click.testing import CliRunner
+
+    from benchwarden.cli.main import cli
+
+    monkeypatch.setattr(retrieval_report, "FAILED_CASES_LISTED", 0)
+    _two_seed_store(tmp_path / "s.sqlite", {"composite": 0.99})
+    with open_store(tmp_path / "s.sqlite", create=False) as store:
+        trusted, whole = _reports(store)
+    assert trusted.seeds[0].composite == 0.99 and trusted.warnings == []
+    assert whole.seeds[0].composite != 0.99
+    assert whole.warnings == ["seed 1 read from its records differs from its digest"]
+    for flag, composite in (([], 0.99), (["--from-records"], whole.seeds[0].composite)):
+        done = CliRunner().invoke(cli, ["show", RUN, *flag, "--store", str(tmp_path / "s.sqlite"),
+                                        "--json", str(tmp_path / "r.json")])
+        assert done.exit_code == 0, done.output
+        written = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+        assert written["seeds"][0]["composite"] == composite
+        assert ("seed 1 read from its records differs from its digest" in done.output) == \
+            bool(flag)
