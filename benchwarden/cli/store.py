@@ -123,8 +123,8 @@ def runs(store_location: str, suite: str | None) -> None:
 @click.option("--latest", is_flag=True, help="The most recent run in the store.")
 @click.option("--from-records", is_flag=True,
               help="Read every record, none of the digests a run keeps (contamination "
-                   "rungs, retrieval seeds): the same report, recounted in full; a retrieval "
-                   "seed whose digest disagrees is named in its warnings.")
+                   "rungs, retrieval seeds): the same report, recounted in full; each digest "
+                   "that disagrees with its records is named in the report's warnings.")
 @store_option
 @json_report_option
 @config_errors

@@ -997,6 +997,19 @@ def _stored_digests(store: Store, scope: str) -> dict[tuple[str, int], RungDiges
     return found
 
 
+def _recounted_digests(store: Store, scope: str) -> list[str]:
+    """Every rung digest in the ends of a scope's runs checked against its rung's records,
+    read again and counted as the driver counts them (`digest_of`): one line per digest
+    that differs (`benchwarden show --from-records`)."""
+    stored = _stored_digests(store, scope)
+    if not stored:
+        return []
+    recounted = {digest.key: digest for digest in digest_of(_stored_requests(store, scope))}
+    return [f"rung {leg} #{repeat} read from its records differs from its digest in the "
+            "run's end" for (leg, repeat), digest in sorted(stored.items())
+            if recounted.get((leg, repeat)) != digest]
+
+
 def _digest_warning(scope: str, digest: RungDigest, records: int | None) -> str:
     stored = "no record" if records is None else f"{records} records"
     return (f"a run end of scope {scope} summarises rung {digest.leg} #{digest.repeat} as "
@@ -1267,13 +1280,15 @@ def build_report(store: Store, run_id: str, *, digests: bool = True,
     """The run's report, scored from its stored records alone, read in one streaming
     pass (`ScopeReading`); what it lists is capped (`shown`), what it counts is not.
     A rung digested in its run's end (`digest`) is read from its digest and its scored
-    requests (`digests=False`: every record read, as before digests); `kept`: digests
-    of rungs whose run has no end yet (the driver's, building the run's own report)."""
+    requests (`digests=False`: every record read, as before digests, and every digest
+    recounted: one that differs from its rung's records is named in `warnings`); `kept`:
+    digests of rungs whose run has no end yet (the driver's, building the run's own
+    report)."""
     # the collector paused (`core.collector`): a big run's tens of thousands of scored
     # outcomes and cells set off full collections that walk them all, for nothing
     with paused_cycle_collector():
         try:
-            return _built(store, run_id, digests, kept, [])
+            return _built(store, run_id, digests, kept, [], recount=not digests)
         except _DigestDisagrees as disagreement:
             return _built(store, run_id, False, (), [
                 f"{disagreement} read from its records differs from its digest in the "
@@ -1281,7 +1296,7 @@ def build_report(store: Store, run_id: str, *, digests: bool = True,
 
 
 def _built(store: Store, run_id: str, digests: bool, kept: Iterable[RungDigest],
-           notes: list[str]) -> ContaminationReport:
+           notes: list[str], *, recount: bool = False) -> ContaminationReport:
     info = store.run_info(run_id)
     run = info.run
     if run.suite != SUITE:
@@ -1327,6 +1342,8 @@ def _built(store: Store, run_id: str, digests: bool, kept: Iterable[RungDigest],
     statuses = reading.statuses
     listing = _listing(store, reading, result, levels)
     warnings.extend(notes)
+    if recount:  # read from every record when asked: every digest recounted
+        warnings.extend(_recounted_digests(store, str(config["scope"])))
     body = {
         "score": result.counters(),
         "cells": listing.pop("cells"),

@@ -250,6 +250,29 @@ def test_a_listed_rung_whose_records_disagree_with_its_digest_is_read_from_recor
         msgspec.json.encode(whole)
 
 
+@pytest.mark.parametrize("edit", [
+    {"peak_in_flight": 99}, {"failures": [("HTTP 500", 9)]}, {"first_send": 0.0},
+    {"statuses": [("ok", 9)]}, {"sent": 9}])
+@pytest.mark.parametrize("rung", [0, 2])
+def test_read_from_every_record_each_digest_is_recounted_and_one_that_differs_named(
+        tmp_path, edit, rung):
+    """`show --from-records` (`digests=False`): every rung's digest checked against its
+    records, whether or not the report lists the rung."""
+    store, run_id = _store_with_end(
+        lambda true: [msgspec.structs.replace(digest, **edit) if index == rung else digest
+                      for index, digest in enumerate(true)], tmp_path)
+    with store:
+        whole = build_report(store, run_id, digests=False)
+    leg, repeat = (("c2", 1), ("c4", 1), ("c2", 2))[rung]
+    assert [w for w in whole.warnings if "differs from its digest" in w] == [
+        f"rung {leg} #{repeat} read from its records differs from its digest in the run's end"]
+    (tmp_path / "honest").mkdir()
+    honest, honest_run = _store_with_end(lambda true: true, tmp_path / "honest")
+    with honest:
+        assert not [w for w in build_report(honest, honest_run, digests=False).warnings
+                    if "digest" in w]
+
+
 def test_a_rung_digested_twice_is_read_from_its_records(tmp_path):
     store, run_id = _store_with_end(lambda true: [*true, true[0]], tmp_path)
     with store:
