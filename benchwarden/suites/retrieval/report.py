@@ -486,19 +486,18 @@ def _score_summaries(summaries: Iterable[RecordSummary], budget_chars: int, scor
 
 
 def _read_seeds(summaries: Callable[[], Iterable[RecordSummary]], budget_chars: int,
-                each_seed: Callable[[], Iterable[Iterable[RecordSummary]]] | None = None
-                ) -> _Scored:
+                each_seed: Callable[[], Iterable[Iterable[RecordSummary]]]) -> _Scored:
     """Every seed of `summaries` scored from its records (failed cases listed up to
     `FAILED_CASES_LISTED`), one seed held at a time. When a seed's records are not
-    together, they are read again a seed at a time (`each_seed`: the same records, one
-    seed's a piece), or, without it, holding every seed."""
+    together, they are read again as `each_seed` gives them (each piece held whole: one
+    seed's records, or all of them where they cannot be read a seed at a time)."""
     scored = _Scored(_ListedFailures(FAILED_CASES_LISTED))
     try:
         _score_summaries(summaries(), budget_chars, scored, hold_every_seed=False)
         return scored
     except _SeedsInterleaved:
         scored = _Scored(_ListedFailures(FAILED_CASES_LISTED))
-    for pieces in (each_seed() if each_seed is not None else [summaries()]):
+    for pieces in each_seed():
         _score_summaries(pieces, budget_chars, scored, hold_every_seed=True)
     return scored
 
@@ -516,12 +515,20 @@ def _each_seed(store: Store, run_id: str, groups: Iterable[tuple[str, int]]
 def _read_whole(store: Store, run_id: str, records: int, budget_chars: int) -> _Scored:
     """Every seed of the run scored from its records: in one pass, or, when the store
     holds a seed's records apart, a seed at a time by address (when the run's records
-    are its scope's: else holding every seed)."""
-    groups = store.record_groups(SUITE, run_id)
-    by_address = sum(count for count, _ in groups.values()) == records
-    return _read_seeds(lambda: store.iter_record_summaries(
-        suite=SUITE, run_id=run_id, payload_fields=CASE_FIELDS, payload_types=CASE_TYPES),
-        budget_chars, (lambda: _each_seed(store, run_id, groups)) if by_address else None)
+    are its scope's: else holding every seed). The address index is walked for the
+    groups only then, not for the one pass."""
+    def every() -> Iterator[RecordSummary]:
+        return store.iter_record_summaries(suite=SUITE, run_id=run_id,
+                                           payload_fields=CASE_FIELDS,
+                                           payload_types=CASE_TYPES)
+
+    def each_seed() -> Iterable[Iterable[RecordSummary]]:
+        groups = store.record_groups(SUITE, run_id)
+        if sum(count for count, _ in groups.values()) != records:
+            return [every()]
+        return _each_seed(store, run_id, groups)
+
+    return _read_seeds(every, budget_chars, each_seed)
 
 
 class _DigestDisagrees(Exception):
