@@ -26,7 +26,7 @@ from benchwarden.cli.common import (
 from benchwarden.core import formatting
 from benchwarden.core.reports import console, write_json
 from benchwarden.core.store import Store, StoreError, is_url
-from benchwarden.core.suite import ModuleSuite, SuiteUnavailable, get_suite
+from benchwarden.core.suite import SuiteUnavailable, build_report_from_records, get_suite
 from benchwarden.core.witness import StoreHead
 
 # What a run was measured against, most telling first: a server (url, model), a
@@ -141,9 +141,14 @@ def show(run_id: str | None, latest: bool, from_records: bool, store_location: s
         del info
         try:
             suite = get_suite(suite_name)
-            report = (suite.build_report(store, run_id, from_records=True)
-                      if from_records and isinstance(suite, ModuleSuite)
-                      else suite.build_report(store, run_id))
+            if from_records:
+                report, recounted = build_report_from_records(suite, store, run_id)
+                if not recounted:
+                    click.echo(f"note: suite {suite_name} cannot be told to read every "
+                               "record (its build_report takes no from_records): its "
+                               "report is built as it always is", err=True)
+            else:
+                report = suite.build_report(store, run_id)
         except (StoreError, SuiteUnavailable):
             raise
         except ValueError as error:

@@ -137,12 +137,19 @@ class ModuleSuite:
         module, _, name = self.report_class.partition(":")
         return getattr(self._module(module), name)  # type: ignore[no-any-return]
 
+    @property
+    def keeps_digests(self) -> bool:
+        """Whether the suite's `build_report` takes `digests`: it can read a run from its
+        digests, and be told not to (`show --from-records`)."""
+        build = self._module(self.report_module).build_report
+        return "digests" in inspect.signature(build).parameters
+
     def build_report(self, store: Store, run_id: str, *, from_records: bool = False) -> Any:
         """The run's report; `from_records`: every record read, none of the digests a
         run keeps (a suite's `build_report` that takes `digests`), so the report is
         recounted in full (a suite without digests reads its records either way)."""
         build = self._module(self.report_module).build_report
-        if from_records and "digests" in inspect.signature(build).parameters:
+        if from_records and self.keeps_digests:
             return build(store, run_id, digests=False)
         return build(store, run_id)
 
@@ -166,6 +173,23 @@ class ModuleSuite:
     def enrich(self, store: Store, report: Any) -> Any:
         enrich = getattr(self._html(), "enrich", None)
         return enrich(store, report) if enrich is not None else report
+
+
+def build_report_from_records(suite: Suite, store: Store, run_id: str) -> tuple[Any, bool]:
+    """The run's report read from every record, and whether the suite could be told to:
+    a `ModuleSuite` always can (its `build_report` reads every record unless it takes
+    `digests`); another suite object only when its `build_report` takes `from_records`.
+    When it cannot, the report is built as always and False says so, so the caller tells
+    the user rather than pass off a digest read as a recount."""
+    if isinstance(suite, ModuleSuite):
+        return suite.build_report(store, run_id, from_records=True), True
+    try:
+        parameters = inspect.signature(suite.build_report).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: nothing to inspect
+        parameters = {}  # type: ignore[assignment]
+    if "from_records" in parameters:
+        return suite.build_report(store, run_id, from_records=True), True  # type: ignore[call-arg]
+    return suite.build_report(store, run_id), False
 
 
 def suite_entry_points() -> dict[str, EntryPoint]:

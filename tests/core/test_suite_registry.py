@@ -259,3 +259,93 @@ def test_a_registry_given_to_get_suite_is_the_one_it_looks_in(fourth_suite):
     without = {name: point for name, point in registered.items() if name != "echoes"}
     with pytest.raises(UnknownSuite, match="registered suites: "):
         get_suite("echoes", registered=without)
+
+
+class _PlainSuite:
+    """A suite object that is not a `ModuleSuite` (a third party's own class); it counts
+    how it was asked for its report."""
+
+    name = "plain"
+    bench_version = "1"
+    summary = "A plain suite object."
+    command_names = ("plain",)
+    report_type = dict
+
+    def __init__(self, *, takes_from_records: bool) -> None:
+        self.calls: list[dict] = []
+        if takes_from_records:
+            self.build_report = self._build_with_keyword  # type: ignore[method-assign]
+
+    def build_report(self, store, run_id):
+        self.calls.append({})
+        return {"suite": "plain", "run_id": run_id, "read": "as always"}
+
+    def _build_with_keyword(self, store, run_id, *, from_records=False):
+        self.calls.append({"from_records": from_records})
+        return {"suite": "plain", "run_id": run_id,
+                "read": "every record" if from_records else "as always"}
+
+    def render_terminal(self, report, console):
+        console.print(f"plain report of {report['run_id']}: {report['read']}")
+
+
+@pytest.mark.parametrize("takes_from_records", [True, False])
+def test_show_from_records_tells_a_suite_object_that_can_be_told_and_says_so_when_it_cannot(
+        tmp_path, monkeypatch, takes_from_records):
+    """`show --from-records` on a suite object of a third party's own class: one whose
+    `build_report` takes `from_records` is asked for a recount; one that does not is built
+    as always, and standard error says so in one line (never a digest read passed off as
+    a recount). `build_report_from_records` says which happened."""
+    import benchwarden.cli.store as store_cli
+    from benchwarden.core.suite import build_report_from_records
+
+    suite = _PlainSuite(takes_from_records=takes_from_records)
+    monkeypatch.setattr(store_cli, "get_suite", lambda name: suite)
+    store_path = tmp_path / "store.sqlite"
+    with open_store(store_path) as store:
+        store.begin_run(stamp_run(suite="plain", bench_version="1", config={}, run_id="p-1"))
+        store.finish_run(RunEnd("p-1", 1.0, "completed"))
+        report, recounted = build_report_from_records(suite, store, "p-1")
+    assert recounted is takes_from_records
+    assert report["read"] == ("every record" if takes_from_records else "as always")
+    suite.calls.clear()
+    result = CliRunner().invoke(cli, ["show", "p-1", "--from-records", "--store", str(store_path)])
+    assert result.exit_code == 0, result.output
+    assert suite.calls == ([{"from_records": True}] if takes_from_records else [{}])
+    note = "cannot be told to read every record"
+    if takes_from_records:
+        assert "plain report of p-1: every record" in result.stdout
+        assert note not in result.stderr
+    else:
+        assert "plain report of p-1: as always" in result.stdout
+        assert [line for line in result.stderr.splitlines() if note in line] == [
+            "note: suite plain cannot be told to read every record (its build_report takes "
+            "no from_records): its report is built as it always is"]
+    # without the flag, neither kind is asked for a recount nor warned about
+    suite.calls.clear()
+    result = CliRunner().invoke(cli, ["show", "p-1", "--store", str(store_path)])
+    assert result.exit_code == 0 and note not in result.stderr
+    assert suite.calls == ([{"from_records": False}] if takes_from_records else [{}])
+
+
+def test_a_module_suite_reads_every_record_when_told_and_digests_otherwise(fourth_suite):
+    """A `ModuleSuite` passes `digests=False` only to a `build_report` that takes it."""
+    from benchwarden.core.suite import build_report_from_records
+
+    echoes = get_suite("echoes")
+    assert echoes.keeps_digests is False  # type: ignore[attr-defined]
+    retrieval = get_suite("retrieval")
+    assert retrieval.keeps_digests is True  # type: ignore[attr-defined]
+    seen: list[dict] = []
+    views = importlib.import_module("echoes_suite.views")
+
+    def build(store, run_id, *, digests=True):
+        seen.append({"digests": digests})
+        return {"suite": "echoes", "run_id": run_id}
+
+    views.build_report = build
+    assert echoes.keeps_digests is True  # type: ignore[attr-defined]
+    report, recounted = build_report_from_records(echoes, None, "e-1")  # type: ignore[arg-type]
+    assert recounted and report["run_id"] == "e-1" and seen == [{"digests": False}]
+    echoes.build_report(None, "e-1")  # type: ignore[arg-type]
+    assert seen[-1] == {"digests": True}
