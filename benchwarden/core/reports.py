@@ -211,6 +211,13 @@ def write_json(path: str | Path, report: Any) -> Path:
 # How deep `_write_indented` walks before encoding a value whole: the report, its
 # members, and their items (a seed block, a task row) each as one piece.
 _STREAMED_DEPTH = 2
+# The items of a member are encoded several to one msgspec call, about this much text a
+# call (at most `_ITEMS_MOST` items): one call an item cost as much again as the encoding
+# for 17,700 seed blocks (Python's work per call), while memory still holds about one
+# call's text. The first call takes one item, and each next call's count follows from
+# the bytes per item of the call before, so a member of huge items stays an item a call.
+_CHUNK_CHARS = 1 << 20
+_ITEMS_MOST = 1024
 
 
 def _write_indented(stream: Any, value: Any, level: int) -> None:
@@ -219,24 +226,69 @@ def _write_indented(stream: Any, value: Any, level: int) -> None:
     indent = "  " * (level + 1)
     if level < _STREAMED_DEPTH and isinstance(value, dict) and value:
         stream.write("{")
-        for number, (key, item) in enumerate(value.items()):
-            stream.write(f"{',' if number else ''}\n{indent}{_json_key(key)}: ")
-            _write_indented(stream, item, level + 1)
+        if level + 1 == _STREAMED_DEPTH:
+            _write_items(stream, list(value.items()), level, mapping=True)
+        else:
+            for number, (key, item) in enumerate(value.items()):
+                stream.write(f"{',' if number else ''}\n{indent}{_json_key(key)}: ")
+                _write_indented(stream, item, level + 1)
         stream.write(f"\n{indent[:-2]}}}")
     elif level < _STREAMED_DEPTH and isinstance(value, (list, tuple)) and value:
         stream.write("[")
-        for number, item in enumerate(value):
-            stream.write(f"{',' if number else ''}\n{indent}")
-            _write_indented(stream, item, level + 1)
+        if level + 1 == _STREAMED_DEPTH:
+            _write_items(stream, list(value), level, mapping=False)
+        else:
+            for number, item in enumerate(value):
+                stream.write(f"{',' if number else ''}\n{indent}")
+                _write_indented(stream, item, level + 1)
         stream.write(f"\n{indent[:-2]}]")
     else:
-        # compact JSON never holds a raw newline (one in a string is escaped), so the
-        # formatter's newlines are all line breaks, each indented to this level
-        try:
-            text = msgspec.json.format(msgspec.json.encode(value), indent=2).decode("utf-8")
-        except (TypeError, OverflowError):  # a flag or None as a key, an int past 64 bits
-            text = json.dumps(value, indent=2, ensure_ascii=False)
-        stream.write(text.replace("\n", "\n" + indent[:-2]) if level else text)
+        stream.write(_indented_whole(value, "  " * level))
+
+
+def _indented_whole(value: Any, pad: str) -> str:
+    """`value` encoded whole as indented JSON, its lines after the first indented by
+    `pad` (compact JSON never holds a raw newline, a newline in a string being escaped,
+    so the formatter's newlines are all line breaks)."""
+    try:
+        text = msgspec.json.format(msgspec.json.encode(value), indent=2).decode("utf-8")
+    except (TypeError, OverflowError):  # a flag or None as a key, an int past 64 bits
+        text = json.dumps(value, indent=2, ensure_ascii=False)
+    return text.replace("\n", "\n" + pad) if pad else text
+
+
+def _write_items(stream: Any, items: list[Any], level: int, *, mapping: bool) -> None:
+    """The items of a list (or the `(key, value)` pairs of a mapping) at `level`, each
+    encoded whole, several to one msgspec call (`_CHUNK_CHARS`): the call's list (or
+    mapping) formatted, its brackets cut off and its lines moved to `level`. A call that
+    msgspec refuses, or a mapping whose keys are not all strings (spelt as `json.dumps`
+    spells them by `_json_key`), is written an item at a time."""
+    pad = "  " * level
+    indent = pad + "  "
+    start, count = 0, 1
+    while start < len(items):
+        chunk = items[start:start + count]
+        text = None
+        if not mapping or all(type(key) is str for key, _ in chunk):
+            try:
+                text = msgspec.json.format(
+                    msgspec.json.encode(dict(chunk) if mapping else chunk),
+                    indent=2).decode("utf-8")
+            except (TypeError, OverflowError):
+                text = None
+        if text is not None:
+            # "[\n  item,\n  item\n]": the items' lines, each moved by `pad`
+            stream.write(("," if start else "") + "\n" + pad
+                         + text[2:-2].replace("\n", "\n" + pad))
+            count = max(1, min(_ITEMS_MOST, _CHUNK_CHARS * len(chunk) // max(len(text), 1)))
+        else:
+            for number, item in enumerate(chunk, start):
+                stream.write(f"{',' if number else ''}\n{indent}")
+                if mapping:
+                    key, item = item
+                    stream.write(f"{_json_key(key)}: ")
+                stream.write(_indented_whole(item, indent))
+        start += len(chunk)
 
 
 def _json_key(key: Any) -> str:

@@ -11,6 +11,7 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchwarden.core import reports
 from benchwarden.core.reports import write_json
 
 # strings without decimal digits, so an exponent in a string is never taken for a number's
@@ -41,6 +42,57 @@ def test_a_report_file_is_python_s_indented_json_and_reads_back(tmp_path_factory
                         indent=2, ensure_ascii=False) + "\n"
     assert _floats_spelt_alike(written) == _floats_spelt_alike(wanted)
     assert json.loads(written) == json.loads(wanted)
+
+
+# a report's members: long lists and mappings of any values, with keys of every kind
+# (floats too: at this level a key is spelt as `json.dumps` spells it)
+members = st.lists(values, max_size=40) | st.dictionaries(
+    keys | st.floats(allow_nan=False, allow_infinity=False), values, max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(words, members, min_size=1, max_size=3),
+       st.sampled_from([1, 40, 300, 1 << 20]), st.integers(1, 1024))
+def test_members_written_several_items_a_call_read_as_one_item_a_call(
+        tmp_path_factory, report, chunk_chars, items_most):
+    """However many items one msgspec call takes (from one, where every item is larger
+    than the text a call aims at, to all of them), the file is `json.dumps`'s: items
+    that msgspec refuses (a flag as a key, an int past 64 bits) and mappings with keys
+    that are not strings among them."""
+    saved = reports._CHUNK_CHARS, reports._ITEMS_MOST
+    reports._CHUNK_CHARS, reports._ITEMS_MOST = chunk_chars, items_most
+    try:
+        path = tmp_path_factory.mktemp("report") / "r.json"
+        write_json(path, report)
+    finally:
+        reports._CHUNK_CHARS, reports._ITEMS_MOST = saved
+    written = path.read_text(encoding="utf-8")
+    wanted = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+    assert _floats_spelt_alike(written) == _floats_spelt_alike(wanted)
+    assert json.loads(written) == json.loads(wanted)  # keys exactly, floats as numbers
+
+
+def test_items_are_encoded_several_to_a_call_and_a_call_stays_near_its_text_bound(
+        tmp_path, monkeypatch):
+    """1,000 small items take a few calls, not 1,000; items each larger than the bound
+    take one call each (memory holds about one call's text)."""
+    calls: list[int] = []
+    real = reports.msgspec.json.format
+
+    def counting(text, indent=0):
+        calls.append(len(text))
+        return real(text, indent=indent)
+
+    monkeypatch.setattr(reports.msgspec.json, "format", counting)
+    small = {"seeds": [{"seed": number, "score": number / 7} for number in range(1000)]}
+    write_json(tmp_path / "small.json", small)
+    assert 2 <= len(calls) <= 4, calls
+    calls.clear()
+    monkeypatch.setattr(reports, "_CHUNK_CHARS", 5_000)
+    big = {"rungs": [{"rung": n, "text": "x" * 8_000} for n in range(6)]}
+    write_json(tmp_path / "big.json", big)
+    assert len(calls) == 6 and max(calls) < 2 * 8_100, calls
+    assert json.loads((tmp_path / "big.json").read_text(encoding="utf-8")) == big
 
 
 def test_a_typed_report_is_written_as_its_json(tmp_path):
