@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -18,6 +19,10 @@ from benchwarden.suites.retrieval.sandbox import SandboxLimits
 from tests.suites.retrieval.arena import FILES, SECRET, make_arena
 
 LIMITS = SandboxLimits(wall_seconds=120, cpu_seconds=2, memory_mb=1024, open_files=64)
+# Filling the 1 GiB address space zeroes it page by page, CPU time the child is charged
+# for: on a loaded machine that went past 2 s, and the CPU limit (what `LoopsForever`
+# tests) stopped it before the address-space cap this case is about.
+ALLOCATION_LIMITS = replace(LIMITS, cpu_seconds=30)
 
 
 @pytest.fixture()
@@ -43,7 +48,8 @@ def test_a_hostile_challenger_never_acts_and_the_champion_holds(arena, challenge
     ladder = Ladder(arena.ladder)
     with open_store(arena.store) as store:  # the arena's store, holding the secret
         result = challenge(ladder, f"{path}:{name}", store=store, base="h0stile",
-                           date="2026-11-30", seed_count=2, limits=LIMITS,
+                           date="2026-11-30", seed_count=2,
+                           limits=ALLOCATION_LIMITS if failed == "address-space cap" else LIMITS,
                            initial_champion="substring")
         payloads = [json.dumps(record.payload) for record in store.records()]
     assert result.exit_code == EXIT_HELD and result.outcome == "held"
