@@ -17,7 +17,9 @@ Invariants:
   finished by `resume_run`, which scores only the seeds with no records.
 - A seed's last record carries the seed's digest (`DIGEST_FIELD`), computed by
   `scoring.score_seed` from the very payloads appended with it: a report reads it in
-  place of the seed's records and recounts the seeds whose failed cases it lists.
+  place of the seed's records and recounts the seeds whose failed cases it lists. The
+  run end keeps where each seed's last record is (`GROUPS_FIELD`), counted from the
+  store when the run ends, so a report need not walk the address index to find them.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from benchwarden.suites.retrieval.scoring import (
     CaseOutcome,
     PackMeasure,
     SeedDigest,
+    SeedGroups,
     score_seed,
 )
 from benchwarden.suites.retrieval.strategies import (
@@ -62,6 +65,9 @@ SUITE = "retrieval"
 FAILURE_TASK = "__run__"
 # The payload field of a seed's last record holding the seed's digest (`scoring.SeedDigest`).
 DIGEST_FIELD = "seed_digest"
+# The run end's summary field holding the run's groups as they stood at its end
+# (`scoring.SeedGroups`), where a report finds each seed's digest.
+GROUPS_FIELD = "seed_groups"
 ProgressCallback = Callable[[int], None]
 
 
@@ -316,8 +322,22 @@ def _score_into(store: Store, run_id: str, spec: StrategySpec, seeds: list[int],
                 break  # in order: later seeds would only repeat the failure
     # Only here: a run killed above (Ctrl-C, a dead machine) keeps no end, so
     # `resume_run` can finish it later.
-    store.finish_run(RunEnd(run_id, time.time(), "failed" if failure else "completed",
-                            {"failure": failure} if failure else {}))
+    summary: dict[str, Any] = {"failure": failure} if failure else {}
+    groups = groups_at_end(store, run_id)
+    if groups is not None:
+        summary[GROUPS_FIELD] = msgspec.to_builtins(groups)
+    store.finish_run(RunEnd(run_id, time.time(), "failed" if failure else "completed", summary))
+
+
+def groups_at_end(store: Store, run_id: str) -> SeedGroups | None:
+    """The run's groups as the store holds them now (`Store.record_groups` over its
+    scope), for its end; None when the scope holds records of another run too (a report
+    then walks the address index, as for a run ended before this)."""
+    groups = store.record_groups(SUITE, run_id)
+    if not groups or sum(count for count, _ in groups.values()) != \
+            store.run_info(run_id).record_count:
+        return None
+    return SeedGroups.of(groups)
 
 
 def hiding_the_store(settings: RunSettings, store: Store) -> RunSettings:

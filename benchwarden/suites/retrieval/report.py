@@ -42,6 +42,7 @@ from rich.table import Table
 
 from benchwarden.core import formatting as fmt
 from benchwarden.core.collector import paused_cycle_collector
+from benchwarden.core.records import RunEnd
 from benchwarden.core.reports import (
     REPORT_SCHEMA,
     EstimateBlock,
@@ -60,12 +61,13 @@ from benchwarden.core.store import RecordSummary, Store
 from benchwarden.core.verdicts import Verdict
 from benchwarden.suites.retrieval.config import StoredConfig
 from benchwarden.suites.retrieval.corpus import CATEGORIES
-from benchwarden.suites.retrieval.driver import DIGEST_FIELD, FAILURE_TASK, SUITE
+from benchwarden.suites.retrieval.driver import DIGEST_FIELD, FAILURE_TASK, GROUPS_FIELD, SUITE
 from benchwarden.suites.retrieval.scoring import (
     BENCH_VERSION,
     CaseOutcome,
     PackMeasure,
     SeedDigest,
+    SeedGroups,
     normalise_report,
     run_seeds,
     score_seed,
@@ -436,6 +438,9 @@ class _Scored:
     """Each seed's failed cases counted, by seed."""
     failure_seq: int | None = None
     """The lowest sequence number of a failure record read (the run's first), if any."""
+    records: int = 0
+    """Records accounted for: those read and scored (failure records included) and
+    those the digests taken count."""
 
     def take(self, block: dict[str, Any]) -> None:
         """A block `score_seed` made: its failed cases offered to the listing."""
@@ -448,6 +453,7 @@ class _Scored:
         """A seed read from its digest: counted, its failed cases not listed."""
         self.failed[digest.seed] = digest.failed_cases
         self.blocks[digest.seed] = digest.block()
+        self.records += digest.cases
 
     def ordered(self) -> list[dict[str, Any]]:
         """The seed blocks in seed order, each with the failed cases listed of it."""
@@ -470,6 +476,7 @@ def _score_summaries(summaries: Iterable[RecordSummary], budget_chars: int, scor
     held: dict[int, list[CaseOutcome]] = defaultdict(list)
     current: int | None = None
     for summary in summaries:
+        scored.records += 1
         if summary.task == FAILURE_TASK:
             scored.failure_seq = min(summary.seq, scored.failure_seq or summary.seq)
             continue
@@ -551,14 +558,50 @@ def _stored_digests(store: Store, run_id: str, groups: Mapping[tuple[str, int], 
     return found
 
 
+def _groups_at_end(end: RunEnd | None, records: int
+                   ) -> dict[tuple[str, int], tuple[int, int]] | None:
+    """The run's groups as its end kept them (`driver.GROUPS_FIELD`), when they still
+    count the run's records: records are only ever added, so the same count means the
+    same records, the groups unchanged since. None for a run ended without them, groups
+    that do not read as `SeedGroups` or make none, or a count that has moved."""
+    kept = end.summary.get(GROUPS_FIELD) if end is not None else None
+    if not isinstance(kept, dict):
+        return None
+    try:
+        groups = msgspec.convert(kept, SeedGroups).groups()
+    except msgspec.ValidationError:
+        return None
+    return groups if groups and sum(count for count, _ in groups.values()) == records else None
+
+
 def _read_with_digests(store: Store, run_id: str, records: int, budget_chars: int,
-                       warnings: list[str]) -> _Scored | None:
+                       warnings: list[str], end: RunEnd | None = None) -> _Scored | None:
     """The run's seeds scored as `_read_whole` scores them, each seed with a digest that
     fits the store (`_usable_digests`) read from its digest alone, unless its failed
     cases are listed: then it is recounted from its records (`_DigestDisagrees` when the
-    recount differs). None when the run has no usable digest (a store written before
-    digests) or its records are not all of its scope (read whole, then)."""
-    groups = store.record_groups(SUITE, run_id)
+    recount differs). The groups are those its `end` kept while they still count the
+    run's records (`_groups_at_end`), else walked over the address index; kept groups
+    whose reading does not account for every record of the run (a run end that hides a
+    seed) are walked again, and `warnings` says so. None when the run has no usable
+    digest (a store written before digests) or its records are not all of its scope
+    (read whole, then)."""
+    kept = _groups_at_end(end, records)
+    if kept is not None:
+        found: list[str] = []
+        scored = _read_with_groups(store, run_id, records, budget_chars, found, kept)
+        if scored is None or scored.records == records:
+            warnings += found
+            return scored
+        warnings.append(f"the run's end keeps seed groups that account for {scored.records} "
+                        f"of its {records} records: the address index was walked for them")
+    return _read_with_groups(store, run_id, records, budget_chars, warnings,
+                             store.record_groups(SUITE, run_id))
+
+
+def _read_with_groups(store: Store, run_id: str, records: int, budget_chars: int,
+                      warnings: list[str], groups: Mapping[tuple[str, int], tuple[int, int]]
+                      ) -> _Scored | None:
+    """`_read_with_digests` over these groups (`{(arm, seed): (records, last seq)}`)."""
     if not groups or sum(count for count, _ in groups.values()) != records:
         return None
     digests = _usable_digests(store, run_id, groups, warnings)
@@ -600,10 +643,11 @@ def _usable_digests(store: Store, run_id: str,
     failing = {seed for _, seed in _failure_groups(store, run_id, groups)}
     usable: dict[int, SeedDigest] = {}
     for group, digest in stored.items():
-        count = groups[group][0]
         seed = group[1]
-        if arms_of_seed[seed] != 1 or seed in failing:
+        # (a group's last record of another address: groups a run end kept that lie)
+        if group not in groups or arms_of_seed[seed] != 1 or seed in failing:
             continue
+        count = groups[group][0]
         if digest.cases != count:
             warnings.append(f"seed {seed}'s digest counts {digest.cases} cases but the store "
                             f"holds {count} records of it: the seed is read from its records")
@@ -637,13 +681,15 @@ def _failure_groups(store: Store, run_id: str,
 
 def _summaries_of(store: Store, run_id: str, groups: Iterable[tuple[str, int]]
                   ) -> Iterator[RecordSummary]:
-    """The slim records of these groups of the run's scope, in the order written."""
+    """The slim records of the run in these groups of its scope, in the order written
+    (a record another run wrote into the scope is left out, as the whole read, which
+    reads the run's records, leaves it out)."""
     wanted = list(groups)
     if not wanted:
         return iter(())
-    return store.iter_record_summaries(suite=SUITE, scope=run_id,
-                                       seqs=store.record_seqs(SUITE, run_id, wanted),
-                                       payload_fields=CASE_FIELDS, payload_types=CASE_TYPES)
+    return (summary for summary in store.iter_record_summaries(
+        suite=SUITE, scope=run_id, seqs=store.record_seqs(SUITE, run_id, wanted),
+        payload_fields=CASE_FIELDS, payload_types=CASE_TYPES) if summary.run_id == run_id)
 
 
 def build_report(store: Store, run_id: str, *, digests: bool = True) -> RetrievalReport:
@@ -672,7 +718,7 @@ def _built(store: Store, run_id: str, digests: bool) -> RetrievalReport:
     if digests:
         try:
             scored = _read_with_digests(store, run.run_id, info.record_count, budget_chars,
-                                        warnings)
+                                        warnings, info.end)
         except _DigestDisagrees as disagreement:
             warnings = [f"{disagreement} read from its records differs from its digest: "
                         "the report is read from the records alone"]

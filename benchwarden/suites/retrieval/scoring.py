@@ -208,6 +208,59 @@ class SeedDigest(msgspec.Struct, frozen=True, kw_only=True):
         }
 
 
+class SeedGroups(msgspec.Struct, frozen=True, kw_only=True):
+    """Each arm and seed of a run with its records counted and its last record's
+    sequence number, as the store held them when the run ended (`Store.record_groups`
+    over the run's scope): what the driver keeps in the run end (`driver.GROUPS_FIELD`)
+    so a report finds every seed's digest without walking the address index. Columns,
+    one entry per group, so a run of 17,700 seeds keeps about 300 KB; `arm` indexes
+    `arms`. `records` is their total, which a report holds against the run's record
+    count before it trusts the rest: records are only ever added, so the same count
+    means the same records."""
+
+    records: int
+    """The groups' records in all (the run's records when it ended)."""
+    arms: list[str]
+    """The arms named, each once."""
+    arm: list[int]
+    """Each group's arm, as an index into `arms`."""
+    seed: list[int]
+    """Each group's seed."""
+    count: list[int]
+    """Each group's records."""
+    last: list[int]
+    """Each group's last record's sequence number."""
+
+    @classmethod
+    def of(cls, groups: Mapping[tuple[str, int], tuple[int, int]]) -> SeedGroups:
+        """The columns of `Store.record_groups`' `{(arm, seed): (records, last seq)}`."""
+        arms = sorted({arm for arm, _ in groups})
+        index = {arm: number for number, arm in enumerate(arms)}
+        ordered = sorted(groups.items(), key=lambda item: (item[0][1], item[0][0]))
+        return cls(records=sum(count for count, _ in groups.values()), arms=arms,
+                   arm=[index[arm] for (arm, _), _ in ordered],
+                   seed=[seed for (_, seed), _ in ordered],
+                   count=[count for _, (count, _) in ordered],
+                   last=[last for _, (_, last) in ordered])
+
+    def groups(self) -> dict[tuple[str, int], tuple[int, int]] | None:
+        """The groups as `Store.record_groups` gives them; None where the columns do not
+        make one (lengths that differ, an arm out of range, a group twice, a count that
+        is not positive, counts that do not total `records`): a run end not written by
+        the driver."""
+        columns = (self.arm, self.seed, self.count, self.last)
+        if len({len(column) for column in columns}) != 1 or len(set(self.arms)) != len(self.arms):
+            return None
+        found: dict[tuple[str, int], tuple[int, int]] = {}
+        for arm, seed, count, last in zip(*columns, strict=True):
+            if not 0 <= arm < len(self.arms) or count < 1:
+                return None
+            found[(self.arms[arm], seed)] = (count, last)
+        if len(found) != len(self.seed) or sum(self.count) != self.records:
+            return None
+        return found
+
+
 class _GuardScores(msgspec.Struct):
     """A seed's guard block as `guards.Guards.from_json_dict` reads it."""
 
