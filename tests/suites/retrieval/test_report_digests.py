@@ -151,18 +151,6 @@ def _two_seed_store(path: Any, lie: dict[str, Any] | None = None, *,
         store.finish_run(RunEnd(RUN, 10.0, "completed", {}))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def location(request, tmp_path):
-    """A fresh store's location: a SQLite file, or a new PostgreSQL database."""
-    if request.param == "sqlite":
-        yield tmp_path / "s.sqlite"
-        return
-    from tests.conftest import fresh_postgres_database
-
-    with fresh_postgres_database("bw_test_digests") as url:
-        yield url
-
-
 @pytest.mark.parametrize("lie", [{"composite": 0.99}, {"failed_cases": 1},
                                  {"category_means": [["single_session", 0.25]]},
                                  {"efficiency": 0.5}])

@@ -33,17 +33,23 @@ from tests.suites.retrieval.test_report_scale import case_payload
 SCORES = {1: [1.0, 0.5, 0.0], 2: [0.0, 0.0, 1.0, 1.0], 3: [1.0], 4: [0.5, 0.5]}
 
 
-def _walks(store: Any) -> list[int]:
-    """Counts the store's walks of the address index for a run's groups."""
-    walks: list[int] = []
-    walk = store.record_groups
+def _read(location: Any, run_id: str = RUN) -> tuple[Any, Any, int]:
+    """The run's report, the whole read's, and how often the first walked the address
+    index for the run's groups."""
+    with open_store(location, create=False) as store:
+        walks: list[int] = []
+        walk = store.record_groups
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        walks.append(1)
-        return walk(*args, **kwargs)
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            walks.append(1)
+            return walk(*args, **kwargs)
 
-    store.record_groups = counted
-    return walks
+        store.record_groups = counted  # type: ignore[method-assign]
+        built = retrieval_report.build_report(store, run_id)
+        store.record_groups = walk  # type: ignore[method-assign]
+        whole = retrieval_report.build_report(store, run_id, digests=False)
+    assert _numbers(built) == _numbers(whole)
+    return built, whole, len(walks)
 
 
 def _store(path: Any, *, end_groups: Any = "driver", failure: int | None = None,
@@ -74,17 +80,6 @@ def _store(path: Any, *, end_groups: Any = "driver", failure: int | None = None,
     return truth
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def location(request, tmp_path):
-    if request.param == "sqlite":
-        yield tmp_path / "s.sqlite"
-        return
-    from tests.conftest import fresh_postgres_database
-
-    with fresh_postgres_database("bw_test_groups_at_end") as url:
-        yield url
-
-
 def test_the_driver_keeps_the_run_s_groups_and_a_report_reads_them_without_a_walk(tmp_path):
     """A real run (substring, three seeds): its end holds the groups `record_groups`
     walks, and its report, built without walking the index, is the whole read's."""
@@ -98,22 +93,14 @@ def test_the_driver_keeps_the_run_s_groups_and_a_report_reads_them_without_a_wal
         kept = msgspec.convert(end.summary[GROUPS_FIELD], SeedGroups)
         assert kept.groups() == store.record_groups("retrieval", run_id)
         assert kept.seed == [1, 2, 3] and kept.arms == ["substring"]
-        walks = _walks(store)
-        built = retrieval_report.build_report(store, run_id)
-        assert walks == []
-        whole = retrieval_report.build_report(store, run_id, digests=False)
-    assert _numbers(built) == _numbers(whole) and built.warnings == whole.warnings == []
+    built, whole, walks = _read(path, run_id)
+    assert walks == 0 and built.warnings == whole.warnings == []
 
 
 def test_a_failed_seed_s_group_is_kept_and_its_failure_still_found(location):
     _store(location, failure=2)
-    with open_store(location, create=False) as store:
-        walks = _walks(store)
-        built = retrieval_report.build_report(store, RUN)
-        assert walks == []
-        whole = retrieval_report.build_report(store, RUN, digests=False)
-    assert _numbers(built) == _numbers(whole)
-    assert built.failure == {"seed": 2, "reason": "boom"}
+    built, _, walks = _read(location)
+    assert walks == 0 and built.failure == {"seed": 2, "reason": "boom"}
 
 
 def _case(seed: int, index: int, *, run_id: str = RUN, scope: str = RUN) -> Record:
@@ -132,12 +119,8 @@ def test_records_of_the_run_after_its_end_make_the_kept_groups_stale(location, w
                     run_id=RUN, outcome="error", started_at=9.0, ended_at=9.0,
                     payload={"seed": 1, "reason": "late"}))
     _store(location, after_end=[extra])
-    with open_store(location, create=False) as store:
-        walks = _walks(store)
-        built = retrieval_report.build_report(store, RUN)
-        assert walks != []
-        whole = retrieval_report.build_report(store, RUN, digests=False)
-    assert _numbers(built) == _numbers(whole)
+    _, _, walks = _read(location)
+    assert walks == 1
 
 
 @pytest.mark.parametrize("seed", [1, 4])
@@ -146,13 +129,8 @@ def test_another_run_s_record_in_the_scope_after_the_end_changes_nothing(locatio
     listing reaches (1) or does not (4): the run's count has not moved, the kept groups
     are read, and the report is the whole read's (which reads the run's own records)."""
     _store(location, after_end=[_case(seed, 9, run_id="another-run")])
-    with open_store(location, create=False) as store:
-        walks = _walks(store)
-        built = retrieval_report.build_report(store, RUN)
-        assert walks == []
-        whole = retrieval_report.build_report(store, RUN, digests=False)
-    assert _numbers(built) == _numbers(whole)
-    assert built.warnings == []
+    built, _, walks = _read(location)
+    assert walks == 0 and built.warnings == []
 
 
 @st.composite
@@ -217,10 +195,7 @@ def test_whatever_groups_a_run_end_keeps_the_report_is_the_whole_read_s(
     lie = data.draw(lies(truth))
     path = folder / "lie.sqlite"
     _store(path, end_groups=lie, failure=failure)
-    with open_store(path, create=False) as store:
-        built = retrieval_report.build_report(store, RUN)
-        whole = retrieval_report.build_report(store, RUN, digests=False)
-    assert _numbers(built) == _numbers(whole)
+    built, _, _ = _read(path)
     kept = None
     if isinstance(lie, dict):
         try:
@@ -251,12 +226,8 @@ def test_a_run_end_that_hides_a_seed_is_walked_again_and_said(location):
         for column in ("arm", "seed", "count", "last"):
             del lie_source[column][hidden]
         store.finish_run(RunEnd(RUN, 10.0, "completed", {GROUPS_FIELD: lie_source}))
-    with open_store(location, create=False) as store:
-        walks = _walks(store)
-        built = retrieval_report.build_report(store, RUN)
-        assert walks == [1]
-        whole = retrieval_report.build_report(store, RUN, digests=False)
-    assert _numbers(built) == _numbers(whole)
+    built, _, walks = _read(location)
+    assert walks == 1
     assert [block["seed"] for block in built.to_json()["seeds"]] == [1, 2, 3, 4]
     records = sum(len(scores) for scores in SCORES.values())
     assert built.warnings == [f"the run's end keeps seed groups that account for "
