@@ -14,15 +14,18 @@ time, peak RSS and the page's size
 
 Baseline: the same command against the smallest store, in the same run, so a ratio is
 the growth. `--before CHECKOUT` runs every command with an older checkout's code too,
-alternating before / now, and prints now against before.
+alternating before / now, and prints now against before. `--rounds N` measures every
+point N times, a round over every size and side in turn, and reports medians (one
+round of a command that takes a second moves by a third on this machine).
 
     python bench/retrieval_report.py                          # 10k,100k
-    python bench/retrieval_report.py --sizes 100k,1M --before /tmp/base-main
+    python bench/retrieval_report.py --sizes 100k,1M --before /tmp/base-main --rounds 3
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -118,6 +121,9 @@ def main() -> None:
                         help="store cache folder (default: the scale benches' cache)")
     parser.add_argument("--before", default=None, metavar="CHECKOUT",
                         help="an older checkout: run each command with its code too")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure every point this many times, each round over every "
+                             "size and side in turn; medians are reported")
     add_json_option(parser)
     options = parser.parse_args()
     try:
@@ -130,22 +136,29 @@ def main() -> None:
              else cache_folder() / "retrieval")
     points = [(size, *ensure_store(size, cache)) for size in sizes]
     sides = [("before", options.before), ("now", None)] if options.before else [("now", None)]
-    measured: dict[tuple[str, int, str], tuple[float, float, int | None]] = {}
-    for size, store, records, seeds in points:
-        for name, command in COMMANDS.items():
-            for side, code in sides:
-                with tempfile.TemporaryDirectory(prefix="bw-retrieval-out-") as out:
-                    seconds, rss, returned = measure(
-                        [part.format(store=store, out=out) for part in command], code)
-                    page = Path(out, "x.html")
-                    page_bytes = page.stat().st_size if page.exists() else None
-                measured[(name, size, side)] = (seconds, rss, page_bytes)
-                print(f"  {records:>9,} records ({seeds:,} seeds) {name:<12} {side:<6} "
-                      f"{seconds:6.2f} s {rss:6.0f} MiB"
-                      + (f"  page {page_bytes / 2**20:.1f} MiB" if page_bytes else "")
-                      + (f"  exit {returned}" if returned else "")
-                      + ("  page goal NOT met" if page_bytes and page_bytes >= PAGE_GOAL
-                         else ""), flush=True)
+    if options.rounds < 1:
+        parser.error("--rounds takes 1 or more")
+    rounds: dict[tuple[str, int, str], list[tuple[float, float, int | None]]] = {}
+    for number in range(1, options.rounds + 1):
+        for size, store, records, seeds in points:
+            for name, command in COMMANDS.items():
+                for side, code in sides:
+                    with tempfile.TemporaryDirectory(prefix="bw-retrieval-out-") as out:
+                        seconds, rss, returned = measure(
+                            [part.format(store=store, out=out) for part in command], code)
+                        page = Path(out, "x.html")
+                        page_bytes = page.stat().st_size if page.exists() else None
+                    rounds.setdefault((name, size, side), []).append((seconds, rss, page_bytes))
+                    print(f"  {records:>9,} records ({seeds:,} seeds) {name:<12} {side:<6} "
+                          + (f"round {number}: " if options.rounds > 1 else "")
+                          + f"{seconds:6.2f} s {rss:6.0f} MiB"
+                          + (f"  page {page_bytes / 2**20:.1f} MiB" if page_bytes else "")
+                          + (f"  exit {returned}" if returned else "")
+                          + ("  page goal NOT met" if page_bytes and page_bytes >= PAGE_GOAL
+                             else ""), flush=True)
+    measured = {point: (statistics.median(seconds for seconds, _, _ in taken),
+                        statistics.median(rss for _, rss, _ in taken), taken[-1][2])
+                for point, taken in rounds.items()}
     figures: list[Figure] = []
     base = sizes[0]
     for name in COMMANDS:

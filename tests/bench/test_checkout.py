@@ -40,3 +40,14 @@ def test_by_default_a_child_imports_the_benchs_own_checkout():
     assert checkout.THIS_CHECKOUT == str(root)
     assert checkout.child_environment()["PYTHONPATH"] == str(root)
     assert not (Path(checkout.NEUTRAL_FOLDER) / "benchwarden").exists()
+
+
+def test_a_childs_checkout_is_compiled_before_it_starts(tmp_path):
+    """Every side of an A/B imports from bytecode: a fresh checkout would otherwise
+    compile every module in every child under PYTHONDONTWRITEBYTECODE."""
+    named = _fake_checkout(tmp_path, "fresh")
+    (named / "benchwarden" / "report.py").write_text("X = 1\n")
+    cache = named / "benchwarden" / "__pycache__"
+    assert not cache.exists()
+    checkout.child_environment(str(named))
+    assert sorted(path.name.split(".")[0] for path in cache.iterdir()) == ["__init__", "report"]

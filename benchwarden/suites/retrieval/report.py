@@ -588,7 +588,8 @@ def _read_with_digests(store: Store, run_id: str, records: int, budget_chars: in
     kept = _groups_at_end(end, records)
     if kept is not None:
         found: list[str] = []
-        scored = _read_with_groups(store, run_id, records, budget_chars, found, kept)
+        scored = _read_with_groups(store, run_id, records, budget_chars, found, kept,
+                                   accounted=True)
         if scored is None or scored.records == records:
             warnings += found
             return scored
@@ -599,12 +600,13 @@ def _read_with_digests(store: Store, run_id: str, records: int, budget_chars: in
 
 
 def _read_with_groups(store: Store, run_id: str, records: int, budget_chars: int,
-                      warnings: list[str], groups: Mapping[tuple[str, int], tuple[int, int]]
-                      ) -> _Scored | None:
-    """`_read_with_digests` over these groups (`{(arm, seed): (records, last seq)}`)."""
+                      warnings: list[str], groups: Mapping[tuple[str, int], tuple[int, int]],
+                      *, accounted: bool = False) -> _Scored | None:
+    """`_read_with_digests` over these groups (`{(arm, seed): (records, last seq)}`);
+    `accounted` as `_usable_digests` takes it."""
     if not groups or sum(count for count, _ in groups.values()) != records:
         return None
-    digests = _usable_digests(store, run_id, groups, warnings)
+    digests = _usable_digests(store, run_id, groups, warnings, accounted=accounted)
     if not digests:
         return None
     unread = [group for group in groups if group[1] not in digests]
@@ -632,15 +634,19 @@ def _read_with_groups(store: Store, run_id: str, records: int, budget_chars: int
 
 def _usable_digests(store: Store, run_id: str,
                     groups: Mapping[tuple[str, int], tuple[int, int]],
-                    warnings: list[str]) -> dict[int, SeedDigest]:
+                    warnings: list[str], *, accounted: bool = False) -> dict[int, SeedDigest]:
     """The digests the report reads in place of their seeds' records, by seed: a seed
     of one group, holding no failure record, whose digest counts the group's records
-    (a digest that counts others is not used: `warnings` says so)."""
+    (a digest that counts others is not used: `warnings` says so). `accounted`: the
+    reading will be held to account for every record of the run (groups a run end
+    kept), so the groups' failure records are not looked up over the index: the driver
+    writes a seed's failure record last, where no digest is found, and one anywhere
+    else leaves the digest miscounting its group, or the reading a record short."""
     stored = _stored_digests(store, run_id, groups)
     if not stored:
         return {}
     arms_of_seed = Counter(seed for _, seed in groups)
-    failing = {seed for _, seed in _failure_groups(store, run_id, groups)}
+    failing = set() if accounted else {seed for _, seed in _failure_groups(store, run_id, groups)}
     usable: dict[int, SeedDigest] = {}
     for group, digest in stored.items():
         seed = group[1]

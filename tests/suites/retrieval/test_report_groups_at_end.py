@@ -253,3 +253,37 @@ def test_a_run_with_another_run_s_records_in_its_scope_at_its_end_keeps_no_group
         store.append(seed_records(RUN, "s", 1, _cases(1, [1.0]), BUDGET))
         store.append([_case(1, 5, run_id="another-run")])
         assert groups_at_end(store, RUN) is None
+
+
+@pytest.mark.parametrize("kept", ["the driver's", "lying"])
+def test_a_failure_record_before_a_seed_s_digest_is_found_from_kept_groups(location, kept):
+    """Kept groups are read without looking the failure records up over the index (the
+    driver writes a seed's failure record last, where no digest is). A failure record a
+    hand-written store put before seed 1's digest is still found: with the driver's
+    groups the digest miscounts its group (said in `warnings`) and the seed is read from
+    its records; with groups that lie to make the digest fit, the reading comes a record
+    short and the index is walked again."""
+    with open_store(location) as store:
+        _begin(store, list(SCORES))
+        for seed, scores in SCORES.items():
+            records = seed_records(RUN, "s", seed, _cases(seed, scores), BUDGET)
+            if seed == 1:
+                records.insert(0, Record(suite="retrieval", scope=RUN, arm="s",
+                                         task=FAILURE_TASK, trial=1, run_id=RUN,
+                                         outcome="error", started_at=9.0, ended_at=9.0,
+                                         payload={"seed": 1, "reason": "early"}))
+            store.append(records)
+        groups = msgspec.to_builtins(groups_at_end(store, RUN))
+        if kept == "lying":
+            groups["count"][groups["seed"].index(1)] -= 1
+            groups["count"][groups["seed"].index(2)] += 1
+        store.finish_run(RunEnd(RUN, 10.0, "completed", {GROUPS_FIELD: groups}))
+    built, _, walks = _read(location)
+    assert built.failure == {"seed": 1, "reason": "early"}
+    if kept == "lying":
+        assert walks == 1
+        assert any("the address index was walked" in line for line in built.warnings)
+    else:
+        assert walks == 0
+        assert built.warnings == ["seed 1's digest counts 3 cases but the store holds 4 "
+                                  "records of it: the seed is read from its records"]
