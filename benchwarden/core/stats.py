@@ -25,7 +25,7 @@ import math
 import os
 import statistics
 import struct
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -146,10 +146,18 @@ class PairedVerdict:
 
 
 def _floats(values: Iterable[float]) -> list[float]:
-    numbers = [float(value) for value in values]
-    for number in numbers:
-        if not math.isfinite(number):
-            raise ValueError(f"statistics need finite numbers, got {number!r}")
+    """The values as floats; ValueError naming the first that is not finite. A finite
+    `math.fsum` (one C pass) means every number is finite; only otherwise (or where the
+    sum overflows) is each one looked at."""
+    numbers = list(map(float, values))
+    try:
+        finite = math.isfinite(math.fsum(numbers))
+    except (OverflowError, ValueError):  # past the largest float, or inf + -inf
+        finite = False
+    if not finite:
+        for number in numbers:
+            if not math.isfinite(number):
+                raise ValueError(f"statistics need finite numbers, got {number!r}")
     return numbers
 
 
@@ -205,9 +213,13 @@ def exact_mean_stdev(numbers: Sequence[float]) -> tuple[float, float | None]:
         raise ValueError("a mean needs at least one number")
     sums: defaultdict[int, int] = defaultdict(int)
     squares: defaultdict[int, int] = defaultdict(int)
-    for numerator, denominator in map(float.as_integer_ratio, numbers):
-        sums[denominator] += numerator
-        squares[denominator] += numerator * numerator
+    # each distinct value once, times its count (counted in C): scores and category
+    # means over seeds repeat a few values thousands of times; exact sums do not care
+    # about order or grouping
+    for value, times in Counter(numbers).items():
+        numerator, denominator = value.as_integer_ratio()
+        sums[denominator] += numerator * times
+        squares[denominator] += numerator * numerator * times
     count = len(numbers)
     total = sum((Fraction(numerator, denominator) for denominator, numerator in sums.items()),
                 Fraction(0))

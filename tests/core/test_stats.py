@@ -618,3 +618,19 @@ def test_the_exact_mean_and_deviation_are_the_statistics_module_s_bit_for_bit(va
         assert stdev is None
     else:
         assert stdev == statistics.stdev(values)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True)
+                | st.sampled_from([1e308, -1e308, float("inf"), float("-inf"), float("nan")]),
+                min_size=1, max_size=30))
+def test_any_number_that_is_not_finite_is_refused_by_name_and_only_then(values):
+    """The first value that is not finite is the one named, wherever it is, whatever
+    sums around it overflow; a list of finite numbers whose sum overflows is taken."""
+    first = next((value for value in values if not math.isfinite(value)), None)
+    if first is None:
+        assert stats.mean_se(values).n == len(values)
+    else:
+        with pytest.raises(ValueError, match="finite") as refused:
+            stats.mean_se(values)
+        assert str(refused.value).endswith(repr(first))
