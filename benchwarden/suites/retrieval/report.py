@@ -568,10 +568,11 @@ def _groups_at_end(end: RunEnd | None, records: int
     if not isinstance(kept, dict):
         return None
     try:
-        groups = msgspec.convert(kept, SeedGroups).groups()
+        parsed = msgspec.convert(kept, SeedGroups)
     except msgspec.ValidationError:
         return None
-    return groups if groups and sum(count for count, _ in groups.values()) == records else None
+    groups = parsed.groups()  # (None unless its counts total `parsed.records`)
+    return groups if groups and parsed.records == records else None
 
 
 def _read_with_digests(store: Store, run_id: str, records: int, budget_chars: int,
