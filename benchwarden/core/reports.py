@@ -194,7 +194,9 @@ def write_json(path: str | Path, report: Any) -> Path:
     in turn (`_write_indented`), so memory holds one item's text, not the whole report's
     (Python's indenting encoder, which this replaces, took 2 s for a report of 17,700
     seeds, and `json.dumps` had held every piece of a report of a suite of 333,000 tasks
-    at once, about a quarter of a gigabyte). The text is `json.dumps(report, indent=2,
+    at once, about a quarter of a gigabyte). A typed report's long members (a block a
+    seed, a row a task) are encoded straight from their structs (`_members`), never
+    built again as builtins first. The text is `json.dumps(as_json(report), indent=2,
     ensure_ascii=False)`'s but for how some floats are spelt (`0.00001` for `1e-05`,
     `1e16` for `1e+16`: the same numbers; a float as a mapping key, which no report
     has, likewise)."""
@@ -202,10 +204,42 @@ def write_json(path: str | Path, report: Any) -> Path:
     # the collector paused (`core.collector`): the builtins of a report of thousands of
     # seeds or tasks set off full collections that walk them all (0.49 s of 0.13 s)
     with paused_cycle_collector(), replaced_atomically(target, None) as temporary, \
-            temporary.open("w", encoding="utf-8") as stream:
-        _write_indented(stream, as_json(report), 0)
-        stream.write("\n")
+            temporary.open("wb") as stream:
+        members = _members(report) if isinstance(report, msgspec.Struct) else as_json(report)
+        _write_indented(stream, members, 0)
+        stream.write(b"\n")
     return target
+
+
+def _members(report: msgspec.Struct) -> dict[str, Any]:
+    """A typed report's members as `as_json` gives them (the same keys, in the same
+    order, the same left out as defaults), except that each member that is a non-empty
+    list, or a mapping keyed by strings, is the report's own: its items stay structs,
+    which msgspec encodes to the same text their builtins would give. Only the report
+    less those members is made builtins (by msgspec itself, so what `omit_defaults`
+    leaves out is msgspec's own rule)."""
+    # the class's own field tables (`structs.fields` would resolve every annotation)
+    kind = type(report)
+    names = dict(zip(kind.__struct_encode_fields__, kind.__struct_fields__, strict=True))
+    long: dict[str, Any] = {}
+    for name in names.values():
+        value = getattr(report, name)
+        if (type(value) is list and value) or (
+                type(value) is dict and value and all(type(key) is str for key in value)):
+            long[name] = value
+    if not long:
+        return as_json(report)
+    rest = msgspec.to_builtins(msgspec.structs.replace(
+        report, **{name: type(value)() for name, value in long.items()}))
+    # a tag comes first, then the fields in their order, as msgspec writes them
+    order = [key for key in rest if key not in names] + list(names)
+    members: dict[str, Any] = {}
+    for key in order:
+        if names.get(key) in long:
+            members[key] = long[names[key]]
+        elif key in rest:
+            members[key] = rest[key]
+    return members
 
 
 # How deep `_write_indented` walks before encoding a value whole: the report, its
@@ -221,40 +255,42 @@ _ITEMS_MOST = 1024
 
 
 def _write_indented(stream: Any, value: Any, level: int) -> None:
-    """`value` as indented JSON at nesting `level`, written piece by piece down to
-    `_STREAMED_DEPTH`, deeper values encoded whole (their lines indented to `level`)."""
-    indent = "  " * (level + 1)
+    """`value` as indented JSON (UTF-8 bytes to the binary `stream`) at nesting `level`,
+    written piece by piece down to `_STREAMED_DEPTH`, deeper values encoded whole (their
+    lines indented to `level`)."""
+    indent = b"  " * (level + 1)
     if level < _STREAMED_DEPTH and isinstance(value, dict) and value:
-        stream.write("{")
+        stream.write(b"{")
         if level + 1 == _STREAMED_DEPTH:
             _write_items(stream, list(value.items()), level, mapping=True)
         else:
             for number, (key, item) in enumerate(value.items()):
-                stream.write(f"{',' if number else ''}\n{indent}{_json_key(key)}: ")
+                stream.write(b"%s\n%s%s: " % (b"," if number else b"", indent, _json_key(key)))
                 _write_indented(stream, item, level + 1)
-        stream.write(f"\n{indent[:-2]}}}")
+        stream.write(b"\n%s}" % indent[:-2])
     elif level < _STREAMED_DEPTH and isinstance(value, (list, tuple)) and value:
-        stream.write("[")
+        stream.write(b"[")
         if level + 1 == _STREAMED_DEPTH:
             _write_items(stream, list(value), level, mapping=False)
         else:
             for number, item in enumerate(value):
-                stream.write(f"{',' if number else ''}\n{indent}")
+                stream.write(b"%s\n%s" % (b"," if number else b"", indent))
                 _write_indented(stream, item, level + 1)
-        stream.write(f"\n{indent[:-2]}]")
+        stream.write(b"\n%s]" % indent[:-2])
     else:
-        stream.write(_indented_whole(value, "  " * level))
+        stream.write(_indented_whole(value, b"  " * level))
 
 
-def _indented_whole(value: Any, pad: str) -> str:
+def _indented_whole(value: Any, pad: bytes) -> bytes:
     """`value` encoded whole as indented JSON, its lines after the first indented by
     `pad` (compact JSON never holds a raw newline, a newline in a string being escaped,
     so the formatter's newlines are all line breaks)."""
     try:
-        text = msgspec.json.format(msgspec.json.encode(value), indent=2).decode("utf-8")
+        text = msgspec.json.format(msgspec.json.encode(value), indent=2)
     except (TypeError, OverflowError):  # a flag or None as a key, an int past 64 bits
-        text = json.dumps(value, indent=2, ensure_ascii=False)
-    return text.replace("\n", "\n" + pad) if pad else text
+        text = json.dumps(value, indent=2, ensure_ascii=False,
+                          default=msgspec.to_builtins).encode("utf-8")
+    return text.replace(b"\n", b"\n" + pad) if pad else text
 
 
 def _write_items(stream: Any, items: list[Any], level: int, *, mapping: bool) -> None:
@@ -263,8 +299,8 @@ def _write_items(stream: Any, items: list[Any], level: int, *, mapping: bool) ->
     mapping) formatted, its brackets cut off and its lines moved to `level`. A call that
     msgspec refuses, or a mapping whose keys are not all strings (spelt as `json.dumps`
     spells them by `_json_key`), is written an item at a time."""
-    pad = "  " * level
-    indent = pad + "  "
+    pad = b"  " * level
+    indent = pad + b"  "
     start, count = 0, 1
     while start < len(items):
         chunk = items[start:start + count]
@@ -272,31 +308,30 @@ def _write_items(stream: Any, items: list[Any], level: int, *, mapping: bool) ->
         if not mapping or all(type(key) is str for key, _ in chunk):
             try:
                 text = msgspec.json.format(
-                    msgspec.json.encode(dict(chunk) if mapping else chunk),
-                    indent=2).decode("utf-8")
+                    msgspec.json.encode(dict(chunk) if mapping else chunk), indent=2)
             except (TypeError, OverflowError):
                 text = None
         if text is not None:
             # "[\n  item,\n  item\n]": the items' lines, each moved by `pad`
-            stream.write(("," if start else "") + "\n" + pad
-                         + text[2:-2].replace("\n", "\n" + pad))
+            stream.write((b"," if start else b"") + b"\n" + pad
+                         + text[2:-2].replace(b"\n", b"\n" + pad))
             count = max(1, min(_ITEMS_MOST, _CHUNK_CHARS * len(chunk) // max(len(text), 1)))
         else:
             for number, item in enumerate(chunk, start):
-                stream.write(f"{',' if number else ''}\n{indent}")
+                stream.write(b"%s\n%s" % (b"," if number else b"", indent))
                 if mapping:
                     key, item = item
-                    stream.write(f"{_json_key(key)}: ")
+                    stream.write(b"%s: " % _json_key(key))
                 stream.write(_indented_whole(item, indent))
         start += len(chunk)
 
 
-def _json_key(key: Any) -> str:
+def _json_key(key: Any) -> bytes:
     """A mapping key as `json.dumps` writes it: a string as is, a number as its text, a
     flag or None as its JSON word."""
     if not isinstance(key, str):
         key = json.dumps(key) if key is None or isinstance(key, (bool, float)) else str(key)
-    return msgspec.json.encode(key).decode("utf-8")
+    return msgspec.json.encode(key)
 
 
 def read_json(path: str | Path) -> dict[str, Any]:

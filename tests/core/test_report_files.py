@@ -111,3 +111,90 @@ def test_a_typed_report_is_written_as_its_json(tmp_path):
     assert json.loads((tmp_path / "r.json").read_text(encoding="utf-8")) == {
         "suite": "retrieval", "seeds": [{"seed": 1, "scores": [0.5, 1e-7]},
                                         {"seed": 2, "scores": [], "note": "é"}]}
+
+
+class _Item(msgspec.Struct, frozen=True, omit_defaults=True):
+    name: str
+    score: float | None = None
+    marks: dict[str, int] = msgspec.field(default_factory=dict)
+
+
+class _Inner(msgspec.Struct, frozen=True):
+    low: float = 0.0
+    high: float = 1.0
+
+
+def _report_type(omit_defaults: bool, tag: bool, rename: str | None) -> type:
+    """A report type of every kind of member `_members` meets: scalars with and without
+    defaults, long lists of structs or builtins, mappings keyed by strings or by
+    numbers, a nested struct, a tuple; under each struct option that changes which keys
+    msgspec writes and how they are spelt."""
+    class Report(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=omit_defaults,
+                 tag=tag, rename=rename):
+        suite: str
+        seeds: list[_Item] = msgspec.field(default_factory=list)
+        warnings: list[str] = msgspec.field(default_factory=list)
+        by_name: dict[str, _Item] = msgspec.field(default_factory=dict)
+        by_number: dict[int, float] = msgspec.field(default_factory=dict)
+        interval: _Inner = msgspec.field(default_factory=_Inner)
+        pair: tuple[int, int] = (0, 1)
+        note: str | None = None
+        count: int = 0
+    return Report
+
+
+items = st.builds(_Item, name=words, score=st.none() | st.floats(allow_nan=False,
+                                                                 allow_infinity=False),
+                  marks=st.dictionaries(words, st.integers(-2**63, 2**63 - 1), max_size=3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.booleans(), st.booleans(), st.sampled_from([None, "camel", "upper"]),
+       st.fixed_dictionaries({
+           "suite": words, "seeds": st.lists(items, max_size=30),
+           "warnings": st.lists(words, max_size=3),
+           "by_name": st.dictionaries(words, items, max_size=20),
+           "by_number": st.dictionaries(st.integers(-9, 9), st.floats(
+               allow_nan=False, allow_infinity=False), max_size=4),
+           "interval": st.builds(_Inner, low=st.sampled_from([0.0, 0.25]),
+                                 high=st.sampled_from([1.0, 0.75])),
+           "pair": st.sampled_from([(0, 1), (2, 3)]), "note": st.none() | words,
+           "count": st.sampled_from([0, 3])}),
+       st.sampled_from([1, 300, 1 << 20]))
+def test_a_typed_report_file_is_its_builtins_json_whatever_its_struct_options(
+        tmp_path_factory, omit_defaults, tag, rename, members, chunk_chars):
+    """A typed report is written from its own structs (its long members never made
+    builtins first), and the file is still exactly `json.dumps(msgspec.to_builtins(
+    report))`'s: the same keys in the same order, the same members left out as
+    defaults, a tag first, renamed keys, numbers as keys spelt as `json.dumps` spells
+    them; members that are empty, defaults or not."""
+    report = _report_type(omit_defaults, tag, rename)(**members)
+    saved = reports._CHUNK_CHARS
+    reports._CHUNK_CHARS = chunk_chars
+    try:
+        path = tmp_path_factory.mktemp("report") / "r.json"
+        write_json(path, report)
+    finally:
+        reports._CHUNK_CHARS = saved
+    written = path.read_text(encoding="utf-8")
+    wanted = json.dumps(msgspec.to_builtins(report), indent=2, ensure_ascii=False) + "\n"
+    assert _floats_spelt_alike(written) == _floats_spelt_alike(wanted)
+
+
+def test_a_typed_report_s_long_members_are_not_made_builtins(tmp_path, monkeypatch):
+    """What makes the writing cheap: `msgspec.to_builtins` is given the report less its
+    long members, never a seed block."""
+    seen: list[object] = []
+    real = reports.msgspec.to_builtins
+
+    def watching(value, *args, **kwargs):
+        seen.append(value)
+        return real(value, *args, **kwargs)
+
+    monkeypatch.setattr(reports.msgspec, "to_builtins", watching)
+    report = _report_type(True, False, None)(
+        suite="retrieval", seeds=[_Item(name=str(n), score=n / 3) for n in range(50)])
+    write_json(tmp_path / "r.json", report)
+    assert len(seen) == 1 and seen[0].seeds == []  # type: ignore[attr-defined]
+    assert json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["seeds"][49] == {
+        "name": "49", "score": 49 / 3}

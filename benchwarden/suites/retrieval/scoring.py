@@ -309,50 +309,83 @@ def normalise_seed_block(block: Mapping[str, Any]) -> dict[str, Any]:
     return normal
 
 
-def run_seeds(seed_blocks: Sequence[Mapping[str, Any]], *, normal: bool = False
-              ) -> dict[str, Any]:
+def summary_over_seeds(
+        seeds: Sequence[int], composite: Sequence[float], composite_guarded: Sequence[float],
+        *, efficiency: Sequence[float], consistency: Sequence[float], canary: Sequence[float],
+        canary_leak_rate: Sequence[float], canary_tripped: Iterable[bool],
+        category_means: Iterable[Iterable[tuple[str, float | None]]],
+        consistency_per_template: Iterable[Iterable[tuple[str, float | None]]],
+        disagreements_per_template: Iterable[Iterable[tuple[str, Sequence[int]]]],
+) -> dict[str, Any]:
     """Mean, standard error and Student t 95 % interval over seeds of both composites,
-    every guard, each template's paraphrase agreement and each category mean: every
-    number a view shows over seeds is here, so no view computes one. `normal`: the
-    blocks are as `normalise_seed_block` makes them already (a built report's, a
-    normalised report's), so they are not normalised again."""
-    blocks = list(seed_blocks) if normal else [normalise_seed_block(block)
-                                               for block in seed_blocks]
-
-    def estimate(values: Iterable[float]) -> dict[str, Any]:
-        return mean_se(list(values)).to_json_dict()
-
+    every guard, each template's paraphrase agreement and each category mean; the
+    canary's trips and each template's disagreements counted. Each argument is a
+    column, one entry a seed in seed order (category means and per-template figures as
+    each seed's pairs): `run_seeds` takes them from seed blocks as mappings, a report
+    being built from its typed blocks, no mapping made for a seed. Categories and
+    templates are in the order of their first appearance."""
     categories: dict[str, list[float]] = defaultdict(list)
     templates: dict[str, list[float]] = defaultdict(list)
     disagreed: dict[str, list[int]] = {}
-    for block in blocks:
-        for template, (moved, asked) in (block["guards"].get("disagreements_per_template")
-                                         or {}).items():
+    for counts in disagreements_per_template:
+        for template, (moved, asked) in counts:
             total = disagreed.setdefault(str(template), [0, 0])
             total[0] += int(moved)
             total[1] += int(asked)
-        for name, value in block["category_means"].items():
+    for means in category_means:
+        for name, value in means:
             if value is not None:
                 categories[name].append(float(value))
-        for template, value in (block["guards"].get("consistency_per_template") or {}).items():
+    for agreements in consistency_per_template:
+        for template, value in agreements:
             if value is not None:
                 templates[str(template)].append(float(value))
+
+    def estimate(values: Sequence[float]) -> dict[str, Any]:
+        return mean_se(list(values)).to_json_dict()
+
     return {
-        "seeds": [block["seed"] for block in blocks],
-        "composite": estimate(block["composite"] for block in blocks),
-        "composite_guarded": estimate(block["composite_guarded"] for block in blocks),
+        "seeds": list(seeds),
+        "composite": estimate(composite),
+        "composite_guarded": estimate(composite_guarded),
         "guards": {
-            "efficiency": estimate(b["guards"]["efficiency"] for b in blocks),
-            "consistency": estimate(b["guards"]["consistency"] for b in blocks),
-            "canary": estimate(b["guards"]["canary"] for b in blocks),
-            "canary_leak_rate": estimate(b["guards"]["canary_leak_rate"] for b in blocks),
-            "canary_tripped_seeds": sum(1 for b in blocks if b["guards"]["canary_tripped"]),
+            "efficiency": estimate(efficiency),
+            "consistency": estimate(consistency),
+            "canary": estimate(canary),
+            "canary_leak_rate": estimate(canary_leak_rate),
+            "canary_tripped_seeds": sum(1 for tripped in canary_tripped if tripped),
             "consistency_per_template": {template: estimate(values)
                                          for template, values in templates.items()},
             "disagreements_per_template": disagreed,
         },
         "category_means": {name: estimate(values) for name, values in categories.items()},
     }
+
+
+def run_seeds(seed_blocks: Sequence[Mapping[str, Any]], *, normal: bool = False
+              ) -> dict[str, Any]:
+    """Mean, standard error and Student t 95 % interval over seeds of both composites,
+    every guard, each template's paraphrase agreement and each category mean: every
+    number a view shows over seeds is here, so no view computes one
+    (`summary_over_seeds`). `normal`: the blocks are as `normalise_seed_block` makes
+    them already (a built report's, a normalised report's), so they are not normalised
+    again."""
+    blocks = list(seed_blocks) if normal else [normalise_seed_block(block)
+                                               for block in seed_blocks]
+    guards = [block["guards"] for block in blocks]
+    return summary_over_seeds(
+        [block["seed"] for block in blocks], [block["composite"] for block in blocks],
+        [block["composite_guarded"] for block in blocks],
+        efficiency=[guard["efficiency"] for guard in guards],
+        consistency=[guard["consistency"] for guard in guards],
+        canary=[guard["canary"] for guard in guards],
+        canary_leak_rate=[guard["canary_leak_rate"] for guard in guards],
+        canary_tripped=[guard["canary_tripped"] for guard in guards],
+        category_means=(block["category_means"].items() for block in blocks),
+        consistency_per_template=((guard.get("consistency_per_template") or {}).items()
+                                  for guard in guards),
+        disagreements_per_template=((guard.get("disagreements_per_template") or {}).items()
+                                    for guard in guards))
 
 
 def _plain(report: Any) -> Mapping[str, Any]:
