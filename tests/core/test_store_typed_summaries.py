@@ -153,3 +153,79 @@ def test_odd_payloads_are_read_typed_when_they_fit_and_plain_when_not(drawn, bat
                     assert with_types.payload[name] == value
             assert msgspec.structs.replace(with_types, payload={}) == \
                 msgspec.structs.replace(without, payload={})
+
+
+# -- one payload field of chosen records (`Store.iter_payload_field_at`) ----------------
+
+def _seqs(store: Store) -> list[int]:
+    return sorted(summary.seq for summary in store.iter_record_summaries(suite="demo"))
+
+
+def test_one_field_of_chosen_records_typed_plain_or_unset(backend):  # noqa: F811
+    """The field decoded into the reader's type where it fits, as plain JSON where it
+    does not, UNSET where the record has none; with each record's arm, trial and run,
+    in sequence order, only the records asked for."""
+    with backend.open() as store:
+        _begun(store).append([
+            record("t1", point={"x": 3, "rest": [1, 2]}, transcript=["bulk"] * 50),
+            record("t2", point={"x": "not an int"}),
+            record("t3", label="no point"),
+            record("t4", point={"x": 5})])
+        seqs = _seqs(store)
+        chosen = [seqs[3], seqs[0], seqs[1], seqs[2]]  # any order asked: sequence order given
+        found = list(store.iter_payload_field_at(sorted(chosen[:3]) + [chosen[3]],
+                                                 suite="demo", scope="s", field="point",
+                                                 kind=Point))
+        fewer = list(store.iter_payload_field_at([seqs[1]], suite="demo", scope="s",
+                                                 field="point", kind=Point))
+        other_scope = list(store.iter_payload_field_at(seqs, suite="demo", scope="elsewhere",
+                                                       field="point", kind=Point))
+    assert [place.seq for place in found] == seqs
+    assert [(place.arm, place.trial, place.run_id) for place in found] == [("a", 1, "run-1")] * 4
+    first, second, third, fourth = (place.value for place in found)
+    assert isinstance(first, Point) and first.x == 3 and msgspec.json.decode(first.rest) == [1, 2]
+    assert second == {"x": "not an int"}  # does not fit: plain, as the untyped read gives
+    assert third is msgspec.UNSET
+    assert fourth == Point(5)
+    assert [place.value for place in fewer] == [{"x": "not an int"}]
+    assert other_scope == []
+
+
+def test_one_field_of_a_body_that_is_no_record_is_corrupt(tmp_path):
+    path = tmp_path / "s.sqlite"
+    with SQLiteStore(path) as store:
+        _begun(store).append([record("t1", point={"x": 1}), record("t2", point={"x": 2})])
+        seqs = _seqs(store)
+    raw = sqlite3.connect(path)
+    raw.execute("DROP TRIGGER entries_refuse_update")
+    raw.execute("UPDATE entries SET body = CAST('{\"arm\": 7' AS BLOB) WHERE seq = ?",
+                (seqs[1],))
+    raw.commit()
+    raw.close()
+    with SQLiteStore(path, create=False) as store:
+        assert [place.value for place in store.iter_payload_field_at(
+            seqs[:1], suite="demo", scope="s", field="point", kind=Point)] == [Point(1)]
+        with pytest.raises(CorruptStore, match=f"entry {seqs[1]} is not a readable record"):
+            list(store.iter_payload_field_at(seqs, suite="demo", scope="s", field="point",
+                                             kind=Point))
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(payloads, min_size=1, max_size=12), st.data())
+def test_one_field_is_what_the_summary_read_gives_for_it(drawn, data):
+    """Whatever the payloads, the one-field read of any records gives each the value
+    the summary read (`iter_record_summaries` with the same type) gives it."""
+    with SQLiteStore(":memory:") as store:
+        _begun(store).append([record(f"t{index}", **payload)
+                              for index, payload in enumerate(drawn)])
+        seqs = _seqs(store)
+        chosen = sorted(data.draw(st.sets(st.sampled_from(seqs), min_size=1)))
+        summaries = list(store.iter_record_summaries(
+            suite="demo", scope="s", payload_fields=("point",),
+            payload_types={"point": Point}, seqs=chosen))
+        places = list(store.iter_payload_field_at(chosen, suite="demo", scope="s",
+                                                  field="point", kind=Point))
+    assert [place.seq for place in places] == [summary.seq for summary in summaries]
+    assert [place.value for place in places] == [
+        summary.payload.get("point", msgspec.UNSET) for summary in summaries]

@@ -591,16 +591,16 @@ class _DigestDisagrees(Exception):
 def _stored_digests(store: Store, run_id: str, groups: Mapping[tuple[str, int], tuple[int, int]]
                     ) -> dict[tuple[str, int], SeedDigest]:
     """The digest on each group's last record, by group (a group whose last record holds
-    none, or one of another seed or run, is absent)."""
+    none, or one of another seed or run, is absent): the digest field alone read of each
+    (`Store.iter_payload_field_at`)."""
     last = sorted(seq for _, seq in groups.values())
     found: dict[tuple[str, int], SeedDigest] = {}
-    for summary in store.iter_record_summaries(
-            suite=SUITE, scope=run_id, seqs=last, payload_fields=(DIGEST_FIELD,),
-            payload_types={DIGEST_FIELD: SeedDigest}):
-        digest = summary.payload.get(DIGEST_FIELD)
-        if isinstance(digest, SeedDigest) and digest.seed == summary.trial \
-                and summary.run_id == run_id:
-            found[(summary.arm, summary.trial)] = digest
+    for place in store.iter_payload_field_at(last, suite=SUITE, scope=run_id,
+                                             field=DIGEST_FIELD, kind=SeedDigest):
+        digest = place.value
+        if isinstance(digest, SeedDigest) and digest.seed == place.trial \
+                and place.run_id == run_id:
+            found[(place.arm, place.trial)] = digest
     return found
 
 
