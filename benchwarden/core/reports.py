@@ -211,7 +211,7 @@ def write_json(path: str | Path, report: Any) -> Path:
     return target
 
 
-def _members(report: msgspec.Struct) -> dict[str, Any]:
+def _members(report: msgspec.Struct) -> Any:
     """A typed report's members as `as_json` gives them (the same keys, in the same
     order, the same left out as defaults), except that each member that is a non-empty
     list, or a mapping keyed by strings, is the report's own: its items stay structs,
@@ -220,6 +220,8 @@ def _members(report: msgspec.Struct) -> dict[str, Any]:
     leaves out is msgspec's own rule)."""
     # the class's own field tables (`structs.fields` would resolve every annotation)
     kind = type(report)
+    if kind.__struct_config__.array_like:  # written as a JSON array: builtins whole
+        return as_json(report)
     names = dict(zip(kind.__struct_encode_fields__, kind.__struct_fields__, strict=True))
     long: dict[str, Any] = {}
     for name in names.values():

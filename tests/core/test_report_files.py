@@ -198,3 +198,20 @@ def test_a_typed_report_s_long_members_are_not_made_builtins(tmp_path, monkeypat
     assert len(seen) == 1 and seen[0].seeds == []  # type: ignore[attr-defined]
     assert json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["seeds"][49] == {
         "name": "49", "score": 49 / 3}
+
+
+def test_a_typed_report_written_as_an_array_is_its_builtins_json(tmp_path):
+    """A third party's report type may be `array_like` (msgspec writes it as a JSON
+    array): it is written as its builtins are, not read for members it has none of."""
+    class Row(msgspec.Struct, array_like=True):
+        name: str
+        score: float
+
+    class Report(msgspec.Struct, array_like=True):
+        suite: str
+        rows: list[Row]
+
+    report = Report("custom", [Row("a", 0.5), Row("b", 1.0)])
+    write_json(tmp_path / "r.json", report)
+    assert (tmp_path / "r.json").read_text(encoding="utf-8") == json.dumps(
+        msgspec.to_builtins(report), indent=2, ensure_ascii=False) + "\n"
