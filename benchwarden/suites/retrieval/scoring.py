@@ -342,7 +342,7 @@ def summary_over_seeds(
                 templates[str(template)].append(float(value))
 
     def estimate(values: Sequence[float]) -> dict[str, Any]:
-        return mean_se(list(values)).to_json_dict()
+        return mean_se(values).to_json_dict()  # (it makes its own list of floats)
 
     return {
         "seeds": list(seeds),

@@ -309,3 +309,32 @@ def test_read_from_records_every_digest_is_recounted_even_one_no_listing_reaches
         assert written["seeds"][0]["composite"] == composite
         assert ("seed 1 read from its records differs from its digest" in done.output) == \
             bool(flag)
+
+
+_scores = st.none() | st.floats(0.0, 1.0)
+_digests = st.builds(
+    SeedDigest, seed=st.integers(1, 10_000), cases=st.integers(1, 60),
+    failed_cases=st.integers(0, 60),
+    category_means=st.lists(st.tuples(st.sampled_from(["fact", "temporal", "abstention"]),
+                                      _scores), unique_by=lambda pair: pair[0]),
+    composite=st.floats(0.0, 1.0), composite_guarded=st.floats(0.0, 1.0),
+    efficiency=st.floats(0.5, 1.0), consistency=st.floats(0.0, 1.0),
+    canary=st.sampled_from([0.5, 1.0]), canary_tripped=st.booleans(),
+    canary_leak_rate=st.floats(0.0, 1.0),
+    consistency_per_template=st.lists(st.tuples(st.sampled_from(["reordered", "synonym"]),
+                                                _scores), unique_by=lambda pair: pair[0]),
+    disagreements_per_template=st.lists(
+        st.tuples(st.sampled_from(["reordered", "synonym"]), st.integers(0, 9),
+                  st.integers(0, 9)), unique_by=lambda triple: triple[0]),
+    mean_used_chars=st.none() | st.floats(0.0, 5000.0), packs=st.integers(0, 300))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_digests, st.integers(0, 60))
+def test_a_digested_seed_s_typed_block_is_its_block_read_as_one(digest, left_out):
+    """`_digest_block` builds a seed's typed block straight from its digest; its twin,
+    `SeedDigest.block()` read into `SeedBlock` (the path of a seed whose failed cases
+    are listed), must give the same block field for field."""
+    plain = {**digest.block(), "failed_cases": [], "failed_cases_left_out": left_out}
+    assert retrieval_report._digest_block(digest, left_out) == msgspec.convert(
+        plain, retrieval_report.SeedBlock)
