@@ -28,7 +28,9 @@ recorded `--repeat 10` run of the soak-like ladder (`SYNTHETIC_LEVELS`), repeate
 the store API as one run of about SIZE records (each copy of a rung a new repetition,
 so every address is unique; the solo legs once), each rung's digest written into the run
 end as the driver writes it (`report.digest_of`). Cached as
-`contamination-synthetic-<SIZE>-<LEVELS>.v<SCHEMA>.sqlite` beside the recorded runs.
+`contamination-synthetic-<SIZE>-<LEVELS>.v<SCHEMA>.digests<FORMAT>.sqlite` beside the
+recorded runs (`digest.FORMAT`: a store whose digests a report reads differently is
+built again).
 `--synthetic-from STORE` copies another store's latest contamination run instead (a real
 engine's, whose bodies carry token logprobs: `contamination-synthetic-<SIZE>-from-<NAME>`).
 """
@@ -142,10 +144,12 @@ def ensure_synthetic(size: int, cache: Path, source: Path | None = None) -> Path
     `--repeat 10` ladder run), into a temporary file moved into place."""
     sys.path.insert(0, THIS_CHECKOUT)
     from benchwarden.core.store import SCHEMA_VERSION
+    from benchwarden.suites.contamination.digest import FORMAT
 
     shape = (f"c{SYNTHETIC_LEVELS.replace(',', '-')}" if source is None
              else f"from-{source.stem}")
-    store = cache / f"contamination-synthetic-{size}-{shape}.v{SCHEMA_VERSION}.sqlite"
+    store = cache / (f"contamination-synthetic-{size}-{shape}.v{SCHEMA_VERSION}"
+                     f".digests{FORMAT}.sqlite")
     if store.exists():
         return store
     source = source or ensure_store(SYNTHETIC_SOURCE_REPEAT, cache, SYNTHETIC_LEVELS)

@@ -1863,31 +1863,44 @@ class Store(ABC):
         index (no body read): for a report that reads a chosen part of a scope
         (`iter_record_summaries` with `seqs`)."""
         p = self.placeholder
-        wanted = set(groups)
+        if tasks is not None:
+            return [seq for seq, _, _, _ in self.record_addresses(suite, scope, groups,
+                                                                 tasks=tasks)]
         found: list[int] = []
-        if tasks is None:
-            for arm, trial in sorted(wanted, key=lambda group: (group[1], group[0])):
-                found.extend(int(seq) for seq, in self._query(
-                    f"SELECT seq FROM entries WHERE kind = 'record' AND suite = {p} AND "
-                    f"scope = {p} AND trial = {p} AND arm = {p}", (suite, scope, trial, arm)))
-            return sorted(found)
+        for arm, trial in sorted(set(groups), key=lambda group: (group[1], group[0])):
+            found.extend(int(seq) for seq, in self._query(
+                f"SELECT seq FROM entries WHERE kind = 'record' AND suite = {p} AND "
+                f"scope = {p} AND trial = {p} AND arm = {p}", (suite, scope, trial, arm)))
+        return sorted(found)
+
+    def record_addresses(self, suite: str, scope: str, groups: Iterable[tuple[str, int]], *,
+                         tasks: Collection[str]) -> list[tuple[int, str, int, str]]:
+        """`(seq, arm, trial, task)` of a scope's records whose `(arm, trial)` is one of
+        `groups` and whose task is one of `tasks`, in sequence order, found over the
+        address index (no body read): for a report that decides from the addresses alone
+        which of them to read."""
+        p = self.placeholder
+        wanted = set(groups)
         names = sorted(set(tasks))
         if not names or not wanted:
             return []
         arms = sorted({arm for arm, _ in wanted})
         trials = sorted({trial for _, trial in wanted})
+        found: list[tuple[int, str, int, str]] = []
         # one lookup per (trial, arm, task) of the index, many per query; the pairs the
         # cross product adds beyond `groups` are dropped here
         step = max(1, DEFAULT_BATCH // max(len(arms), 1))
         for start in range(0, len(trials), step):
             chunk = trials[start:start + step]
-            found.extend(int(seq) for seq, arm, trial in self._query(
-                f"SELECT seq, arm, trial FROM entries WHERE kind = 'record' AND suite = {p} "
-                f"AND scope = {p} AND trial IN ({', '.join([p] * len(chunk))}) AND arm IN "
-                f"({', '.join([p] * len(arms))}) AND task IN ({', '.join([p] * len(names))})",
-                (suite, scope, *chunk, *arms, *names))
-                if (str(arm), int(trial)) in wanted)
-        return sorted(found)
+            for seq, arm, trial, task in self._query(
+                    f"SELECT seq, arm, trial, task FROM entries WHERE kind = 'record' AND "
+                    f"suite = {p} AND scope = {p} AND trial IN ({', '.join([p] * len(chunk))}) "
+                    f"AND arm IN ({', '.join([p] * len(arms))}) AND task IN "
+                    f"({', '.join([p] * len(names))})", (suite, scope, *chunk, *arms, *names)):
+                if (str(arm), int(trial)) in wanted:
+                    found.append((int(seq), str(arm), int(trial), str(task)))
+        found.sort()
+        return found
 
     def records_at(self, seqs: Iterable[int]) -> dict[int, Record]:
         """The records at these sequence numbers (fully decoded), by sequence number: for

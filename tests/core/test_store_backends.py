@@ -692,7 +692,8 @@ holed = st.dictionaries(st.tuples(st.sampled_from(("a", "b", "c")),
 def test_a_scope_is_counted_and_read_in_part_by_address(backend, written, tasks, groups):
     """`record_counts` counts each arm and trial of a scope as its records do,
     `record_groups` with the sequence number of each one's last record, `record_seqs`
-    finds the records of the groups (and tasks) asked for, and
+    finds the records of the groups (and tasks) asked for, `record_addresses` the same
+    with their addresses, and
     `iter_record_summaries(seqs=...)` reads those, as the whole scope's reading has them."""
     with backend.open() as store:
         store.begin_run(stamp_run(suite="demo", bench_version="1", config={}))
@@ -718,6 +719,9 @@ def test_a_scope_is_counted_and_read_in_part_by_address(backend, written, tasks,
         assert chosen == [s.seq for s in every if (s.arm, s.trial) in groups]
         assert store.record_seqs("demo", scope, groups, tasks=tasks) == [
             s.seq for s in every if (s.arm, s.trial) in groups and s.task in tasks]
+        assert store.record_addresses("demo", scope, groups, tasks=tasks) == [
+            (s.seq, s.arm, s.trial, s.task) for s in every
+            if (s.arm, s.trial) in groups and s.task in tasks]
         assert list(store.iter_record_summaries(suite="demo", scope=scope,
                                                 payload_fields=("slot",), seqs=chosen,
                                                 batch=3)) == \

@@ -45,7 +45,7 @@ from benchwarden.core.errors import ConfigurationError, RunInterrupted
 from benchwarden.core.interrupts import last_signal_name, signals_deferred
 from benchwarden.core.progress import progress_bar
 from benchwarden.core.provenance import stamp_run
-from benchwarden.core.records import Record, Run, RunEnd, TokenComponents
+from benchwarden.core.records import Record, Run, RunEnd, TokenComponents, canonical_json_many
 from benchwarden.core.reports import as_json, store_head_block
 from benchwarden.core.store import Store
 from benchwarden.suites.contamination.config import (
@@ -171,6 +171,23 @@ async def _fire_rung(client: ChatClient, plan: Plan, level: int,
     return await client.stream_together(requests, on_each_done=tick)
 
 
+def digests_as_stored(records: Sequence[Record]) -> list[RungDigest]:
+    """The digests (`report.digest_of`) of a rung's records just appended, counted from
+    the records as the store keeps them: the store writes `canonical_json(scrub_entry(
+    record))` for a record whose JSON may hold a remembered secret (`core.store`), and a
+    digest fingerprints scored replies' stored bytes, so such a record is scrubbed here
+    the same way first. A process that remembers no secret counts them as they are."""
+    from benchwarden.suites.contamination.report import digest_of
+
+    if not credentials.process_scrubber():
+        return digest_of(records)
+    bodies = canonical_json_many(list(records))
+    if not credentials.may_alter_json(b"\n".join(bodies)):
+        return digest_of(records)
+    return digest_of([credentials.scrub_entry(record) if credentials.may_alter_json(body)
+                      else record for record, body in zip(records, bodies, strict=True)])
+
+
 async def _drive(open_client: Callable[[], ChatClient], plan: Plan, store: Store,
                  done: set[tuple[str, str, int]], advance: Tick,
                  warn: Callable[[str], None], digests: list[RungDigest]) -> None:
@@ -179,8 +196,6 @@ async def _drive(open_client: Callable[[], ChatClient], plan: Plan, store: Store
     (llama-server does) must not turn a reused, dead connection into a failed request.
     Each rung's digest is added to `digests` once its records are stored (the run end
     keeps them: `digest`)."""
-    from benchwarden.suites.contamination.report import digest_of
-
     run_id = plan.run_id
 
     async def solo(leg: str) -> None:
@@ -212,7 +227,7 @@ async def _drive(open_client: Callable[[], ChatClient], plan: Plan, store: Store
                         plan.cancel_after(index), level)
             for index, outcome in enumerate(outcomes)]
         store.append(records)
-        digests.extend(digest_of(records))
+        digests.extend(digests_as_stored(records))
 
     for leg in SOLO_LEGS_BEFORE:
         await solo(leg)

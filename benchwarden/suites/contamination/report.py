@@ -9,10 +9,12 @@ each stored outcome for that pass into `StoredOutcome`, its reply left as raw JS
 parsed only for the requests whose reply is read (the scored ones and the solo legs),
 never for ballast, the bulk of a big run. A rung digested in its run's end (`digest`:
 its fidelity and its requests by status, written by the driver) is counted from its
-digest and its scored requests alone; its other requests are read only if it is listed,
-and then recounted against the digest. A scored reply is first read without its token
-logprobs; the cells whose divergence is classified are read back whole
-(`ScopeReading.restore`).
+digest and its scored requests alone, and of those only the ones whose reply the digest
+does not fingerprint as their probe's reference's are read (docs/decisions/0006: a
+reply with its reference's stored bytes is that reply); its other requests are read only
+if it is listed, and then recounted against the digest. A scored reply is first read
+without its token logprobs; the cells whose divergence is classified are read back
+whole (`ScopeReading.restore`).
 Nothing here talks to a server, so `benchwarden show RUN` works with the server gone.
 The terminal view (`terminal.render_terminal`) and the page (`html.render_html`) only
 format this object.
@@ -27,7 +29,9 @@ Invariants:
   JSON and its views are what they were before the caps.
 - Digests change what is read, never what is reported: a digest whose request count is
   not the store's is not used, and a listed rung whose records recount to another digest
-  makes the whole report read from the records (each with a warning).
+  makes the whole report read from the records (each with a warning). A fingerprint is
+  compared with the one of the reference the scoring uses, computed here from its
+  stored bytes: one made against another reference (a resumed run's) is not taken.
 - The report is a function of stored data only. Every number a view prints is a field
   of it (counters, peak in flight, launch skew, requests failed, per-request times
   relative to their rung's first send): no view computes one.
@@ -55,7 +59,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from benchwarden.core.collector import paused_cycle_collector
-from benchwarden.core.records import Record, Run, RunEnd
+from benchwarden.core.records import Record, Run, RunEnd, canonical_json
 from benchwarden.core.reports import (
     REPORT_SCHEMA,
     RunBlock,
@@ -70,7 +74,12 @@ from benchwarden.core.reports import (
 from benchwarden.core.run_config import config_as
 from benchwarden.core.store import RecordSummary, Store
 from benchwarden.suites.contamination import scoring, shown
-from benchwarden.suites.contamination.digest import RungDigest, digest_from, digests_in
+from benchwarden.suites.contamination.digest import (
+    RungDigest,
+    digest_from,
+    digests_in,
+    fingerprint,
+)
 from benchwarden.suites.contamination.fidelity import (
     RungFidelity,
     RungTally,
@@ -678,6 +687,23 @@ def _outcome(record: StoredRequest) -> RequestOutcome:
     return RequestOutcome.from_json_dict(stored)
 
 
+def reply_fingerprint(record: StoredRequest) -> str | None:
+    """The fingerprint (`digest.fingerprint`) of a request's stored reply when the
+    request was `ok` (no error, a reply), else None: from the stored bytes when read
+    typed, from its canonical JSON (the bytes the store writes for it) otherwise. `ok` is
+    all the scoring reads of an outcome beside its reply (`scoring.classify`), so two
+    requests with one fingerprint classify alike."""
+    stored = record.payload["outcome"]
+    if isinstance(stored, StoredOutcome):
+        if stored.error is not None or stored.reply == _NULL:
+            return None
+        return fingerprint(stored.reply)
+    if not isinstance(stored, Mapping) or stored.get("error") is not None \
+            or stored.get("reply") is None:
+        return None
+    return fingerprint(canonical_json(stored["reply"]))
+
+
 def rung_levels(config: Mapping[str, Any],
                 records: Iterable[Record] | None = None) -> dict[str, int]:
     """Each rung's stored label → its concurrency level: from the run's configuration,
@@ -712,6 +738,9 @@ class _RungRequests:
     digest: RungDigest | None = None
     """The rung's digest when it was read from one (`ScopeReading.take_digest`): then
     the tally is the digest's and no request is kept (read back if the rung is listed)."""
+    replies: list[tuple[str, str | None]] = field(default_factory=list)
+    """`(task, reply_fingerprint)` of each scored request, in the order read: kept only
+    by a reading that digests its rungs (`ScopeReading.fingerprints`)."""
 
     def lanes(self) -> list[shown.Lane]:
         return [shown.Lane(seq, slot, bool(scored), bool(failed))
@@ -768,6 +797,12 @@ def _scored(record: StoredRequest) -> bool:
     return not record.task.startswith("ballast") and record.arm != "prime"
 
 
+_NOT_READ = Timings(sent_at=0.0)
+"""The timings of a scored outcome taken from its digest's fingerprint rather than read
+(`ScopeReading.take_fingerprinted`): the scoring reads only whether it was ok and its
+reply, and its rung's fidelity comes from the digest, so nothing reads these."""
+
+
 @dataclass(frozen=True)
 class _LastReply:
     """A scored request's stored reply and the reply read from it (shared with its
@@ -816,6 +851,14 @@ class ScopeReading:
     their sequence numbers, to read whole where the scoring needs them (`restore`)."""
     last_replies: dict[str, _LastReply] = field(default_factory=dict)
     """The last scored reply read of each probe, by task (`_scored`)."""
+    fingerprints: bool = False
+    """Whether each rung's scored replies are fingerprinted (`rung_digest`): a reading
+    that digests rungs (the driver's, a recount) does; the report's does not need to."""
+    solo_outcomes: dict[int, RequestOutcome] = field(default_factory=dict)
+    """The outcomes of the solo records decoded so far, by their index in `solo`: the
+    same objects each time, so a scored outcome sharing its reference's reply holds the
+    very reply the scoring compares against (`scoring.classify` then compares by
+    identity)."""
 
     def add(self, record: StoredRequest, seq: int = 0) -> None:
         """Count one record; `seq` is its sequence number in the store (to read it back
@@ -832,7 +875,7 @@ class ScopeReading:
         if arm in SOLO_LEGS:
             self.solo.append((seq, record))
             if arm == "ref_a" and record.trial == 1:
-                self.references[task] = _outcome(record).reply
+                self.references[task] = self._solo_outcome(len(self.solo) - 1).reply
             return
         key = (arm, record.trial)
         group = self.rungs.get(key)
@@ -844,6 +887,8 @@ class ScopeReading:
         if scored:
             outcome = self._scored(record, seq)
             failed = group.tally.add(outcome, cancel_planned)
+            if self.fingerprints:
+                group.replies.append((task, reply_fingerprint(record)))
         elif isinstance(stored, StoredOutcome):
             failed = stored.count_in(group.tally, cancel_planned)
         else:
@@ -860,6 +905,8 @@ class ScopeReading:
         self.total += digest.sent
         if digest.leg not in self.legs_seen:
             self.legs_seen[digest.leg] = None
+        if digest.level is not None and digest.leg not in self.bisect_levels:
+            self.bisect_levels[digest.leg] = digest.level
         for status, count in digest.statuses:
             self.statuses[(digest.leg, status)] += count
         self.rungs[digest.key] = _RungRequests(tally=digest.tally(), digest=digest)
@@ -869,7 +916,8 @@ class ScopeReading:
         requests by status are the reading's), the driver's and the recount's one rule."""
         group = self.rungs.get(key) or _RungRequests()
         return digest_from(key[0], key[1], group.tally,
-                           [(status, count) for (_, status), count in self.statuses.items()])
+                           [(status, count) for (_, status), count in self.statuses.items()],
+                           level=self.bisect_levels.get(key[0]), replies=group.replies)
 
     def add_scored(self, record: StoredRequest) -> None:
         """What `add` keeps of a request of a digested rung beyond the digest's counts:
@@ -879,6 +927,55 @@ class ScopeReading:
             self.bisect_levels[record.arm] = level
         if record.task.isdigit():
             self._scored(record, getattr(record, "seq", 0))
+
+    def take_fingerprinted(self, store: Store,
+                           addresses: Iterable[tuple[int, str, int, str]],
+                           fingerprinted: Mapping[tuple[str, int], Mapping[str, str]]) -> None:
+        """The scored requests of digested rungs (`(seq, leg, repeat, task)`), with the
+        fingerprints their rungs' digests give their replies, once every solo record is
+        read. One whose fingerprint is its probe's reference's (the `ref_a` reply the
+        scoring compares against) is that reply, taken without reading the record (it
+        holds the same bytes, so the scoring classifies it as it would the read one);
+        any other is read from the store (`add_scored`)."""
+        references = self._reference_fingerprints()
+        taken = {task: RequestOutcome(_NOT_READ, reply, None, None, {})
+                 for task, (_, reply) in references.items()}
+        printed = {task: found for task, (found, _) in references.items()}
+        outcomes = self.scored_outcomes
+        unread: list[int] = []
+        for seq, leg, repeat, task in addresses:
+            claimed = fingerprinted[(leg, repeat)].get(task)
+            if claimed is not None and claimed == printed.get(task):
+                outcomes[(leg, task, repeat)] = taken[task]
+            else:
+                unread.append(seq)
+        if unread:
+            for summary in _stored_requests(store, str(self.config["scope"]), unread):
+                self.add_scored(summary)
+
+    def _reference_fingerprints(self) -> dict[str, tuple[str, Reply]]:
+        """Each probe's reference reply (the last `ref_a` record of it, the one `legs`
+        gives the scoring) with its fingerprint, by task; a probe whose reference was not
+        ok has none."""
+        last: dict[str, int] = {}
+        for index, (_, record) in enumerate(self.solo):
+            if record.arm == "ref_a" and record.trial == 1:
+                last[record.task] = index
+        found: dict[str, tuple[str, Reply]] = {}
+        for task, index in last.items():
+            record = self.solo[index][1]
+            reply = self._solo_outcome(index).reply
+            printed = reply_fingerprint(record)
+            if printed is not None and reply is not None:
+                found[task] = (printed, reply)
+        return found
+
+    def _solo_outcome(self, index: int) -> RequestOutcome:
+        """The outcome of `solo[index]`, decoded once."""
+        outcome = self.solo_outcomes.get(index)
+        if outcome is None:
+            outcome = self.solo_outcomes[index] = _outcome(self.solo[index][1])
+        return outcome
 
     def _scored(self, record: StoredRequest, seq: int) -> RequestOutcome:
         """Keep a probe's own request of a rung (without its logprobs, see
@@ -931,11 +1028,12 @@ class ScopeReading:
         """The scoring input (rungs carry their fidelity, counted as they streamed)."""
         config = self.config
         probes = len(config["probe_set"])
-        by_address = {(r.arm, r.task, r.trial): r for _, r in self.solo}
+        by_address = {(r.arm, r.task, r.trial): index for index, (_, r) in enumerate(self.solo)}
 
         def solo(leg: str) -> list[RequestOutcome | None]:
             found = [by_address.get((leg, str(i), 1)) for i in range(probes)]
-            return [_outcome(r) if r is not None else None for r in found]
+            return [self._solo_outcome(index) if index is not None else None
+                    for index in found]
 
         rungs = []
         for repetition in range(1, int(config["repeat"]) + 1):
@@ -970,7 +1068,7 @@ def digest_of(records: Iterable[StoredRequest]) -> list[RungDigest]:
         if record.arm not in SOLO_LEGS:
             key = (record.arm, record.trial)
             if key not in readings:
-                readings[key] = ScopeReading({})
+                readings[key] = ScopeReading({}, fingerprints=True)
             readings[key].add(record)
     return [reading.rung_digest(key) for key, reading in readings.items()]
 
@@ -1007,7 +1105,7 @@ def _recounted_digests(store: Store, scope: str) -> list[str]:
     recounted = {digest.key: digest for digest in digest_of(_stored_requests(store, scope))}
     return [f"rung {leg} #{repeat} read from its records differs from its digest in the "
             "run's end" for (leg, repeat), digest in sorted(stored.items())
-            if recounted.get((leg, repeat)) != digest]
+            if (leg, repeat) not in recounted or not digest.agrees_with(recounted[(leg, repeat)])]
 
 
 def _digest_warning(scope: str, digest: RungDigest, records: int | None) -> str:
@@ -1022,8 +1120,11 @@ def _read_with_digests(store: Store, config: Mapping[str, Any],
                        warnings: list[str]) -> ScopeReading:
     """The scope read as `ScopeReading` reads it in one pass, but each rung with a digest
     whose request count is the store's from its digest and its scored requests only
-    (what the digest does not hold); every other record read as the full pass reads it.
-    A digest whose count differs is not used: `warnings` says so."""
+    (what the digest does not hold), and of those only the ones whose reply is not
+    fingerprinted as its reference's (`take_fingerprinted`); every other record read as
+    the full pass reads it. A digest whose count differs is not used: `warnings` says so.
+    Each digest is taken where its rung's first scored request is in the store's order,
+    read or not, so legs, levels and statuses keep the order the full pass gives them."""
     scope = str(config["scope"])
     counts = store.record_counts(SUITE, scope)
     used: dict[tuple[str, int], RungDigest] = {}
@@ -1034,22 +1135,36 @@ def _read_with_digests(store: Store, config: Mapping[str, Any],
         else:
             used[key] = digest
     tasks = [str(index) for index in range(len(config["probe_set"]))]
-    seqs = sorted([*store.record_seqs(SUITE, scope, used, tasks=tasks),
-                   *store.record_seqs(SUITE, scope, [key for key in counts if key not in used])])
+    wanted = store.record_seqs(SUITE, scope, [key for key in counts if key not in used])
+    firsts: dict[tuple[str, int], int] = {}
+    later: list[tuple[int, str, int, str]] = []
+    for address in store.record_addresses(SUITE, scope, used, tasks=tasks):
+        seq, leg, repeat, _ = address
+        key = (leg, repeat)
+        if key not in firsts:
+            firsts[key] = seq
+        if used[key].replies is None:  # a digest from before fingerprints (and levels):
+            wanted.append(seq)  # its scored requests read in place, as they always were
+        else:
+            later.append(address)
+    places = sorted(firsts.items(), key=lambda item: item[1])
     reading = ScopeReading(config)
-    taken: set[tuple[str, int]] = set()
-    for summary in _stored_requests(store, scope, seqs):
-        key = (summary.arm, summary.trial)
-        if key in used:
-            if key not in taken:  # where the rung's first request is (its slot 0)
-                taken.add(key)
-                reading.take_digest(used[key])
+    taken = 0
+    for summary in _stored_requests(store, scope, sorted(wanted)):
+        while taken < len(places) and places[taken][1] <= summary.seq:
+            reading.take_digest(used[places[taken][0]])
+            taken += 1
+        if (summary.arm, summary.trial) in used:
             reading.add_scored(summary)
         else:
             reading.add(summary, summary.seq)
+    for key, _ in places[taken:]:
+        reading.take_digest(used[key])
     for key, digest in used.items():  # a rung with no scored request (none is written)
-        if key not in taken:
+        if key not in firsts:
             reading.take_digest(digest)
+    reading.take_fingerprinted(store, later,
+                               {key: digest.claims() for key, digest in used.items()})
     return reading
 
 
@@ -1061,10 +1176,10 @@ def _rung_read_whole(store: Store, reading: ScopeReading,
     if group.digest is None:
         return group
     scope = str(reading.config["scope"])
-    recount = ScopeReading(reading.config)
+    recount = ScopeReading(reading.config, fingerprints=True)
     for summary in _stored_requests(store, scope, store.record_seqs(SUITE, scope, [key])):
         recount.add(summary, summary.seq)
-    if recount.rung_digest(key) != group.digest:
+    if not group.digest.agrees_with(recount.rung_digest(key)):
         raise _DigestDisagrees(f"rung {key[0]} #{key[1]}")
     return recount.rungs.get(key) or _RungRequests()
 

@@ -402,7 +402,8 @@ def classify_divergence(reference: Reply, reply: Reply, *, threshold: float,
 # -- classification -----------------------------------------------------------------------
 def classify(reference: Reply, got: Outcome, own_canary: str, canaries: Sequence[str],
              floor: int, *, persistent_leg: bool, rung_unmeasured: str | None = None,
-             reference_form: str | None = None) -> CellClass:
+             reference_form: str | None = None,
+             reference_foreign: Sequence[str] | None = None) -> CellClass:
     """One measured outcome against its probe's (stable) solo reference.
 
     `rung_unmeasured`: why the rung this outcome belongs to cannot be compared (failed
@@ -410,7 +411,9 @@ def classify(reference: Reply, got: Outcome, own_canary: str, canaries: Sequence
     `reference_form`: `canonical(reference)`, when the caller has it (`score` makes it
     once per probe, not once per cell). A reply that *is* the reference (the report
     shares the reference's reply with every request whose reply the scoring cannot tell
-    from it) is compared by identity: the same form, the same token count."""
+    from it) is compared by identity: the same form, the same token count, and the
+    foreign canaries `reference_foreign` names when the caller has them (`score`: once
+    per probe)."""
     if got is None:
         return Unmeasured(NOT_RECORDED)
     if not got.ok or got.reply is None:
@@ -421,8 +424,13 @@ def classify(reference: Reply, got: Outcome, own_canary: str, canaries: Sequence
         return Unmeasured(rung_unmeasured
                           or f"only {reply.completion_tokens} completion tokens (floor {floor})")
     expected = canonical(reference) if reference_form is None else reference_form
-    actual = expected if reply is reference else canonical(reply)
-    foreign = _foreign_in(actual, own_canary, canaries)
+    if reply is reference:
+        actual = expected
+        foreign: Sequence[str] = (_foreign_in(actual, own_canary, canaries)
+                                  if reference_foreign is None else reference_foreign)
+    else:
+        actual = canonical(reply)
+        foreign = _foreign_in(actual, own_canary, canaries)
     if foreign:
         return Contaminated(foreign[0])
     if rung_unmeasured:
@@ -528,6 +536,7 @@ def score(legs: Legs) -> Score:
                      else rung_fidelity(r.label, r.concurrency, r.repeat, list(r.requests),
                                         list(r.cancel_planned))
                      for r in legs.rungs)
+    unmeasured = [fit.unmeasured_reason for fit in fidelity]  # once a rung, not a cell
     tally = _Tally()
     for probe in range(len(legs.ref_a)):
         own = canaries[probe] if probe < len(canaries) else ""
@@ -538,16 +547,17 @@ def score(legs: Legs) -> Score:
                            _references_divergence(reference, legs, probe)), compared=False)
             continue
         form = canonical(reference)
+        form_foreign = _foreign_in(form, own, canaries)
         measured: list[tuple[str, int, Outcome, bool, str | None]] = [
             (rung.label, rung.repeat, rung.scored[probe] if probe < len(rung.scored) else None,
-             False, rung_fit.unmeasured_reason)
-            for rung, rung_fit in zip(legs.rungs, fidelity, strict=False)]
+             False, reason)
+            for rung, reason in zip(legs.rungs, unmeasured, strict=False)]
         measured.append((POST_LEG, 1, legs.post[probe] if probe < len(legs.post) else None,
                          True, None))
         for label, repeat, got, persistent_leg, rung_unmeasured in measured:
             result = classify(reference, got, own, canaries, floor,
                               persistent_leg=persistent_leg, rung_unmeasured=rung_unmeasured,
-                              reference_form=form)
+                              reference_form=form, reference_foreign=form_foreign)
             foreign = 0
             if isinstance(result, Contaminated) and got is not None and got.reply is not None:
                 foreign = len(foreign_canaries(got.reply, own, canaries))

@@ -103,15 +103,19 @@ def _rung_records(plan: Plan, run_id: str, index: int, kinds: list[str]) -> list
 
 
 def write_run(store: SQLiteStore, rungs: list[list[str]], resumed_at: int | None,
-              ends: tuple[bool, bool]) -> str:
+              ends: tuple[bool, bool], *, reference_logprobs: bool = True,
+              older_digests: bool = False) -> str:
     """A run of two probes whose rungs (c2, c4 alternating, repeated) hold the drawn
     requests; from rung `resumed_at` on, written by a run resuming the first (which
-    ended interrupted). `ends`: whether each run recorded its end (with its digests)."""
+    ended interrupted). `ends`: whether each run recorded its end (with its digests).
+    `reference_logprobs`: the solo legs' replies carry token logprobs (then a rung's `ok`
+    reply, which has none, is not its reference's bytes; an `lp_ok` one is).
+    `older_digests`: digests as a version before reply fingerprints wrote them."""
     first, plan = alternating_rungs_run(len(rungs), PROBES)
     store.begin_run(first)
     for leg in ("prime", "ref_a", "ref_b"):
         store.append([make_record(plan, first.run_id, leg, str(p), 1, p, p,
-                                  with_logprobs(ok(reply_text(p), start=1.0, end=1.5)), None)
+                                  solo_outcome(p, reference_logprobs), None)
                       for p in range(PROBES)])
     run_id, digests = first.run_id, []
     for index, kinds in enumerate(rungs):
@@ -123,12 +127,24 @@ def write_run(store: SQLiteStore, rungs: list[list[str]], resumed_at: int | None
             run_id, digests = resumed.run_id, []
         records = _rung_records(plan, run_id, index, kinds)
         store.append(records)
-        digests.extend(digest_of(records))
+        digests.extend(as_older(digest) if older_digests else digest
+                       for digest in digest_of(records))
     store.append([make_record(plan, run_id, "post", str(p), 1, p, p,
                               ok(reply_text(p), start=90.0, end=90.5), None)
                   for p in range(PROBES)])
     _end(store, run_id, "completed", digests, ends[resumed_at is not None])
     return first.run_id
+
+
+def solo_outcome(probe: int, logprobs: bool) -> RequestOutcome:
+    """A solo leg's reply to `probe` (the reference every `ok` rung reply repeats)."""
+    outcome = ok(reply_text(probe), start=1.0, end=1.5)
+    return with_logprobs(outcome) if logprobs else outcome
+
+
+def as_older(digest: RungDigest) -> RungDigest:
+    """`digest` as a version before reply fingerprints wrote it (no level, no replies)."""
+    return msgspec.structs.replace(digest, level=None, replies=None)
 
 
 def _end(store: SQLiteStore, run_id: str, status: str, digests: list[RungDigest],
@@ -142,12 +158,13 @@ def _same(first, second) -> None:
     assert render_html(first) == render_html(second)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.lists(st.lists(KINDS, min_size=PROBES, max_size=7), min_size=1, max_size=10),
        st.none() | st.integers(min_value=0, max_value=9), st.tuples(st.booleans(), st.booleans()),
-       st.integers(min_value=1, max_value=4), st.integers(min_value=2, max_value=5))
+       st.integers(min_value=1, max_value=4), st.integers(min_value=2, max_value=5),
+       st.booleans(), st.booleans())
 def test_the_report_read_through_digests_is_the_report_read_from_every_record(
-        rungs, resumed_at, ends, rung_limit, lane_limit):
+        rungs, resumed_at, ends, rung_limit, lane_limit, reference_logprobs, older_digests):
     from unittest import mock
 
     if resumed_at is not None and resumed_at >= len(rungs):
@@ -155,11 +172,12 @@ def test_the_report_read_through_digests_is_the_report_read_from_every_record(
     with SQLiteStore(":memory:") as store, \
             mock.patch.object(shown, "RUNG_LIMIT", rung_limit), \
             mock.patch.object(shown, "LANE_LIMIT", lane_limit):
-        run_id = write_run(store, rungs, resumed_at, ends)
+        run_id = write_run(store, rungs, resumed_at, ends, reference_logprobs=reference_logprobs,
+                           older_digests=older_digests)
         through_digests = build_report(store, run_id)
         from_records = build_report(store, run_id, digests=False)
     assert not any("digest" in warning or "summarises" in warning
-                   for warning in through_digests.warnings)
+                   for warning in [*through_digests.warnings, *from_records.warnings])
     _same(through_digests, from_records)
 
 

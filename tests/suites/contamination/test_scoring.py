@@ -21,6 +21,7 @@ from benchwarden.suites.contamination.scoring import (
     canonical,
     classify,
     common_prefix,
+    foreign_canaries,
     score,
     verdict,
 )
@@ -290,8 +291,9 @@ def test_a_reply_that_is_its_reference_classifies_as_an_equal_copy_would(
         probe, kind, floor, persistent_leg, rung_unmeasured, form_given):
     """The report shares a probe's reference reply with every request the scoring cannot
     tell from it, and `classify` then compares by identity (and `score` hands it the
-    reference's canonical form once per probe): the class must be the one an equal but
-    separate reply gets, whatever the reference holds (a foreign canary, too few tokens)."""
+    reference's canonical form and its foreign canaries once per probe): the class must be
+    the one an equal but separate reply gets, whatever the reference holds (a foreign
+    canary, too few tokens)."""
     reference = {
         "same": good(probe), "leak": ok(reply_text(probe) + CANARIES[(probe + 1) % 3]),
         "short": good(probe, tokens=3), "diverge": ok(reply_text(probe)[:-5] + "?????"),
@@ -303,9 +305,10 @@ def test_a_reply_that_is_its_reference_classifies_as_an_equal_copy_would(
     copied = dataclasses.replace(shared, reply=dataclasses.replace(reference))
     assert copied.reply == reference and copied.reply is not reference
     form = canonical(reference) if form_given else None
+    foreign = foreign_canaries(reference, CANARIES[probe], CANARIES) if form_given else None
     arguments = dict(persistent_leg=persistent_leg, rung_unmeasured=rung_unmeasured)
     expected = classify(reference, copied, CANARIES[probe], CANARIES, floor, **arguments)
     assert classify(reference, shared, CANARIES[probe], CANARIES, floor, reference_form=form,
-                    **arguments) == expected
+                    reference_foreign=foreign, **arguments) == expected
     assert classify(reference, copied, CANARIES[probe], CANARIES, floor, reference_form=form,
-                    **arguments) == expected
+                    reference_foreign=foreign, **arguments) == expected

@@ -1,0 +1,356 @@
+"""Reply fingerprints in rung digests (docs/decisions/0006): a scored reply whose stored
+bytes are its reference's is taken from its digest unread, every other one is read, and
+a fingerprint that does not match its record is caught wherever records are read.
+
+Stores are written through the store API as the driver writes them (`make_record`,
+`digest_of`, `digests_as_stored`); the reports are compared with the one read from every
+record (`digests=False`), which never trusts a digest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterator
+from unittest import mock
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from benchwarden.core import secrets
+from benchwarden.core.provenance import stamp_run
+from benchwarden.core.records import RunEnd, canonical_json
+from benchwarden.core.store import SQLiteStore
+from benchwarden.suites.contamination import report as report_module
+from benchwarden.suites.contamination import scoring, shown
+from benchwarden.suites.contamination.digest import (
+    SUMMARY_KEY,
+    RungDigest,
+    as_summary,
+    digest_from,
+    digests_in,
+    fingerprint,
+)
+from benchwarden.suites.contamination.driver import SUITE, Plan, digests_as_stored, make_record
+from benchwarden.suites.contamination.fidelity import RungTally
+from benchwarden.suites.contamination.report import (
+    PAYLOAD_FIELDS,
+    PAYLOAD_TYPES,
+    StoredOutcome,
+    build_report,
+    digest_of,
+    reply_fingerprint,
+)
+from benchwarden.suites.contamination.scoring import rung_label
+from benchwarden.targets.replies import Candidate, Reply, RequestOutcome, Timings, TokenLogprob
+from tests.core.test_store_backends import (  # noqa: F401 (fixtures)
+    backend,
+    postgres_database,
+)
+
+from .helpers import CANARIES, alternating_rungs_run, ok, reply_text
+from .test_digest import PROBES, _same, solo_outcome, write_run
+
+SCORED_KINDS = st.sampled_from(("ok", "ok", "ok", "diverged", "failed", "leaked", "lp_ok",
+                                "garbled_reply", "no_content"))
+
+
+def _scored_reads(store, run_id) -> list[tuple[str, str, int]]:
+    """`(leg, task, repeat)` of every rung's scored request the digest read of the run
+    reads (`_read_with_digests`, the listing's read-back aside)."""
+    read: list[tuple[str, str, int]] = []
+    original = report_module._stored_requests
+
+    def counting(store, scope, seqs=None):
+        for summary in original(store, scope, seqs):
+            if summary.arm not in report_module.SOLO_LEGS and summary.task.isdigit():
+                read.append((summary.arm, summary.task, summary.trial))
+            yield summary
+
+    info = store.run_info(run_id)
+    config = info.run.config
+    digests = report_module._stored_digests(store, str(config["scope"]))
+    with mock.patch.object(report_module, "_stored_requests", counting):
+        report_module._read_with_digests(store, config, digests, [])
+    return read
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.lists(SCORED_KINDS, min_size=PROBES, max_size=PROBES), min_size=1,
+                max_size=8))
+def test_only_scored_replies_that_are_not_their_references_bytes_are_read(rungs):
+    """With references without logprobs, an `ok` rung reply is its reference's bytes
+    (its timings differ, which are not the reply; so does one whose content never
+    streamed): it is not read. Every other scored request (another text, a failure,
+    logprobs the reference lacks, text kept in its escaped form) is read, and the
+    report is the one read from every record."""
+    with SQLiteStore(":memory:") as store:
+        run_id = write_run(store, rungs, None, (True, True), reference_logprobs=False)
+        read = _scored_reads(store, run_id)
+        through_digests = build_report(store, run_id)
+        from_records = build_report(store, run_id, digests=False)
+    expected = [(rung_label((2, 4)[index % 2]), str(slot), index // 2 + 1)
+                for index, kinds in enumerate(rungs) for slot, kind in enumerate(kinds)
+                if kind not in ("ok", "no_content")]
+    assert sorted(read) == sorted(expected)
+    assert not [w for w in [*through_digests.warnings, *from_records.warnings] if "digest" in w]
+    _same(through_digests, from_records)
+
+
+def test_a_cell_taken_from_its_fingerprint_classifies_as_read_even_when_it_leaks():
+    """A reference that itself holds another probe's canary: a rung reply with its bytes
+    is contaminated from the digest exactly as when read."""
+    leaking = ok(reply_text(0) + CANARIES[1], start=1.0, end=1.5)
+    with SQLiteStore(":memory:") as store:
+        first, plan = alternating_rungs_run(2, PROBES)
+        store.begin_run(first)
+        for leg in ("prime", "ref_a", "ref_b"):
+            store.append([make_record(plan, first.run_id, leg, str(p), 1, p, p,
+                                      leaking if p == 0 else solo_outcome(p, False), None)
+                          for p in range(PROBES)])
+        digests: list[RungDigest] = []
+        for index in range(2):
+            level = (2, 4)[index]
+            records = [make_record(plan, first.run_id, rung_label(level),
+                                   str(slot) if slot < PROBES else f"ballast-{slot}", 1,
+                                   slot % PROBES, slot, dataclasses.replace(
+                                       leaking if slot % PROBES == 0
+                                       else solo_outcome(slot % PROBES, False),
+                                       timings=Timings(5.0 + index, 5.0 + index,
+                                                       5.0 + index, 6.0 + index)),
+                                   None, level)
+                       for slot in range(level)]
+            store.append(records)
+            digests.extend(digest_of(records))
+        store.append([make_record(plan, first.run_id, "post", str(p), 1, p, p,
+                                  solo_outcome(p, False), None) for p in range(PROBES)])
+        store.finish_run(RunEnd(first.run_id, time.time(), "completed",
+                                {SUMMARY_KEY: as_summary(digests)}))
+        assert _scored_reads(store, first.run_id) == []
+        through_digests = build_report(store, first.run_id)
+        from_records = build_report(store, first.run_id, digests=False)
+    assert through_digests.score.contaminated >= 2
+    _same(through_digests, from_records)
+
+
+# -- a fingerprint that is not its record's ----------------------------------------------------
+
+def _lying_store(tmp_path, rung: int) -> tuple[SQLiteStore, str]:
+    """A completed run (references without logprobs) whose rung `rung` holds a diverged
+    scored reply for probe 0 that its digest fingerprints as the reference's."""
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    rungs = [["ok", "ok"], ["ok", "ok", "ok"], ["ok", "ok"]]
+    rungs[rung][0] = "diverged"
+    run_id = write_run(store, rungs, None, (False, False), reference_logprobs=False)
+    true = digest_of(report_module._stored_requests(store, run_id))
+    reference = fingerprint(canonical_json(
+        solo_outcome(0, False).to_json_dict()["reply"]))
+    lying = [msgspec.structs.replace(digest, replies=[("0", reference), *[
+        pair for pair in digest.replies or [] if pair[0] != "0"]]) if index == rung else digest
+        for index, digest in enumerate(true)]
+    assert lying[rung] != true[rung]
+    store.finish_run(RunEnd(run_id, time.time(), "completed", {SUMMARY_KEY: as_summary(lying)}))
+    return store, run_id
+
+
+@pytest.mark.parametrize("rung", [0, 1, 2])
+def test_a_listed_rung_whose_fingerprint_lies_is_read_from_its_records(tmp_path, rung):
+    store, run_id = _lying_store(tmp_path, rung)
+    with store:
+        built = build_report(store, run_id)
+        whole = build_report(store, run_id, digests=False)
+    leg, repeat = (("c2", 1), ("c4", 1), ("c2", 2))[rung]
+    assert built.warnings[-1] == (f"rung {leg} #{repeat} read from its records differs from "
+                                  "its digest in the run's end: the report is read from the "
+                                  "records alone")
+    assert built.score.diverged == whole.score.diverged == 1
+    assert msgspec.json.encode(msgspec.structs.replace(built, warnings=whole.warnings)) == \
+        msgspec.json.encode(whole)
+
+
+@pytest.mark.parametrize("rung", [0, 1, 2])
+def test_read_from_every_record_a_lying_fingerprint_is_named_whether_listed_or_not(
+        tmp_path, rung):
+    """The trust boundary: a digest's fingerprint decides an unlisted rung's cell unread
+    (as its fidelity counts decide whether the rung was measured), so `show
+    --from-records`, which recounts every digest, is what names a digest that lies."""
+    store, run_id = _lying_store(tmp_path, rung)
+    with store, mock.patch.object(shown, "RUNG_LIMIT", 1):
+        whole = build_report(store, run_id, digests=False)
+    leg, repeat = (("c2", 1), ("c4", 1), ("c2", 2))[rung]
+    assert [w for w in whole.warnings if "differs from its digest" in w] == [
+        f"rung {leg} #{repeat} read from its records differs from its digest in the run's end"]
+    assert whole.score.diverged == 1
+
+
+# -- the fingerprint is of the stored bytes ----------------------------------------------------
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30) | st.builds(
+    lambda text, byte: text + chr(0xDC00 + byte), st.text(max_size=10),
+    st.integers(0x80, 0xFF))  # a byte that was not valid UTF-8: stored in its escaped form
+_LOGPROB = st.floats(allow_nan=False, allow_infinity=False, max_value=0.0) | st.just(-0.0)
+
+
+@st.composite
+def _replies(draw) -> Reply:
+    tokens = draw(st.lists(st.builds(
+        TokenLogprob, _TEXT, _LOGPROB,
+        st.lists(st.builds(Candidate, _TEXT, _LOGPROB), max_size=3).map(tuple)), max_size=4))
+    return Reply(reasoning=draw(_TEXT), text=draw(_TEXT), tool_calls=(),
+                 finish_reason=draw(st.sampled_from((None, "stop", "length"))),
+                 completion_tokens=draw(st.integers(0, 2**40)), usage_reported=draw(st.booleans()),
+                 prompt_tokens=draw(st.none() | st.integers(0, 10**6)),
+                 token_logprobs=tuple(tokens) if draw(st.booleans()) else None)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_replies(), min_size=1, max_size=4), st.data())
+def test_a_reply_has_one_fingerprint_in_memory_typed_and_plain(backend, replies, data):  # noqa: F811
+    """The driver fingerprints a record it holds (its reply's canonical JSON); a report
+    reads the stored bytes (typed) or a plain value (an outcome that does not fit the
+    typed read): all three are one fingerprint, on both backends."""
+    run = stamp_run(suite=SUITE, bench_version=scoring.BENCH_VERSION, config={})
+    run_id = run.run_id  # a new run each example: the backend's store outlives them
+    plan = Plan(run_id, run_id, ({},) * len(replies), (4,), 1, "shared-prefix")
+    records = []
+    for slot, reply in enumerate(replies):
+        outcome = RequestOutcome(Timings(1.0, 1.0, 1.0, 2.0), reply=reply,
+                                 error=data.draw(st.none() | st.just("HTTP 500"), label="error"))
+        records.append(make_record(plan, run_id, "c4", str(slot), 1, slot, slot, outcome,
+                                   None, 4))
+    with backend.open() as store:
+        store.begin_run(run)
+        store.append(records)
+        typed = list(store.iter_record_summaries(suite=SUITE, scope=run_id,
+                                                 payload_fields=PAYLOAD_FIELDS,
+                                                 payload_types=PAYLOAD_TYPES))
+        plain = list(store.iter_record_summaries(suite=SUITE, scope=run_id,
+                                                 payload_fields=PAYLOAD_FIELDS))
+    for record, read_typed, read_plain in zip(records, typed, plain, strict=True):
+        expected = None
+        if record.payload["outcome"].get("error") is None:
+            expected = fingerprint(canonical_json(record.payload["outcome"]["reply"]))
+        assert reply_fingerprint(record) == expected
+        assert reply_fingerprint(read_plain) == expected
+        if isinstance(read_typed.payload["outcome"], StoredOutcome):
+            assert reply_fingerprint(read_typed) == expected
+    assert digest_of(records) == digest_of(typed) == digest_of(plain)
+
+
+@pytest.fixture
+def remembered_secret() -> Iterator[str]:
+    secret = "sk-fingerprint-test-9c1f2e7a"
+    secrets.remember(secret)
+    try:
+        yield secret
+    finally:
+        secrets.forget_all()
+
+
+def test_the_driver_fingerprints_a_scrubbed_reply_as_the_store_keeps_it(remembered_secret):
+    """A server that echoes the API key into a scored reply: the store keeps the reply
+    scrubbed, so the driver's digest (`digests_as_stored`) fingerprints the scrubbed
+    bytes and agrees with the recount, where a digest of the records as held would not;
+    the reference, scrubbed alike, still matches, so the cell is taken unread."""
+    echoed = ok(reply_text(0) + " key " + remembered_secret, start=1.0, end=1.5)
+    with SQLiteStore(":memory:") as store:
+        first, plan = alternating_rungs_run(1, PROBES)
+        store.begin_run(first)
+        for leg in ("prime", "ref_a", "ref_b"):
+            store.append([make_record(plan, first.run_id, leg, str(p), 1, p, p,
+                                      echoed if p == 0 else solo_outcome(p, False), None)
+                          for p in range(PROBES)])
+        records = [make_record(plan, first.run_id, "c2", str(slot), 1, slot, slot,
+                               echoed if slot == 0 else solo_outcome(slot, False), None, 2)
+                   for slot in range(2)]
+        store.append(records)
+        written = digests_as_stored(records)
+        recounted = digest_of(report_module._stored_requests(store, first.run_id))
+        assert written == recounted
+        assert digest_of(records) != recounted  # the unscrubbed reply's bytes are not stored
+        store.append([make_record(plan, first.run_id, "post", str(p), 1, p, p,
+                                  solo_outcome(p, False), None) for p in range(PROBES)])
+        store.finish_run(RunEnd(first.run_id, time.time(), "completed",
+                                {SUMMARY_KEY: as_summary(written)}))
+        assert _scored_reads(store, first.run_id) == []
+        through_digests = build_report(store, first.run_id)
+        from_records = build_report(store, first.run_id, digests=False)
+    assert not [w for w in from_records.warnings if "digest" in w]
+    _same(through_digests, from_records)
+
+
+# -- bisect: levels from digests -----------------------------------------------------------------
+
+@pytest.mark.parametrize("older", [False, True])
+@pytest.mark.parametrize("diverged_at", [None, 8, 4])
+def test_a_bisect_runs_levels_come_in_run_order_from_its_digests(older, diverged_at):
+    """A `--bisect 2-8` run records its rungs as it chooses them (c8, c4, c2 here) and
+    reads their levels from their records; with every scored reply taken from its
+    digest, the levels (and so the rungs' order and the bisect's reading) come from the
+    digests, in the order the rungs ran."""
+    first, plan = alternating_rungs_run(1, PROBES)
+    config = {**first.config, "concurrency": [], "bisect": [2, 8], "repeat": 1}
+    first = dataclasses.replace(first, config=config)
+    plan = dataclasses.replace(plan, concurrency=(), repeat=1, bisect=(2, 8))
+    with SQLiteStore(":memory:") as store:
+        store.begin_run(first)
+        for leg in ("prime", "ref_a", "ref_b"):
+            store.append([make_record(plan, first.run_id, leg, str(p), 1, p, p,
+                                      solo_outcome(p, False), None) for p in range(PROBES)])
+        digests = []
+        for step, level in enumerate((8, 4, 2)):
+            start = 10.0 + step
+            records = []
+            for slot in range(level):
+                outcome = dataclasses.replace(solo_outcome(slot % PROBES, False),
+                                              timings=Timings(start, start, start, start + 1))
+                if level == diverged_at and slot == 0:
+                    outcome = ok(reply_text(0).replace("x3", "xX"), start=start, end=start + 1)
+                records.append(make_record(
+                    plan, first.run_id, rung_label(level),
+                    str(slot) if slot < PROBES else f"ballast-{slot}", 1, slot % PROBES, slot,
+                    outcome, None, level))
+            store.append(records)
+            digests.extend(digest_of(records))
+        if older:
+            digests = [msgspec.structs.replace(d, level=None, replies=None) for d in digests]
+        store.append([make_record(plan, first.run_id, "post", str(p), 1, p, p,
+                                  solo_outcome(p, False), None) for p in range(PROBES)])
+        store.finish_run(RunEnd(first.run_id, time.time(), "completed",
+                                {SUMMARY_KEY: as_summary(digests)}))
+        read = _scored_reads(store, first.run_id)
+        through_digests = build_report(store, first.run_id)
+        from_records = build_report(store, first.run_id, digests=False)
+    assert len(read) == (6 if older else int(diverged_at is not None))
+    assert [rung.concurrency for rung in through_digests.rungs] == [8, 4, 2]
+    assert through_digests.bisect is not None
+    assert [tried.level for tried in through_digests.bisect.tried] == [8, 4, 2]
+    assert not [w for w in from_records.warnings if "digest" in w]
+    _same(through_digests, from_records)
+
+
+# -- the digest's own rules ----------------------------------------------------------------------
+
+def test_a_task_fingerprinted_twice_in_a_rung_is_left_out_and_failures_are_not_listed():
+    digest = digest_from("c4", 1, RungTally(), [("ok", 4)], level=4,
+                         replies=[("0", "aa"), ("1", None), ("0", "bb"), ("2", "cc")])
+    assert digest.replies == [("2", "cc")]
+    assert digest.claims() == {"2": "cc"}
+    assert digests_in({SUMMARY_KEY: as_summary([digest])}) == [digest]
+
+
+def test_a_digest_from_before_fingerprints_agrees_with_its_recount_on_what_it_holds():
+    full = digest_from("c4", 1, RungTally(), [("ok", 4)], level=4, replies=[("0", "aa")])
+    older = msgspec.structs.replace(full, level=None, replies=None)
+    assert older.agrees_with(full)
+    assert full.agrees_with(full)
+    assert not full.agrees_with(older)
+    assert not older.agrees_with(msgspec.structs.replace(full, sent=5))
+    assert not msgspec.structs.replace(full, replies=[]).agrees_with(full)
+    # an end written before fingerprints reads as a digest without them
+    stored = as_summary([older])
+    assert "replies" not in stored[0] or stored[0]["replies"] is None
+    assert digests_in({SUMMARY_KEY: stored}) == [older]
