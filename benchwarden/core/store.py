@@ -147,6 +147,11 @@ ENTRY_COLUMNS = ("kind", "suite", "scope", "arm", "task", "trial", "run_id", "bo
 _record_decoder = msgspec.json.Decoder(Record)
 _run_decoder = msgspec.json.Decoder(Run)
 _run_end_decoder = msgspec.json.Decoder(RunEnd)
+SHARED_END_BYTES = 64 * 1024
+"""A run end at least this long (a contamination soak's rung digests: megabytes) is
+decoded once per store object and shared (`Store._run_end`)."""
+SHARED_ENDS = 4
+"""How many such ends a store object keeps decoded."""
 # a JSON object's fields left undecoded (`runs_with_config` decodes the few it keeps)
 _raw_fields = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
@@ -1702,6 +1707,26 @@ class Store(ABC):
         except msgspec.DecodeError as error:  # (ValidationError is one too)
             raise self._unreadable_entry(seq, kind, error) from None
 
+    def _run_end(self, body: bytes, seq: int | None = None) -> RunEnd:
+        """A run end decoded from its body (`seq`: the entry, named if it does not decode;
+        None: the decoder's error is the caller's to explain). A long end is decoded once
+        per store object: the last `SHARED_ENDS` are kept by their bytes, and a reader of
+        the same bytes gets the same object (`show --latest`, the report and its digest
+        reading each read the one end). An end is never changed once written, and no
+        reader changes a decoded one."""
+        if len(body) < SHARED_END_BYTES:
+            return (_run_end_decoder.decode(body) if seq is None
+                    else self._decode_entry(seq, body, _run_end_decoder, "run end"))
+        kept: dict[bytes, RunEnd] = self.__dict__.setdefault("_decoded_ends", {})
+        found = kept.get(body)
+        if found is None:
+            found = (_run_end_decoder.decode(body) if seq is None
+                     else self._decode_entry(seq, body, _run_end_decoder, "run end"))
+            if len(kept) >= SHARED_ENDS:
+                del kept[next(iter(kept))]
+            kept[body] = found
+        return found
+
     def _unreadable_entry(self, seq: int, kind: str, error: Exception) -> CorruptStore:
         """The one line for entry `seq`, a `kind`, whose body does not decode."""
         return CorruptStore(f"store {self.location}: entry {seq} is not a readable {kind} "
@@ -1951,7 +1976,7 @@ class Store(ABC):
         params = (suite,) if suite else ()
         ends = {
             end.run_id: end for end in (
-                self._decode_entry(seq, _as_bytes(body), _run_end_decoder, "run end")
+                self._run_end(_as_bytes(body), seq)
                 for seq, body in self._query(
                     f"SELECT seq, body FROM entries WHERE kind = 'run_end'{where}", params))
         }
@@ -2070,7 +2095,7 @@ class Store(ABC):
                 run = run_of(_as_bytes(heading), dict(config))
                 starts.append((int(seq), run))
                 if end is not None:
-                    ends[run.run_id] = _run_end_decoder.decode(_as_bytes(end))
+                    ends[run.run_id] = self._run_end(_as_bytes(end))
         except (msgspec.DecodeError, ValueError, TypeError) as error:
             raise self._edited_derived_data(
                 f"its run headings or configurations are unreadable ({error})") from None
@@ -2086,7 +2111,7 @@ class Store(ABC):
             if kind == "run":
                 run = self._decode_entry(seq, _as_bytes(body), _run_decoder, "run start")
             else:
-                end = self._decode_entry(seq, _as_bytes(body), _run_end_decoder, "run end")
+                end = self._run_end(_as_bytes(body), seq)
         if run is None:
             # a prefix matched as the characters it is (LIKE would read `%` and `_` in
             # it as patterns, and fold case: `show %` picked the only run), never empty
@@ -2152,8 +2177,7 @@ class Store(ABC):
                         headings.append((int(seq),
                                          _run_heading_decoder.decode(_as_bytes(heading))))
                         if end is not None:
-                            ends[headings[-1][1].run_id] = _run_end_decoder.decode(
-                                _as_bytes(end))
+                            ends[headings[-1][1].run_id] = self._run_end(_as_bytes(end))
                 except (msgspec.DecodeError, ValueError, TypeError) as error:
                     raise self._edited_derived_data(
                         f"its run headings are unreadable ({error})") from None

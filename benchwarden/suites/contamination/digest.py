@@ -36,7 +36,7 @@ from typing import Any
 
 import msgspec
 
-from benchwarden.suites.contamination.fidelity import RungTally
+from benchwarden.suites.contamination.fidelity import RungFidelity, RungTally
 
 SUMMARY_KEY = "rungs"
 """The run end's summary key holding the run's rung digests."""
@@ -91,12 +91,14 @@ class RungDigest(msgspec.Struct, frozen=True, kw_only=True):
             recounted = msgspec.structs.replace(recounted, level=None, replies=None)
         return recounted == self
 
-    def tally(self) -> RungTally:
-        """The rung's tally as the report's full pass would have counted it (its
-        intervals not kept: the peak is)."""
-        return RungTally(first_send=self.first_send, last_send=self.last_send, sent=self.sent,
-                         failures=Counter(dict(self.failures)),
-                         peak_in_flight=self.peak_in_flight)
+    def fidelity(self, label: str, concurrency: int, repeat: int) -> RungFidelity:
+        """The rung's fidelity as the report's full pass counts it (`RungTally.fidelity`
+        over the same requests), from the digest's numbers."""
+        failures = tuple(sorted(self.failures, key=lambda item: (-item[1], item[0])))
+        skew = (None if self.first_send is None or self.last_send is None
+                else (self.last_send - self.first_send) * 1000.0)
+        return RungFidelity(label, concurrency, repeat, self.sent, self.peak_in_flight, skew,
+                            sum(count for _, count in failures), failures)
 
 
 def fingerprint(stored_reply: bytes | memoryview | msgspec.Raw) -> str:

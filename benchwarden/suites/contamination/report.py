@@ -726,7 +726,8 @@ class _RungRequests:
     choose which to list (`shown.chosen_lanes`) and read those back whole."""
 
     tally: RungTally = field(default_factory=RungTally)
-    """The rung's fidelity counts, over every one of its requests."""
+    """The rung's fidelity counts, over every one of its requests (none counted when
+    it was taken from its digest, which holds them: see `fidelity`)."""
     seqs: array[int] = field(default_factory=lambda: array("q"))
     """Each request's sequence number in the store, in the order read."""
     slots: array[int] = field(default_factory=lambda: array("q"))
@@ -741,6 +742,12 @@ class _RungRequests:
     replies: list[tuple[str, str | None]] = field(default_factory=list)
     """`(task, reply_fingerprint)` of each scored request, in the order read: kept only
     by a reading that digests its rungs (`ScopeReading.fingerprints`)."""
+
+    def fidelity(self, label: str, concurrency: int, repeat: int) -> RungFidelity:
+        """The rung's fidelity: its digest's when taken from one, else its tally's."""
+        if self.digest is not None:
+            return self.digest.fidelity(label, concurrency, repeat)
+        return self.tally.fidelity(label, concurrency, repeat)
 
     def lanes(self) -> list[shown.Lane]:
         return [shown.Lane(seq, slot, bool(scored), bool(failed))
@@ -909,12 +916,14 @@ class ScopeReading:
             self.bisect_levels[digest.leg] = digest.level
         for status, count in digest.statuses:
             self.statuses[(digest.leg, status)] += count
-        self.rungs[digest.key] = _RungRequests(tally=digest.tally(), digest=digest)
+        self.rungs[digest.key] = _RungRequests(digest=digest)
 
     def rung_digest(self, key: tuple[str, int]) -> RungDigest:
         """The digest of rung `key` as read by `add` (one rung's records read alone: its
         requests by status are the reading's), the driver's and the recount's one rule."""
         group = self.rungs.get(key) or _RungRequests()
+        if group.digest is not None:  # taken from its digest: that is what it counts
+            return group.digest
         return digest_from(key[0], key[1], group.tally,
                            [(status, count) for (_, status), count in self.statuses.items()],
                            level=self.bisect_levels.get(key[0]), replies=group.replies)
@@ -928,30 +937,37 @@ class ScopeReading:
         if record.task.isdigit():
             self._scored(record, getattr(record, "seq", 0))
 
-    def take_fingerprinted(self, store: Store,
-                           addresses: Iterable[tuple[int, str, int, str]],
-                           fingerprinted: Mapping[tuple[str, int], Mapping[str, str]]) -> None:
-        """The scored requests of digested rungs (`(seq, leg, repeat, task)`), with the
-        fingerprints their rungs' digests give their replies, once every solo record is
-        read. One whose fingerprint is its probe's reference's (the `ref_a` reply the
-        scoring compares against) is that reply, taken without reading the record (it
-        holds the same bytes, so the scoring classifies it as it would the read one);
-        any other is read from the store (`add_scored`)."""
+    def take_fingerprinted(self, store: Store, digests: Mapping[tuple[str, int], RungDigest],
+                           tasks: Sequence[str]) -> None:
+        """The scored requests (`tasks`: the probes') of rungs taken from digests that
+        fingerprint their replies, once every solo record is read. One whose fingerprint
+        is its probe's reference's (the `ref_a` reply the scoring compares against) is
+        that reply, taken without reading the record (it holds the same bytes, so the
+        scoring classifies it as it would the read one); every other is looked up and
+        read (`add_scored`), as is any a digest does not fingerprint."""
         references = self._reference_fingerprints()
         taken = {task: RequestOutcome(_NOT_READ, reply, None, None, {})
                  for task, (_, reply) in references.items()}
         printed = {task: found for task, (found, _) in references.items()}
         outcomes = self.scored_outcomes
-        unread: list[int] = []
-        for seq, leg, repeat, task in addresses:
-            claimed = fingerprinted[(leg, repeat)].get(task)
-            if claimed is not None and claimed == printed.get(task):
-                outcomes[(leg, task, repeat)] = taken[task]
-            else:
-                unread.append(seq)
-        if unread:
-            for summary in _stored_requests(store, str(self.config["scope"]), unread):
-                self.add_scored(summary)
+        unread: set[tuple[str, int, str]] = set()
+        for (leg, repeat), digest in digests.items():
+            claims = digest.claims()
+            for task in tasks:
+                claimed = claims.get(task)
+                if claimed is not None and claimed == printed.get(task):
+                    outcomes[(leg, task, repeat)] = taken[task]
+                else:
+                    unread.add((leg, repeat, task))
+        if not unread:
+            return
+        scope = str(self.config["scope"])
+        seqs = [seq for seq, leg, repeat, task in store.record_addresses(
+                    SUITE, scope, {(leg, repeat) for leg, repeat, _ in unread},
+                    tasks={task for _, _, task in unread})
+                if (leg, repeat, task) in unread]
+        for summary in _stored_requests(store, scope, seqs):
+            self.add_scored(summary)
 
     def _reference_fingerprints(self) -> dict[str, tuple[str, Reply]]:
         """Each probe's reference reply (the last `ref_a` record of it, the one `legs`
@@ -1036,14 +1052,14 @@ class ScopeReading:
                     for index in found]
 
         rungs = []
+        tasks = [str(index) for index in range(probes)]
+        outcomes = self.scored_outcomes
         for repetition in range(1, int(config["repeat"]) + 1):
             for label, level in self.levels.items():
                 group = self.rungs.get((label, repetition)) or _RungRequests()
-                scored = [self.scored_outcomes.get((label, str(i), repetition))
-                          for i in range(probes)]
+                scored = [outcomes.get((label, task, repetition)) for task in tasks]
                 rungs.append(RungOutcomes(label, level, repetition, scored,
-                                          fidelity=group.tally.fidelity(label, level,
-                                                                        repetition)))
+                                          fidelity=group.fidelity(label, level, repetition)))
         return Legs(ref_a=solo("ref_a"), ref_b=solo("ref_b"), rungs=rungs, post=solo("post"),
                     canaries=[p["canary"] for p in config["probe_set"]],
                     min_completion_tokens=int(config["min_completion_tokens"]),
@@ -1136,17 +1152,21 @@ def _read_with_digests(store: Store, config: Mapping[str, Any],
             used[key] = digest
     tasks = [str(index) for index in range(len(config["probe_set"]))]
     wanted = store.record_seqs(SUITE, scope, [key for key in counts if key not in used])
-    firsts: dict[tuple[str, int], int] = {}
-    later: list[tuple[int, str, int, str]] = []
-    for address in store.record_addresses(SUITE, scope, used, tasks=tasks):
-        seq, leg, repeat, _ = address
+    # where each rung begins: its first request (slot 0, probe 0's own, which the driver
+    # writes first), one index lookup a rung; a rung without one, and a rung whose
+    # digest predates fingerprints (its scored requests are read in place, as they always
+    # were), are looked up by every scored request
+    firsts = {(leg, repeat): seq for seq, leg, repeat, _ in store.record_addresses(
+        SUITE, scope, used, tasks=tasks[:1])}
+    looked_up = {key for key, digest in used.items()
+                 if key not in firsts or digest.replies is None}
+    for seq, leg, repeat, _ in (store.record_addresses(SUITE, scope, looked_up, tasks=tasks)
+                                if looked_up else ()):
         key = (leg, repeat)
-        if key not in firsts:
+        if seq < firsts.get(key, seq + 1):
             firsts[key] = seq
-        if used[key].replies is None:  # a digest from before fingerprints (and levels):
-            wanted.append(seq)  # its scored requests read in place, as they always were
-        else:
-            later.append(address)
+        if used[key].replies is None:
+            wanted.append(seq)
     places = sorted(firsts.items(), key=lambda item: item[1])
     reading = ScopeReading(config)
     taken = 0
@@ -1163,8 +1183,8 @@ def _read_with_digests(store: Store, config: Mapping[str, Any],
     for key, digest in used.items():  # a rung with no scored request (none is written)
         if key not in firsts:
             reading.take_digest(digest)
-    reading.take_fingerprinted(store, later,
-                               {key: digest.claims() for key, digest in used.items()})
+    reading.take_fingerprinted(store, {key: digest for key, digest in used.items()
+                                       if digest.replies is not None}, tasks)
     return reading
 
 

@@ -554,19 +554,20 @@ def score(legs: Legs) -> Score:
             for rung, reason in zip(legs.rungs, unmeasured, strict=False)]
         measured.append((POST_LEG, 1, legs.post[probe] if probe < len(legs.post) else None,
                          True, None))
+        # a reply that *is* the reference (the report shares it with every request the
+        # scoring cannot tell from it) classifies alike in every rung with the same
+        # reason to be unmeasured: judged once per reason, not once per cell
+        as_reference: dict[tuple[bool, str | None], tuple[CellClass, DivergencePoint | None,
+                                                          int]] = {}
         for label, repeat, got, persistent_leg, rung_unmeasured in measured:
-            result = classify(reference, got, own, canaries, floor,
-                              persistent_leg=persistent_leg, rung_unmeasured=rung_unmeasured,
-                              reference_form=form, reference_foreign=form_foreign)
-            foreign = 0
-            if isinstance(result, Contaminated) and got is not None and got.reply is not None:
-                foreign = len(foreign_canaries(got.reply, own, canaries))
-            divergence = None
-            if isinstance(result, (Diverged, Persistent, Contaminated)) \
-                    and got is not None and got.reply is not None:
-                divergence = classify_divergence(
-                    reference, got.reply, threshold=legs.near_tie_nats,
-                    foreign=result.foreign if isinstance(result, Contaminated) else None)
+            shared = got is not None and got.reply is reference and got.error is None
+            judged = as_reference.get((persistent_leg, rung_unmeasured)) if shared else None
+            if judged is None:
+                judged = _judged(reference, got, own, canaries, floor, legs.near_tie_nats,
+                                 persistent_leg, rung_unmeasured, form, form_foreign)
+                if shared:
+                    as_reference[(persistent_leg, rung_unmeasured)] = judged
+            result, divergence, foreign = judged
             tally.add(Cell(probe, label, repeat, result, divergence), compared=True,
                       reference_tokens=reference.completion_tokens, foreign=foreign)
     counts = tally.counts
@@ -580,6 +581,27 @@ def score(legs: Legs) -> Score:
         substantive=tally.divergences[SUBSTANTIVE],
         unclassified=tally.divergences[UNCLASSIFIED], cells=tuple(tally.cells),
         fidelity=fidelity)
+
+
+def _judged(reference: Reply, got: Outcome, own: str, canaries: Sequence[str], floor: int,
+            near_tie_nats: float, persistent_leg: bool, rung_unmeasured: str | None,
+            form: str, form_foreign: Sequence[str],
+            ) -> tuple[CellClass, DivergencePoint | None, int]:
+    """One measured outcome's class, its divergence point (a diverged, persistent or
+    contaminated cell's) and how many foreign canaries its reply holds."""
+    result = classify(reference, got, own, canaries, floor, persistent_leg=persistent_leg,
+                      rung_unmeasured=rung_unmeasured, reference_form=form,
+                      reference_foreign=form_foreign)
+    foreign = 0
+    if isinstance(result, Contaminated) and got is not None and got.reply is not None:
+        foreign = len(foreign_canaries(got.reply, own, canaries))
+    divergence = None
+    if isinstance(result, (Diverged, Persistent, Contaminated)) \
+            and got is not None and got.reply is not None:
+        divergence = classify_divergence(
+            reference, got.reply, threshold=near_tie_nats,
+            foreign=result.foreign if isinstance(result, Contaminated) else None)
+    return result, divergence, foreign
 
 
 def _references_divergence(reference: Reply | CellClass, legs: Legs,
