@@ -99,35 +99,53 @@ def test_only_scored_replies_that_are_not_their_references_bytes_are_read(rungs)
     _same(through_digests, from_records)
 
 
+def _run_with_solo_legs(store, rungs: int, probe_zero: RequestOutcome):
+    """A run of `PROBES` probes begun, its prime and references written, probe 0's as
+    `probe_zero`, the others' as `solo_outcome`: its start and plan."""
+    first, plan = alternating_rungs_run(rungs, PROBES)
+    store.begin_run(first)
+    for leg in ("prime", "ref_a", "ref_b"):
+        store.append([make_record(plan, first.run_id, leg, str(p), 1, p, p,
+                                  probe_zero if p == 0 else solo_outcome(p, False), None)
+                      for p in range(PROBES)])
+    return first, plan
+
+
+def _rung(plan: Plan, run_id: str, level: int, repeat: int, start: float,
+          probe_zero: RequestOutcome | None = None) -> list:
+    """A rung's records, each reply its probe's `solo_outcome` (probe 0's: `probe_zero`,
+    when given), all sent at `start`."""
+    records = []
+    for slot in range(level):
+        probe = slot % PROBES
+        outcome = (probe_zero if probe == 0 and probe_zero is not None
+                   else solo_outcome(probe, False))
+        records.append(make_record(
+            plan, run_id, rung_label(level), str(slot) if slot < PROBES else f"ballast-{slot}",
+            repeat, probe, slot, dataclasses.replace(
+                outcome, timings=Timings(start, start, start, start + 1.0)), None, level))
+    return records
+
+
+def _finish(store, plan: Plan, run_id: str, digests: list[RungDigest]) -> None:
+    """The run's post-check written and its end recorded with `digests`."""
+    store.append([make_record(plan, run_id, "post", str(p), 1, p, p, solo_outcome(p, False),
+                              None) for p in range(PROBES)])
+    store.finish_run(RunEnd(run_id, time.time(), "completed", {SUMMARY_KEY: as_summary(digests)}))
+
+
 def test_a_cell_taken_from_its_fingerprint_classifies_as_read_even_when_it_leaks():
     """A reference that itself holds another probe's canary: a rung reply with its bytes
     is contaminated from the digest exactly as when read."""
     leaking = ok(reply_text(0) + CANARIES[1], start=1.0, end=1.5)
     with SQLiteStore(":memory:") as store:
-        first, plan = alternating_rungs_run(2, PROBES)
-        store.begin_run(first)
-        for leg in ("prime", "ref_a", "ref_b"):
-            store.append([make_record(plan, first.run_id, leg, str(p), 1, p, p,
-                                      leaking if p == 0 else solo_outcome(p, False), None)
-                          for p in range(PROBES)])
+        first, plan = _run_with_solo_legs(store, 2, leaking)
         digests: list[RungDigest] = []
         for index in range(2):
-            level = (2, 4)[index]
-            records = [make_record(plan, first.run_id, rung_label(level),
-                                   str(slot) if slot < PROBES else f"ballast-{slot}", 1,
-                                   slot % PROBES, slot, dataclasses.replace(
-                                       leaking if slot % PROBES == 0
-                                       else solo_outcome(slot % PROBES, False),
-                                       timings=Timings(5.0 + index, 5.0 + index,
-                                                       5.0 + index, 6.0 + index)),
-                                   None, level)
-                       for slot in range(level)]
+            records = _rung(plan, first.run_id, (2, 4)[index], 1, 5.0 + index, leaking)
             store.append(records)
             digests.extend(digest_of(records))
-        store.append([make_record(plan, first.run_id, "post", str(p), 1, p, p,
-                                  solo_outcome(p, False), None) for p in range(PROBES)])
-        store.finish_run(RunEnd(first.run_id, time.time(), "completed",
-                                {SUMMARY_KEY: as_summary(digests)}))
+        _finish(store, plan, first.run_id, digests)
         assert _scored_reads(store, first.run_id) == []
         through_digests = build_report(store, first.run_id)
         from_records = build_report(store, first.run_id, digests=False)
@@ -257,12 +275,7 @@ def test_the_driver_fingerprints_a_scrubbed_reply_as_the_store_keeps_it(remember
     the reference, scrubbed alike, still matches, so the cell is taken unread."""
     echoed = ok(reply_text(0) + " key " + remembered_secret, start=1.0, end=1.5)
     with SQLiteStore(":memory:") as store:
-        first, plan = alternating_rungs_run(1, PROBES)
-        store.begin_run(first)
-        for leg in ("prime", "ref_a", "ref_b"):
-            store.append([make_record(plan, first.run_id, leg, str(p), 1, p, p,
-                                      echoed if p == 0 else solo_outcome(p, False), None)
-                          for p in range(PROBES)])
+        first, plan = _run_with_solo_legs(store, 1, echoed)
         records = [make_record(plan, first.run_id, "c2", str(slot), 1, slot, slot,
                                echoed if slot == 0 else solo_outcome(slot, False), None, 2)
                    for slot in range(2)]
@@ -271,10 +284,7 @@ def test_the_driver_fingerprints_a_scrubbed_reply_as_the_store_keeps_it(remember
         recounted = digest_of(report_module._stored_requests(store, first.run_id))
         assert written == recounted
         assert digest_of(records) != recounted  # the unscrubbed reply's bytes are not stored
-        store.append([make_record(plan, first.run_id, "post", str(p), 1, p, p,
-                                  solo_outcome(p, False), None) for p in range(PROBES)])
-        store.finish_run(RunEnd(first.run_id, time.time(), "completed",
-                                {SUMMARY_KEY: as_summary(written)}))
+        _finish(store, plan, first.run_id, written)
         assert _scored_reads(store, first.run_id) == []
         through_digests = build_report(store, first.run_id)
         from_records = build_report(store, first.run_id, digests=False)
@@ -295,6 +305,7 @@ def test_a_bisect_runs_levels_come_in_run_order_from_its_digests(older, diverged
     config = {**first.config, "concurrency": [], "bisect": [2, 8], "repeat": 1}
     first = dataclasses.replace(first, config=config)
     plan = dataclasses.replace(plan, concurrency=(), repeat=1, bisect=(2, 8))
+    diverged = ok(reply_text(0).replace("x3", "xX"))
     with SQLiteStore(":memory:") as store:
         store.begin_run(first)
         for leg in ("prime", "ref_a", "ref_b"):
@@ -302,25 +313,14 @@ def test_a_bisect_runs_levels_come_in_run_order_from_its_digests(older, diverged
                                       solo_outcome(p, False), None) for p in range(PROBES)])
         digests = []
         for step, level in enumerate((8, 4, 2)):
-            start = 10.0 + step
-            records = []
-            for slot in range(level):
-                outcome = dataclasses.replace(solo_outcome(slot % PROBES, False),
-                                              timings=Timings(start, start, start, start + 1))
-                if level == diverged_at and slot == 0:
-                    outcome = ok(reply_text(0).replace("x3", "xX"), start=start, end=start + 1)
-                records.append(make_record(
-                    plan, first.run_id, rung_label(level),
-                    str(slot) if slot < PROBES else f"ballast-{slot}", 1, slot % PROBES, slot,
-                    outcome, None, level))
+            records = _rung(plan, first.run_id, level, 1, 10.0 + step)
+            if level == diverged_at:  # probe 0's own request only
+                records[0] = _rung(plan, first.run_id, level, 1, 10.0 + step, diverged)[0]
             store.append(records)
             digests.extend(digest_of(records))
         if older:
             digests = [msgspec.structs.replace(d, level=None, replies=None) for d in digests]
-        store.append([make_record(plan, first.run_id, "post", str(p), 1, p, p,
-                                  solo_outcome(p, False), None) for p in range(PROBES)])
-        store.finish_run(RunEnd(first.run_id, time.time(), "completed",
-                                {SUMMARY_KEY: as_summary(digests)}))
+        _finish(store, plan, first.run_id, digests)
         read = _scored_reads(store, first.run_id)
         through_digests = build_report(store, first.run_id)
         from_records = build_report(store, first.run_id, digests=False)
