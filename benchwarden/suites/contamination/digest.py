@@ -6,8 +6,9 @@ last send, failures by kind) and its requests counted by status. The driver coun
 these from the records it has just appended, with the report's own counting
 (`report.digest_of`), and writes them into the run end's summary under `rungs` (the end
 is in the chain, so the digests are as tamper-evident as the records). A report then
-reads a digested rung's scored requests only, and its other requests only if it lists
-the rung (`report.build_report`).
+reads a digested rung's scored requests only (and of those only the ones whose reply is
+not its reference's, by fingerprint), and its other requests only if it lists the rung
+(`report.build_report`).
 
 Invariants:
 - A digest says nothing its records do not: it is counted from those records by the

@@ -1139,8 +1139,8 @@ def _read_with_digests(store: Store, config: Mapping[str, Any],
     (what the digest does not hold), and of those only the ones whose reply is not
     fingerprinted as its reference's (`take_fingerprinted`); every other record read as
     the full pass reads it. A digest whose count differs is not used: `warnings` says so.
-    Each digest is taken where its rung's first scored request is in the store's order,
-    read or not, so legs, levels and statuses keep the order the full pass gives them."""
+    Each digest is taken where its rung's first request is in the store's order, read
+    or not, so legs, levels and statuses keep the order the full pass gives them."""
     scope = str(config["scope"])
     counts = store.record_counts(SUITE, scope)
     used: dict[tuple[str, int], RungDigest] = {}
