@@ -20,12 +20,15 @@ Invariants:
   the rung's records are read as before: the report is the same either way.
 - Plain JSON: pairs in lists where order matters (statuses in the order first read),
   since the store encodes an end with its keys sorted.
-- Reply fingerprints (`replies`, docs/decisions/0006): the BLAKE2b of each scored
-  request's reply as the store keeps it (its canonical JSON bytes), for the scored
-  requests that were `ok`. They state facts about the records, never a judgement: the
-  report compares them with its own reference's fingerprint, and reads the record
-  whenever the two differ. A digest written before them (`replies` None) leaves every
-  scored request to be read, and its recount ignores what it does not hold.
+- Reply fingerprints (`scored_replies`, docs/decisions/0006): the BLAKE2b of the part of
+  each scored reply the scoring compares (`report.scored_form`: streams, tool calls'
+  names and arguments, finish reason, completion tokens, token logprobs; not the cache
+  counters or usage flags, which vary from rung to rung), as the store keeps it, for
+  the scored requests that were `ok`. They state facts about the records, never a
+  judgement: the report compares them with its own reference's fingerprint, and reads
+  the record whenever the two differ. A digest written before them (`scored_replies`
+  None) leaves every scored request to be read, and its recount ignores what it does
+  not hold.
 """
 
 from __future__ import annotations
@@ -42,10 +45,12 @@ from benchwarden.suites.contamination.fidelity import RungFidelity, RungTally
 SUMMARY_KEY = "rungs"
 """The run end's summary key holding the run's rung digests."""
 
-FORMAT = 2
-"""The digests' format: 2 since they fingerprint scored replies (`replies`). Raised when a
-digest gains a field a report reads, so a cache of stores built with older digests (the
-benches') is not taken for one built with these."""
+FORMAT = 3
+"""The digests' format: 3 since they fingerprint the compared part of scored replies
+(`scored_replies`; 2, never released, fingerprinted whole replies under `replies`, which
+this version does not read). Raised when a digest gains a field a report reads, so a
+cache of stores built with older digests (the benches') is not taken for one built
+with these."""
 
 
 class RungDigest(msgspec.Struct, frozen=True, kw_only=True):
@@ -71,10 +76,11 @@ class RungDigest(msgspec.Struct, frozen=True, kw_only=True):
     """The rung's concurrency level as its first request with one stored it (a
     `--bisect` run's levels are read from its rungs); None in a digest written before
     reply fingerprints."""
-    replies: list[tuple[str, str]] | None = None
-    """`(task, fingerprint(stored reply))` of each scored request (a probe's own) that
-    was `ok`, in the rung's order; a task the rung holds more than once is left out.
-    None in a digest written before fingerprints (every scored request is then read)."""
+    scored_replies: list[tuple[str, str]] | None = None
+    """`(task, fingerprint of the compared part of its reply)` of each scored request (a
+    probe's own) that was `ok`, in the rung's order; a task the rung holds more than
+    once is left out. None in a digest written before fingerprints (every scored
+    request is then read)."""
 
     @property
     def key(self) -> tuple[str, int]:
@@ -82,14 +88,14 @@ class RungDigest(msgspec.Struct, frozen=True, kw_only=True):
 
     def claims(self) -> dict[str, str]:
         """Each fingerprinted scored request's task → its reply's fingerprint."""
-        return dict(self.replies or ())
+        return dict(self.scored_replies or ())
 
     def agrees_with(self, recounted: RungDigest) -> bool:
         """Whether `recounted` (the rung's records counted again, `report.digest_of`)
         says what this digest says; a digest written before fingerprints is held to the
         fields it has."""
-        if self.replies is None:
-            recounted = msgspec.structs.replace(recounted, level=None, replies=None)
+        if self.scored_replies is None:
+            recounted = msgspec.structs.replace(recounted, level=None, scored_replies=None)
         return recounted == self
 
     def fidelity(self, label: str, concurrency: int, repeat: int) -> RungFidelity:
@@ -102,26 +108,26 @@ class RungDigest(msgspec.Struct, frozen=True, kw_only=True):
                             sum(count for _, count in failures), failures)
 
 
-def fingerprint(stored_reply: bytes | memoryview | msgspec.Raw) -> str:
-    """The fingerprint of a reply from its stored bytes (its canonical JSON: what the
-    store keeps, `core.records.canonical_json`): 128 bits of BLAKE2b, so two replies
-    share one only when they are the same bytes."""
-    return hashlib.blake2b(stored_reply, digest_size=16).hexdigest()
+def fingerprint(compared: bytes) -> str:
+    """The fingerprint of a reply from the stored bytes of its compared part
+    (`report.scored_form`): 128 bits of BLAKE2b, so two replies share one only when
+    those bytes are the same."""
+    return hashlib.blake2b(compared, digest_size=16).hexdigest()
 
 
 def digest_from(leg: str, repeat: int, tally: RungTally,
                 statuses: Iterable[tuple[str, int]], *, level: int | None = None,
-                replies: Iterable[tuple[str, str | None]] = ()) -> RungDigest:
+                scored_replies: Iterable[tuple[str, str | None]] = ()) -> RungDigest:
     """The digest of a rung counted into `tally`, with its requests by status, its level,
     and `(task, fingerprint or None when not ok)` of each scored request read."""
     fidelity = tally.fidelity(leg, 0, repeat)
-    scored = list(replies)
+    scored = list(scored_replies)
     seen = Counter(task for task, _ in scored)
     return RungDigest(leg=leg, repeat=repeat, sent=tally.sent,
                       peak_in_flight=fidelity.peak_in_flight, first_send=tally.first_send,
                       last_send=tally.last_send, failures=list(fidelity.failures),
                       statuses=list(statuses), level=level,
-                      replies=[(task, found) for task, found in scored
+                      scored_replies=[(task, found) for task, found in scored
                                if found is not None and seen[task] == 1])
 
 

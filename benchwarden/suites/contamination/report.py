@@ -687,21 +687,80 @@ def _outcome(record: StoredRequest) -> RequestOutcome:
     return RequestOutcome.from_json_dict(stored)
 
 
+class _ComparedToolCall(msgspec.Struct):
+    """What the scoring compares of a stored tool call, as raw JSON bytes (not its id)."""
+
+    name: msgspec.Raw = _NULL
+    """The call's stored name."""
+    arguments: msgspec.Raw = _NULL
+    """The call's stored argument string."""
+
+
+class _ComparedReply(msgspec.Struct):
+    """The part of a stored reply the scoring reads (`_scoring_form`), each field as its
+    raw JSON bytes; the rest (prompt and cached-prompt token counts, usage flags, tool
+    call ids: diagnostics no cell is judged by) is skipped while decoding."""
+
+    completion_tokens: msgspec.Raw = _NULL
+    """As stored."""
+    finish_reason: msgspec.Raw = _NULL
+    """As stored."""
+    reasoning: msgspec.Raw = _NULL
+    """As stored."""
+    text: msgspec.Raw = _NULL
+    """As stored."""
+    token_logprobs: msgspec.Raw = _NULL
+    """As stored (JSON `null` when none were stored)."""
+    tool_calls: list[_ComparedToolCall] = msgspec.field(default_factory=list)
+    """As stored, each call's name and arguments."""
+
+
+_compared_decoder = msgspec.json.Decoder(_ComparedReply)
+_COMPARED_FIELDS = ("completion_tokens", "finish_reason", "reasoning", "text", "token_logprobs")
+
+
+def scored_form(reply: Any) -> bytes | None:
+    """The bytes of the part of a stored reply the scoring compares (`_scoring_form`):
+    each of its fields' canonical JSON, the tool calls' names and arguments after them,
+    one a line (compact JSON holds no raw newline, so the lines split back exactly).
+    `reply` is the stored reply's raw bytes (`StoredOutcome.reply`) or its JSON value
+    (a record held in memory or read plain): the store keeps canonical JSON, so both
+    give the same bytes. None for a stored reply not of a reply's shape."""
+    if isinstance(reply, (bytes, msgspec.Raw)):
+        try:
+            found = _compared_decoder.decode(reply)
+        except msgspec.DecodeError:  # (ValidationError is one)
+            return None
+        parts = [bytes(getattr(found, name)) for name in _COMPARED_FIELDS]
+        for call in found.tool_calls:
+            parts += (bytes(call.name), bytes(call.arguments))
+        return b"\n".join(parts)
+    calls = reply.get("tool_calls", []) if isinstance(reply, Mapping) else None
+    if not isinstance(calls, list) or not all(isinstance(call, Mapping) for call in calls):
+        return None
+    parts = [canonical_json(reply.get(name)) for name in _COMPARED_FIELDS]
+    for call in calls:
+        parts += (canonical_json(call.get("name")), canonical_json(call.get("arguments")))
+    return b"\n".join(parts)
+
+
 def reply_fingerprint(record: StoredRequest) -> str | None:
-    """The fingerprint (`digest.fingerprint`) of a request's stored reply when the
-    request was `ok` (no error, a reply), else None: from the stored bytes when read
-    typed, from its canonical JSON (the bytes the store writes for it) otherwise. `ok` is
-    all the scoring reads of an outcome beside its reply (`scoring.classify`), so two
-    requests with one fingerprint classify alike."""
+    """The fingerprint (`digest.fingerprint`) of the compared part of a request's stored
+    reply (`scored_form`) when the request was `ok` (no error, a reply), else None.
+    `ok` and that part are all the scoring reads of an outcome (`scoring.classify`,
+    `scoring.classify_divergence`), so two requests with one fingerprint classify
+    alike."""
     stored = record.payload["outcome"]
     if isinstance(stored, StoredOutcome):
         if stored.error is not None or stored.reply == _NULL:
             return None
-        return fingerprint(stored.reply)
-    if not isinstance(stored, Mapping) or stored.get("error") is not None \
+        form = scored_form(stored.reply)
+    elif not isinstance(stored, Mapping) or stored.get("error") is not None \
             or stored.get("reply") is None:
         return None
-    return fingerprint(canonical_json(stored["reply"]))
+    else:
+        form = scored_form(stored["reply"])
+    return None if form is None else fingerprint(form)
 
 
 def rung_levels(config: Mapping[str, Any],
@@ -926,7 +985,8 @@ class ScopeReading:
             return group.digest
         return digest_from(key[0], key[1], group.tally,
                            [(status, count) for (_, status), count in self.statuses.items()],
-                           level=self.bisect_levels.get(key[0]), replies=group.replies)
+                           level=self.bisect_levels.get(key[0]),
+                           scored_replies=group.replies)
 
     def add_scored(self, record: StoredRequest) -> None:
         """What `add` keeps of a request of a digested rung beyond the digest's counts:
@@ -1159,13 +1219,13 @@ def _read_with_digests(store: Store, config: Mapping[str, Any],
     firsts = {(leg, repeat): seq for seq, leg, repeat, _ in store.record_addresses(
         SUITE, scope, used, tasks=tasks[:1])}
     looked_up = {key for key, digest in used.items()
-                 if key not in firsts or digest.replies is None}
+                 if key not in firsts or digest.scored_replies is None}
     for seq, leg, repeat, _ in (store.record_addresses(SUITE, scope, looked_up, tasks=tasks)
                                 if looked_up else ()):
         key = (leg, repeat)
         if seq < firsts.get(key, seq + 1):
             firsts[key] = seq
-        if used[key].replies is None:
+        if used[key].scored_replies is None:
             wanted.append(seq)
     places = sorted(firsts.items(), key=lambda item: item[1])
     reading = ScopeReading(config)
@@ -1184,7 +1244,7 @@ def _read_with_digests(store: Store, config: Mapping[str, Any],
         if key not in firsts:
             reading.take_digest(digest)
     reading.take_fingerprinted(store, {key: digest for key, digest in used.items()
-                                       if digest.replies is not None}, tasks)
+                                       if digest.scored_replies is not None}, tasks)
     return reading
 
 

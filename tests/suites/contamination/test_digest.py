@@ -144,7 +144,7 @@ def solo_outcome(probe: int, logprobs: bool) -> RequestOutcome:
 
 def as_older(digest: RungDigest) -> RungDigest:
     """`digest` as a version before reply fingerprints wrote it (no level, no replies)."""
-    return msgspec.structs.replace(digest, level=None, replies=None)
+    return msgspec.structs.replace(digest, level=None, scored_replies=None)
 
 
 def _end(store: SQLiteStore, run_id: str, status: str, digests: list[RungDigest],

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from benchwarden.core import secrets
 from benchwarden.core.provenance import stamp_run
-from benchwarden.core.records import RunEnd, canonical_json
+from benchwarden.core.records import RunEnd
 from benchwarden.core.store import SQLiteStore
 from benchwarden.suites.contamination import report as report_module
 from benchwarden.suites.contamination import scoring, shown
@@ -42,9 +42,17 @@ from benchwarden.suites.contamination.report import (
     build_report,
     digest_of,
     reply_fingerprint,
+    scored_form,
 )
 from benchwarden.suites.contamination.scoring import rung_label
-from benchwarden.targets.replies import Candidate, Reply, RequestOutcome, Timings, TokenLogprob
+from benchwarden.targets.replies import (
+    Candidate,
+    Reply,
+    RequestOutcome,
+    Timings,
+    TokenLogprob,
+    ToolCall,
+)
 from tests.core.test_store_backends import (  # noqa: F401 (fixtures)
     backend,
     postgres_database,
@@ -163,10 +171,10 @@ def _lying_store(tmp_path, rung: int) -> tuple[SQLiteStore, str]:
     rungs[rung][0] = "diverged"
     run_id = write_run(store, rungs, None, (False, False), reference_logprobs=False)
     true = digest_of(report_module._stored_requests(store, run_id))
-    reference = fingerprint(canonical_json(
-        solo_outcome(0, False).to_json_dict()["reply"]))
-    lying = [msgspec.structs.replace(digest, replies=[("0", reference), *[
-        pair for pair in digest.replies or [] if pair[0] != "0"]]) if index == rung else digest
+    reference = fingerprint(scored_form(solo_outcome(0, False).to_json_dict()["reply"]))
+    lying = [msgspec.structs.replace(digest, scored_replies=[("0", reference), *[
+        pair for pair in digest.scored_replies or [] if pair[0] != "0"]]) if index == rung
+        else digest
         for index, digest in enumerate(true)]
     assert lying[rung] != true[rung]
     store.finish_run(RunEnd(run_id, time.time(), "completed", {SUMMARY_KEY: as_summary(lying)}))
@@ -250,12 +258,75 @@ def test_a_reply_has_one_fingerprint_in_memory_typed_and_plain(backend, replies,
     for record, read_typed, read_plain in zip(records, typed, plain, strict=True):
         expected = None
         if record.payload["outcome"].get("error") is None:
-            expected = fingerprint(canonical_json(record.payload["outcome"]["reply"]))
+            expected = fingerprint(scored_form(record.payload["outcome"]["reply"]))
         assert reply_fingerprint(record) == expected
         assert reply_fingerprint(read_plain) == expected
         if isinstance(read_typed.payload["outcome"], StoredOutcome):
             assert reply_fingerprint(read_typed) == expected
     assert digest_of(records) == digest_of(typed) == digest_of(plain)
+
+
+_DIAGNOSTICS = st.fixed_dictionaries({
+    "prompt_tokens": st.none() | st.integers(0, 10**6),
+    "cached_prompt_tokens": st.none() | st.integers(0, 10**6),
+    "usage_reported": st.booleans(), "saw_done": st.booleans(),
+    "reasoning_tokens": st.none() | st.integers(0, 10**6)})
+
+
+@settings(max_examples=100, deadline=None)
+@given(_replies(), _DIAGNOSTICS, st.sampled_from(
+    ("text", "reasoning", "finish_reason", "completion_tokens", "logprob", "tool_name",
+     "tool_arguments", "tool_added")), st.none() | _TEXT)
+def test_a_fingerprint_is_of_what_the_scoring_compares(reply, diagnostics, changed, call_id):
+    """Replies that differ only in what no cell is judged by (prompt and cached-prompt
+    token counts, usage flags, a tool call's id) share a fingerprint, so a rung reply
+    whose prefix cache hit differently is still taken unread; one that differs in
+    anything the scoring reads does not."""
+    with_call = dataclasses.replace(reply, tool_calls=(ToolCall("look", '{"q": 1}', "id-1"),))
+    diagnostic = dataclasses.replace(
+        with_call, tool_calls=(ToolCall("look", '{"q": 1}', call_id),), **diagnostics)
+
+    def printed(one: Reply) -> str | None:
+        outcome = RequestOutcome(Timings(1.0), reply=one)
+        return reply_fingerprint(make_record(Plan("r", "r", ({},), (2,), 1, "shared-prefix"),
+                                             "r", "c2", "0", 1, 0, 0, outcome, None, 2))
+
+    assert printed(diagnostic) == printed(with_call)
+    other = {
+        "text": lambda r: dataclasses.replace(r, text=r.text + "!"),
+        "reasoning": lambda r: dataclasses.replace(r, reasoning=r.reasoning + "!"),
+        "finish_reason": lambda r: dataclasses.replace(
+            r, finish_reason="tool_calls" if r.finish_reason != "tool_calls" else None),
+        "completion_tokens": lambda r: dataclasses.replace(
+            r, completion_tokens=r.completion_tokens + 1),
+        "logprob": lambda r: dataclasses.replace(r, token_logprobs=(
+            *(r.token_logprobs or ()), TokenLogprob("x", -1.5, ()))),
+        "tool_name": lambda r: dataclasses.replace(
+            r, tool_calls=(ToolCall("find", '{"q": 1}', "id-1"),)),
+        "tool_arguments": lambda r: dataclasses.replace(
+            r, tool_calls=(ToolCall("look", '{"q": 2}', "id-1"),)),
+        "tool_added": lambda r: dataclasses.replace(
+            r, tool_calls=(*r.tool_calls, ToolCall("look", "", None))),
+    }[changed](with_call)
+    assert printed(other) != printed(with_call)
+
+
+def test_a_rung_reply_whose_prefix_cache_hit_differently_is_taken_unread():
+    """A real engine reports the cached prompt tokens of each request (llama.cpp: 150
+    for the reference, 94 under load, the same text and logprobs): the cell is still
+    taken from its fingerprint."""
+    reference = solo_outcome(0, True)
+    assert reference.reply is not None
+    cached = dataclasses.replace(reference, reply=dataclasses.replace(
+        reference.reply, prompt_tokens=180, cached_prompt_tokens=94))
+    with SQLiteStore(":memory:") as store:
+        first, plan = _run_with_solo_legs(store, 1, reference)
+        records = _rung(plan, first.run_id, 2, 1, 5.0, cached)
+        store.append(records)
+        _finish(store, plan, first.run_id, digest_of(records))
+        assert _scored_reads(store, first.run_id) == []
+        _same(build_report(store, first.run_id), build_report(store, first.run_id,
+                                                              digests=False))
 
 
 @pytest.fixture
@@ -319,7 +390,8 @@ def test_a_bisect_runs_levels_come_in_run_order_from_its_digests(older, diverged
             store.append(records)
             digests.extend(digest_of(records))
         if older:
-            digests = [msgspec.structs.replace(d, level=None, replies=None) for d in digests]
+            digests = [msgspec.structs.replace(d, level=None, scored_replies=None)
+                       for d in digests]
         _finish(store, plan, first.run_id, digests)
         read = _scored_reads(store, first.run_id)
         through_digests = build_report(store, first.run_id)
@@ -336,21 +408,24 @@ def test_a_bisect_runs_levels_come_in_run_order_from_its_digests(older, diverged
 
 def test_a_task_fingerprinted_twice_in_a_rung_is_left_out_and_failures_are_not_listed():
     digest = digest_from("c4", 1, RungTally(), [("ok", 4)], level=4,
-                         replies=[("0", "aa"), ("1", None), ("0", "bb"), ("2", "cc")])
-    assert digest.replies == [("2", "cc")]
+                         scored_replies=[("0", "aa"), ("1", None), ("0", "bb"), ("2", "cc")])
+    assert digest.scored_replies == [("2", "cc")]
     assert digest.claims() == {"2": "cc"}
     assert digests_in({SUMMARY_KEY: as_summary([digest])}) == [digest]
 
 
 def test_a_digest_from_before_fingerprints_agrees_with_its_recount_on_what_it_holds():
-    full = digest_from("c4", 1, RungTally(), [("ok", 4)], level=4, replies=[("0", "aa")])
-    older = msgspec.structs.replace(full, level=None, replies=None)
+    full = digest_from("c4", 1, RungTally(), [("ok", 4)], level=4,
+                       scored_replies=[("0", "aa")])
+    older = msgspec.structs.replace(full, level=None, scored_replies=None)
     assert older.agrees_with(full)
     assert full.agrees_with(full)
     assert not full.agrees_with(older)
     assert not older.agrees_with(msgspec.structs.replace(full, sent=5))
-    assert not msgspec.structs.replace(full, replies=[]).agrees_with(full)
-    # an end written before fingerprints reads as a digest without them
+    assert not msgspec.structs.replace(full, scored_replies=[]).agrees_with(full)
+    # an end written before fingerprints reads as a digest without them, and so does
+    # one whose fingerprints are of whole replies (`replies`, format 2, never released)
     stored = as_summary([older])
-    assert "replies" not in stored[0] or stored[0]["replies"] is None
+    assert stored[0].get("scored_replies") is None
     assert digests_in({SUMMARY_KEY: stored}) == [older]
+    assert digests_in({SUMMARY_KEY: [{**stored[0], "replies": [["0", "aa"]]}]}) == [older]
