@@ -402,8 +402,7 @@ def classify_divergence(reference: Reply, reply: Reply, *, threshold: float,
 # -- classification -----------------------------------------------------------------------
 def classify(reference: Reply, got: Outcome, own_canary: str, canaries: Sequence[str],
              floor: int, *, persistent_leg: bool, rung_unmeasured: str | None = None,
-             reference_form: str | None = None,
-             reference_foreign: Sequence[str] | None = None) -> CellClass:
+             reference_form: str | None = None) -> CellClass:
     """One measured outcome against its probe's (stable) solo reference.
 
     `rung_unmeasured`: why the rung this outcome belongs to cannot be compared (failed
@@ -411,9 +410,7 @@ def classify(reference: Reply, got: Outcome, own_canary: str, canaries: Sequence
     `reference_form`: `canonical(reference)`, when the caller has it (`score` makes it
     once per probe, not once per cell). A reply that *is* the reference (the report
     shares the reference's reply with every request whose reply the scoring cannot tell
-    from it) is compared by identity: the same form, the same token count, and the
-    foreign canaries `reference_foreign` names when the caller has them (`score`: once
-    per probe)."""
+    from it) is compared by identity: the same form, the same token count."""
     if got is None:
         return Unmeasured(NOT_RECORDED)
     if not got.ok or got.reply is None:
@@ -424,13 +421,8 @@ def classify(reference: Reply, got: Outcome, own_canary: str, canaries: Sequence
         return Unmeasured(rung_unmeasured
                           or f"only {reply.completion_tokens} completion tokens (floor {floor})")
     expected = canonical(reference) if reference_form is None else reference_form
-    if reply is reference:
-        actual = expected
-        foreign: Sequence[str] = (_foreign_in(actual, own_canary, canaries)
-                                  if reference_foreign is None else reference_foreign)
-    else:
-        actual = canonical(reply)
-        foreign = _foreign_in(actual, own_canary, canaries)
+    actual = expected if reply is reference else canonical(reply)
+    foreign = _foreign_in(actual, own_canary, canaries)
     if foreign:
         return Contaminated(foreign[0])
     if rung_unmeasured:
@@ -547,7 +539,6 @@ def score(legs: Legs) -> Score:
                            _references_divergence(reference, legs, probe)), compared=False)
             continue
         form = canonical(reference)
-        form_foreign = _foreign_in(form, own, canaries)
         measured: list[tuple[str, int, Outcome, bool, str | None]] = [
             (rung.label, rung.repeat, rung.scored[probe] if probe < len(rung.scored) else None,
              False, reason)
@@ -564,7 +555,7 @@ def score(legs: Legs) -> Score:
             judged = as_reference.get((persistent_leg, rung_unmeasured)) if shared else None
             if judged is None:
                 judged = _judged(reference, got, own, canaries, floor, legs.near_tie_nats,
-                                 persistent_leg, rung_unmeasured, form, form_foreign)
+                                 persistent_leg, rung_unmeasured, form)
                 if shared:
                     as_reference[(persistent_leg, rung_unmeasured)] = judged
             result, divergence, foreign = judged
@@ -585,13 +576,11 @@ def score(legs: Legs) -> Score:
 
 def _judged(reference: Reply, got: Outcome, own: str, canaries: Sequence[str], floor: int,
             near_tie_nats: float, persistent_leg: bool, rung_unmeasured: str | None,
-            form: str, form_foreign: Sequence[str],
-            ) -> tuple[CellClass, DivergencePoint | None, int]:
+            form: str) -> tuple[CellClass, DivergencePoint | None, int]:
     """One measured outcome's class, its divergence point (a diverged, persistent or
     contaminated cell's) and how many foreign canaries its reply holds."""
     result = classify(reference, got, own, canaries, floor, persistent_leg=persistent_leg,
-                      rung_unmeasured=rung_unmeasured, reference_form=form,
-                      reference_foreign=form_foreign)
+                      rung_unmeasured=rung_unmeasured, reference_form=form)
     foreign = 0
     if isinstance(result, Contaminated) and got is not None and got.reply is not None:
         foreign = len(foreign_canaries(got.reply, own, canaries))

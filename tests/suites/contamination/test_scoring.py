@@ -21,7 +21,6 @@ from benchwarden.suites.contamination.scoring import (
     canonical,
     classify,
     common_prefix,
-    foreign_canaries,
     score,
     verdict,
 )
@@ -281,6 +280,31 @@ def test_each_cell_increments_exactly_one_counter(legs_):
                                         and result.identical == len(result.cells))
 
 
+def _sharing_references(legs_: Legs) -> Legs:
+    """`legs_` with every rung and post-check reply equal to its probe's first reference
+    replaced by that very reply object, as the report shares it."""
+    def shared(outcome, probe: int):
+        reference = legs_.ref_a[probe]
+        if outcome is None or reference is None or reference.reply is None \
+                or outcome.reply != reference.reply:
+            return outcome
+        return dataclasses.replace(outcome, reply=reference.reply)
+
+    rungs = [dataclasses.replace(rung, scored=[shared(o, p) for p, o in enumerate(rung.scored)])
+             for rung in legs_.rungs]
+    return dataclasses.replace(legs_, rungs=rungs,
+                               post=[shared(o, p) for p, o in enumerate(legs_.post)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(random_legs())
+def test_a_score_with_shared_reference_replies_is_the_score_with_equal_copies(legs_):
+    """`score` judges a reply that is its reference once per probe and reason to be
+    unmeasured, not once per cell: every cell, counter and divergence must be what
+    equal but separate replies give."""
+    assert score(_sharing_references(legs_)) == score(legs_)
+
+
 # -- property: a reply that is its reference classifies as an equal copy of it would --------
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, 2), st.sampled_from(["same", "leak", "short", "diverge", "tokens",
@@ -291,9 +315,8 @@ def test_a_reply_that_is_its_reference_classifies_as_an_equal_copy_would(
         probe, kind, floor, persistent_leg, rung_unmeasured, form_given):
     """The report shares a probe's reference reply with every request the scoring cannot
     tell from it, and `classify` then compares by identity (and `score` hands it the
-    reference's canonical form and its foreign canaries once per probe): the class must be
-    the one an equal but separate reply gets, whatever the reference holds (a foreign
-    canary, too few tokens)."""
+    reference's canonical form once per probe): the class must be the one an equal but
+    separate reply gets, whatever the reference holds (a foreign canary, too few tokens)."""
     reference = {
         "same": good(probe), "leak": ok(reply_text(probe) + CANARIES[(probe + 1) % 3]),
         "short": good(probe, tokens=3), "diverge": ok(reply_text(probe)[:-5] + "?????"),
@@ -305,10 +328,9 @@ def test_a_reply_that_is_its_reference_classifies_as_an_equal_copy_would(
     copied = dataclasses.replace(shared, reply=dataclasses.replace(reference))
     assert copied.reply == reference and copied.reply is not reference
     form = canonical(reference) if form_given else None
-    foreign = foreign_canaries(reference, CANARIES[probe], CANARIES) if form_given else None
     arguments = dict(persistent_leg=persistent_leg, rung_unmeasured=rung_unmeasured)
     expected = classify(reference, copied, CANARIES[probe], CANARIES, floor, **arguments)
     assert classify(reference, shared, CANARIES[probe], CANARIES, floor, reference_form=form,
-                    reference_foreign=foreign, **arguments) == expected
+                    **arguments) == expected
     assert classify(reference, copied, CANARIES[probe], CANARIES, floor, reference_form=form,
-                    reference_foreign=foreign, **arguments) == expected
+                    **arguments) == expected
