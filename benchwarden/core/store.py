@@ -1714,17 +1714,17 @@ class Store(ABC):
         the same bytes gets the same object (`show --latest`, the report and its digest
         reading each read the one end). An end is never changed once written, and no
         reader changes a decoded one."""
-        if len(body) < SHARED_END_BYTES:
-            return (_run_end_decoder.decode(body) if seq is None
-                    else self._decode_entry(seq, body, _run_end_decoder, "run end"))
-        kept: dict[bytes, RunEnd] = self.__dict__.setdefault("_decoded_ends", {})
-        found = kept.get(body)
+        kept: dict[bytes, RunEnd] | None = (
+            self.__dict__.setdefault("_decoded_ends", {}) if len(body) >= SHARED_END_BYTES
+            else None)
+        found = kept.get(body) if kept is not None else None
         if found is None:
             found = (_run_end_decoder.decode(body) if seq is None
                      else self._decode_entry(seq, body, _run_end_decoder, "run end"))
-            if len(kept) >= SHARED_ENDS:
-                del kept[next(iter(kept))]
-            kept[body] = found
+            if kept is not None:
+                if len(kept) >= SHARED_ENDS:
+                    del kept[next(iter(kept))]
+                kept[body] = found
         return found
 
     def _unreadable_entry(self, seq: int, kind: str, error: Exception) -> CorruptStore:

@@ -128,7 +128,7 @@ def digest_from(leg: str, repeat: int, tally: RungTally,
                       last_send=tally.last_send, failures=list(fidelity.failures),
                       statuses=list(statuses), level=level,
                       scored_replies=[(task, found) for task, found in scored
-                               if found is not None and seen[task] == 1])
+                                      if found is not None and seen[task] == 1])
 
 
 def digests_in(summary: Mapping[str, Any]) -> list[RungDigest]:

@@ -798,7 +798,7 @@ class _RungRequests:
     digest: RungDigest | None = None
     """The rung's digest when it was read from one (`ScopeReading.take_digest`): then
     the tally is the digest's and no request is kept (read back if the rung is listed)."""
-    replies: list[tuple[str, str | None]] = field(default_factory=list)
+    scored_replies: list[tuple[str, str | None]] = field(default_factory=list)
     """`(task, reply_fingerprint)` of each scored request, in the order read: kept only
     by a reading that digests its rungs (`ScopeReading.fingerprints`)."""
 
@@ -954,7 +954,7 @@ class ScopeReading:
             outcome = self._scored(record, seq)
             failed = group.tally.add(outcome, cancel_planned)
             if self.fingerprints:
-                group.replies.append((task, reply_fingerprint(record)))
+                group.scored_replies.append((task, reply_fingerprint(record)))
         elif isinstance(stored, StoredOutcome):
             failed = stored.count_in(group.tally, cancel_planned)
         else:
@@ -986,7 +986,7 @@ class ScopeReading:
         return digest_from(key[0], key[1], group.tally,
                            [(status, count) for (_, status), count in self.statuses.items()],
                            level=self.bisect_levels.get(key[0]),
-                           scored_replies=group.replies)
+                           scored_replies=group.scored_replies)
 
     def add_scored(self, record: StoredRequest) -> None:
         """What `add` keeps of a request of a digested rung beyond the digest's counts:
