@@ -15,6 +15,7 @@ from benchwarden.suites.contamination.scoring import (
     Legs,
     RungOutcomes,
     canonical,
+    common_prefix,
     display_text,
     exact_bytes,
     same_stream,
@@ -100,3 +101,48 @@ def test_display_is_valid_utf8_and_never_a_replacement(a):
 def test_surrogates_no_byte_produces_still_compare_exactly():
     assert same_stream("\ud800", "\ud800") and not same_stream("\ud800", "\ud801")
     assert not same_stream("\ud800", XFF)
+
+
+# any character a reply can hold: every plane, the separators and controls, C1 controls,
+# backslashes, and lone surrogates (invalid bytes and ones no byte produces)
+_any_character = st.one_of(
+    st.characters(codec=None, categories=None),
+    st.sampled_from("\x00\x01\x02\x03\x04\n\x1f\\\x7f\x85\x9f\xa0é⏎␁"),
+    st.integers(0xD800, 0xDFFF).map(chr),
+)
+
+
+def _displayed_one_by_one(text: str) -> str:
+    """`display_text`'s rule applied to each character in turn: the specification its
+    regex must keep."""
+    pictures = {"\x01": "␁", "\x02": "␂", "\x03": "␃", "\x04": "␄", "\n": "⏎", "\\": "\\\\"}
+    shown = []
+    for character in text:
+        code = ord(character)
+        if character in pictures:
+            shown.append(pictures[character])
+        elif 0xDC80 <= code <= 0xDCFF:
+            shown.append(f"\\x{code - 0xDC00:02x}")
+        elif code < 0x20 or 0x7F <= code <= 0x9F or 0xD800 <= code <= 0xDFFF:
+            shown.append(f"\\u{code:04x}")
+        else:
+            shown.append(character)
+    return "".join(shown)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=_any_character, max_size=80))
+def test_display_text_shows_each_character_by_its_rule(text):
+    assert display_text(text) == _displayed_one_by_one(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=_any_character, max_size=60), st.data())
+def test_common_prefix_is_the_first_differing_character(a, data):
+    # b shares a drawn prefix of a, then anything: equal, a prefix, or differing
+    b = a[:data.draw(st.integers(0, len(a)))] + data.draw(st.text(alphabet=_any_character,
+                                                                  max_size=20))
+    expected = next((index for index, (x, y) in enumerate(zip(a, b, strict=False))
+                     if x != y), min(len(a), len(b)))
+    assert common_prefix(a, b) == expected == common_prefix(b, a)
+    assert a[:expected] == b[:expected]

@@ -280,29 +280,52 @@ def test_each_cell_increments_exactly_one_counter(legs_):
                                         and result.identical == len(result.cells))
 
 
-def _sharing_references(legs_: Legs) -> Legs:
-    """`legs_` with every rung and post-check reply equal to its probe's first reference
-    replaced by that very reply object, as the report shares it."""
-    def shared(outcome, probe: int):
-        reference = legs_.ref_a[probe]
-        if outcome is None or reference is None or reference.reply is None \
-                or outcome.reply != reference.reply:
-            return outcome
-        return dataclasses.replace(outcome, reply=reference.reply)
+def _sharing_replies(legs_: Legs) -> Legs:
+    """`legs_` with every rung and post-check reply equal to its probe's first reference,
+    or to a reply of the same probe met before it, replaced by that very reply object,
+    as the report shares them."""
+    def sharer(probe: int):
+        reference = legs_.ref_a[probe] if probe < len(legs_.ref_a) else None
+        met = [] if reference is None or reference.reply is None else [reference.reply]
 
-    rungs = [dataclasses.replace(rung, scored=[shared(o, p) for p, o in enumerate(rung.scored)])
+        def shared(outcome):
+            if outcome is None or outcome.reply is None:
+                return outcome
+            same = next((reply for reply in met if reply == outcome.reply), None)
+            if same is None:
+                met.append(outcome.reply)
+                return outcome
+            return dataclasses.replace(outcome, reply=same)
+        return shared
+
+    sharers = [sharer(probe) for probe in range(max(len(legs_.ref_a), len(legs_.post),
+                                                    *(len(r.scored) for r in legs_.rungs)))]
+    rungs = [dataclasses.replace(rung, scored=[sharers[p](o) for p, o in enumerate(rung.scored)])
              for rung in legs_.rungs]
     return dataclasses.replace(legs_, rungs=rungs,
-                               post=[shared(o, p) for p, o in enumerate(legs_.post)])
+                               post=[sharers[p](o) for p, o in enumerate(legs_.post)])
+
+
+def _copying_replies(legs_: Legs) -> Legs:
+    """`legs_` with every rung and post-check reply a separate (equal) object."""
+    def copied(outcome):
+        if outcome is None or outcome.reply is None:
+            return outcome
+        return dataclasses.replace(outcome, reply=dataclasses.replace(outcome.reply))
+
+    rungs = [dataclasses.replace(rung, scored=[copied(o) for o in rung.scored])
+             for rung in legs_.rungs]
+    return dataclasses.replace(legs_, rungs=rungs, post=[copied(o) for o in legs_.post])
 
 
 @settings(max_examples=300, deadline=None)
 @given(random_legs())
-def test_a_score_with_shared_reference_replies_is_the_score_with_equal_copies(legs_):
-    """`score` judges a reply that is its reference once per probe and reason to be
-    unmeasured, not once per cell: every cell, counter and divergence must be what
-    equal but separate replies give."""
-    assert score(_sharing_references(legs_)) == score(legs_)
+def test_a_score_with_shared_replies_is_the_score_with_equal_copies(legs_):
+    """`score` judges one reply object once per probe and reason to be unmeasured, not
+    once per cell (the report shares one object among equal stored replies): every cell,
+    counter and divergence must be what equal but separate replies give."""
+    shared = _sharing_replies(legs_)
+    assert score(shared) == score(_copying_replies(legs_)) == score(legs_)
 
 
 # -- property: a reply that is its reference classifies as an equal copy of it would --------
