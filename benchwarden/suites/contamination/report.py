@@ -1003,31 +1003,74 @@ class ScopeReading:
         fingerprint their replies, once every solo record is read. One whose fingerprint
         is its probe's reference's (the `ref_a` reply the scoring compares against) is
         that reply, taken without reading the record (it holds the same bytes, so the
-        scoring classifies it as it would the read one); every other is looked up and
-        read (`add_scored`), as is any a digest does not fingerprint."""
+        scoring classifies it as it would the read one). Of the others, the first request
+        of each probe and fingerprint is read (`add_scored`); when the report's own
+        fingerprint of what it read is the claimed one, every later request claiming it
+        shares that reply unread, and otherwise each is read. A request a digest does not
+        fingerprint is read."""
         references = self._reference_fingerprints()
-        taken = {task: RequestOutcome(_NOT_READ, reply, None, None, {})
-                 for task, (_, reply) in references.items()}
-        printed = {task: found for task, (found, _) in references.items()}
+        known = {(task, printed): RequestOutcome(_NOT_READ, reply, None, None, {})
+                 for task, (printed, reply) in references.items()}
         outcomes = self.scored_outcomes
-        unread: set[tuple[str, int, str]] = set()
+        unread: dict[tuple[str, int, str], str | None] = {}  # its claim, if any
         for (leg, repeat), digest in digests.items():
             claims = digest.claims()
             for task in tasks:
                 claimed = claims.get(task)
-                if claimed is not None and claimed == printed.get(task):
-                    outcomes[(leg, task, repeat)] = taken[task]
+                shared = known.get((task, claimed)) if claimed is not None else None
+                if shared is not None:
+                    outcomes[(leg, task, repeat)] = shared
                 else:
-                    unread.add((leg, repeat, task))
+                    unread[(leg, repeat, task)] = claimed
         if not unread:
             return
         scope = str(self.config["scope"])
+        first: dict[tuple[str, str], tuple[str, int, str]] = {}  # by probe and claim
+        later: dict[tuple[str, str], list[tuple[str, int, str]]] = {}
+        read_now: list[tuple[str, int, str]] = []
+        for place, claimed in unread.items():
+            group = (place[2], claimed or "")
+            if claimed is None or group not in first:
+                read_now.append(place)
+                if claimed is not None:
+                    first[group] = place
+            else:
+                later.setdefault(group, []).append(place)
+        confirmed: set[tuple[str, str]] = set()
+        for summary in self._read_scored(store, scope, read_now):
+            claimed = unread.get((summary.arm, summary.trial, summary.task))
+            if claimed is not None and reply_fingerprint(summary) == claimed:
+                confirmed.add((summary.task, claimed))
+        doubted: list[tuple[str, int, str]] = []
+        for group, places in later.items():
+            if group not in confirmed:  # the claim is not the bytes: read each
+                doubted.extend(places)
+                continue
+            leg, repeat, task = first[group]
+            shared = RequestOutcome(_NOT_READ, outcomes[(leg, task, repeat)].reply, None, None,
+                                    {})
+            light = self.without_logprobs.get((leg, task, repeat))
+            for other_leg, other_repeat, _ in places:
+                outcomes[(other_leg, task, other_repeat)] = shared
+                if light is not None:  # read whole from the first, if it must be
+                    self.without_logprobs[(other_leg, task, other_repeat)] = light
+        for _ in self._read_scored(store, scope, doubted):
+            pass
+
+    def _read_scored(self, store: Store, scope: str,
+                     places: Sequence[tuple[str, int, str]]) -> Iterator[StoredRequest]:
+        """Look up and read the scored requests at `places` (leg, repeat, task), each
+        kept by `add_scored`; yields each as read."""
+        if not places:
+            return
+        wanted = set(places)
         seqs = [seq for seq, leg, repeat, task in store.record_addresses(
-                    SUITE, scope, {(leg, repeat) for leg, repeat, _ in unread},
-                    tasks={task for _, _, task in unread})
-                if (leg, repeat, task) in unread]
+                    SUITE, scope, {(leg, repeat) for leg, repeat, _ in wanted},
+                    tasks={task for _, _, task in wanted})
+                if (leg, repeat, task) in wanted]
         for summary in _stored_requests(store, scope, seqs):
             self.add_scored(summary)
+            yield summary
 
     def _reference_fingerprints(self) -> dict[str, tuple[str, Reply]]:
         """Each probe's reference reply (the last `ref_a` record of it, the one `legs`
@@ -1083,15 +1126,26 @@ class ScopeReading:
 
     def restore(self, store: Store, cells: Iterable[scoring.Cell]) -> bool:
         """Read whole (token logprobs included) the scored outcomes of these cells that
-        were read without them: whether any was (the scoring must then run again)."""
+        were read without them: whether any was (the scoring must then run again). A
+        request that shares another's reply unread (`take_fingerprinted`) shares that
+        record's whole reply, read once."""
         keys = {(cell.leg, str(cell.probe), cell.repeat) for cell in cells}
-        wanted = {seq: key for key, seq in self.without_logprobs.items() if key in keys}
+        wanted: dict[int, list[tuple[str, str, int]]] = {}
+        for key, seq in self.without_logprobs.items():
+            if key in keys:
+                wanted.setdefault(seq, []).append(key)
         if not wanted:
             return False
         for summary in _stored_requests(store, str(self.config["scope"]), sorted(wanted)):
-            key = wanted[summary.seq]
-            self.scored_outcomes[key] = _outcome(summary)
-            del self.without_logprobs[key]
+            whole = _outcome(summary)
+            shared = None
+            for key in wanted[summary.seq]:
+                if key == (summary.arm, summary.task, summary.trial):
+                    self.scored_outcomes[key] = whole
+                else:
+                    shared = shared or RequestOutcome(_NOT_READ, whole.reply, None, None, {})
+                    self.scored_outcomes[key] = shared
+                del self.without_logprobs[key]
         return True
 
     @property

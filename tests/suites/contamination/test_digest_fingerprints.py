@@ -1,6 +1,7 @@
 """Reply fingerprints in rung digests (docs/decisions/0006): a scored reply whose stored
-bytes are its reference's is taken from its digest unread, every other one is read, and
-a fingerprint that does not match its record is caught wherever records are read.
+bytes are its reference's is taken from its digest unread, the first of each other
+fingerprint of a probe is read and shared by the later ones, and a fingerprint that does
+not match its record is caught wherever records are read.
 
 Stores are written through the store API as the driver writes them (`make_record`,
 `digest_of`, `digests_as_stored`); the reports are compared with the one read from every
@@ -60,6 +61,7 @@ from tests.core.test_store_backends import (  # noqa: F401 (fixtures)
 
 from .helpers import CANARIES, alternating_rungs_run, ok, reply_text
 from .test_digest import PROBES, _same, solo_outcome, write_run
+from .test_digest import _outcome as _digest_outcome
 
 SCORED_KINDS = st.sampled_from(("ok", "ok", "ok", "diverged", "failed", "leaked", "lp_ok",
                                 "garbled_reply", "no_content"))
@@ -91,20 +93,40 @@ def _scored_reads(store, run_id) -> list[tuple[str, str, int]]:
 def test_only_scored_replies_that_are_not_their_references_bytes_are_read(rungs):
     """With references without logprobs, an `ok` rung reply is its reference's bytes
     (its timings differ, which are not the reply; so does one whose content never
-    streamed): it is not read. Every other scored request (another text, a failure,
-    logprobs the reference lacks, text kept in its escaped form) is read, and the
-    report is the one read from every record."""
+    streamed): it is not read. Of the other fingerprinted replies (another text,
+    logprobs the reference lacks, text kept in its escaped form) the first of each
+    probe and fingerprint is read, and the later ones share it; a failure (never
+    fingerprinted) is read wherever it is. The report is the one read from every record."""
     with SQLiteStore(":memory:") as store:
         run_id = write_run(store, rungs, None, (True, True), reference_logprobs=False)
         read = _scored_reads(store, run_id)
         through_digests = build_report(store, run_id)
         from_records = build_report(store, run_id, digests=False)
-    expected = [(rung_label((2, 4)[index % 2]), str(slot), index // 2 + 1)
-                for index, kinds in enumerate(rungs) for slot, kind in enumerate(kinds)
-                if kind not in ("ok", "no_content")]
+        expected = _first_of_each_fingerprint(store, run_id)
     assert sorted(read) == sorted(expected)
+    assert len(read) == len(set(read))  # none read twice
     assert not [w for w in [*through_digests.warnings, *from_records.warnings] if "digest" in w]
     _same(through_digests, from_records)
+
+
+def _first_of_each_fingerprint(store, run_id) -> list[tuple[str, str, int]]:
+    """`(leg, task, repeat)` of the scored requests a digested reading must read, from
+    the records' own fingerprints: each one not `ok`, and the first (in the store's
+    order) of each probe's fingerprints but its reference's."""
+    records = list(store.iter_record_summaries(
+        suite=SUITE, scope=str(store.run_info(run_id).run.config["scope"]),
+        payload_fields=PAYLOAD_FIELDS, payload_types=PAYLOAD_TYPES))
+    seen = {(r.task, reply_fingerprint(r)) for r in records if r.arm == "ref_a"}
+    expected = []
+    for record in records:
+        if record.arm in report_module.SOLO_LEGS or not record.task.isdigit():
+            continue
+        printed = reply_fingerprint(record)
+        if printed is None or (record.task, printed) not in seen:
+            expected.append((record.arm, record.task, record.trial))
+        if printed is not None:
+            seen.add((record.task, printed))
+    return expected
 
 
 def _run_with_solo_legs(store, rungs: int, probe_zero: RequestOutcome):
@@ -209,6 +231,29 @@ def test_read_from_every_record_a_lying_fingerprint_is_named_whether_listed_or_n
     assert [w for w in whole.warnings if "differs from its digest" in w] == [
         f"rung {leg} #{repeat} read from its records differs from its digest in the run's end"]
     assert whole.score.diverged == 1
+
+
+def test_a_first_read_whose_bytes_are_not_its_claim_has_every_later_claim_read(tmp_path):
+    """Later requests share the reply of the first one read with their fingerprint only
+    when the report's own fingerprint of that first one is the claim: here rung c2 #1's
+    digest claims for probe 0 the fingerprint of the diverged reply that rungs c4 #1 and
+    c2 #2 hold, while its record holds another one, so both of those are read too."""
+    diverged = _digest_outcome("diverged", 0, 0.0).to_json_dict()["reply"]
+    claimed = fingerprint(scored_form(diverged))
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    rungs = [["garbled_reply", "ok"], ["diverged", "ok", "ok"], ["diverged", "ok"]]
+    run_id = write_run(store, rungs, None, (False, False), reference_logprobs=False)
+    true = digest_of(report_module._stored_requests(store, run_id))
+    lying = [msgspec.structs.replace(digest, scored_replies=[("0", claimed), *[
+        pair for pair in digest.scored_replies or [] if pair[0] != "0"]]) if index == 0
+        else digest for index, digest in enumerate(true)]
+    store.finish_run(RunEnd(run_id, time.time(), "completed", {SUMMARY_KEY: as_summary(lying)}))
+    with store:
+        assert sorted(_scored_reads(store, run_id)) == [("c2", "0", 1), ("c2", "0", 2),
+                                                        ("c4", "0", 1)]
+        built = build_report(store, run_id)
+        whole = build_report(store, run_id, digests=False)
+    assert built.score.diverged == whole.score.diverged == 3
 
 
 # -- the fingerprint is of the stored bytes ----------------------------------------------------
