@@ -67,19 +67,21 @@ COMMANDS_SYNTHETIC: dict[str, list[str]] = {
 PAGE_GOAL = 20_000_000
 
 
-def ensure_store(repeat: int, cache: Path, levels: str = DEFAULT_LEVELS) -> Path:
-    """The cached store of one `--repeat REPEAT` run over the concurrency `levels`,
-    recorded first when missing (into a temporary file moved into place, so a stopped
-    build leaves no half store)."""
+def ensure_store(repeat: int, cache: Path, levels: str = DEFAULT_LEVELS,
+                 behaviour: str = "clean") -> Path:
+    """The cached store of one `--repeat REPEAT` run over the concurrency `levels`
+    against the fake server behaving as `behaviour`, recorded first when missing (into
+    a temporary file moved into place, so a stopped build leaves no half store)."""
     ladder = "" if levels == DEFAULT_LEVELS else "-c" + levels.replace(",", "-")
-    store = cache / f"contamination-r{repeat}{ladder}.sqlite"
+    served = "" if behaviour == "clean" else f"-{behaviour}"
+    store = cache / f"contamination-r{repeat}{ladder}{served}.sqlite"
     if store.exists():
         return store
     sys.path.insert(0, THIS_CHECKOUT)
     from tests.fakes.openai_server import FakeOpenAIServer
 
     def record(partial: Path) -> None:
-        with FakeOpenAIServer("clean", delta_delay=0.0) as server:
+        with FakeOpenAIServer(behaviour, delta_delay=0.0) as server:
             done = subprocess.run(
                 [sys.executable, "-m", "benchwarden", "contamination", "--url", server.url,
                  "--repeat", str(repeat), "--concurrency", levels, *RUN,
@@ -104,6 +106,14 @@ from benchwarden.core.store import SQLiteStore
 from benchwarden.suites.contamination.digest import SUMMARY_KEY, as_summary
 from benchwarden.suites.contamination.report import SOLO_LEGS, digest_of
 source, target, wanted = sys.argv[1], sys.argv[2], int(sys.argv[3])
+distinct = sys.argv[4] == "distinct"
+def _marked(record, trial):
+    reply = record.task.isdigit() and (record.payload.get("outcome") or {}).get("reply")
+    if not reply:
+        return record
+    outcome = {**record.payload["outcome"],
+               "reply": {**reply, "text": f"{reply['text']} #{trial}{record.arm}"}}
+    return dataclasses.replace(record, payload={**record.payload, "outcome": outcome})
 with SQLiteStore(source, create=False, read_only=True) as opened:
     info = opened.latest_run("contamination")
     records = list(opened.iter_records(suite="contamination",
@@ -122,13 +132,17 @@ run = dataclasses.replace(info.run, run_id=run_id, resumed_from=None, config={
 digests = []
 with SQLiteStore(target) as store:
     store.begin_run(run)
-    moved = lambda batch, trial: [dataclasses.replace(r, run_id=run_id, scope=run_id,
-                                                      trial=trial) for r in batch]
+    def moved(batch, trial, marked=False):
+        copies = [dataclasses.replace(r, run_id=run_id, scope=run_id, trial=trial)
+                  for r in batch]
+        if marked:  # every scored reply its own: " #<repeat><rung>" after its text
+            copies = [_marked(copy, trial) for copy in copies]
+        return copies
     store.append(moved(before, 1))
     for repeat in range(1, repeats + 1):
         source_repeat = (repeat - 1) % len(rungs) + 1
         for batch in rungs[source_repeat].values():
-            copied = moved(batch, repeat)
+            copied = moved(batch, repeat, distinct)
             store.append(copied)
             digests.extend(digest_of(copied))
     store.append(moved(post, 1))
@@ -138,25 +152,32 @@ print(repeats)
 """
 
 
-def ensure_synthetic(size: int, cache: Path, source: Path | None = None) -> Path:
+def ensure_synthetic(size: int, cache: Path, source: Path | None = None,
+                     behaviour: str = "clean", distinct: bool = False) -> Path:
     """The cached synthetic soak of about `size` records (see the module notes), built
     first when missing from `source`'s latest contamination run (default: the recorded
-    `--repeat 10` ladder run), into a temporary file moved into place."""
+    `--repeat 10` ladder run against the fake server behaving as `behaviour`), into a
+    temporary file moved into place. `distinct`: every copied scored reply made its own
+    (its repetition and rung after its text), so none is its reference's or another's:
+    the report reads every scored request."""
     sys.path.insert(0, THIS_CHECKOUT)
     from benchwarden.core.store import SCHEMA_VERSION
     from benchwarden.suites.contamination.digest import FORMAT
 
-    shape = (f"c{SYNTHETIC_LEVELS.replace(',', '-')}" if source is None
-             else f"from-{source.stem}")
+    served = "" if behaviour == "clean" else f"-{behaviour}"
+    shape = (f"c{SYNTHETIC_LEVELS.replace(',', '-')}{served}" if source is None
+             else f"from-{source.stem}") + ("-distinct" if distinct else "")
     store = cache / (f"contamination-synthetic-{size}-{shape}.v{SCHEMA_VERSION}"
                      f".digests{FORMAT}.sqlite")
     if store.exists():
         return store
-    source = source or ensure_store(SYNTHETIC_SOURCE_REPEAT, cache, SYNTHETIC_LEVELS)
+    source = source or ensure_store(SYNTHETIC_SOURCE_REPEAT, cache, SYNTHETIC_LEVELS,
+                                    behaviour)
     started = time.perf_counter()
     built: list[str] = []
     built_in_place(store, lambda partial: built.append(child_output(
-        ["-c", _BUILD, str(source), str(partial), str(size)],
+        ["-c", _BUILD, str(source), str(partial), str(size),
+         "distinct" if distinct else "as-recorded"],
         f"building the synthetic store of {size:,} records")))
     print(f"  built the synthetic soak of {size:,} records ({built[0].strip()} "
           f"repetitions) in {time.perf_counter() - started:.0f} s", flush=True)
@@ -204,6 +225,15 @@ def main() -> None:
     parser.add_argument("--synthetic-from", default=None, metavar="STORE",
                         help="build the synthetic soaks from this store's latest contamination "
                              "run (a real engine's records) instead of the recorded ladder")
+    parser.add_argument("--behaviour", default="clean",
+                        choices=("clean", "drift", "leak", "persistent"),
+                        help="how the fake server answers the recorded runs: drift and leak "
+                             "change every concurrent reply, so every scored request is read "
+                             "(the report's worst case)")
+    parser.add_argument("--distinct", action="store_true",
+                        help="with --synthetic: every copied scored reply made its own, so "
+                             "none is its reference's or another request's (every scored "
+                             "request is read: the worst case)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="measure each command this many times (medians are reported)")
     parser.add_argument("--cache", default=None,
@@ -226,7 +256,9 @@ def main() -> None:
         commands = COMMANDS_SYNTHETIC
         source = Path(options.synthetic_from).resolve() if options.synthetic_from else None
         points = [(f"synthetic_{size}", f"synthetic {size:>9,}",
-                   ensure_synthetic(size, cache, source)) for size in sizes]
+                   ensure_synthetic(size, cache, source, options.behaviour,
+                                    options.distinct))
+                  for size in sizes]
     else:
         try:
             repeats = [int(part) for part in options.repeats.split(",") if part.strip()]
@@ -236,7 +268,8 @@ def main() -> None:
         if not repeats or min(repeats) < 1:
             parser.error("give at least one --repeat of 1 or more")
         points = [(f"repeat_{repeat}", f"--repeat {repeat:>4}",
-                   ensure_store(repeat, cache, options.concurrency)) for repeat in repeats]
+                   ensure_store(repeat, cache, options.concurrency, options.behaviour))
+                  for repeat in repeats]
     if not points or options.rounds < 1:
         parser.error("give at least one store to measure, and 1 round or more")
     sides = [("before", options.before), ("now", None)] if options.before else [("now", None)]

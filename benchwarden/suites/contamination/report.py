@@ -1039,7 +1039,8 @@ class ScopeReading:
         confirmed: set[tuple[str, str]] = set()
         for summary in self._read_scored(store, scope, read_now):
             claimed = unread.get((summary.arm, summary.trial, summary.task))
-            if claimed is not None and reply_fingerprint(summary) == claimed:
+            if claimed is not None and (summary.task, claimed) in later \
+                    and reply_fingerprint(summary) == claimed:  # only where one is shared
                 confirmed.add((summary.task, claimed))
         doubted: list[tuple[str, int, str]] = []
         for group, places in later.items():
