@@ -673,6 +673,8 @@ def _scored_outcome(record: StoredRequest) -> tuple[RequestOutcome, bool]:
 def _restored_extra(extra: dict[str, Any]) -> dict[str, Any]:
     """`extra` as `from_json_dict` reads it: a flat one (the common case) as it is, one
     with nested values (where a string's stored form could hide) restored."""
+    if not extra:  # what nearly every reply holds: no generator for nothing
+        return extra
     if any(isinstance(value, (dict, list)) for value in extra.values()):
         restored: dict[str, Any] = RequestOutcome.from_json_dict(
             {"timings": {"sent_at": 0.0}, "extra": extra}).extra
@@ -1029,13 +1031,13 @@ class ScopeReading:
         later: dict[tuple[str, str], list[tuple[str, int, str]]] = {}
         read_now: list[tuple[str, int, str]] = []
         for place, claimed in unread.items():
-            group = (place[2], claimed or "")
-            if claimed is None or group not in first:
+            if claimed is None:
                 read_now.append(place)
-                if claimed is not None:
-                    first[group] = place
+            elif (place[2], claimed) not in first:
+                read_now.append(place)
+                first[(place[2], claimed)] = place
             else:
-                later.setdefault(group, []).append(place)
+                later.setdefault((place[2], claimed), []).append(place)
         confirmed: set[tuple[str, str]] = set()
         for summary in self._read_scored(store, scope, read_now):
             claimed = unread.get((summary.arm, summary.trial, summary.task))
