@@ -871,6 +871,12 @@ _NOT_READ = Timings(sent_at=0.0)
 reply, and its rung's fidelity comes from the digest, so nothing reads these."""
 
 
+def _taken_unread(reply: Reply | None) -> RequestOutcome:
+    """An ok scored outcome whose record was not read: its digest fingerprints it as
+    `reply`, a reply the report read from another record (see `_NOT_READ`)."""
+    return RequestOutcome(_NOT_READ, reply, None, None, {})
+
+
 @dataclass(frozen=True)
 class _LastReply:
     """A scored request's stored reply and the reply read from it (shared with its
@@ -1011,7 +1017,7 @@ class ScopeReading:
         shares that reply unread, and otherwise each is read. A request a digest does not
         fingerprint is read."""
         references = self._reference_fingerprints()
-        known = {(task, printed): RequestOutcome(_NOT_READ, reply, None, None, {})
+        known = {(task, printed): _taken_unread(reply)
                  for task, (printed, reply) in references.items()}
         outcomes = self.scored_outcomes
         unread: dict[tuple[str, int, str], str | None] = {}  # its claim, if any
@@ -1050,8 +1056,7 @@ class ScopeReading:
                 doubted.extend(places)
                 continue
             leg, repeat, task = first[group]
-            shared = RequestOutcome(_NOT_READ, outcomes[(leg, task, repeat)].reply, None, None,
-                                    {})
+            shared = _taken_unread(outcomes[(leg, task, repeat)].reply)
             light = self.without_logprobs.get((leg, task, repeat))
             for other_leg, other_repeat, _ in places:
                 outcomes[(other_leg, task, other_repeat)] = shared
@@ -1146,7 +1151,7 @@ class ScopeReading:
                 if key == (summary.arm, summary.task, summary.trial):
                     self.scored_outcomes[key] = whole
                 else:
-                    shared = shared or RequestOutcome(_NOT_READ, whole.reply, None, None, {})
+                    shared = shared or _taken_unread(whole.reply)
                     self.scored_outcomes[key] = shared
                 del self.without_logprobs[key]
         return True
