@@ -227,6 +227,7 @@ class PayloadField(NamedTuple):
 
     seq: int
     arm: str
+    task: str
     trial: int
     run_id: str
     value: Any
@@ -234,11 +235,11 @@ class PayloadField(NamedTuple):
 
 
 def _field_decoder(field: str, kind: Any) -> Any:
-    """A decoder reading a record's arm, trial, run and its payload's `field` (as `kind`),
+    """A decoder reading a record's address, run and its payload's `field` (as `kind`),
     msgspec skipping the rest of the body without building it."""
     payload = msgspec.defstruct("FieldPayload", [(field, kind, msgspec.UNSET)], frozen=True)
     placed = msgspec.defstruct("PlacedField", [
-        ("arm", str), ("trial", int), ("run_id", str),
+        ("arm", str), ("task", str), ("trial", int), ("run_id", str),
         ("payload", payload, msgspec.field(default_factory=payload))], frozen=True)
     return msgspec.json.Decoder(placed)
 
@@ -1826,18 +1827,19 @@ class Store(ABC):
         """The one payload field `field` of the records at `seqs` (of the suite and scope,
         as `iter_record_summaries` takes them), each with the address and run it belongs
         to, in sequence order: for a report that reads one digest from each of thousands
-        of records (a retrieval seed's last case). Decoded straight into `kind` and
-        nothing else of the record but its arm, trial and run (about a fifth less time
-        than a summary row a record); a record whose field does not fit `kind` gives it
-        as plain JSON, one without the field gives `msgspec.UNSET`, and a body that is
-        not a record at all is `CorruptStore`, as `iter_record_summaries` reads them."""
+        of records (a retrieval seed's last case, a contamination rung's scored replies).
+        Decoded straight into `kind` and nothing else of the record but its address and
+        run (about a fifth less time than a summary row a record); a record whose field
+        does not fit `kind` gives it as plain JSON, one without the field gives
+        `msgspec.UNSET`, and a body that is not a record at all is `CorruptStore`, as
+        `iter_record_summaries` reads them."""
         typed, plain = _field_decoder(field, kind), _field_decoder(field, Any)
         for seq, body in self._bodies_at(seqs, suite, scope, DEFAULT_BATCH):
             try:
                 found = typed.decode(body)
             except msgspec.DecodeError:  # (ValidationError is one)
                 found = self._decode_entry(seq, body, plain, "record")
-            yield PayloadField(seq, found.arm, found.trial, found.run_id,
+            yield PayloadField(seq, found.arm, found.task, found.trial, found.run_id,
                                getattr(found.payload, field))
 
     def _bodies_at(self, seqs: Iterable[int], suite: str | None, scope: str | None,

@@ -181,7 +181,8 @@ def test_one_field_of_chosen_records_typed_plain_or_unset(backend):  # noqa: F81
         other_scope = list(store.iter_payload_field_at(seqs, suite="demo", scope="elsewhere",
                                                        field="point", kind=Point))
     assert [place.seq for place in found] == seqs
-    assert [(place.arm, place.trial, place.run_id) for place in found] == [("a", 1, "run-1")] * 4
+    assert [(place.arm, place.task, place.trial, place.run_id) for place in found] == [
+        ("a", task, 1, "run-1") for task in ("t1", "t2", "t3", "t4")]
     first, second, third, fourth = (place.value for place in found)
     assert isinstance(first, Point) and first.x == 3 and msgspec.json.decode(first.rest) == [1, 2]
     assert second == {"x": "not an int"}  # does not fit: plain, as the untyped read gives

@@ -660,14 +660,50 @@ def _scored_outcome(record: StoredRequest) -> tuple[RequestOutcome, bool]:
         light = _reply_without_logprobs.decode(stored.reply)
     except msgspec.ValidationError:  # a string in its stored form: read whole
         return stored.whole(), False
-    # without logprobs (none stored) this is the reply `Reply` decodes: nothing left out
-    reply = Reply(reasoning=light.reasoning, text=light.text, tool_calls=light.tool_calls,
-                  finish_reason=light.finish_reason, completion_tokens=light.completion_tokens,
-                  usage_reported=light.usage_reported, prompt_tokens=light.prompt_tokens,
-                  cached_prompt_tokens=light.cached_prompt_tokens, saw_done=light.saw_done,
-                  reasoning_tokens=light.reasoning_tokens, token_logprobs=None)
-    return (RequestOutcome(stored.timings, reply, stored.error, stored.status,
+    return (RequestOutcome(stored.timings, _reply_of(light), stored.error, stored.status,
                            _restored_extra(stored.extra)), light.token_logprobs != _NULL)
+
+
+def _reply_of(light: _ReplyWithoutLogprobs) -> Reply:
+    """The reply `Reply` decodes from the same stored bytes, but without its token
+    logprobs (none stored: then it is that reply, nothing left out)."""
+    return Reply(reasoning=light.reasoning, text=light.text, tool_calls=light.tool_calls,
+                 finish_reason=light.finish_reason, completion_tokens=light.completion_tokens,
+                 usage_reported=light.usage_reported, prompt_tokens=light.prompt_tokens,
+                 cached_prompt_tokens=light.cached_prompt_tokens, saw_done=light.saw_done,
+                 reasoning_tokens=light.reasoning_tokens, token_logprobs=None)
+
+
+class _ScoredStoredOutcome(msgspec.Struct, frozen=True):
+    """A scored request's stored outcome as a digested rung's reading decodes it
+    (`ScopeReading._read_scored_fields`): as `StoredOutcome`, but its reply decoded in
+    the same pass, without its token logprobs (`_ReplyWithoutLogprobs`). A stored outcome
+    that does not fit (a string in its stored form, an older or hostile body) comes as
+    plain JSON, read whole as `from_json_dict` reads it."""
+
+    timings: Timings
+    """As `StoredOutcome.timings`."""
+    reply: _ReplyWithoutLogprobs | None = None
+    """The stored reply without its token logprobs; None when no reply came."""
+    error: str | None = None
+    """As `StoredOutcome.error`."""
+    status: int | None = None
+    """As `StoredOutcome.status`."""
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    """As `StoredOutcome.extra`."""
+
+
+def _scored_fields_outcome(stored: Any) -> tuple[RequestOutcome, bool]:
+    """`_scored_outcome` of a request whose stored outcome `Store.iter_payload_field_at`
+    read as `_ScoredStoredOutcome` (else plain JSON, or UNSET when it has none): the
+    same outcome and flag from the same bytes."""
+    if isinstance(stored, _ScoredStoredOutcome):
+        light = stored.reply
+        reply = None if light is None else _reply_of(light)
+        return (RequestOutcome(stored.timings, reply, stored.error, stored.status,
+                               _restored_extra(stored.extra)),
+                light is not None and light.token_logprobs != _NULL)
+    return RequestOutcome.from_json_dict(stored), False
 
 
 def _restored_extra(extra: dict[str, Any]) -> dict[str, Any]:
@@ -853,7 +889,8 @@ def _sharing_reply(outcome: RequestOutcome, reference: Reply | None) -> RequestO
     would, and a rung cell identical to its reference (the common case) then keeps no
     text of its own while the store streams past."""
     reply = outcome.reply
-    if reference is None or reply is None or reply is reference \
+    # the texts first: a diverged reply (every read one, in a digested rung) differs there
+    if reference is None or reply is None or reply is reference or reply.text != reference.text \
             or _scoring_form(reply) != _scoring_form(reference):
         return outcome
     return RequestOutcome(outcome.timings, reference, outcome.error, outcome.status,
@@ -1044,13 +1081,18 @@ class ScopeReading:
                 first[(place[2], claimed)] = place
             else:
                 later.setdefault((place[2], claimed), []).append(place)
+        # a first read later requests would share is fingerprinted from its stored bytes:
+        # those are read as the full pass reads them, the rest (every scored request,
+        # where each reply is its own) by their outcome alone
+        whole = [place for place in read_now if (place[2], unread[place]) in later]
         confirmed: set[tuple[str, str]] = set()
-        for summary in self._read_scored(store, scope, read_now):
+        for summary in self._read_scored(store, scope, whole):
             claimed = unread.get((summary.arm, summary.trial, summary.task))
             if claimed is not None and (summary.task, claimed) in later \
                     and reply_fingerprint(summary) == claimed:  # only where one is shared
                 confirmed.add((summary.task, claimed))
-        doubted: list[tuple[str, int, str]] = []
+        apart = set(whole)
+        doubted = [place for place in read_now if place not in apart]
         for group, places in later.items():
             if group not in confirmed:  # the claim is not the bytes: read each
                 doubted.extend(places)
@@ -1062,8 +1104,17 @@ class ScopeReading:
                 outcomes[(other_leg, task, other_repeat)] = shared
                 if light is not None:  # read whole from the first, if it must be
                     self.without_logprobs[(other_leg, task, other_repeat)] = light
-        for _ in self._read_scored(store, scope, doubted):
-            pass
+        self._read_scored_outcomes(store, scope, doubted)
+
+    def _scored_seqs(self, store: Store, scope: str,
+                     places: Sequence[tuple[str, int, str]]) -> list[int]:
+        """The sequence numbers of the scored requests at `places` (leg, repeat, task),
+        looked up over the address index."""
+        wanted = set(places)
+        return [seq for seq, leg, repeat, task in store.record_addresses(
+                    SUITE, scope, {(leg, repeat) for leg, repeat, _ in wanted},
+                    tasks={task for _, _, task in wanted})
+                if (leg, repeat, task) in wanted]
 
     def _read_scored(self, store: Store, scope: str,
                      places: Sequence[tuple[str, int, str]]) -> Iterator[StoredRequest]:
@@ -1071,14 +1122,23 @@ class ScopeReading:
         kept by `add_scored`; yields each as read."""
         if not places:
             return
-        wanted = set(places)
-        seqs = [seq for seq, leg, repeat, task in store.record_addresses(
-                    SUITE, scope, {(leg, repeat) for leg, repeat, _ in wanted},
-                    tasks={task for _, _, task in wanted})
-                if (leg, repeat, task) in wanted]
-        for summary in _stored_requests(store, scope, seqs):
+        for summary in _stored_requests(store, scope, self._scored_seqs(store, scope, places)):
             self.add_scored(summary)
             yield summary
+
+    def _read_scored_outcomes(self, store: Store, scope: str,
+                              places: Sequence[tuple[str, int, str]]) -> None:
+        """Look up and keep the scored requests at `places` (of fingerprinted rungs,
+        whose digests hold their levels) as `_read_scored` keeps them, from their stored
+        outcome alone, its reply decoded in the same pass (`_ScoredStoredOutcome`)."""
+        if not places:
+            return
+        for place in store.iter_payload_field_at(self._scored_seqs(store, scope, places),
+                                                 suite=SUITE, scope=scope, field="outcome",
+                                                 kind=_ScoredStoredOutcome):
+            read, light = _scored_fields_outcome(place.value)
+            self._keep_scored((place.arm, place.task, place.trial), place.seq,
+                              _sharing_reply(read, self.references.get(place.task)), light)
 
     def _reference_fingerprints(self) -> dict[str, tuple[str, Reply]]:
         """Each probe's reference reply (the last `ref_a` record of it, the one `legs`
@@ -1125,12 +1185,17 @@ class ScopeReading:
             if isinstance(stored, StoredOutcome) and outcome.reply is not None:
                 self.last_replies[record.task] = _LastReply(stored.reply, outcome.reply, light,
                                                             reference)
+        self._keep_scored(key, seq, outcome, light)
+        return outcome
+
+    def _keep_scored(self, key: tuple[str, str, int], seq: int, outcome: RequestOutcome,
+                     light: bool) -> None:
+        """Keep a scored outcome as read, noting whether its logprobs were left out."""
         if light:
             self.without_logprobs[key] = seq
         else:
             self.without_logprobs.pop(key, None)
         self.scored_outcomes[key] = outcome
-        return outcome
 
     def restore(self, store: Store, cells: Iterable[scoring.Cell]) -> bool:
         """Read whole (token logprobs included) the scored outcomes of these cells that

@@ -99,14 +99,55 @@ class Identical:
     kind: ClassVar[str] = "identical"
 
 
-@dataclass(frozen=True)
 class Diverged:
     """The canonical forms differ (or match with different completion-token counts);
-    `at` is their longest common prefix in characters."""
+    `at` is their longest common prefix in characters, `detail` the line saying where.
+    Compared, hashed and shown as the pair `(at, detail)`; immutable.
 
-    at: int
-    detail: str
+    `Diverged.at_char(at, reference, reply)` keeps only the two excerpts around `at` and
+    writes the line when it is first read: a diverged soak classifies tens of thousands
+    of cells, and only the cells of the rungs a report lists are ever shown."""
+
+    __slots__ = ("at", "_detail", "_excerpts")
     kind: ClassVar[str] = "diverged"
+    at: int
+    _detail: str
+    _excerpts: tuple[str, str] | None
+
+    def __init__(self, at: int, detail: str) -> None:
+        object.__setattr__(self, "at", at)
+        object.__setattr__(self, "_detail", detail)
+        object.__setattr__(self, "_excerpts", None)
+
+    @classmethod
+    def at_char(cls, at: int, reference: str, reply: str) -> Diverged:
+        """Where two canonical forms differ, `at` their common prefix's length."""
+        start = max(0, at - 20)
+        found = cls(at, "")
+        object.__setattr__(found, "_excerpts", (reference[start:at + 20], reply[start:at + 20]))
+        return found
+
+    @property
+    def detail(self) -> str:
+        excerpts = self._excerpts
+        if excerpts is not None:
+            object.__setattr__(self, "_detail", _divergence_detail(*excerpts, self.at))
+            object.__setattr__(self, "_excerpts", None)
+        return self._detail
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Diverged is immutable (cannot set {name})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Diverged):
+            return NotImplemented
+        return (self.at, self.detail) == (other.at, other.detail)
+
+    def __hash__(self) -> int:
+        return hash((Diverged, self.at, self.detail))
+
+    def __repr__(self) -> str:
+        return f"Diverged(at={self.at!r}, detail={self.detail!r})"
 
 
 @dataclass(frozen=True)
@@ -311,13 +352,14 @@ def common_prefix(a: str, b: str) -> int:
     # halving by slice comparisons (each in C) rather than a character at a time: a
     # diverged soak asks this of 35,000 replies at a million records. `low` is always a
     # common prefix's length and `high` never one.
-    limit = min(len(a), len(b))
-    if a[:limit] == b[:limit]:
-        return limit
-    low, high = 0, limit
+    # `startswith` at an offset compares in place: one slice copied a step, not two.
+    shorter, longer = (a, b) if len(a) <= len(b) else (b, a)
+    if longer.startswith(shorter):
+        return len(shorter)
+    low, high = 0, len(shorter)
     while high - low > 1:
         middle = (low + high) // 2
-        if a[low:middle] == b[low:middle]:
+        if longer.startswith(shorter[low:middle], low):
             low = middle
         else:
             high = middle
@@ -325,10 +367,10 @@ def common_prefix(a: str, b: str) -> int:
 
 
 def _divergence_detail(reference: str, got: str, at: int) -> str:
-    start = max(0, at - 20)
+    """The line of a divergence at char `at`, from the excerpts of the two forms around
+    it (20 characters each side, `Diverged.at_char`)."""
     return (f"stream differs from its solo reference at char {at}: "
-            f"reference \"{display_text(reference[start:at + 20])}\" vs "
-            f"reply \"{display_text(got[start:at + 20])}\"")
+            f"reference \"{display_text(reference)}\" vs reply \"{display_text(got)}\"")
 
 
 # -- divergence classes -------------------------------------------------------------------
@@ -360,6 +402,11 @@ def _logprob_of(token: str, candidates: Sequence[Candidate]) -> float | None:
     return None
 
 
+_NO_LOGPROBS_POINTS: dict[tuple[str, float, str | None], DivergencePoint] = {}
+"""`classify_divergence`'s point for a pair without logprobs, by which side lacks them,
+threshold and foreign canary (a few per run)."""
+
+
 def classify_divergence(reference: Reply, reply: Reply, *, threshold: float,
                         foreign: str | None = None) -> DivergencePoint:
     """The divergence class of `reply` against `reference` (see `DivergencePoint`).
@@ -375,9 +422,18 @@ def classify_divergence(reference: Reply, reply: Reply, *, threshold: float,
 
     ours, theirs = reference.token_logprobs, reply.token_logprobs
     if ours is None or theirs is None:
+        # the same point for every such cell of a run (a soak without logprobs diverging
+        # everywhere: tens of thousands), made once; points are immutable
         which = "reference" if ours is None else "reply"
-        return point(UNCLASSIFIED, f"no token logprobs in the {which} (the server sent none "
-                                   "or the run asked for none: --logprobs)")
+        key = (which, threshold, foreign)
+        known = _NO_LOGPROBS_POINTS.get(key)
+        if known is None:
+            if len(_NO_LOGPROBS_POINTS) >= 1024:  # a long-lived process: stay bounded
+                _NO_LOGPROBS_POINTS.clear()
+            known = _NO_LOGPROBS_POINTS[key] = point(
+                UNCLASSIFIED, f"no token logprobs in the {which} (the server sent none or "
+                              "the run asked for none: --logprobs)")
+        return known
     if not (_spells(ours, reference) and _spells(theirs, reply)):
         return point(UNCLASSIFIED, "the logprob tokens do not spell the reply's text")
     step = first_differing_token(ours, theirs)
@@ -450,7 +506,7 @@ def classify(reference: Reply, got: Outcome, own_canary: str, canaries: Sequence
         at = common_prefix(expected, actual)
         if persistent_leg:
             return Persistent(at)
-        return Diverged(at, _divergence_detail(expected, actual, at))
+        return Diverged.at_char(at, expected, actual)
     if reference.completion_tokens != reply.completion_tokens:
         # the same text accounted for differently is still a different answer
         return Diverged(len(expected),

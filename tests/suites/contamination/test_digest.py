@@ -194,12 +194,43 @@ def test_scored_replies_read_without_logprobs_report_as_read_whole(rungs, rung_l
     def whole(record):
         return report_module._outcome(record), False
 
+    def read_as_records(self, store, scope, places):  # not by their outcome alone
+        for _ in self._read_scored(store, scope, places):
+            pass
+
     with SQLiteStore(":memory:") as store, mock.patch.object(shown, "RUNG_LIMIT", rung_limit):
         run_id = write_run(store, rungs, None, (True, True))
         light = build_report(store, run_id)
-        with mock.patch.object(report_module, "_scored_outcome", whole):
+        with mock.patch.object(report_module, "_scored_outcome", whole), \
+                mock.patch.object(report_module.ScopeReading, "_read_scored_outcomes",
+                                  read_as_records):
             read_whole = build_report(store, run_id)
     _same(light, read_whole)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(KINDS, min_size=PROBES, max_size=6), min_size=1, max_size=4))
+def test_a_scored_outcome_read_alone_is_the_one_read_with_its_record(rungs):
+    """A scored request's outcome read by itself, its reply decoded in the same pass
+    (`_ScoredStoredOutcome`), is the outcome and logprob flag the record's summary
+    read gives, whatever the outcome holds (failures, escaped text, nested extras,
+    logprobs); and its address is the record's."""
+    from benchwarden.suites.contamination import report as report_module
+
+    with SQLiteStore(":memory:") as store:
+        run_id = write_run(store, rungs, None, (True, True))
+        scope = str(store.run_info(run_id).run.config["scope"])
+        summaries = [summary for summary in report_module._stored_requests(store, scope)
+                     if summary.task.isdigit() and summary.arm.startswith("c")]
+        alone = list(store.iter_payload_field_at(
+            [summary.seq for summary in summaries], suite=SUITE, scope=scope,
+            field="outcome", kind=report_module._ScoredStoredOutcome))
+    assert summaries
+    assert [(p.seq, p.arm, p.task, p.trial) for p in alone] == [
+        (s.seq, s.arm, s.task, s.trial) for s in summaries]
+    for summary, place in zip(summaries, alone, strict=True):
+        assert report_module._scored_fields_outcome(place.value) \
+            == report_module._scored_outcome(summary)
 
 
 def test_a_diverged_cell_is_classified_from_its_logprobs_read_back():

@@ -69,9 +69,11 @@ SCORED_KINDS = st.sampled_from(("ok", "ok", "ok", "diverged", "failed", "leaked"
 
 def _scored_reads(store, run_id) -> list[tuple[str, str, int]]:
     """`(leg, task, repeat)` of every rung's scored request the digest read of the run
-    reads (`_read_with_digests`, the listing's read-back aside)."""
+    reads (`_read_with_digests`, the listing's read-back aside), whole (as the full pass
+    reads a record) or its outcome alone."""
     read: list[tuple[str, str, int]] = []
     original = report_module._stored_requests
+    one_field = store.iter_payload_field_at
 
     def counting(store, scope, seqs=None):
         for summary in original(store, scope, seqs):
@@ -79,10 +81,17 @@ def _scored_reads(store, run_id) -> list[tuple[str, str, int]]:
                 read.append((summary.arm, summary.task, summary.trial))
             yield summary
 
+    def counting_fields(seqs, **where):
+        for place in one_field(seqs, **where):
+            if place.arm not in report_module.SOLO_LEGS and place.task.isdigit():
+                read.append((place.arm, place.task, place.trial))
+            yield place
+
     info = store.run_info(run_id)
     config = info.run.config
     digests = report_module._stored_digests(store, str(config["scope"]))
-    with mock.patch.object(report_module, "_stored_requests", counting):
+    with mock.patch.object(report_module, "_stored_requests", counting), \
+            mock.patch.object(store, "iter_payload_field_at", counting_fields):
         report_module._read_with_digests(store, config, digests, [])
     return read
 

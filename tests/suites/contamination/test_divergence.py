@@ -105,6 +105,32 @@ def test_what_logprobs_cannot_decide_is_unclassified(reference_tokens, reply_tok
     assert point.kind == UNCLASSIFIED and why in point.reason
 
 
+@pytest.mark.parametrize("foreign", [None, CANARIES[1]])
+@pytest.mark.parametrize("threshold", [0.5, 2.0])
+def test_a_pair_without_logprobs_is_one_point_whichever_replies(threshold, foreign):
+    """The point of a pair lacking logprobs is made once per side, threshold and foreign
+    canary (a soak diverging everywhere has tens of thousands): each is the point
+    those alone make, and another side, threshold or canary gets its own."""
+    first = classify_divergence(reply(None, "a"), reply(SHARED, "b"), threshold=threshold,
+                                foreign=foreign)
+    again = classify_divergence(reply(None, "c"), reply(None, "d"), threshold=threshold,
+                                foreign=foreign)
+    assert again == first
+    assert (first.kind, first.threshold, first.foreign) == (
+        SUBSTANTIVE if foreign else UNCLASSIFIED, threshold, foreign)
+    other_side = classify_divergence(reply(SHARED, "a"), reply(None, "b"),
+                                     threshold=threshold, foreign=foreign)
+    if foreign is None:  # (a leak's reason names the canary, whichever side)
+        assert "no token logprobs in the reference" in first.reason
+        assert "no token logprobs in the reply" in other_side.reason
+    other_threshold = classify_divergence(reply(None, "a"), reply(None, "b"),
+                                          threshold=threshold + 1, foreign=foreign)
+    assert other_threshold.threshold == threshold + 1
+    other_canary = classify_divergence(reply(None, "a"), reply(None, "b"),
+                                       threshold=threshold, foreign=CANARIES[0])
+    assert other_canary.foreign == CANARIES[0] and other_canary.kind == SUBSTANTIVE
+
+
 def test_tokens_that_do_not_spell_the_reply_are_not_trusted():
     reference = reply(SHARED + [token(" a", -1.0, (" a", -1.0), (" b", -1.1))])
     got = reply(SHARED + [token(" b", -1.0, (" b", -1.0))], text="something else")

@@ -6,6 +6,7 @@ The client keeps each byte that was not valid UTF-8 as a lone surrogate U+DC80..
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -146,3 +147,28 @@ def test_common_prefix_is_the_first_differing_character(a, data):
                      if x != y), min(len(a), len(b)))
     assert common_prefix(a, b) == expected == common_prefix(b, a)
     assert a[:expected] == b[:expected]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_any_character, max_size=80), st.data())
+def test_a_divergence_line_written_when_read_is_the_one_written_at_once(reference, data):
+    """`Diverged.at_char` keeps two excerpts and writes its line when first read: the
+    same line (20 characters each side of the first difference, each shown by
+    `display_text`), equal and hashed as that line, and immutable."""
+    reply = reference[:data.draw(st.integers(0, len(reference)))] + data.draw(
+        st.text(alphabet=_any_character, min_size=1, max_size=30))
+    at = common_prefix(reference, reply)
+    start = max(0, at - 20)
+    line = (f"stream differs from its solo reference at char {at}: "
+            f"reference \"{display_text(reference[start:at + 20])}\" vs "
+            f"reply \"{display_text(reply[start:at + 20])}\"")
+    written_when_read = Diverged.at_char(at, reference, reply)
+    written_at_once = Diverged(at, line)
+    assert hash(written_when_read) == hash(written_at_once)
+    assert written_when_read == written_at_once
+    assert written_when_read.detail == line == written_when_read.detail
+    assert repr(written_when_read) == repr(written_at_once)
+    assert written_when_read != Diverged(at + 1, line)
+    with pytest.raises(AttributeError):
+        written_when_read.at = at + 1  # type: ignore[misc]
+    assert written_when_read.at == at
