@@ -65,6 +65,10 @@ COMMANDS_SYNTHETIC: dict[str, list[str]] = {
     **COMMANDS,
 }
 PAGE_GOAL = 20_000_000
+DISTINCT = "-distinct2"
+"""How a `--distinct` soak is named; 2: a reply with token logprobs is made its own at
+its last token, which then still spells it (1 left the tokens as they were: every
+divergence of a real engine's copy was unclassified before its tokens were compared)."""
 
 
 def ensure_store(repeat: int, cache: Path, levels: str = DEFAULT_LEVELS,
@@ -111,8 +115,19 @@ def _marked(record, trial):
     reply = record.task.isdigit() and (record.payload.get("outcome") or {}).get("reply")
     if not reply:
         return record
-    outcome = {**record.payload["outcome"],
-               "reply": {**reply, "text": f"{reply['text']} #{trial}{record.arm}"}}
+    marker = f" #{trial}{record.arm}"
+    steps = reply.get("token_logprobs")
+    last = steps[-1] if steps else None
+    if last and isinstance(last.get("token"), str) and last["token"] \
+            and reply["text"].endswith(last["token"]):
+        # a real engine's reply: its last token swapped for the marker, its candidates
+        # kept, so its tokens still spell it and its divergence is classified in full
+        text = reply["text"][:-len(last["token"])] + marker
+        marked = {**reply, "text": text,
+                  "token_logprobs": [*steps[:-1], {**last, "token": marker}]}
+    else:
+        marked = {**reply, "text": reply["text"] + marker}
+    outcome = {**record.payload["outcome"], "reply": marked}
     return dataclasses.replace(record, payload={**record.payload, "outcome": outcome})
 with SQLiteStore(source, create=False, read_only=True) as opened:
     info = opened.latest_run("contamination")
@@ -166,7 +181,7 @@ def ensure_synthetic(size: int, cache: Path, source: Path | None = None,
 
     served = "" if behaviour == "clean" else f"-{behaviour}"
     shape = (f"c{SYNTHETIC_LEVELS.replace(',', '-')}{served}" if source is None
-             else f"from-{source.stem}") + ("-distinct" if distinct else "")
+             else f"from-{source.stem}") + (DISTINCT if distinct else "")
     store = cache / (f"contamination-synthetic-{size}-{shape}.v{SCHEMA_VERSION}"
                      f".digests{FORMAT}.sqlite")
     if store.exists():

@@ -85,6 +85,13 @@ def _storable(value: Any) -> Any:
     return value
 
 
+def restored_strings(value: Any) -> Any:
+    """Plain JSON values as stored, each string held in its stored form turned back into
+    that string: for a reader that decodes part of a stored reply by itself (the rest of
+    a record is read by `RequestOutcome.from_json_dict`)."""
+    return _restored(value)
+
+
 def _restored(value: Any) -> Any:
     """The inverse of `_storable`."""
     if isinstance(value, dict):

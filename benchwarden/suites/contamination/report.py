@@ -87,7 +87,14 @@ from benchwarden.suites.contamination.fidelity import (
     failure_kind,
 )
 from benchwarden.suites.contamination.scoring import BENCH_VERSION, Legs, RungOutcomes, rung_label
-from benchwarden.targets.replies import Reply, RequestOutcome, Timings, ToolCall
+from benchwarden.targets.replies import (
+    Candidate,
+    Reply,
+    RequestOutcome,
+    Timings,
+    ToolCall,
+    restored_strings,
+)
 
 SUITE = "contamination"
 STATE_ORDER = ("unmeasured", "below_label", "as_labelled")
@@ -616,12 +623,88 @@ def _reply(raw: msgspec.Raw) -> Reply | None:
                                               "reply": msgspec.json.decode(raw)}).reply
 
 
+_NO_CANDIDATES = msgspec.Raw(b"[]")
+_candidates_decoder = msgspec.json.Decoder(tuple[Candidate, ...])
+
+
+class _StepCandidatesUnread(msgspec.Struct, frozen=True):
+    """One step of a stored reply's token logprobs as its divergence class reads it
+    (`scoring.LoggedToken`): the top candidates kept as raw JSON bytes, parsed only when
+    asked for. The class reads them at one step of a reply, its first differing one:
+    a real engine's 64 steps with 5 to 20 candidates each are most of a reply's decode
+    and, held as objects, 186 KB a reply."""
+
+    token: str
+    """As `TokenLogprob.token`."""
+    logprob: float
+    """As `TokenLogprob.logprob`."""
+    unread_top: msgspec.Raw = msgspec.field(name="top", default=_NO_CANDIDATES)
+    """The stored candidates' raw JSON bytes (`top` parses them)."""
+
+    @property
+    def top(self) -> tuple[Candidate, ...]:
+        """As `TokenLogprob.top`."""
+        try:
+            return _candidates_decoder.decode(self.unread_top)  # type: ignore[no-any-return]
+        except msgspec.ValidationError:  # a candidate's token in its stored form
+            return msgspec.convert(  # type: ignore[no-any-return]
+                restored_strings(msgspec.json.decode(self.unread_top)), tuple[Candidate, ...])
+
+
+class _LoggedReply(msgspec.Struct, frozen=True):
+    """What a divergence class reads of a stored reply (`scoring.LoggedReply`): its
+    reasoning, its text and its token logprobs, the candidates unread."""
+
+    reasoning: str
+    """As `Reply.reasoning`."""
+    text: str
+    """As `Reply.text`."""
+    token_logprobs: tuple[_StepCandidatesUnread, ...] | None = None
+    """As `Reply.token_logprobs`, the candidates unread (None: none were stored)."""
+
+
+_logged_reply_decoder = msgspec.json.Decoder(_LoggedReply)
+
+
+def _logged_reply(stored: Any) -> scoring.LoggedReply | None:
+    """A stored outcome's reply as its divergence class reads it (None: no reply).
+    A reply holding a string in its stored form where this reads a string (text that
+    was not valid UTF-8, in its text or a token) is read whole, as
+    `RequestOutcome.from_json_dict` reads it."""
+    if not isinstance(stored, StoredOutcome):
+        return RequestOutcome.from_json_dict(stored).reply
+    raw = stored.reply
+    if raw == _NULL:
+        return None
+    try:
+        return _logged_reply_decoder.decode(raw)  # type: ignore[no-any-return]
+    except msgspec.ValidationError:
+        return _reply(raw)
+
+
+_Steps = tuple[_StepCandidatesUnread, ...]
+
+
+def _evidence_of(reply: Reply | None, steps: _Steps,
+                 reference: Reply | None) -> scoring.DivergenceEvidence | None:
+    """The divergence evidence (`scoring.divergence_evidence`) of a scored reply read
+    without its token logprobs against its probe's reference, from the steps decoded
+    in the same pass: a soak that diverges everywhere is read once, not a second time
+    for its logprobs, and no reply's logprobs are kept. None when there is nothing to
+    classify: no reference read yet, or a reply that is its reference's."""
+    if reference is None or reply is None or reply is reference:
+        return None
+    return scoring.divergence_evidence(
+        reference, _LoggedReply(reply.reasoning, reply.text, steps))
+
+
 class _ReplyWithoutLogprobs(msgspec.Struct):
     """A stored reply as a scored request's first reading decodes it: every field of
-    `Reply` but its token logprobs, kept as raw JSON bytes (a real engine's 64 tokens with
-    5 candidates each: 384 objects and 190 µs of a 200 µs decode). The scoring reads them
-    only to classify a divergence (`scoring.classify_divergence`), so the few cells that
-    diverge are read again whole (`ScopeReading.restore`)."""
+    `Reply`, its token logprobs with their candidates kept as raw JSON bytes (a real
+    engine's 64 tokens with 5 to 20 candidates each, decoded whole: 384 objects or more
+    and most of the decode). The scoring reads the logprobs only to classify a
+    divergence, from a few values taken in the same pass (`_evidence_of`); the reply it
+    keeps has none (`_reply_of`)."""
 
     reasoning: str
     """As `Reply.reasoning`."""
@@ -643,25 +726,32 @@ class _ReplyWithoutLogprobs(msgspec.Struct):
     """As `Reply.saw_done`."""
     reasoning_tokens: int | None = None
     """As `Reply.reasoning_tokens`."""
-    token_logprobs: msgspec.Raw = _NULL
-    """The stored token logprobs, not decoded (JSON `null` when none were stored)."""
+    token_logprobs: _Steps | None = None
+    """The stored token logprobs, their candidates unread, taken for the evidence of a
+    divergence (`_evidence_of`) and then let go (None: none were stored)."""
 
 
 _reply_without_logprobs = msgspec.json.Decoder(_ReplyWithoutLogprobs)
 
 
-def _scored_outcome(record: StoredRequest) -> tuple[RequestOutcome, bool]:
-    """A scored request's outcome for the scoring's first reading, and whether its token
-    logprobs were left out (then its reply has none until `ScopeReading.restore`)."""
+def _scored_outcome(record: StoredRequest) -> tuple[RequestOutcome, _Steps | None]:
+    """A scored request's outcome for the scoring's first reading, and the token
+    logprobs left out of its reply (None: nothing was left out; else the reply has none,
+    and its divergence class is taken from these, `ScopeReading.restored_divergences`)."""
     stored = record.payload["outcome"]
     if not isinstance(stored, StoredOutcome) or stored.reply == _NULL:
-        return _outcome(record), False
+        return _outcome(record), None
     try:
         light = _reply_without_logprobs.decode(stored.reply)
     except msgspec.ValidationError:  # a string in its stored form: read whole
-        return stored.whole(), False
+        return stored.whole(), None
     return (RequestOutcome(stored.timings, _reply_of(light), stored.error, stored.status,
-                           _restored_extra(stored.extra)), light.token_logprobs != _NULL)
+                           _restored_extra(stored.extra)), _left_out(light))
+
+
+def _left_out(light: _ReplyWithoutLogprobs) -> _Steps | None:
+    """The stored token logprobs a reply was read without, None when it has none."""
+    return light.token_logprobs
 
 
 def _reply_of(light: _ReplyWithoutLogprobs) -> Reply:
@@ -693,17 +783,17 @@ class _ScoredStoredOutcome(msgspec.Struct, frozen=True):
     """As `StoredOutcome.extra`."""
 
 
-def _scored_fields_outcome(stored: Any) -> tuple[RequestOutcome, bool]:
+def _scored_fields_outcome(stored: Any) -> tuple[RequestOutcome, _Steps | None]:
     """`_scored_outcome` of a request whose stored outcome `Store.iter_payload_field_at`
     read as `_ScoredStoredOutcome` (else plain JSON, or UNSET when it has none): the
-    same outcome and flag from the same bytes."""
+    same outcome and logprobs left out, from the same bytes."""
     if isinstance(stored, _ScoredStoredOutcome):
         light = stored.reply
         reply = None if light is None else _reply_of(light)
         return (RequestOutcome(stored.timings, reply, stored.error, stored.status,
                                _restored_extra(stored.extra)),
-                light is not None and light.token_logprobs != _NULL)
-    return RequestOutcome.from_json_dict(stored), False
+                None if light is None else _left_out(light))
+    return RequestOutcome.from_json_dict(stored), None
 
 
 def _restored_extra(extra: dict[str, Any]) -> dict[str, Any]:
@@ -927,6 +1017,8 @@ class _LastReply:
     two apart (`_sharing_reply`)."""
     light: bool
     """Whether it was read without its token logprobs (`_scored_outcome`)."""
+    evidence: scoring.DivergenceEvidence | None
+    """Their divergence evidence against `reference` (`_evidence_of`), if taken."""
     reference: Reply | None
     """The probe's reference reply when it was read (None: not read yet)."""
 
@@ -959,7 +1051,12 @@ class ScopeReading:
     """Each probe's first solo reference reply (`ref_a`), by task, once read."""
     without_logprobs: dict[tuple[str, str, int], int] = field(default_factory=dict)
     """The scored outcomes read without their token logprobs (`_scored_outcome`), with
-    their sequence numbers, to read whole where the scoring needs them (`restore`)."""
+    their sequence numbers, to read again where the scoring needs them and no evidence
+    was taken (`restored_divergences`)."""
+    evidence: dict[tuple[str, str, int], tuple[Reply, scoring.DivergenceEvidence]] = field(
+        default_factory=dict)
+    """The divergence evidence taken as each of those was read (`_evidence_of`), with the
+    reference it was taken against."""
     last_replies: dict[str, _LastReply] = field(default_factory=dict)
     """The last scored reply read of each probe, by task (`_scored`)."""
     fingerprints: bool = False
@@ -1100,10 +1197,13 @@ class ScopeReading:
             leg, repeat, task = first[group]
             shared = _taken_unread(outcomes[(leg, task, repeat)].reply)
             light = self.without_logprobs.get((leg, task, repeat))
+            evidence = self.evidence.get((leg, task, repeat))
             for other_leg, other_repeat, _ in places:
                 outcomes[(other_leg, task, other_repeat)] = shared
-                if light is not None:  # read whole from the first, if it must be
+                if light is not None:  # classified as the first is, read again if it is
                     self.without_logprobs[(other_leg, task, other_repeat)] = light
+                if evidence is not None:
+                    self.evidence[(other_leg, task, other_repeat)] = evidence
         self._read_scored_outcomes(store, scope, doubted)
 
     def _scored_seqs(self, store: Store, scope: str,
@@ -1136,9 +1236,13 @@ class ScopeReading:
         for place in store.iter_payload_field_at(self._scored_seqs(store, scope, places),
                                                  suite=SUITE, scope=scope, field="outcome",
                                                  kind=_ScoredStoredOutcome):
-            read, light = _scored_fields_outcome(place.value)
-            self._keep_scored((place.arm, place.task, place.trial), place.seq,
-                              _sharing_reply(read, self.references.get(place.task)), light)
+            read, left_out = _scored_fields_outcome(place.value)
+            reference = self.references.get(place.task)
+            outcome = _sharing_reply(read, reference)
+            self._keep_scored((place.arm, place.task, place.trial), place.seq, outcome,
+                              left_out is not None,
+                              None if left_out is None
+                              else _evidence_of(outcome.reply, left_out, reference), reference)
 
     def _reference_fingerprints(self) -> dict[str, tuple[str, Reply]]:
         """Each probe's reference reply (the last `ref_a` record of it, the one `legs`
@@ -1178,48 +1282,85 @@ class ScopeReading:
                 and stored.reply == last.stored):
             outcome = RequestOutcome(stored.timings, last.reply, stored.error, stored.status,
                                      _restored_extra(stored.extra))
-            light = last.light
+            light, evidence = last.light, last.evidence
         else:
-            read, light = _scored_outcome(record)
+            read, left_out = _scored_outcome(record)
             outcome = _sharing_reply(read, reference)
+            light = left_out is not None
+            evidence = (None if left_out is None
+                        else _evidence_of(outcome.reply, left_out, reference))
             if isinstance(stored, StoredOutcome) and outcome.reply is not None:
                 self.last_replies[record.task] = _LastReply(stored.reply, outcome.reply, light,
-                                                            reference)
-        self._keep_scored(key, seq, outcome, light)
+                                                            evidence, reference)
+        self._keep_scored(key, seq, outcome, light, evidence, reference)
         return outcome
 
     def _keep_scored(self, key: tuple[str, str, int], seq: int, outcome: RequestOutcome,
-                     light: bool) -> None:
-        """Keep a scored outcome as read, noting whether its logprobs were left out."""
-        if light:
-            self.without_logprobs[key] = seq
-        else:
-            self.without_logprobs.pop(key, None)
+                     light: bool, evidence: scoring.DivergenceEvidence | None,
+                     reference: Reply | None) -> None:
+        """Keep a scored outcome as read, noting the sequence number of one read without
+        its token logprobs and the divergence evidence taken from them, if any."""
         self.scored_outcomes[key] = outcome
+        if not light:
+            self.without_logprobs.pop(key, None)
+        else:
+            self.without_logprobs[key] = seq
+        if evidence is None or reference is None:
+            self.evidence.pop(key, None)
+        else:
+            self.evidence[key] = (reference, evidence)
 
-    def restore(self, store: Store, cells: Iterable[scoring.Cell]) -> bool:
-        """Read whole (token logprobs included) the scored outcomes of these cells that
-        were read without them: whether any was (the scoring must then run again). A
-        request that shares another's reply unread (`take_fingerprinted`) shares that
-        record's whole reply, read once."""
-        keys = {(cell.leg, str(cell.probe), cell.repeat) for cell in cells}
-        wanted: dict[int, list[tuple[str, str, int]]] = {}
-        for key, seq in self.without_logprobs.items():
-            if key in keys:
-                wanted.setdefault(seq, []).append(key)
-        if not wanted:
-            return False
-        for summary in _stored_requests(store, str(self.config["scope"]), sorted(wanted)):
-            whole = _outcome(summary)
-            shared = None
-            for key in wanted[summary.seq]:
-                if key == (summary.arm, summary.task, summary.trial):
-                    self.scored_outcomes[key] = whole
-                else:
-                    shared = shared or _taken_unread(whole.reply)
-                    self.scored_outcomes[key] = shared
-                del self.without_logprobs[key]
-        return True
+    def restored_divergences(self, store: Store, result: scoring.Score,
+                             legs: Legs) -> scoring.Score:
+        """`result` with the divergence point of every cell whose reply was read without
+        its token logprobs classified from them (`scoring.with_divergences`): from the
+        evidence taken as it was read, when taken against the reference the scoring
+        compared with, else from the record read again, one at a time, each only as far
+        as its class needs (`_logged_reply`) and let go. Either way no whole reply is
+        held: a soak that diverges everywhere would hold every one (75,000 replies of a
+        real engine: 14 GiB). A request that shares another's reply unread
+        (`take_fingerprinted`) is classified from that record."""
+        references: dict[int, Reply | scoring.CellClass] = {}
+
+        def reference_of(probe: int) -> Reply | scoring.CellClass:
+            if probe not in references:
+                references[probe] = scoring.probe_reference(legs, probe)
+            return references[probe]
+
+        points: dict[int, scoring.DivergencePoint] = {}
+        wanted: dict[int, list[tuple[int, scoring.Cell]]] = {}
+        for index, cell in enumerate(result.cells):
+            if cell.divergence is None:
+                continue
+            key = (cell.leg, str(cell.probe), cell.repeat)
+            seq = self.without_logprobs.get(key)
+            reference = reference_of(cell.probe)
+            if seq is None or not isinstance(reference, Reply):
+                continue  # read whole already, or nothing to compare with
+            kept = self.evidence.get(key)
+            if kept is not None and kept[0] is reference:
+                point = scoring.cell_divergence(reference, cell.result, kept[1],
+                                                legs.near_tie_nats)
+                if point is not None:
+                    points[index] = point
+            else:
+                wanted.setdefault(seq, []).append((index, cell))
+        if wanted:
+            for summary in _stored_requests(store, str(self.config["scope"]), sorted(wanted)):
+                reply = _logged_reply(summary.payload["outcome"])
+                if reply is None:
+                    continue  # the cell keeps the point it was scored with
+                taken: dict[int, scoring.DivergenceEvidence] = {}  # by probe
+                for index, cell in wanted[summary.seq]:
+                    reference = reference_of(cell.probe)
+                    assert isinstance(reference, Reply)  # as checked above
+                    if cell.probe not in taken:
+                        taken[cell.probe] = scoring.divergence_evidence(reference, reply)
+                    point = scoring.cell_divergence(reference, cell.result, taken[cell.probe],
+                                                    legs.near_tie_nats)
+                    if point is not None:
+                        points[index] = point
+        return scoring.with_divergences(result, points)
 
     @property
     def levels(self) -> dict[str, int]:
@@ -1640,11 +1781,9 @@ def _built(store: Store, run_id: str, digests: bool, kept: Iterable[RungDigest],
             reading.add(summary, summary.seq)
     levels = reading.levels
     legs = reading.legs()
-    result = scoring.score(legs)
-    # a cell whose divergence is classified reads its reply's token logprobs: read whole
-    if reading.restore(store, [cell for cell in result.cells if cell.divergence is not None]):
-        legs = reading.legs()
-        result = scoring.score(legs)
+    # a cell whose divergence is classified reads its reply's token logprobs, which the
+    # first reading left out
+    result = reading.restored_divergences(store, scoring.score(legs), legs)
     verdict = scoring.verdict(result)
     prime_failures = [r for _, r in reading.solo if r.arm == "prime" and r.outcome != "ok"]
     warnings = [f"prime of probe {r.task} failed "

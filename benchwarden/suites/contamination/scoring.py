@@ -53,13 +53,13 @@ Invariants:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Protocol
 
 from benchwarden.core.verdicts import Verdict, one_line
 from benchwarden.suites.contamination.fidelity import RungFidelity, rung_fidelity
-from benchwarden.targets.replies import Candidate, Reply, RequestOutcome, TokenLogprob
+from benchwarden.targets.replies import Candidate, Reply, RequestOutcome
 
 # 2: rung failures make the rung unmeasured; byte-exact comparison; rungs report
 # `requests_sent` (was `slots`), `requests_failed` and `failures`.
@@ -374,22 +374,73 @@ def _divergence_detail(reference: str, got: str, at: int) -> str:
 
 
 # -- divergence classes -------------------------------------------------------------------
-def _token_bytes(entries: Sequence[TokenLogprob]) -> bytes:
-    return b"".join(exact_bytes(entry.token) for entry in entries)
+class LoggedToken(Protocol):
+    """What a divergence class reads of a step of a reply (`TokenLogprob` is one): the
+    token, its log-probability and the top candidates reported there. Read-only, so a
+    report may hand over steps whose candidates are parsed only when asked for."""
+
+    @property
+    def token(self) -> str: ...
+
+    @property
+    def logprob(self) -> float: ...
+
+    @property
+    def top(self) -> Sequence[Candidate]: ...
 
 
-def _spells(entries: Sequence[TokenLogprob], reply: Reply) -> bool:
+class LoggedReply(Protocol):
+    """What a divergence class reads of the reply compared with its reference (`Reply`
+    is one): its reasoning and text, which its tokens must spell, and the tokens."""
+
+    @property
+    def reasoning(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def token_logprobs(self) -> Sequence[LoggedToken] | None: ...
+
+
+def _token_bytes(entries: Sequence[LoggedToken]) -> bytes:
+    tokens = "".join([entry.token for entry in entries])
+    try:  # one encoding of the whole (every token escaped alike: the same bytes)
+        return tokens.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a token that needs surrogatepass: each token its own way
+        return b"".join(exact_bytes(entry.token) for entry in entries)
+
+
+def _spells(entries: Sequence[LoggedToken], reply: LoggedReply) -> bool:
     """Whether the logprob tokens spell the reply (its text, or reasoning then text)."""
     spelled = _token_bytes(entries)
     return spelled in (exact_bytes(reply.text), exact_bytes(reply.reasoning + reply.text))
 
 
-def first_differing_token(reference: Sequence[TokenLogprob],
-                          reply: Sequence[TokenLogprob]) -> int | None:
+_SPELLING_REFERENCES: dict[int, tuple[Reply, bool]] = {}
+"""`_spells` of each reference asked about lately, by identity (the reply kept, so the
+identity stays its own): a run's few references are asked once a diverged cell."""
+
+
+def _reference_spells(reference: Reply, entries: Sequence[LoggedToken]) -> bool:
+    known = _SPELLING_REFERENCES.get(id(reference))
+    if known is not None and known[0] is reference:
+        return known[1]
+    if len(_SPELLING_REFERENCES) >= 1024:  # a long-lived process: stay bounded
+        _SPELLING_REFERENCES.clear()
+    spells = _spells(entries, reference)
+    _SPELLING_REFERENCES[id(reference)] = (reference, spells)
+    return spells
+
+
+def first_differing_token(reference: Sequence[LoggedToken],
+                          reply: Sequence[LoggedToken]) -> int | None:
     """Index of the first step whose tokens differ byte-wise; None when one sequence is
     a prefix of the other (equal ones included)."""
     for step, (ours, theirs) in enumerate(zip(reference, reply, strict=False)):
-        if exact_bytes(ours.token) != exact_bytes(theirs.token):
+        # equal strings are equal bytes; unequal ones may still be (two ways to hold
+        # one byte), so only they are encoded
+        if ours.token != theirs.token and exact_bytes(ours.token) != exact_bytes(theirs.token):
             return step
     return None
 
@@ -402,26 +453,78 @@ def _logprob_of(token: str, candidates: Sequence[Candidate]) -> float | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class DivergenceEvidence:
+    """What a reply's divergence class reads of it, given the reference it is compared
+    with (`divergence_evidence`): a few values in place of its tens of steps and their
+    candidates. A report keeps these for every diverged reply of a huge soak as it reads
+    them once, and classifies the cells (`cell_divergence`) when the score knows them."""
+
+    logprobs: bool
+    """Whether the reply carried token logprobs (nothing below is read when not)."""
+    spells: bool = False
+    """Whether its tokens spell its text (`_spells`)."""
+    length: int = 0
+    """How many steps it has."""
+    step: int | None = None
+    """The first step whose token differs from the reference's (None: one sequence of
+    tokens is a prefix of the other, or the tokens do not spell either reply)."""
+    token: str = ""
+    """The reply's token at `step`."""
+    logprob: float = 0.0
+    """Its log-probability there."""
+    reference_token_logprob: float | None = None
+    """The reply's log-probability of the reference's token at `step`, when that token
+    is among the reply's candidates there."""
+
+
+_WITHOUT_LOGPROBS = DivergenceEvidence(logprobs=False)
+
+
+def divergence_evidence(reference: Reply, reply: LoggedReply) -> DivergenceEvidence:
+    """What `classify_evidence` needs of `reply` to classify it against `reference`."""
+    theirs = reply.token_logprobs
+    if theirs is None:
+        return _WITHOUT_LOGPROBS
+    ours = reference.token_logprobs
+    spells = _spells(theirs, reply)
+    if ours is None or not spells:
+        return DivergenceEvidence(True, spells, len(theirs))
+    step = first_differing_token(ours, theirs)
+    if step is None:
+        return DivergenceEvidence(True, True, len(theirs))
+    taken = theirs[step]
+    return DivergenceEvidence(True, True, len(theirs), step, taken.token, taken.logprob,
+                              _logprob_of(ours[step].token, taken.top))
+
+
 _NO_LOGPROBS_POINTS: dict[tuple[str, float, str | None], DivergencePoint] = {}
-"""`classify_divergence`'s point for a pair without logprobs, by which side lacks them,
+"""`classify_evidence`'s point for a pair without logprobs, by which side lacks them,
 threshold and foreign canary (a few per run)."""
 
 
-def classify_divergence(reference: Reply, reply: Reply, *, threshold: float,
+def classify_divergence(reference: Reply, reply: LoggedReply, *, threshold: float,
                         foreign: str | None = None) -> DivergencePoint:
     """The divergence class of `reply` against `reference` (see `DivergencePoint`).
 
     near-tie: margin known exactly and below `threshold`, and no foreign canary.
     substantive: a foreign canary (always), or margin (exact or lower bound) at or above
     `threshold`. unclassified: anything the logprobs cannot decide, with the reason."""
+    return classify_evidence(reference, divergence_evidence(reference, reply),
+                             threshold=threshold, foreign=foreign)
+
+
+def classify_evidence(reference: Reply, evidence: DivergenceEvidence, *, threshold: float,
+                      foreign: str | None = None) -> DivergencePoint:
+    """`classify_divergence` of the reply this is the evidence of (against `reference`)."""
     def point(kind: str, reason: str, **found: Any) -> DivergencePoint:
         if foreign is not None:
             kind = SUBSTANTIVE
             reason = f"foreign canary {foreign} in the reply (a leak is always substantive)"
         return DivergencePoint(kind, reason, threshold, foreign=foreign, **found)
 
-    ours, theirs = reference.token_logprobs, reply.token_logprobs
-    if ours is None or theirs is None:
+    ours = reference.token_logprobs
+    if ours is None or not evidence.logprobs:
         # the same point for every such cell of a run (a soak without logprobs diverging
         # everywhere: tens of thousands), made once; points are immutable
         which = "reference" if ours is None else "reply"
@@ -434,23 +537,22 @@ def classify_divergence(reference: Reply, reply: Reply, *, threshold: float,
                 UNCLASSIFIED, f"no token logprobs in the {which} (the server sent none or "
                               "the run asked for none: --logprobs)")
         return known
-    if not (_spells(ours, reference) and _spells(theirs, reply)):
+    if not (_reference_spells(reference, ours) and evidence.spells):
         return point(UNCLASSIFIED, "the logprob tokens do not spell the reply's text")
-    step = first_differing_token(ours, theirs)
+    step = evidence.step
     if step is None:
-        if len(ours) == len(theirs):
+        if len(ours) == evidence.length:
             return point(UNCLASSIFIED, "the same tokens: the replies differ in tool calls, "
                                        "finish reason or token accounting")
-        return point(UNCLASSIFIED, f"one reply stopped at token {min(len(ours), len(theirs))} "
+        return point(UNCLASSIFIED, f"one reply stopped at token {min(len(ours), evidence.length)} "
                                    "where the other went on (an end of sequence has no "
-                                   "logprob entry)", step=min(len(ours), len(theirs)))
-    chosen, taken = ours[step], theirs[step]
+                                   "logprob entry)", step=min(len(ours), evidence.length))
+    chosen = ours[step]
     found: dict[str, Any] = {"step": step, "reference_token": chosen.token,
-                             "reply_token": taken.token, "reference_top": chosen.top}
-    seen_by_reply = _logprob_of(chosen.token, taken.top)
-    if seen_by_reply is not None:
-        found["reply_margin"] = taken.logprob - seen_by_reply
-    alternative = _logprob_of(taken.token, chosen.top)
+                             "reply_token": evidence.token, "reference_top": chosen.top}
+    if evidence.reference_token_logprob is not None:
+        found["reply_margin"] = evidence.logprob - evidence.reference_token_logprob
+    alternative = _logprob_of(evidence.token, chosen.top)
     if alternative is not None:
         margin = chosen.logprob - alternative
         kind = NEAR_TIE if margin < threshold else SUBSTANTIVE
@@ -533,6 +635,14 @@ def _reference(a: Outcome, b: Outcome, floor: int) -> Reply | CellClass:
     return a.reply
 
 
+def probe_reference(legs: Legs, probe: int) -> Reply | CellClass:
+    """The reply a probe's measured cells are compared with (its solo reference A), or
+    the class of its `ref` cell when it has no usable one."""
+    return _reference(legs.ref_a[probe],
+                      legs.ref_b[probe] if probe < len(legs.ref_b) else None,
+                      legs.min_completion_tokens)
+
+
 # -- the score ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Score:
@@ -605,8 +715,7 @@ def score(legs: Legs) -> Score:
     tally = _Tally()
     for probe in range(len(legs.ref_a)):
         own = canaries[probe] if probe < len(canaries) else ""
-        reference = _reference(legs.ref_a[probe],
-                               legs.ref_b[probe] if probe < len(legs.ref_b) else None, floor)
+        reference = probe_reference(legs, probe)
         if not isinstance(reference, Reply):
             tally.add(Cell(probe, REFERENCE_LEG, 1, reference,
                            _references_divergence(reference, legs, probe)), compared=False)
@@ -664,12 +773,51 @@ def _judged(reference: Reply, got: Outcome, own: str, canaries: Sequence[str], f
     if isinstance(result, Contaminated) and got is not None and got.reply is not None:
         foreign = len(foreign_canaries(got.reply, own, canaries))
     divergence = None
-    if isinstance(result, (Diverged, Persistent, Contaminated)) \
-            and got is not None and got.reply is not None:
-        divergence = classify_divergence(
-            reference, got.reply, threshold=near_tie_nats,
-            foreign=result.foreign if isinstance(result, Contaminated) else None)
+    if got is not None and got.reply is not None and _has_divergence(result):
+        divergence = cell_divergence(reference, result, divergence_evidence(reference,
+                                                                            got.reply),
+                                     near_tie_nats)
     return result, divergence, foreign
+
+
+def _has_divergence(result: CellClass) -> bool:
+    return isinstance(result, (Diverged, Persistent, Contaminated))
+
+
+def cell_divergence(reference: Reply, result: CellClass, evidence: DivergenceEvidence,
+                    threshold: float) -> DivergencePoint | None:
+    """The divergence point of a measured cell of class `result` whose reply's evidence
+    is `evidence`: a diverged, persistent or contaminated cell's (a leak's is substantive
+    under its foreign canary); None for any other class."""
+    if not _has_divergence(result):
+        return None
+    return classify_evidence(reference, evidence, threshold=threshold,
+                             foreign=result.foreign if isinstance(result, Contaminated)
+                             else None)
+
+
+def with_divergences(result: Score, points: Mapping[int, DivergencePoint]) -> Score:
+    """`result` with the divergence points of these cells (by index in `result.cells`)
+    replaced and the divergence classes counted again. A cell's class never depends on
+    its reply's token logprobs, only its divergence point does: so a score of replies
+    read without them, given the points of the same replies read whole
+    (`cell_divergence`), is the score of the whole replies, with no second pass and
+    without holding every whole reply at once."""
+    if not points:
+        return result
+    cells = list(result.cells)
+    kinds = {NEAR_TIE: result.near_tie, SUBSTANTIVE: result.substantive,
+             UNCLASSIFIED: result.unclassified}
+    for index, point in points.items():
+        before = cells[index].divergence
+        if before is None:
+            raise ValueError(f"cell {index} ({cells[index].leg}, probe {cells[index].probe}) "
+                             "has no divergence point to replace")
+        kinds[before.kind] -= 1
+        kinds[point.kind] += 1
+        cells[index] = replace(cells[index], divergence=point)
+    return replace(result, cells=tuple(cells), near_tie=kinds[NEAR_TIE],
+                   substantive=kinds[SUBSTANTIVE], unclassified=kinds[UNCLASSIFIED])
 
 
 def _references_divergence(reference: Reply | CellClass, legs: Legs,

@@ -606,12 +606,15 @@ def _point_in_time(c: _Category, level: int) -> None:
                                "update?", expected=values[-2])
 
 
+DECOY_COUNTS = (1, 2, 3, 2)
+"""Other people holding the asked attribute, by level (`_decoys`)."""
+
+
 def _decoys(c: _Category, person: str, noun: str, level: int) -> list[str]:
     """Other people holding `noun`: 1-3, and at level 3 one whose name contains
     `person`'s (claimed like any fact)."""
     decoys: list[str] = []
-    count = (1, 2, 3, 2)[level]
-    for _ in range(count):
+    for _ in range(DECOY_COUNTS[level]):
         decoy = c.person_with_free((noun,), exclude=[person, *decoys])
         decoys.append(decoy)
     if level == 3:
@@ -626,8 +629,25 @@ def _decoys(c: _Category, person: str, noun: str, level: int) -> list[str]:
 
 
 def _asked_pair(c: _Category, level: int) -> tuple[str, str]:
-    """The asked (person, attribute); at level 3 a person with a name extension whose
-    extension does not hold the attribute yet."""
+    """The asked (person, attribute), with room for its decoys: as many other people
+    as the level has decoys (`DECOY_COUNTS`) do not hold the attribute yet. A pair
+    without that room (a rare world: one seed in many thousands) is given back and
+    another drawn; every other world draws as it always did, so its corpus is
+    unchanged."""
+    for _ in range(len(NAMES) * len(ATTRIBUTES)):
+        person, noun = _drawn_pair(c, level)
+        room = sum(1 for name in NAMES[:24] if name != person
+                   and (name, noun) not in c.world.taken)
+        if room >= DECOY_COUNTS[level]:
+            return person, noun
+        c.world.taken.discard((person, noun))
+    raise ValueError(f"corpus seed {c.world.seed}: no attribute is left free for "
+                     f"{DECOY_COUNTS[level]} decoys in {c.category} (level {level})")
+
+
+def _drawn_pair(c: _Category, level: int) -> tuple[str, str]:
+    """A drawn (person, attribute), claimed; at level 3 a person with a name extension
+    whose extension does not hold the attribute yet."""
     if level < 3:
         return c.pair()
     pool = [name for name in NAME_EXTENSIONS]

@@ -46,7 +46,8 @@ from .helpers import (
 PROBES = 2
 KINDS = st.sampled_from(("ok", "ok", "ok", "diverged", "failed", "leaked", "cancelled",
                          "planned_cut", "no_content", "zero_length", "garbled_error",
-                         "garbled_reply", "nested_extra", "lp_ok", "lp_diverged", "lp_leaked"))
+                         "garbled_reply", "nested_extra", "lp_ok", "lp_diverged", "lp_leaked",
+                         "lp_garbled_reply", "split_char", "odd_candidate"))
 
 
 def with_logprobs(outcome: RequestOutcome) -> RequestOutcome:
@@ -62,9 +63,33 @@ def with_logprobs(outcome: RequestOutcome) -> RequestOutcome:
     return dataclasses.replace(outcome, reply=dataclasses.replace(reply, token_logprobs=tokens))
 
 
+def with_split_logprobs(outcome: RequestOutcome) -> RequestOutcome:
+    """`outcome` with token logprobs in which each character outside ASCII is split
+    into its UTF-8 bytes, one token each (a real engine's byte tokens): a token is then
+    not valid text though the reply's text is, and is stored in its escaped form."""
+    reply = outcome.reply
+    assert reply is not None
+    pieces = [piece for character in reply.text
+              for piece in ([character] if character.isascii()
+                            else [chr(0xDC00 + byte) for byte in character.encode()])]
+    tokens = tuple(TokenLogprob(piece, -0.1, (Candidate(piece, -0.1), Candidate("\udcff", -0.3)))
+                   for piece in pieces)
+    return dataclasses.replace(outcome, reply=dataclasses.replace(reply, token_logprobs=tokens))
+
+
 def _outcome(kind: str, probe: int, start: float) -> RequestOutcome:
+    if kind == "split_char":  # a divergence to a character two byte tokens spell
+        return with_split_logprobs(ok(reply_text(probe).replace("x3", "x\u00e9"),
+                                      start=start, end=start + 0.5))
     if kind.startswith("lp_"):
         return with_logprobs(_outcome(kind[3:], probe, start))
+    if kind == "odd_candidate":  # valid tokens, a candidate that is not valid text
+        drawn = with_logprobs(_outcome("diverged", probe, start))
+        assert drawn.reply is not None and drawn.reply.token_logprobs is not None
+        steps = tuple(dataclasses.replace(step, top=(*step.top, Candidate("\udcfe", -9.0)))
+                      for step in drawn.reply.token_logprobs)
+        return dataclasses.replace(drawn, reply=dataclasses.replace(drawn.reply,
+                                                                    token_logprobs=steps))
     text = reply_text(probe)
     outcome = ok(text, start=start, end=start + 0.5)
     if kind == "diverged":
@@ -192,7 +217,7 @@ def test_scored_replies_read_without_logprobs_report_as_read_whole(rungs, rung_l
     from benchwarden.suites.contamination import report as report_module
 
     def whole(record):
-        return report_module._outcome(record), False
+        return report_module._outcome(record), None
 
     def read_as_records(self, store, scope, places):  # not by their outcome alone
         for _ in self._read_scored(store, scope, places):
@@ -206,6 +231,35 @@ def test_scored_replies_read_without_logprobs_report_as_read_whole(rungs, rung_l
                                   read_as_records):
             read_whole = build_report(store, run_id)
     _same(light, read_whole)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(("lp_ok", "lp_diverged", "lp_leaked", "diverged", "ok",
+                                          "failed")), min_size=PROBES, max_size=6),
+                min_size=1, max_size=6), st.booleans())
+def test_a_diverged_reply_is_classified_from_the_one_reading_of_its_record(rungs, digests):
+    """Each scored reply's divergence evidence is taken as the reply is read without its
+    token logprobs: no record is read a second time for them, whether the rungs are read
+    through their digests or record by record (a soak that diverges everywhere is read
+    once). Every class is still the one the whole replies give."""
+    from unittest import mock
+
+    from benchwarden.suites.contamination import report as report_module
+
+    read_again = []
+    original = report_module._logged_reply
+
+    def counting(stored):
+        read_again.append(stored)
+        return original(stored)
+
+    with SQLiteStore(":memory:") as store:
+        run_id = write_run(store, rungs, None, (True, True))
+        with mock.patch.object(report_module, "_logged_reply", counting):
+            built = build_report(store, run_id, digests=digests)
+    assert read_again == []
+    if any("lp_diverged" in rung[:PROBES] and "failed" not in rung for rung in rungs):
+        assert built.score.near_tie > 0  # classified from the evidence
 
 
 @settings(max_examples=40, deadline=None)

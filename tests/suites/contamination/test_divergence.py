@@ -4,6 +4,7 @@ hypothesis where they are wide."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -201,6 +202,71 @@ def test_score_counts_divergence_classes_and_the_verdict_names_them():
     verdict = scoring.verdict(result)
     assert verdict.kind == "fail"  # zero tolerance whatever the class
     assert "1 near-tie" in verdict.reason
+
+
+STEP_KINDS = {
+    "same": token("x", -1.0, ("x", -1.0), ("y", -1.1)),
+    "near": token("y", -1.0, ("y", -1.0), ("x", -1.05)),
+    "far": token("z", -0.5, ("z", -0.5)),
+    "unlisted": token("q", -0.7),
+    "leak": token(" " + CANARIES[1], -0.3, (" " + CANARIES[1], -0.3), ("x", -0.4)),
+    "misspelt": token("x", -1.0, ("x", -1.0)),
+}
+
+
+def _drawn_reply(kind: str, logprobs: bool) -> RequestOutcome:
+    step = STEP_KINDS[kind]
+    made = reply(SHARED + [step], text="The smith" + ("?" if kind == "misspelt" else step.token))
+    if not logprobs:
+        made = dataclasses.replace(made, token_logprobs=None)
+    return RequestOutcome(ok("p").timings, reply=made)
+
+
+@given(st.lists(st.sampled_from(sorted(STEP_KINDS)), min_size=1, max_size=8),
+       st.lists(st.booleans(), min_size=8, max_size=8), st.floats(0.01, 3.0))
+def test_a_score_read_without_logprobs_given_its_points_is_the_score_read_whole(
+        kinds, sent, threshold):
+    """A cell's class never reads token logprobs, its divergence point does: the score
+    of replies read without them, given the points of the same replies' evidence
+    (`divergence_evidence`, `cell_divergence`), is the score of the whole replies (what
+    the report does with a soak that diverges everywhere, holding no whole reply)."""
+    reference = RequestOutcome(ok("p").timings, reply=reply(SHARED + [STEP_KINDS["same"]]))
+    overlapping = RequestOutcome(ok("q", start=0.0, end=1.0).timings,
+                                 reply=reply(SHARED + [STEP_KINDS["same"]]))
+
+    def legs(logprobs: bool) -> Legs:
+        return Legs(ref_a=[reference], ref_b=[reference],
+                    rungs=[scoring.RungOutcomes(
+                        "c2", 2, repeat, [_drawn_reply(kind, logprobs and sent[repeat - 1])],
+                        [_drawn_reply(kind, logprobs and sent[repeat - 1]), overlapping])
+                        for repeat, kind in enumerate(kinds, start=1)],
+                    post=[reference], canaries=list(CANARIES[:2]), min_completion_tokens=1,
+                    near_tie_nats=threshold)
+
+    whole, light = scoring.score(legs(True)), scoring.score(legs(False))
+    reference_reply = scoring.probe_reference(legs(True), 0)
+    assert isinstance(reference_reply, Reply)
+    points = {}
+    for index, cell in enumerate(light.cells):
+        if cell.divergence is not None and cell.leg == "c2":
+            read = _drawn_reply(kinds[cell.repeat - 1], sent[cell.repeat - 1]).reply
+            point = scoring.cell_divergence(
+                reference_reply, cell.result, scoring.divergence_evidence(reference_reply, read),
+                threshold)
+            assert point is not None
+            points[index] = point
+    assert scoring.with_divergences(light, points) == whole
+    assert scoring.with_divergences(whole, {}) is whole
+
+
+def test_a_point_given_to_a_cell_without_one_is_refused():
+    reference = RequestOutcome(ok("p").timings, reply=reply(SHARED + [STEP_KINDS["same"]]))
+    legs = Legs(ref_a=[reference], ref_b=[reference], rungs=[], post=[reference],
+                canaries=list(CANARIES[:1]), min_completion_tokens=1)
+    result = scoring.score(legs)
+    point = classify_divergence(reference.reply, reference.reply, threshold=0.5)
+    with pytest.raises(ValueError, match="no divergence point to replace"):
+        scoring.with_divergences(result, {0: point})
 
 
 # -- bisect -----------------------------------------------------------------------------------

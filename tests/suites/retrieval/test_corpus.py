@@ -285,3 +285,16 @@ def test_negative_or_non_integer_seed_is_refused():
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError):
             generate(bad)  # type: ignore[arg-type]
+
+
+def test_a_world_short_of_room_for_decoys_draws_its_asked_pair_again():
+    """Seed 482829 once left no one free to be a decoy of an abstention case's attribute
+    (the generator failed with "Cannot choose from an empty sequence"): its asked pair
+    is drawn again, and every level still holds its decoys."""
+    corpus = generate(482829)
+    for category in ("decoy_discrimination", "abstention"):
+        cases = [case for case in corpus.cases if case.category == category]
+        assert [len(case.forbidden) for case in cases] == [1, 2, 3, 3], category
+        for case in cases:
+            for value in case.forbidden:
+                assert sum(value in fact.text for fact in corpus.facts) == 1
