@@ -58,3 +58,33 @@ def test_a_distinct_soak_has_every_scored_reply_its_own_and_reads_them_all(tmp_p
                 if summary.arm not in SOLO_LEGS and summary.task.isdigit())
             assert (len(read) == scored_requests) is reads_every_one
             _same(build_report(store, run_id), build_report(store, run_id, digests=False))
+
+
+def test_a_distinct_copy_of_replies_with_logprobs_still_spells_them(tmp_path):
+    """A real engine's replies carry token logprobs: `--distinct` swaps each scored
+    reply's last token for its marker, so the tokens still spell the reply and every
+    divergence is classified from them (none "do not spell"), as the report classifies
+    the same store read from every record."""
+    bench = load("contamination_report")
+    source = tmp_path / "recorded.sqlite"
+    with SQLiteStore(source) as store:
+        write_run(store, [["lp_ok", "lp_ok"], ["lp_ok", "lp_ok", "lp_ok"]], None,
+                  (True, True))
+    distinct = bench.ensure_synthetic(200, tmp_path, source, distinct=True)
+    with SQLiteStore(distinct, create=False, read_only=True) as store:
+        info = store.latest_run("contamination")
+        scored = [r.payload["outcome"]["reply"] for r in store.iter_records(
+            run_id=info.run.run_id) if r.arm not in SOLO_LEGS and r.task.isdigit()]
+        built = build_report(store, info.run.run_id)
+        _same(built, build_report(store, info.run.run_id, digests=False))
+    assert len(scored) > 50
+    for reply in scored:
+        assert "".join(step["token"] for step in reply["token_logprobs"]) == reply["text"]
+        assert reply["token_logprobs"][-1]["token"].startswith(" #")
+    assert built.score.diverged == len(scored)
+    points = [cell.divergence for cell in built.cells if cell.kind == "diverged"]
+    assert points and all(point is not None for point in points)
+    for point in points:  # classified at the swapped token, from the candidates there
+        assert point.step == len(scored[0]["token_logprobs"]) - 1
+        assert point.reply_token.startswith(" #") and point.reference_top
+        assert "do not spell" not in point.reason

@@ -1320,6 +1320,8 @@ class ScopeReading:
         held: a soak that diverges everywhere would hold every one (75,000 replies of a
         real engine: 14 GiB). A request that shares another's reply unread
         (`take_fingerprinted`) is classified from that record."""
+        if not self.without_logprobs:  # a run without logprobs: every point as scored
+            return result
         references: dict[int, Reply | scoring.CellClass] = {}
 
         def reference_of(probe: int) -> Reply | scoring.CellClass:

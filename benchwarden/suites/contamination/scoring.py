@@ -774,14 +774,18 @@ def _judged(reference: Reply, got: Outcome, own: str, canaries: Sequence[str], f
         foreign = len(foreign_canaries(got.reply, own, canaries))
     divergence = None
     if got is not None and got.reply is not None and _has_divergence(result):
-        divergence = cell_divergence(reference, result, divergence_evidence(reference,
-                                                                            got.reply),
-                                     near_tie_nats)
+        divergence = classify_evidence(reference, divergence_evidence(reference, got.reply),
+                                       threshold=near_tie_nats, foreign=_leaked(result))
     return result, divergence, foreign
 
 
 def _has_divergence(result: CellClass) -> bool:
     return isinstance(result, (Diverged, Persistent, Contaminated))
+
+
+def _leaked(result: CellClass) -> str | None:
+    """The foreign canary of a contaminated cell, None for any other."""
+    return result.foreign if isinstance(result, Contaminated) else None
 
 
 def cell_divergence(reference: Reply, result: CellClass, evidence: DivergenceEvidence,
@@ -792,8 +796,7 @@ def cell_divergence(reference: Reply, result: CellClass, evidence: DivergenceEvi
     if not _has_divergence(result):
         return None
     return classify_evidence(reference, evidence, threshold=threshold,
-                             foreign=result.foreign if isinstance(result, Contaminated)
-                             else None)
+                             foreign=_leaked(result))
 
 
 def with_divergences(result: Score, points: Mapping[int, DivergencePoint]) -> Score:
