@@ -746,13 +746,7 @@ def _scored_outcome(record: StoredRequest) -> tuple[RequestOutcome, _Steps | Non
     except msgspec.ValidationError:  # a string in its stored form: read whole
         return stored.whole(), None
     return (RequestOutcome(stored.timings, _reply_of(light), stored.error, stored.status,
-                           _restored_extra(stored.extra)), _left_out(light))
-
-
-def _left_out(light: _ReplyWithoutLogprobs) -> _Steps | None:
-    """The stored token logprobs a reply was read without, None when it has none."""
-    return light.token_logprobs
-
+                           _restored_extra(stored.extra)), light.token_logprobs)
 
 def _reply_of(light: _ReplyWithoutLogprobs) -> Reply:
     """The reply `Reply` decodes from the same stored bytes, but without its token
@@ -792,7 +786,7 @@ def _scored_fields_outcome(stored: Any) -> tuple[RequestOutcome, _Steps | None]:
         reply = None if light is None else _reply_of(light)
         return (RequestOutcome(stored.timings, reply, stored.error, stored.status,
                                _restored_extra(stored.extra)),
-                None if light is None else _left_out(light))
+                None if light is None else light.token_logprobs)
     return RequestOutcome.from_json_dict(stored), None
 
 
