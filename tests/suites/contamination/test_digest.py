@@ -424,3 +424,29 @@ def test_a_killed_run_and_its_resume_keep_the_digests_of_the_rungs_they_stored(t
         # (the stored run's mappings come back with their keys sorted)
         assert json.dumps(msgspec.to_builtins(through_digests), sort_keys=True) == \
             json.dumps(msgspec.to_builtins(resumed), sort_keys=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(KINDS, st.integers(min_value=0, max_value=PROBES - 1))
+def test_a_reply_read_again_for_its_class_gives_the_evidence_of_the_whole_reply(kind, probe):
+    """A diverged reply whose evidence was not taken as it was first read is read again
+    only as far as its class needs (`_logged_reply`: candidates unread; a reply holding a
+    string in its stored form read whole): its evidence is the whole reply's, whatever
+    it holds (byte tokens, a candidate that is not valid text, no reply at all)."""
+    from benchwarden.suites.contamination import report as report_module
+
+    outcome = _outcome(kind, probe, 1.0)
+    body = msgspec.json.encode(outcome.to_json_dict())
+    try:  # as the store hands it over: typed, or plain JSON when it does not fit
+        stored = msgspec.json.decode(body, type=report_module.StoredOutcome)
+    except msgspec.ValidationError:
+        stored = msgspec.json.decode(body)
+    read = report_module._logged_reply(stored)
+    reference = solo_outcome(probe, True).reply
+    assert reference is not None
+    if outcome.reply is None:
+        assert read is None
+        return
+    assert read is not None
+    assert scoring.divergence_evidence(reference, read) \
+        == scoring.divergence_evidence(reference, outcome.reply)
