@@ -16,6 +16,7 @@ from benchwarden.core.errors import IsolationUnavailable
 from benchwarden.core.sandbox import Limits, require_bubblewrap
 from benchwarden.suites.arms.boundary import SandboxFailure, TrialSandbox, hidden_store_paths
 from benchwarden.suites.arms.tasks import Service
+from tests.targets.fakes import free_port_nobody_listens_on
 
 PATH = {"PATH": "/usr/bin:/bin"}
 
@@ -48,7 +49,10 @@ def test_a_command_runs_in_the_trial_folder_with_exactly_its_environment(tmp_pat
 
 
 def test_a_service_is_ready_before_the_first_command(tmp_path, mode):
-    port = 43000 + os.getpid() % 1000
+    # a port free now, not one picked from the pid: that one could be an ephemeral port
+    # in use on the host (the "none" mode shares its network), and the service then
+    # exited with status 1 before it was ready
+    port = free_port_nobody_listens_on()
     server = Service("web", [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
                      env=PATH, cwd=str(tmp_path), ready_port=port)
     (tmp_path / "hello.txt").write_text("hello from the service")
