@@ -86,14 +86,9 @@ def _storable(value: Any) -> Any:
 
 
 def restored_strings(value: Any) -> Any:
-    """Plain JSON values as stored, each string held in its stored form turned back into
-    that string: for a reader that decodes part of a stored reply by itself (the rest of
-    a record is read by `RequestOutcome.from_json_dict`)."""
-    return _restored(value)
-
-
-def _restored(value: Any) -> Any:
-    """The inverse of `_storable`."""
+    """The inverse of `_storable`: plain JSON values as stored, each string held in its
+    stored form turned back into that string (`RequestOutcome.from_json_dict`, and a
+    reader that decodes part of a stored reply by itself)."""
     if isinstance(value, dict):
         if len(value) == 1:
             (key, item), = value.items()
@@ -101,9 +96,9 @@ def _restored(value: Any) -> Any:
                 return base64.b64decode(item).decode("utf-8", "surrogateescape")
             if key == SURROGATEPASS_KEY and isinstance(item, str):
                 return base64.b64decode(item).decode("utf-8", "surrogatepass")
-        return {key: _restored(item) for key, item in value.items()}
+        return {key: restored_strings(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_restored(item) for item in value]
+        return [restored_strings(item) for item in value]
     return value
 
 
@@ -182,7 +177,7 @@ class RequestOutcome:
     @classmethod
     def from_json_dict(cls, data: Any) -> RequestOutcome:
         """The exact inverse of `to_json_dict`."""
-        return msgspec.convert(_restored(data), cls)
+        return msgspec.convert(restored_strings(data), cls)
 
 
 @dataclass(frozen=True)

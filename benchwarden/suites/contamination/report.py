@@ -683,18 +683,21 @@ def _logged_reply(stored: Any) -> scoring.LoggedReply | None:
 
 
 _Steps = tuple[_StepCandidatesUnread, ...]
+_Evidence = tuple[Reply, scoring.DivergenceEvidence]
+"""A scored reply's divergence evidence with the reference it was taken against."""
 
 
-def _evidence_of(reply: Reply | None, steps: _Steps,
-                 reference: Reply | None) -> scoring.DivergenceEvidence | None:
+def _evidence_of(reply: Reply | None, steps: _Steps | None,
+                 reference: Reply | None) -> _Evidence | None:
     """The divergence evidence (`scoring.divergence_evidence`) of a scored reply read
-    without its token logprobs against its probe's reference, from the steps decoded
-    in the same pass: a soak that diverges everywhere is read once, not a second time
-    for its logprobs, and no reply's logprobs are kept. None when there is nothing to
-    classify: no reference read yet, or a reply that is its reference's."""
-    if reference is None or reply is None or reply is reference:
+    without its token logprobs (`steps`) against its probe's reference, from the steps
+    decoded in the same pass: a soak that diverges everywhere is read once, not a second
+    time for its logprobs, and no reply's logprobs are kept. None when there is nothing
+    to classify: nothing left out, no reference read yet, or a reply that is its
+    reference's."""
+    if steps is None or reference is None or reply is None or reply is reference:
         return None
-    return scoring.divergence_evidence(
+    return reference, scoring.divergence_evidence(
         reference, _LoggedReply(reply.reasoning, reply.text, steps))
 
 
@@ -747,6 +750,7 @@ def _scored_outcome(record: StoredRequest) -> tuple[RequestOutcome, _Steps | Non
         return stored.whole(), None
     return (RequestOutcome(stored.timings, _reply_of(light), stored.error, stored.status,
                            _restored_extra(stored.extra)), light.token_logprobs)
+
 
 def _reply_of(light: _ReplyWithoutLogprobs) -> Reply:
     """The reply `Reply` decodes from the same stored bytes, but without its token
@@ -1011,8 +1015,8 @@ class _LastReply:
     two apart (`_sharing_reply`)."""
     light: bool
     """Whether it was read without its token logprobs (`_scored_outcome`)."""
-    evidence: scoring.DivergenceEvidence | None
-    """Their divergence evidence against `reference` (`_evidence_of`), if taken."""
+    evidence: _Evidence | None
+    """Their divergence evidence (`_evidence_of`), if taken."""
     reference: Reply | None
     """The probe's reference reply when it was read (None: not read yet)."""
 
@@ -1043,14 +1047,12 @@ class ScopeReading:
     """Every request read."""
     references: dict[str, Reply | None] = field(default_factory=dict)
     """Each probe's first solo reference reply (`ref_a`), by task, once read."""
-    without_logprobs: dict[tuple[str, str, int], int] = field(default_factory=dict)
-    """The scored outcomes read without their token logprobs (`_scored_outcome`), with
-    their sequence numbers, to read again where the scoring needs them and no evidence
-    was taken (`restored_divergences`)."""
-    evidence: dict[tuple[str, str, int], tuple[Reply, scoring.DivergenceEvidence]] = field(
+    without_logprobs: dict[tuple[str, str, int], tuple[int, _Evidence | None]] = field(
         default_factory=dict)
-    """The divergence evidence taken as each of those was read (`_evidence_of`), with the
-    reference it was taken against."""
+    """The scored outcomes read without their token logprobs (`_scored_outcome`): the
+    sequence number of each and the divergence evidence taken as it was read
+    (`_evidence_of`), if any; read again where the scoring needs them and no evidence
+    was taken (`restored_divergences`)."""
     last_replies: dict[str, _LastReply] = field(default_factory=dict)
     """The last scored reply read of each probe, by task (`_scored`)."""
     fingerprints: bool = False
@@ -1191,13 +1193,10 @@ class ScopeReading:
             leg, repeat, task = first[group]
             shared = _taken_unread(outcomes[(leg, task, repeat)].reply)
             light = self.without_logprobs.get((leg, task, repeat))
-            evidence = self.evidence.get((leg, task, repeat))
             for other_leg, other_repeat, _ in places:
                 outcomes[(other_leg, task, other_repeat)] = shared
                 if light is not None:  # classified as the first is, read again if it is
                     self.without_logprobs[(other_leg, task, other_repeat)] = light
-                if evidence is not None:
-                    self.evidence[(other_leg, task, other_repeat)] = evidence
         self._read_scored_outcomes(store, scope, doubted)
 
     def _scored_seqs(self, store: Store, scope: str,
@@ -1235,8 +1234,7 @@ class ScopeReading:
             outcome = _sharing_reply(read, reference)
             self._keep_scored((place.arm, place.task, place.trial), place.seq, outcome,
                               left_out is not None,
-                              None if left_out is None
-                              else _evidence_of(outcome.reply, left_out, reference), reference)
+                              _evidence_of(outcome.reply, left_out, reference))
 
     def _reference_fingerprints(self) -> dict[str, tuple[str, Reply]]:
         """Each probe's reference reply (the last `ref_a` record of it, the one `legs`
@@ -1281,28 +1279,22 @@ class ScopeReading:
             read, left_out = _scored_outcome(record)
             outcome = _sharing_reply(read, reference)
             light = left_out is not None
-            evidence = (None if left_out is None
-                        else _evidence_of(outcome.reply, left_out, reference))
+            evidence = _evidence_of(outcome.reply, left_out, reference)
             if isinstance(stored, StoredOutcome) and outcome.reply is not None:
                 self.last_replies[record.task] = _LastReply(stored.reply, outcome.reply, light,
                                                             evidence, reference)
-        self._keep_scored(key, seq, outcome, light, evidence, reference)
+        self._keep_scored(key, seq, outcome, light, evidence)
         return outcome
 
     def _keep_scored(self, key: tuple[str, str, int], seq: int, outcome: RequestOutcome,
-                     light: bool, evidence: scoring.DivergenceEvidence | None,
-                     reference: Reply | None) -> None:
+                     light: bool, evidence: _Evidence | None) -> None:
         """Keep a scored outcome as read, noting the sequence number of one read without
         its token logprobs and the divergence evidence taken from them, if any."""
         self.scored_outcomes[key] = outcome
-        if not light:
+        if light:
+            self.without_logprobs[key] = (seq, evidence)
+        else:
             self.without_logprobs.pop(key, None)
-        else:
-            self.without_logprobs[key] = seq
-        if evidence is None or reference is None:
-            self.evidence.pop(key, None)
-        else:
-            self.evidence[key] = (reference, evidence)
 
     def restored_divergences(self, store: Store, result: scoring.Score,
                              legs: Legs) -> scoring.Score:
@@ -1328,12 +1320,11 @@ class ScopeReading:
         for index, cell in enumerate(result.cells):
             if cell.divergence is None:
                 continue
-            key = (cell.leg, str(cell.probe), cell.repeat)
-            seq = self.without_logprobs.get(key)
+            left_out = self.without_logprobs.get((cell.leg, str(cell.probe), cell.repeat))
             reference = reference_of(cell.probe)
-            if seq is None or not isinstance(reference, Reply):
+            if left_out is None or not isinstance(reference, Reply):
                 continue  # read whole already, or nothing to compare with
-            kept = self.evidence.get(key)
+            seq, kept = left_out
             if kept is not None and kept[0] is reference:
                 point = scoring.cell_divergence(reference, cell.result, kept[1],
                                                 legs.near_tie_nats)

@@ -774,8 +774,8 @@ def _judged(reference: Reply, got: Outcome, own: str, canaries: Sequence[str], f
         foreign = len(foreign_canaries(got.reply, own, canaries))
     divergence = None
     if got is not None and got.reply is not None and _has_divergence(result):
-        divergence = classify_evidence(reference, divergence_evidence(reference, got.reply),
-                                       threshold=near_tie_nats, foreign=_leaked(result))
+        divergence = cell_divergence(reference, result,
+                                     divergence_evidence(reference, got.reply), near_tie_nats)
     return result, divergence, foreign
 
 

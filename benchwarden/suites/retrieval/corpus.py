@@ -458,12 +458,16 @@ class _Category:
     def claim(self, person: str, thing: str) -> None:
         self.world.taken.add((person, thing))
 
+    def people_with_free(self, things: Sequence[str], exclude: Sequence[str] = (),
+                         pool: Sequence[str] | None = None) -> list[str]:
+        """The people for whom every one of `things` is still unstated, in cast order."""
+        return [name for name in (pool or NAMES[:24]) if name not in exclude
+                and all((name, thing) not in self.world.taken for thing in things)]
+
     def person_with_free(self, things: Sequence[str], exclude: Sequence[str] = (),
                          pool: Sequence[str] | None = None) -> str:
         """A person for whom every one of `things` is still unstated."""
-        candidates = [name for name in (pool or NAMES[:24]) if name not in exclude
-                      and all((name, thing) not in self.world.taken for thing in things)]
-        return self.rng.choice(candidates)
+        return self.rng.choice(self.people_with_free(things, exclude, pool))
 
     def pair(self, exclude: Sequence[str] = (), room: int = 0) -> tuple[str, str]:
         """A fresh (person, attribute) pair, claimed, whose person still has `room`
@@ -636,9 +640,7 @@ def _asked_pair(c: _Category, level: int) -> tuple[str, str]:
     unchanged."""
     for _ in range(len(NAMES) * len(ATTRIBUTES)):
         person, noun = _drawn_pair(c, level)
-        room = sum(1 for name in NAMES[:24] if name != person
-                   and (name, noun) not in c.world.taken)
-        if room >= DECOY_COUNTS[level]:
+        if len(c.people_with_free((noun,), exclude=[person])) >= DECOY_COUNTS[level]:
             return person, noun
         c.world.taken.discard((person, noun))
     raise ValueError(f"corpus seed {c.world.seed}: no attribute is left free for "
