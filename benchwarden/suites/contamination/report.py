@@ -51,7 +51,7 @@ from __future__ import annotations
 import shlex
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -403,16 +403,13 @@ class ContaminationReport(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _rung_choice(rungs: list[tuple[tuple[str, int], int | None, str]],
-                 cell_kinds: Iterable[tuple[tuple[str, int], str]],
+                 kinds: Mapping[tuple[str, int], Collection[str]],
                  ) -> tuple[list[int], dict[str, Any]]:
     """The one rule a new report and a cut-down old one list rungs by: `rungs` as
-    `((label, repeat), requests failed, state)` in the order run, `cell_kinds` the kind of
-    every rung cell by its rung. Returns the indexes of the rungs to list (`shown`) and,
-    when some are left out, `rungs_total` and `rungs_left_out` (counted by state)."""
-    kinds: dict[tuple[str, int], set[str]] = defaultdict(set)
-    for key, kind in cell_kinds:
-        kinds[key].add(kind)
-    chosen = shown.chosen_rungs([shown.rung_rank(kinds[key], failed, state)
+    `((label, repeat), requests failed, state)` in the order run, `kinds` the kinds of
+    each rung's cells by its rung. Returns the indexes of the rungs to list (`shown`)
+    and, when some are left out, `rungs_total` and `rungs_left_out` (counted by state)."""
+    chosen = shown.chosen_rungs([shown.rung_rank(set(kinds.get(key, ())), failed, state)
                                  for key, failed, state in rungs])
     if len(chosen) == len(rungs):
         return chosen, {}
@@ -433,9 +430,13 @@ def within_caps(report: ContaminationReport) -> ContaminationReport:
     if len(report.rungs) <= shown.RUNG_LIMIT \
             and all(count <= shown.LANE_LIMIT for count in per_rung.values()):
         return report
+    kinds: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for cell in report.cells:
+        if cell.level is not None:
+            kinds[(cell.leg, cell.repeat)].add(cell.kind)
     chosen, left_out = _rung_choice(
         [((rung.label, rung.repeat), rung.requests_failed, rung.state) for rung in report.rungs],
-        (((cell.leg, cell.repeat), cell.kind) for cell in report.cells if cell.level is not None))
+        kinds)
     listed = {(report.rungs[index].label, report.rungs[index].repeat) for index in chosen}
     chosen_set = set(chosen)
     lanes: dict[tuple[str, int], list[shown.Lane]] = defaultdict(list)
@@ -1019,6 +1020,8 @@ class _LastReply:
     """Their divergence evidence (`_evidence_of`), if taken."""
     reference: Reply | None
     """The probe's reference reply when it was read (None: not read yet)."""
+    judgment: scoring.Judged | None
+    """The reply classified as it was read (`ScopeReading._judgment`), if it was."""
 
 
 @dataclass
@@ -1035,8 +1038,10 @@ class ScopeReading:
     """The solo legs' records whole, with their sequence numbers."""
     rungs: dict[tuple[str, int], _RungRequests] = field(default_factory=dict)
     """Each rung's requests as kept, by (leg, repeat)."""
-    scored_outcomes: dict[tuple[str, str, int], RequestOutcome] = field(default_factory=dict)
-    """The outcome of each probe's own request in a rung, by (leg, probe, repeat)."""
+    scored_outcomes: dict[tuple[str, str, int], RequestOutcome | scoring.Judged] = field(
+        default_factory=dict)
+    """The outcome of each probe's own request in a rung, by (leg, probe, repeat), or,
+    when `judging`, its reply classified as it was read (`scoring.Judged`)."""
     statuses: Counter[tuple[str, str]] = field(default_factory=Counter)
     """Requests counted by (leg, status)."""
     legs_seen: dict[str, None] = field(default_factory=dict)
@@ -1063,6 +1068,26 @@ class ScopeReading:
     same objects each time, so a scored outcome sharing its reference's reply holds the
     very reply the scoring compares against (`scoring.classify` then compares by
     identity)."""
+    judging: bool = False
+    """Whether a scored reply is classified as it is read, once its probe's reference
+    is settled (`_judgment`), and kept as its class alone: a soak that diverges
+    everywhere then holds no reply (a reading for digests only counts, and does not)."""
+    solo_last: dict[tuple[str, str], int] = field(default_factory=dict)
+    """The index in `solo` of each probe's last solo reference read, by (leg, task):
+    the ones `legs` gives the scoring."""
+    settled: dict[str, tuple[Reply | scoring.CellClass, str | None]] = field(
+        default_factory=dict)
+    """Each probe's reference as the scoring takes it (`scoring.reference_of`) with its
+    compared form, by task, once asked for; dropped when a solo reference is read."""
+    judged_tasks: set[str] = field(default_factory=set)
+    """The probes with a reply classified as it was read."""
+    stale: bool = False
+    """Whether a solo reference was read after a reply of its probe was classified
+    against the one before: the classes are then not the scoring's (`_built` reads the
+    scope again without judging)."""
+    judging_terms: tuple[list[str], int, float] | None = None
+    """The canaries, the completion-token floor and the near-tie threshold, from the
+    configuration, once a reply is classified."""
 
     def add(self, record: StoredRequest, seq: int = 0) -> None:
         """Count one record; `seq` is its sequence number in the store (to read it back
@@ -1080,6 +1105,10 @@ class ScopeReading:
             self.solo.append((seq, record))
             if arm == "ref_a" and record.trial == 1:
                 self.references[task] = self._solo_outcome(len(self.solo) - 1).reply
+            if arm in ("ref_a", "ref_b") and record.trial == 1:
+                self.solo_last[(arm, task)] = len(self.solo) - 1
+                self.settled.pop(task, None)
+                self.stale = self.stale or task in self.judged_tasks
             return
         key = (arm, record.trial)
         group = self.rungs.get(key)
@@ -1191,10 +1220,13 @@ class ScopeReading:
                 doubted.extend(places)
                 continue
             leg, repeat, task = first[group]
-            shared = _taken_unread(outcomes[(leg, task, repeat)].reply)
+            kept = outcomes[(leg, task, repeat)]
+            # the same bytes: the same class, or the same reply taken unread
+            shared_by_later: RequestOutcome | scoring.Judged = (
+                kept if isinstance(kept, scoring.Judged) else _taken_unread(kept.reply))
             light = self.without_logprobs.get((leg, task, repeat))
             for other_leg, other_repeat, _ in places:
-                outcomes[(other_leg, task, other_repeat)] = shared
+                outcomes[(other_leg, task, other_repeat)] = shared_by_later
                 if light is not None:  # classified as the first is, read again if it is
                     self.without_logprobs[(other_leg, task, other_repeat)] = light
         self._read_scored_outcomes(store, scope, doubted)
@@ -1203,11 +1235,7 @@ class ScopeReading:
                      places: Sequence[tuple[str, int, str]]) -> list[int]:
         """The sequence numbers of the scored requests at `places` (leg, repeat, task),
         looked up over the address index."""
-        wanted = set(places)
-        return [seq for seq, leg, repeat, task in store.record_addresses(
-                    SUITE, scope, {(leg, repeat) for leg, repeat, _ in wanted},
-                    tasks={task for _, _, task in wanted})
-                if (leg, repeat, task) in wanted]
+        return [seq for seq, _, _, _ in scored_addresses(store, scope, places)]
 
     def _read_scored(self, store: Store, scope: str,
                      places: Sequence[tuple[str, int, str]]) -> Iterator[StoredRequest]:
@@ -1232,9 +1260,11 @@ class ScopeReading:
             read, left_out = _scored_fields_outcome(place.value)
             reference = self.references.get(place.task)
             outcome = _sharing_reply(read, reference)
+            evidence = _evidence_of(outcome.reply, left_out, reference)
             self._keep_scored((place.arm, place.task, place.trial), place.seq, outcome,
-                              left_out is not None,
-                              _evidence_of(outcome.reply, left_out, reference))
+                              left_out is not None, evidence,
+                              self._judgment(place.task, outcome, left_out is not None,
+                                             evidence))
 
     def _reference_fingerprints(self) -> dict[str, tuple[str, Reply]]:
         """Each probe's reference reply (the last `ref_a` record of it, the one `legs`
@@ -1275,21 +1305,74 @@ class ScopeReading:
             outcome = RequestOutcome(stored.timings, last.reply, stored.error, stored.status,
                                      _restored_extra(stored.extra))
             light, evidence = last.light, last.evidence
+            # the same reply classifies alike (a failed request's is its own outcome's)
+            judgment = (last.judgment if outcome.ok and last.judgment is not None
+                        else self._judgment(record.task, outcome, light, evidence))
         else:
             read, left_out = _scored_outcome(record)
             outcome = _sharing_reply(read, reference)
             light = left_out is not None
             evidence = _evidence_of(outcome.reply, left_out, reference)
+            judgment = self._judgment(record.task, outcome, light, evidence)
             if isinstance(stored, StoredOutcome) and outcome.reply is not None:
                 self.last_replies[record.task] = _LastReply(stored.reply, outcome.reply, light,
-                                                            evidence, reference)
-        self._keep_scored(key, seq, outcome, light, evidence)
+                                                            evidence, reference, judgment)
+        self._keep_scored(key, seq, outcome, light, evidence, judgment)
         return outcome
 
+    def _judgment(self, task: str, outcome: RequestOutcome, light: bool,
+                  evidence: _Evidence | None) -> scoring.Judged | None:
+        """A scored reply classified as the scoring would classify it (`scoring.judged`),
+        when this reading judges and its probe's reference is settled; None when it is
+        kept as its outcome: a failed request or a reply below the floor (its class needs
+        its rung's reason), no usable reference yet, or a reply read without its token
+        logprobs whose evidence was not taken against that reference."""
+        if not self.judging or not task.isdigit():
+            return None
+        reference, form = self._settled_reference(task)
+        if not isinstance(reference, Reply):
+            return None
+        if light and outcome.reply is not reference \
+                and (evidence is None or evidence[0] is not reference):
+            return None
+        if self.judging_terms is None:
+            self.judging_terms = (
+                [str(probe["canary"]) for probe in self.config["probe_set"]],
+                int(self.config["min_completion_tokens"]),
+                float(self.config.get("near_tie_nats", scoring.DEFAULT_NEAR_TIE_NATS)))
+        canaries, floor, near_tie = self.judging_terms
+        probe = int(task)
+        found = scoring.judged(reference, outcome, canaries[probe] if probe < len(canaries)
+                               else "", canaries, floor, near_tie, reference_form=form,
+                               evidence=None if evidence is None else evidence[1])
+        if found is not None:
+            self.judged_tasks.add(task)
+        return found
+
+    def _settled_reference(self, task: str) -> tuple[Reply | scoring.CellClass, str | None]:
+        """Probe `task`'s reference as the scoring will take it from the solo references
+        read so far (`legs`), and its compared form."""
+        found = self.settled.get(task)
+        if found is None:
+            a, b = (self.solo_last.get((leg, task)) for leg in ("ref_a", "ref_b"))
+            reference = scoring.reference_of(
+                None if a is None else self._solo_outcome(a),
+                None if b is None else self._solo_outcome(b),
+                int(self.config["min_completion_tokens"]))
+            form = scoring.canonical(reference) if isinstance(reference, Reply) else None
+            found = self.settled[task] = (reference, form)
+        return found
+
     def _keep_scored(self, key: tuple[str, str, int], seq: int, outcome: RequestOutcome,
-                     light: bool, evidence: _Evidence | None) -> None:
-        """Keep a scored outcome as read, noting the sequence number of one read without
-        its token logprobs and the divergence evidence taken from them, if any."""
+                     light: bool, evidence: _Evidence | None,
+                     judgment: scoring.Judged | None = None) -> None:
+        """Keep a scored outcome as read (its class alone, when judged), noting the
+        sequence number of one read without its token logprobs and the divergence
+        evidence taken from them, if any."""
+        if judgment is not None:  # classified whole: nothing to read again
+            self.scored_outcomes[key] = judgment
+            self.without_logprobs.pop(key, None)
+            return
         self.scored_outcomes[key] = outcome
         if light:
             self.without_logprobs[key] = (seq, evidence)
@@ -1382,9 +1465,10 @@ class ScopeReading:
                                                    scoring.DEFAULT_NEAR_TIE_NATS)))
 
 
-def read_scope(records: Iterable[StoredRequest], config: Mapping[str, Any]) -> ScopeReading:
+def read_scope(records: Iterable[StoredRequest], config: Mapping[str, Any], *,
+               judging: bool = True) -> ScopeReading:
     """Every record of a scope, in the store's order, read into a `ScopeReading`."""
-    reading = ScopeReading(config)
+    reading = ScopeReading(config, judging=judging)
     for record in records:
         reading.add(record, getattr(record, "seq", 0))
     return reading
@@ -1402,6 +1486,17 @@ def digest_of(records: Iterable[StoredRequest]) -> list[RungDigest]:
                 readings[key] = ScopeReading({}, fingerprints=True)
             readings[key].add(record)
     return [reading.rung_digest(key) for key, reading in readings.items()]
+
+
+def scored_addresses(store: Store, scope: str, places: Collection[tuple[str, int, str]],
+                     ) -> list[tuple[int, str, int, str]]:
+    """`(seq, leg, repeat, task)` of every record of the scope at one of `places`
+    (leg, repeat, task), looked up over the address index, in the store's order."""
+    wanted = set(places)
+    return [(seq, leg, repeat, task) for seq, leg, repeat, task in store.record_addresses(
+                SUITE, scope, {(leg, repeat) for leg, repeat, _ in wanted},
+                tasks={task for _, _, task in wanted})
+            if (leg, repeat, task) in wanted]
 
 
 class _DigestDisagrees(Exception):
@@ -1448,7 +1543,7 @@ def _digest_warning(scope: str, digest: RungDigest, records: int | None) -> str:
 
 def _read_with_digests(store: Store, config: Mapping[str, Any],
                        digests: Mapping[tuple[str, int], RungDigest],
-                       warnings: list[str]) -> ScopeReading:
+                       warnings: list[str], *, judging: bool = True) -> ScopeReading:
     """The scope read as `ScopeReading` reads it in one pass, but each rung with a digest
     whose request count is the store's from its digest and its scored requests only
     (what the digest does not hold), and of those only the ones whose reply is not
@@ -1483,7 +1578,7 @@ def _read_with_digests(store: Store, config: Mapping[str, Any],
         if used[key].scored_replies is None:
             wanted.append(seq)
     places = sorted(firsts.items(), key=lambda item: item[1])
-    reading = ScopeReading(config)
+    reading = ScopeReading(config, judging=judging)
     taken = 0
     for summary in _stored_requests(store, scope, sorted(wanted)):
         while taken < len(places) and places[taken][1] <= summary.seq:
@@ -1529,11 +1624,10 @@ def legs_from_records(records: Iterable[StoredRequest], config: Mapping[str, Any
 def bisect_progress(result: scoring.Score) -> dict[int, bool | None]:
     """Per rung level run: whether a probe diverged in it (None: unmeasured)."""
     levels = {fit.label: fit.concurrency for fit in result.fidelity}
-    cells_of: dict[int, list[scoring.Cell]] = defaultdict(list)
-    for cell in result.cells:
-        if cell.leg in levels:
-            cells_of[levels[cell.leg]].append(cell)
-    return {level: scoring.rung_diverges(cells_of[level]) for level in levels.values()}
+    kinds_of: dict[int, set[str]] = defaultdict(set)
+    for fit, kinds in zip(result.fidelity, result.rung_kinds, strict=True):
+        kinds_of[levels[fit.label]] |= kinds
+    return {level: scoring.kinds_diverge(kinds_of[level]) for level in levels.values()}
 
 
 def _bisect_block(config: Mapping[str, Any], result: scoring.Score) -> dict[str, Any] | None:
@@ -1630,6 +1724,35 @@ def _references_part_at(result: scoring.Score, legs: Legs) -> dict[int, int]:
     return found
 
 
+def _listed_cells(store: Store, reading: ScopeReading, result: scoring.Score, legs: Legs,
+                  chosen: Sequence[int]) -> list[scoring.Cell]:
+    """The cells of the listed rungs (`chosen`, indexes in `legs.rungs`) and every cell
+    of no rung, in the score's order (by probe, then leg as run, the post-check last).
+    A cell the score only counted (`scoring.Judged`: its reply classified as it was
+    read) is made again from its record read whole (`scoring.rung_cell`): at most the
+    listed rungs' scored requests are read."""
+    listed = {(legs.rungs[index].label, legs.rungs[index].repeat) for index in chosen}
+    cells = [cell for cell in result.cells
+             if cell.leg in (scoring.REFERENCE_LEG, scoring.POST_LEG)
+             or (cell.leg, cell.repeat) in listed]
+    counted = {(legs.rungs[index].label, legs.rungs[index].repeat, str(probe)): (index, probe)
+               for index in chosen for probe, got in enumerate(legs.rungs[index].scored)
+               if isinstance(got, scoring.Judged)}
+    if not counted:
+        return cells
+    scope = str(reading.config["scope"])
+    latest: dict[tuple[str, int, str], int] = {}  # the record the reading kept: the last
+    for seq, leg, repeat, task in scored_addresses(store, scope, counted):
+        latest[(leg, repeat, task)] = max(seq, latest.get((leg, repeat, task), seq))
+    for summary in _stored_requests(store, scope, sorted(latest.values())):
+        index, probe = counted[(summary.arm, summary.trial, summary.task)]
+        cells.append(scoring.rung_cell(legs, index, probe, _outcome(summary)))
+    position = {(rung.label, rung.repeat): index for index, rung in enumerate(legs.rungs)}
+    after = len(legs.rungs)
+    return sorted(cells, key=lambda cell: (cell.probe, -1 if cell.leg == scoring.REFERENCE_LEG
+                                           else position.get((cell.leg, cell.repeat), after)))
+
+
 def export_command(store: Store) -> str:
     """The command that writes every contamination request of this store as data (a
     resumed run's scope spans two runs, so it is chosen by suite; the `scope` column
@@ -1638,7 +1761,7 @@ def export_command(store: Store) -> str:
             "--format jsonl --out contamination-requests.jsonl")
 
 
-def _listing(store: Store, reading: ScopeReading, result: scoring.Score,
+def _listing(store: Store, reading: ScopeReading, result: scoring.Score, legs: Legs,
              levels: Mapping[str, int]) -> dict[str, Any]:
     """What the report lists (`shown`): the cells, rungs and requests of the rungs that
     need attention first, within the caps, and what was left out counted. The listed
@@ -1649,9 +1772,7 @@ def _listing(store: Store, reading: ScopeReading, result: scoring.Score,
     keys = [(fit.label, fit.repeat) for fit in fits]
     chosen, left_out = _rung_choice(
         [(key, fit.requests_failed, fit.state) for key, fit in zip(keys, fits, strict=True)],
-        (((cell.leg, cell.repeat), cell.result.kind) for cell in result.cells
-         if cell.leg in levels))
-    listed = {keys[index] for index in chosen}
+        dict(zip(keys, result.rung_kinds, strict=True)))
     rungs: list[dict[str, Any]] = []
     zeros: dict[tuple[str, Any], float | None] = {}
     wanted: list[int] = []
@@ -1679,13 +1800,12 @@ def _listing(store: Store, reading: ScopeReading, result: scoring.Score,
     stored = sorted([*((seq, record) for seq, record in reading.solo if seq not in read_back),
                      *read_back.items()], key=lambda item: item[0])
     requests = _request_entries((record for _, record in stored), levels, zeros)
-    cells = [cell for cell in result.cells
-             if cell.leg not in levels or (cell.leg, cell.repeat) in listed]
+    cells = _listed_cells(store, reading, result, legs, chosen)
     listing: dict[str, Any] = {
         "cells": _cell_entries(cells, levels), "rungs": rungs, "requests": requests}
     listing.update(left_out)
-    if len(cells) < len(result.cells):
-        listing["cells_total"] = len(result.cells)
+    if len(cells) < result.cells_total:
+        listing["cells_total"] = result.cells_total
     if len(requests) < reading.total:
         listing["requests_total"] = reading.total
     if len(listing) > 3:
@@ -1760,12 +1880,10 @@ def _built(store: Store, run_id: str, digests: bool, kept: Iterable[RungDigest],
     config_as(store.location, run, StoredConfig, "contamination")
     stored = ({**_stored_digests(store, str(config["scope"])),
                **{digest.key: digest for digest in kept}} if digests else {})
-    if stored:
-        reading = _read_with_digests(store, config, stored, notes)
-    else:
-        reading = ScopeReading(config)
-        for summary in _stored_requests(store, str(config["scope"])):
-            reading.add(summary, summary.seq)
+    reading = _scope_reading(store, config, stored, notes, judging=True)
+    if reading.stale:  # a solo reference read after replies were classified against
+        # another (no driver writes one so): classified by the scoring, from the replies
+        reading = _scope_reading(store, config, stored, [], judging=False)
     levels = reading.levels
     legs = reading.legs()
     # a cell whose divergence is classified reads its reply's token logprobs, which the
@@ -1788,7 +1906,7 @@ def _built(store: Store, run_id: str, digests: bool, kept: Iterable[RungDigest],
                         f"({config['logprobs_unavailable']}); the run went on without them, "
                         "so divergences are unclassified")
     statuses = reading.statuses
-    listing = _listing(store, reading, result, levels)
+    listing = _listing(store, reading, result, legs, levels)
     warnings.extend(notes)
     if recount:  # read from every record when asked: every digest recounted
         warnings.extend(_recounted_digests(store, str(config["scope"])))
@@ -1814,6 +1932,19 @@ def _built(store: Store, run_id: str, digests: bool, kept: Iterable[RungDigest],
     except (UnicodeEncodeError, TypeError):  # walked in Python (the listed requests of a
         plain = json_safe(plain)  # real engine: millions of values, seconds)
     return convert(plain, ContaminationReport, "contamination report")  # type: ignore[no-any-return]
+
+
+def _scope_reading(store: Store, config: Mapping[str, Any],
+                   digests: Mapping[tuple[str, int], RungDigest], notes: list[str], *,
+                   judging: bool) -> ScopeReading:
+    """The run's scope read in one pass, through its rungs' `digests` when there are
+    any (`_read_with_digests`, which adds its warnings to `notes`)."""
+    if digests:
+        return _read_with_digests(store, config, digests, notes, judging=judging)
+    reading = ScopeReading(config, judging=judging)
+    for summary in _stored_requests(store, str(config["scope"])):
+        reading.add(summary, summary.seq)
+    return reading
 
 
 def json_safe(value: Any) -> Any:

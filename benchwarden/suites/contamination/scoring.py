@@ -53,7 +53,7 @@ Invariants:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Protocol
 
@@ -94,7 +94,7 @@ known to move on CPU and GPU kernels; a larger margin is not a rounding accident
 
 
 # -- classes ------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Identical:
     kind: ClassVar[str] = "identical"
 
@@ -150,7 +150,7 @@ class Diverged:
         return f"Diverged(at={self.at!r}, detail={self.detail!r})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Contaminated:
     """Another probe's canary occurs in this reply."""
 
@@ -158,7 +158,7 @@ class Contaminated:
     kind: ClassVar[str] = "contaminated"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Persistent:
     """Diverged in the solo post-check that runs after the rungs."""
 
@@ -166,14 +166,14 @@ class Persistent:
     kind: ClassVar[str] = "persistent"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AloneUnstable:
     """The probe's two solo references disagree: contamination is unattributable."""
 
     kind: ClassVar[str] = "alone_unstable"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Unmeasured:
     why: str
     kind: ClassVar[str] = "unmeasured"
@@ -184,7 +184,7 @@ CLASS_NAMES = ("identical", "diverged", "contaminated", "persistent", "alone_uns
                "unmeasured")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DivergencePoint:
     """What kind of divergence a failed cell is, from the first differing token.
 
@@ -227,7 +227,7 @@ class DivergencePoint:
         return data
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Cell:
     probe: int
     leg: str  # "ref" (reference unusable), "c<N>" (a rung) or "post"
@@ -247,7 +247,40 @@ class Cell:
 
 
 # -- inputs -------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """A rung request's reply classified as it was read (`judged`), kept in place of its
+    outcome as what the score counts of its cell: a reader of a soak that diverges
+    everywhere keeps these few values of each of its hundreds of thousands of replies,
+    not the reply nor its cell. `score` counts such a cell and holds it in no `cells`;
+    a view that shows it reads the reply again (`rung_cell`). Made only of an ok reply
+    at or above the completion-token floor, whose class in a rung that could not be
+    compared follows from its class in one that could (`in_rung`)."""
+
+    kind: str
+    """Its class's kind in a rung that could be compared (`CellClass.kind`)."""
+    at: int | None
+    """Where a diverged reply parts from its reference (`Diverged.at`), else None."""
+    divergence: str | None
+    """Its divergence class (`DivergencePoint.kind`), when it has a divergence point."""
+    foreign: int
+    """How many foreign canaries the reply holds (counted for a contaminated one)."""
+    reference: Reply
+    """The reference it was classified against: `score` takes it only for the probe
+    whose reference is this very object."""
+
+    def in_rung(self, unmeasured: str | None) -> tuple[str, int | None, str | None, int]:
+        """Its kind, `at`, divergence class and foreign canaries in a rung that could not
+        be compared for `unmeasured` (None: one that could), as `classify` gives them
+        for the reply: a foreign canary still speaks, nothing else does."""
+        if unmeasured is None or self.kind == Contaminated.kind:
+            return self.kind, self.at, self.divergence, self.foreign
+        return Unmeasured.kind, None, None, 0
+
+
 Outcome = RequestOutcome | None  # None: never recorded (the run was stopped)
+RungOutcome = RequestOutcome | Judged | None
+"""A rung request's outcome, or its reply already classified (`Judged`)."""
 
 
 @dataclass(frozen=True)
@@ -255,7 +288,7 @@ class RungOutcomes:
     label: str
     concurrency: int
     repeat: int
-    scored: Sequence[Outcome]  # indexed by probe: the first n requests of the rung
+    scored: Sequence[RungOutcome]  # indexed by probe: the first n requests of the rung
     requests: Sequence[RequestOutcome] = ()  # every request sent, ballast included
     cancel_planned: Sequence[bool] = ()  # per request: to be cut by the client on purpose
     # the rung's fidelity when already computed from its requests (a report reading a
@@ -617,8 +650,9 @@ def classify(reference: Reply, got: Outcome, own_canary: str, canaries: Sequence
     return Identical()
 
 
-def _reference(a: Outcome, b: Outcome, floor: int) -> Reply | CellClass:
-    """The usable reference reply of a probe, or the class of its `ref` cell."""
+def reference_of(a: Outcome, b: Outcome, floor: int) -> Reply | CellClass:
+    """The usable reference reply of a probe whose solo references are `a` and `b`
+    (A's, the very object), or the class of its `ref` cell."""
     for name, outcome in (("A", a), ("B", b)):
         if outcome is None:
             return Unmeasured(f"solo reference {name} {NOT_RECORDED}")
@@ -638,7 +672,7 @@ def _reference(a: Outcome, b: Outcome, floor: int) -> Reply | CellClass:
 def probe_reference(legs: Legs, probe: int) -> Reply | CellClass:
     """The reply a probe's measured cells are compared with (its solo reference A), or
     the class of its `ref` cell when it has no usable one."""
-    return _reference(legs.ref_a[probe],
+    return reference_of(legs.ref_a[probe],
                       legs.ref_b[probe] if probe < len(legs.ref_b) else None,
                       legs.min_completion_tokens)
 
@@ -662,7 +696,12 @@ class Score:
     substantive: int = 0
     unclassified: int = 0
     cells: tuple[Cell, ...] = ()
+    """Every cell but those of replies classified as they were read (`Judged`), which
+    are counted only (`cells_total` counts every cell)."""
     fidelity: tuple[RungFidelity, ...] = ()
+    rung_kinds: tuple[frozenset[str], ...] = ()
+    """The kinds of each rung's cells (of `Judged` replies too), in the order of
+    `fidelity`."""
 
     COUNTERS: ClassVar[tuple[str, ...]] = (
         "prompts", "rungs", "compared", "identical", "diverged", "contaminated",
@@ -671,6 +710,12 @@ class Score:
 
     def counters(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.COUNTERS}
+
+    @property
+    def cells_total(self) -> int:
+        """Every cell classified: each increments exactly one class counter."""
+        return (self.identical + self.diverged + self.contaminated + self.persistent
+                + self.alone_unstable + self.unmeasured)
 
     @property
     def unmeasured_rungs(self) -> list[str]:
@@ -691,27 +736,41 @@ class _Tally:
     def add(self, cell: Cell, *, compared: bool, reference_tokens: int = 0,
             foreign: int = 0) -> None:
         self.cells.append(cell)
-        self.counts[cell.result.kind] += 1
+        result = cell.result
+        self.count(result.kind, compared=compared,
+                   at=result.at if isinstance(result, (Diverged, Persistent)) else None,
+                   divergence=None if cell.divergence is None else cell.divergence.kind,
+                   reference_tokens=reference_tokens, foreign=foreign)
+
+    def count(self, kind: str, *, compared: bool, at: int | None, divergence: str | None,
+              reference_tokens: int, foreign: int) -> None:
+        """Count a cell of this kind without holding it (`add` holds it too)."""
+        self.counts[kind] += 1
         self.compared += compared
-        if isinstance(cell.result, Identical):
+        if kind == Identical.kind:
             self.tokens += reference_tokens
-        if isinstance(cell.result, (Diverged, Persistent)):
-            at = cell.result.at
+        if at is not None:
             self.earliest = at if self.earliest is None else min(self.earliest, at)
-        if isinstance(cell.result, Contaminated):
+        if kind == Contaminated.kind:
             self.foreign += foreign
-        if cell.divergence is not None:
-            self.divergences[cell.divergence.kind] += 1
+        if divergence is not None:
+            self.divergences[divergence] += 1
+
+
+def _fidelity_of(rung: RungOutcomes) -> RungFidelity:
+    """The rung's fidelity as given, else computed from its requests."""
+    if rung.fidelity is not None:
+        return rung.fidelity
+    return rung_fidelity(rung.label, rung.concurrency, rung.repeat, list(rung.requests),
+                         list(rung.cancel_planned))
 
 
 def score(legs: Legs) -> Score:
     floor = legs.min_completion_tokens
     canaries = list(legs.canaries)
-    fidelity = tuple(r.fidelity if r.fidelity is not None
-                     else rung_fidelity(r.label, r.concurrency, r.repeat, list(r.requests),
-                                        list(r.cancel_planned))
-                     for r in legs.rungs)
+    fidelity = tuple(_fidelity_of(rung) for rung in legs.rungs)
     unmeasured = [fit.unmeasured_reason for fit in fidelity]  # once a rung, not a cell
+    rung_kinds: list[set[str]] = [set() for _ in legs.rungs]
     tally = _Tally()
     for probe in range(len(legs.ref_a)):
         own = canaries[probe] if probe < len(canaries) else ""
@@ -721,7 +780,7 @@ def score(legs: Legs) -> Score:
                            _references_divergence(reference, legs, probe)), compared=False)
             continue
         form = canonical(reference)
-        measured: list[tuple[str, int, Outcome, bool, str | None]] = [
+        measured: list[tuple[str, int, RungOutcome, bool, str | None]] = [
             (rung.label, rung.repeat, rung.scored[probe] if probe < len(rung.scored) else None,
              False, reason)
             for rung, reason in zip(legs.rungs, unmeasured, strict=False)]
@@ -734,7 +793,16 @@ def score(legs: Legs) -> Score:
         # not once per cell. Keyed by identity; the value keeps the reply alive.
         judged_replies: dict[tuple[int, bool, str | None],
                              tuple[Reply, tuple[CellClass, DivergencePoint | None, int]]] = {}
-        for label, repeat, got, persistent_leg, rung_unmeasured in measured:
+        for index, (label, repeat, got, persistent_leg, rung_unmeasured) in enumerate(measured):
+            if isinstance(got, Judged):
+                if got.reference is not reference or persistent_leg:
+                    raise ValueError(f"probe {probe} {label}: a reply classified against "
+                                     "another reference, or out of a rung")
+                kind, at, divergence_kind, foreign = got.in_rung(rung_unmeasured)
+                tally.count(kind, compared=True, at=at, divergence=divergence_kind,
+                            reference_tokens=reference.completion_tokens, foreign=foreign)
+                rung_kinds[index].add(kind)
+                continue
             reply = got.reply if got is not None and got.error is None else None
             known = (None if reply is None
                      else judged_replies.get((id(reply), persistent_leg, rung_unmeasured)))
@@ -749,6 +817,8 @@ def score(legs: Legs) -> Score:
             result, divergence, foreign = judged
             tally.add(Cell(probe, label, repeat, result, divergence), compared=True,
                       reference_tokens=reference.completion_tokens, foreign=foreign)
+            if not persistent_leg:
+                rung_kinds[index].add(result.kind)
     counts = tally.counts
     return Score(
         prompts=len(legs.ref_a), rungs=len(legs.rungs), compared=tally.compared,
@@ -759,14 +829,33 @@ def score(legs: Legs) -> Score:
         earliest_divergence=tally.earliest, near_tie=tally.divergences[NEAR_TIE],
         substantive=tally.divergences[SUBSTANTIVE],
         unclassified=tally.divergences[UNCLASSIFIED], cells=tuple(tally.cells),
-        fidelity=fidelity)
+        fidelity=fidelity, rung_kinds=tuple(frozenset(kinds) for kinds in rung_kinds))
+
+
+def rung_cell(legs: Legs, index: int, probe: int, got: Outcome) -> Cell:
+    """The cell `score` makes of probe `probe` in rung `legs.rungs[index]` when the
+    request's outcome is `got`: a view showing a cell the score counted as `Judged`
+    reads its reply again and makes the cell here. ValueError for a probe without a
+    usable reference (it has no rung cells)."""
+    reference = probe_reference(legs, probe)
+    if not isinstance(reference, Reply):
+        raise ValueError(f"probe {probe} has no usable reference, so no rung cells")
+    rung = legs.rungs[index]
+    canaries = list(legs.canaries)
+    result, divergence, _ = _judged(
+        reference, got, canaries[probe] if probe < len(canaries) else "", canaries,
+        legs.min_completion_tokens, legs.near_tie_nats, False,
+        _fidelity_of(rung).unmeasured_reason, canonical(reference))
+    return Cell(probe, rung.label, rung.repeat, result, divergence)
 
 
 def _judged(reference: Reply, got: Outcome, own: str, canaries: Sequence[str], floor: int,
             near_tie_nats: float, persistent_leg: bool, rung_unmeasured: str | None,
-            form: str) -> tuple[CellClass, DivergencePoint | None, int]:
+            form: str, evidence: DivergenceEvidence | None = None,
+            ) -> tuple[CellClass, DivergencePoint | None, int]:
     """One measured outcome's class, its divergence point (a diverged, persistent or
-    contaminated cell's) and how many foreign canaries its reply holds."""
+    contaminated cell's, from `evidence` when given, else from the reply) and how many
+    foreign canaries its reply holds."""
     result = classify(reference, got, own, canaries, floor, persistent_leg=persistent_leg,
                       rung_unmeasured=rung_unmeasured, reference_form=form)
     foreign = 0
@@ -774,9 +863,29 @@ def _judged(reference: Reply, got: Outcome, own: str, canaries: Sequence[str], f
         foreign = len(foreign_canaries(got.reply, own, canaries))
     divergence = None
     if got is not None and got.reply is not None and _has_divergence(result):
-        divergence = cell_divergence(reference, result,
-                                     divergence_evidence(reference, got.reply), near_tie_nats)
+        divergence = cell_divergence(
+            reference, result,
+            divergence_evidence(reference, got.reply) if evidence is None else evidence,
+            near_tie_nats)
     return result, divergence, foreign
+
+
+def judged(reference: Reply, got: RequestOutcome, own: str, canaries: Sequence[str],
+           floor: int, near_tie_nats: float, *, reference_form: str | None = None,
+           evidence: DivergenceEvidence | None = None) -> Judged | None:
+    """A rung request's reply classified against its probe's reference as `score` would
+    classify it (`Judged`), its divergence point from `evidence` when given (a reply
+    read without its token logprobs), else from the reply's own; None for an outcome
+    whose class needs its rung's reason to be unmeasured (a failed request, a reply
+    below the floor): those are scored from the outcome."""
+    reply = got.reply
+    if not got.ok or reply is None or reply.completion_tokens < floor:
+        return None
+    form = canonical(reference) if reference_form is None else reference_form
+    result, divergence, foreign = _judged(reference, got, own, canaries, floor, near_tie_nats,
+                                          False, None, form, evidence)
+    return Judged(result.kind, result.at if isinstance(result, Diverged) else None,
+                  None if divergence is None else divergence.kind, foreign, reference)
 
 
 def _has_divergence(result: CellClass) -> bool:
@@ -838,8 +947,12 @@ def _references_divergence(reference: Reply | CellClass, legs: Legs,
 def rung_diverges(cells: Sequence[Cell]) -> bool | None:
     """Whether one rung's cells show a divergence (diverged or contaminated), None when
     the rung could not be measured (its cells are unmeasured and none diverged)."""
-    kinds = {cell.result.kind for cell in cells}
-    if kinds & {Diverged.kind, Contaminated.kind}:
+    return kinds_diverge({cell.result.kind for cell in cells})
+
+
+def kinds_diverge(kinds: Collection[str]) -> bool | None:
+    """`rung_diverges` of cells of these kinds."""
+    if set(kinds) & {Diverged.kind, Contaminated.kind}:
         return True
     if Unmeasured.kind in kinds:
         return None
