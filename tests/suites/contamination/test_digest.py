@@ -129,19 +129,22 @@ def _rung_records(plan: Plan, run_id: str, index: int, kinds: list[str]) -> list
 
 def write_run(store: SQLiteStore, rungs: list[list[str]], resumed_at: int | None,
               ends: tuple[bool, bool], *, reference_logprobs: bool = True,
-              older_digests: bool = False) -> str:
+              older_digests: bool = False, late_reference: str | None = None) -> str:
     """A run of two probes whose rungs (c2, c4 alternating, repeated) hold the drawn
     requests; from rung `resumed_at` on, written by a run resuming the first (which
     ended interrupted). `ends`: whether each run recorded its end (with its digests).
     `reference_logprobs`: the solo legs' replies carry token logprobs (then a rung's `ok`
     reply, which has none, is not its reference's bytes; an `lp_ok` one is).
-    `older_digests`: digests as a version before reply fingerprints wrote them."""
+    `older_digests`: digests as a version before reply fingerprints wrote them.
+    `late_reference`: a drawn kind of outcome written as probe 0's `ref_a` after the
+    rungs, not before them (no driver writes one there)."""
     first, plan = alternating_rungs_run(len(rungs), PROBES)
     store.begin_run(first)
     for leg in ("prime", "ref_a", "ref_b"):
         store.append([make_record(plan, first.run_id, leg, str(p), 1, p, p,
                                   solo_outcome(p, reference_logprobs), None)
-                      for p in range(PROBES)])
+                      for p in range(PROBES)
+                      if not (leg == "ref_a" and p == 0 and late_reference is not None)])
     run_id, digests = first.run_id, []
     for index, kinds in enumerate(rungs):
         if index == resumed_at:
@@ -154,6 +157,9 @@ def write_run(store: SQLiteStore, rungs: list[list[str]], resumed_at: int | None
         store.append(records)
         digests.extend(as_older(digest) if older_digests else digest
                        for digest in digest_of(records))
+    if late_reference is not None:
+        store.append([make_record(plan, run_id, "ref_a", "0", 1, 0, 0,
+                                  _outcome(late_reference, 0, 80.0), None)])
     store.append([make_record(plan, run_id, "post", str(p), 1, p, p,
                               ok(reply_text(p), start=90.0, end=90.5), None)
                   for p in range(PROBES)])
@@ -450,3 +456,72 @@ def test_a_reply_read_again_for_its_class_gives_the_evidence_of_the_whole_reply(
     assert read is not None
     assert scoring.divergence_evidence(reference, read) \
         == scoring.divergence_evidence(reference, outcome.reply)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(KINDS, min_size=PROBES, max_size=6), min_size=1, max_size=8),
+       st.none() | st.integers(min_value=0, max_value=7), st.booleans(),
+       st.integers(min_value=1, max_value=4), st.integers(min_value=2, max_value=5),
+       st.none() | st.sampled_from(("ok", "lp_ok", "diverged", "lp_diverged", "failed")))
+def test_replies_classified_as_read_report_as_replies_scored_whole(
+        rungs, resumed_at, digests, rung_limit, lane_limit, late_reference):
+    """A scored reply is classified as it is read and kept as its class alone; the cells
+    of the listed rungs are made again from their records. The report is the one whose
+    every reply the scoring classified from the outcome, whatever the rungs hold, which
+    rungs are listed, and whether a solo reference came after the rungs (then the
+    classes taken against the one before are not used)."""
+    from unittest import mock
+
+    from benchwarden.suites.contamination import report as report_module
+
+    if resumed_at is not None and resumed_at >= len(rungs):
+        resumed_at = None
+    made_again = []
+    original_cell = scoring.rung_cell
+
+    def counting(*args):
+        made_again.append(args)
+        return original_cell(*args)
+
+    with SQLiteStore(":memory:") as store, \
+            mock.patch.object(shown, "RUNG_LIMIT", rung_limit), \
+            mock.patch.object(shown, "LANE_LIMIT", lane_limit):
+        run_id = write_run(store, rungs, resumed_at, (True, True),
+                           late_reference=late_reference)
+        with mock.patch.object(scoring, "rung_cell", counting):
+            judged = build_report(store, run_id, digests=digests)
+        with mock.patch.object(report_module.ScopeReading, "_judgment",
+                               lambda *args: None):
+            whole = build_report(store, run_id, digests=digests)
+    _same(judged, whole)
+    assert len(made_again) <= rung_limit * PROBES  # only the listed rungs' cells
+    if late_reference is None:
+        listed = {(rung.label, rung.repeat) for rung in judged.rungs}
+        # every listed rung's ok reply at or above the floor was counted, then made again
+        assert {(args[0].rungs[args[1]].label, args[0].rungs[args[1]].repeat)
+                for args in made_again} <= listed
+        assert made_again or not any(
+            cell.kind != "unmeasured" for cell in judged.cells if cell.level is not None)
+
+
+def test_a_solo_reference_read_after_judged_replies_makes_the_classes_stale():
+    """A store holds one `ref_a` record a probe (its address is unique), written before
+    the rungs; records read in another order (a reference after replies were classified
+    against the one before) mark the reading stale, and its classes would not be the
+    scoring's: `_built` then reads the scope again without classifying as it reads."""
+    from benchwarden.suites.contamination import report as report_module
+
+    with SQLiteStore(":memory:") as store:
+        run_id = write_run(store, [["lp_ok", "lp_diverged", "ok"], ["lp_ok", "lp_ok"]], None,
+                           (True, True))
+        config = store.run_info(run_id).run.config
+        records = list(store.records(suite=SUITE, scope=run_id))
+    again = next(r for r in records if r.arm == "ref_a" and r.task == "0")
+    moved = [*records, dataclasses.replace(again)]  # read once more, after the rungs
+    stale = report_module.read_scope(moved, config)
+    assert stale.stale
+    with pytest.raises(ValueError, match="another reference"):
+        scoring.score(stale.legs())
+    whole = report_module.read_scope(moved, config, judging=False)
+    assert not whole.stale and scoring.score(whole.legs()).compared > 0
+    assert not report_module.read_scope(records, config).stale

@@ -21,10 +21,13 @@ from benchwarden.suites.contamination.scoring import (
     canonical,
     classify,
     common_prefix,
+    judged,
+    probe_reference,
+    rung_cell,
     score,
     verdict,
 )
-from benchwarden.targets.replies import ToolCall
+from benchwarden.targets.replies import Reply, ToolCall
 from tests.suites.contamination.helpers import CANARIES, failed, good, ok, reply_text
 
 FLOOR = 16
@@ -357,3 +360,69 @@ def test_a_reply_that_is_its_reference_classifies_as_an_equal_copy_would(
                     **arguments) == expected
     assert classify(reference, copied, CANARIES[probe], CANARIES, floor, reference_form=form,
                     **arguments) == expected
+
+
+# -- property: replies classified as they are read score as the replies do ------------------
+def _judging(legs_: Legs) -> tuple[Legs, dict[tuple[int, int], object]]:
+    """`legs_` with every rung reply `judged` classifies replaced by its `Judged` (as a
+    report reading a huge soak keeps them), and the outcome each replaced, by (rung
+    index, probe)."""
+    replaced: dict[tuple[int, int], object] = {}
+    rungs = []
+    for index, rung in enumerate(legs_.rungs):
+        scored = []
+        for probe, got in enumerate(rung.scored):
+            reference = probe_reference(legs_, probe)
+            made = None
+            if isinstance(reference, Reply) and got is not None:
+                made = judged(reference, got, legs_.canaries[probe], legs_.canaries,
+                              legs_.min_completion_tokens, legs_.near_tie_nats)
+            if made is not None:
+                replaced[(index, probe)] = got
+            scored.append(got if made is None else made)
+        rungs.append(dataclasses.replace(rung, scored=scored))
+    return dataclasses.replace(legs_, rungs=rungs), replaced
+
+
+@settings(max_examples=300, deadline=None)
+@given(random_legs())
+def test_replies_classified_as_read_count_as_their_cells_and_are_made_again_alike(legs_):
+    """A cell whose reply was classified as it was read (`Judged`) is counted as its
+    cell, with no cell held: the counters, the rungs' kinds, the fidelity and the verdict
+    are the whole score's, the cells held are the others in the same order, and
+    `rung_cell` makes each counted cell exactly as the score makes it."""
+    whole = score(legs_)
+    light_legs, replaced = _judging(legs_)
+    light = score(light_legs)
+    assert light.counters() == whole.counters()
+    assert light.fidelity == whole.fidelity and light.rung_kinds == whole.rung_kinds
+    assert light.cells_total == len(whole.cells)
+    assert verdict(light) == verdict(whole)
+    labels = {(rung.label, rung.repeat): index for index, rung in enumerate(legs_.rungs)}
+    counted = {(labels[(c.leg, c.repeat)], c.probe): c for c in whole.cells
+               if (c.leg, c.repeat) in labels and (labels[(c.leg, c.repeat)], c.probe) in replaced}
+    assert set(counted) == set(replaced)
+    assert list(light.cells) == [c for c in whole.cells if c not in counted.values()]
+    for (index, probe), cell_ in counted.items():
+        assert rung_cell(light_legs, index, probe, replaced[(index, probe)]) == cell_
+    for index, rung in enumerate(legs_.rungs):
+        assert whole.rung_kinds[index] == {c.result.kind for c in whole.cells
+                                           if (c.leg, c.repeat) == (rung.label, rung.repeat)}
+
+
+def test_a_reply_classified_against_another_reference_is_refused():
+    legs_ = legs(REFS, rungs=[concurrent_rung("c2", [good(0), good(1)])])
+    other = dataclasses.replace(REFS[0].reply)  # equal, but not the scoring's object
+    made = judged(other, good(0), CANARIES[0], CANARIES[:2], FLOOR, 0.5)
+    assert made is not None and made.kind == "identical"
+    moved = dataclasses.replace(legs_, rungs=[dataclasses.replace(
+        legs_.rungs[0], scored=[made, good(1)])])
+    with pytest.raises(ValueError, match="another reference"):
+        score(moved)
+
+
+@pytest.mark.parametrize("kind", ["error", "short"])
+def test_a_failed_or_short_reply_is_not_classified_as_read(kind):
+    """Its class in a rung that could not be compared needs the rung's reason: kept."""
+    got = failed() if kind == "error" else good(0, tokens=3)
+    assert judged(REFS[0].reply, got, CANARIES[0], CANARIES[:2], FLOOR, 0.5) is None
