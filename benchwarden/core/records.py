@@ -13,13 +13,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import msgspec
 
-_encoder = msgspec.json.Encoder(order="sorted")
+
+def _as_plain(value: Any) -> Any:
+    """The encoders' hook: a `RunSummary` (a stored run end's, read back) is encoded as
+    the plain mapping it stands for; any other type is refused as msgspec refuses it."""
+    if isinstance(value, RunSummary):
+        return dict(value)
+    raise TypeError(f"Encoding objects of type {type(value).__name__} is unsupported")
+
+
+_encoder = msgspec.json.Encoder(order="sorted", enc_hook=_as_plain)
 
 
 def canonical_json(value: Any) -> bytes:
@@ -275,9 +284,51 @@ class Run:
         return msgspec.convert(data, cls)
 
 
+class RunSummary(Mapping[str, Any]):
+    """A stored run end's summary as the store reads it back: each value kept as its
+    raw JSON and decoded (as plain JSON values, what a summary written as a dict reads
+    back as) when first read, then kept. A summary can hold megabytes a reader never
+    reads whole (a contamination soak's rung digests: 65 MB of JSON and 300 MB of
+    objects at a million records): `typed` decodes one value straight into a type, and
+    nothing decodes what no one reads. Equal to any mapping with the same items."""
+
+    __slots__ = ("_decoded", "_raw")
+
+    def __init__(self, raw: Mapping[str, msgspec.Raw]) -> None:
+        self._raw = raw
+        self._decoded: dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        found = self._decoded.get(key, self._decoded)
+        if found is self._decoded:
+            found = self._decoded[key] = msgspec.json.decode(self._raw[key])
+        return found
+
+    def __contains__(self, key: object) -> bool:  # without decoding the value
+        return key in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __repr__(self) -> str:
+        return f"RunSummary({dict(self)!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled (Ray) as the plain mapping
+        return dict, (dict(self),)
+
+    def typed(self, key: str, kind: Any) -> Any:
+        """The value at `key` decoded straight into `kind` and not kept (KeyError when
+        there is none; `msgspec.ValidationError` when it does not fit `kind`)."""
+        return msgspec.json.decode(self._raw[key], type=kind)
+
+
 @dataclass(frozen=True)
 class RunEnd:
-    """Appended when a run stops, however it stopped. A run with no end was killed."""
+    """Appended when a run stops, however it stopped. A run with no end was killed.
+    Read back from a store, its `summary` is a `RunSummary`."""
 
     run_id: str
     ended_at: float
@@ -285,7 +336,7 @@ class RunEnd:
     summary: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json_dict(self) -> dict[str, Any]:
-        return cast("dict[str, Any]", msgspec.to_builtins(self))
+        return cast("dict[str, Any]", msgspec.to_builtins(self, enc_hook=_as_plain))
 
     @classmethod
     def from_json_dict(cls, data: Mapping[str, Any]) -> RunEnd:

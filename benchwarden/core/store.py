@@ -98,6 +98,7 @@ from benchwarden.core.records import (
     Record,
     Run,
     RunEnd,
+    RunSummary,
     TokenComponents,
     canonical_json,
     canonical_json_many,
@@ -146,7 +147,18 @@ ENTRY_COLUMNS = ("kind", "suite", "scope", "arm", "task", "trial", "run_id", "bo
 
 _record_decoder = msgspec.json.Decoder(Record)
 _run_decoder = msgspec.json.Decoder(Run)
-_run_end_decoder = msgspec.json.Decoder(RunEnd)
+
+
+class _StoredRunEnd(msgspec.Struct):
+    """A run end as stored, its summary's values left as raw JSON (`RunSummary`)."""
+
+    run_id: str
+    ended_at: float
+    status: str
+    summary: dict[str, msgspec.Raw] = msgspec.field(default_factory=dict)
+
+
+_run_end_decoder = msgspec.json.Decoder(_StoredRunEnd)
 SHARED_END_BYTES = 64 * 1024
 """A run end at least this long (a contamination soak's rung digests: megabytes) is
 decoded once per store object and shared (`Store._run_end`)."""
@@ -1720,8 +1732,10 @@ class Store(ABC):
             else None)
         found = kept.get(body) if kept is not None else None
         if found is None:
-            found = (_run_end_decoder.decode(body) if seq is None
-                     else self._decode_entry(seq, body, _run_end_decoder, "run end"))
+            stored = (_run_end_decoder.decode(body) if seq is None
+                      else self._decode_entry(seq, body, _run_end_decoder, "run end"))
+            found = RunEnd(stored.run_id, stored.ended_at, stored.status,
+                           RunSummary(stored.summary))
             if kept is not None:
                 if len(kept) >= SHARED_ENDS:
                     del kept[next(iter(kept))]
@@ -2105,11 +2119,13 @@ class Store(ABC):
 
     def run_info(self, run_id: str) -> RunInfo:
         p = self.placeholder
+        # ordered here, not by SQL: SQLite sorts these rows, bodies and all, in a temporary
+        # tree (a contamination soak's 65 MB end took 440 MB to read so)
         rows = self._query(
             f"SELECT seq, kind, body FROM entries WHERE run_id = {p} "
-            "AND kind IN ('run', 'run_end') ORDER BY seq", (run_id,))
+            "AND kind IN ('run', 'run_end')", (run_id,))
         run = end = None
-        for seq, kind, body in rows:
+        for seq, kind, body in sorted(rows, key=lambda row: int(row[0])):
             if kind == "run":
                 run = self._decode_entry(seq, _as_bytes(body), _run_decoder, "run start")
             else:

@@ -40,6 +40,7 @@ from typing import Any
 
 import msgspec
 
+from benchwarden.core.records import RunSummary
 from benchwarden.suites.contamination.fidelity import RungFidelity, RungTally
 
 SUMMARY_KEY = "rungs"
@@ -86,6 +87,12 @@ class RungDigest(msgspec.Struct, frozen=True, kw_only=True):
     def key(self) -> tuple[str, int]:
         return (self.leg, self.repeat)
 
+    @property
+    def fingerprinted(self) -> bool:
+        """Whether it fingerprints its scored replies (a digest written before them
+        does not)."""
+        return self.scored_replies is not None
+
     def claims(self) -> dict[str, str]:
         """Each fingerprinted scored request's task → its reply's fingerprint."""
         return dict(self.scored_replies or ())
@@ -101,11 +108,83 @@ class RungDigest(msgspec.Struct, frozen=True, kw_only=True):
     def fidelity(self, label: str, concurrency: int, repeat: int) -> RungFidelity:
         """The rung's fidelity as the report's full pass counts it (`RungTally.fidelity`
         over the same requests), from the digest's numbers."""
-        failures = tuple(sorted(self.failures, key=lambda item: (-item[1], item[0])))
-        skew = (None if self.first_send is None or self.last_send is None
-                else (self.last_send - self.first_send) * 1000.0)
-        return RungFidelity(label, concurrency, repeat, self.sent, self.peak_in_flight, skew,
-                            sum(count for _, count in failures), failures)
+        return _fidelity(self, label, concurrency, repeat)
+
+
+def _fidelity(digest: RungDigest | StoredRungDigest, label: str, concurrency: int,
+              repeat: int) -> RungFidelity:
+    failures = tuple(sorted(digest.failures, key=lambda item: (-item[1], item[0])))
+    skew = (None if digest.first_send is None or digest.last_send is None
+            else (digest.last_send - digest.first_send) * 1000.0)
+    return RungFidelity(label, concurrency, repeat, digest.sent, digest.peak_in_flight, skew,
+                        sum(count for _, count in failures), failures)
+
+
+_NO_CLAIMS = msgspec.Raw(b"null")
+_claims_decoder = msgspec.json.Decoder(list[tuple[str, str]] | None)
+
+
+class StoredRungDigest(msgspec.Struct, frozen=True, kw_only=True):
+    """A rung digest as a report reads it back from a run end (`stored_digests_in`):
+    `RungDigest`'s fields, its fingerprints (`scored_replies`) kept as their stored JSON
+    until asked for (`claims`), each read once. A soak of tiny rungs stores 187,000
+    digests at a million records; their fingerprints decoded were 140 MB a report held
+    from the first rung to the last."""
+
+    leg: str
+    """As `RungDigest.leg`."""
+    repeat: int
+    """As `RungDigest.repeat`."""
+    sent: int
+    """As `RungDigest.sent`."""
+    peak_in_flight: int
+    """As `RungDigest.peak_in_flight`."""
+    first_send: float | None
+    """As `RungDigest.first_send`."""
+    last_send: float | None
+    """As `RungDigest.last_send`."""
+    failures: list[tuple[str, int]]
+    """As `RungDigest.failures`."""
+    statuses: list[tuple[str, int]]
+    """As `RungDigest.statuses`."""
+    level: int | None = None
+    """As `RungDigest.level`."""
+    stored_claims: msgspec.Raw = msgspec.field(name="scored_replies", default=_NO_CLAIMS)
+    """`RungDigest.scored_replies` as stored (`null`: none, a digest written before
+    fingerprints), checked to decode when read back (`stored_digests_in`)."""
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.leg, self.repeat)
+
+    @property
+    def fingerprinted(self) -> bool:
+        """As `RungDigest.fingerprinted`."""
+        return self.stored_claims != _NO_CLAIMS
+
+    def claims(self) -> dict[str, str]:
+        """As `RungDigest.claims`."""
+        return dict(_claims_decoder.decode(self.stored_claims) or ())
+
+    def whole(self) -> RungDigest:
+        """The digest with its fingerprints decoded."""
+        return RungDigest(leg=self.leg, repeat=self.repeat, sent=self.sent,
+                          peak_in_flight=self.peak_in_flight, first_send=self.first_send,
+                          last_send=self.last_send, failures=self.failures,
+                          statuses=self.statuses, level=self.level,
+                          scored_replies=_claims_decoder.decode(self.stored_claims))
+
+    def agrees_with(self, recounted: RungDigest) -> bool:
+        """As `RungDigest.agrees_with`."""
+        return self.whole().agrees_with(recounted)
+
+    def fidelity(self, label: str, concurrency: int, repeat: int) -> RungFidelity:
+        """As `RungDigest.fidelity`."""
+        return _fidelity(self, label, concurrency, repeat)
+
+
+AnyDigest = RungDigest | StoredRungDigest
+"""A digest a driver counted, or one read back from a run end."""
 
 
 def fingerprint(compared: bytes) -> str:
@@ -134,6 +213,13 @@ def digest_from(leg: str, repeat: int, tally: RungTally,
 def digests_in(summary: Mapping[str, Any]) -> list[RungDigest]:
     """The rung digests of a run end's summary ([] when it holds none, or holds them in
     a shape this version does not read: the records are read instead)."""
+    if isinstance(summary, RunSummary):  # read back from a store: decoded straight
+        if SUMMARY_KEY not in summary:
+            return []
+        try:
+            return summary.typed(SUMMARY_KEY, list[RungDigest])  # type: ignore[no-any-return]
+        except msgspec.ValidationError:  # (not a list, or not of digests)
+            return []
     stored = summary.get(SUMMARY_KEY)
     if not isinstance(stored, list):
         return []
@@ -143,10 +229,27 @@ def digests_in(summary: Mapping[str, Any]) -> list[RungDigest]:
         return []
 
 
+def stored_digests_in(summary: Mapping[str, Any]) -> list[AnyDigest]:
+    """`digests_in`, but a summary read back from a store gives `StoredRungDigest`s, their
+    fingerprints left as stored; each is checked to decode (one rung's at a time), and
+    [] when one does not, as `digests_in` gives."""
+    if not isinstance(summary, RunSummary):
+        return list(digests_in(summary))
+    if SUMMARY_KEY not in summary:
+        return []
+    try:
+        found: list[StoredRungDigest] = summary.typed(SUMMARY_KEY, list[StoredRungDigest])
+        for digest in found:
+            _claims_decoder.decode(digest.stored_claims)
+    except msgspec.ValidationError:  # (not a list, or not of digests)
+        return []
+    return list(found)
+
+
 def as_summary(digests: Iterable[RungDigest]) -> list[dict[str, Any]]:
     """The digests as the run end's summary holds them (plain JSON values)."""
     return [msgspec.to_builtins(digest) for digest in digests]
 
 
-__all__ = ["FORMAT", "SUMMARY_KEY", "RungDigest", "as_summary", "digest_from", "digests_in",
-           "fingerprint"]
+__all__ = ["FORMAT", "SUMMARY_KEY", "AnyDigest", "RungDigest", "StoredRungDigest", "as_summary",
+           "digest_from", "digests_in", "fingerprint", "stored_digests_in"]

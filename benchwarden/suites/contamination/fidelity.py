@@ -135,7 +135,7 @@ def failed_as_recorded(ok: bool, cancelled: object, cancel_planned: bool) -> boo
 
 
 # -- one rung ------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RungFidelity:
     label: str
     concurrency: int  # the label's c
@@ -271,7 +271,7 @@ def rung_fidelity(label: str, concurrency: int, repeat: int,
                         launch_skew_ms(outcomes), sum(kinds.values()), failures)
 
 
-@dataclass
+@dataclass(slots=True)
 class RungTally:
     """One rung's fidelity counted a request at a time, keeping only numbers: its
     streaming intervals (two floats a request, for the peak in flight), its first and

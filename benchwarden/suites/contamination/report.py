@@ -49,10 +49,12 @@ Invariants:
 from __future__ import annotations
 
 import shlex
+import sys
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any, Protocol
 
 import msgspec
@@ -75,10 +77,12 @@ from benchwarden.core.run_config import config_as
 from benchwarden.core.store import RecordSummary, Store
 from benchwarden.suites.contamination import scoring, shown
 from benchwarden.suites.contamination.digest import (
+    AnyDigest,
     RungDigest,
+    StoredRungDigest,
     digest_from,
-    digests_in,
     fingerprint,
+    stored_digests_in,
 )
 from benchwarden.suites.contamination.fidelity import (
     RungFidelity,
@@ -905,7 +909,7 @@ def rung_levels(config: Mapping[str, Any],
     return {rung_label(int(level)): int(level) for level in config["concurrency"]}
 
 
-@dataclass
+@dataclass(slots=True)
 class _RungRequests:
     """What the reading keeps of one rung's requests (one leg and repeat): its fidelity
     counts, and per request only its sequence number, slot and two flags, enough to
@@ -922,7 +926,7 @@ class _RungRequests:
     """1 where a cell is classified from the request (a probe's own), else 0."""
     failed: bytearray = field(default_factory=bytearray)
     """1 where the request failed (as the rung's fidelity counts it), else 0."""
-    digest: RungDigest | None = None
+    digest: AnyDigest | None = None
     """The rung's digest when it was read from one (`ScopeReading.take_digest`): then
     the tally is the digest's and no request is kept (read back if the rung is listed)."""
     scored_replies: list[tuple[str, str | None]] = field(default_factory=list)
@@ -1131,7 +1135,7 @@ class ScopeReading:
         group.scored.append(_scored(record))
         group.failed.append(failed)
 
-    def take_digest(self, digest: RungDigest) -> None:
+    def take_digest(self, digest: AnyDigest) -> None:
         """Count a rung from its digest, at the place of its first record in the store's
         order (so legs and statuses come in the order `add` would have met them); its
         scored requests then go to `add_scored`, its others are not read."""
@@ -1149,7 +1153,8 @@ class ScopeReading:
         requests by status are the reading's), the driver's and the recount's one rule."""
         group = self.rungs.get(key) or _RungRequests()
         if group.digest is not None:  # taken from its digest: that is what it counts
-            return group.digest
+            digest = group.digest
+            return digest.whole() if isinstance(digest, StoredRungDigest) else digest
         return digest_from(key[0], key[1], group.tally,
                            [(status, count) for (_, status), count in self.statuses.items()],
                            level=self.bisect_levels.get(key[0]),
@@ -1164,71 +1169,77 @@ class ScopeReading:
         if record.task.isdigit():
             self._scored(record, getattr(record, "seq", 0))
 
-    def take_fingerprinted(self, store: Store, digests: Mapping[tuple[str, int], RungDigest],
+    def take_fingerprinted(self, store: Store, digests: Mapping[tuple[str, int], AnyDigest],
                            tasks: Sequence[str]) -> None:
         """The scored requests (`tasks`: the probes') of rungs taken from digests that
         fingerprint their replies, once every solo record is read. One whose fingerprint
         is its probe's reference's (the `ref_a` reply the scoring compares against) is
         that reply, taken without reading the record (it holds the same bytes, so the
-        scoring classifies it as it would the read one). Of the others, the first request
-        of each probe and fingerprint is read (`add_scored`); when the report's own
-        fingerprint of what it read is the claimed one, every later request claiming it
-        shares that reply unread, and otherwise each is read. A request a digest does not
-        fingerprint is read."""
+        scoring classifies it as it would the read one). Of the others, a request whose
+        probe and fingerprint another request claims too is read whole the first time
+        (`add_scored`); when the report's own fingerprint of what it read is the claimed
+        one, every later request claiming it shares what was kept of it unread, and
+        otherwise each is read. The rest (a request no digest fingerprints, or the only
+        one claiming its fingerprint) are read by their outcome alone. The rungs are taken
+        a batch at a time in the digests' order, so what is held while they are read is
+        bounded by a batch and by the fingerprints claimed more than once, not by the
+        scored requests (a soak of tiny rungs has three quarters of a million)."""
         references = self._reference_fingerprints()
         known = {(task, printed): _taken_unread(reply)
                  for task, (printed, reply) in references.items()}
-        outcomes = self.scored_outcomes
-        unread: dict[tuple[str, int, str], str | None] = {}  # its claim, if any
+        repeated = _claimed_more_than_once(digests.values(), tasks, known)
+        scope = str(self.config["scope"])
+        shared: dict[tuple[str, str], _Shared | None] = {}
+        batch: list[tuple[str, int, str, str | None]] = []  # (leg, repeat, task, claim)
         for (leg, repeat), digest in digests.items():
             claims = digest.claims()
             for task in tasks:
                 claimed = claims.get(task)
-                shared = known.get((task, claimed)) if claimed is not None else None
-                if shared is not None:
-                    outcomes[(leg, task, repeat)] = shared
+                taken = known.get((task, claimed)) if claimed is not None else None
+                if taken is not None:
+                    self.scored_outcomes[(leg, task, repeat)] = taken
                 else:
-                    unread[(leg, repeat, task)] = claimed
-        if not unread:
-            return
-        scope = str(self.config["scope"])
-        first: dict[tuple[str, str], tuple[str, int, str]] = {}  # by probe and claim
-        later: dict[tuple[str, str], list[tuple[str, int, str]]] = {}
-        read_now: list[tuple[str, int, str]] = []
-        for place, claimed in unread.items():
-            if claimed is None:
-                read_now.append(place)
-            elif (place[2], claimed) not in first:
-                read_now.append(place)
-                first[(place[2], claimed)] = place
-            else:
-                later.setdefault((place[2], claimed), []).append(place)
-        # a first read later requests would share is fingerprinted from its stored bytes:
-        # those are read as the full pass reads them, the rest (every scored request,
-        # where each reply is its own) by their outcome alone
-        whole = [place for place in read_now if (place[2], unread[place]) in later]
-        confirmed: set[tuple[str, str]] = set()
-        for summary in self._read_scored(store, scope, whole):
-            claimed = unread.get((summary.arm, summary.trial, summary.task))
-            if claimed is not None and (summary.task, claimed) in later \
-                    and reply_fingerprint(summary) == claimed:  # only where one is shared
-                confirmed.add((summary.task, claimed))
-        apart = set(whole)
-        doubted = [place for place in read_now if place not in apart]
-        for group, places in later.items():
-            if group not in confirmed:  # the claim is not the bytes: read each
-                doubted.extend(places)
+                    batch.append((leg, repeat, task, claimed))
+            if len(batch) >= _CLAIMS_PER_BATCH:
+                self._take_claimed(store, scope, batch, repeated, shared)
+                batch = []
+        self._take_claimed(store, scope, batch, repeated, shared)
+
+    def _take_claimed(self, store: Store, scope: str,
+                      places: Sequence[tuple[str, int, str, str | None]], repeated: set[int],
+                      shared: dict[tuple[str, str], _Shared | None]) -> None:
+        """`take_fingerprinted` of a batch of scored requests (`(leg, repeat, task,
+        claim or None)`), `repeated` the hashes of the claims made more than once and
+        `shared` what each such claim's first reading kept (None: not its claim)."""
+        claimed_at: dict[tuple[str, int, str], str] = {}  # first readings, their claims
+        for leg, repeat, task, claimed in places:
+            if claimed is not None and (task, claimed) not in shared \
+                    and hash((task, claimed)) in repeated:
+                shared[(task, claimed)] = None  # unless read and confirmed below
+                claimed_at[(leg, repeat, task)] = claimed
+        # a first reading later requests would share is fingerprinted from its stored
+        # bytes: those are read as the full pass reads them, the rest by their outcome alone
+        for summary in self._read_scored(store, scope, list(claimed_at)):
+            claimed = claimed_at[(summary.arm, summary.trial, summary.task)]
+            if reply_fingerprint(summary) == claimed:
+                key = (summary.arm, summary.task, summary.trial)
+                kept = self.scored_outcomes[key]
+                shared[(summary.task, claimed)] = (
+                    kept if isinstance(kept, scoring.Judged) else _taken_unread(kept.reply),
+                    self.without_logprobs.get(key))
+        doubted = []
+        for leg, repeat, task, claimed in places:
+            if (leg, repeat, task) in claimed_at:
+                continue  # read whole above
+            found = shared.get((task, claimed)) if claimed is not None else None
+            if found is None:  # no claim, an only one, or one the bytes did not bear out
+                doubted.append((leg, repeat, task))
                 continue
-            leg, repeat, task = first[group]
-            kept = outcomes[(leg, task, repeat)]
-            # the same bytes: the same class, or the same reply taken unread
-            shared_by_later: RequestOutcome | scoring.Judged = (
-                kept if isinstance(kept, scoring.Judged) else _taken_unread(kept.reply))
-            light = self.without_logprobs.get((leg, task, repeat))
-            for other_leg, other_repeat, _ in places:
-                outcomes[(other_leg, task, other_repeat)] = shared_by_later
-                if light is not None:  # classified as the first is, read again if it is
-                    self.without_logprobs[(other_leg, task, other_repeat)] = light
+            # the same bytes: the same class, or the same reply taken unread, classified
+            # as the first is (read again for its logprobs if it is)
+            self.scored_outcomes[(leg, task, repeat)] = found[0]
+            if found[1] is not None:
+                self.without_logprobs[(leg, task, repeat)] = found[1]
         self._read_scored_outcomes(store, scope, doubted)
 
     def _scored_seqs(self, store: Store, scope: str,
@@ -1370,6 +1381,9 @@ class ScopeReading:
         sequence number of one read without its token logprobs and the divergence
         evidence taken from them, if any."""
         if judgment is not None:  # classified whole: nothing to read again
+            # each leg and task held once, not once a request (a soak of tiny rungs
+            # keeps three quarters of a million of these keys)
+            key = (sys.intern(key[0]), sys.intern(key[1]), key[2])
             self.scored_outcomes[key] = judgment
             self.without_logprobs.pop(key, None)
             return
@@ -1499,20 +1513,42 @@ def scored_addresses(store: Store, scope: str, places: Collection[tuple[str, int
             if (leg, repeat, task) in wanted]
 
 
+_CLAIMS_PER_BATCH = 4096
+"""Scored requests of fingerprinted rungs looked up and read at a time
+(`ScopeReading.take_fingerprinted`)."""
+_Shared = tuple[RequestOutcome | scoring.Judged, tuple[int, _Evidence | None] | None]
+"""What a claim's first reading kept, for the later requests claiming it: their kept
+outcome or class, and its entry among the replies read without their logprobs."""
+
+
+def _claimed_more_than_once(digests: Iterable[AnyDigest], tasks: Sequence[str],
+                            known: Collection[tuple[str, str]]) -> set[int]:
+    """The hashes of the `(task, fingerprint)` claims that more than one scored request
+    of these digests makes, leaving out the references' (`known`). Found over a sorted
+    list of hashes, not a dict of claims: a soak whose replies are each their own
+    claims three quarters of a million, none twice. Two claims sharing a hash make both
+    count as repeated, which reads one more request whole and changes nothing else."""
+    wanted = set(tasks)
+    hashes = sorted(hash((task, claimed)) for digest in digests
+                    for task, claimed in digest.claims().items()
+                    if task in wanted and (task, claimed) not in known)
+    return {first for first, second in pairwise(hashes) if first == second}
+
+
 class _DigestDisagrees(Exception):
     """A listed rung recounted from its records differs from its digest."""
 
 
-def _stored_digests(store: Store, scope: str) -> dict[tuple[str, int], RungDigest]:
+def _stored_digests(store: Store, scope: str) -> dict[tuple[str, int], AnyDigest]:
     """The rung digests in the ends of the runs of a scope (the run and the runs
     resuming it), by (leg, repeat); a rung digested twice (which no driver writes) is
     read from its records."""
-    found: dict[tuple[str, int], RungDigest] = {}
+    found: dict[tuple[str, int], AnyDigest] = {}
     twice: set[tuple[str, int]] = set()
     for info in store.runs_with_config(SUITE, ("scope",)):
         if info.end is None or str(info.run.config.get("scope", info.run.run_id)) != scope:
             continue
-        for digest in digests_in(info.end.summary):
+        for digest in stored_digests_in(info.end.summary):
             if digest.key in found:
                 twice.add(digest.key)
             found[digest.key] = digest
@@ -1534,7 +1570,7 @@ def _recounted_digests(store: Store, scope: str) -> list[str]:
             if (leg, repeat) not in recounted or not digest.agrees_with(recounted[(leg, repeat)])]
 
 
-def _digest_warning(scope: str, digest: RungDigest, records: int | None) -> str:
+def _digest_warning(scope: str, digest: AnyDigest, records: int | None) -> str:
     stored = "no record" if records is None else f"{records} records"
     return (f"a run end of scope {scope} summarises rung {digest.leg} #{digest.repeat} as "
             f"{digest.sent} requests but the store holds {stored} of it: the rung is "
@@ -1542,7 +1578,7 @@ def _digest_warning(scope: str, digest: RungDigest, records: int | None) -> str:
 
 
 def _read_with_digests(store: Store, config: Mapping[str, Any],
-                       digests: Mapping[tuple[str, int], RungDigest],
+                       digests: Mapping[tuple[str, int], AnyDigest],
                        warnings: list[str], *, judging: bool = True) -> ScopeReading:
     """The scope read as `ScopeReading` reads it in one pass, but each rung with a digest
     whose request count is the store's from its digest and its scored requests only
@@ -1553,7 +1589,7 @@ def _read_with_digests(store: Store, config: Mapping[str, Any],
     or not, so legs, levels and statuses keep the order the full pass gives them."""
     scope = str(config["scope"])
     counts = store.record_counts(SUITE, scope)
-    used: dict[tuple[str, int], RungDigest] = {}
+    used: dict[tuple[str, int], AnyDigest] = {}
     for key, digest in digests.items():
         found = counts.get(key)
         if found != digest.sent or key[0] in SOLO_LEGS:
@@ -1569,13 +1605,13 @@ def _read_with_digests(store: Store, config: Mapping[str, Any],
     firsts = {(leg, repeat): seq for seq, leg, repeat, _ in store.record_addresses(
         SUITE, scope, used, tasks=tasks[:1])}
     looked_up = {key for key, digest in used.items()
-                 if key not in firsts or digest.scored_replies is None}
+                 if key not in firsts or not digest.fingerprinted}
     for seq, leg, repeat, _ in (store.record_addresses(SUITE, scope, looked_up, tasks=tasks)
                                 if looked_up else ()):
         key = (leg, repeat)
         if seq < firsts.get(key, seq + 1):
             firsts[key] = seq
-        if used[key].scored_replies is None:
+        if not used[key].fingerprinted:
             wanted.append(seq)
     places = sorted(firsts.items(), key=lambda item: item[1])
     reading = ScopeReading(config, judging=judging)
@@ -1594,7 +1630,7 @@ def _read_with_digests(store: Store, config: Mapping[str, Any],
         if key not in firsts:
             reading.take_digest(digest)
     reading.take_fingerprinted(store, {key: digest for key, digest in used.items()
-                                       if digest.scored_replies is not None}, tasks)
+                                       if digest.fingerprinted}, tasks)
     return reading
 
 
@@ -1935,7 +1971,7 @@ def _built(store: Store, run_id: str, digests: bool, kept: Iterable[RungDigest],
 
 
 def _scope_reading(store: Store, config: Mapping[str, Any],
-                   digests: Mapping[tuple[str, int], RungDigest], notes: list[str], *,
+                   digests: Mapping[tuple[str, int], AnyDigest], notes: list[str], *,
                    judging: bool) -> ScopeReading:
     """The run's scope read in one pass, through its rungs' `digests` when there are
     any (`_read_with_digests`, which adds its warnings to `notes`)."""

@@ -53,7 +53,7 @@ Invariants:
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Protocol
 
@@ -283,7 +283,7 @@ RungOutcome = RequestOutcome | Judged | None
 """A rung request's outcome, or its reply already classified (`Judged`)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RungOutcomes:
     label: str
     concurrency: int
@@ -829,7 +829,14 @@ def score(legs: Legs) -> Score:
         earliest_divergence=tally.earliest, near_tie=tally.divergences[NEAR_TIE],
         substantive=tally.divergences[SUBSTANTIVE],
         unclassified=tally.divergences[UNCLASSIFIED], cells=tuple(tally.cells),
-        fidelity=fidelity, rung_kinds=tuple(frozenset(kinds) for kinds in rung_kinds))
+        fidelity=fidelity, rung_kinds=_held_once(frozenset(kinds) for kinds in rung_kinds))
+
+
+def _held_once(kinds: Iterable[frozenset[str]]) -> tuple[frozenset[str], ...]:
+    """The rungs' kinds with each distinct set one object (a soak of tiny rungs has a
+    few sets over a hundred thousand rungs)."""
+    distinct: dict[frozenset[str], frozenset[str]] = {}
+    return tuple(distinct.setdefault(found, found) for found in kinds)
 
 
 def rung_cell(legs: Legs, index: int, probe: int, got: Outcome) -> Cell:
