@@ -1,16 +1,22 @@
 """A long run end (a contamination soak's rung digests: megabytes) is decoded once per
 store object and shared by every reader of it; short ones are decoded each time; the
-kept ends are bounded; and every way of reading an end gives the same end."""
+kept ends are bounded; and every way of reading an end gives the same end. Its summary
+is read back a value at a time (`RunSummary`), equal to what was written."""
 
 from __future__ import annotations
 
+import pickle
 import time
+from typing import Any
 
+import msgspec
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from benchwarden.core import store as store_module
 from benchwarden.core.provenance import stamp_run
-from benchwarden.core.records import RunEnd
+from benchwarden.core.records import RunEnd, RunSummary, canonical_json
 from tests.core.test_store_backends import (  # noqa: F401 (fixtures)
     backend,
     postgres_database,
@@ -77,3 +83,51 @@ def test_a_long_end_that_does_not_decode_names_its_entry(tmp_path):
     with SQLiteStore(path, create=False) as store, \
             pytest.raises(CorruptStore, match=r"entry \d+ is not a readable run end"):
         store.run_info(run_id)
+
+
+# -- a run end's summary read back a value at a time ------------------------------------------
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.text(max_size=8)
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner,
+                                                                max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(summary=st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=5),
+       wanted=st.text(max_size=8))
+def test_a_summary_read_back_is_the_one_written_read_a_value_at_a_time(
+        backend, summary, wanted):  # noqa: F811
+    """Read back, a summary is a `RunSummary`: equal to the mapping written, each value
+    decoded (as plain JSON values) only when read, `in` and `typed` decoding nothing
+    kept; and it is stored again, encoded and pickled as that mapping."""
+    with backend.open() as store:
+        run = stamp_run(suite="demo", bench_version="1", config={"scope": "s"})
+        store.begin_run(run)
+        store.finish_run(RunEnd(run.run_id, 5.0, "completed", summary))
+        end = store.run_info(run.run_id).end
+        assert end is not None and isinstance(end.summary, RunSummary)
+        read = end.summary
+        assert (wanted in read) == (wanted in summary) and len(read) == len(summary)
+        if wanted in summary:
+            assert read.typed(wanted, Any) == summary[wanted]
+        assert read._decoded == {}  # nothing decoded by `in`, `len` or `typed`
+        assert read == summary and dict(read) == summary
+        assert end.to_json_dict()["summary"] == summary
+        assert canonical_json(end) == canonical_json(RunEnd(run.run_id, 5.0, "completed", summary))
+        assert pickle.loads(pickle.dumps(read)) == summary
+        again = stamp_run(suite="demo", bench_version="1", config={"scope": "t"})
+        store.begin_run(again)
+        store.finish_run(RunEnd(again.run_id, 6.0, "completed", read))  # stored again
+        assert store.run_info(again.run_id).end.summary == summary
+
+
+def test_a_summary_value_that_does_not_fit_the_type_asked_for_is_refused():
+    read = RunSummary({"rungs": msgspec.Raw(b'{"not": "a list"}')})
+    with pytest.raises(msgspec.ValidationError):
+        read.typed("rungs", list[int])
+    with pytest.raises(KeyError):
+        read.typed("other", list[int])
+    assert read["rungs"] == {"not": "a list"}

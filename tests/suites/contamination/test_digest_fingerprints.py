@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import Counter
 from collections.abc import Iterator
 from unittest import mock
 
@@ -22,17 +23,19 @@ from hypothesis import strategies as st
 
 from benchwarden.core import secrets
 from benchwarden.core.provenance import stamp_run
-from benchwarden.core.records import RunEnd
+from benchwarden.core.records import RunEnd, RunSummary
 from benchwarden.core.store import SQLiteStore
 from benchwarden.suites.contamination import report as report_module
 from benchwarden.suites.contamination import scoring, shown
 from benchwarden.suites.contamination.digest import (
     SUMMARY_KEY,
     RungDigest,
+    StoredRungDigest,
     as_summary,
     digest_from,
     digests_in,
     fingerprint,
+    stored_digests_in,
 )
 from benchwarden.suites.contamination.driver import SUITE, Plan, digests_as_stored, make_record
 from benchwarden.suites.contamination.fidelity import RungTally
@@ -98,15 +101,18 @@ def _scored_reads(store, run_id) -> list[tuple[str, str, int]]:
 
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.lists(SCORED_KINDS, min_size=PROBES, max_size=PROBES), min_size=1,
-                max_size=8))
-def test_only_scored_replies_that_are_not_their_references_bytes_are_read(rungs):
+                max_size=8), st.sampled_from((1, 2, 3, 4096)))
+def test_only_scored_replies_that_are_not_their_references_bytes_are_read(rungs, batch):
     """With references without logprobs, an `ok` rung reply is its reference's bytes
     (its timings differ, which are not the reply; so does one whose content never
     streamed): it is not read. Of the other fingerprinted replies (another text,
     logprobs the reference lacks, text kept in its escaped form) the first of each
     probe and fingerprint is read, and the later ones share it; a failure (never
-    fingerprinted) is read wherever it is. The report is the one read from every record."""
-    with SQLiteStore(":memory:") as store:
+    fingerprinted) is read wherever it is. The report is the one read from every record,
+    however many requests are taken a batch (`batch`: a first reading and its later
+    sharers in different batches)."""
+    with SQLiteStore(":memory:") as store, \
+            mock.patch.object(report_module, "_CLAIMS_PER_BATCH", batch):
         run_id = write_run(store, rungs, None, (True, True), reference_logprobs=False)
         read = _scored_reads(store, run_id)
         through_digests = build_report(store, run_id)
@@ -483,3 +489,72 @@ def test_a_digest_from_before_fingerprints_agrees_with_its_recount_on_what_it_ho
     assert stored[0].get("scored_replies") is None
     assert digests_in({SUMMARY_KEY: stored}) == [older]
     assert digests_in({SUMMARY_KEY: [{**stored[0], "replies": [["0", "aa"]]}]}) == [older]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from("0123"), st.sampled_from("abcde"), max_size=4),
+                max_size=12),
+       st.sets(st.tuples(st.sampled_from("0123"), st.sampled_from("abcde")), max_size=4),
+       st.sets(st.sampled_from("0123"), min_size=1))
+def test_the_claims_made_more_than_once_are_those_counted_twice(claims, known, tasks):
+    """`_claimed_more_than_once` over a sorted list of hashes is the claims (of the
+    probes asked for, the references' left out) a count finds more than once."""
+    digests = [RungDigest(leg="c2", repeat=index, sent=4, peak_in_flight=2, first_send=None,
+                          last_send=None, failures=[], statuses=[],
+                          scored_replies=sorted(made.items()))
+               for index, made in enumerate(claims)]
+    counted = Counter((task, claimed) for made in claims for task, claimed in made.items()
+                      if task in tasks and (task, claimed) not in known)
+    assert report_module._claimed_more_than_once(digests, sorted(tasks), known) == {
+        hash(claim) for claim, count in counted.items() if count > 1}
+
+
+_DIGESTS = st.builds(
+    RungDigest, leg=st.sampled_from(("c2", "c4")), repeat=st.integers(1, 9),
+    sent=st.integers(0, 600), peak_in_flight=st.integers(0, 512),
+    first_send=st.none() | st.floats(0, 2e9), last_send=st.none() | st.floats(0, 2e9),
+    failures=st.lists(st.tuples(st.text(max_size=6), st.integers(1, 9)), max_size=3),
+    statuses=st.lists(st.tuples(st.sampled_from(("ok", "error", "cancelled")),
+                                st.integers(1, 9)), max_size=3),
+    level=st.none() | st.integers(1, 512),
+    scored_replies=st.none() | st.lists(st.tuples(st.sampled_from("0123"),
+                                                   st.text("0123456789abcdef", min_size=32,
+                                                           max_size=32)), max_size=4))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(_DIGESTS, max_size=6), _DIGESTS)
+def test_a_digest_read_back_with_its_fingerprints_as_stored_is_the_digest_written(
+        digests, recounted):
+    """Read back from a store, a digest keeps its fingerprints as stored
+    (`StoredRungDigest`): whole, it is the digest written, and it claims, counts its
+    fidelity and agrees with a recount as that digest does."""
+    with SQLiteStore(":memory:") as store:
+        run = stamp_run(suite=SUITE, bench_version=scoring.BENCH_VERSION, config={})
+        store.begin_run(run)
+        store.finish_run(RunEnd(run.run_id, 5.0, "completed",
+                                {SUMMARY_KEY: as_summary(digests)}))
+        summary = store.run_info(run.run_id).end.summary
+        read = stored_digests_in(summary)
+        assert digests_in(summary) == digests
+    assert all(isinstance(digest, StoredRungDigest) for digest in read)
+    assert [digest.whole() for digest in read] == digests
+    for stored, written in zip(read, digests, strict=True):
+        assert stored.key == written.key and stored.fingerprinted == written.fingerprinted
+        assert stored.claims() == written.claims()
+        assert stored.fidelity("c2", 2, 1) == written.fidelity("c2", 2, 1)
+        assert stored.agrees_with(recounted) == written.agrees_with(recounted)
+        assert stored.agrees_with(written) == written.agrees_with(written)
+
+
+@pytest.mark.parametrize("claims", ['[["0", 5]]', '"none"', '[["0"]]', '{"0": "ab"}'])
+def test_a_digest_whose_fingerprints_do_not_decode_leaves_every_digest_unread(claims):
+    """As `digests_in` gives none when one digest is not of this shape, so does a
+    digest read back with its fingerprints as stored: the records are read instead."""
+    good = RungDigest(leg="c2", repeat=1, sent=4, peak_in_flight=2, first_send=1.0,
+                      last_send=2.0, failures=[], statuses=[("ok", 4)], scored_replies=[])
+    body = msgspec.json.encode(as_summary([good])).replace(
+        b'"scored_replies":[]', b'"scored_replies":' + claims.encode())
+    summary = RunSummary({SUMMARY_KEY: msgspec.Raw(body)})
+    assert stored_digests_in(summary) == [] == digests_in(msgspec.json.decode(
+        b'{"' + SUMMARY_KEY.encode() + b'":' + body + b"}"))
