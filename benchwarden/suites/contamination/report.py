@@ -74,7 +74,8 @@ from benchwarden.core.reports import (
     store_head_block,
 )
 from benchwarden.core.run_config import config_as
-from benchwarden.core.store import RecordSummary, Store
+from benchwarden.core.store import CorruptStore, RecordSummary, Store
+from benchwarden.core.verdicts import one_line
 from benchwarden.suites.contamination import scoring, shown
 from benchwarden.suites.contamination.digest import (
     AnyDigest,
@@ -811,6 +812,25 @@ def _restored_extra(extra: dict[str, Any]) -> dict[str, Any]:
     return extra
 
 
+class UnreadableOutcome(ValueError):
+    """A record's stored outcome is not of the shape this version's driver writes (a
+    token logprob that is not a number, a reply that is not an object...): raised where
+    the record is read, naming it; `build_report` names its store too."""
+
+    def __init__(self, seq: int | None, arm: str, task: str, trial: int,
+                 error: Exception) -> None:
+        super().__init__(f"record {seq if seq is not None else '?'} ({arm}, task {task}, "
+                         f"repeat {trial}) holds an outcome this version cannot read "
+                         f"({one_line(str(error), 200)}): it was not written by the "
+                         "contamination driver")
+
+
+def _unreadable(record: Any, error: Exception, seq: int | None = None) -> UnreadableOutcome:
+    """`UnreadableOutcome` of a record or a payload field read alone."""
+    return UnreadableOutcome(getattr(record, "seq", seq) if seq is None else seq,
+                             str(record.arm), str(record.task), int(record.trial), error)
+
+
 def _outcome(record: StoredRequest) -> RequestOutcome:
     stored = record.payload["outcome"]
     if isinstance(stored, StoredOutcome):
@@ -1096,7 +1116,14 @@ class ScopeReading:
     def add(self, record: StoredRequest, seq: int = 0) -> None:
         """Count one record; `seq` is its sequence number in the store (to read it back
         whole if it is listed). Run once per record of a run: a ballast request read
-        typed (`StoredOutcome`) is counted without building an outcome."""
+        typed (`StoredOutcome`) is counted without building an outcome. A stored outcome
+        this version cannot read is `UnreadableOutcome`, naming the record."""
+        try:
+            self._add(record, seq)
+        except msgspec.ValidationError as error:
+            raise _unreadable(record, error, seq) from None
+
+    def _add(self, record: StoredRequest, seq: int) -> None:
         self.total += 1
         arm, task, payload = record.arm, record.task, record.payload
         self.statuses[(arm, record.outcome)] += 1
@@ -1167,7 +1194,10 @@ class ScopeReading:
         if isinstance(level, int) and record.arm not in self.bisect_levels:
             self.bisect_levels[record.arm] = level
         if record.task.isdigit():
-            self._scored(record, getattr(record, "seq", 0))
+            try:
+                self._scored(record, getattr(record, "seq", 0))
+            except msgspec.ValidationError as error:
+                raise _unreadable(record, error) from None
 
     def take_fingerprinted(self, store: Store, digests: Mapping[tuple[str, int], AnyDigest],
                            tasks: Sequence[str]) -> None:
@@ -1268,14 +1298,16 @@ class ScopeReading:
         for place in store.iter_payload_field_at(self._scored_seqs(store, scope, places),
                                                  suite=SUITE, scope=scope, field="outcome",
                                                  kind=_ScoredStoredOutcome):
-            read, left_out = _scored_fields_outcome(place.value)
-            reference = self.references.get(place.task)
-            outcome = _sharing_reply(read, reference)
-            evidence = _evidence_of(outcome.reply, left_out, reference)
+            try:
+                read, left_out = _scored_fields_outcome(place.value)
+                reference = self.references.get(place.task)
+                outcome = _sharing_reply(read, reference)
+                evidence = _evidence_of(outcome.reply, left_out, reference)
+                judgment = self._judgment(place.task, outcome, left_out is not None, evidence)
+            except msgspec.ValidationError as error:  # (a candidate is read for its evidence)
+                raise _unreadable(place, error) from None
             self._keep_scored((place.arm, place.task, place.trial), place.seq, outcome,
-                              left_out is not None, evidence,
-                              self._judgment(place.task, outcome, left_out is not None,
-                                             evidence))
+                              left_out is not None, evidence, judgment)
 
     def _reference_fingerprints(self) -> dict[str, tuple[str, Reply]]:
         """Each probe's reference reply (the last `ref_a` record of it, the one `legs`
@@ -1298,7 +1330,11 @@ class ScopeReading:
         """The outcome of `solo[index]`, decoded once."""
         outcome = self.solo_outcomes.get(index)
         if outcome is None:
-            outcome = self.solo_outcomes[index] = _outcome(self.solo[index][1])
+            seq, record = self.solo[index]
+            try:
+                outcome = self.solo_outcomes[index] = _outcome(record)
+            except msgspec.ValidationError as error:
+                raise _unreadable(record, error, seq) from None
         return outcome
 
     def _scored(self, record: StoredRequest, seq: int) -> RequestOutcome:
@@ -1431,7 +1467,10 @@ class ScopeReading:
                 wanted.setdefault(seq, []).append((index, cell))
         if wanted:
             for summary in _stored_requests(store, str(self.config["scope"]), sorted(wanted)):
-                reply = _logged_reply(summary.payload["outcome"])
+                try:
+                    reply = _logged_reply(summary.payload["outcome"])
+                except msgspec.ValidationError as error:
+                    raise _unreadable(summary, error) from None
                 if reply is None:
                     continue  # the cell keeps the point it was scored with
                 taken: dict[int, scoring.DivergenceEvidence] = {}  # by probe
@@ -1782,7 +1821,11 @@ def _listed_cells(store: Store, reading: ScopeReading, result: scoring.Score, le
         latest[(leg, repeat, task)] = max(seq, latest.get((leg, repeat, task), seq))
     for summary in _stored_requests(store, scope, sorted(latest.values())):
         index, probe = counted[(summary.arm, summary.trial, summary.task)]
-        cells.append(scoring.rung_cell(legs, index, probe, _outcome(summary)))
+        try:
+            outcome = _outcome(summary)
+        except msgspec.ValidationError as error:
+            raise _unreadable(summary, error) from None
+        cells.append(scoring.rung_cell(legs, index, probe, outcome))
     position = {(rung.label, rung.repeat): index for index, rung in enumerate(legs.rungs)}
     after = len(legs.rungs)
     return sorted(cells, key=lambda cell: (cell.probe, -1 if cell.leg == scoring.REFERENCE_LEG
@@ -1894,11 +1937,14 @@ def build_report(store: Store, run_id: str, *, digests: bool = True,
     # outcomes and cells set off full collections that walk them all, for nothing
     with paused_cycle_collector():
         try:
-            return _built(store, run_id, digests, kept, [], recount=not digests)
-        except _DigestDisagrees as disagreement:
-            return _built(store, run_id, False, (), [
-                f"{disagreement} read from its records differs from its digest in the "
-                "run's end: the report is read from the records alone"])
+            try:
+                return _built(store, run_id, digests, kept, [], recount=not digests)
+            except _DigestDisagrees as disagreement:
+                return _built(store, run_id, False, (), [
+                    f"{disagreement} read from its records differs from its digest in the "
+                    "run's end: the report is read from the records alone"])
+        except UnreadableOutcome as unreadable:
+            raise CorruptStore(f"store {store.location}: {unreadable}") from None
 
 
 def _built(store: Store, run_id: str, digests: bool, kept: Iterable[RungDigest],

@@ -525,3 +525,58 @@ def test_a_solo_reference_read_after_judged_replies_makes_the_classes_stale():
     whole = report_module.read_scope(moved, config, judging=False)
     assert not whole.stale and scoring.score(whole.legs()).compared > 0
     assert not report_module.read_scope(records, config).stale
+
+
+_MALFORMED = {  # where in a scored reply's stored outcome, and what the driver never writes
+    "logprobs not a list": ("token_logprobs", "garbage"),
+    "a token not text": ("token_logprobs", [{"token": 5, "logprob": -1.0}]),
+    "a logprob not a number": ("token_logprobs", [{"token": "a", "logprob": "x"}]),
+    "candidates not a list": ("token_logprobs", [{"token": "a", "logprob": -1.0, "top": "zz"}]),
+    "a candidate not text": ("token_logprobs",
+                             [{"token": "a", "logprob": -1.0, "top": [{"token": 1}]}]),
+    "text not text": ("text", 12),
+}
+
+
+@pytest.mark.parametrize("digests", [True, False])
+@pytest.mark.parametrize("malformed", sorted(_MALFORMED))
+def test_a_scored_outcome_this_version_cannot_read_is_named_in_one_line(
+        tmp_path, malformed, digests):
+    """A scored record whose stored outcome is not of the driver's shape fails the
+    report with one line naming the store and the record (its number and address),
+    wherever it is read: through its rung's digest or record by record."""
+    from unittest import mock
+
+    from benchwarden.core.store import CorruptStore
+
+    field_name, value = _MALFORMED[malformed]
+    original_records, original_digest_of = _rung_records, digest_of
+    good: dict[int, list[Record]] = {}
+
+    def rung_records(plan, run_id, index, kinds):
+        records = original_records(plan, run_id, index, kinds)
+        good[id(records)] = list(records)
+        if index == 0:  # probe 1's own request of the first rung
+            stored = json.loads(msgspec.json.encode(records[1].payload["outcome"]))
+            stored["reply"][field_name] = value
+            records[1] = dataclasses.replace(records[1],
+                                             payload={**records[1].payload, "outcome": stored})
+        return records
+
+    def digests_of_good(records):  # the driver counts what it wrote, which this is not
+        return original_digest_of(good.get(id(records), records))
+
+    path = tmp_path / "store.sqlite"
+    with SQLiteStore(str(path)) as store, \
+            mock.patch(f"{__name__}._rung_records", rung_records), \
+            mock.patch(f"{__name__}.digest_of", digests_of_good):
+        run_id = write_run(store, [["lp_diverged", "lp_diverged", "ok"], ["lp_ok", "lp_ok"]],
+                           None, (True, True))
+        seq = next(record.seq for record in store.iter_record_summaries(suite=SUITE,
+                                                                          scope=run_id)
+                   if (record.arm, record.task, record.trial) == ("c2", "1", 1))
+        with pytest.raises(CorruptStore) as caught:
+            build_report(store, run_id, digests=digests)
+    message = str(caught.value)
+    assert "\n" not in message and str(path) in message
+    assert f"record {seq} (c2, task 1, repeat 1)" in message and "cannot read" in message
