@@ -54,8 +54,8 @@ cache of stores built with older digests (the benches') is not taken for one bui
 with these."""
 
 
-class RungDigest(msgspec.Struct, frozen=True, kw_only=True):
-    """What a report reads of one rung's requests beyond its scored ones."""
+class _RungCounts(msgspec.Struct, frozen=True, kw_only=True):
+    """A digest's counts: what `RungDigest` and `StoredRungDigest` both hold."""
 
     leg: str
     """The rung's label (`c64`)."""
@@ -77,15 +77,29 @@ class RungDigest(msgspec.Struct, frozen=True, kw_only=True):
     """The rung's concurrency level as its first request with one stored it (a
     `--bisect` run's levels are read from its rungs); None in a digest written before
     reply fingerprints."""
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.leg, self.repeat)
+
+    def fidelity(self, label: str, concurrency: int, repeat: int) -> RungFidelity:
+        """The rung's fidelity as the report's full pass counts it (`RungTally.fidelity`
+        over the same requests), from the digest's numbers."""
+        failures = tuple(sorted(self.failures, key=lambda item: (-item[1], item[0])))
+        skew = (None if self.first_send is None or self.last_send is None
+                else (self.last_send - self.first_send) * 1000.0)
+        return RungFidelity(label, concurrency, repeat, self.sent, self.peak_in_flight, skew,
+                            sum(count for _, count in failures), failures)
+
+
+class RungDigest(_RungCounts, frozen=True, kw_only=True):
+    """What a report reads of one rung's requests beyond its scored ones."""
+
     scored_replies: list[tuple[str, str]] | None = None
     """`(task, fingerprint of the compared part of its reply)` of each scored request (a
     probe's own) that was `ok`, in the rung's order; a task the rung holds more than
     once is left out. None in a digest written before fingerprints (every scored
     request is then read)."""
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return (self.leg, self.repeat)
 
     @property
     def fingerprinted(self) -> bool:
@@ -105,57 +119,22 @@ class RungDigest(msgspec.Struct, frozen=True, kw_only=True):
             recounted = msgspec.structs.replace(recounted, level=None, scored_replies=None)
         return recounted == self
 
-    def fidelity(self, label: str, concurrency: int, repeat: int) -> RungFidelity:
-        """The rung's fidelity as the report's full pass counts it (`RungTally.fidelity`
-        over the same requests), from the digest's numbers."""
-        return _fidelity(self, label, concurrency, repeat)
-
-
-def _fidelity(digest: RungDigest | StoredRungDigest, label: str, concurrency: int,
-              repeat: int) -> RungFidelity:
-    failures = tuple(sorted(digest.failures, key=lambda item: (-item[1], item[0])))
-    skew = (None if digest.first_send is None or digest.last_send is None
-            else (digest.last_send - digest.first_send) * 1000.0)
-    return RungFidelity(label, concurrency, repeat, digest.sent, digest.peak_in_flight, skew,
-                        sum(count for _, count in failures), failures)
 
 
 _NO_CLAIMS = msgspec.Raw(b"null")
 _claims_decoder = msgspec.json.Decoder(list[tuple[str, str]] | None)
 
 
-class StoredRungDigest(msgspec.Struct, frozen=True, kw_only=True):
+class StoredRungDigest(_RungCounts, frozen=True, kw_only=True):
     """A rung digest as a report reads it back from a run end (`stored_digests_in`):
-    `RungDigest`'s fields, its fingerprints (`scored_replies`) kept as their stored JSON
+    `RungDigest`'s counts, its fingerprints (`scored_replies`) kept as their stored JSON
     until asked for (`claims`), each read once. A soak of tiny rungs stores 187,000
     digests at a million records; their fingerprints decoded were 140 MB a report held
     from the first rung to the last."""
 
-    leg: str
-    """As `RungDigest.leg`."""
-    repeat: int
-    """As `RungDigest.repeat`."""
-    sent: int
-    """As `RungDigest.sent`."""
-    peak_in_flight: int
-    """As `RungDigest.peak_in_flight`."""
-    first_send: float | None
-    """As `RungDigest.first_send`."""
-    last_send: float | None
-    """As `RungDigest.last_send`."""
-    failures: list[tuple[str, int]]
-    """As `RungDigest.failures`."""
-    statuses: list[tuple[str, int]]
-    """As `RungDigest.statuses`."""
-    level: int | None = None
-    """As `RungDigest.level`."""
     stored_claims: msgspec.Raw = msgspec.field(name="scored_replies", default=_NO_CLAIMS)
     """`RungDigest.scored_replies` as stored (`null`: none, a digest written before
     fingerprints), checked to decode when read back (`stored_digests_in`)."""
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return (self.leg, self.repeat)
 
     @property
     def fingerprinted(self) -> bool:
@@ -177,10 +156,6 @@ class StoredRungDigest(msgspec.Struct, frozen=True, kw_only=True):
     def agrees_with(self, recounted: RungDigest) -> bool:
         """As `RungDigest.agrees_with`."""
         return self.whole().agrees_with(recounted)
-
-    def fidelity(self, label: str, concurrency: int, repeat: int) -> RungFidelity:
-        """As `RungDigest.fidelity`."""
-        return _fidelity(self, label, concurrency, repeat)
 
 
 AnyDigest = RungDigest | StoredRungDigest
