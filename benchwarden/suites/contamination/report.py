@@ -12,14 +12,20 @@ its fidelity and its requests by status, written by the driver) is counted from 
 digest and its scored requests alone, and of those only the ones whose reply the digest
 does not fingerprint as their probe's reference's are read (docs/decisions/0006: a
 reply with its reference's stored bytes is that reply); its other requests are read only
-if it is listed, and then recounted against the digest. A scored reply is first read
-without its token logprobs; the cells whose divergence is classified are read back
-whole (`ScopeReading.restore`).
+if it is listed, and then recounted against the digest. A scored reply is read once:
+classified as it is read, once its probe's reference is settled, and kept as its class
+alone (`scoring.Judged`: its token logprobs and text let go, its cell counted, not held);
+the listed rungs' cells are made again from their records (`_listed_cells`). A reply
+that cannot be classified as read (no reference yet) is kept without its token
+logprobs, its divergence taken from the evidence read with it or from its record read
+again (`ScopeReading.restored_divergences`).
 Nothing here talks to a server, so `benchwarden show RUN` works with the server gone.
 The terminal view (`terminal.render_terminal`) and the page (`html.render_html`) only
 format this object.
 
 Invariants:
+- Memory is bounded by the rungs and the probes, not by the records nor the scored
+  replies: a few values per scored request (its class), none of its reply.
 - Bounded by what it lists, not by the records (`shown`): at most `shown.RUNG_LIMIT`
   rungs (those needing attention first) with their cells, and `shown.LANE_LIMIT`
   requests of each; the score, every listed rung's fidelity and the verdict are
@@ -1690,9 +1696,9 @@ def _rung_read_whole(store: Store, reading: ScopeReading,
 
 
 def legs_from_records(records: Iterable[StoredRequest], config: Mapping[str, Any]) -> Legs:
-    """Rebuild the scoring input from stored records and the run's configuration (records
-    read typed, `PAYLOAD_TYPES`, give scored replies without their token logprobs: see
-    `ScopeReading.restore`)."""
+    """Rebuild the scoring input from stored records and the run's configuration (a
+    scored reply classified as it was read comes as `scoring.Judged`: see
+    `ScopeReading.judging`)."""
     return read_scope(records, config).legs()
 
 

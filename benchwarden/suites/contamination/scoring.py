@@ -46,6 +46,9 @@ Why it is shaped this way:
 Invariants:
 - Each cell increments exactly one class counter (identical, diverged, contaminated,
   persistent, alone_unstable, unmeasured).
+- A rung reply classified before the score (`Judged`, a reader's way to hold a huge
+  soak) counts exactly as its outcome would, and `rung_cell` makes the very cell the
+  score would have held.
 - The verdict passes only when at least one cell was compared and every compared cell
   is `Identical`; "nothing measured" is a fail.
 """
