@@ -580,3 +580,33 @@ def test_a_scored_outcome_this_version_cannot_read_is_named_in_one_line(
     message = str(caught.value)
     assert "\n" not in message and str(path) in message
     assert f"record {seq} (c2, task 1, repeat 1)" in message and "cannot read" in message
+
+
+def test_a_stale_reading_is_read_again_without_classifying_as_read(tmp_path):
+    """When the first reading is stale (a reference read after replies were classified
+    against another), the report reads the scope again, classifying in the score, and
+    is the report the first reading would have given, its warnings said once."""
+    from unittest import mock
+
+    from benchwarden.suites.contamination import report as report_module
+
+    readings = []
+    original = report_module._scope_reading
+
+    def staled(*args, **kwargs):
+        found = original(*args, **kwargs)
+        if kwargs["judging"]:
+            found.stale = True  # as a late reference would make it
+        readings.append(kwargs["judging"])
+        return found
+
+    store, run_id = _store_with_end(  # a digest that miscounts its rung: one warning
+        lambda true: [msgspec.structs.replace(true[0], sent=true[0].sent + 1), *true[1:]],
+        tmp_path)
+    with store:
+        expected = build_report(store, run_id)
+        with mock.patch.object(report_module, "_scope_reading", staled):
+            again = build_report(store, run_id)
+    assert readings == [True, False]
+    _same(again, expected)
+    assert len([w for w in again.warnings if "summarises" in w]) == 1
