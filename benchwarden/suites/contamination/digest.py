@@ -188,13 +188,6 @@ def digest_from(leg: str, repeat: int, tally: RungTally,
 def digests_in(summary: Mapping[str, Any]) -> list[RungDigest]:
     """The rung digests of a run end's summary ([] when it holds none, or holds them in
     a shape this version does not read: the records are read instead)."""
-    if isinstance(summary, RunSummary):  # read back from a store: decoded straight
-        if SUMMARY_KEY not in summary:
-            return []
-        try:
-            return summary.typed(SUMMARY_KEY, list[RungDigest])  # type: ignore[no-any-return]
-        except msgspec.ValidationError:  # (not a list, or not of digests)
-            return []
     stored = summary.get(SUMMARY_KEY)
     if not isinstance(stored, list):
         return []

@@ -833,7 +833,7 @@ class UnreadableOutcome(ValueError):
 
 def _unreadable(record: Any, error: Exception, seq: int | None = None) -> UnreadableOutcome:
     """`UnreadableOutcome` of a record or a payload field read alone."""
-    return UnreadableOutcome(getattr(record, "seq", seq) if seq is None else seq,
+    return UnreadableOutcome(seq if seq is not None else getattr(record, "seq", None),
                              str(record.arm), str(record.task), int(record.trial), error)
 
 
@@ -1140,10 +1140,10 @@ class ScopeReading:
             self.bisect_levels[arm] = level
         if arm in SOLO_LEGS:
             self.solo.append((seq, record))
-            if arm == "ref_a" and record.trial == 1:
-                self.references[task] = self._solo_outcome(len(self.solo) - 1).reply
             if arm in ("ref_a", "ref_b") and record.trial == 1:
                 self.solo_last[(arm, task)] = len(self.solo) - 1
+                if arm == "ref_a":
+                    self.references[task] = self._solo_outcome(len(self.solo) - 1).reply
                 self.settled.pop(task, None)
                 self.stale = self.stale or task in self.judged_tasks
             return
@@ -1319,12 +1319,10 @@ class ScopeReading:
         """Each probe's reference reply (the last `ref_a` record of it, the one `legs`
         gives the scoring) with its fingerprint, by task; a probe whose reference was not
         ok has none."""
-        last: dict[str, int] = {}
-        for index, (_, record) in enumerate(self.solo):
-            if record.arm == "ref_a" and record.trial == 1:
-                last[record.task] = index
         found: dict[str, tuple[str, Reply]] = {}
-        for task, index in last.items():
+        for (leg, task), index in self.solo_last.items():
+            if leg != "ref_a":
+                continue
             record = self.solo[index][1]
             reply = self._solo_outcome(index).reply
             printed = reply_fingerprint(record)

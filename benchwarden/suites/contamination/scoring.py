@@ -954,14 +954,10 @@ def _references_divergence(reference: Reply | CellClass, legs: Legs,
 
 
 # -- bisect -------------------------------------------------------------------------------
-def rung_diverges(cells: Sequence[Cell]) -> bool | None:
-    """Whether one rung's cells show a divergence (diverged or contaminated), None when
-    the rung could not be measured (its cells are unmeasured and none diverged)."""
-    return kinds_diverge({cell.result.kind for cell in cells})
-
-
 def kinds_diverge(kinds: Collection[str]) -> bool | None:
-    """`rung_diverges` of cells of these kinds."""
+    """Whether one rung's cells, of these kinds, show a divergence (diverged or
+    contaminated), None when the rung could not be measured (its cells are unmeasured
+    and none diverged)."""
     if set(kinds) & {Diverged.kind, Contaminated.kind}:
         return True
     if Unmeasured.kind in kinds:

@@ -307,9 +307,9 @@ def test_an_unmeasured_rung_stops_the_bisect():
 
 
 def test_a_rung_diverges_when_any_probe_diverged_or_leaked():
-    def cell(result):
-        return scoring.Cell(0, "c2", 1, result)
-    assert scoring.rung_diverges([cell(scoring.Identical())]) is False
-    assert scoring.rung_diverges([cell(scoring.Identical()), cell(scoring.Diverged(3, ""))])
-    assert scoring.rung_diverges([cell(scoring.Contaminated("X"))])
-    assert scoring.rung_diverges([cell(scoring.Unmeasured("failed"))]) is None
+    def rung_diverges(results):
+        return scoring.kinds_diverge({result.kind for result in results})
+    assert rung_diverges([scoring.Identical()]) is False
+    assert rung_diverges([scoring.Identical(), scoring.Diverged(3, "")])
+    assert rung_diverges([scoring.Contaminated("X")])
+    assert rung_diverges([scoring.Unmeasured("failed")]) is None
