@@ -61,6 +61,7 @@ import sys
 import threading
 import time
 import typing
+import weakref
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
@@ -161,9 +162,9 @@ class _StoredRunEnd(msgspec.Struct):
 _run_end_decoder = msgspec.json.Decoder(_StoredRunEnd)
 SHARED_END_BYTES = 64 * 1024
 """A run end at least this long (a contamination soak's rung digests: megabytes) is
-decoded once per store object and shared (`Store._run_end`)."""
+decoded once per store object while a reader holds it, and shared (`Store._run_end`)."""
 SHARED_ENDS = 4
-"""How many such ends a store object keeps decoded."""
+"""How many such ends a store object keeps decoded at most."""
 # a JSON object's fields left undecoded (`runs_with_config` decodes the few it keeps)
 _raw_fields = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
@@ -1723,13 +1724,15 @@ class Store(ABC):
     def _run_end(self, body: bytes, seq: int | None = None) -> RunEnd:
         """A run end decoded from its body (`seq`: the entry, named if it does not decode;
         None: the decoder's error is the caller's to explain). A long end is decoded once
-        per store object: the last `SHARED_ENDS` are kept by their bytes, and a reader of
-        the same bytes gets the same object (`show --latest`, the report and its digest
-        reading each read the one end). An end is never changed once written, and no
-        reader changes a decoded one."""
-        kept: dict[bytes, RunEnd] | None = (
-            self.__dict__.setdefault("_decoded_ends", {}) if len(body) >= SHARED_END_BYTES
-            else None)
+        while a reader holds it: up to `SHARED_ENDS` are kept by their bytes, and a reader
+        of the same bytes gets the same object (a report and its digest reading read the
+        one end). Kept weakly: an end no reader holds is let go with its bytes (a soak of
+        rungs of two has a 133 MB end, which a report had held to its last line for a
+        reader long done with it). An end is never changed once written, and no reader
+        changes a decoded one."""
+        kept: weakref.WeakValueDictionary[bytes, RunEnd] | None = (
+            self.__dict__.setdefault("_decoded_ends", weakref.WeakValueDictionary())
+            if len(body) >= SHARED_END_BYTES else None)
         found = kept.get(body) if kept is not None else None
         if found is None:
             stored = (_run_end_decoder.decode(body) if seq is None

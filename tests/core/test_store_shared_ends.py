@@ -60,10 +60,32 @@ def test_the_kept_ends_are_bounded_and_each_read_is_its_own_run(backend):  # noq
     with backend.open() as store:
         run_ids = [_ended_run(store, 2 * store_module.SHARED_END_BYTES + 64 * index)
                    for index in range(store_module.SHARED_ENDS + 3)]
+        held = []
         for run_id in run_ids:
             end = store.run_info(run_id).end
             assert end is not None and end.run_id == run_id
+            held.append(end)
         assert len(store.__dict__["_decoded_ends"]) == store_module.SHARED_ENDS
+
+
+def test_an_end_no_reader_holds_is_let_go_with_its_bytes(backend):  # noqa: F811
+    """A report long done with its run's end (its digests read) must not keep the end's
+    stored bytes to its last line: a soak of rungs of two has a 133 MB end."""
+    import gc
+    import weakref
+
+    with backend.open() as store:
+        run_id = _ended_run(store, 2 * store_module.SHARED_END_BYTES)
+        end = store.run_info(run_id).end
+        assert end is not None
+        let_go = weakref.ref(end)
+        assert store.run_info(run_id).end is end  # shared while held
+        del end
+        gc.collect()
+        assert let_go() is None
+        assert len(store.__dict__["_decoded_ends"]) == 0
+        again = store.run_info(run_id).end  # read again, the same end
+        assert again is not None and again.run_id == run_id and len(again.summary["rungs"]) > 1000
 
 
 def test_a_long_end_that_does_not_decode_names_its_entry(tmp_path):

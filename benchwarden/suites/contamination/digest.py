@@ -149,8 +149,8 @@ class StoredRungDigest(_RungCounts, frozen=True, kw_only=True):
         """The digest with its fingerprints decoded."""
         return RungDigest(leg=self.leg, repeat=self.repeat, sent=self.sent,
                           peak_in_flight=self.peak_in_flight, first_send=self.first_send,
-                          last_send=self.last_send, failures=self.failures,
-                          statuses=self.statuses, level=self.level,
+                          last_send=self.last_send, failures=list(self.failures),
+                          statuses=list(self.statuses), level=self.level,
                           scored_replies=_claims_decoder.decode(self.stored_claims))
 
     def agrees_with(self, recounted: RungDigest) -> bool:
@@ -211,7 +211,25 @@ def stored_digests_in(summary: Mapping[str, Any]) -> list[AnyDigest]:
             _claims_decoder.decode(digest.stored_claims)
     except msgspec.ValidationError:  # (not a list, or not of digests)
         return []
-    return list(found)
+    return _held_compactly(found)
+
+
+def _held_compactly(digests: list[StoredRungDigest]) -> list[AnyDigest]:
+    """The digests with equal labels, failures and statuses one object each (a digest is
+    frozen, and nothing changes its lists), and each one's fingerprints copied out of
+    the run end's stored bytes, which they would otherwise keep whole: a soak of rungs
+    of two holds half a million digests, 550 bytes each as decoded, and a 125 MB end."""
+    held: dict[Any, Any] = {}
+
+    def once(value: Any, key: Any) -> Any:
+        return held.setdefault(key, value)
+
+    return [msgspec.structs.replace(
+        digest, leg=once(digest.leg, digest.leg),
+        failures=once(digest.failures, ("failures", *digest.failures)),
+        statuses=once(digest.statuses, ("statuses", *digest.statuses)),
+        stored_claims=msgspec.Raw(bytes(digest.stored_claims)))
+        for digest in digests]
 
 
 def as_summary(digests: Iterable[RungDigest]) -> list[dict[str, Any]]:

@@ -59,7 +59,7 @@ import sys
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any, Protocol
 
@@ -413,20 +413,24 @@ class ContaminationReport(msgspec.Struct, frozen=True, kw_only=True):
         return msgspec.structs.replace(self, run=block, store_head=head)
 
 
-def _rung_choice(rungs: list[tuple[tuple[str, int], int | None, str]],
-                 kinds: Mapping[tuple[str, int], Collection[str]],
+def _rung_choice(rungs: Iterable[tuple[Collection[str], int | None, str]],
                  ) -> tuple[list[int], dict[str, Any]]:
     """The one rule a new report and a cut-down old one list rungs by: `rungs` as
-    `((label, repeat), requests failed, state)` in the order run, `kinds` the kinds of
-    each rung's cells by its rung. Returns the indexes of the rungs to list (`shown`)
-    and, when some are left out, `rungs_total` and `rungs_left_out` (counted by state)."""
-    chosen = shown.chosen_rungs([shown.rung_rank(set(kinds.get(key, ())), failed, state)
-                                 for key, failed, state in rungs])
-    if len(chosen) == len(rungs):
+    `(kinds of its cells, requests failed, state)` in the order run. Returns the indexes
+    of the rungs to list (`shown`) and, when some are left out, `rungs_total` and
+    `rungs_left_out` (counted by state). Holds a rank and a state a rung (a soak of
+    rungs of two has half a million)."""
+    ranks: list[int] = []
+    states: list[str] = []
+    for kinds, failed, state in rungs:
+        ranks.append(shown.rung_rank(kinds, failed, state))
+        states.append(state)
+    chosen = shown.chosen_rungs(ranks)
+    if len(chosen) == len(ranks):
         return chosen, {}
     listed = set(chosen)
-    left = Counter(state for index, (_, _, state) in enumerate(rungs) if index not in listed)
-    return chosen, {"rungs_total": len(rungs),
+    left = Counter(state for index, state in enumerate(states) if index not in listed)
+    return chosen, {"rungs_total": len(ranks),
                     "rungs_left_out": {state: left[state] for state in STATE_ORDER
                                        if left[state]}}
 
@@ -446,8 +450,8 @@ def within_caps(report: ContaminationReport) -> ContaminationReport:
         if cell.level is not None:
             kinds[(cell.leg, cell.repeat)].add(cell.kind)
     chosen, left_out = _rung_choice(
-        [((rung.label, rung.repeat), rung.requests_failed, rung.state) for rung in report.rungs],
-        kinds)
+        (kinds.get((rung.label, rung.repeat), ()), rung.requests_failed, rung.state)
+        for rung in report.rungs)
     listed = {(report.rungs[index].label, report.rungs[index].repeat) for index in chosen}
     chosen_set = set(chosen)
     lanes: dict[tuple[str, int], list[shown.Lane]] = defaultdict(list)
@@ -952,23 +956,32 @@ class _RungRequests:
     """1 where a cell is classified from the request (a probe's own), else 0."""
     failed: bytearray = field(default_factory=bytearray)
     """1 where the request failed (as the rung's fidelity counts it), else 0."""
-    digest: AnyDigest | None = None
-    """The rung's digest when it was read from one (`ScopeReading.take_digest`): then
-    the tally is the digest's and no request is kept (read back if the rung is listed)."""
     scored_replies: list[tuple[str, str | None]] = field(default_factory=list)
     """`(task, reply_fingerprint)` of each scored request, in the order read: kept only
     by a reading that digests its rungs (`ScopeReading.fingerprints`)."""
 
     def fidelity(self, label: str, concurrency: int, repeat: int) -> RungFidelity:
-        """The rung's fidelity: its digest's when taken from one, else its tally's."""
-        if self.digest is not None:
-            return self.digest.fidelity(label, concurrency, repeat)
+        """The rung's fidelity, from its tally."""
         return self.tally.fidelity(label, concurrency, repeat)
 
     def lanes(self) -> list[shown.Lane]:
         return [shown.Lane(seq, slot, bool(scored), bool(failed))
                 for seq, slot, scored, failed in zip(self.seqs, self.slots, self.scored,
                                                      self.failed, strict=True)]
+
+
+@dataclass(frozen=True, slots=True)
+class _DigestedRung:
+    """A rung taken from its digest (`ScopeReading.take_digest`): the digest counts its
+    requests, so nothing of them is kept (they are read back if the rung is listed). Its
+    own small object, not a `_RungRequests` with empty counts: a soak of rungs of two
+    has half a million rungs, and those empty counts were 700 bytes each."""
+
+    digest: AnyDigest
+
+    def fidelity(self, label: str, concurrency: int, repeat: int) -> RungFidelity:
+        """The rung's fidelity as its digest counts it."""
+        return self.digest.fidelity(label, concurrency, repeat)
 
 
 _SOME_REPLY = Reply(reasoning="", text="", tool_calls=(), finish_reason=None,
@@ -1066,8 +1079,8 @@ class ScopeReading:
     """The run's stored configuration (probes, rungs, repeat, bisect)."""
     solo: list[tuple[int, StoredRequest]] = field(default_factory=list)
     """The solo legs' records whole, with their sequence numbers."""
-    rungs: dict[tuple[str, int], _RungRequests] = field(default_factory=dict)
-    """Each rung's requests as kept, by (leg, repeat)."""
+    rungs: dict[tuple[str, int], _RungRequests | _DigestedRung] = field(default_factory=dict)
+    """Each rung's requests as kept, or its digest, by (leg, repeat)."""
     scored_outcomes: dict[tuple[str, str, int], RequestOutcome | scoring.Judged] = field(
         default_factory=dict)
     """The outcome of each probe's own request in a rung, by (leg, probe, repeat), or,
@@ -1115,6 +1128,10 @@ class ScopeReading:
     """Whether a solo reference was read after a reply of its probe was classified
     against the one before: the classes are then not the scoring's (`_built` reads the
     scope again without judging)."""
+    judged_once: dict[tuple[str, int | None, str | None, int, int], scoring.Judged] = field(
+        default_factory=dict)
+    """Each distinct class a reply was judged to (`_judgment`), keyed by its values and
+    its reference's identity (the class holds the reference, so the identity stays its)."""
     judging_terms: tuple[list[str], int, float] | None = None
     """The canaries, the completion-token floor and the near-tie threshold, from the
     configuration, once a reply is classified."""
@@ -1151,6 +1168,9 @@ class ScopeReading:
         group = self.rungs.get(key)
         if group is None:
             group = self.rungs[key] = _RungRequests()
+        # a rung taken from its digest has its scored requests read (`add_scored`), never
+        # counted again here
+        assert isinstance(group, _RungRequests), f"rung {arm} #{record.trial} is digested"
         cancel_planned = payload.get("cancel_after_deltas") is not None
         stored = payload["outcome"]
         scored = task.isdigit()  # a probe's own request: a cell is classified from it
@@ -1179,13 +1199,13 @@ class ScopeReading:
             self.bisect_levels[digest.leg] = digest.level
         for status, count in digest.statuses:
             self.statuses[(digest.leg, status)] += count
-        self.rungs[digest.key] = _RungRequests(digest=digest)
+        self.rungs[digest.key] = _DigestedRung(digest)
 
     def rung_digest(self, key: tuple[str, int]) -> RungDigest:
         """The digest of rung `key` as read by `add` (one rung's records read alone: its
         requests by status are the reading's), the driver's and the recount's one rule."""
         group = self.rungs.get(key) or _RungRequests()
-        if group.digest is not None:  # taken from its digest: that is what it counts
+        if isinstance(group, _DigestedRung):  # taken from its digest: what it counts
             digest = group.digest
             return digest.whole() if isinstance(digest, StoredRungDigest) else digest
         return digest_from(key[0], key[1], group.tally,
@@ -1396,9 +1416,13 @@ class ScopeReading:
         found = scoring.judged(reference, outcome, canaries[probe] if probe < len(canaries)
                                else "", canaries, floor, near_tie, reference_form=form,
                                evidence=None if evidence is None else evidence[1])
-        if found is not None:
-            self.judged_tasks.add(task)
-        return found
+        if found is None:
+            return None
+        self.judged_tasks.add(task)
+        # one object per distinct class: a soak that diverges everywhere has a million
+        # judged replies but a few hundred classes (kind, place, divergence, canaries)
+        return self.judged_once.setdefault(
+            (found.kind, found.at, found.divergence, found.foreign, id(found.reference)), found)
 
     def _settled_reference(self, task: str) -> tuple[Reply | scoring.CellClass, str | None]:
         """Probe `task`'s reference as the scoring will take it from the solo references
@@ -1509,8 +1533,9 @@ class ScopeReading:
         rungs = []
         tasks = [str(index) for index in range(probes)]
         outcomes = self.scored_outcomes
+        levels = self.levels  # (made anew each time: its labels too)
         for repetition in range(1, int(config["repeat"]) + 1):
-            for label, level in self.levels.items():
+            for label, level in levels.items():
                 group = self.rungs.get((label, repetition)) or _RungRequests()
                 scored = [outcomes.get((label, task, repetition)) for task in tasks]
                 rungs.append(RungOutcomes(label, level, repetition, scored,
@@ -1682,7 +1707,7 @@ def _rung_read_whole(store: Store, reading: ScopeReading,
     """A digested rung's requests read from the store (it is listed), checked against its
     digest: `_DigestDisagrees` when they differ."""
     group = reading.rungs[key]
-    if group.digest is None:
+    if not isinstance(group, _DigestedRung):
         return group
     scope = str(reading.config["scope"])
     recount = ScopeReading(reading.config, fingerprints=True)
@@ -1690,7 +1715,9 @@ def _rung_read_whole(store: Store, reading: ScopeReading,
         recount.add(summary, summary.seq)
     if not group.digest.agrees_with(recount.rung_digest(key)):
         raise _DigestDisagrees(f"rung {key[0]} #{key[1]}")
-    return recount.rungs.get(key) or _RungRequests()
+    found = recount.rungs.get(key) or _RungRequests()
+    assert isinstance(found, _RungRequests)  # a recount reads records, never digests
+    return found
 
 
 def legs_from_records(records: Iterable[StoredRequest], config: Mapping[str, Any]) -> Legs:
@@ -1852,15 +1879,15 @@ def _listing(store: Store, reading: ScopeReading, result: scoring.Score, legs: L
     read back whole from the store by sequence number, so each is listed in its stored
     form; the scoring never needed them whole."""
     fits = result.fidelity
-    keys = [(fit.label, fit.repeat) for fit in fits]
     chosen, left_out = _rung_choice(
-        [(key, fit.requests_failed, fit.state) for key, fit in zip(keys, fits, strict=True)],
-        dict(zip(keys, result.rung_kinds, strict=True)))
+        (kinds, fit.requests_failed, fit.state)
+        for fit, kinds in zip(fits, result.rung_kinds, strict=True))
     rungs: list[dict[str, Any]] = []
     zeros: dict[tuple[str, Any], float | None] = {}
     wanted: list[int] = []
     for index in chosen:
-        fit, key = fits[index], keys[index]
+        fit = fits[index]
+        key = (fit.label, fit.repeat)
         data = fit.to_json_dict()
         group = reading.rungs.get(key)
         if group is not None:
@@ -1871,10 +1898,10 @@ def _listing(store: Store, reading: ScopeReading, result: scoring.Score, legs: L
                 data["requests_listed"] = len(lanes)
                 zeros[key] = group.tally.first_send
         rungs.append(data)
-    planned = set(keys)
-    for key in list(reading.rungs):
-        if key not in planned:  # a leg the plan does not name (none this suite writes)
-            wanted.extend(_rung_read_whole(store, reading, key).seqs)
+    repeats = int(reading.config["repeat"])
+    for key in [key for key in reading.rungs if key[0] not in levels or not
+                1 <= key[1] <= repeats]:  # a rung the plan does not name (none is written)
+        wanted.extend(_rung_read_whole(store, reading, key).seqs)
     # a solo request read with its reply unparsed (`StoredOutcome`) is listed in its
     # stored form, read back whole like the rest (they are at most four per probe)
     wanted.extend(seq for seq, record in reading.solo
@@ -1966,6 +1993,10 @@ def _built(store: Store, run_id: str, digests: bool, kept: Iterable[RungDigest],
     config_as(store.location, run, StoredConfig, "contamination")
     stored = ({**_stored_digests(store, str(config["scope"])),
                **{digest.key: digest for digest in kept}} if digests else {})
+    # the end's status and time only, its digests read (while it was held: one decoding):
+    # its summary would hold its stored bytes, 133 MB at a million records, to the end
+    end = None if info.end is None else replace(info.end, summary={})
+    del info
     reading = _scope_reading(store, config, stored, notes, judging=True)
     if reading.stale:  # a solo reference read after replies were classified against
         # another (no driver writes one so): classified by the scoring, from the replies
@@ -1985,7 +2016,7 @@ def _built(store: Store, run_id: str, digests: bool, kept: Iterable[RungDigest],
                   for cell in result.cells)
     if missing:
         warnings.append(f"run {run.run_id} did not complete "
-                        f"({info.end.status if info.end else 'no end recorded'}); "
+                        f"({end.status if end else 'no end recorded'}); "
                         f"`benchwarden contamination --resume {run.run_id}` runs what is missing")
     if config.get("logprobs_unavailable"):
         warnings.append(f"token logprobs were asked for but the server refused them "
@@ -2011,7 +2042,7 @@ def _built(store: Store, run_id: str, digests: bool, kept: Iterable[RungDigest],
         "bisect": _bisect_block(config, result),
         **listing,
     }
-    plain = envelope(suite=SUITE, bench_version=BENCH_VERSION, run=run, end=info.end,
+    plain = envelope(suite=SUITE, bench_version=BENCH_VERSION, run=run, end=end,
                      verdict=verdict, body=body, store_head=store_head_block(store))
     try:  # one pass in C: encodes unless a string holds a lone surrogate (almost never)
         msgspec.json.encode(plain)

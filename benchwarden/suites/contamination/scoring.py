@@ -58,6 +58,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from typing import Any, ClassVar, Protocol
 
 from benchwarden.core.verdicts import Verdict, one_line
@@ -773,7 +774,9 @@ def score(legs: Legs) -> Score:
     canaries = list(legs.canaries)
     fidelity = tuple(_fidelity_of(rung) for rung in legs.rungs)
     unmeasured = [fit.unmeasured_reason for fit in fidelity]  # once a rung, not a cell
-    rung_kinds: list[set[str]] = [set() for _ in legs.rungs]
+    # each rung's kinds as bits over CLASS_NAMES (a small int, held once by Python), not a
+    # set a rung: a soak of rungs of two has half a million of them
+    rung_kinds = [0] * len(legs.rungs)
     tally = _Tally()
     for probe in range(len(legs.ref_a)):
         own = canaries[probe] if probe < len(canaries) else ""
@@ -783,12 +786,11 @@ def score(legs: Legs) -> Score:
                            _references_divergence(reference, legs, probe)), compared=False)
             continue
         form = canonical(reference)
-        measured: list[tuple[str, int, RungOutcome, bool, str | None]] = [
+        measured: Iterable[tuple[str, int, RungOutcome, bool, str | None]] = chain((
             (rung.label, rung.repeat, rung.scored[probe] if probe < len(rung.scored) else None,
              False, reason)
-            for rung, reason in zip(legs.rungs, unmeasured, strict=False)]
-        measured.append((POST_LEG, 1, legs.post[probe] if probe < len(legs.post) else None,
-                         True, None))
+            for rung, reason in zip(legs.rungs, unmeasured, strict=False)), [
+            (POST_LEG, 1, legs.post[probe] if probe < len(legs.post) else None, True, None)])
         # one reply object classifies alike in every cell of the probe with the same
         # reason to be unmeasured: the report shares one object among the requests whose
         # stored replies are the same bytes (the reference's above all, and a diverged
@@ -804,7 +806,7 @@ def score(legs: Legs) -> Score:
                 kind, at, divergence_kind, foreign = got.in_rung(rung_unmeasured)
                 tally.count(kind, compared=True, at=at, divergence=divergence_kind,
                             reference_tokens=reference.completion_tokens, foreign=foreign)
-                rung_kinds[index].add(kind)
+                rung_kinds[index] |= _KIND_BIT[kind]
                 continue
             reply = got.reply if got is not None and got.error is None else None
             known = (None if reply is None
@@ -821,7 +823,7 @@ def score(legs: Legs) -> Score:
             tally.add(Cell(probe, label, repeat, result, divergence), compared=True,
                       reference_tokens=reference.completion_tokens, foreign=foreign)
             if not persistent_leg:
-                rung_kinds[index].add(result.kind)
+                rung_kinds[index] |= _KIND_BIT[result.kind]
     counts = tally.counts
     return Score(
         prompts=len(legs.ref_a), rungs=len(legs.rungs), compared=tally.compared,
@@ -832,14 +834,26 @@ def score(legs: Legs) -> Score:
         earliest_divergence=tally.earliest, near_tie=tally.divergences[NEAR_TIE],
         substantive=tally.divergences[SUBSTANTIVE],
         unclassified=tally.divergences[UNCLASSIFIED], cells=tuple(tally.cells),
-        fidelity=fidelity, rung_kinds=_held_once(frozenset(kinds) for kinds in rung_kinds))
+        fidelity=fidelity, rung_kinds=_kinds_of(rung_kinds))
 
 
-def _held_once(kinds: Iterable[frozenset[str]]) -> tuple[frozenset[str], ...]:
-    """The rungs' kinds with each distinct set one object (a soak of tiny rungs has a
-    few sets over a hundred thousand rungs)."""
-    distinct: dict[frozenset[str], frozenset[str]] = {}
-    return tuple(distinct.setdefault(found, found) for found in kinds)
+_KIND_BIT = {kind: 1 << index for index, kind in enumerate(CLASS_NAMES)}
+"""Each cell kind's bit in a rung's kinds as `score` gathers them."""
+
+
+def _kinds_of(masks: Iterable[int]) -> tuple[frozenset[str], ...]:
+    """The rungs' kinds from their bits (`_KIND_BIT`), each distinct set one object (a
+    soak of tiny rungs has a few sets over a hundred thousand rungs)."""
+    distinct: dict[int, frozenset[str]] = {}
+
+    def kinds(mask: int) -> frozenset[str]:
+        found = distinct.get(mask)
+        if found is None:
+            found = distinct[mask] = frozenset(
+                kind for kind, bit in _KIND_BIT.items() if mask & bit)
+        return found
+
+    return tuple(map(kinds, masks))
 
 
 def rung_cell(legs: Legs, index: int, probe: int, got: Outcome) -> Cell:

@@ -24,6 +24,7 @@ Invariants:
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -62,7 +63,8 @@ def chosen_rungs(ranks: Sequence[int], limit: int | None = None) -> list[int]:
     limit = RUNG_LIMIT if limit is None else limit
     if len(ranks) <= limit:
         return list(range(len(ranks)))
-    urgent = sorted(range(len(ranks)), key=lambda index: (ranks[index], index))[:limit]
+    # the `limit` smallest held, not every rung sorted (half a million rungs of two)
+    urgent = heapq.nsmallest(limit, range(len(ranks)), key=lambda index: (ranks[index], index))
     return sorted(urgent)
 
 
