@@ -158,6 +158,8 @@ class StoredRungDigest(_RungCounts, frozen=True, kw_only=True):
         return self.whole().agrees_with(recounted)
 
 
+_stored_digest_decoder = msgspec.json.Decoder(StoredRungDigest)
+
 AnyDigest = RungDigest | StoredRungDigest
 """A digest a driver counted, or one read back from a run end."""
 
@@ -205,31 +207,29 @@ def stored_digests_in(summary: Mapping[str, Any]) -> list[AnyDigest]:
         return list(digests_in(summary))
     if SUMMARY_KEY not in summary:
         return []
-    try:
-        found: list[StoredRungDigest] = summary.typed(SUMMARY_KEY, list[StoredRungDigest])
-        for digest in found:
-            _claims_decoder.decode(digest.stored_claims)
-    except msgspec.ValidationError:  # (not a list, or not of digests)
-        return []
-    return _held_compactly(found)
-
-
-def _held_compactly(digests: list[StoredRungDigest]) -> list[AnyDigest]:
-    """The digests with equal labels, failures and statuses one object each (a digest is
-    frozen, and nothing changes its lists), and each one's fingerprints copied out of
-    the run end's stored bytes, which they would otherwise keep whole: a soak of rungs
-    of two holds half a million digests, 550 bytes each as decoded, and a 125 MB end."""
     held: dict[Any, Any] = {}
 
     def once(value: Any, key: Any) -> Any:
         return held.setdefault(key, value)
 
-    return [msgspec.structs.replace(
-        digest, leg=once(digest.leg, digest.leg),
-        failures=once(digest.failures, ("failures", *digest.failures)),
-        statuses=once(digest.statuses, ("statuses", *digest.statuses)),
-        stored_claims=msgspec.Raw(bytes(digest.stored_claims)))
-        for digest in digests]
+    # one digest decoded at a time and kept compactly: equal labels, failures and
+    # statuses one object each (a digest is frozen, and nothing changes its lists), its
+    # fingerprints checked to decode and copied out of the end's stored bytes, which
+    # they would otherwise keep whole. A soak of rungs of two has half a million
+    # digests, 550 bytes each as decoded, in a 133 MB end.
+    found: list[AnyDigest] = []
+    try:
+        for raw in summary.typed(SUMMARY_KEY, list[msgspec.Raw]):
+            digest = _stored_digest_decoder.decode(raw)
+            _claims_decoder.decode(digest.stored_claims)
+            found.append(msgspec.structs.replace(
+                digest, leg=once(digest.leg, digest.leg),
+                failures=once(digest.failures, ("failures", *digest.failures)),
+                statuses=once(digest.statuses, ("statuses", *digest.statuses)),
+                stored_claims=msgspec.Raw(bytes(digest.stored_claims))))
+    except msgspec.ValidationError:  # (not a list, or not of digests)
+        return []
+    return found
 
 
 def as_summary(digests: Iterable[RungDigest]) -> list[dict[str, Any]]:

@@ -97,7 +97,13 @@ from benchwarden.suites.contamination.fidelity import (
     failed_as_recorded,
     failure_kind,
 )
-from benchwarden.suites.contamination.scoring import BENCH_VERSION, Legs, RungOutcomes, rung_label
+from benchwarden.suites.contamination.scoring import (
+    BENCH_VERSION,
+    Legs,
+    RungOutcome,
+    RungOutcomes,
+    rung_label,
+)
 from benchwarden.targets.replies import (
     Candidate,
     Reply,
@@ -959,6 +965,8 @@ class _RungRequests:
     scored_replies: list[tuple[str, str | None]] = field(default_factory=list)
     """`(task, reply_fingerprint)` of each scored request, in the order read: kept only
     by a reading that digests its rungs (`ScopeReading.fingerprints`)."""
+    outcomes: list[RungOutcome] = field(default_factory=list)
+    """Each probe's scored outcome or class, by probe (`_ScoredOutcomes`)."""
 
     def fidelity(self, label: str, concurrency: int, repeat: int) -> RungFidelity:
         """The rung's fidelity, from its tally."""
@@ -978,10 +986,71 @@ class _DigestedRung:
     has half a million rungs, and those empty counts were 700 bytes each."""
 
     digest: AnyDigest
+    outcomes: list[RungOutcome] = field(default_factory=list)
+    """Each probe's scored outcome or class, by probe (`_ScoredOutcomes`)."""
 
     def fidelity(self, label: str, concurrency: int, repeat: int) -> RungFidelity:
         """The rung's fidelity as its digest counts it."""
         return self.digest.fidelity(label, concurrency, repeat)
+
+
+class _ScoredOutcomes:
+    """The scored outcome (or class, `scoring.Judged`) of each probe's own request of a
+    rung, by `(leg, probe, repeat)`: held in its rung's list (`outcomes`, by probe), not
+    in a dict of a key a request. A soak of rungs of two keeps a million of them, and a
+    key and its entry were 140 bytes each. A task that is not a probe of the run as
+    written (`"00"`, a probe past the last) or a rung not read yet is kept aside."""
+
+    def __init__(self, rungs: Mapping[tuple[str, int], _RungRequests | _DigestedRung],
+                 probes: int) -> None:
+        self._rungs = rungs
+        self._probes = probes
+        self._aside: dict[tuple[str, str, int], RungOutcome] = {}
+
+    def _slot(self, key: tuple[str, str, int]) -> tuple[list[RungOutcome], int] | None:
+        leg, task, repeat = key
+        rung = self._rungs.get((leg, repeat))
+        if rung is None or not task.isdecimal() or len(task) > 9 or str(int(task)) != task \
+                or int(task) >= self._probes:
+            return None
+        outcomes = rung.outcomes
+        if not outcomes:
+            outcomes.extend([None] * self._probes)
+        return outcomes, int(task)
+
+    def __setitem__(self, key: tuple[str, str, int], value: RungOutcome) -> None:
+        slot = self._slot(key)
+        if slot is None:
+            self._aside[key] = value
+        else:
+            slot[0][slot[1]] = value
+            if self._aside:  # kept aside before its rung was read: this one replaces it
+                self._aside.pop(key, None)
+
+    def get(self, key: tuple[str, str, int]) -> RungOutcome:
+        slot = self._slot(key)
+        if slot is None:
+            return self._aside.get(key)
+        found = slot[0][slot[1]]
+        return self._aside.get(key) if found is None else found
+
+    def __getitem__(self, key: tuple[str, str, int]) -> RequestOutcome | scoring.Judged:
+        found = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def of_rung(self, leg: str, repeat: int) -> list[RungOutcome]:
+        """The rung's outcomes by probe (None where none was read), as `legs` gives them
+        to the scoring: its own list when nothing of it is aside."""
+        rung = self._rungs.get((leg, repeat))
+        if rung is not None and len(rung.outcomes) == self._probes and not self._aside:
+            return rung.outcomes
+        return [self.get((leg, str(probe), repeat)) for probe in range(self._probes)]
+
+    def __len__(self) -> int:
+        return (sum(found is not None for rung in self._rungs.values()
+                    for found in rung.outcomes) + len(self._aside))
 
 
 _SOME_REPLY = Reply(reasoning="", text="", tool_calls=(), finish_reason=None,
@@ -1081,8 +1150,7 @@ class ScopeReading:
     """The solo legs' records whole, with their sequence numbers."""
     rungs: dict[tuple[str, int], _RungRequests | _DigestedRung] = field(default_factory=dict)
     """Each rung's requests as kept, or its digest, by (leg, repeat)."""
-    scored_outcomes: dict[tuple[str, str, int], RequestOutcome | scoring.Judged] = field(
-        default_factory=dict)
+    scored_outcomes: _ScoredOutcomes = field(init=False)
     """The outcome of each probe's own request in a rung, by (leg, probe, repeat), or,
     when `judging`, its reply classified as it was read (`scoring.Judged`)."""
     statuses: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -1135,6 +1203,9 @@ class ScopeReading:
     judging_terms: tuple[list[str], int, float] | None = None
     """The canaries, the completion-token floor and the near-tie threshold, from the
     configuration, once a reply is classified."""
+
+    def __post_init__(self) -> None:
+        self.scored_outcomes = _ScoredOutcomes(self.rungs, len(self.config.get("probe_set", ())))
 
     def add(self, record: StoredRequest, seq: int = 0) -> None:
         """Count one record; `seq` is its sequence number in the store (to read it back
@@ -1531,13 +1602,12 @@ class ScopeReading:
                     for index in found]
 
         rungs = []
-        tasks = [str(index) for index in range(probes)]
         outcomes = self.scored_outcomes
         levels = self.levels  # (made anew each time: its labels too)
         for repetition in range(1, int(config["repeat"]) + 1):
             for label, level in levels.items():
                 group = self.rungs.get((label, repetition)) or _RungRequests()
-                scored = [outcomes.get((label, task, repetition)) for task in tasks]
+                scored = outcomes.of_rung(label, repetition)
                 rungs.append(RungOutcomes(label, level, repetition, scored,
                                           fidelity=group.fidelity(label, level, repetition)))
         return Legs(ref_a=solo("ref_a"), ref_b=solo("ref_b"), rungs=rungs, post=solo("post"),
@@ -1666,40 +1736,53 @@ def _read_with_digests(store: Store, config: Mapping[str, Any],
             used[key] = digest
     tasks = [str(index) for index in range(len(config["probe_set"]))]
     wanted = store.record_seqs(SUITE, scope, [key for key in counts if key not in used])
+    del counts  # (a count a rung: half a million rungs of two)
     # where each rung begins: its first request (slot 0, probe 0's own, which the driver
     # writes first), one index lookup a rung; a rung without one, and a rung whose
     # digest predates fingerprints (its scored requests are read in place, as they always
-    # were), are looked up by every scored request
-    firsts = {(leg, repeat): seq for seq, leg, repeat, _ in store.record_addresses(
-        SUITE, scope, used, tasks=tasks[:1])}
+    # were), are looked up by every scored request. Each place is (seq, digest), the
+    # earliest of a rung taken (`_take_in_order`): a key a rung made of the rows' own
+    # strings and numbers was 200 bytes a rung
+    places = [(seq, used[(leg, repeat)]) for seq, leg, repeat, _ in store.record_addresses(
+        SUITE, scope, used, tasks=tasks[:1])]
+    placed = {id(digest) for _, digest in places}
     looked_up = {key for key, digest in used.items()
-                 if key not in firsts or not digest.fingerprinted}
+                 if id(digest) not in placed or not digest.fingerprinted}
     for seq, leg, repeat, _ in (store.record_addresses(SUITE, scope, looked_up, tasks=tasks)
                                 if looked_up else ()):
-        key = (leg, repeat)
-        if seq < firsts.get(key, seq + 1):
-            firsts[key] = seq
-        if not used[key].fingerprinted:
+        digest = used[(leg, repeat)]
+        if id(digest) not in placed:
+            places.append((seq, digest))
+        if not digest.fingerprinted:
             wanted.append(seq)
-    places = sorted(firsts.items(), key=lambda item: item[1])
+    places.sort(key=lambda place: place[0])
+    unplaced = [digest for digest in used.values() if id(digest) not in placed]
+    del placed
     reading = ScopeReading(config, judging=judging)
     taken = 0
     for summary in _stored_requests(store, scope, sorted(wanted)):
-        while taken < len(places) and places[taken][1] <= summary.seq:
-            reading.take_digest(used[places[taken][0]])
+        while taken < len(places) and places[taken][0] <= summary.seq:
+            _take_in_order(reading, places[taken][1])
             taken += 1
         if (summary.arm, summary.trial) in used:
             reading.add_scored(summary)
         else:
             reading.add(summary, summary.seq)
-    for key, _ in places[taken:]:
-        reading.take_digest(used[key])
-    for key, digest in used.items():  # a rung with no scored request (none is written)
-        if key not in firsts:
-            reading.take_digest(digest)
+    for _, digest in places[taken:]:
+        _take_in_order(reading, digest)
+    del places
+    for digest in unplaced:  # a rung with no scored request (none is written)
+        reading.take_digest(digest)
     reading.take_fingerprinted(store, {key: digest for key, digest in used.items()
                                        if digest.fingerprinted}, tasks)
     return reading
+
+
+def _take_in_order(reading: ScopeReading, digest: AnyDigest) -> None:
+    """Take a rung's digest at its first place in the store's order (a rung holding more
+    than one first request is taken at the earliest)."""
+    if digest.key not in reading.rungs:
+        reading.take_digest(digest)
 
 
 def _rung_read_whole(store: Store, reading: ScopeReading,
