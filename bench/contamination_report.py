@@ -22,6 +22,7 @@ medians, now against before.
     python bench/contamination_report.py --concurrency 2,4,8,16,32,64,128,256,512 \
         --repeats 10,100                                             # a soak-like ladder
     python bench/contamination_report.py --synthetic 100k,1M --rounds 3 --before /tmp/base
+    python bench/contamination_report.py --synthetic 100k,1M --rungs-of-two --distinct
 
 `--synthetic SIZES` measures synthetic soaks instead of recorded runs: the records of the
 recorded `--repeat 10` run of the soak-like ladder (`SYNTHETIC_LEVELS`), repeated through
@@ -55,7 +56,7 @@ COMMANDS: dict[str, list[str]] = {
     "show_latest": ["show", "--latest", "--store", "{store}", "--json", "{out}/x.json"],
     "report_html": ["report", "--latest", "--store", "{store}", "--html", "{out}/x.html"],
 }
-RUN = ["--probes", "4", "--max-tokens", "24", "--min-completion-tokens", "4", "--seed", "5",
+RUN = ["--max-tokens", "24", "--min-completion-tokens", "4", "--seed", "5",
        "--no-progress"]
 DEFAULT_LEVELS = "64,128"
 SYNTHETIC_LEVELS = "2,4,8,16,32,64,128,256,512"
@@ -72,13 +73,15 @@ divergence of a real engine's copy was unclassified before its tokens were compa
 
 
 def ensure_store(repeat: int, cache: Path, levels: str = DEFAULT_LEVELS,
-                 behaviour: str = "clean") -> Path:
-    """The cached store of one `--repeat REPEAT` run over the concurrency `levels`
-    against the fake server behaving as `behaviour`, recorded first when missing (into
-    a temporary file moved into place, so a stopped build leaves no half store)."""
+                 behaviour: str = "clean", probes: int = 4) -> Path:
+    """The cached store of one `--repeat REPEAT` run over the concurrency `levels` with
+    `probes` probes against the fake server behaving as `behaviour`, recorded first
+    when missing (into a temporary file moved into place, so a stopped build leaves no
+    half store)."""
     ladder = "" if levels == DEFAULT_LEVELS else "-c" + levels.replace(",", "-")
     served = "" if behaviour == "clean" else f"-{behaviour}"
-    store = cache / f"contamination-r{repeat}{ladder}{served}.sqlite"
+    probed = "" if probes == 4 else f"-p{probes}"
+    store = cache / f"contamination-r{repeat}{ladder}{probed}{served}.sqlite"
     if store.exists():
         return store
     sys.path.insert(0, THIS_CHECKOUT)
@@ -89,6 +92,7 @@ def ensure_store(repeat: int, cache: Path, levels: str = DEFAULT_LEVELS,
             done = subprocess.run(
                 [sys.executable, "-m", "benchwarden", "contamination", "--url", server.url,
                  "--repeat", str(repeat), "--concurrency", levels, *RUN,
+                 "--probes", str(probes),
                  "--store", str(partial)],
                 capture_output=True, text=True, env=child_environment(), cwd=NEUTRAL_FOLDER)
         if done.returncode not in (0, 1):
@@ -168,26 +172,29 @@ print(repeats)
 
 
 def ensure_synthetic(size: int, cache: Path, source: Path | None = None,
-                     behaviour: str = "clean", distinct: bool = False) -> Path:
+                     behaviour: str = "clean", distinct: bool = False,
+                     rungs_of_two: bool = False) -> Path:
     """The cached synthetic soak of about `size` records (see the module notes), built
     first when missing from `source`'s latest contamination run (default: the recorded
     `--repeat 10` ladder run against the fake server behaving as `behaviour`), into a
     temporary file moved into place. `distinct`: every copied scored reply made its own
     (its repetition and rung after its text), so none is its reference's or another's:
-    the report reads every scored request."""
+    the report reads every scored request. `rungs_of_two`: the recorded run is one of
+    rungs of two requests, both scored (`--concurrency 2 --probes 2`): the most rungs a
+    million records can hold."""
     sys.path.insert(0, THIS_CHECKOUT)
     from benchwarden.core.store import SCHEMA_VERSION
     from benchwarden.suites.contamination.digest import FORMAT
 
     served = "" if behaviour == "clean" else f"-{behaviour}"
-    shape = (f"c{SYNTHETIC_LEVELS.replace(',', '-')}{served}" if source is None
-             else f"from-{source.stem}") + (DISTINCT if distinct else "")
+    levels, probes = ("2", 2) if rungs_of_two else (SYNTHETIC_LEVELS, 4)
+    shape = (f"c{levels.replace(',', '-')}{'-p2' if rungs_of_two else ''}{served}"
+             if source is None else f"from-{source.stem}") + (DISTINCT if distinct else "")
     store = cache / (f"contamination-synthetic-{size}-{shape}.v{SCHEMA_VERSION}"
                      f".digests{FORMAT}.sqlite")
     if store.exists():
         return store
-    source = source or ensure_store(SYNTHETIC_SOURCE_REPEAT, cache, SYNTHETIC_LEVELS,
-                                    behaviour)
+    source = source or ensure_store(SYNTHETIC_SOURCE_REPEAT, cache, levels, behaviour, probes)
     started = time.perf_counter()
     built: list[str] = []
     built_in_place(store, lambda partial: built.append(child_output(
@@ -249,6 +256,10 @@ def main() -> None:
                         help="with --synthetic: every copied scored reply made its own, so "
                              "none is its reference's or another request's (every scored "
                              "request is read: the worst case)")
+    parser.add_argument("--rungs-of-two", action="store_true",
+                        help="with --synthetic: the recorded run is of rungs of two requests, "
+                             "both scored (--concurrency 2 --probes 2): half a million rungs "
+                             "at a million records, the most a store of that size holds")
     parser.add_argument("--rounds", type=int, default=1,
                         help="measure each command this many times (medians are reported)")
     parser.add_argument("--cache", default=None,
@@ -272,7 +283,7 @@ def main() -> None:
         source = Path(options.synthetic_from).resolve() if options.synthetic_from else None
         points = [(f"synthetic_{size}", f"synthetic {size:>9,}",
                    ensure_synthetic(size, cache, source, options.behaviour,
-                                    options.distinct))
+                                    options.distinct, options.rungs_of_two))
                   for size in sizes]
     else:
         try:
