@@ -1008,13 +1008,21 @@ def bisect_step(low: int, high: int,
 def _problems(result: Score) -> list[str]:
     problems = []
     if result.unmeasured:
-        rungs = result.unmeasured_rungs
-        reasons = list(rungs[:MAX_RUNGS_NAMED])
-        if len(rungs) > MAX_RUNGS_NAMED:  # --repeat can make hundreds: keep the line readable
-            reasons.append(f"and {len(rungs) - MAX_RUNGS_NAMED} more rungs, see the report")
+        # the first few reasons and a count, not every one held (a soak of rungs of two
+        # can have a few hundred thousand rungs unmeasured)
+        reasons: list[str] = []
+        unmeasured_rungs = 0
+        for reason in (fit.unmeasured_reason for fit in result.fidelity):
+            if reason:
+                unmeasured_rungs += 1
+                if len(reasons) < MAX_RUNGS_NAMED:
+                    reasons.append(reason)
+        if unmeasured_rungs > MAX_RUNGS_NAMED:  # --repeat can make hundreds: keep it readable
+            reasons.append(f"and {unmeasured_rungs - MAX_RUNGS_NAMED} more rungs, see the report")
         # a cell of such a rung says exactly its rung's reason, or that + " (this one: ...)"
-        rung_reasons = set(rungs)
-        others = [c for c in result.cells if isinstance(c.result, Unmeasured)
+        held = [c for c in result.cells if isinstance(c.result, Unmeasured)]
+        rung_reasons = set(result.unmeasured_rungs) if held else set()
+        others = [c for c in held if isinstance(c.result, Unmeasured)
                   and c.result.why.partition(" (this one: ")[0] not in rung_reasons]
         if others:  # name one other cause, so the line says what to look at
             first = others[0]

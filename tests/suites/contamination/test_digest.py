@@ -610,3 +610,17 @@ def test_a_stale_reading_is_read_again_without_classifying_as_read(tmp_path):
     assert readings == [True, False]
     _same(again, expected)
     assert len([w for w in again.warnings if "summarises" in w]) == 1
+
+
+@pytest.mark.parametrize("leg, repeat", [("c8", 7), ("ref_a", 1)])
+def test_read_from_every_record_a_digest_of_no_rung_read_is_named(tmp_path, leg, repeat):
+    """The recount compares each rung once its last record is read; a digest of a rung
+    the store holds no record of (or of a solo leg, which has no digest) never meets
+    one, and is named all the same."""
+    store, run_id = _store_with_end(
+        lambda true: [*true, msgspec.structs.replace(true[0], leg=leg, repeat=repeat)],
+        tmp_path)
+    with store:
+        whole = build_report(store, run_id, digests=False)
+    assert [w for w in whole.warnings if "differs from its digest" in w] == [
+        f"rung {leg} #{repeat} read from its records differs from its digest in the run's end"]

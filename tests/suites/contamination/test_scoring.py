@@ -426,3 +426,44 @@ def test_a_failed_or_short_reply_is_not_classified_as_read(kind):
     """Its class in a rung that could not be compared needs the rung's reason: kept."""
     got = failed() if kind == "error" else good(0, tokens=3)
     assert judged(REFS[0].reply, got, CANARIES[0], CANARIES[:2], FLOOR, 0.5) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(unmeasured=st.lists(st.booleans(), max_size=30), held=st.lists(
+    st.tuples(st.integers(0, 29), st.booleans()), max_size=6))
+def test_the_verdict_names_the_first_unmeasured_rungs_and_one_other_cause(unmeasured, held):
+    """The unmeasured line names the first `MAX_RUNGS_NAMED` rungs that could not be
+    compared, counts the rest, and names one held cell unmeasured for a cause that is
+    not its rung's: counted in one pass, not every reason held (a soak of rungs of two
+    has hundreds of thousands)."""
+    from benchwarden.suites.contamination.fidelity import RungFidelity
+    from benchwarden.suites.contamination.scoring import MAX_RUNGS_NAMED, Cell, Score
+
+    fidelity = tuple(RungFidelity("c2", 2, repeat + 1, 2, 1 if alone else 2, 0.1)
+                     for repeat, alone in enumerate(unmeasured))
+    reasons = [fit.unmeasured_reason for fit in fidelity if fit.unmeasured_reason]
+    cells = []
+    for index, own_rung in held:
+        if index >= len(fidelity):
+            continue
+        fit = fidelity[index]
+        why = (fit.unmeasured_reason if own_rung and fit.unmeasured_reason
+               else f"probe failed in rung {index}")
+        cells.append(Cell(0, "c2", fit.repeat, Unmeasured(why)))
+    result = Score(unmeasured=len(cells) + len(reasons), fidelity=fidelity,
+                   cells=tuple(cells))
+    outcome = verdict(result)
+    if not result.unmeasured:
+        assert "unmeasured" not in outcome.reason
+        return
+    for reason in reasons[:MAX_RUNGS_NAMED]:
+        assert reason in outcome.reason
+    for reason in reasons[MAX_RUNGS_NAMED:]:
+        assert reason not in outcome.reason
+    assert (f"and {len(reasons) - MAX_RUNGS_NAMED} more rungs" in outcome.reason) == (
+        len(reasons) > MAX_RUNGS_NAMED)
+    others = [cell for cell in cells if cell.result.why not in reasons]
+    if others:
+        assert f"e.g. probe 0 c2: {others[0].result.why}" in outcome.reason
+    else:
+        assert "e.g. probe" not in outcome.reason
