@@ -278,12 +278,14 @@ class RungTally:
     last send, and its failures by kind. `fidelity()` equals `rung_fidelity` over the
     same requests, so a report can stream a huge store without holding any outcome."""
 
-    starts: array[float] = field(default_factory=lambda: array("d"))
-    ends: array[float] = field(default_factory=lambda: array("d"))
+    spans: array[float] = field(default_factory=lambda: array("d"))
+    """Each streamed request's start and end, two numbers a request (one array: a
+    report read from every record of a soak of rungs of two holds half a million)."""
     first_send: float | None = None
     last_send: float | None = None
     sent: int = 0
-    failures: Counter[str] = field(default_factory=Counter)
+    failures: Counter[str] | None = None
+    """Failed requests by kind (None: none failed yet)."""
     peak_in_flight: int | None = None
     """The peak in flight when it was counted already (a tally restored from the run
     end's per-rung summary, `digest.RungDigest`, keeps no intervals); None: computed
@@ -302,8 +304,7 @@ class RungTally:
         self.sent += 1
         span = streamed_span(timings)
         if span is not None:
-            self.starts.append(span[0])
-            self.ends.append(span[1])
+            self.spans.extend(span)
         sent_at, first_send, last_send = timings.sent_at, self.first_send, self.last_send
         # as min() and max() choose: the earlier value unless the new one is beyond it
         if first_send is None or sent_at < first_send:
@@ -311,13 +312,17 @@ class RungTally:
         if last_send is None or sent_at > last_send:
             self.last_send = sent_at
         if failure is not None:
+            if self.failures is None:
+                self.failures = Counter()
             self.failures[failure] += 1
 
     def fidelity(self, label: str, concurrency: int, repeat: int) -> RungFidelity:
-        failures = tuple(sorted(self.failures.items(), key=lambda item: (-item[1], item[0])))
+        failures = tuple(sorted((self.failures or {}).items(),
+                                key=lambda item: (-item[1], item[0])))
         skew = (None if self.first_send is None or self.last_send is None
                 else (self.last_send - self.first_send) * 1000.0)
-        peak = (peak_overlap(zip(self.starts, self.ends, strict=True))
+        spans = self.spans
+        peak = (peak_overlap(zip(spans[0::2], spans[1::2], strict=True))
                 if self.peak_in_flight is None else self.peak_in_flight)
         return RungFidelity(label, concurrency, repeat, self.sent, peak, skew,
-                            sum(self.failures.values()), failures)
+                            sum(count for _, count in failures), failures)

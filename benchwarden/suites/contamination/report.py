@@ -952,16 +952,13 @@ class _RungRequests:
     choose which to list (`shown.chosen_lanes`) and read those back whole."""
 
     tally: RungTally = field(default_factory=RungTally)
-    """The rung's fidelity counts, over every one of its requests (none counted when
-    it was taken from its digest, which holds them: see `fidelity`)."""
-    seqs: array[int] = field(default_factory=lambda: array("q"))
-    """Each request's sequence number in the store, in the order read."""
-    slots: array[int] = field(default_factory=lambda: array("q"))
-    """Each request's slot in its rung."""
-    scored: bytearray = field(default_factory=bytearray)
-    """1 where a cell is classified from the request (a probe's own), else 0."""
-    failed: bytearray = field(default_factory=bytearray)
-    """1 where the request failed (as the rung's fidelity counts it), else 0."""
+    """The rung's fidelity counts, over every one of its requests."""
+    requests: array[int] = field(default_factory=lambda: array("q"))
+    """Each request as read, three numbers: its sequence number in the store, its slot in
+    its rung, and its flags (`_SCORED`: a cell is classified from it, a probe's own;
+    `_FAILED`: it failed, as the rung's fidelity counts it). One array, not one a
+    number: a report read from every record of a soak of rungs of two holds half a
+    million of these."""
     scored_replies: list[tuple[str, str | None]] = field(default_factory=list)
     """`(task, reply_fingerprint)` of each scored request, in the order read: kept only
     by a reading that digests its rungs (`ScopeReading.fingerprints`)."""
@@ -972,10 +969,23 @@ class _RungRequests:
         """The rung's fidelity, from its tally."""
         return self.tally.fidelity(label, concurrency, repeat)
 
+    def add_request(self, seq: int, slot: int, scored: bool, failed: bool) -> None:
+        self.requests.extend((seq, slot, _SCORED * scored | _FAILED * failed))
+
+    @property
+    def seqs(self) -> array[int]:
+        """Each request's sequence number in the store, in the order read."""
+        return self.requests[0::3]
+
     def lanes(self) -> list[shown.Lane]:
-        return [shown.Lane(seq, slot, bool(scored), bool(failed))
-                for seq, slot, scored, failed in zip(self.seqs, self.slots, self.scored,
-                                                     self.failed, strict=True)]
+        requests = self.requests
+        return [shown.Lane(seq, slot, bool(flags & _SCORED), bool(flags & _FAILED))
+                for seq, slot, flags in zip(requests[0::3], requests[1::3], requests[2::3],
+                                            strict=True)]
+
+
+_SCORED, _FAILED = 1, 2
+"""A kept request's flags (`_RungRequests.requests`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1259,10 +1269,7 @@ class ScopeReading:
             failed = stored.count_in(group.tally, cancel_planned)
         else:
             failed = group.tally.add(_fidelity_view(stored), cancel_planned)
-        group.seqs.append(seq)
-        group.slots.append(int(payload.get("slot", 0)))
-        group.scored.append(_scored(record))
-        group.failed.append(failed)
+        group.add_request(seq, int(payload.get("slot", 0)), _scored(record), failed)
 
     def take_digest(self, digest: AnyDigest) -> None:
         """Count a rung from its digest, at the place of its first record in the store's
@@ -2004,7 +2011,7 @@ def _listing(store: Store, reading: ScopeReading, result: scoring.Score, legs: L
             group = _rung_read_whole(store, reading, key)
             lanes = shown.chosen_lanes(group.lanes())
             wanted.extend(lane.key for lane in lanes)
-            if len(lanes) < len(group.seqs):
+            if len(lanes) < len(group.requests) // 3:
                 data["requests_listed"] = len(lanes)
                 zeros[key] = group.tally.first_send
         rungs.append(data)
@@ -2107,6 +2114,9 @@ def _built(store: Store, run_id: str, digests: bool, kept: Iterable[RungDigest],
     # its summary would hold its stored bytes, 133 MB at a million records, to the end
     end = None if info.end is None else replace(info.end, summary={})
     del info
+    # read from every record when asked: every digest recounted, first, so the recount
+    # and the report's own reading are not held at once
+    recounted = _recounted_digests(store, str(config["scope"])) if recount else []
     reading = _scope_reading(store, config, stored, notes, judging=True)
     if reading.stale:  # a solo reference read after replies were classified against
         # another (no driver writes one so): classified by the scoring, from the replies
@@ -2135,8 +2145,7 @@ def _built(store: Store, run_id: str, digests: bool, kept: Iterable[RungDigest],
     statuses = reading.statuses
     listing = _listing(store, reading, result, legs, levels)
     warnings.extend(notes)
-    if recount:  # read from every record when asked: every digest recounted
-        warnings.extend(_recounted_digests(store, str(config["scope"])))
+    warnings.extend(recounted)
     body = {
         "score": result.counters(),
         "cells": listing.pop("cells"),
