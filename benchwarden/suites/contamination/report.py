@@ -25,7 +25,11 @@ format this object.
 
 Invariants:
 - Memory is bounded by the rungs and the probes, not by the records nor the scored
-  replies: a few values per scored request (its class), none of its reply.
+  replies: a few values per scored request (its class, held once per distinct class,
+  in its rung's list), none of its reply; a digested rung is its digest, held compactly,
+  and a list (a soak of rungs of two, the most rungs a million records hold: under
+  700 MB). Read from every record (`show --from-records`), each digest is recounted
+  one rung at a time, before the report's own reading.
 - Bounded by what it lists, not by the records (`shown`): at most `shown.RUNG_LIMIT`
   rungs (those needing attention first) with their cells, and `shown.LANE_LIMIT`
   requests of each; the score, every listed rung's fidelity and the verdict are
