@@ -1264,8 +1264,6 @@ class ScopeReading:
         cancel_planned = payload.get("cancel_after_deltas") is not None
         stored = payload["outcome"]
         scored = task.isdigit()  # a probe's own request: a cell is classified from it
-        if scored and self.fingerprints:  # a reading that digests: counted, not kept
-            group.scored_replies.append((task, reply_fingerprint(record)))
         if scored and not self.fingerprints:
             outcome = self._scored(record, seq)
             failed = group.tally.add(outcome, cancel_planned)
@@ -1273,6 +1271,8 @@ class ScopeReading:
             failed = stored.count_in(group.tally, cancel_planned)
         else:
             failed = group.tally.add(_fidelity_view(stored), cancel_planned)
+        if scored and self.fingerprints:  # a reading that digests: counted, not kept
+            group.scored_replies.append((task, reply_fingerprint(record)))
         group.add_request(seq, int(payload.get("slot", 0)), _scored(record), failed)
 
     def take_digest(self, digest: AnyDigest) -> None:
@@ -1646,14 +1646,29 @@ def digest_of(records: Iterable[StoredRequest]) -> list[RungDigest]:
     """The digest of each rung among `records` (the driver's: a rung's records as it
     appends them), counted by `ScopeReading.add`, the full pass's own counting; the solo
     legs have none."""
+    return list(_digests_as_read(records))
+
+
+def _digests_as_read(records: Iterable[StoredRequest],
+                     counts: Mapping[tuple[str, int], int] | None = None,
+                     ) -> Iterator[RungDigest]:
+    """`digest_of`, each rung's digest given as soon as its last record is read when
+    `counts` (the store's records of each rung) says which that is, so only the rungs
+    being read are held, not every rung's reading at once (half a million, in a soak of
+    rungs of two); the rest at the end, in the order first read."""
     readings: dict[tuple[str, int], ScopeReading] = {}
     for record in records:
-        if record.arm not in SOLO_LEGS:
-            key = (record.arm, record.trial)
-            if key not in readings:
-                readings[key] = ScopeReading({}, fingerprints=True)
-            readings[key].add(record)
-    return [reading.rung_digest(key) for key, reading in readings.items()]
+        if record.arm in SOLO_LEGS:
+            continue
+        key = (record.arm, record.trial)
+        reading = readings.get(key)
+        if reading is None:
+            reading = readings[key] = ScopeReading({}, fingerprints=True)
+        reading.add(record)
+        if counts is not None and reading.total == counts.get(key):
+            yield readings.pop(key).rung_digest(key)
+    for key, reading in readings.items():  # (with counts: one whose count moved)
+        yield reading.rung_digest(key)
 
 
 def scored_addresses(store: Store, scope: str, places: Collection[tuple[str, int, str]],
@@ -1718,30 +1733,13 @@ def _recounted_digests(store: Store, scope: str) -> list[str]:
     stored = _stored_digests(store, scope)
     if not stored:
         return []
-    # each rung counted as `digest_of` counts it, and compared once its last record is
-    # read (the store's count of it), so only the rungs being read are held, not every
-    # rung's reading at once (half a million, in a soak of rungs of two)
+    # each rung compared once its last record is read (the store's count of it)
     counts = store.record_counts(SUITE, scope)
     differs = [key for key in stored if key not in counts or key[0] in SOLO_LEGS]
-    open_rungs: dict[tuple[str, int], ScopeReading] = {}
-
-    def compared(key: tuple[str, int], reading: ScopeReading) -> None:
-        digest = stored.get(key)
-        if digest is not None and not digest.agrees_with(reading.rung_digest(key)):
-            differs.append(key)
-
-    for record in _stored_requests(store, scope):
-        if record.arm in SOLO_LEGS:
-            continue
-        key = (record.arm, record.trial)
-        reading = open_rungs.get(key)
-        if reading is None:
-            reading = open_rungs[key] = ScopeReading({}, fingerprints=True)
-        reading.add(record)
-        if reading.total == counts.get(key):
-            compared(key, open_rungs.pop(key))
-    for key, reading in open_rungs.items():  # (a rung whose count moved as it was read)
-        compared(key, reading)
+    for recounted in _digests_as_read(_stored_requests(store, scope), counts):
+        digest = stored.get(recounted.key)
+        if digest is not None and not digest.agrees_with(recounted):
+            differs.append(recounted.key)
     return [f"rung {leg} #{repeat} read from its records differs from its digest in the "
             "run's end" for leg, repeat in sorted(differs)]
 
