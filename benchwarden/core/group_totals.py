@@ -24,6 +24,7 @@ Invariants:
 
 from __future__ import annotations
 
+import array
 import functools
 import itertools
 import json
@@ -370,10 +371,13 @@ def decoded_rows(rows: Iterable[tuple[Any, ...]]) -> Iterator[DecodedRow]:
         yield row, versions, sound[1]
 
 
-DecodedChunk = tuple[list[tuple[Any, ...]], list[tuple[str, ...]], list[list[int]]]
+DecodedChunk = tuple[list[Sequence[Any]], list[tuple[str, ...]], list[list[int]]]
 """Stored rows as `decoded_chunks` gives them: (columns, bench versions, newest), the
-columns being the rows' `plain` columns of `decoded_rows` transposed (one tuple per
-column, `GROUP_TOTALS_COLUMNS` order), the other two one entry per row."""
+columns being the rows' `plain` columns of `decoded_rows` transposed (one sequence per
+column, `GROUP_TOTALS_COLUMNS` order: a tuple, or from `whole_scope_chunk` a list of
+texts or a numpy array of whole numbers or floats), the other two one entry per row.
+Only the columns before the two JSON ones are read from it: `whole_scope_chunk` gives
+no others (rows decoded by `decoded_chunks` keep their JSON texts after them)."""
 
 
 def decoded_chunks(rows: Iterable[tuple[Any, ...]], size: int = 8192) -> Iterator[DecodedChunk]:
@@ -386,7 +390,7 @@ def decoded_chunks(rows: Iterable[tuple[Any, ...]], size: int = 8192) -> Iterato
     versions_of: dict[str, tuple[str, ...]] = {}
     iterator = iter(rows)
     while chunk := list(itertools.islice(iterator, size)):
-        columns = list(zip(*chunk, strict=True))
+        columns: list[Sequence[Any]] = list(zip(*chunk, strict=True))
         decoded = _sound_chunk(columns, versions_of)
         if decoded is None:
             rows_decoded = list(decoded_rows(chunk))
@@ -396,7 +400,100 @@ def decoded_chunks(rows: Iterable[tuple[Any, ...]], size: int = 8192) -> Iterato
         yield columns, decoded[0], decoded[1]
 
 
-def _sound_chunk(columns: list[tuple[Any, ...]], versions_of: dict[str, tuple[str, ...]]
+AGGREGATED_INTEGERS = tuple(name for name in GROUP_TOTALS_COLUMNS[len(GROUP_KEY_COLUMNS):-2]
+                            if name not in _FLOAT_COLUMNS)
+"""The whole-number columns of a stored row, in `GROUP_TOTALS_COLUMNS` order: what a
+store hands `whole_scope_chunk` as one JSON array each."""
+AGGREGATED_TEXTS = (*GROUP_KEY_COLUMNS[2:], "bench_versions", "newest")
+"""The text columns of a stored row past suite and scope (which a scope's rows share),
+in `GROUP_TOTALS_COLUMNS` order: one JSON array of strings each."""
+FLOAT_COLUMNS = tuple(name for name in GROUP_TOTALS_COLUMNS if name in _FLOAT_COLUMNS)
+"""The float columns of a stored row, in `GROUP_TOTALS_COLUMNS` order: read row by row
+(a database's text for a float is not always the float), after `first_seq`."""
+
+
+def whole_scope_chunk(suite: str, scope: str, aggregated: list[str],
+                      float_columns: Sequence[array.array[Any]]) -> DecodedChunk | None:
+    """A scope's stored group totals as one `decoded_chunks` chunk, in ascending
+    `first_seq` order, from what a database aggregates in one pass (a report of a suite
+    of 333,000 tasks reads a million rows: made into a million tuples of 26 values, the
+    rows alone took seconds): `aggregated`, one JSON array per column of
+    `AGGREGATED_INTEGERS` then of `AGGREGATED_TEXTS`, all in one row order (`newest`'s
+    an array of the rows' lists themselves, not of their texts), and `float_columns`
+    (`first_seq`, then each of `FLOAT_COLUMNS`) read in the same order. `aggregated` is
+    emptied as it is decoded, so each text is let go once read.
+
+    The same values (the same chunk, concatenated) as `decoded_chunks` of the rows read
+    in `first_seq`, key order, or None where it cannot say so: a JSON array not of its
+    column's kind, columns of unequal lengths, the float columns in another row order,
+    two groups sharing a `first_seq` (the key would order them), or a JSON column not of
+    its shape (`decoded_rows` then says what is wrong)."""
+    import numpy as np  # here: an append, which imports this module, needs no numpy
+
+    if len(aggregated) != len(AGGREGATED_INTEGERS) + len(AGGREGATED_TEXTS):
+        raise ValueError("one JSON array is needed per aggregated column")
+    count = len(float_columns[0])
+    aggregated.reverse()  # popped from the end, in column order
+    by_name: dict[str, Any] = {}
+    try:
+        first_seq = _integer_array(np, aggregated.pop(), count)
+        if first_seq is None or not np.array_equal(
+                np.frombuffer(float_columns[0], dtype=np.int64) if count else first_seq,
+                first_seq):
+            return None
+        order = np.argsort(first_seq, kind="stable")
+        by_name["first_seq"] = first_seq = first_seq[order]
+        if count > 1 and not bool(np.all(first_seq[1:] > first_seq[:-1])):
+            return None
+        for name in AGGREGATED_INTEGERS[1:]:
+            column = _integer_array(np, aggregated.pop(), count)
+            if column is None:
+                return None
+            by_name[name] = column[order]
+        # a text column in row order, its values picked by position in one call
+        in_order = operator.itemgetter(*order.tolist()) if count > 1 else tuple
+        for name in AGGREGATED_TEXTS[:-2]:
+            values = _decode_texts(aggregated.pop())
+            if len(values) != count:
+                return None
+            if name == "task":
+                by_name[name] = list(in_order(values))
+            else:
+                # a handful of distinct values: one string each, not one a row
+                one_of: dict[str, str] = {}
+                by_name[name] = [one_of.setdefault(value, value) for value in in_order(values)]
+            del values
+        versions = _decode_texts(aggregated.pop())
+        newest = _decode_number_lists(aggregated.pop())
+        if len(versions) != count or len(newest) != count:
+            return None
+        versions_of = {text: tuple(sorted(set(_decode_texts(text))))
+                       for text in set(versions)}
+    except msgspec.DecodeError:
+        return None
+    for name, column in zip(FLOAT_COLUMNS, float_columns[1:], strict=True):
+        if len(column) != count:
+            return None
+        by_name[name] = np.frombuffer(column, dtype=np.float64)[order] if count else \
+            np.zeros(0, dtype=np.float64)
+    by_name["suite"], by_name["scope"] = [suite] * count, [scope] * count
+    return ([by_name.pop(name) for name in GROUP_TOTALS_COLUMNS[:-2]],
+            [versions_of[text] for text in in_order(versions)], list(in_order(newest)))
+
+
+def _integer_array(np: Any, text: str, count: int) -> Any:
+    """A JSON array of whole numbers as an int64 array, or None where it is not one or
+    has not `count` values."""
+    values = _decode_numbers(text)
+    if len(values) != count:
+        return None
+    try:
+        return np.fromiter(values, dtype=np.int64, count=count)
+    except (OverflowError, TypeError, ValueError):
+        return None
+
+
+def _sound_chunk(columns: list[Sequence[Any]], versions_of: dict[str, tuple[str, ...]]
                  ) -> tuple[list[tuple[str, ...]], list[list[int]]] | None:
     """A chunk's bench versions and newest per row when every row is as `_sound_json`
     takes it (every column of its kind, both JSON columns of their shape); else None."""

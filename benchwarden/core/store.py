@@ -48,6 +48,7 @@ those who open a PostgreSQL store.
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import functools
 import hashlib
@@ -79,12 +80,17 @@ from benchwarden.core.chain import GENESIS_HASH, chain_links, link_hash
 from benchwarden.core.collector import paused_cycle_collector
 from benchwarden.core.errors import EXIT_USAGE, EnvironmentFailure
 from benchwarden.core.group_totals import (
+    AGGREGATED_INTEGERS,
+    AGGREGATED_TEXTS,
+    FLOAT_COLUMNS,
     GROUP_KEY_COLUMNS,
     GROUP_TOTALS_COLUMNS,
     NEWEST_KEPT,
+    DecodedChunk,
     DecodedRow,
     GroupTotals,
     UnreadableGroupTotals,
+    decoded_chunks,
     decoded_rows,
     first_difference,
     fold_batch_into,
@@ -94,6 +100,7 @@ from benchwarden.core.group_totals import (
     fold_row,
     group_of,
     rows_by_group,
+    whole_scope_chunk,
 )
 from benchwarden.core.records import (
     Record,
@@ -1371,6 +1378,17 @@ class Store(ABC):
         reads, tens of thousands of groups in a suite of thousands of tasks, neither
         all held as rows nor made into a `GroupTotals` each."""
         return self.fold_group_rows(suite, scope, lambda rows: fold(decoded_rows(rows)))
+
+    def fold_group_chunks(self, suite: str, scope: str,
+                          fold: Callable[[Iterator[DecodedChunk]], T]) -> T:
+        """`fold` of the scope's group totals as `core.group_totals.decoded_chunks` gives
+        them: the stored rows in ascending `first_seq` order (then by key), checked and
+        decoded a chunk at a time (what a report reads: a suite of 333,000 tasks has a
+        million groups). A store may hand them over as fewer, larger chunks
+        (`SQLiteStore`: the scope's columns aggregated by the database in one pass);
+        the values, concatenated, are the same. `UnreadableGroupTotals` raised by `fold`
+        is the store's corruption, as in `fold_group_rows`."""
+        return self.fold_group_rows(suite, scope, lambda rows: fold(decoded_chunks(rows)))
 
     def fold_group_rows(self, suite: str, scope: str,
                         fold: Callable[[Iterator[tuple[Any, ...]]], T]) -> T:
@@ -3081,6 +3099,22 @@ def _inspect(connection: sqlite3.Connection) -> _Kind:
     return _Kind("foreign", "; ".join(parts))
 
 
+_FLOAT_ROWS_PER_FETCH = 65_536
+# a group totals row whose float columns are not all floats, counted in the aggregating
+# pass: an array of floats would take a whole number where the rows' decoding refuses it
+# (a text or a blob anywhere is refused by the arrays and by JSON)
+_NOT_FLOATS = " OR ".join(f"typeof({name}) != 'real'" for name in FLOAT_COLUMNS)
+# each aggregated column as SQLite gives it to `whole_scope_chunk`: the `newest` texts
+# joined into one JSON array of lists, which is what their lists are where each text is
+# `[`, digits and commas, `]` (no text then can shift an item into the next: a row whose
+# text is not is counted as not sound, and the scope read row by row)
+_AGGREGATED_COLUMNS = ", ".join(
+    "'[' || coalesce(group_concat(newest, ','), '') || ']'" if name == "newest"
+    else f"json_group_array({name})" for name in (*AGGREGATED_INTEGERS, *AGGREGATED_TEXTS))
+_NOT_A_LIST_OF_DIGITS = ("NOT (newest GLOB '[[]*[]]' AND "
+                         "NOT substr(newest, 2, length(newest) - 2) GLOB '*[^0-9,]*')")
+
+
 class SQLiteStore(Store):
     """The embedded default: one SQLite file in WAL mode, its head witness beside it.
 
@@ -3465,6 +3499,60 @@ class SQLiteStore(Store):
                 yield
             except sqlite3.Error as error:
                 raise sqlite_failure(self.location, error, "reading it") from None
+
+    def fold_group_chunks(self, suite: str, scope: str,
+                          fold: Callable[[Iterator[DecodedChunk]], T]) -> T:
+        """As `Store.fold_group_chunks`; where every stored row of the scope is of the
+        kinds the store writes, the whole scope is one chunk made from its columns as
+        SQLite aggregates them (`_whole_scope_chunk`: no tuple of 26 values per row);
+        where the chunk cannot be made (a value not of its column's kind), the rows are
+        read and decoded by chunks as any store's, and their decoding says what is
+        wrong."""
+        if self._reads_totals_table:
+            chunk = self._whole_scope_chunk(suite, scope)
+            if chunk is not None:
+                try:
+                    return fold(iter((chunk,)))
+                except UnreadableGroupTotals as error:
+                    raise self._edited_derived_data(error) from None
+        return super().fold_group_chunks(suite, scope, fold)
+
+    def _whole_scope_chunk(self, suite: str, scope: str) -> DecodedChunk | None:
+        """`core.group_totals.whole_scope_chunk` of the scope's stored group totals, read
+        in one snapshot: one aggregating pass (each whole-number and text column as one
+        JSON array), then `first_seq` and the float columns row by row, straight into
+        arrays (SQLite's text of a float is not always that float). None where a value
+        is not of its column's kind (a JSON array of another kind, a blob, a float column
+        holding something else), or where `whole_scope_chunk` gives None."""
+        where = "FROM record_group_totals WHERE suite = ? AND scope = ?"
+        aggregate = (f"SELECT total({_NOT_FLOATS} OR {_NOT_A_LIST_OF_DIGITS}), "
+                     f"{_AGGREGATED_COLUMNS} {where}")
+        floats = f"SELECT first_seq, {', '.join(FLOAT_COLUMNS)} {where}"
+        float_columns: list[array.array[Any]] = [array.array("q"),
+                                                 *(array.array("d") for _ in FLOAT_COLUMNS)]
+        with self._reading():
+            began = not self._connection.in_transaction
+            if began:
+                self._connection.execute("BEGIN")  # one snapshot for both statements
+            try:
+                unsound, *aggregated = self._connection.execute(aggregate,
+                                                                 (suite, scope)).fetchone()
+                if unsound:
+                    return None
+                cursor = self._connection.execute(floats, (suite, scope))
+                while rows := cursor.fetchmany(_FLOAT_ROWS_PER_FETCH):
+                    for column, values in zip(float_columns, zip(*rows, strict=True),
+                                              strict=True):
+                        column.extend(values)
+            except (sqlite3.DataError, sqlite3.OperationalError, sqlite3.ProgrammingError,
+                    TypeError, OverflowError):
+                # a value JSON cannot hold (a blob), or a float column's value not a float:
+                # the rows' decoding says what is wrong
+                return None
+            finally:
+                if began:
+                    self._connection.execute("COMMIT")
+        return whole_scope_chunk(suite, scope, aggregated, float_columns)
 
     def _temporary_table_refusal(self, error: Exception) -> str | None:
         """SQLite makes a temporary table in memory and spills it to a file in its

@@ -545,13 +545,13 @@ def summarize_scope(store: Store, scope: str) -> Any:
 
 
 def summary_in_database(store: Store, scope: str) -> Any:
-    """`views.Columns` of a scope from the store's group totals (`Store.fold_group_totals`:
+    """`views.Columns` of a scope from the store's group totals (`Store.fold_group_chunks`:
     a few rows per cell, kept summed as the records were appended, each group's newest
     trials included, checked and decoded by chunks into arrays): no record and no
     per-record row is read."""
     from benchwarden.suites.arms import views
 
-    return store.fold_group_rows(SUITE_NAME, scope, views.columns_from_stored_rows)
+    return store.fold_group_chunks(SUITE_NAME, scope, views.columns_from_chunks)
 
 
 def _clip(text: Any) -> Any:

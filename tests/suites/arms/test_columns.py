@@ -260,3 +260,38 @@ def test_a_column_buffer_turns_to_python_integers_past_int64_and_keeps_every_val
     plain.extend((1, 2))
     assert plain.finished().dtype == np.int64 and plain.finished().tolist() == [1, 2]
     assert columnar.ColumnBuffer(floats=True).finished().dtype == np.float64
+
+
+@given(st.booleans(), st.lists(st.tuples(st.sampled_from(["tuple", "array", "array of another kind",
+                                                         "through extend_array"]),
+                                        st.lists(st.integers(-2**63, 2**63 - 1), max_size=5)),
+                              max_size=5))
+@settings(max_examples=150, deadline=None)
+def test_a_column_buffer_holds_every_chunk_in_order_however_given(floats, chunks):
+    """Chunks given as tuples, as arrays of the column's type (a first one kept as it
+    is, not copied) or of another type, in any mix: the column is every value in order,
+    of the column's type."""
+    kind = np.float64 if floats else np.int64
+    buffer = columnar.ColumnBuffer(floats=floats)
+    expected: list[Any] = []
+    first_array = None
+    for how, values in chunks:
+        typed = [float(value) for value in values] if floats else values
+        expected.extend(typed)
+        if how == "tuple":
+            buffer.extend(tuple(typed))
+        elif how == "array of another kind":
+            buffer.extend(np.array(typed, dtype=object))
+        else:
+            given_array = np.array(typed, dtype=kind)
+            if how == "array":
+                buffer.extend(given_array)
+            else:
+                buffer.extend_array(given_array)
+            if first_array is None and len(expected) == len(typed):
+                first_array = given_array
+    found = buffer.finished()
+    assert found.dtype == kind
+    assert found.tolist() == expected
+    if first_array is not None and len(chunks) == 1:
+        assert found is first_array  # one array given: kept, not copied

@@ -1,0 +1,231 @@
+"""A SQLite store hands a scope's group totals over as one chunk aggregated by the
+database (`SQLiteStore.fold_group_chunks`, `group_totals.whole_scope_chunk`): the same
+values, bit for bit and in the same order, as the stored rows decoded by chunks
+(`decoded_chunks` of `fold_group_rows`), and where a row is not as the store writes it,
+the rows' own reading (the same values, or the same refusal)."""
+
+from __future__ import annotations
+
+import array
+import sqlite3
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchwarden.core.group_totals import (
+    AGGREGATED_INTEGERS,
+    AGGREGATED_TEXTS,
+    FLOAT_COLUMNS,
+    GROUP_TOTALS_COLUMNS,
+    decoded_chunks,
+    whole_scope_chunk,
+)
+from benchwarden.core.records import Record, TokenComponents
+from benchwarden.core.store import CorruptStore, SQLiteStore
+
+SCOPE = "chunks"
+
+
+def _record(arm: str, task: str, trial: int, values: dict[str, Any]) -> Record:
+    payload = {"tier": values["tier"], "failure": values["failure"], "turns": values["turns"],
+               "denied_calls": trial % 3, "tokens_reported": values["priced"],
+               "bench_version": values["version"]}
+    if values["cost"] is not None:
+        payload["imputed_cost_usd"] = values["cost"]
+    return Record(suite="arms", scope=SCOPE, arm=arm, task=task, trial=trial, run_id="run-1",
+                  outcome=values["outcome"], started_at=1_790_000_000.0,
+                  ended_at=1_790_000_000.0 + values["duration"],
+                  tokens=TokenComponents(*values["tokens"], values["reasoning"]),
+                  payload=payload)
+
+
+record_values = st.fixed_dictionaries({
+    "tier": st.sampled_from(["read", "write", "a,b", 'quo"te']),
+    "failure": st.sampled_from([None, "incorrect", "hung"]),
+    "turns": st.one_of(st.integers(0, 40), st.floats(-1e6, 1e6, allow_nan=False)),
+    "priced": st.booleans(),
+    "version": st.sampled_from(["1", "2"]),
+    "cost": st.one_of(st.none(), st.floats(0, 1e3, allow_nan=False, allow_subnormal=True)),
+    "outcome": st.sampled_from(["pass", "fail", "error"]),
+    "duration": st.floats(0, 1e5, allow_nan=False),
+    "tokens": st.tuples(*(st.integers(0, 2**40) for _ in range(4))),
+    "reasoning": st.one_of(st.none(), st.integers(0, 10**6)),
+})
+# names a JSON array or a comma-joined text would trip over
+task_names = st.sampled_from(["t0", "t1", "a,b", "[x]", 'say "hi"', "line\nbreak", "ünï", ""])
+arm_names = st.sampled_from(["cli", "http", "m,c,p"])
+
+
+def _filled(records: list[Record], cuts: list[int]) -> SQLiteStore:
+    store = SQLiteStore(":memory:")
+    from benchwarden.core.provenance import stamp_run
+
+    store.begin_run(stamp_run(suite="arms", bench_version="1", config={"scope": SCOPE},
+                              run_id="run-1"))
+    start = 0
+    for cut in [*cuts, len(records)]:
+        if cut > start:
+            store.append(records[start:cut])
+            start = cut
+    return store
+
+
+def _plain(chunks: list[Any]) -> tuple[list[list[str]], list[Any], list[Any]]:
+    """The chunks concatenated, each value as its `repr` (-0.0 is not 0.0)."""
+    columns: list[list[str]] = [[] for _ in GROUP_TOTALS_COLUMNS[:-2]]
+    versions: list[Any] = []
+    newest: list[Any] = []
+    for chunk_columns, chunk_versions, chunk_newest in chunks:
+        for held, column in zip(columns, chunk_columns[:len(columns)], strict=True):
+            values = column.tolist() if isinstance(column, np.ndarray) else list(column)
+            held.extend(repr(value) for value in values)
+        versions.extend(chunk_versions)
+        newest.extend(chunk_newest)
+    return columns, versions, newest
+
+
+def _by_rows(store: SQLiteStore) -> list[Any]:
+    return store.fold_group_rows("arms", SCOPE, lambda rows: list(decoded_chunks(rows, 3)))
+
+
+@given(st.lists(st.tuples(arm_names, task_names, record_values), max_size=40),
+       st.lists(st.integers(0, 40), max_size=3))
+@settings(max_examples=80, deadline=None)
+def test_the_aggregated_chunk_is_the_rows_decoded_bit_for_bit(drawn, cuts):
+    records = [_record(arm, task, trial, values)
+               for trial, (arm, task, values) in enumerate(drawn, start=1)]
+    with _filled(records, sorted(cuts)) as store:
+        chunks = store.fold_group_chunks("arms", SCOPE, list)
+        assert store._whole_scope_chunk("arms", SCOPE) is not None  # the aggregated way
+        assert len(chunks) == 1
+        assert _plain(chunks) == _plain(_by_rows(store))
+
+
+def test_an_empty_scope_is_an_empty_chunk():
+    with _filled([], []) as store:
+        chunks = store.fold_group_chunks("arms", SCOPE, list)
+        assert store._whole_scope_chunk("arms", SCOPE) is not None
+    assert _plain(chunks) == ([[] for _ in GROUP_TOTALS_COLUMNS[:-2]], [], [])
+
+
+def _store_file(tmp_path: Any) -> Any:
+    values = {"tier": "read", "failure": None, "turns": 3, "priced": True, "version": "1",
+              "cost": 0.25, "outcome": "pass", "duration": 2.5, "tokens": (1, 2, 3, 4),
+              "reasoning": None}
+    records = [_record(arm, f"t{task}", trial, {**values, "duration": 0.1 * trial})
+               for trial, (arm, task) in enumerate(
+                   [(arm, task) for arm in ("cli", "http") for task in range(4)], start=1)]
+    path = tmp_path / "s.sqlite"
+    with _filled(records, [3]) as memory:
+        target = sqlite3.connect(path)
+        memory._connection.backup(target)
+        target.close()
+    return path
+
+
+# edits leaving rows of another kind or shape than the store writes: each is read the
+# rows' way (the aggregated chunk is not made) and gives what the rows give
+EDITS = {
+    "a float column holding text": "UPDATE record_group_totals SET turns = 'x' WHERE task = 't1'",
+    "a float column holding a blob":
+        "UPDATE record_group_totals SET turns = CAST(2 AS BLOB) WHERE task = 't1'",
+    "a whole-number column holding a fraction":
+        "UPDATE record_group_totals SET records = 3.5 WHERE task = 't1'",
+    "a whole-number column holding text":
+        "UPDATE record_group_totals SET output = 'many' WHERE task = 't2'",
+    "a text column holding a blob": "UPDATE record_group_totals SET task = X'00ff' "
+                                    "WHERE task = 't2'",
+    "newest with spaces": "UPDATE record_group_totals SET newest = '[3, 1]' WHERE task = 't1'",
+    "newest reaching into the next row":
+        "UPDATE record_group_totals SET newest = '[1],[2' WHERE task = 't1'",
+    "newest with an empty item": "UPDATE record_group_totals SET newest = '[1,,2]' "
+                                 "WHERE task = 't1'",
+    "newest not a list": "UPDATE record_group_totals SET newest = '5' WHERE task = 't1'",
+    "bench versions not JSON": "UPDATE record_group_totals SET bench_versions = 'x' "
+                               "WHERE task = 't3'",
+    "two groups sharing a first_seq":
+        "UPDATE record_group_totals SET first_seq = (SELECT min(first_seq) FROM "
+        "record_group_totals) WHERE task = 't3' AND arm = 'http'",
+}
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_a_row_not_as_the_store_writes_it_is_read_the_rows_way(tmp_path, edit):
+    path = _store_file(tmp_path)
+    connection = sqlite3.connect(path)
+    with connection:
+        connection.execute(EDITS[edit])
+    connection.close()
+    with SQLiteStore(path, create=False) as store:
+        assert store._whole_scope_chunk("arms", SCOPE) is None
+        try:
+            expected: Any = _plain(_by_rows(store))
+        except CorruptStore as error:
+            expected = str(error)
+        try:
+            found: Any = _plain(store.fold_group_chunks("arms", SCOPE, list))
+        except CorruptStore as error:
+            found = str(error)
+    assert found == expected
+
+
+def test_a_sound_store_file_is_read_the_aggregated_way(tmp_path):
+    """The control for the edits above: the same file unedited is aggregated."""
+    with SQLiteStore(_store_file(tmp_path), create=False) as store:
+        assert store._whole_scope_chunk("arms", SCOPE) is not None
+        assert _plain(store.fold_group_chunks("arms", SCOPE, list)) == _plain(_by_rows(store))
+
+
+# ---------------------------------------------------------------------- whole_scope_chunk
+
+def _aggregated(first_seqs: list[int]) -> tuple[list[str], list[array.array[Any]]]:
+    count = len(first_seqs)
+    integers = [str(first_seqs).replace(" ", "")] + ["[" + ",".join(["1"] * count) + "]"
+                                                      for _ in AGGREGATED_INTEGERS[1:]]
+    texts = {"arm": '"cli"', "task": '"t"', "outcome": '"pass"', "group_key": '"[null,null]"',
+             "bench_versions": '"[\\"1\\"]"', "newest": "[1]"}
+    arrays = ["[" + ",".join([texts[name]] * count) + "]" for name in AGGREGATED_TEXTS]
+    floats = [array.array("q", first_seqs),
+              *(array.array("d", [0.5] * count) for _ in FLOAT_COLUMNS)]
+    return integers + arrays, floats
+
+
+def test_whole_scope_chunk_orders_by_first_seq():
+    aggregated, floats = _aggregated([5, 2, 9])
+    floats[1] = array.array("d", [5.0, 2.0, 9.0])
+    chunk = whole_scope_chunk("arms", SCOPE, aggregated, floats)
+    assert chunk is not None
+    columns, versions, newest = chunk
+    assert columns[GROUP_TOTALS_COLUMNS.index("first_seq")].tolist() == [2, 5, 9]
+    assert columns[GROUP_TOTALS_COLUMNS.index(FLOAT_COLUMNS[0])].tolist() == [2.0, 5.0, 9.0]
+    assert columns[0] == ["arms"] * 3 and columns[1] == [SCOPE] * 3
+    assert versions == [("1",)] * 3 and newest == [[1]] * 3
+    assert aggregated == []  # each text let go once decoded
+
+
+@pytest.mark.parametrize("spoil", ["float rows in another order", "a column one short",
+                                   "a shared first_seq", "integers of another kind",
+                                   "newest not lists"])
+def test_whole_scope_chunk_declines_what_it_cannot_vouch_for(spoil):
+    aggregated, floats = _aggregated([1, 2, 3])
+    if spoil == "float rows in another order":
+        floats[0] = array.array("q", [2, 1, 3])
+    elif spoil == "a column one short":
+        floats[2] = array.array("d", [0.5, 0.5])
+    elif spoil == "a shared first_seq":
+        aggregated[0] = "[1,1,3]"
+        floats[0] = array.array("q", [1, 1, 3])
+    elif spoil == "integers of another kind":
+        aggregated[1] = "[1,2.5,3]"
+    else:
+        aggregated[-1] = '["[1]","[2]","[3]"]'
+    assert whole_scope_chunk("arms", SCOPE, aggregated, floats) is None
+
+
+def test_whole_scope_chunk_needs_every_column():
+    aggregated, floats = _aggregated([1])
+    with pytest.raises(ValueError, match="one JSON array is needed"):
+        whole_scope_chunk("arms", SCOPE, aggregated[:-1], floats)
