@@ -1,10 +1,11 @@
 """Views of arms records: pure functions from per-cell totals to JSON-able tables.
 
 Nothing here reads a file, a clock or a socket: a report reads the store's group totals
-into `Columns` (`columns_from_chunks` of `Store.fold_group_chunks`: one array per field, a
-million groups in a few hundred megabytes), tests hand in-memory records to the same functions (every view
-accepts records, a `Summary` or `Columns`; the first two are made columns). `Summary`
-(a dict of groups) is what the streaming pass over records makes, and what tests compare.
+into `Columns` (`columns_from_chunks` of `Store.fold_group_chunks`: one array per field,
+a million groups in a few hundred megabytes), tests hand in-memory records to the same
+functions (every view accepts records, a `Summary` or `Columns`; the first two are made
+columns). `Summary` (a dict of groups) is what the streaming pass over records makes, and
+what tests compare.
 
 Invariants:
 - One pass, bounded memory: `summarize` keeps totals per (arm, task, tier, outcome,
