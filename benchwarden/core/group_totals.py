@@ -371,11 +371,14 @@ def decoded_rows(rows: Iterable[tuple[Any, ...]]) -> Iterator[DecodedRow]:
         yield row, versions, sound[1]
 
 
-DecodedChunk = tuple[list[Sequence[Any]], list[tuple[str, ...]], list[list[int]]]
+DecodedChunk = tuple[list[Sequence[Any]], list[tuple[str, ...]], Any]
 """Stored rows as `decoded_chunks` gives them: (columns, bench versions, newest), the
 columns being the rows' `plain` columns of `decoded_rows` transposed (one sequence per
 column, `GROUP_TOTALS_COLUMNS` order: a tuple, or from `whole_scope_chunk` a list of
-texts or a numpy array of whole numbers or floats), the other two one entry per row.
+texts or a numpy array of whole numbers or floats), the other two one entry per row:
+each row's bench versions, and its newest sequence numbers as a list (`decoded_chunks`)
+or as a row of a `NEWEST_KEPT`-wide int64 array, ascending and padded with
+`NO_SEQUENCE` (`whole_scope_chunk`).
 Only the columns before the two JSON ones are read from it: `whole_scope_chunk` gives
 no others (rows decoded by `decoded_chunks` keep their JSON texts after them)."""
 
@@ -418,19 +421,22 @@ def whole_scope_chunk(suite: str, scope: str, aggregated: list[str],
     `first_seq` order, from what a database aggregates in one pass (a report of a suite
     of 333,000 tasks reads a million rows: made into a million tuples of 26 values, the
     rows alone took seconds): `aggregated`, one JSON array per column of
-    `AGGREGATED_INTEGERS` then of `AGGREGATED_TEXTS`, all in one row order (`newest`'s
-    an array of the rows' lists themselves, not of their texts), and `float_columns`
-    (`first_seq`, then each of `FLOAT_COLUMNS`) read in the same order. `aggregated` is
-    emptied as it is decoded, so each text is let go once read.
+    `AGGREGATED_INTEGERS` then of `AGGREGATED_TEXTS` but `newest`, all in one row
+    order, then `newest` as two JSON arrays: how many numbers each row's list holds, and
+    all their numbers one after another; and `float_columns` (`first_seq`, then each of
+    `FLOAT_COLUMNS`) read in the same order. `aggregated` is emptied as it is decoded,
+    so each text is let go once read.
 
     The same values (the same chunk, concatenated) as `decoded_chunks` of the rows read
-    in `first_seq`, key order, or None where it cannot say so: a JSON array not of its
-    column's kind, columns of unequal lengths, the float columns in another row order,
-    two groups sharing a `first_seq` (the key would order them), or a JSON column not of
-    its shape (`decoded_rows` then says what is wrong)."""
+    in `first_seq`, key order, but `newest` as one `NEWEST_KEPT`-wide int64 array (a
+    million small lists took a tenth of a gigabyte), or None where it cannot say so: a
+    JSON array not of its column's kind, columns of unequal lengths, the float columns
+    in another row order, two groups sharing a `first_seq` (the key would order them),
+    a JSON column not of its shape (`decoded_rows` then says what is wrong), or a
+    `newest` of more than `NEWEST_KEPT` numbers or not ascending."""
     import numpy as np  # here: an append, which imports this module, needs no numpy
 
-    if len(aggregated) != len(AGGREGATED_INTEGERS) + len(AGGREGATED_TEXTS):
+    if len(aggregated) != len(AGGREGATED_INTEGERS) + len(AGGREGATED_TEXTS) + 1:
         raise ValueError("one JSON array is needed per aggregated column")
     count = len(float_columns[0])
     aggregated.reverse()  # popped from the end, in column order
@@ -450,22 +456,31 @@ def whole_scope_chunk(suite: str, scope: str, aggregated: list[str],
             if column is None:
                 return None
             by_name[name] = column[order]
-        # a text column in row order, its values picked by position in one call
-        in_order = operator.itemgetter(*order.tolist()) if count > 1 else tuple
+
+        def in_order(values: list[Any]) -> list[Any]:
+            """A column's values in `first_seq` order (picked as an array of objects:
+            a list of a million indices would be held beside it)."""
+            picked = np.fromiter(values, dtype=object, count=count)
+            return picked[order].tolist()  # type: ignore[no-any-return]
+
         for name in AGGREGATED_TEXTS[:-2]:
             values = _decode_texts(aggregated.pop())
             if len(values) != count:
                 return None
-            if name == "task":
-                by_name[name] = list(in_order(values))
-            else:
-                # a handful of distinct values: one string each, not one a row
-                one_of: dict[str, str] = {}
-                by_name[name] = [one_of.setdefault(value, value) for value in in_order(values)]
-            del values
+            # one string per distinct value, not one a row (an arm, an outcome or a
+            # group key names thousands of groups, a task one per arm and outcome)
+            one_of: dict[str, str] = {}
+            values = [one_of.setdefault(value, value) for value in values]
+            by_name[name] = in_order(values)
+            del values, one_of
         versions = _decode_texts(aggregated.pop())
-        newest = _decode_number_lists(aggregated.pop())
-        if len(versions) != count or len(newest) != count:
+        lengths = _integer_array(np, aggregated.pop(), count)
+        numbers = _decode_numbers(aggregated.pop())
+        if len(versions) != count or lengths is None:
+            return None
+        newest = _newest_matrix(np, lengths, numbers)
+        del numbers
+        if newest is None:
             return None
         versions_of = {text: tuple(sorted(set(_decode_texts(text))))
                        for text in set(versions)}
@@ -478,7 +493,36 @@ def whole_scope_chunk(suite: str, scope: str, aggregated: list[str],
             np.zeros(0, dtype=np.float64)
     by_name["suite"], by_name["scope"] = [suite] * count, [scope] * count
     return ([by_name.pop(name) for name in GROUP_TOTALS_COLUMNS[:-2]],
-            [versions_of[text] for text in in_order(versions)], list(in_order(newest)))
+            [versions_of[text] for text in in_order(versions)], newest[order])
+
+
+NO_SEQUENCE = -1
+"""Fills a row of `whole_scope_chunk`'s `newest` past the group's newest numbers."""
+
+
+def _newest_matrix(np: Any, lengths: Any, numbers: list[int]) -> Any:
+    """Each row's `newest` numbers (`lengths[i]` of them, taken in turn from `numbers`)
+    as a row of `NEWEST_KEPT`, ascending and padded with `NO_SEQUENCE`; None where a
+    row holds more than `NEWEST_KEPT` or is not strictly ascending, or where the
+    lengths do not add up to the numbers."""
+    if len(lengths) and (int(lengths.min()) < 0 or int(lengths.max()) > NEWEST_KEPT):
+        return None
+    if int(lengths.sum()) != len(numbers):
+        return None
+    try:
+        flat = np.fromiter(numbers, dtype=np.int64, count=len(numbers))
+    except (OverflowError, TypeError, ValueError):
+        return None
+    if len(flat) and int(flat.min()) < 0:
+        return None  # (the padding must not be mistaken for a number)
+    matrix = np.full((len(lengths), NEWEST_KEPT), NO_SEQUENCE, dtype=np.int64)
+    starts = np.cumsum(lengths) - lengths
+    for place in range(NEWEST_KEPT):
+        holding = lengths > place
+        matrix[holding, place] = flat[starts[holding] + place]
+        if place and not bool(np.all(matrix[holding, place] > matrix[holding, place - 1])):
+            return None
+    return matrix
 
 
 def _integer_array(np: Any, text: str, count: int) -> Any:

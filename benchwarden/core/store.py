@@ -3104,13 +3104,18 @@ _FLOAT_ROWS_PER_FETCH = 65_536
 # pass: an array of floats would take a whole number where the rows' decoding refuses it
 # (a text or a blob anywhere is refused by the arrays and by JSON)
 _NOT_FLOATS = " OR ".join(f"typeof({name}) != 'real'" for name in FLOAT_COLUMNS)
-# each aggregated column as SQLite gives it to `whole_scope_chunk`: the `newest` texts
-# joined into one JSON array of lists, which is what their lists are where each text is
-# `[`, digits and commas, `]` (no text then can shift an item into the next: a row whose
-# text is not is counted as not sound, and the scope read row by row)
+# each aggregated column as SQLite gives it to `whole_scope_chunk`; `newest` as two: how
+# many numbers each row's list holds, and every row's numbers joined into one list (where
+# each text is `[`, digits and commas, `]`, the commas count them and the texts between
+# the brackets join without shifting a number into another row: a row whose text is not
+# so is counted as not sound, and the scope read row by row)
 _AGGREGATED_COLUMNS = ", ".join(
-    "'[' || coalesce(group_concat(newest, ','), '') || ']'" if name == "newest"
-    else f"json_group_array({name})" for name in (*AGGREGATED_INTEGERS, *AGGREGATED_TEXTS))
+    f"json_group_array({name})" for name in (*AGGREGATED_INTEGERS, *AGGREGATED_TEXTS[:-1]))
+_AGGREGATED_NEWEST = (
+    "json_group_array(CASE WHEN newest = '[]' THEN 0 "
+    "ELSE length(newest) - length(replace(newest, ',', '')) + 1 END), "
+    "'[' || coalesce(group_concat(CASE WHEN newest != '[]' "
+    "THEN substr(newest, 2, length(newest) - 2) END, ','), '') || ']'")
 _NOT_A_LIST_OF_DIGITS = ("NOT (newest GLOB '[[]*[]]' AND "
                          "NOT substr(newest, 2, length(newest) - 2) GLOB '*[^0-9,]*')")
 
@@ -3526,7 +3531,7 @@ class SQLiteStore(Store):
         holding something else), or where `whole_scope_chunk` gives None."""
         where = "FROM record_group_totals WHERE suite = ? AND scope = ?"
         aggregate = (f"SELECT total({_NOT_FLOATS} OR {_NOT_A_LIST_OF_DIGITS}), "
-                     f"{_AGGREGATED_COLUMNS} {where}")
+                     f"{_AGGREGATED_COLUMNS}, {_AGGREGATED_NEWEST} {where}")
         floats = f"SELECT first_seq, {', '.join(FLOAT_COLUMNS)} {where}"
         float_columns: list[array.array[Any]] = [array.array("q"),
                                                  *(array.array("d") for _ in FLOAT_COLUMNS)]

@@ -20,6 +20,7 @@ from benchwarden.core.group_totals import (
     AGGREGATED_TEXTS,
     FLOAT_COLUMNS,
     GROUP_TOTALS_COLUMNS,
+    NO_SEQUENCE,
     decoded_chunks,
     whole_scope_chunk,
 )
@@ -83,7 +84,9 @@ def _plain(chunks: list[Any]) -> tuple[list[list[str]], list[Any], list[Any]]:
             values = column.tolist() if isinstance(column, np.ndarray) else list(column)
             held.extend(repr(value) for value in values)
         versions.extend(chunk_versions)
-        newest.extend(chunk_newest)
+        # a row of the aggregated chunk's matrix is the group's list, padded
+        newest.extend([[seq for seq in row if seq != NO_SEQUENCE] for row in chunk_newest.tolist()]
+                      if isinstance(chunk_newest, np.ndarray) else chunk_newest)
     return columns, versions, newest
 
 
@@ -186,8 +189,11 @@ def _aggregated(first_seqs: list[int]) -> tuple[list[str], list[array.array[Any]
     integers = [str(first_seqs).replace(" ", "")] + ["[" + ",".join(["1"] * count) + "]"
                                                       for _ in AGGREGATED_INTEGERS[1:]]
     texts = {"arm": '"cli"', "task": '"t"', "outcome": '"pass"', "group_key": '"[null,null]"',
-             "bench_versions": '"[\\"1\\"]"', "newest": "[1]"}
-    arrays = ["[" + ",".join([texts[name]] * count) + "]" for name in AGGREGATED_TEXTS]
+             "bench_versions": '"[\\"1\\"]"'}
+    arrays = ["[" + ",".join([texts[name]] * count) + "]" for name in AGGREGATED_TEXTS[:-1]]
+    # newest: each row's count, then every row's numbers (here each row [seq, seq + 1])
+    arrays += ["[" + ",".join(["2"] * count) + "]",
+               str([n for seq in first_seqs for n in (seq, seq + 1)]).replace(" ", "")]
     floats = [array.array("q", first_seqs),
               *(array.array("d", [0.5] * count) for _ in FLOAT_COLUMNS)]
     return integers + arrays, floats
@@ -202,13 +208,15 @@ def test_whole_scope_chunk_orders_by_first_seq():
     assert columns[GROUP_TOTALS_COLUMNS.index("first_seq")].tolist() == [2, 5, 9]
     assert columns[GROUP_TOTALS_COLUMNS.index(FLOAT_COLUMNS[0])].tolist() == [2.0, 5.0, 9.0]
     assert columns[0] == ["arms"] * 3 and columns[1] == [SCOPE] * 3
-    assert versions == [("1",)] * 3 and newest == [[1]] * 3
+    assert versions == [("1",)] * 3
+    assert newest.tolist() == [[2, 3, NO_SEQUENCE], [5, 6, NO_SEQUENCE], [9, 10, NO_SEQUENCE]]
     assert aggregated == []  # each text let go once decoded
 
 
 @pytest.mark.parametrize("spoil", ["float rows in another order", "a column one short",
                                    "a shared first_seq", "integers of another kind",
-                                   "newest not lists"])
+                                   "newest counts not adding up", "newest too long",
+                                   "newest not ascending", "newest negative"])
 def test_whole_scope_chunk_declines_what_it_cannot_vouch_for(spoil):
     aggregated, floats = _aggregated([1, 2, 3])
     if spoil == "float rows in another order":
@@ -220,8 +228,14 @@ def test_whole_scope_chunk_declines_what_it_cannot_vouch_for(spoil):
         floats[0] = array.array("q", [1, 1, 3])
     elif spoil == "integers of another kind":
         aggregated[1] = "[1,2.5,3]"
+    elif spoil == "newest counts not adding up":
+        aggregated[-2] = "[2,2,1]"
+    elif spoil == "newest too long":
+        aggregated[-2], aggregated[-1] = "[4,1,1]", "[1,2,3,4,5,6]"
+    elif spoil == "newest not ascending":
+        aggregated[-1] = "[1,2,3,3,4,5]"
     else:
-        aggregated[-1] = '["[1]","[2]","[3]"]'
+        aggregated[-2], aggregated[-1] = "[1,1,1]", "[-5,2,3]"
     assert whole_scope_chunk("arms", SCOPE, aggregated, floats) is None
 
 

@@ -27,6 +27,7 @@ import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from benchwarden.core.group_totals import NO_SEQUENCE
 from benchwarden.core.lazy import lazy_module
 
 if TYPE_CHECKING:
@@ -42,8 +43,9 @@ TOTAL_FIELDS = ("samples", "passes", "priced", "fresh_input", "cache_creation", 
 FLOAT_FIELDS = frozenset(("duration_s", "turns", "imputed_cost_usd"))
 KEY_FIELDS = ("arm", "task", "tier", "outcome", "failure")
 """`views.GroupKey`'s fields, in its order."""
-NO_TRIAL = -1
-"""Fills a group's row of `newest` past its newest trials (sequence numbers are >= 1)."""
+NO_TRIAL = NO_SEQUENCE
+"""Fills a group's row of `newest` past its newest trials (sequence numbers are >= 1): the
+store's own filler, so a scope it hands over with its newest rows made keeps them."""
 _INT64_LIMIT = 2**63
 
 

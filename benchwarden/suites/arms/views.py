@@ -345,7 +345,8 @@ def columns_from_chunks(decoded: Iterable[DecodedChunk]) -> Columns:
                                                                 len(code_of["failure"])))
         for name, position in _READ_COLUMNS.items():
             read_columns[name].extend(columns[position])
-        newest_column.extend_array(_newest_rows(chunk_newest))
+        newest_column.extend_array(chunk_newest if isinstance(chunk_newest, np.ndarray)
+                                   else _newest_rows(chunk_newest))
         for texts in set(chunk_versions).difference(seen_versions):
             seen_versions.add(texts)
             for text in texts:
