@@ -433,7 +433,8 @@ def whole_scope_chunk(suite: str, scope: str, aggregated: list[str],
     JSON array not of its column's kind, columns of unequal lengths, the float columns
     in another row order, two groups sharing a `first_seq` (the key would order them),
     a JSON column not of its shape (`decoded_rows` then says what is wrong), or a
-    `newest` of more than `NEWEST_KEPT` numbers or not ascending."""
+    `newest` counted below zero (not a list), of more than `NEWEST_KEPT` numbers, or not
+    ascending."""
     import numpy as np  # here: an append, which imports this module, needs no numpy
 
     if len(aggregated) != len(AGGREGATED_INTEGERS) + len(AGGREGATED_TEXTS) + 1:

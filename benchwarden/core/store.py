@@ -3100,24 +3100,19 @@ def _inspect(connection: sqlite3.Connection) -> _Kind:
 
 
 _FLOAT_ROWS_PER_FETCH = 65_536
-# a group totals row whose float columns are not all floats, counted in the aggregating
-# pass: an array of floats would take a whole number where the rows' decoding refuses it
-# (a text or a blob anywhere is refused by the arrays and by JSON)
-_NOT_FLOATS = " OR ".join(f"typeof({name}) != 'real'" for name in FLOAT_COLUMNS)
 # each aggregated column as SQLite gives it to `whole_scope_chunk`; `newest` as two: how
-# many numbers each row's list holds, and every row's numbers joined into one list (where
-# each text is `[`, digits and commas, `]`, the commas count them and the texts between
-# the brackets join without shifting a number into another row: a row whose text is not
-# so is counted as not sound, and the scope read row by row)
+# many numbers each row's list holds, and every row's numbers joined into one list. Where
+# a text is `[`, what JSON numbers and commas make, `]`, the commas count its numbers and
+# the texts between the brackets join without shifting a number into another row (a
+# bracket inside would make the joined list no list of numbers); a text not between
+# brackets is counted -1, and the scope read row by row
 _AGGREGATED_COLUMNS = ", ".join(
     f"json_group_array({name})" for name in (*AGGREGATED_INTEGERS, *AGGREGATED_TEXTS[:-1]))
 _AGGREGATED_NEWEST = (
-    "json_group_array(CASE WHEN newest = '[]' THEN 0 "
-    "ELSE length(newest) - length(replace(newest, ',', '')) + 1 END), "
+    "json_group_array(CASE WHEN newest = '[]' THEN 0 WHEN newest GLOB '[[]*[]]' "
+    "THEN length(newest) - length(replace(newest, ',', '')) + 1 ELSE -1 END), "
     "'[' || coalesce(group_concat(CASE WHEN newest != '[]' "
     "THEN substr(newest, 2, length(newest) - 2) END, ','), '') || ']'")
-_NOT_A_LIST_OF_DIGITS = ("NOT (newest GLOB '[[]*[]]' AND "
-                         "NOT substr(newest, 2, length(newest) - 2) GLOB '*[^0-9,]*')")
 
 
 class SQLiteStore(Store):
@@ -3530,8 +3525,7 @@ class SQLiteStore(Store):
         is not of its column's kind (a JSON array of another kind, a blob, a float column
         holding something else), or where `whole_scope_chunk` gives None."""
         where = "FROM record_group_totals WHERE suite = ? AND scope = ?"
-        aggregate = (f"SELECT total({_NOT_FLOATS} OR {_NOT_A_LIST_OF_DIGITS}), "
-                     f"{_AGGREGATED_COLUMNS}, {_AGGREGATED_NEWEST} {where}")
+        aggregate = f"SELECT {_AGGREGATED_COLUMNS}, {_AGGREGATED_NEWEST} {where}"
         floats = f"SELECT first_seq, {', '.join(FLOAT_COLUMNS)} {where}"
         float_columns: list[array.array[Any]] = [array.array("q"),
                                                  *(array.array("d") for _ in FLOAT_COLUMNS)]
@@ -3540,10 +3534,7 @@ class SQLiteStore(Store):
             if began:
                 self._connection.execute("BEGIN")  # one snapshot for both statements
             try:
-                unsound, *aggregated = self._connection.execute(aggregate,
-                                                                 (suite, scope)).fetchone()
-                if unsound:
-                    return None
+                aggregated = list(self._connection.execute(aggregate, (suite, scope)).fetchone())
                 cursor = self._connection.execute(floats, (suite, scope))
                 while rows := cursor.fetchmany(_FLOAT_ROWS_PER_FETCH):
                     for column, values in zip(float_columns, zip(*rows, strict=True),
