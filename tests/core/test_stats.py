@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import statistics
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -634,3 +636,33 @@ def test_any_number_that_is_not_finite_is_refused_by_name_and_only_then(values):
         with pytest.raises(ValueError, match="finite") as refused:
             stats.mean_se(values)
         assert str(refused.value).endswith(repr(first))
+
+
+def _outcome(compute: Any) -> Any:
+    """An estimate's fields as their `repr` (-0.0 is not 0.0), or the error it raised."""
+    try:
+        estimate = compute()
+    except (ValueError, OverflowError) as error:
+        return type(error).__name__
+    return [repr(value) for value in dataclasses.astuple(estimate)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.integers(-3, 40), st.integers(-2**62, 2**62)),
+                          st.one_of(st.floats(allow_nan=False), st.floats(-1e9, 1e9),
+                                    st.integers(-2**60, 2**60))),
+                max_size=40))
+def test_clustered_estimates_from_int64_columns_are_the_totals_ones_bit_for_bit(clusters):
+    """The columns' residuals are made side by side in numpy: the same bits as Python's
+    `(total - count * mean) ** 2` one cluster at a time, whatever the counts and sums
+    (wide, huge, infinite: the same error where Python's arithmetic raises one)."""
+    counts = np.array([count for count, _ in clusters], dtype=np.int64)
+    sums = [float(total) for _, total in clusters]
+    expected = _outcome(lambda: stats.clustered_mean_se_of_totals(dict(enumerate(
+        zip(counts.tolist(), sums, strict=True)))))
+    assert _outcome(lambda: stats.clustered_mean_se_of_columns(
+        counts, np.array(sums, dtype=np.float64))) == expected
+    integer_sums = [total for _, total in clusters if isinstance(total, int)]
+    if len(integer_sums) == len(clusters):  # sums of whole numbers: made floats as there
+        assert _outcome(lambda: stats.clustered_mean_se_of_columns(
+            counts, np.array(integer_sums, dtype=np.int64))) == expected
