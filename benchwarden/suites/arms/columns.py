@@ -334,7 +334,9 @@ class ColumnBuffer:
             self.held = array.array(self.held.typecode)
 
     def extend_array(self, values: np.ndarray) -> None:
-        """Values already an array of the column's type."""
+        """Values already an array of the column's type. A first one is taken over, not
+        copied: `finished` may hand it back, and the column's reader may write to it, so
+        it is an array no one else holds (a chunk's own column)."""
         if self.spilled is None and self.first is None and not len(self.held):
             self.first = values
             return

@@ -40,7 +40,6 @@ from benchwarden.core.group_totals import (
     NEWEST_KEPT,
     DecodedChunk,
     compensated_add,
-    decoded_chunks,
 )
 from benchwarden.core.lazy import lazy_module
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
@@ -306,19 +305,14 @@ def columns_of(source: Source) -> Columns:
     return Columns.of_groups(summary.groups, summary.first_seen, summary.versions)
 
 
-def columns_from_stored_rows(rows: Iterable[tuple[Any, ...]]) -> Columns:
-    """The `Columns` of a scope's stored group totals as `Store.fold_group_rows` hands
-    them over (in ascending `first_seq` order: a `ValueError` otherwise), checked and
-    decoded by chunks (`decoded_chunks`): what a report reads."""
-    return columns_from_chunks(decoded_chunks(rows))
-
-
 def columns_from_chunks(decoded: Iterable[DecodedChunk]) -> Columns:
-    """The `Columns` of group totals decoded by chunks (`core.group_totals.decoded_chunks`),
-    each chunk's columns made arrays at once (a report of a suite of 333,000 tasks reads
-    a million groups). Groups whose keys come out equal (two `[tier, failure]` texts
-    naming one tier) are merged, as `summarize` would have put their records in one group
-    (their float sums then agree with the stream's to rounding only)."""
+    """The `Columns` of group totals decoded by chunks as `Store.fold_group_chunks` hands
+    them over (`core.group_totals.decoded_chunks`, or a store's one aggregated chunk; in
+    ascending `first_seq` order: a `ValueError` otherwise), each chunk's columns made
+    arrays at once (a report of a suite of 333,000 tasks reads a million groups). Groups
+    whose keys come out equal (two `[tier, failure]` texts naming one tier) are merged, as
+    `summarize` would have put their records in one group (their float sums then agree
+    with the stream's to rounding only)."""
     code_of: dict[str, dict[Any, int]] = {name: {} for name in KEY_FIELDS}
     # each distinct `[tier, failure]` text by its code, and the tier's and failure's codes
     # of each code

@@ -12,6 +12,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchwarden.core.group_totals import decoded_chunks
 from benchwarden.core.records import Record, TokenComponents, TokenWeights
 from benchwarden.suites.arms import columns as columnar
 from benchwarden.suites.arms import views
@@ -212,8 +213,9 @@ def test_columns_read_from_rows_are_the_summary_read_from_them(rows):
     assert [(key, repr(totals)) for key, totals in found.groups.items()] == \
         [(key, repr(totals)) for key, totals in expected.groups.items()]
     assert found.first_seen == expected.first_seen and found.versions == expected.versions
-    # and from the stored rows as a report reads them (checked and decoded by chunks)
-    stored = before.summary_of(views.columns_from_stored_rows(made))
+    # and from the stored rows read row by row, as a PostgreSQL store hands them to a
+    # report (checked and decoded by chunks)
+    stored = before.summary_of(views.columns_from_chunks(decoded_chunks(made)))
     assert [(key, repr(totals)) for key, totals in stored.groups.items()] == \
         [(key, repr(totals)) for key, totals in expected.groups.items()]
     assert stored.first_seen == expected.first_seen and stored.versions == expected.versions

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchwarden.core.group_totals import decoded_chunks
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, RunEnd, TokenComponents, TokenWeights
 from benchwarden.core.store import CorruptStore, SQLiteStore, Store
@@ -775,9 +776,9 @@ def test_rows_out_of_first_seq_order_are_refused():
         fill(store, random_records(3, ["cli"], ["t0", "t1"], depth=3), ["cli"], ["t0", "t1"])
         rows = store.fold_group_rows("arms", SCOPE, list)
     assert len(rows) > 1
-    assert len(views.columns_from_stored_rows(rows)) == len(rows)  # in order: read
+    assert len(views.columns_from_chunks(decoded_chunks(rows))) == len(rows)  # in order: read
     with pytest.raises(ValueError, match="ascending first_seq order"):
-        views.columns_from_stored_rows(list(reversed(rows)))
+        views.columns_from_chunks(decoded_chunks(list(reversed(rows))))
 
 
 def test_the_unpacked_columns_are_the_stored_columns():
