@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import functools
 import inspect
+import itertools
 import math
 import os
 import statistics
@@ -308,14 +309,18 @@ def clustered_mean_se_of_columns(counts: Any, sums: Any,
     _check_confidence(confidence)
     count_array = np.asarray(counts)
     kept = count_array != 0
-    # whole numbers as Python integers (`tolist` of int64, or the integers an object
-    # array holds); a count of another kind made one, as `int(count)` there
-    kept_counts = count_array[kept].tolist() if count_array.dtype.kind in "iu" else \
-        [int(count) for count in count_array[kept].tolist()]
     sum_array = np.asarray(sums)
     kept_sums = (sum_array[kept].astype(np.float64) if sum_array.dtype != np.float64
-                 else sum_array[kept]).tolist()
-    return _clustered_of_lists(kept_counts, kept_sums, confidence)
+                 else sum_array[kept])
+    if count_array.dtype.kind in "iu" and count_array.dtype.itemsize <= 8 and (
+            count_array.dtype.kind == "i" or count_array.dtype.itemsize < 8):
+        return _clustered_of_arrays(count_array[kept].astype(np.int64, copy=False),
+                                    kept_sums, confidence)
+    # whole numbers as Python integers (`tolist` of a wide unsigned array, or the integers
+    # an object array holds); a count of another kind made one, as `int(count)` there
+    kept_counts = count_array[kept].tolist() if count_array.dtype.kind in "iu" else \
+        [int(count) for count in count_array[kept].tolist()]
+    return _clustered_of_lists(kept_counts, kept_sums.tolist(), confidence)
 
 
 def _clustered_of_lists(counts: list[int], sums: list[float], confidence: float) -> Estimate:
@@ -334,9 +339,47 @@ def _clustered_of_lists(counts: list[int], sums: list[float], confidence: float)
     # about one value in a thousand, and the estimate must not move
     squared = math.fsum((total - count * mean) ** 2
                         for count, total in zip(counts, sums, strict=True))
+    return _clustered_estimate(mean, squared, n, cluster_count, confidence)
+
+
+def _clustered_of_arrays(counts: Any, sums: Any, confidence: float) -> Estimate:
+    """`_clustered_of_lists` of int64 counts and float64 sums, to the last bit: the
+    residuals `total - count * mean` made side by side (numpy makes an int64 a float and
+    multiplies and subtracts as Python does, each step rounded once), squared by the C
+    library's pow as there (`float_power` calls it; `power` and `x * x` differ in the last
+    bit for about one value in a thousand), and summed by `math.fsum`; where a square
+    overflows, Python's pow squares them one by one and raises as there."""
+    method = "cluster-robust t"
+    low_count, high_count = (int(counts.min()), int(counts.max())) if len(counts) else (0, 0)
+    n = (int(counts.sum()) if max(-low_count, high_count) <= _INT64_MAX // max(len(counts), 1)
+         else sum(counts.tolist()))
+    if n == 0:
+        return Estimate(None, None, None, None, 0, method)
+    finite = np.isfinite(sums)
+    if not finite.all():
+        total = float(sums[np.flatnonzero(~finite)[0]])
+        raise ValueError(f"statistics need finite numbers, got a sum of {total!r}")
+    mean = math.fsum(sums.tolist()) / n
+    cluster_count = len(counts)
+    if cluster_count < 2:
+        return Estimate(mean, None, None, None, n, method)
+    with np.errstate(over="ignore", invalid="ignore"):
+        residuals = sums - counts * mean
+        squares = np.float_power(residuals, 2.0)  # the C library's pow, as Python's `**`
+    if not np.isfinite(squares).all():  # where Python's pow raises, or gives inf or nan
+        squares = list(map(pow, residuals.tolist(), itertools.repeat(2)))
+    squared = math.fsum(squares.tolist() if isinstance(squares, np.ndarray) else squares)
+    return _clustered_estimate(mean, squared, n, cluster_count, confidence)
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _clustered_estimate(mean: float, squared: float, n: int, cluster_count: int,
+                        confidence: float) -> Estimate:
     se = math.sqrt(cluster_count / (cluster_count - 1) * squared) / n
     low, high = _t_interval(mean, se, cluster_count - 1, confidence)
-    return Estimate(mean, se, min(low, mean), max(high, mean), n, method)
+    return Estimate(mean, se, min(low, mean), max(high, mean), n, "cluster-robust t")
 
 
 def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> Estimate:
