@@ -294,7 +294,7 @@ def main() -> None:
     emit("scale_growth", figures, options.json_path)
 
 
-def measured_sides(name: str, store: Path, before: str | None, prefix: str
+def measured_sides(name: str, store: Path | str, before: str | None, prefix: str
                    ) -> Iterator[tuple[str, tuple[float, float, int | None], int]]:
     """Command `name` on `store`, with an older checkout's code first when `before`
     names one (`--before`), then this code's: per side, "before" or "now", its

@@ -15,16 +15,23 @@ before this code's, and prints now against before.
     python bench/wide_suite.py                              # 200, 2,000 and 10,000 tasks
     python bench/wide_suite.py --tasks 200,20000 --trials 3
     python bench/wide_suite.py --before /tmp/base-main      # A/B in one run
+    python bench/wide_suite.py --postgres URL --tasks 200,333334 --trials 1
+
+`--postgres URL` (or `BENCHWARDEN_BENCH_POSTGRES`) runs the same commands against
+PostgreSQL stores of the same records instead, one schema per width in that throw-away
+database (`bench_wide_<tasks>`, `_x<trials>` past one trial; built once through the
+store API and kept), its figures named `wide_suite_postgres`.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from _figures import add_json_option, emit
 from scale_growth import COMMANDS, against_baseline, before_and_now, measured_sides
-from scale_store import ARMS, ensure_store
+from scale_store import ARMS, build, ensure_store
 
 DEFAULT_COMMANDS = ("arms_report", "arms_compare", "report_html", "show_latest")
 # the goals of issue 12's reports, which this bench holds a wide suite to as well
@@ -41,6 +48,9 @@ def main() -> None:
     parser.add_argument("--cache", default=None, help="store cache folder (see scale_store.py)")
     parser.add_argument("--before", default=None, metavar="CHECKOUT",
                         help="an older checkout: run each command with its code too (A/B)")
+    parser.add_argument("--postgres", default=os.environ.get("BENCHWARDEN_BENCH_POSTGRES"),
+                        metavar="URL", help="PostgreSQL stores in schemas of this throw-away "
+                        "database instead of SQLite files (built once, kept)")
     add_json_option(parser)
     options = parser.parse_args()
     try:
@@ -57,7 +67,8 @@ def main() -> None:
     results: dict[tuple[str, int, str], tuple[float, float, int | None]] = {}
     for width in widths:
         records = len(ARMS) * width * options.trials
-        store = ensure_store(records, cache, task_count=width)
+        store = (postgres_store(options.postgres, width, options.trials) if options.postgres
+                 else ensure_store(records, cache, task_count=width))
         for name in chosen:
             for side, measured, code_returned in measured_sides(name, store, options.before,
                                                                 "bw-wide-"):
@@ -82,7 +93,20 @@ def main() -> None:
         figures += before_and_now(options.before, chosen, widths, results,
                                   lambda width: f"{width:>6,} tasks",
                                   lambda width: f"{width}_tasks", lambda width: f"at {width} tasks")
-    emit("wide_suite", figures, options.json_path)
+    emit("wide_suite_postgres" if options.postgres else "wide_suite", figures,
+         options.json_path)
+
+
+def postgres_store(url: str, width: int, trials: int) -> str:
+    """The URL of the PostgreSQL store of a suite of `width` tasks and `trials` trials a
+    cell in the database at `url`, the same records as `ensure_store`'s file."""
+    from postgres_growth import ensure_postgres_schema
+
+    records = len(ARMS) * width * trials
+    schema = f"bench_wide_{width}" + (f"_x{trials}" if trials != 1 else "")
+    return ensure_postgres_schema(
+        url, schema, lambda location: build(location, records, task_count=width),
+        f"{records:,} records, {width:,} tasks")
 
 
 if __name__ == "__main__":

@@ -497,6 +497,26 @@ def whole_scope_chunk(suite: str, scope: str, aggregated: list[str],
             [versions_of[text] for text in in_order(versions)], newest[order])
 
 
+def float_columns_of_json(first_seq: str, floats: Sequence[str]) -> list[array.array[Any]] | None:
+    """`whole_scope_chunk`'s `float_columns` from JSON arrays aggregated in the same
+    pass as its other columns, for a database whose text of a float is that float
+    (PostgreSQL with `extra_float_digits` above 0: the shortest text that reads back
+    as the same float): `first_seq`, then each of `FLOAT_COLUMNS`. None where one is
+    not an array of numbers (PostgreSQL writes an infinity as a JSON string), or where
+    it holds a negative zero: written `-0` (a whole number), JSON reads it as 0.0."""
+    if any("-0," in text or "-0]" in text for text in floats):
+        return None
+    try:
+        columns: list[array.array[Any]] = [array.array("q", _decode_numbers(first_seq))]
+        columns += [array.array("d", _decode_floats(text)) for text in floats]
+    except (msgspec.DecodeError, OverflowError):
+        return None
+    return columns
+
+
+_decode_floats = msgspec.json.Decoder(list[float]).decode
+
+
 NO_SEQUENCE = -1
 """Fills a row of `whole_scope_chunk`'s `newest` past the group's newest numbers."""
 

@@ -1385,10 +1385,24 @@ class Store(ABC):
         them: the stored rows in ascending `first_seq` order (then by key), checked and
         decoded a chunk at a time (what a report reads: a suite of 333,000 tasks has a
         million groups). A store may hand them over as fewer, larger chunks
-        (`SQLiteStore`: the scope's columns aggregated by the database in one pass);
-        the values, concatenated, are the same. `UnreadableGroupTotals` raised by `fold`
-        is the store's corruption, as in `fold_group_rows`."""
+        (`_whole_scope_chunk`: the scope's columns aggregated by the database in one
+        pass); the values, concatenated, are the same. `UnreadableGroupTotals` raised by
+        `fold` is the store's corruption, as in `fold_group_rows`."""
+        if self._reads_totals_table:
+            chunk = self._whole_scope_chunk(suite, scope)
+            if chunk is not None:
+                try:
+                    return fold(iter((chunk,)))
+                except UnreadableGroupTotals as error:
+                    raise self._edited_derived_data(error) from None
         return self.fold_group_rows(suite, scope, lambda rows: fold(decoded_chunks(rows)))
+
+    def _whole_scope_chunk(self, suite: str, scope: str) -> DecodedChunk | None:
+        """The scope's stored group totals as one chunk, its columns aggregated by the
+        database (`core.group_totals.whole_scope_chunk`), where the backend can and every
+        stored row is of the kinds the store writes; None otherwise, and the rows are
+        read and decoded by chunks, their decoding saying what is wrong."""
+        return None
 
     def fold_group_rows(self, suite: str, scope: str,
                         fold: Callable[[Iterator[tuple[Any, ...]]], T]) -> T:
@@ -3499,23 +3513,6 @@ class SQLiteStore(Store):
                 yield
             except sqlite3.Error as error:
                 raise sqlite_failure(self.location, error, "reading it") from None
-
-    def fold_group_chunks(self, suite: str, scope: str,
-                          fold: Callable[[Iterator[DecodedChunk]], T]) -> T:
-        """As `Store.fold_group_chunks`; where every stored row of the scope is of the
-        kinds the store writes, the whole scope is one chunk made from its columns as
-        SQLite aggregates them (`_whole_scope_chunk`: no tuple of 26 values per row);
-        where the chunk cannot be made (a value not of its column's kind), the rows are
-        read and decoded by chunks as any store's, and their decoding says what is
-        wrong."""
-        if self._reads_totals_table:
-            chunk = self._whole_scope_chunk(suite, scope)
-            if chunk is not None:
-                try:
-                    return fold(iter((chunk,)))
-                except UnreadableGroupTotals as error:
-                    raise self._edited_derived_data(error) from None
-        return super().fold_group_chunks(suite, scope, fold)
 
     def _whole_scope_chunk(self, suite: str, scope: str) -> DecodedChunk | None:
         """`core.group_totals.whole_scope_chunk` of the scope's stored group totals, read

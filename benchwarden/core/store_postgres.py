@@ -43,6 +43,14 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from benchwarden.core import paths
+from benchwarden.core.group_totals import (
+    AGGREGATED_INTEGERS,
+    AGGREGATED_TEXTS,
+    FLOAT_COLUMNS,
+    DecodedChunk,
+    float_columns_of_json,
+    whole_scope_chunk,
+)
 from benchwarden.core.store import (
     ENTRY_COLUMNS,
     READABLE_SCHEMA_VERSIONS,
@@ -134,6 +142,24 @@ _DERIVED_SCHEMA = f"""
 {run_counts_table("TEXT", "BIGINT")};
 """ + "".join(f"{table};\n" for table in run_tables("TEXT", "BIGINT", "BYTEA"))
 
+
+# A scope's group totals as `core.group_totals.whole_scope_chunk` takes them, in one
+# aggregating statement: each whole-number and text column as one JSON array; `newest`
+# as how many numbers each row's list holds (-1 for a text not between brackets) and
+# every row's numbers joined into one list, as the SQLite store makes them (a text not
+# between brackets joins nothing: PostgreSQL refuses a negative length); then each
+# float column as one JSON array (the shortest text that reads back as the same float,
+# with `extra_float_digits` above 0). The aggregates of one statement see the rows in
+# one order. An empty scope aggregates to NULL, read as an empty array. (`%%` is the
+# pattern's `%`: the statement takes parameters.)
+_AGGREGATED = ", ".join(
+    f"coalesce(json_agg({name})::text, '[]')"
+    for name in (*AGGREGATED_INTEGERS, *AGGREGATED_TEXTS[:-1])) + (
+    ", coalesce(json_agg(CASE WHEN newest = '[]' THEN 0 WHEN newest LIKE '[%%]' "
+    "THEN length(newest) - length(replace(newest, ',', '')) + 1 ELSE -1 END)::text, '[]'), "
+    "'[' || coalesce(string_agg(CASE WHEN newest <> '[]' AND newest LIKE '[%%]' "
+    "THEN substr(newest, 2, length(newest) - 2) END, ','), '') || ']', ") + ", ".join(
+    f"coalesce(json_agg({name})::text, '[]')" for name in FLOAT_COLUMNS)
 
 # libpq reads these from a URL's query as well as from its user-info part
 _QUERY_SECRETS = frozenset({"password", "sslpassword"})
@@ -235,6 +261,10 @@ class PostgresStore(Store):
             # bounded wait for the append lock (0 would mean forever in PostgreSQL)
             self._connection.execute(
                 f"SET lock_timeout = {max(1, int(timeout * 1000))}")
+            # every float read as the float stored, whatever the role's, database's or
+            # URL's setting (below 1, the server's text of a float drops digits: a
+            # duration of 11.0 read as 10.0 at -15); 3 is exact before PostgreSQL 12 too
+            self._connection.execute("SET extra_float_digits = 3")
             self._prepare_schema(create)
         except StoreError:
             self._connection.close()
@@ -385,6 +415,31 @@ class PostgresStore(Store):
                 yield
             except psycopg.Error as error:
                 raise _query_error(self.location, error, "reading it") from None
+
+    def _whole_scope_chunk(self, suite: str, scope: str) -> DecodedChunk | None:
+        """`core.group_totals.whole_scope_chunk` of the scope's group totals, every column
+        aggregated by the server in one statement (`_AGGREGATED`; one statement is one
+        snapshot), floats included: the connection's `extra_float_digits` makes each
+        float's text that float. None where a column's array is beyond what the server
+        can build (a text over its 1 GB), where a float is not finite or is a negative
+        zero, or where `whole_scope_chunk` gives None: the rows are then read one by
+        one."""
+        statement = (f"SELECT {_AGGREGATED} FROM record_group_totals "
+                     "WHERE suite = %s AND scope = %s")
+        with self._reading():
+            try:
+                row = self._connection.execute(statement, (suite, scope)).fetchone()
+            except (pg_errors.ProgramLimitExceeded, pg_errors.OutOfMemory):
+                return None
+        if row is None:
+            return None
+        split = len(row) - len(FLOAT_COLUMNS)
+        aggregated = list(row[:split])
+        float_columns = float_columns_of_json(aggregated[0], row[split:])
+        del row
+        if float_columns is None:
+            return None
+        return whole_scope_chunk(suite, scope, aggregated, float_columns)
 
     def _bounded_page(self, sql: str, params: Sequence[Any],
                       body: int) -> tuple[list[tuple[Any, ...]], bool]:

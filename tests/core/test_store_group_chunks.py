@@ -1,14 +1,18 @@
-"""A SQLite store hands a scope's group totals over as one chunk aggregated by the
-database (`SQLiteStore.fold_group_chunks`, `group_totals.whole_scope_chunk`): the same
-values, bit for bit and in the same order, as the stored rows decoded by chunks
-(`decoded_chunks` of `fold_group_rows`), and where a row is not as the store writes it,
-the rows' own reading (the same values, or the same refusal)."""
+"""A store hands a scope's group totals over as one chunk aggregated by the database
+(`Store.fold_group_chunks` through `_whole_scope_chunk`, `group_totals.whole_scope_chunk`;
+SQLite and PostgreSQL each their own way): the same values, bit for bit and in the same
+order, as the stored rows decoded by chunks (`decoded_chunks` of `fold_group_rows`), and
+where a row is not as the store writes it, the rows' own reading (the same values, or
+the same refusal)."""
 
 from __future__ import annotations
 
 import array
+import itertools
 import sqlite3
+from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 import pytest
@@ -22,10 +26,13 @@ from benchwarden.core.group_totals import (
     GROUP_TOTALS_COLUMNS,
     NO_SEQUENCE,
     decoded_chunks,
+    float_columns_of_json,
     whole_scope_chunk,
 )
 from benchwarden.core.records import Record, TokenComponents
-from benchwarden.core.store import CorruptStore, SQLiteStore
+from benchwarden.core.store import CorruptStore, SQLiteStore, Store
+from tests.conftest import fresh_postgres_database
+from tests.core.test_store_backends import PostgresBackend
 
 SCOPE = "chunks"
 
@@ -60,8 +67,8 @@ task_names = st.sampled_from(["t0", "t1", "a,b", "[x]", 'say "hi"', "line\nbreak
 arm_names = st.sampled_from(["cli", "http", "m,c,p"])
 
 
-def _filled(records: list[Record], cuts: list[int]) -> SQLiteStore:
-    store = SQLiteStore(":memory:")
+def _filled(records: list[Record], cuts: list[int], store: Store | None = None) -> Store:
+    store = SQLiteStore(":memory:") if store is None else store
     from benchwarden.core.provenance import stamp_run
 
     store.begin_run(stamp_run(suite="arms", bench_version="1", config={"scope": SCOPE},
@@ -90,7 +97,7 @@ def _plain(chunks: list[Any]) -> tuple[list[list[str]], list[Any], list[Any]]:
     return columns, versions, newest
 
 
-def _by_rows(store: SQLiteStore) -> list[Any]:
+def _by_rows(store: Store) -> list[Any]:
     return store.fold_group_rows("arms", SCOPE, lambda rows: list(decoded_chunks(rows, 3)))
 
 
@@ -259,3 +266,118 @@ def test_whole_scope_chunk_needs_every_column():
     aggregated, floats = _aggregated([1])
     with pytest.raises(ValueError, match="one JSON array is needed"):
         whole_scope_chunk("arms", SCOPE, aggregated[:-1], floats)
+
+
+def test_float_columns_of_json_read_each_float_as_written():
+    columns = float_columns_of_json("[3, 1]", ["[0.1, 4]", "[1e+300, 5e-324]", "[-0.5, -0.0]"])
+    assert columns is not None
+    assert [column.tolist() for column in columns] == [[3, 1], [0.1, 4.0], [1e300, 5e-324],
+                                                       [-0.5, -0.0]]
+    assert repr(columns[3][1]) == "-0.0"
+
+
+@pytest.mark.parametrize("floats", [['[1, "Infinity"]'], ["[-0, 1]"], ["[1, -0]"],
+                                    ["[1, 2"], ['["1"]']])
+def test_float_columns_of_json_declines_what_would_not_read_back(floats):
+    """A negative zero written `-0` (JSON would read it as 0.0), a string (PostgreSQL's
+    infinity), or no array of numbers."""
+    assert float_columns_of_json("[1, 2]", floats) is None
+
+
+# ----------------------------------------------------------------------------- PostgreSQL
+
+@pytest.fixture(scope="module")
+def postgres_database() -> Iterator[str]:
+    with fresh_postgres_database("bw_test_chunks") as url:
+        yield url.rsplit("/", 1)[1]
+
+
+_schemas = itertools.count(1)
+
+
+def _postgres(database: str) -> PostgresBackend:
+    return PostgresBackend(database, f"chunks{next(_schemas)}")
+
+
+@pytest.mark.postgres
+@given(st.lists(st.tuples(arm_names, task_names, record_values), max_size=25),
+       st.lists(st.integers(0, 25), max_size=2))
+@settings(max_examples=25, deadline=None)
+def test_postgres_aggregated_chunk_is_the_rows_decoded_bit_for_bit(postgres_database, drawn,
+                                                                   cuts):
+    records = [_record(arm, task, trial, values)
+               for trial, (arm, task, values) in enumerate(drawn, start=1)]
+    with _filled(records, sorted(cuts), _postgres(postgres_database).open()) as store:
+        chunks = store.fold_group_chunks("arms", SCOPE, list)
+        assert store._whole_scope_chunk("arms", SCOPE) is not None  # the aggregated way
+        assert len(chunks) == 1
+        assert _plain(chunks) == _plain(_by_rows(store))
+
+
+@pytest.mark.postgres
+def test_postgres_floats_are_read_exactly_whatever_the_url_s_setting(postgres_database):
+    """A URL (or a role, or a database) setting `extra_float_digits` below 1 makes the
+    server's text of a float drop digits; the store reads every float as stored, the
+    aggregated way and the rows' way."""
+    backend = _postgres(postgres_database)
+    values = {"tier": "read", "failure": None, "turns": 1 / 3, "priced": True,
+              "version": "1", "cost": 0.1, "outcome": "pass", "duration": 11.0,
+              "tokens": (1, 2, 3, 4), "reasoning": None}
+    _filled([_record("cli", "t", 1, values)], [], backend.open()).close()
+    backend.location += quote(" -cextra_float_digits=-15")
+    with backend.open(create=False) as store:
+        assert store._connection.execute("SELECT 11.0::float8").fetchone()[0] == 11.0
+        chunk = store._whole_scope_chunk("arms", SCOPE)
+        assert chunk is not None
+        rows = _plain(_by_rows(store))
+        assert _plain([chunk]) == rows
+    turns = GROUP_TOTALS_COLUMNS.index("turns")
+    duration = GROUP_TOTALS_COLUMNS.index("duration_s")
+    assert rows[0][turns] == [repr(1 / 3)] and rows[0][duration] == ["11.0"]
+
+
+@pytest.mark.postgres
+def test_postgres_empty_scope_is_an_empty_chunk(postgres_database):
+    with _filled([], [], _postgres(postgres_database).open()) as store:
+        assert store._whole_scope_chunk("arms", SCOPE) is not None
+        chunks = store.fold_group_chunks("arms", SCOPE, list)
+    assert _plain(chunks) == ([[] for _ in GROUP_TOTALS_COLUMNS[:-2]], [], [])
+
+
+# what can be edited in PostgreSQL's typed columns
+POSTGRES_EDITS = {
+    **{name: edit for name, edit in EDITS.items()
+       if name.startswith(("newest", "bench versions", "two groups"))},
+    "a float column infinite":
+        "UPDATE record_group_totals SET turns = 'Infinity' WHERE task = 't1'",
+    "a float column not a number":
+        "UPDATE record_group_totals SET duration_s = 'NaN' WHERE task = 't2'",
+    "a float column a negative zero":
+        "UPDATE record_group_totals SET turns_error = '-0' WHERE task = 't1'",
+}
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("edit", [*POSTGRES_EDITS, "newest with spaces"])
+def test_postgres_row_not_as_the_store_writes_it_is_read_the_rows_way(postgres_database,
+                                                                       edit):
+    backend = _postgres(postgres_database)
+    values = {"tier": "read", "failure": None, "turns": 3, "priced": True, "version": "1",
+              "cost": 0.25, "outcome": "pass", "duration": 2.5, "tokens": (1, 2, 3, 4),
+              "reasoning": None}
+    records = [_record(arm, f"t{task}", trial, {**values, "duration": 0.1 * trial})
+               for trial, (arm, task) in enumerate(
+                   [(arm, task) for arm in ("cli", "http") for task in range(4)], start=1)]
+    _filled(records, [3], backend.open()).close()
+    backend.execute({**POSTGRES_EDITS, **EDITS_OF_THE_SAME_VALUES}[edit])
+    with backend.open(create=False) as store:
+        assert (store._whole_scope_chunk("arms", SCOPE) is None) == (edit in POSTGRES_EDITS)
+        try:
+            expected: Any = _plain(_by_rows(store))
+        except CorruptStore as error:
+            expected = str(error)
+        try:
+            found: Any = _plain(store.fold_group_chunks("arms", SCOPE, list))
+        except CorruptStore as error:
+            found = str(error)
+    assert found == expected
