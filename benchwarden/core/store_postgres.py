@@ -429,7 +429,10 @@ class PostgresStore(Store):
         with self._reading():
             try:
                 row = self._connection.execute(statement, (suite, scope)).fetchone()
-            except (pg_errors.ProgramLimitExceeded, pg_errors.OutOfMemory):
+            except (pg_errors.ProgramLimitExceeded, pg_errors.OutOfMemory,
+                    pg_errors.InternalError_):
+                # a JSON array past 1 GB (`json_agg`'s buffer says so as a limit, the
+                # joined `newest` as an allocation refused): the rows' way reads it
                 return None
         if row is None:
             return None

@@ -381,3 +381,27 @@ def test_postgres_row_not_as_the_store_writes_it_is_read_the_rows_way(postgres_d
         except CorruptStore as error:
             found = str(error)
     assert found == expected
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("code", ["program_limit_exceeded", "out_of_memory", "internal_error"])
+def test_postgres_aggregate_the_server_cannot_build_is_read_the_rows_way(
+        postgres_database, monkeypatch, code):
+    """Fault injection: a scope whose JSON arrays would pass the server's 1 GB (not
+    made here: the server's refusal is raised by a function in the statement instead)
+    is read the rows' way, with the same values."""
+    from benchwarden.core import store_postgres
+
+    backend = _postgres(postgres_database)
+    values = {"tier": "read", "failure": None, "turns": 3, "priced": True, "version": "1",
+              "cost": 0.25, "outcome": "pass", "duration": 2.5, "tokens": (1, 2, 3, 4),
+              "reasoning": None}
+    _filled([_record("cli", f"t{task}", task, values) for task in range(1, 4)], [],
+            backend.open()).close()
+    backend.execute(f"""CREATE FUNCTION too_big() RETURNS text LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'too big' USING ERRCODE = '{code}'; END $$""")
+    monkeypatch.setattr(store_postgres, "_AGGREGATED",
+                        store_postgres._AGGREGATED + ", too_big()")
+    with backend.open(create=False) as store:
+        assert store._whole_scope_chunk("arms", SCOPE) is None
+        assert _plain(store.fold_group_chunks("arms", SCOPE, list)) == _plain(_by_rows(store))
