@@ -261,10 +261,13 @@ class PostgresStore(Store):
             # bounded wait for the append lock (0 would mean forever in PostgreSQL)
             self._connection.execute(
                 f"SET lock_timeout = {max(1, int(timeout * 1000))}")
-            # every float read as the float stored, whatever the role's, database's or
-            # URL's setting (below 1, the server's text of a float drops digits: a
-            # duration of 11.0 read as 10.0 at -15); 3 is exact before PostgreSQL 12 too
+            # what is read is what was stored, whatever the role's, database's or URL's
+            # settings: every float (below 1, the server's text of a float drops digits:
+            # a duration of 11.0 read as 10.0 at -15; 3 is exact before PostgreSQL 12
+            # too), and every text (a LATIN1 client could neither send nor read a task
+            # named in another script)
             self._connection.execute("SET extra_float_digits = 3")
+            self._connection.execute("SET client_encoding = 'UTF8'")
             self._prepare_schema(create)
         except StoreError:
             self._connection.close()

@@ -539,6 +539,22 @@ def pg_store(postgres) -> Iterator[Store]:
         yield opened
 
 
+def test_postgres_reads_what_it_stored_whatever_the_url_s_settings(postgres):
+    """A URL (or a role, or a database) may set the session's text encoding and float
+    digits; the store still writes and reads every name and number as given."""
+    postgres.location += quote(" -cclient_encoding=LATIN1 -cextra_float_digits=-15")
+    with postgres.open() as store:
+        store.begin_run(stamp_run(suite="demo", bench_version="1", config={},
+                                  run_id="run-1"))
+        store.append([make_record(task="日本語", arm="ärm", duration=11.0)])
+    with postgres.open(create=False) as store:
+        (record,) = store.records()
+        totals = store.group_totals("demo", "run-1")
+    assert (record.task, record.arm) == ("日本語", "ärm")
+    assert [(group.key[2:4], group.duration_s) for group in totals] == \
+        [(("ärm", "日本語"), record.ended_at - record.started_at)]
+
+
 def test_postgres_refuses_truncate(postgres, pg_store):
     pg_store.append([make_record()])
     with pytest.raises(postgres.refused, match="append-only: TRUNCATE refused"):
