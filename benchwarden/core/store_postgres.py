@@ -264,10 +264,12 @@ class PostgresStore(Store):
             # what is read is what was stored, whatever the role's, database's or URL's
             # settings: every float (below 1, the server's text of a float drops digits:
             # a duration of 11.0 read as 10.0 at -15; 3 is exact before PostgreSQL 12
-            # too), and every text (a LATIN1 client could neither send nor read a task
-            # named in another script)
+            # too), every text (a LATIN1 client could neither send nor read a task
+            # named in another script), and every body (with standard-conforming
+            # strings off, psycopg's COPY wrote a body as the text of its hex digits)
             self._connection.execute("SET extra_float_digits = 3")
             self._connection.execute("SET client_encoding = 'UTF8'")
+            self._connection.execute("SET standard_conforming_strings = on")
             self._prepare_schema(create)
         except StoreError:
             self._connection.close()

@@ -539,18 +539,23 @@ def pg_store(postgres) -> Iterator[Store]:
         yield opened
 
 
-def test_postgres_reads_what_it_stored_whatever_the_url_s_settings(postgres):
-    """A URL (or a role, or a database) may set the session's text encoding and float
-    digits; the store still writes and reads every name and number as given."""
-    postgres.location += quote(" -cclient_encoding=LATIN1 -cextra_float_digits=-15")
+@pytest.mark.parametrize("setting", ["client_encoding=LATIN1", "extra_float_digits=-15",
+                                     "standard_conforming_strings=off"])
+def test_postgres_reads_what_it_stored_whatever_the_url_s_settings(postgres, setting):
+    """A URL (or a role, or a database) may set the session's text encoding, float
+    digits or string escapes; the store still writes and reads every name, body and
+    number as given, and the chain verifies."""
+    postgres.location += quote(f" -c{setting}")
     with postgres.open() as store:
         store.begin_run(stamp_run(suite="demo", bench_version="1", config={},
                                   run_id="run-1"))
-        store.append([make_record(task="日本語", arm="ärm", duration=11.0)])
+        store.append([make_record(task="日本語", arm="ärm", note="back\\slash \x00")])
     with postgres.open(create=False) as store:
         (record,) = store.records()
         totals = store.group_totals("demo", "run-1")
+        assert store.verify().ok
     assert (record.task, record.arm) == ("日本語", "ärm")
+    assert record.payload == {"note": "back\\slash \x00"}
     assert [(group.key[2:4], group.duration_s) for group in totals] == \
         [(("ärm", "日本語"), record.ended_at - record.started_at)]
 
