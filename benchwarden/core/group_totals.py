@@ -415,8 +415,16 @@ FLOAT_COLUMNS = tuple(name for name in GROUP_TOTALS_COLUMNS if name in _FLOAT_CO
 (a database's text for a float is not always the float), after `first_seq`."""
 
 
+class SnapshotsDiffer(Exception):
+    """`whole_scope_chunk`'s columns read row by row are not of the rows it aggregated:
+    their `first_seq` or `records` columns differ (read in two snapshots of the store,
+    with an append to the scope in between: each record appended adds a group or adds
+    one to its group's `records`)."""
+
+
 def whole_scope_chunk(suite: str, scope: str, aggregated: list[str],
-                      float_columns: Sequence[array.array[Any]]) -> DecodedChunk | None:
+                      float_columns: Sequence[array.array[Any]],
+                      records: array.array[Any] | None = None) -> DecodedChunk | None:
     """A scope's stored group totals as one `decoded_chunks` chunk, in ascending
     `first_seq` order, from what a database aggregates in one pass (a report of a suite
     of 333,000 tasks reads a million rows: made into a million tuples of 26 values, the
@@ -424,14 +432,16 @@ def whole_scope_chunk(suite: str, scope: str, aggregated: list[str],
     `AGGREGATED_INTEGERS` then of `AGGREGATED_TEXTS` but `newest`, all in one row
     order, then `newest` as two JSON arrays: how many numbers each row's list holds, and
     all their numbers one after another; and `float_columns` (`first_seq`, then each of
-    `FLOAT_COLUMNS`) read in the same order. `aggregated` is emptied as it is decoded,
-    so each text is let go once read.
+    `FLOAT_COLUMNS`) read in the same order, with `records` where they were read in
+    another snapshot than `aggregated`. `aggregated` is emptied as it is decoded, so
+    each text is let go once read. Raises `SnapshotsDiffer` where the `first_seq` or
+    `records` read with the floats are not the aggregated ones, in the same row order.
 
     The same values (the same chunk, concatenated) as `decoded_chunks` of the rows read
     in `first_seq`, key order, but `newest` as one `NEWEST_KEPT`-wide int64 array (a
     million small lists took a tenth of a gigabyte), or None where it cannot say so: a
-    JSON array not of its column's kind, columns of unequal lengths, the float columns
-    in another row order, two groups sharing a `first_seq` (the key would order them),
+    JSON array not of its column's kind, columns of unequal lengths, two groups sharing
+    a `first_seq` (the key would order them),
     a JSON column not of its shape (`decoded_rows` then says what is wrong), or a
     `newest` counted below zero (not a list), of more than `NEWEST_KEPT` numbers, or not
     ascending."""
@@ -443,11 +453,10 @@ def whole_scope_chunk(suite: str, scope: str, aggregated: list[str],
     aggregated.reverse()  # popped from the end, in column order
     by_name: dict[str, Any] = {}
     try:
-        first_seq = _integer_array(np, aggregated.pop(), count)
-        if first_seq is None or not np.array_equal(
-                np.frombuffer(float_columns[0], dtype=np.int64) if count else first_seq,
-                first_seq):
+        first_seq = _integer_array(np, aggregated.pop(), None)
+        if first_seq is None:
             return None
+        _same_rows(np, first_seq, float_columns[0], "first_seq")
         order = np.argsort(first_seq, kind="stable")
         by_name["first_seq"] = first_seq = first_seq[order]
         if count > 1 and not bool(np.all(first_seq[1:] > first_seq[:-1])):
@@ -456,6 +465,8 @@ def whole_scope_chunk(suite: str, scope: str, aggregated: list[str],
             column = _integer_array(np, aggregated.pop(), count)
             if column is None:
                 return None
+            if name == "records" and records is not None:
+                _same_rows(np, column, records, name)
             by_name[name] = column[order]
 
         def in_order(values: list[Any]) -> list[Any]:
@@ -546,14 +557,22 @@ def _newest_matrix(np: Any, lengths: Any, numbers: list[int]) -> Any:
     return matrix
 
 
-def _integer_array(np: Any, text: str, count: int) -> Any:
+def _same_rows(np: Any, aggregated: Any, read: array.array[Any], name: str) -> None:
+    """Raise `SnapshotsDiffer` unless column `name` as aggregated (an int64 array) and
+    as read row by row hold the same values in the same order."""
+    if len(read) != len(aggregated) or (len(read) and not np.array_equal(
+            np.frombuffer(read, dtype=np.int64), aggregated)):
+        raise SnapshotsDiffer(f"the {name} column read row by row is not the aggregated one")
+
+
+def _integer_array(np: Any, text: str, count: int | None) -> Any:
     """A JSON array of whole numbers as an int64 array, or None where it is not one or
-    has not `count` values."""
+    has not `count` values (any number of them where `count` is None)."""
     values = _decode_numbers(text)
-    if len(values) != count:
+    if count is not None and len(values) != count:
         return None
     try:
-        return np.fromiter(values, dtype=np.int64, count=count)
+        return np.fromiter(values, dtype=np.int64, count=len(values))
     except (OverflowError, TypeError, ValueError):
         return None
 

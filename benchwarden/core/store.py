@@ -89,6 +89,7 @@ from benchwarden.core.group_totals import (
     DecodedChunk,
     DecodedRow,
     GroupTotals,
+    SnapshotsDiffer,
     UnreadableGroupTotals,
     decoded_chunks,
     decoded_rows,
@@ -3114,6 +3115,11 @@ def _inspect(connection: sqlite3.Connection) -> _Kind:
 
 
 _FLOAT_ROWS_PER_FETCH = 65_536
+# what reading a scope the aggregated way meets in a row not of its column's kind (a blob
+# JSON cannot hold, a text where a float or whole number is read into an array): the
+# rows' decoding then says what is wrong
+_UNAGGREGATABLE = (sqlite3.DataError, sqlite3.OperationalError, sqlite3.ProgrammingError,
+                   TypeError, OverflowError)
 # each aggregated column as SQLite gives it to `whole_scope_chunk`; `newest` as two: how
 # many numbers each row's list holds, and every row's numbers joined into one list. Where
 # a text is `[`, what JSON numbers and commas make, `]`, the commas count its numbers and
@@ -3184,6 +3190,7 @@ class SQLiteStore(Store):
             raise
 
     def _connect(self, *, immutable: bool) -> None:
+        self._immutable = immutable
         try:
             self._connection = sqlite3.connect(
                 _sqlite_uri(self._path, "ro" if self.read_only else "rwc", immutable), uri=True,
@@ -3515,37 +3522,109 @@ class SQLiteStore(Store):
                 raise sqlite_failure(self.location, error, "reading it") from None
 
     def _whole_scope_chunk(self, suite: str, scope: str) -> DecodedChunk | None:
-        """`core.group_totals.whole_scope_chunk` of the scope's stored group totals, read
-        in one snapshot: one aggregating pass (each whole-number and text column as one
-        JSON array), then `first_seq` and the float columns row by row, straight into
-        arrays (SQLite's text of a float is not always that float). None where a value
-        is not of its column's kind (a JSON array of another kind, a blob, a float column
-        holding something else), or where `whole_scope_chunk` gives None."""
+        """`core.group_totals.whole_scope_chunk` of the scope's stored group totals: one
+        aggregating pass (each whole-number and text column as one JSON array), and
+        `first_seq`, `records` and the float columns read row by row straight into
+        arrays (SQLite's text of a float is not always that float). Of a store in a file,
+        side by side (`_aggregated_beside_rows`: the aggregate on a second connection,
+        in a thread, while this one reads the rows; two snapshots, which must hold the
+        same rows); otherwise, or where an append came in between, one after the other
+        in one snapshot. None where a value is not of its column's kind (a JSON array
+        of another kind, a blob, a float column holding something else), or where
+        `whole_scope_chunk` gives None."""
         where = "FROM record_group_totals WHERE suite = ? AND scope = ?"
         aggregate = f"SELECT {_AGGREGATED_COLUMNS}, {_AGGREGATED_NEWEST} {where}"
-        floats = f"SELECT first_seq, {', '.join(FLOAT_COLUMNS)} {where}"
-        float_columns: list[array.array[Any]] = [array.array("q"),
-                                                 *(array.array("d") for _ in FLOAT_COLUMNS)]
+        row_wise = f"SELECT first_seq, records, {', '.join(FLOAT_COLUMNS)} {where}"
+        params = (suite, scope)
+        if not self._memory and not self._connection.in_transaction:
+            read = self._aggregated_beside_rows(aggregate, row_wise, params)
+            if read is not None:
+                aggregated, (first_seq, records, *floats) = read
+                try:
+                    return whole_scope_chunk(suite, scope, aggregated, [first_seq, *floats],
+                                             records)
+                except SnapshotsDiffer:
+                    pass  # an append to the scope between the two: read in one snapshot
         with self._reading():
             began = not self._connection.in_transaction
             if began:
                 self._connection.execute("BEGIN")  # one snapshot for both statements
             try:
-                aggregated = list(self._connection.execute(aggregate, (suite, scope)).fetchone())
-                cursor = self._connection.execute(floats, (suite, scope))
-                while rows := cursor.fetchmany(_FLOAT_ROWS_PER_FETCH):
-                    for column, values in zip(float_columns, zip(*rows, strict=True),
-                                              strict=True):
-                        column.extend(values)
-            except (sqlite3.DataError, sqlite3.OperationalError, sqlite3.ProgrammingError,
-                    TypeError, OverflowError):
-                # a value JSON cannot hold (a blob), or a float column's value not a float:
-                # the rows' decoding says what is wrong
-                return None
+                try:
+                    aggregated = list(self._connection.execute(aggregate, params).fetchone())
+                except _UNAGGREGATABLE:
+                    return None  # a blob JSON cannot hold: the rows' decoding says so
+                columns = self._row_wise_columns(row_wise, params)
             finally:
                 if began:
                     self._connection.execute("COMMIT")
-        return whole_scope_chunk(suite, scope, aggregated, float_columns)
+        if columns is None:
+            return None
+        first_seq, _, *floats = columns
+        try:
+            return whole_scope_chunk(suite, scope, aggregated, [first_seq, *floats])
+        except SnapshotsDiffer:  # (not within one snapshot)
+            return None
+
+    def _aggregated_beside_rows(self, aggregate: str, row_wise: str, params: tuple[Any, ...]
+                                ) -> tuple[list[str], list[array.array[Any]]] | None:
+        """`aggregate`'s one row, run on a second read-only connection in a thread (SQLite
+        builds the JSON arrays without holding the GIL), while this connection reads
+        `_row_wise_columns`: at a million groups about 2 s each, on two cores. Each
+        statement is its own snapshot; `whole_scope_chunk` checks they hold the same
+        rows. None where the second connection cannot be had or either statement fails
+        (the one-snapshot way then reads, and says what is wrong). An interrupt stops
+        the other statement too."""
+        try:
+            other = sqlite3.connect(
+                _sqlite_uri(self._path, "ro", self._immutable), uri=True,
+                isolation_level=None, check_same_thread=False, timeout=self._timeout)
+        except sqlite3.Error:
+            return None
+        outcome: list[Any] = []
+
+        def aggregate_there() -> None:
+            try:
+                outcome.append(list(other.execute(aggregate, params).fetchone()))
+            except sqlite3.Error:
+                pass  # (also interrupted: `outcome` stays empty)
+
+        thread = threading.Thread(target=aggregate_there, name="benchwarden-aggregate")
+        stopping = False
+        try:
+            other.execute(f"PRAGMA cache_size = -{_WRITER_CACHE_KIB}")
+            thread.start()
+            with self._reading():
+                columns = self._row_wise_columns(row_wise, params)
+        except BaseException:
+            stopping = True
+            raise
+        finally:
+            # interrupted again until its thread ends: an interrupt sent before the
+            # statement starts is lost
+            while thread.is_alive():
+                if stopping:
+                    other.interrupt()
+                thread.join(0.05 if stopping else None)
+            other.close()
+        if columns is None or not outcome:
+            return None
+        return outcome[0], columns
+
+    def _row_wise_columns(self, row_wise: str, params: tuple[Any, ...]
+                          ) -> list[array.array[Any]] | None:
+        """`first_seq`, `records` and each float column of `row_wise`'s rows, fetched in
+        batches straight into arrays; None where a value is not of its column's kind."""
+        columns: list[array.array[Any]] = [array.array("q"), array.array("q"),
+                                           *(array.array("d") for _ in FLOAT_COLUMNS)]
+        try:
+            cursor = self._connection.execute(row_wise, params)
+            while rows := cursor.fetchmany(_FLOAT_ROWS_PER_FETCH):
+                for column, values in zip(columns, zip(*rows, strict=True), strict=True):
+                    column.extend(values)
+        except _UNAGGREGATABLE:
+            return None  # a blob, or a float column's value not a float
+        return columns
 
     def _temporary_table_refusal(self, error: Exception) -> str | None:
         """SQLite makes a temporary table in memory and spills it to a file in its

@@ -25,6 +25,7 @@ from benchwarden.core.group_totals import (
     FLOAT_COLUMNS,
     GROUP_TOTALS_COLUMNS,
     NO_SEQUENCE,
+    SnapshotsDiffer,
     decoded_chunks,
     float_columns_of_json,
     whole_scope_chunk,
@@ -198,11 +199,78 @@ def test_a_row_not_as_the_store_writes_it_is_read_the_rows_way(tmp_path, edit):
     assert found == expected
 
 
-def test_a_sound_store_file_is_read_the_aggregated_way(tmp_path):
-    """The control for the edits above: the same file unedited is aggregated."""
+def test_a_sound_store_file_is_read_the_aggregated_way(tmp_path, monkeypatch):
+    """The control for the edits above: the same file unedited is aggregated, side by
+    side (the aggregate on a second connection while this one reads the rows)."""
+    beside: list[Any] = []
+    original = SQLiteStore._aggregated_beside_rows
+
+    def spied(self: SQLiteStore, *arguments: Any) -> Any:
+        beside.append(original(self, *arguments))
+        return beside[-1]
+
+    monkeypatch.setattr(SQLiteStore, "_aggregated_beside_rows", spied)
     with SQLiteStore(_store_file(tmp_path), create=False) as store:
         assert store._whole_scope_chunk("arms", SCOPE) is not None
         assert _plain(store.fold_group_chunks("arms", SCOPE, list)) == _plain(_by_rows(store))
+    assert len(beside) == 2 and all(read is not None for read in beside)
+
+
+def _appended_between(path: Any, new_group: bool) -> None:
+    """One more record in the store file: a new group, or a second trial of a group."""
+    values = {"tier": "read", "failure": None, "turns": 3, "priced": True, "version": "1",
+              "cost": 0.25, "outcome": "pass", "duration": 7.25, "tokens": (1, 2, 3, 4),
+              "reasoning": None}
+    with SQLiteStore(path, create=False, read_only=False) as writer:
+        writer.append([_record("cli", "t9" if new_group else "t1", 99, values)])
+
+
+@pytest.mark.parametrize("new_group", [True, False], ids=["a new group", "a group's trial"])
+def test_an_append_between_the_two_snapshots_is_read_in_one(tmp_path, monkeypatch,
+                                                            new_group):
+    """The aggregate of the store before an append, the rows' columns after it (as two
+    connections can see it): the difference is found and the scope read again in one
+    snapshot, which gives the rows' values after the append."""
+    path = _store_file(tmp_path)
+    original = SQLiteStore._aggregated_beside_rows
+
+    def racing(self: SQLiteStore, aggregate: str, row_wise: str, params: Any) -> Any:
+        aggregated = list(self._connection.execute(aggregate, params).fetchone())
+        _appended_between(path, new_group)
+        columns = self._row_wise_columns(row_wise, params)
+        return aggregated, columns
+
+    monkeypatch.setattr(SQLiteStore, "_aggregated_beside_rows", racing)
+    with SQLiteStore(path, create=False) as store:
+        chunk = store._whole_scope_chunk("arms", SCOPE)
+        assert chunk is not None
+        assert _plain([chunk]) == _plain(_by_rows(store))
+        durations = _plain([chunk])[0][GROUP_TOTALS_COLUMNS.index("duration_s")]
+    assert ("7.25" in durations) == new_group  # the appended record is in the chunk
+    monkeypatch.setattr(SQLiteStore, "_aggregated_beside_rows", original)
+
+
+def test_an_interrupt_stops_the_aggregate_beside(tmp_path, monkeypatch):
+    """Ctrl-C while this connection reads the rows: the other statement (here made to
+    count to ten billion: minutes, were it not interrupted) is interrupted, its thread
+    joined, its connection closed, and the interrupt goes on."""
+    import threading
+
+    from benchwarden.core import store as store_module
+
+    def interrupted(self: SQLiteStore, row_wise: str, params: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(SQLiteStore, "_row_wise_columns", interrupted)
+    monkeypatch.setattr(store_module, "_AGGREGATED_COLUMNS",
+                        store_module._AGGREGATED_COLUMNS + ", (WITH RECURSIVE counted(n) AS "
+                        "(SELECT 1 UNION ALL SELECT n + 1 FROM counted WHERE n < 1e10) "
+                        "SELECT max(n) FROM counted)")
+    with SQLiteStore(_store_file(tmp_path), create=False) as store:
+        with pytest.raises(KeyboardInterrupt):
+            store._whole_scope_chunk("arms", SCOPE)
+    assert not [thread for thread in threading.enumerate()
+                if thread.name == "benchwarden-aggregate"]
 
 
 # ---------------------------------------------------------------------- whole_scope_chunk
@@ -236,15 +304,13 @@ def test_whole_scope_chunk_orders_by_first_seq():
     assert aggregated == []  # each text let go once decoded
 
 
-@pytest.mark.parametrize("spoil", ["float rows in another order", "a column one short",
+@pytest.mark.parametrize("spoil", ["a column one short",
                                    "a shared first_seq", "integers of another kind",
                                    "newest counts not adding up", "newest too long",
                                    "newest not ascending", "newest negative"])
 def test_whole_scope_chunk_declines_what_it_cannot_vouch_for(spoil):
     aggregated, floats = _aggregated([1, 2, 3])
-    if spoil == "float rows in another order":
-        floats[0] = array.array("q", [2, 1, 3])
-    elif spoil == "a column one short":
+    if spoil == "a column one short":
         floats[2] = array.array("d", [0.5, 0.5])
     elif spoil == "a shared first_seq":
         aggregated[0] = "[1,1,3]"
@@ -260,6 +326,24 @@ def test_whole_scope_chunk_declines_what_it_cannot_vouch_for(spoil):
     else:
         aggregated[-2], aggregated[-1] = "[1,1,1]", "[-5,2,3]"
     assert whole_scope_chunk("arms", SCOPE, aggregated, floats) is None
+
+
+@pytest.mark.parametrize("differ", ["rows in another order", "a row more", "a row less",
+                                    "records of another count"])
+def test_whole_scope_chunk_says_when_the_rows_read_are_not_the_rows_aggregated(differ):
+    aggregated, floats = _aggregated([1, 2, 3])
+    records = array.array("q", [1, 1, 1])
+    if differ == "rows in another order":
+        floats[0] = array.array("q", [2, 1, 3])
+    elif differ == "a row more":
+        floats = [array.array(column.typecode, [*column, column[-1]]) for column in floats]
+        floats[0][-1] = 4
+    elif differ == "a row less":
+        floats = [array.array(column.typecode, column[:-1]) for column in floats]
+    else:
+        records = array.array("q", [1, 2, 1])
+    with pytest.raises(SnapshotsDiffer):
+        whole_scope_chunk("arms", SCOPE, aggregated, floats, records)
 
 
 def test_whole_scope_chunk_needs_every_column():
