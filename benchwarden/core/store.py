@@ -3068,6 +3068,16 @@ def _oserror_failure(location: str, error: OSError) -> StoreError:
                       f"({getattr(error, 'filename', None) or location})")
 
 
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    """The device and inode of the file at `path` (None where it cannot be had): a
+    second connection opened later reads the same file only if they have not changed."""
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
 def _sqlite_uri(path: Path, mode: str, immutable: bool = False) -> str:
     suffix = "&immutable=1" if immutable else ""
     return f"file:{quote(str(path.absolute()), safe='/')}?mode={mode}{suffix}"
@@ -3197,6 +3207,7 @@ class SQLiteStore(Store):
                 isolation_level=None, check_same_thread=False, timeout=self._timeout)
         except sqlite3.Error as error:
             raise self._failure(error, "opening it") from None
+        self._file_identity = _file_identity(self._path)
 
     # -- opening ---------------------------------------------------------------
     def _check_path(self, create: bool, create_parents: bool) -> bool:
@@ -3580,6 +3591,9 @@ class SQLiteStore(Store):
                 _sqlite_uri(self._path, "ro", self._immutable), uri=True,
                 isolation_level=None, check_same_thread=False, timeout=self._timeout)
         except sqlite3.Error:
+            return None
+        if _file_identity(self._path) != self._file_identity:
+            other.close()  # the path names another file now than the one this store opened
             return None
         outcome: list[Any] = []
 

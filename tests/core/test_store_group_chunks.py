@@ -250,6 +250,28 @@ def test_an_append_between_the_two_snapshots_is_read_in_one(tmp_path, monkeypatc
     monkeypatch.setattr(SQLiteStore, "_aggregated_beside_rows", original)
 
 
+def test_a_store_file_replaced_after_opening_is_read_from_the_file_opened(tmp_path):
+    """The path names another file than the one the store opened (a copy with other
+    token counts put in its place): the second connection would read that one, so the
+    scope is read in one snapshot of the file opened."""
+    import os
+
+    path = _store_file(tmp_path)
+    other = tmp_path / "other.sqlite"
+    connection = sqlite3.connect(path)
+    connection.backup(target := sqlite3.connect(other))
+    connection.close()
+    with target:
+        target.execute("UPDATE record_group_totals SET output = output + 1000")
+    target.close()
+    with SQLiteStore(path, create=False) as store:
+        expected = _plain(_by_rows(store))
+        os.replace(other, path)
+        assert store._aggregated_beside_rows(
+            "SELECT 1", "SELECT 1, 1" + ", 1.0" * len(FLOAT_COLUMNS), ()) is None
+        assert _plain(store.fold_group_chunks("arms", SCOPE, list)) == expected
+
+
 def test_an_interrupt_stops_the_aggregate_beside(tmp_path, monkeypatch):
     """Ctrl-C while this connection reads the rows: the other statement (here made to
     count to ten billion: minutes, were it not interrupted) is interrupted, its thread
