@@ -3579,13 +3579,16 @@ class SQLiteStore(Store):
 
     def _aggregated_beside_rows(self, aggregate: str, row_wise: str, params: tuple[Any, ...]
                                 ) -> tuple[list[str], list[array.array[Any]]] | None:
-        """`aggregate`'s one row, run on a second read-only connection in a thread (SQLite
-        builds the JSON arrays without holding the GIL), while this connection reads
-        `_row_wise_columns`: at a million groups about 2 s each, on two cores. Each
-        statement is its own snapshot; `whole_scope_chunk` checks they hold the same
-        rows. None where the second connection cannot be had or either statement fails
-        (the one-snapshot way then reads, and says what is wrong). An interrupt stops
-        the other statement too."""
+        """`aggregate`'s one row on this connection while a thread reads
+        `_row_wise_columns` on a second, read-only one (SQLite builds the JSON arrays
+        without holding the GIL): at a million groups about 2 s each, on two cores. The
+        thread takes the row by row read, not the aggregate: what it frees stays in its
+        own malloc arena, and the aggregate's hundreds of megabytes of JSON, freed here,
+        are reused by what the report builds next (the other way round, a report's peak
+        grew by 200 MiB). Each statement is its own snapshot; `whole_scope_chunk` checks
+        they hold the same rows. None where the second connection cannot be had or
+        either statement fails (the one-snapshot way then reads, and says what is
+        wrong). An interrupt stops the other statement too."""
         try:
             other = sqlite3.connect(
                 _sqlite_uri(self._path, "ro", self._immutable), uri=True,
@@ -3595,21 +3598,24 @@ class SQLiteStore(Store):
         if _file_identity(self._path) != self._file_identity:
             other.close()  # the path names another file now than the one this store opened
             return None
-        outcome: list[Any] = []
+        outcome: list[list[array.array[Any]] | None] = []
 
-        def aggregate_there() -> None:
+        def rows_there() -> None:
             try:
-                outcome.append(list(other.execute(aggregate, params).fetchone()))
-            except sqlite3.Error:
-                pass  # (also interrupted: `outcome` stays empty)
+                outcome.append(self._row_wise_columns(row_wise, params, other))
+            except Exception:  # noqa: BLE001 - (also interrupted): the one-snapshot way
+                pass  # reads again and says what is wrong; `outcome` stays empty
 
-        thread = threading.Thread(target=aggregate_there, name="benchwarden-aggregate")
+        thread = threading.Thread(target=rows_there, name="benchwarden-rows")
         stopping = False
         try:
-            other.execute(f"PRAGMA cache_size = -{_WRITER_CACHE_KIB}")
             thread.start()
             with self._reading():
-                columns = self._row_wise_columns(row_wise, params)
+                try:
+                    aggregated = list(self._connection.execute(aggregate, params).fetchone())
+                except _UNAGGREGATABLE:
+                    stopping = True
+                    return None  # a blob JSON cannot hold: the rows' decoding says so
         except BaseException:
             stopping = True
             raise
@@ -3621,18 +3627,20 @@ class SQLiteStore(Store):
                     other.interrupt()
                 thread.join(0.05 if stopping else None)
             other.close()
-        if columns is None or not outcome:
+        if not outcome or outcome[0] is None:
             return None
-        return outcome[0], columns
+        return aggregated, outcome[0]
 
-    def _row_wise_columns(self, row_wise: str, params: tuple[Any, ...]
+    def _row_wise_columns(self, row_wise: str, params: tuple[Any, ...],
+                          connection: sqlite3.Connection | None = None
                           ) -> list[array.array[Any]] | None:
-        """`first_seq`, `records` and each float column of `row_wise`'s rows, fetched in
-        batches straight into arrays; None where a value is not of its column's kind."""
+        """`first_seq`, `records` and each float column of `row_wise`'s rows (on this
+        store's connection, or `connection`), fetched in batches straight into arrays;
+        None where a value is not of its column's kind."""
         columns: list[array.array[Any]] = [array.array("q"), array.array("q"),
                                            *(array.array("d") for _ in FLOAT_COLUMNS)]
         try:
-            cursor = self._connection.execute(row_wise, params)
+            cursor = (connection or self._connection).execute(row_wise, params)
             while rows := cursor.fetchmany(_FLOAT_ROWS_PER_FETCH):
                 for column, values in zip(columns, zip(*rows, strict=True), strict=True):
                     column.extend(values)

@@ -272,27 +272,41 @@ def test_a_store_file_replaced_after_opening_is_read_from_the_file_opened(tmp_pa
         assert _plain(store.fold_group_chunks("arms", SCOPE, list)) == expected
 
 
-def test_an_interrupt_stops_the_aggregate_beside(tmp_path, monkeypatch):
-    """Ctrl-C while this connection reads the rows: the other statement (here made to
-    count to ten billion: minutes, were it not interrupted) is interrupted, its thread
-    joined, its connection closed, and the interrupt goes on."""
+def test_an_interrupt_stops_the_rows_read_beside(tmp_path, monkeypatch):
+    """Ctrl-C while this connection aggregates: the other connection's statement (here
+    made to count to ten billion: minutes, were it not interrupted) is interrupted, its
+    thread joined, its connection closed, and the interrupt goes on."""
     import threading
 
-    from benchwarden.core import store as store_module
+    def counting(self: SQLiteStore, row_wise: str, params: Any,
+                 connection: Any = None) -> Any:
+        assert connection is not None  # the thread's own connection
+        return connection.execute("WITH RECURSIVE counted(n) AS (SELECT 1 UNION ALL "
+                                  "SELECT n + 1 FROM counted WHERE n < 1e10) "
+                                  "SELECT max(n) FROM counted").fetchone()
 
-    def interrupted(self: SQLiteStore, row_wise: str, params: Any) -> Any:
-        raise KeyboardInterrupt
+    class Interrupted:
+        """This store's connection, but Ctrl-C comes during the aggregate."""
 
-    monkeypatch.setattr(SQLiteStore, "_row_wise_columns", interrupted)
-    monkeypatch.setattr(store_module, "_AGGREGATED_COLUMNS",
-                        store_module._AGGREGATED_COLUMNS + ", (WITH RECURSIVE counted(n) AS "
-                        "(SELECT 1 UNION ALL SELECT n + 1 FROM counted WHERE n < 1e10) "
-                        "SELECT max(n) FROM counted)")
+        def __init__(self, connection: Any) -> None:
+            self.connection = connection
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.connection, name)
+
+        def execute(self, sql: str, *arguments: Any) -> Any:
+            if "json_group_array" in sql:
+                raise KeyboardInterrupt
+            return self.connection.execute(sql, *arguments)
+
+    monkeypatch.setattr(SQLiteStore, "_row_wise_columns", counting)
     with SQLiteStore(_store_file(tmp_path), create=False) as store:
+        store._connection = Interrupted(store._connection)  # type: ignore[assignment]
         with pytest.raises(KeyboardInterrupt):
             store._whole_scope_chunk("arms", SCOPE)
+        store._connection = store._connection.connection
     assert not [thread for thread in threading.enumerate()
-                if thread.name == "benchwarden-aggregate"]
+                if thread.name == "benchwarden-rows"]
 
 
 # ---------------------------------------------------------------------- whole_scope_chunk
