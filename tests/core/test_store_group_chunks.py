@@ -122,15 +122,36 @@ def test_an_empty_scope_is_an_empty_chunk():
     assert _plain(chunks) == ([[] for _ in GROUP_TOTALS_COLUMNS[:-2]], [], [])
 
 
+# a record's values as a sound store holds them (the tests below edit its rows)
+SOUND_VALUES = {"tier": "read", "failure": None, "turns": 3, "priced": True, "version": "1",
+                "cost": 0.25, "outcome": "pass", "duration": 2.5, "tokens": (1, 2, 3, 4),
+                "reasoning": None}
+
+
+def _sound_records() -> list[Record]:
+    """Two arms by four tasks, a trial each, each its own duration."""
+    return [_record(arm, f"t{task}", trial, {**SOUND_VALUES, "duration": 0.1 * trial})
+            for trial, (arm, task) in enumerate(
+                [(arm, task) for arm in ("cli", "http") for task in range(4)], start=1)]
+
+
+def _read_both_ways(store: Store) -> tuple[Any, Any]:
+    """The scope read the rows' way and as `fold_group_chunks` reads it: each its values,
+    or the line of its refusal."""
+    try:
+        expected: Any = _plain(_by_rows(store))
+    except CorruptStore as error:
+        expected = str(error)
+    try:
+        found: Any = _plain(store.fold_group_chunks("arms", SCOPE, list))
+    except CorruptStore as error:
+        found = str(error)
+    return expected, found
+
+
 def _store_file(tmp_path: Any) -> Any:
-    values = {"tier": "read", "failure": None, "turns": 3, "priced": True, "version": "1",
-              "cost": 0.25, "outcome": "pass", "duration": 2.5, "tokens": (1, 2, 3, 4),
-              "reasoning": None}
-    records = [_record(arm, f"t{task}", trial, {**values, "duration": 0.1 * trial})
-               for trial, (arm, task) in enumerate(
-                   [(arm, task) for arm in ("cli", "http") for task in range(4)], start=1)]
     path = tmp_path / "s.sqlite"
-    with _filled(records, [3]) as memory:
+    with _filled(_sound_records(), [3]) as memory:
         target = sqlite3.connect(path)
         memory._connection.backup(target)
         target.close()
@@ -188,14 +209,7 @@ def test_a_row_not_as_the_store_writes_it_is_read_the_rows_way(tmp_path, edit):
     connection.close()
     with SQLiteStore(path, create=False) as store:
         assert (store._whole_scope_chunk("arms", SCOPE) is None) == (edit in EDITS)
-        try:
-            expected: Any = _plain(_by_rows(store))
-        except CorruptStore as error:
-            expected = str(error)
-        try:
-            found: Any = _plain(store.fold_group_chunks("arms", SCOPE, list))
-        except CorruptStore as error:
-            found = str(error)
+        expected, found = _read_both_ways(store)
     assert found == expected
 
 
@@ -218,11 +232,9 @@ def test_a_sound_store_file_is_read_the_aggregated_way(tmp_path, monkeypatch):
 
 def _appended_between(path: Any, new_group: bool) -> None:
     """One more record in the store file: a new group, or a second trial of a group."""
-    values = {"tier": "read", "failure": None, "turns": 3, "priced": True, "version": "1",
-              "cost": 0.25, "outcome": "pass", "duration": 7.25, "tokens": (1, 2, 3, 4),
-              "reasoning": None}
     with SQLiteStore(path, create=False, read_only=False) as writer:
-        writer.append([_record("cli", "t9" if new_group else "t1", 99, values)])
+        writer.append([_record("cli", "t9" if new_group else "t1", 99,
+                               {**SOUND_VALUES, "duration": 7.25})])
 
 
 @pytest.mark.parametrize("new_group", [True, False], ids=["a new group", "a group's trial"])
@@ -440,9 +452,7 @@ def test_postgres_floats_are_read_exactly_whatever_the_url_s_setting(postgres_da
     server's text of a float drop digits; the store reads every float as stored, the
     aggregated way and the rows' way."""
     backend = _postgres(postgres_database)
-    values = {"tier": "read", "failure": None, "turns": 1 / 3, "priced": True,
-              "version": "1", "cost": 0.1, "outcome": "pass", "duration": 11.0,
-              "tokens": (1, 2, 3, 4), "reasoning": None}
+    values = {**SOUND_VALUES, "turns": 1 / 3, "cost": 0.1, "duration": 11.0}
     _filled([_record("cli", "t", 1, values)], [], backend.open()).close()
     backend.location += quote(" -cextra_float_digits=-15")
     with backend.open(create=False) as store:
@@ -482,24 +492,11 @@ POSTGRES_EDITS = {
 def test_postgres_row_not_as_the_store_writes_it_is_read_the_rows_way(postgres_database,
                                                                        edit):
     backend = _postgres(postgres_database)
-    values = {"tier": "read", "failure": None, "turns": 3, "priced": True, "version": "1",
-              "cost": 0.25, "outcome": "pass", "duration": 2.5, "tokens": (1, 2, 3, 4),
-              "reasoning": None}
-    records = [_record(arm, f"t{task}", trial, {**values, "duration": 0.1 * trial})
-               for trial, (arm, task) in enumerate(
-                   [(arm, task) for arm in ("cli", "http") for task in range(4)], start=1)]
-    _filled(records, [3], backend.open()).close()
+    _filled(_sound_records(), [3], backend.open()).close()
     backend.execute({**POSTGRES_EDITS, **EDITS_OF_THE_SAME_VALUES}[edit])
     with backend.open(create=False) as store:
         assert (store._whole_scope_chunk("arms", SCOPE) is None) == (edit in POSTGRES_EDITS)
-        try:
-            expected: Any = _plain(_by_rows(store))
-        except CorruptStore as error:
-            expected = str(error)
-        try:
-            found: Any = _plain(store.fold_group_chunks("arms", SCOPE, list))
-        except CorruptStore as error:
-            found = str(error)
+        expected, found = _read_both_ways(store)
     assert found == expected
 
 
@@ -513,11 +510,7 @@ def test_postgres_aggregate_the_server_cannot_build_is_read_the_rows_way(
     from benchwarden.core import store_postgres
 
     backend = _postgres(postgres_database)
-    values = {"tier": "read", "failure": None, "turns": 3, "priced": True, "version": "1",
-              "cost": 0.25, "outcome": "pass", "duration": 2.5, "tokens": (1, 2, 3, 4),
-              "reasoning": None}
-    _filled([_record("cli", f"t{task}", task, values) for task in range(1, 4)], [],
-            backend.open()).close()
+    _filled(_sound_records(), [], backend.open()).close()
     backend.execute(f"""CREATE FUNCTION too_big() RETURNS text LANGUAGE plpgsql AS $$
         BEGIN RAISE EXCEPTION 'too big' USING ERRCODE = '{code}'; END $$""")
     monkeypatch.setattr(store_postgres, "_AGGREGATED",
