@@ -17,7 +17,7 @@ before this code's, and prints now against before.
     python bench/wide_suite.py --before /tmp/base-main      # A/B in one run
     python bench/wide_suite.py --postgres URL --tasks 200,333334 --trials 1
 
-`--postgres URL` (or `BENCHWARDEN_BENCH_POSTGRES`) runs the same commands against
+`--postgres URL` runs the same commands against
 PostgreSQL stores of the same records instead, one schema per width in that throw-away
 database (`bench_wide_<tasks>`, `_x<trials>` past one trial; built once through the
 store API and kept), its figures named `wide_suite_postgres`.
@@ -26,7 +26,6 @@ store API and kept), its figures named `wide_suite_postgres`.
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from _figures import add_json_option, emit
@@ -48,9 +47,9 @@ def main() -> None:
     parser.add_argument("--cache", default=None, help="store cache folder (see scale_store.py)")
     parser.add_argument("--before", default=None, metavar="CHECKOUT",
                         help="an older checkout: run each command with its code too (A/B)")
-    parser.add_argument("--postgres", default=os.environ.get("BENCHWARDEN_BENCH_POSTGRES"),
-                        metavar="URL", help="PostgreSQL stores in schemas of this throw-away "
-                        "database instead of SQLite files (built once, kept)")
+    parser.add_argument("--postgres", default=None, metavar="URL",
+                        help="PostgreSQL stores in schemas of this throw-away database "
+                        "instead of SQLite files (built once, kept)")
     add_json_option(parser)
     options = parser.parse_args()
     try:
