@@ -622,6 +622,41 @@ def test_the_exact_mean_and_deviation_are_the_statistics_module_s_bit_for_bit(va
         assert stdev == statistics.stdev(values)
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=80)
+       | st.lists(st.sampled_from([0.0, -0.0, 0.1, -1 / 3, 5e-324, -5e-324, 1e-300, 2.0**-1022,
+                                   1.7976931348623157e308, -1.7976931348623157e308, 2.0**52]),
+                  min_size=1, max_size=300))
+def test_the_exact_mean_in_numpy_is_the_statistics_module_s_bit_for_bit(values):
+    """Each float cut into halves summed per power of two, then divided once: the same
+    number as `statistics.mean`'s exact fraction, whatever the spread of magnitudes
+    (subnormals beside the largest floats), signs and cancellations."""
+    expected = float(statistics.mean(values))
+    found = stats._exact_mean_of_floats(np.array(values, dtype=np.float64))
+    assert found.hex() == expected.hex()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2),
+       st.lists(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e12,
+                          max_value=1e12), min_size=1, max_size=5),
+       st.sampled_from(["floats", "an integer among them", "an infinity among them"]))
+def test_exact_mean_is_the_statistics_module_s_on_either_side_of_its_numpy_threshold(
+        side, seeds, mixed):
+    """Below, at and above the size from which numpy sums the floats; with a whole
+    number among them (which numpy would make a float) or an infinity, `statistics`
+    reads them, as before."""
+    size = stats._EXACT_MEAN_IN_NUMPY_FROM - 1 + side
+    values: list[Any] = [seeds[index % len(seeds)] * (1 + index / 7) for index in range(size)]
+    if mixed == "an integer among them":  # (as a float, 2**60: the 1 would be lost)
+        values[size // 2], values[size // 2 + 1] = 2**60 + 1, -float(2**60)
+    elif mixed == "an infinity among them":
+        values[-1] = float("inf")
+    expected = float(statistics.mean(values))
+    found = stats.exact_mean(values)
+    assert found.hex() == expected.hex()
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.floats(allow_nan=True, allow_infinity=True)
                 | st.sampled_from([1e308, -1e308, float("inf"), float("-inf"), float("nan")]),
