@@ -417,25 +417,28 @@ FLOAT_COLUMNS = tuple(name for name in GROUP_TOTALS_COLUMNS if name in _FLOAT_CO
 
 class SnapshotsDiffer(Exception):
     """`whole_scope_chunk`'s columns read row by row are not of the rows it aggregated:
-    their `first_seq` or `records` columns differ (read in two snapshots of the store,
-    with an append to the scope in between: each record appended adds a group or adds
-    one to its group's `records`)."""
+    a whole-number column read with them (`first_seq`, `records`) differs from the
+    aggregated one (another row order, or two snapshots of the store with an append to
+    the scope in between: each record appended adds a group or adds one to its group's
+    `records`)."""
 
 
 def whole_scope_chunk(suite: str, scope: str, aggregated: list[str],
-                      float_columns: Sequence[array.array[Any]],
-                      records: array.array[Any] | None = None) -> DecodedChunk | None:
+                      floats: Sequence[array.array[Any]],
+                      read_with_floats: Mapping[str, array.array[Any]] | None = None
+                      ) -> DecodedChunk | None:
     """A scope's stored group totals as one `decoded_chunks` chunk, in ascending
     `first_seq` order, from what a database aggregates in one pass (a report of a suite
     of 333,000 tasks reads a million rows: made into a million tuples of 26 values, the
     rows alone took seconds): `aggregated`, one JSON array per column of
     `AGGREGATED_INTEGERS` then of `AGGREGATED_TEXTS` but `newest`, all in one row
     order, then `newest` as two JSON arrays: how many numbers each row's list holds, and
-    all their numbers one after another; and `float_columns` (`first_seq`, then each of
-    `FLOAT_COLUMNS`) read in the same order, with `records` where they were read in
-    another snapshot than `aggregated`. `aggregated` is emptied as it is decoded, so
-    each text is let go once read. Raises `SnapshotsDiffer` where the `first_seq` or
-    `records` read with the floats are not the aggregated ones, in the same row order.
+    all their numbers one after another; and `floats`, each of `FLOAT_COLUMNS`, in the
+    same row order. Where the floats were read by another statement (SQLite: a float's
+    text is not always the float), `read_with_floats` holds whole-number columns of
+    `AGGREGATED_INTEGERS` that statement read too (`first_seq`, `records`): each must be
+    its aggregated column, value for value, or `SnapshotsDiffer` is raised. `aggregated`
+    is emptied as it is decoded, so each text is let go once read.
 
     The same values (the same chunk, concatenated) as `decoded_chunks` of the rows read
     in `first_seq`, key order, but `newest` as one `NEWEST_KEPT`-wide int64 array (a
@@ -449,14 +452,16 @@ def whole_scope_chunk(suite: str, scope: str, aggregated: list[str],
 
     if len(aggregated) != len(AGGREGATED_INTEGERS) + len(AGGREGATED_TEXTS) + 1:
         raise ValueError("one JSON array is needed per aggregated column")
-    count = len(float_columns[0])
+    read_with_floats = read_with_floats or {}
     aggregated.reverse()  # popped from the end, in column order
     by_name: dict[str, Any] = {}
     try:
         first_seq = _integer_array(np, aggregated.pop(), None)
         if first_seq is None:
             return None
-        _same_rows(np, first_seq, float_columns[0], "first_seq")
+        count = len(first_seq)
+        if "first_seq" in read_with_floats:
+            _same_rows(np, first_seq, read_with_floats["first_seq"], "first_seq")
         order = np.argsort(first_seq, kind="stable")
         by_name["first_seq"] = first_seq = first_seq[order]
         if count > 1 and not bool(np.all(first_seq[1:] > first_seq[:-1])):
@@ -465,8 +470,8 @@ def whole_scope_chunk(suite: str, scope: str, aggregated: list[str],
             column = _integer_array(np, aggregated.pop(), count)
             if column is None:
                 return None
-            if name == "records" and records is not None:
-                _same_rows(np, column, records, name)
+            if name in read_with_floats:
+                _same_rows(np, column, read_with_floats[name], name)
             by_name[name] = column[order]
 
         def in_order(values: list[Any]) -> list[Any]:
@@ -498,7 +503,7 @@ def whole_scope_chunk(suite: str, scope: str, aggregated: list[str],
                        for text in set(versions)}
     except msgspec.DecodeError:
         return None
-    for name, column in zip(FLOAT_COLUMNS, float_columns[1:], strict=True):
+    for name, column in zip(FLOAT_COLUMNS, floats, strict=True):
         if len(column) != count:
             return None
         by_name[name] = np.frombuffer(column, dtype=np.float64)[order] if count else \
@@ -508,21 +513,20 @@ def whole_scope_chunk(suite: str, scope: str, aggregated: list[str],
             [versions_of[text] for text in in_order(versions)], newest[order])
 
 
-def float_columns_of_json(first_seq: str, floats: Sequence[str]) -> list[array.array[Any]] | None:
-    """`whole_scope_chunk`'s `float_columns` from JSON arrays aggregated in the same
-    pass as its other columns, for a database whose text of a float is that float
-    (PostgreSQL with `extra_float_digits` above 0: the shortest text that reads back
-    as the same float): `first_seq`, then each of `FLOAT_COLUMNS`. None where one is
-    not an array of numbers (PostgreSQL writes an infinity as a JSON string), or where
-    it holds a negative zero: written `-0` (a whole number), JSON reads it as 0.0."""
+def float_columns_of_json(floats: Sequence[str]) -> list[array.array[Any]] | None:
+    """`whole_scope_chunk`'s `floats` from JSON arrays aggregated in the same pass as its
+    other columns (in their row order: nothing to check them against), for a database
+    whose text of a float is that float (PostgreSQL with `extra_float_digits` above 0:
+    the shortest text that reads back as the same float), one per `FLOAT_COLUMNS`. None
+    where one is not an array of numbers (PostgreSQL writes an infinity as a JSON
+    string), or where it holds a negative zero: written `-0` (a whole number), JSON
+    reads it as 0.0."""
     if any("-0," in text or "-0]" in text for text in floats):
         return None
     try:
-        columns: list[array.array[Any]] = [array.array("q", _decode_numbers(first_seq))]
-        columns += [array.array("d", _decode_floats(text)) for text in floats]
-    except (msgspec.DecodeError, OverflowError):
+        return [array.array("d", _decode_floats(text)) for text in floats]
+    except msgspec.DecodeError:
         return None
-    return columns
 
 
 _decode_floats = msgspec.json.Decoder(list[float]).decode

@@ -3125,6 +3125,11 @@ def _inspect(connection: sqlite3.Connection) -> _Kind:
 
 
 _FLOAT_ROWS_PER_FETCH = 65_536
+# the whole-number columns read with the float columns, which must be the aggregated
+# ones: the same rows in the same order (each append adds a group or adds to `records`)
+_ROW_WISE_INTEGERS = ("first_seq", "records")
+# the float columns as read row by row, and those whole-number columns by name
+_RowWise = tuple[list["array.array[Any]"], dict[str, "array.array[Any]"]]
 # what reading a scope the aggregated way meets in a row not of its column's kind (a blob
 # JSON cannot hold, a text where a float or whole number is read into an array): the
 # rows' decoding then says what is wrong
@@ -3545,15 +3550,13 @@ class SQLiteStore(Store):
         `whole_scope_chunk` gives None."""
         where = "FROM record_group_totals WHERE suite = ? AND scope = ?"
         aggregate = f"SELECT {_AGGREGATED_COLUMNS}, {_AGGREGATED_NEWEST} {where}"
-        row_wise = f"SELECT first_seq, records, {', '.join(FLOAT_COLUMNS)} {where}"
+        row_wise = f"SELECT {', '.join((*_ROW_WISE_INTEGERS, *FLOAT_COLUMNS))} {where}"
         params = (suite, scope)
         if not self._memory and not self._connection.in_transaction:
             read = self._aggregated_beside_rows(aggregate, row_wise, params)
             if read is not None:
-                aggregated, (first_seq, records, *floats) = read
                 try:
-                    return whole_scope_chunk(suite, scope, aggregated, [first_seq, *floats],
-                                             records)
+                    return whole_scope_chunk(suite, scope, *read)
                 except SnapshotsDiffer:
                     pass  # an append to the scope between the two: read in one snapshot
         with self._reading():
@@ -3571,14 +3574,14 @@ class SQLiteStore(Store):
                     self._connection.execute("COMMIT")
         if columns is None:
             return None
-        first_seq, _, *floats = columns
-        try:
-            return whole_scope_chunk(suite, scope, aggregated, [first_seq, *floats])
-        except SnapshotsDiffer:  # (not within one snapshot)
+        try:  # one snapshot: only another row order makes the columns differ
+            return whole_scope_chunk(suite, scope, aggregated, *columns)
+        except SnapshotsDiffer:
             return None
 
     def _aggregated_beside_rows(self, aggregate: str, row_wise: str, params: tuple[Any, ...]
-                                ) -> tuple[list[str], list[array.array[Any]]] | None:
+                                ) -> tuple[list[str], list[array.array[Any]],
+                                           dict[str, array.array[Any]]] | None:
         """`aggregate`'s one row on this connection while a thread reads
         `_row_wise_columns` on a second, read-only one (SQLite builds the JSON arrays
         without holding the GIL): at a million groups about 2 s each, on two cores. The
@@ -3598,7 +3601,7 @@ class SQLiteStore(Store):
         if _file_identity(self._path) != self._file_identity:
             other.close()  # the path names another file now than the one this store opened
             return None
-        outcome: list[list[array.array[Any]] | None] = []
+        outcome: list[_RowWise | None] = []
 
         def rows_there() -> None:
             try:
@@ -3629,16 +3632,18 @@ class SQLiteStore(Store):
             other.close()
         if not outcome or outcome[0] is None:
             return None
-        return aggregated, outcome[0]
+        return (aggregated, *outcome[0])
 
     def _row_wise_columns(self, row_wise: str, params: tuple[Any, ...],
-                          connection: sqlite3.Connection | None = None
-                          ) -> list[array.array[Any]] | None:
-        """`first_seq`, `records` and each float column of `row_wise`'s rows (on this
-        store's connection, or `connection`), fetched in batches straight into arrays;
-        None where a value is not of its column's kind."""
-        columns: list[array.array[Any]] = [array.array("q"), array.array("q"),
-                                           *(array.array("d") for _ in FLOAT_COLUMNS)]
+                          connection: sqlite3.Connection | None = None) -> _RowWise | None:
+        """Each float column of `row_wise`'s rows, and the whole-number columns read
+        with them (`_ROW_WISE_INTEGERS`), by name (on this store's connection, or
+        `connection`), fetched in batches straight into arrays: `whole_scope_chunk`'s
+        `floats` and `read_with_floats`. None where a value is not of its column's
+        kind."""
+        integers = {name: array.array("q") for name in _ROW_WISE_INTEGERS}
+        floats = [array.array("d") for _ in FLOAT_COLUMNS]
+        columns: list[array.array[Any]] = [*integers.values(), *floats]
         try:
             cursor = (connection or self._connection).execute(row_wise, params)
             while rows := cursor.fetchmany(_FLOAT_ROWS_PER_FETCH):
@@ -3646,7 +3651,7 @@ class SQLiteStore(Store):
                     column.extend(values)
         except _UNAGGREGATABLE:
             return None  # a blob, or a float column's value not a float
-        return columns
+        return floats, integers
 
     def _temporary_table_refusal(self, error: Exception) -> str | None:
         """SQLite makes a temporary table in memory and spills it to a file in its

@@ -443,11 +443,11 @@ class PostgresStore(Store):
             return None
         split = len(row) - len(FLOAT_COLUMNS)
         aggregated = list(row[:split])
-        float_columns = float_columns_of_json(aggregated[0], row[split:])
+        floats = float_columns_of_json(row[split:])
         del row
-        if float_columns is None:
+        if floats is None:
             return None
-        return whole_scope_chunk(suite, scope, aggregated, float_columns)
+        return whole_scope_chunk(suite, scope, aggregated, floats)
 
     def _bounded_page(self, sql: str, params: Sequence[Any],
                       body: int) -> tuple[list[tuple[Any, ...]], bool]:

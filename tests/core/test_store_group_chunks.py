@@ -249,8 +249,8 @@ def test_an_append_between_the_two_snapshots_is_read_in_one(tmp_path, monkeypatc
     def racing(self: SQLiteStore, aggregate: str, row_wise: str, params: Any) -> Any:
         aggregated = list(self._connection.execute(aggregate, params).fetchone())
         _appended_between(path, new_group)
-        columns = self._row_wise_columns(row_wise, params)
-        return aggregated, columns
+        floats, read_with_floats = self._row_wise_columns(row_wise, params)
+        return aggregated, floats, read_with_floats
 
     monkeypatch.setattr(SQLiteStore, "_aggregated_beside_rows", racing)
     with SQLiteStore(path, create=False) as store:
@@ -324,6 +324,8 @@ def test_an_interrupt_stops_the_rows_read_beside(tmp_path, monkeypatch):
 # ---------------------------------------------------------------------- whole_scope_chunk
 
 def _aggregated(first_seqs: list[int]) -> tuple[list[str], list[array.array[Any]]]:
+    """A scope's JSON arrays as a database aggregates them (a record a group), and its
+    float columns."""
     count = len(first_seqs)
     integers = [str(first_seqs).replace(" ", "")] + ["[" + ",".join(["1"] * count) + "]"
                                                       for _ in AGGREGATED_INTEGERS[1:]]
@@ -333,15 +335,20 @@ def _aggregated(first_seqs: list[int]) -> tuple[list[str], list[array.array[Any]
     # newest: each row's count, then every row's numbers (here each row [seq, seq + 1])
     arrays += ["[" + ",".join(["2"] * count) + "]",
                str([n for seq in first_seqs for n in (seq, seq + 1)]).replace(" ", "")]
-    floats = [array.array("q", first_seqs),
-              *(array.array("d", [0.5] * count) for _ in FLOAT_COLUMNS)]
+    floats = [array.array("d", [0.5] * count) for _ in FLOAT_COLUMNS]
     return integers + arrays, floats
+
+
+def _read_with(first_seqs: list[int], records: list[int]) -> dict[str, array.array[Any]]:
+    """Whole-number columns as read with the floats by another statement."""
+    return {"first_seq": array.array("q", first_seqs), "records": array.array("q", records)}
 
 
 def test_whole_scope_chunk_orders_by_first_seq():
     aggregated, floats = _aggregated([5, 2, 9])
-    floats[1] = array.array("d", [5.0, 2.0, 9.0])
-    chunk = whole_scope_chunk("arms", SCOPE, aggregated, floats)
+    floats[0] = array.array("d", [5.0, 2.0, 9.0])
+    chunk = whole_scope_chunk("arms", SCOPE, aggregated, floats,
+                              _read_with([5, 2, 9], [1, 1, 1]))
     assert chunk is not None
     columns, versions, newest = chunk
     assert columns[GROUP_TOTALS_COLUMNS.index("first_seq")].tolist() == [2, 5, 9]
@@ -359,10 +366,9 @@ def test_whole_scope_chunk_orders_by_first_seq():
 def test_whole_scope_chunk_declines_what_it_cannot_vouch_for(spoil):
     aggregated, floats = _aggregated([1, 2, 3])
     if spoil == "a column one short":
-        floats[2] = array.array("d", [0.5, 0.5])
+        floats[1] = array.array("d", [0.5, 0.5])
     elif spoil == "a shared first_seq":
         aggregated[0] = "[1,1,3]"
-        floats[0] = array.array("q", [1, 1, 3])
     elif spoil == "integers of another kind":
         aggregated[1] = "[1,2.5,3]"
     elif spoil == "newest counts not adding up":
@@ -380,18 +386,12 @@ def test_whole_scope_chunk_declines_what_it_cannot_vouch_for(spoil):
                                     "records of another count"])
 def test_whole_scope_chunk_says_when_the_rows_read_are_not_the_rows_aggregated(differ):
     aggregated, floats = _aggregated([1, 2, 3])
-    records = array.array("q", [1, 1, 1])
-    if differ == "rows in another order":
-        floats[0] = array.array("q", [2, 1, 3])
-    elif differ == "a row more":
-        floats = [array.array(column.typecode, [*column, column[-1]]) for column in floats]
-        floats[0][-1] = 4
-    elif differ == "a row less":
-        floats = [array.array(column.typecode, column[:-1]) for column in floats]
-    else:
-        records = array.array("q", [1, 2, 1])
+    read_with_floats = {"rows in another order": _read_with([2, 1, 3], [1, 1, 1]),
+                        "a row more": _read_with([1, 2, 3, 4], [1, 1, 1, 1]),
+                        "a row less": _read_with([1, 2], [1, 1]),
+                        "records of another count": _read_with([1, 2, 3], [1, 2, 1])}[differ]
     with pytest.raises(SnapshotsDiffer):
-        whole_scope_chunk("arms", SCOPE, aggregated, floats, records)
+        whole_scope_chunk("arms", SCOPE, aggregated, floats, read_with_floats)
 
 
 def test_whole_scope_chunk_needs_every_column():
@@ -401,11 +401,11 @@ def test_whole_scope_chunk_needs_every_column():
 
 
 def test_float_columns_of_json_read_each_float_as_written():
-    columns = float_columns_of_json("[3, 1]", ["[0.1, 4]", "[1e+300, 5e-324]", "[-0.5, -0.0]"])
+    columns = float_columns_of_json(["[0.1, 4]", "[1e+300, 5e-324]", "[-0.5, -0.0]"])
     assert columns is not None
-    assert [column.tolist() for column in columns] == [[3, 1], [0.1, 4.0], [1e300, 5e-324],
+    assert [column.tolist() for column in columns] == [[0.1, 4.0], [1e300, 5e-324],
                                                        [-0.5, -0.0]]
-    assert repr(columns[3][1]) == "-0.0"
+    assert repr(columns[2][1]) == "-0.0"
 
 
 @pytest.mark.parametrize("floats", [['[1, "Infinity"]'], ["[-0, 1]"], ["[1, -0]"],
@@ -413,7 +413,7 @@ def test_float_columns_of_json_read_each_float_as_written():
 def test_float_columns_of_json_declines_what_would_not_read_back(floats):
     """A negative zero written `-0` (JSON would read it as 0.0), a string (PostgreSQL's
     infinity), or no array of numbers."""
-    assert float_columns_of_json("[1, 2]", floats) is None
+    assert float_columns_of_json(floats) is None
 
 
 # ----------------------------------------------------------------------------- PostgreSQL
