@@ -748,7 +748,7 @@ def paired_difference(a: Mapping[Key, float], b: Mapping[Key, float],
     n = len(differences)
     if n == 0:
         return PairedComparison(0, None, None, None, None, None, None, None)
-    mean_diff = float(statistics.mean(differences))
+    mean_diff = exact_mean(differences)
     if n < 2:
         return PairedComparison(n, mean_diff, None, None, None, None, None, None)
     sd = statistics.stdev(differences)
@@ -789,7 +789,7 @@ def paired_verdict(champion: Sequence[float], challenger: Sequence[float],
     if floor < 0 or z < 0:
         raise ValueError(f"floor and z must be non-negative, got {floor}, {z}")
     differences = [new - old for old, new in zip(champion_scores, challenger_scores, strict=True)]
-    mean_diff = float(statistics.mean(differences))
+    mean_diff = exact_mean(differences)
     se = statistics.stdev(differences) / math.sqrt(n)
     band = max(floor, z * se)
     return PairedVerdict(mean_diff=mean_diff, se=se, band=band,
