@@ -7,6 +7,7 @@ import math
 import re
 import statistics
 import warnings
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -636,6 +637,65 @@ def test_the_exact_mean_in_numpy_is_the_statistics_module_s_bit_for_bit(values):
     assert found.hex() == expected.hex()
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=80)
+       | st.lists(st.sampled_from([0.0, -0.0, 0.1, -1 / 3, 5e-324, -5e-324, 1e-300, 2.0**-1022,
+                                   1.7976931348623157e308, -1.7976931348623157e308, 2.0**52,
+                                   2.0**53 + 2, -(2.0**53), 1.5]),
+                  min_size=1, max_size=300))
+def test_the_exact_sum_in_numpy_is_math_fsum_s_correct_rounding(values):
+    """The exact sum as numerator / 2**shift, rounded once: `math.fsum`'s correctly
+    rounded sum (halves to even) wherever `math.fsum` has one, whatever the spread of
+    magnitudes, signs and cancellations."""
+    numerator, shift = stats._exact_sum_of_floats(np.array(values, dtype=np.float64))
+    assert Fraction(numerator, 2**shift) == sum(map(Fraction, values))
+    try:
+        expected = math.fsum(values)
+    except OverflowError:
+        return  # partial sums past the largest float: `exact_sum` asks `math.fsum` there
+    if numerator:
+        assert (numerator / 2**shift).hex() == expected.hex()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2),
+       st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=6),
+       st.sampled_from(["floats", "cancelled", "a negative zero", "an infinity", "a nan",
+                        "huge", "huge, then cancelled"]))
+def test_exact_sum_is_math_fsum_s_number_or_error_on_either_side_of_its_threshold(
+        side, seeds, kind):
+    """Below, at and above the size from which numpy sums: the same number as
+    `math.fsum` to the last bit (the sign of a zero included), or the same error; a nan,
+    an infinity or partial sums past the largest float go to `math.fsum` itself."""
+    size = stats._EXACT_IN_NUMPY_FROM - 1 + side
+    values = [seeds[index % len(seeds)] / (1 + index % 5) for index in range(size)]
+    if kind == "cancelled":
+        values = [value for original in values for value in (original, -original)]
+    elif kind == "a negative zero":
+        values = [-0.0] * size
+    elif kind == "an infinity":
+        values[size // 2] = float("inf")
+    elif kind == "a nan":
+        values[-1] = float("nan")
+    elif kind == "huge":
+        values = [1.7976931348623157e308 / (1 + index % 3) for index in range(size)]
+    elif kind == "huge, then cancelled":  # the exact sum is small; the partial sums overflow
+        values = [1e308] * (size // 2) + [-1e308] * (size - size // 2)
+    array = np.array(values, dtype=np.float64)
+    try:
+        expected: float | type[Exception] = math.fsum(values)
+    except (OverflowError, ValueError) as error:
+        expected = type(error)
+    try:
+        found: float | type[Exception] = stats.exact_sum(array)
+    except (OverflowError, ValueError) as error:
+        found = type(error)
+    if isinstance(expected, float) and isinstance(found, float):
+        assert found.hex() == expected.hex() or (math.isnan(found) and math.isnan(expected))
+    else:
+        assert found == expected
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2),
        st.lists(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e12,
@@ -646,7 +706,7 @@ def test_exact_mean_is_the_statistics_module_s_on_either_side_of_its_numpy_thres
     """Below, at and above the size from which numpy sums the floats; with a whole
     number among them (which numpy would make a float) or an infinity, `statistics`
     reads them, as before."""
-    size = stats._EXACT_MEAN_IN_NUMPY_FROM - 1 + side
+    size = stats._EXACT_IN_NUMPY_FROM - 1 + side
     values: list[Any] = [seeds[index % len(seeds)] * (1 + index / 7) for index in range(size)]
     if mixed == "an integer among them":  # (as a float, 2**60: the 1 would be lost)
         values[size // 2], values[size // 2 + 1] = 2**60 + 1, -float(2**60)
