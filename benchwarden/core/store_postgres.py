@@ -145,20 +145,16 @@ _DERIVED_SCHEMA = f"""
 
 # A scope's group totals as `core.group_totals.whole_scope_chunk` takes them, in one
 # aggregating statement: each whole-number and text column as one JSON array; `newest`
-# as how many numbers each row's list holds (-1 for a text not between brackets) and
-# every row's numbers joined into one list, as the SQLite store makes them (a text not
-# between brackets joins nothing: PostgreSQL refuses a negative length); then each
-# float column as one JSON array (the shortest text that reads back as the same float,
-# with `extra_float_digits` above 0). The aggregates of one statement see the rows in
-# one order. An empty scope aggregates to NULL, read as an empty array. (`%%` is the
-# pattern's `%`: the statement takes parameters.)
+# as each row's text's length and every row's text joined with nothing between, as the
+# SQLite store makes them; then each float column as one JSON array (the shortest text
+# that reads back as the same float, with `extra_float_digits` above 0). The aggregates
+# of one statement see the rows in one order. An empty scope aggregates to NULL, read as
+# an empty array or text.
 _AGGREGATED = ", ".join(
     f"coalesce(json_agg({name})::text, '[]')"
     for name in (*AGGREGATED_INTEGERS, *AGGREGATED_TEXTS[:-1])) + (
-    ", coalesce(json_agg(CASE WHEN newest = '[]' THEN 0 WHEN newest LIKE '[%%]' "
-    "THEN length(newest) - length(replace(newest, ',', '')) + 1 ELSE -1 END)::text, '[]'), "
-    "'[' || coalesce(string_agg(CASE WHEN newest <> '[]' AND newest LIKE '[%%]' "
-    "THEN substr(newest, 2, length(newest) - 2) END, ','), '') || ']', ") + ", ".join(
+    ", coalesce(json_agg(length(newest))::text, '[]'), "
+    "coalesce(string_agg(newest, ''), ''), ") + ", ".join(
     f"coalesce(json_agg({name})::text, '[]')" for name in FLOAT_COLUMNS)
 
 # libpq reads these from a URL's query as well as from its user-info part

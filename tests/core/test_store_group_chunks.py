@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import array
 import itertools
+import json
+import re
 import sqlite3
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
+import msgspec
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -26,6 +29,8 @@ from benchwarden.core.group_totals import (
     GROUP_TOTALS_COLUMNS,
     NO_SEQUENCE,
     SnapshotsDiffer,
+    _integer_array,
+    _newest_of_joined_texts,
     decoded_chunks,
     float_columns_of_json,
     whole_scope_chunk,
@@ -183,6 +188,10 @@ EDITS = {
     "newest with an empty item": "UPDATE record_group_totals SET newest = '[1,,2]' "
                                  "WHERE task = 't1'",
     "newest not a list": "UPDATE record_group_totals SET newest = '5' WHERE task = 't1'",
+    "newest with spaces": "UPDATE record_group_totals SET newest = '[ 5 , 6 ]' "
+                          "WHERE task = 't1'",
+    "newest a blob of a list's bytes":
+        "UPDATE record_group_totals SET newest = CAST('[5]' AS BLOB) WHERE task = 't1'",
     "bench versions not JSON": "UPDATE record_group_totals SET bench_versions = 'x' "
                                "WHERE task = 't3'",
     "two groups sharing a first_seq":
@@ -193,8 +202,6 @@ EDITS = {
 
 # edits JSON reads as the store's own values: either way, the same values
 EDITS_OF_THE_SAME_VALUES = {
-    "newest with spaces": "UPDATE record_group_totals SET newest = '[ 5 , 6 ]' "
-                          "WHERE task = 't1'",
     "a float column holding a whole number (affinity makes it a float)":
         "UPDATE record_group_totals SET turns = 2 WHERE task = 't1'",
 }
@@ -332,9 +339,9 @@ def _aggregated(first_seqs: list[int]) -> tuple[list[str], list[array.array[Any]
     texts = {"arm": '"cli"', "task": '"t"', "outcome": '"pass"', "group_key": '"[null,null]"',
              "bench_versions": '"[\\"1\\"]"'}
     arrays = ["[" + ",".join([texts[name]] * count) + "]" for name in AGGREGATED_TEXTS[:-1]]
-    # newest: each row's count, then every row's numbers (here each row [seq, seq + 1])
-    arrays += ["[" + ",".join(["2"] * count) + "]",
-               str([n for seq in first_seqs for n in (seq, seq + 1)]).replace(" ", "")]
+    # newest: each row's text's length, then the texts joined (here each row [seq, seq + 1])
+    newest = [f"[{seq},{seq + 1}]" for seq in first_seqs]
+    arrays += [str([len(text) for text in newest]).replace(" ", ""), "".join(newest)]
     floats = [array.array("d", [0.5] * count) for _ in FLOAT_COLUMNS]
     return integers + arrays, floats
 
@@ -359,10 +366,28 @@ def test_whole_scope_chunk_orders_by_first_seq():
     assert aggregated == []  # each text let go once decoded
 
 
+# each spoiled `newest`: the three rows' texts, and their lengths where not their own
+NEWEST_SPOILS = {
+    "newest lengths not adding up": (["[1,2]", "[2,3]", "[3,4]"], [5, 5, 4]),
+    "newest text running into the next row": (["[1,2", "][2,3]", "[3,4]"], None),
+    "newest lengths cutting a text": (["[1,2]", "[2,3]", "[3,4]"], [4, 6, 5]),
+    "newest too long": (["[1,2,3,4]", "[2]", "[3]"], None),
+    "newest not ascending": (["[2,1]", "[2,3]", "[3,4]"], None),
+    "newest negative": (["[-5]", "[2]", "[3]"], None),
+    "newest with an empty item": (["[1,,2]", "[2]", "[3]"], None),
+    "newest with a trailing comma": (["[1,]", "[2]", "[3]"], None),
+    "newest with a leading zero": (["[01]", "[2]", "[3]"], None),
+    "newest with a space": (["[1, 2]", "[2]", "[3]"], None),
+    "newest past int64": (["[99999999999999999999]", "[2]", "[3]"], None),
+    "newest not text": (["[1]", "[2]", "[3]"], [3, -1, 3]),
+    "newest not a list": (["1", "[2]", "[3]"], None),
+    "newest of other characters": (["[1]", "[2]", "[\u0663]"], None),
+}
+
+
 @pytest.mark.parametrize("spoil", ["a column one short",
                                    "a shared first_seq", "integers of another kind",
-                                   "newest counts not adding up", "newest too long",
-                                   "newest not ascending", "newest negative"])
+                                   *NEWEST_SPOILS])
 def test_whole_scope_chunk_declines_what_it_cannot_vouch_for(spoil):
     aggregated, floats = _aggregated([1, 2, 3])
     if spoil == "a column one short":
@@ -371,15 +396,23 @@ def test_whole_scope_chunk_declines_what_it_cannot_vouch_for(spoil):
         aggregated[0] = "[1,1,3]"
     elif spoil == "integers of another kind":
         aggregated[1] = "[1,2.5,3]"
-    elif spoil == "newest counts not adding up":
-        aggregated[-2] = "[2,2,1]"
-    elif spoil == "newest too long":
-        aggregated[-2], aggregated[-1] = "[4,1,1]", "[1,2,3,4,5,6]"
-    elif spoil == "newest not ascending":
-        aggregated[-1] = "[1,2,3,3,4,5]"
     else:
-        aggregated[-2], aggregated[-1] = "[1,1,1]", "[-5,2,3]"
+        texts, lengths = NEWEST_SPOILS[spoil]
+        lengths = lengths or [len(text) for text in texts]
+        aggregated[-2], aggregated[-1] = str(lengths).replace(" ", ""), "".join(texts)
     assert whole_scope_chunk("arms", SCOPE, aggregated, floats) is None
+
+
+def test_whole_scope_chunk_reads_newest_of_every_length_and_none():
+    """The control for the spoils above: empty lists beside lists of one to
+    `NEWEST_KEPT` numbers, numbers of many digits."""
+    aggregated, floats = _aggregated([1, 2, 3])
+    texts = ["[]", "[7,10,9223372036854775806]", "[0]"]
+    aggregated[-2], aggregated[-1] = str([len(text) for text in texts]), "".join(texts)
+    chunk = whole_scope_chunk("arms", SCOPE, aggregated, floats)
+    assert chunk is not None
+    assert chunk[2].tolist() == [[NO_SEQUENCE] * 3, [7, 10, 9223372036854775806],
+                                 [0, NO_SEQUENCE, NO_SEQUENCE]]
 
 
 @pytest.mark.parametrize("differ", ["rows in another order", "a row more", "a row less",
@@ -477,7 +510,7 @@ def test_postgres_empty_scope_is_an_empty_chunk(postgres_database):
 # what can be edited in PostgreSQL's typed columns
 POSTGRES_EDITS = {
     **{name: edit for name, edit in EDITS.items()
-       if name.startswith(("newest", "bench versions", "two groups"))},
+       if name.startswith(("newest", "bench versions", "two groups")) and "blob" not in name},
     "a float column infinite":
         "UPDATE record_group_totals SET turns = 'Infinity' WHERE task = 't1'",
     "a float column not a number":
@@ -488,7 +521,7 @@ POSTGRES_EDITS = {
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize("edit", [*POSTGRES_EDITS, "newest with spaces"])
+@pytest.mark.parametrize("edit", [*POSTGRES_EDITS])
 def test_postgres_row_not_as_the_store_writes_it_is_read_the_rows_way(postgres_database,
                                                                        edit):
     backend = _postgres(postgres_database)
@@ -518,3 +551,83 @@ def test_postgres_aggregate_the_server_cannot_build_is_read_the_rows_way(
     with backend.open(create=False) as store:
         assert store._whole_scope_chunk("arms", SCOPE) is None
         assert _plain(store.fold_group_chunks("arms", SCOPE, list)) == _plain(_by_rows(store))
+
+
+def _integers_by_json(text: str) -> list[int] | None:
+    """What JSON's decoder makes of a text meant as an array of whole numbers, as int64."""
+    try:
+        values = msgspec.json.decode(text, type=list[int])
+    except msgspec.DecodeError:
+        return None
+    return values if all(-(2**63) <= value < 2**63 for value in values) else None
+
+
+json_integer_texts = st.one_of(
+    st.lists(st.integers(-(2**64), 2**64)).map(
+        lambda values: json.dumps(values, separators=(",", ":"))),
+    st.lists(st.integers(-(2**63), 2**63 - 1)).map(json.dumps),  # `[1, 2]`, as PostgreSQL
+    st.text(alphabet="0123456789-,[] .e+\u0663", max_size=24),
+    st.lists(st.sampled_from(["0", "-0", "00", "01", "-", "7", "-12", "", " ", "1 2",
+                              "9223372036854775807", "-9223372036854775808"]),
+             max_size=5).map(lambda items: "[" + ",".join(items) + "]"),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(json_integer_texts)
+def test_integer_columns_read_by_numpy_are_json_s_whole_numbers(text):
+    """A JSON array of whole numbers read by numpy where it is in a database's plain form,
+    else by JSON's decoder: the same numbers as JSON's decoder alone gives, or JSON's own
+    refusal (a DecodeError), or None past int64."""
+    expected = _integers_by_json(text)
+    try:
+        found = _integer_array(np, text, None)
+    except msgspec.DecodeError:
+        assert expected is None
+        return
+    assert (None if found is None else found.tolist()) == expected
+
+
+_STORE_NEWEST = re.compile(r"\[\]|\[(0|[1-9][0-9]*)(,(0|[1-9][0-9]*))*\]")
+
+
+def _newest_by_rows(texts: list[str], lengths: list[int]) -> tuple[list[int], list[int]] | None:
+    """The rows' own reading of `newest` texts: each in the store's form (or None)."""
+    if lengths != [len(text) for text in texts]:
+        return None
+    counts: list[int] = []
+    numbers: list[int] = []
+    for text in texts:
+        if not _STORE_NEWEST.fullmatch(text):
+            return None
+        row = msgspec.json.decode(text, type=list[int])
+        if any(value >= 2**63 - 1 for value in row):
+            return None
+        counts.append(len(row))
+        numbers.extend(row)
+    return counts, numbers
+
+
+newest_texts = st.one_of(
+    st.lists(st.integers(0, 2**64), max_size=4).map(
+        lambda values: json.dumps(values, separators=(",", ":"))),
+    st.text(alphabet="0123456789,[] -\u0663", max_size=10),
+    st.lists(st.sampled_from(["0", "01", "12", "", " ", "-3", "1 2", "99999999999999999999",
+                              "9223372036854775807", "[4]"]),
+             max_size=3).map(lambda items: "[" + ",".join(items) + "]"),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(newest_texts, max_size=6), st.data())
+def test_newest_cut_from_the_joined_texts_is_each_row_s_own_reading(texts, data):
+    """Each row's `newest` text, cut from all of them joined by their lengths: the same
+    counts and numbers as reading each row's text alone, or None where any row is not
+    in the store's form or a length is not its text's."""
+    lengths = [len(text) for text in texts]
+    if texts and data.draw(st.booleans()):  # a length not its text's
+        lengths[data.draw(st.integers(0, len(texts) - 1))] += data.draw(
+            st.sampled_from([-2, -1, 1, 3]))
+    expected = _newest_by_rows(texts, lengths)
+    found = _newest_of_joined_texts(np, np.array(lengths, dtype=np.int64), "".join(texts))
+    assert (None if found is None else (found[0].tolist(), found[1].tolist())) == expected
