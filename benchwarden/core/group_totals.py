@@ -566,8 +566,9 @@ def _newest_of_joined_texts(np: Any, text_lengths: Any, joined: str
     if not (bool(np.all(octets[starts] == ord("[")))
             and bool(np.all(octets[ends - 1] == ord("]")))):
         return None  # with as many `[` as rows, none is inside a text either
-    commas = np.concatenate(([0], np.cumsum(octets == ord(","))))
-    lengths = np.where(text_lengths > 2, commas[ends] - commas[starts] + 1, 0)
+    commas = np.flatnonzero(octets == ord(","))  # (each row's count by where they fall)
+    lengths = np.where(text_lengths > 2, np.searchsorted(commas, ends)
+                       - np.searchsorted(commas, starts) + 1, 0)
     numbers = _whole_numbers(np, octets, raw.translate(_SEPARATORS_AS_SPACES), b" ")
     # a row of digits and commas holds at most one number more than it has commas: as
     # many in all means each row's commas each stand between two numbers
