@@ -372,11 +372,52 @@ def decoded_rows(rows: Iterable[tuple[Any, ...]]) -> Iterator[DecodedRow]:
         yield row, versions, sound[1]
 
 
+class CodedTexts(Sequence[str]):
+    """A text column as its distinct texts (`names`, in the order they first appear)
+    and each row's place among them (`codes`, int32): one string per distinct value, not
+    one a row (an arm, an outcome or a group key names thousands of groups, a task one
+    per arm and outcome), and what a report numbers its keys by without hashing a
+    million strings again. Reads as the texts it stands for, row by row."""
+
+    __slots__ = ("codes", "names")
+
+    def __init__(self, names: list[str], codes: Any) -> None:
+        self.names = names
+        self.codes = codes
+
+    @classmethod
+    def of_rows(cls, np: Any, values: list[str], order: Any) -> CodedTexts:
+        """The column of `values` (in a database's row order) taken in `order`."""
+        place_of: dict[str, int] = {}
+        places = np.fromiter([place_of.setdefault(value, len(place_of)) for value in values],
+                             dtype=np.int32, count=len(values))[order]
+        # renumbered by first appearance in `order`, as a row-by-row reading numbers them
+        first = np.full(len(place_of), len(places), dtype=np.int64)
+        np.minimum.at(first, places, np.arange(len(places)))
+        appearance = np.argsort(first, kind="stable")
+        renumbered = np.empty(len(place_of), dtype=np.int32)
+        renumbered[appearance] = np.arange(len(place_of), dtype=np.int32)
+        names = list(place_of)
+        return cls([names[place] for place in appearance.tolist()], renumbered[places])
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self.names[code] for code in self.codes[index].tolist()]
+        return self.names[int(self.codes[index])]
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self.names.__getitem__, self.codes.tolist())
+
+
 DecodedChunk = tuple[list[Sequence[Any]], list[tuple[str, ...]], Any]
 """Stored rows as `decoded_chunks` gives them: (columns, bench versions, newest), the
 columns being the rows' `plain` columns of `decoded_rows` transposed (one sequence per
 column, `GROUP_TOTALS_COLUMNS` order: a tuple, or from `whole_scope_chunk` a list of
-texts or a numpy array of whole numbers or floats), the other two one entry per row:
+texts, a `CodedTexts` or a numpy array of whole numbers or floats), the other two one
+entry per row:
 each row's bench versions, and its newest sequence numbers as a list (`decoded_chunks`)
 or as a row of a `NEWEST_KEPT`-wide int64 array, ascending and padded with
 `NO_SEQUENCE` (`whole_scope_chunk`).
@@ -486,12 +527,8 @@ def whole_scope_chunk(suite: str, scope: str, aggregated: list[str],
             values = _decode_texts(aggregated.pop())
             if len(values) != count:
                 return None
-            # one string per distinct value, not one a row (an arm, an outcome or a
-            # group key names thousands of groups, a task one per arm and outcome)
-            one_of: dict[str, str] = {}
-            values = [one_of.setdefault(value, value) for value in values]
-            by_name[name] = in_order(values)
-            del values, one_of
+            by_name[name] = CodedTexts.of_rows(np, values, order)
+            del values
         versions = _decode_texts(aggregated.pop())
         text_lengths = _integer_array(np, aggregated.pop(), count)
         joined = aggregated.pop()

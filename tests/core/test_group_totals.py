@@ -17,6 +17,7 @@ from benchwarden.core.group_totals import (
     GROUP_KEY_COLUMNS,
     GROUP_TOTALS_COLUMNS,
     NEWEST_KEPT,
+    CodedTexts,
     GroupTotals,
     UnreadableGroupTotals,
     compensated_add,
@@ -405,3 +406,25 @@ def test_newest_texts_that_joined_would_shift_a_list_are_refused_as_one_by_one(t
     with pytest.raises(UnreadableGroupTotals) as found:
         list(decoded_chunks(rows))
     assert str(found.value) == str(expected.value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["cli", "http", "t-1", "t-2", "", "é", "[\"a\",null]"]),
+                max_size=40), st.randoms(use_true_random=False))
+def test_coded_texts_read_as_the_texts_in_order_numbered_by_first_appearance(values, random):
+    """A text column coded in a database's row order and taken in `order`: row by row
+    the texts in that order, its names each distinct text once in the order it first
+    appears there, each row's code its text's place among them."""
+    import numpy as np
+
+    order = list(range(len(values)))
+    random.shuffle(order)
+    coded = CodedTexts.of_rows(np, list(values), np.array(order, dtype=np.int64))
+    expected = [values[index] for index in order]
+    assert list(coded) == expected and len(coded) == len(expected)
+    assert coded.names == list(dict.fromkeys(expected))
+    assert [coded.names[code] for code in coded.codes.tolist()] == expected
+    assert coded.codes.dtype == np.int32
+    if expected:
+        assert coded[len(expected) - 1] == expected[-1]
+        assert coded[1:3] == expected[1:3]

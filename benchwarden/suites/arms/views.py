@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from benchwarden.core.group_totals import (
     NEWEST_KEPT,
+    CodedTexts,
     DecodedChunk,
     compensated_add,
 )
@@ -326,12 +327,9 @@ def columns_from_chunks(decoded: Iterable[DecodedChunk]) -> Columns:
     seen_versions: set[tuple[str, ...]] = set()
     for columns, chunk_versions, chunk_newest in decoded:
         for name, position in (("arm", 2), ("task", 3), ("outcome", 4)):
-            found = code_of[name]
-            code_columns[name].extend([found.setdefault(value, len(found))
-                                       for value in columns[position]])
+            _extend_codes(code_columns[name], code_of[name], columns[position])
         first_new = len(key_code_of)
-        code_columns["group_key"].extend([key_code_of.setdefault(text, len(key_code_of))
-                                          for text in columns[5]])
+        _extend_codes(code_columns["group_key"], key_code_of, columns[5])
         for text in list(key_code_of)[first_new:]:
             tier, failure = _tier_and_failure(text)
             tier_of_key.append(code_of["tier"].setdefault(tier, len(code_of["tier"])))
@@ -382,6 +380,19 @@ def columns_from_chunks(decoded: Iterable[DecodedChunk]) -> Columns:
         codes, values, newest, first_seq = _merged_equal_keys(codes, names, values, newest,
                                                               first_seq)
     return Columns(names, codes, values, newest, first_seq, versions)
+
+
+def _extend_codes(codes: array.array[int], code_of: dict[Any, int],
+                  texts: Sequence[Any]) -> None:
+    """Each text's code (the next free one for a text not seen before) onto `codes`; of
+    a `CodedTexts`, its distinct texts looked up once and its rows' codes mapped by
+    array."""
+    if isinstance(texts, CodedTexts):
+        mapped = np.array([code_of.setdefault(name, len(code_of)) for name in texts.names],
+                          dtype=np.int32)
+        codes.frombytes(mapped[texts.codes].tobytes())
+    else:
+        codes.extend([code_of.setdefault(text, len(code_of)) for text in texts])
 
 
 # where `columns_from_chunks` reads each column of a stored row (`UNPACKED_COLUMNS`)
