@@ -111,6 +111,22 @@ def test_wilson_known_values(successes, trials, low, high):
     assert estimate.method == "wilson"
 
 
+@settings(max_examples=800, deadline=None)
+@given(st.integers(1, 10**9).flatmap(lambda trials: st.tuples(
+           st.integers(0, trials) | st.sampled_from([0, trials, trials // 2, 1 % (trials + 1)]),
+           st.just(trials))),
+       st.sampled_from([0.95, 0.9, 0.99, 0.5]) | st.floats(1e-9, 1 - 1e-9))
+def test_wilson_bounds_are_scipy_s_to_the_last_bit(counts, confidence):
+    """Computed without scipy.stats, the interval is `binomtest`'s Wilson interval, bit
+    for bit, at any counts and confidence."""
+    successes, trials = counts
+    successes = min(successes, trials)
+    expected = scipy_stats.binomtest(successes, trials).proportion_ci(
+        confidence_level=confidence, method="wilson")
+    low, high = stats._wilson_bounds(successes, trials, confidence)
+    assert (low.hex(), high.hex()) == (float(expected.low).hex(), float(expected.high).hex())
+
+
 def test_wilson_matches_closed_form_at_other_confidence():
     successes, trials, confidence = 13, 40, 0.9
     z = 1.6448536269514722

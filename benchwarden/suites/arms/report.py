@@ -536,9 +536,12 @@ def summarize_scope(store: Store, scope: str) -> Any:
     from benchwarden.suites.arms import views
 
     if store.has_group_totals:
-        # The intervals need scipy.stats (about a second to import); the database sums
-        # without holding the GIL, so the import runs beside the query instead of after.
-        import_in_background(stats.scipy_stats)
+        # The intervals need scipy.special; the database sums without holding the GIL,
+        # so the import runs beside the query instead of after. Not scipy.stats (about a
+        # second): a suite of more than `stats.ANALYTIC_INTERVAL_ABOVE` tasks (the only
+        # kind whose read is long enough to hide it) never needs it, and imported here it
+        # took the GIL from the read's own Python.
+        import_in_background(stats.scipy_special)
         return summary_in_database(store, scope)
     return views.columns_of(views.summarize(store.iter_record_summaries(
         suite=SUITE_NAME, scope=scope, payload_fields=views.PAYLOAD_FIELDS)))
