@@ -234,13 +234,17 @@ class Columns:
 
     def cell_samples(self, arm: str, tasks: Sequence[str]) -> list[int]:
         """Samples of each of `tasks` in `arm` (0 where it has none)."""
+        return self.cell_sample_counts(arm, tasks).tolist()  # type: ignore[no-any-return]
+
+    def cell_sample_counts(self, arm: str, tasks: Sequence[str]) -> np.ndarray:
+        """`cell_samples` as an array."""
         counts = np.zeros(len(tasks), dtype=self.values["samples"].dtype)
         chosen = self.matching({"arm": arm}, first_seen_order=False)
         if len(chosen):
             where = self._task_positions(tasks)[self.codes["task"][chosen]]
             shown = where >= 0
             np.add.at(counts, where[shown], self.values["samples"][chosen][shown])
-        return counts.tolist()  # type: ignore[no-any-return]
+        return counts
 
     def _task_positions(self, tasks: Sequence[str]) -> np.ndarray:
         """Each task code's position in `tasks` (-1: not among them), made once per list

@@ -553,21 +553,29 @@ def coverage(source: Source, arms: Sequence[str], tasks: Sequence[str],
     columns = columns_of(source)
     table: dict[str, dict[str, Any]] = {}
     for arm in arms:
-        cells = dict(zip(tasks, columns.cell_samples(arm, tasks), strict=True))
-        # `coverage_class` of each cell, counted over arrays
-        found = np.array(list(cells.values()), dtype=object if not cells else None)
-        covered = int(np.count_nonzero(found >= floor)) if cells else 0
-        partial = int(np.count_nonzero((found < floor) & (found > 0))) if cells else 0
-        table[arm] = {"covered": covered, "partial": partial,
-                      "missing": len(cells) - covered - partial, "cells": len(tasks),
-                      "samples": cells}
+        counts, samples = _coverage_counts(columns, arm, tasks, floor)
+        table[arm] = {**counts, "samples": dict(zip(tasks, samples.tolist(), strict=True))}
     return table
+
+
+def _coverage_counts(columns: Columns, arm: str, tasks: Sequence[str], floor: int
+                     ) -> tuple[dict[str, int], np.ndarray]:
+    """`coverage`'s counts of one arm (each task counted once, as the samples' mapping
+    holds it once), and the samples of each of `tasks`: the headline needs the counts
+    alone, without a mapping of a third of a million tasks per arm."""
+    samples = columns.cell_sample_counts(arm, tasks)
+    distinct = samples if len(set(tasks)) == len(tasks) else \
+        samples[sorted({task: position for position, task in enumerate(tasks)}.values())]
+    covered = int(np.count_nonzero(distinct >= floor))
+    partial = int(np.count_nonzero((distinct < floor) & (distinct > 0)))
+    return {"covered": covered, "partial": partial,
+            "missing": len(distinct) - covered - partial, "cells": len(tasks)}, samples
 
 
 def headline(source: Source, arms: Sequence[str], tasks: Sequence[str],
              weights: TokenWeights = DEFAULT_WEIGHTS, floor: int = FLOOR) -> list[dict[str, Any]]:
     columns = columns_of(source)
-    covered = coverage(columns, arms, tasks, floor)
+    covered = {arm: _coverage_counts(columns, arm, tasks, floor)[0] for arm in arms}
     per_task_bootstraps = _per_task_bootstraps([columns.by_task(arm=arm) for arm in arms],
                                                weights)
     rows = []

@@ -58,6 +58,30 @@ def test_coverage_classes_cells_by_sample_count():
         ["missing", "partial", "partial", "covered", "covered"]
 
 
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.sampled_from(["t1", "t2", "t3", "t4"])),
+                max_size=30),
+       st.lists(st.sampled_from(["t1", "t2", "t3", "t4", "t5"]), max_size=8),
+       st.integers(1, 4))
+def test_coverage_counts_each_task_s_class_once(cells, tasks, floor):
+    """Covered, partial and missing count each listed task's class once (a task listed
+    twice is one cell, as the samples' mapping holds it once); the headline's counts are
+    the coverage's."""
+    records = [rec(arm, task, trial) for trial, (arm, task) in enumerate(cells, start=1)]
+    table = views.coverage(records, ["a", "b"], tasks, floor)
+    for arm in ("a", "b"):
+        samples = {task: sum(1 for cell in cells if cell == (arm, task)) for task in tasks}
+        classes = [views.coverage_class(count, floor) for count in samples.values()]
+        assert table[arm] == {"covered": classes.count("covered"),
+                              "partial": classes.count("partial"),
+                              "missing": classes.count("missing"), "cells": len(tasks),
+                              "samples": samples}
+    if records:
+        shown = {row["arm"]: row["coverage"]
+                 for row in views.headline(records, ["a", "b"], tasks, floor=floor)}
+        assert shown == {arm: {name: value for name, value in table[arm].items()
+                               if name != "samples"} for arm in ("a", "b")}
+
+
 def test_empty_groups_are_none_never_zero():
     records = [rec("a", "t1", 1, tier="read")]
     tiers = views.per_tier(records, ["a", "b"], ["read", "multi-step"])
