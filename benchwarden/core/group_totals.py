@@ -372,6 +372,17 @@ def decoded_rows(rows: Iterable[tuple[Any, ...]]) -> Iterator[DecodedRow]:
         yield row, versions, sound[1]
 
 
+def first_seen_order(np: Any, codes: Any, count: int) -> Any:
+    """The distinct values of `codes` (an array of whole numbers from 0 to `count` - 1)
+    in the order they first occur, as an int64 array: each value's first position
+    found in one pass (`minimum.at`), not by sorting every row (`unique`: a tenth of a
+    second at a million rows), then only the distinct values sorted by it."""
+    first = np.full(count, len(codes), dtype=np.int64)
+    np.minimum.at(first, codes, np.arange(len(codes)))
+    seen = np.flatnonzero(first < len(codes))
+    return seen[np.argsort(first[seen], kind="stable")]
+
+
 class CodedTexts(Sequence[str]):
     """A text column as its distinct texts (`names`, in the order they first appear)
     and each row's place among them (`codes`, int32): one string per distinct value, not
@@ -392,9 +403,7 @@ class CodedTexts(Sequence[str]):
         places = np.fromiter([place_of.setdefault(value, len(place_of)) for value in values],
                              dtype=np.int32, count=len(values))[order]
         # renumbered by first appearance in `order`, as a row-by-row reading numbers them
-        first = np.full(len(place_of), len(places), dtype=np.int64)
-        np.minimum.at(first, places, np.arange(len(places)))
-        appearance = np.argsort(first, kind="stable")
+        appearance = first_seen_order(np, places, len(place_of))
         renumbered = np.empty(len(place_of), dtype=np.int32)
         renumbered[appearance] = np.arange(len(place_of), dtype=np.int32)
         names = list(place_of)

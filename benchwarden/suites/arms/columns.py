@@ -27,7 +27,7 @@ import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from benchwarden.core.group_totals import NO_SEQUENCE
+from benchwarden.core.group_totals import NO_SEQUENCE, first_seen_order
 from benchwarden.core.lazy import lazy_module
 
 if TYPE_CHECKING:
@@ -84,9 +84,10 @@ def segment_sums(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) ->
 
 
 def first_seen_codes(codes: np.ndarray) -> np.ndarray:
-    """The distinct values of `codes` in the order they first occur."""
-    distinct, first = np.unique(codes, return_index=True)
-    return distinct[np.argsort(first, kind="stable")]  # type: ignore[no-any-return]
+    """The distinct values of `codes` (codes: whole numbers from 0) in the order they
+    first occur, of `codes`' type."""
+    count = int(codes.max()) + 1 if len(codes) else 0
+    return first_seen_order(np, codes, count).astype(codes.dtype)  # type: ignore[no-any-return]
 
 
 class TaskColumns:

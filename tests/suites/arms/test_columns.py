@@ -297,3 +297,11 @@ def test_a_column_buffer_holds_every_chunk_in_order_however_given(floats, chunks
     assert found.tolist() == expected
     if first_array is not None and len(chunks) == 1:
         assert found is first_array  # one array given: kept, not copied
+
+
+@given(st.lists(st.integers(0, 12), max_size=60), st.sampled_from(["int32", "int64"]))
+def test_first_seen_codes_are_the_distinct_codes_in_the_order_they_first_occur(codes, dtype):
+    array_of_codes = np.array(codes, dtype=dtype)
+    found = columnar.first_seen_codes(array_of_codes)
+    assert found.tolist() == list(dict.fromkeys(codes))
+    assert found.dtype == array_of_codes.dtype
