@@ -31,7 +31,6 @@ import json
 import math
 import operator
 import re
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, TypeVar
@@ -615,7 +614,7 @@ def _newest_of_joined_texts(np: Any, text_lengths: Any, joined: str
     commas = np.flatnonzero(octets == ord(","))  # (each row's count by where they fall)
     lengths = np.where(text_lengths > 2, np.searchsorted(commas, ends)
                        - np.searchsorted(commas, starts) + 1, 0)
-    numbers = _whole_numbers(np, octets, raw.translate(_SEPARATORS_AS_SPACES), b" ")
+    numbers = _whole_numbers(np, octets, raw.translate(_SEPARATORS_AS_SPACES), " ")
     # a row of digits and commas holds at most one number more than it has commas: as
     # many in all means each row's commas each stand between two numbers
     if numbers is None or len(numbers) != int(lengths.sum()):
@@ -627,30 +626,37 @@ _SEPARATORS_AS_SPACES = bytes.maketrans(b",[]", b"   ")
 _INT64_LIMITS = (-(2**63), 2**63 - 1)
 
 
-def _whole_numbers(np: Any, octets: Any, text: bytes, separator: bytes) -> Any:
-    """The whole numbers in `text` (of digits, signs and `separator`s only; `octets` the
-    same bytes as an array), as an int64 array; None where one has a leading zero
-    (which JSON does not allow), where numpy reads another count of them than there are
-    runs of digits, or where one reaches int64's ends (numpy stops there: the number
-    may have been larger)."""
-    digit = (octets >= ord("0")) & (octets <= ord("9"))
-    first_digit = digit.copy()
-    first_digit[1:] &= ~digit[:-1]
+def _whole_numbers(np: Any, octets: Any, text: bytes, separator: str,
+                   digit: Any = None) -> Any:
+    """The whole numbers in `text` (digit runs, each with at most a `-` before it,
+    between `separator`s: the caller has checked that shape, so numpy reads it to the
+    end; `octets` the same bytes as an array), as an int64 array; None where one has a
+    leading zero (which JSON does not allow), where numpy reads another count of them
+    than there are runs of digits, or where one reaches int64's ends (numpy stops there:
+    the number may have been larger). `digit`: where `octets` are digits, if known."""
+    if digit is None:
+        digit = (octets >= ord("0")) & (octets <= ord("9"))
+    first_digit = _run_starts(digit)
     runs = int(np.count_nonzero(first_digit))
     if runs == 0:
         return np.zeros(0, dtype=np.int64)  # (numpy reads a blank text as one zero)
     if bool(np.any(first_digit[:-1] & (octets[:-1] == ord("0")) & digit[1:])):
         return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        try:
-            numbers = np.fromstring(text, dtype=np.int64, sep=separator.decode())
-        except (ValueError, DeprecationWarning):  # (what it cannot read to the end)
-            return None
+    try:
+        numbers = np.fromstring(text, dtype=np.int64, sep=separator)
+    except ValueError:  # (numpy 2's word for what it cannot read to the end)
+        return None
     if len(numbers) != runs or int(numbers.min()) == _INT64_LIMITS[0] or \
             int(numbers.max()) == _INT64_LIMITS[1]:
         return None
     return numbers
+
+
+def _run_starts(marked: Any) -> Any:
+    """Where each run of marked bytes begins."""
+    starts = marked.copy()
+    starts[1:] &= ~marked[:-1]
+    return starts
 
 
 def _newest_matrix(np: Any, lengths: Any, flat: Any) -> Any:
@@ -699,21 +705,39 @@ def _integer_array(np: Any, text: str, count: int | None) -> Any:
 
 
 def _plain_integer_array(np: Any, text: str) -> Any:
-    """`_integer_array`'s reading by numpy of `[`, whole numbers with a comma between
-    each two (spaces allowed around them), `]`; None for any other text."""
+    """`_integer_array`'s reading by numpy of `[`, whole numbers (each with at most a `-`
+    before its digits) with a comma between each two, spaces allowed around them, `]`;
+    None for any other text. (SQLite writes neither spaces nor, in these columns, signs:
+    their checks are skipped where there are none.)"""
     try:
         raw = text.encode("ascii").strip()
     except UnicodeEncodeError:
         return None
-    if raw[:1] != b"[" or raw[-1:] != b"]":
+    if raw[:1] != b"[" or raw[-1:] != b"]" or raw[1:-1].translate(None, b"0123456789-, "):
         return None
-    body = raw[1:-1]
-    if body.translate(None, b"0123456789-, "):
-        return None
+    spaced = b" " in raw
+    body = raw[1:-1].translate(None, b" ") if spaced else raw[1:-1]
+    if not body:
+        return np.zeros(0, dtype=np.int64)
     octets = np.frombuffer(body, dtype=np.uint8)
-    numbers = _whole_numbers(np, octets, body, b",")
-    if numbers is None or len(numbers) != (body.count(b",") + 1 if body.strip() else 0):
-        return None  # (an empty item, a trailing comma: JSON says so)
+    digit = (octets >= ord("0")) & (octets <= ord("9"))
+    comma = octets == ord(",")
+    if comma[0] or comma[-1] or bool(np.any(comma[1:] & comma[:-1])):
+        return None  # an empty item
+    if b"-" in body:
+        minus = octets == ord("-")
+        after_comma = np.concatenate(([True], comma[:-1]))  # (the first item follows `[`)
+        before_digit = np.concatenate((digit[1:], [False]))
+        if bool(np.any(minus & ~(after_comma & before_digit))):
+            return None  # a sign out of place, or a sign alone
+    if spaced:
+        whole = np.frombuffer(raw, dtype=np.uint8)
+        if int(np.count_nonzero(_run_starts((whole >= ord("0")) & (whole <= ord("9"))))) \
+                != int(np.count_nonzero(_run_starts(digit))):
+            return None  # a space between two digits (`1 2`): one number once spaces go
+    numbers = _whole_numbers(np, octets, body, ",", digit)
+    if numbers is None or len(numbers) != int(np.count_nonzero(comma)) + 1:
+        return None
     return numbers
 
 
