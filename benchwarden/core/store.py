@@ -3577,8 +3577,7 @@ class SQLiteStore(Store):
             return None
 
     def _aggregated_beside_rows(self, aggregate: str, row_wise: str, params: tuple[Any, ...]
-                                ) -> tuple[list[str], list[array.array[Any]],
-                                           dict[str, array.array[Any]]] | None:
+                                ) -> tuple[list[str], list[Any], dict[str, Any]] | None:
         """`aggregate`'s one row on this connection while a thread reads
         `_row_wise_columns` on a second, read-only one (SQLite builds the JSON arrays
         without holding the GIL): at a million groups about 2 s each, on two cores. The

@@ -551,31 +551,41 @@ def coverage(source: Source, arms: Sequence[str], tasks: Sequence[str],
              floor: int = FLOOR) -> dict[str, dict[str, Any]]:
     """Per arm: covered / partial / missing cell counts and samples per task."""
     columns = columns_of(source)
+    distinct = _distinct_task_places(tasks)
     table: dict[str, dict[str, Any]] = {}
     for arm in arms:
-        counts, samples = _coverage_counts(columns, arm, tasks, floor)
-        table[arm] = {**counts, "samples": dict(zip(tasks, samples.tolist(), strict=True))}
+        samples = columns.cell_sample_counts(arm, tasks)
+        table[arm] = {**_coverage_counts(samples, distinct, len(tasks), floor),
+                      "samples": dict(zip(tasks, samples.tolist(), strict=True))}
     return table
 
 
-def _coverage_counts(columns: Columns, arm: str, tasks: Sequence[str], floor: int
-                     ) -> tuple[dict[str, int], np.ndarray]:
-    """`coverage`'s counts of one arm (each task counted once, as the samples' mapping
-    holds it once), and the samples of each of `tasks`: the headline needs the counts
+def _distinct_task_places(tasks: Sequence[str]) -> list[int] | None:
+    """Where `coverage` counts a task listed more than once (its last place, where the
+    samples' mapping keeps its value), or None where each is listed once."""
+    if len(set(tasks)) == len(tasks):
+        return None
+    return sorted({task: place for place, task in enumerate(tasks)}.values())
+
+
+def _coverage_counts(samples: np.ndarray, distinct: list[int] | None, cells: int,
+                     floor: int) -> dict[str, int]:
+    """`coverage`'s counts of one arm from the samples of each listed task, each task
+    counted once (`distinct`: `_distinct_task_places`): the headline needs the counts
     alone, without a mapping of a third of a million tasks per arm."""
-    samples = columns.cell_sample_counts(arm, tasks)
-    distinct = samples if len(set(tasks)) == len(tasks) else \
-        samples[sorted({task: position for position, task in enumerate(tasks)}.values())]
-    covered = int(np.count_nonzero(distinct >= floor))
-    partial = int(np.count_nonzero((distinct < floor) & (distinct > 0)))
+    counted = samples if distinct is None else samples[distinct]
+    covered = int(np.count_nonzero(counted >= floor))
+    partial = int(np.count_nonzero((counted < floor) & (counted > 0)))
     return {"covered": covered, "partial": partial,
-            "missing": len(distinct) - covered - partial, "cells": len(tasks)}, samples
+            "missing": len(counted) - covered - partial, "cells": cells}
 
 
 def headline(source: Source, arms: Sequence[str], tasks: Sequence[str],
              weights: TokenWeights = DEFAULT_WEIGHTS, floor: int = FLOOR) -> list[dict[str, Any]]:
     columns = columns_of(source)
-    covered = {arm: _coverage_counts(columns, arm, tasks, floor)[0] for arm in arms}
+    distinct = _distinct_task_places(tasks)
+    covered = {arm: _coverage_counts(columns.cell_sample_counts(arm, tasks), distinct,
+                                     len(tasks), floor) for arm in arms}
     per_task_bootstraps = _per_task_bootstraps([columns.by_task(arm=arm) for arm in arms],
                                                weights)
     rows = []
