@@ -738,7 +738,15 @@ def minimum_detectable_effect(sd: float | None, n: int, alpha: float = 0.05,
         raise ValueError(f"sd must be a finite non-negative number, got {sd!r}")
     if sd == 0.0:
         return 0.0
-    degrees_of_freedom = n - 1
+    return float(_noncentrality_at_power(n - 1, alpha, power) * sd / math.sqrt(n))
+
+
+@functools.lru_cache(maxsize=1024)
+def _noncentrality_at_power(degrees_of_freedom: int, alpha: float, power: float) -> float:
+    """The noncentrality at which the two-sided t-test at `alpha` reaches `power`: all
+    `minimum_detectable_effect` solves for, whatever the spread. Kept per degrees of
+    freedom and levels: a report of many arms asks it for every pair over the same
+    tasks, each root a few milliseconds of scipy's noncentral t."""
     critical = float(scipy_stats.t.ppf(1.0 - alpha / 2.0, degrees_of_freedom))
 
     def power_minus_target(noncentrality: float) -> float:
@@ -751,12 +759,11 @@ def minimum_detectable_effect(sd: float | None, n: int, alpha: float = 0.05,
         return upper_tail + lower_tail - power
 
     # Power rises with the noncentrality; the normal approximation is a lower bound.
-    guess = float(scipy_stats.norm.ppf(1.0 - alpha / 2.0) + scipy_stats.norm.ppf(power))
+    guess = _normal_quantiles_summed(alpha, power)
     upper = max(guess, 1.0) * 2.0
     while power_minus_target(upper) < 0.0:
         upper *= 2.0
-    noncentrality = optimize.brentq(power_minus_target, 0.0, upper, xtol=1e-10)
-    return float(noncentrality * sd / math.sqrt(n))
+    return float(optimize.brentq(power_minus_target, 0.0, upper, xtol=1e-10))
 
 
 def mde_proportions(p: float | None, n: int, alpha: float = 0.05, power: float = 0.8,
@@ -777,8 +784,7 @@ def mde_proportions(p: float | None, n: int, alpha: float = 0.05, power: float =
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"p must be a rate in [0, 1], got {p!r}")
     groups = 2 if two_sample else 1
-    h = float(scipy_stats.norm.ppf(1.0 - alpha / 2.0) + scipy_stats.norm.ppf(power)) \
-        * math.sqrt(groups / n)
+    h = _normal_quantiles_summed(alpha, power) * math.sqrt(groups / n)
     angle = math.asin(math.sqrt(p))
     moves = []
     if angle + h / 2.0 <= math.pi / 2.0:
@@ -786,6 +792,12 @@ def mde_proportions(p: float | None, n: int, alpha: float = 0.05, power: float =
     if angle - h / 2.0 >= 0.0:
         moves.append(p - math.sin(angle - h / 2.0) ** 2)
     return min(moves) if moves else None
+
+
+@functools.lru_cache(maxsize=64)
+def _normal_quantiles_summed(alpha: float, power: float) -> float:
+    """`z_{1-alpha/2} + z_power` (two scipy calls), once per pair of levels."""
+    return float(scipy_stats.norm.ppf(1.0 - alpha / 2.0) + scipy_stats.norm.ppf(power))
 
 
 # --------------------------------------------------------------------------- comparisons

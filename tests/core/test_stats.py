@@ -369,6 +369,47 @@ def test_mde_shrinks_as_n_grows_and_scales_with_sd(sd, n):
     assert stats.minimum_detectable_effect(2 * sd, n) == pytest.approx(2 * smaller, rel=1e-6)
 
 
+def _solved_mde(sd: float, n: int, alpha: float, power: float) -> float:
+    """The minimum detectable effect solved from scratch, as the function did before it
+    kept its roots: scipy's noncentral t, brentq to 1e-10."""
+    from scipy import optimize
+
+    df = n - 1
+    critical = float(scipy_stats.t.ppf(1.0 - alpha / 2.0, df))
+
+    def gap(noncentrality: float) -> float:
+        lower = float(scipy_stats.nct.cdf(-critical, df, noncentrality))
+        return float(scipy_stats.nct.sf(critical, df, noncentrality)) + \
+            (0.0 if math.isnan(lower) else lower) - power
+
+    upper = max(float(scipy_stats.norm.ppf(1.0 - alpha / 2.0) + scipy_stats.norm.ppf(power)),
+                1.0) * 2.0
+    while gap(upper) < 0.0:
+        upper *= 2.0
+    return float(optimize.brentq(gap, 0.0, upper, xtol=1e-10) * sd / math.sqrt(n))
+
+
+@given(st.floats(min_value=1e-6, max_value=1e6), st.integers(min_value=2, max_value=400),
+       st.sampled_from([0.01, 0.05, 0.1]), st.sampled_from([0.5, 0.8, 0.9]),
+       st.integers(min_value=0, max_value=3))
+@settings(max_examples=40, deadline=None)
+def test_mde_kept_per_degrees_of_freedom_is_the_mde_solved_each_time(sd, n, alpha, power,
+                                                                     asked_before):
+    # the root depends on n and the levels alone: asked again with other spreads (as a
+    # report of many arms asks it, pair after pair), the answer is the one solved afresh
+    for other in range(asked_before):
+        stats.minimum_detectable_effect(sd * (other + 2), n, alpha, power)
+    assert stats.minimum_detectable_effect(sd, n, alpha, power) == _solved_mde(sd, n, alpha,
+                                                                               power)
+    # the binomial MDE's quantiles, kept per pair of levels, are scipy's sum too
+    z = float(scipy_stats.norm.ppf(1.0 - alpha / 2.0) + scipy_stats.norm.ppf(power))
+    h = z * math.sqrt(2 / n)
+    angle = math.asin(math.sqrt(0.3))
+    moves = [math.sin(angle + h / 2.0) ** 2 - 0.3] if angle + h / 2.0 <= math.pi / 2.0 else []
+    moves += [0.3 - math.sin(angle - h / 2.0) ** 2] if angle - h / 2.0 >= 0.0 else []
+    assert stats.mde_proportions(0.3, n, alpha, power) == (min(moves) if moves else None)
+
+
 def test_mde_degenerate():
     assert stats.minimum_detectable_effect(1.0, 1) is None
     assert stats.minimum_detectable_effect(1.0, 0) is None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import sys
 from typing import Any
 
@@ -215,7 +216,9 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
         finally:
             release_executor(executor, interrupted=interrupted)
         progress.stop()
-        render_tally(tally.to_json_dict(), out)
+        render_tally(tally.to_json_dict(), out,
+                     where=f"benchwarden show {shlex.quote(tally.run_id)} --json FILE "
+                           f"--store {shlex.quote(str(store_location))}")
         out.print(f"run {tally.run_id} recorded in {store_location}; "
                   f"`benchwarden arms report --store {store_location}` shows the views")
         if json_path or html_path:

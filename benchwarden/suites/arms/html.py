@@ -29,7 +29,6 @@ Invariants:
 from __future__ import annotations
 
 import json
-import shlex
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -48,6 +47,9 @@ from benchwarden.suites.arms.report import (
     TallyCell,
     Trial,
     as_report,
+    comparisons_notes,
+    tally_rows_shown,
+    whole_report_command,
     with_trials,
 )
 
@@ -69,15 +71,6 @@ COMPARISON_TASKS_EMBEDDED = 1_000
 CONFIG_VALUE_EMBEDDED_BYTES = 64 * 1024
 
 
-def _whole_report_command(report: ArmsReport) -> str:
-    """The command that writes the whole report as JSON (names quoted for a shell)."""
-    if report.run is not None and report.run.id:
-        return (f"benchwarden show {shlex.quote(report.run.id)} --json FILE "
-                "(with this page's --store)")
-    return (f"benchwarden arms report --suite {shlex.quote(report.scope)} --json FILE "
-            "(with this page's --store)")
-
-
 def _coverage_tasks(report: ArmsReport) -> tuple[list[str], dict[tuple[str, str], int]]:
     """The tasks the coverage grid draws from (the report's, then any only the samples
     name), in order, and the samples per (arm, task) cell."""
@@ -91,14 +84,8 @@ def _coverage_tasks(report: ArmsReport) -> tuple[list[str], dict[tuple[str, str]
 
 
 def _tally_rows_shown(tally: Tally) -> list[TallyCell]:
-    """The tally rows the page shows: every cell up to `TALLY_ROWS_SHOWN`, else the cells
-    needing attention (invalid trials, harness errors, below the floor) first, each kind
-    in the tally's order."""
-    cells = list(tally.cells)
-    if len(cells) <= TALLY_ROWS_SHOWN:
-        return cells
-    return sorted(cells, key=lambda c: not (c.invalid or c.harness_errors
-                                            or not c.covered))[:TALLY_ROWS_SHOWN]
+    """The tally rows the page shows (`tally_rows_shown`, up to `TALLY_ROWS_SHOWN`)."""
+    return tally_rows_shown(tally, TALLY_ROWS_SHOWN)
 
 
 def page_copy(report: ArmsReport) -> ArmsReport:
@@ -151,7 +138,7 @@ def page_copy(report: ArmsReport) -> ArmsReport:
         earlier = {key: getattr(before, key) for key in PageCut.__struct_fields__
                    if key != "command" and getattr(before, key) is not None}
         cut = {**cut, **earlier}
-    command = before.command if before is not None else _whole_report_command(report)
+    command = before.command if before is not None else whole_report_command(report, "page")
     return msgspec.structs.replace(report, **changes, page_cut=PageCut(command=command, **cut))
 
 
@@ -396,7 +383,8 @@ def _comparison_section(report: ArmsReport) -> str:
     return h.section("paired", "Paired comparisons", h.table(
         ("pair (b − a)", "tasks", "success diff", "95 % CI", "p", "MDE", "cost-eq diff", "95 % CI",
          "MDE"), rows, numeric=(1, 2, 3, 4, 5, 6, 7, 8))
-        + (f'<ul class="conclusions">{conclusions}</ul>' if conclusions else ""),
+        + (f'<ul class="conclusions">{conclusions}</ul>' if conclusions else "")
+        + "".join(f'<p class="note">{h.escape(note)}</p>' for note in comparisons_notes(report)),
         intro="Over the tasks both arms covered. A difference below the minimum detectable "
               "effect (MDE) that is not significant means \"not measured\", not \"no difference\".")
 

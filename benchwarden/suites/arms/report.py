@@ -406,7 +406,11 @@ class ArmsReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     failure_tags: list[FailureRow]
     """One row per arm."""
     comparisons: list[Comparison]
-    """Every pair of arms, in order."""
+    """Every pair of arms, in order; past `views.ALL_PAIRS_UP_TO_ARMS` arms each arm
+    against the first (`pairs_left_out` counts the pairs not compared)."""
+    pairs_left_out: int = 0
+    """Pairs of arms the report does not compare (many arms: each is compared with the
+    first only; `arms compare A B` compares any pair)."""
     tally: Tally | None
     """The run's tally (None when the run has not ended)."""
     runs: list[str]
@@ -705,6 +709,7 @@ def _report_of(store: Store, scope: str, info: Any, weights: TokenWeights,
         scope_runs = [i for i in _runs_for_report(store) if i.run.config.get("scope") == scope]
     configs = [i.run.config for i in scope_runs]
     arms, tasks, tiers = views.arms_and_tasks(summary, configs)
+    pairs = views.pairs_compared(arms)
     counts = views.coverage(summary, arms, tasks, floor)
     covered = sum(row["covered"] for row in counts.values())
     cells = sum(row["cells"] for row in counts.values())
@@ -736,8 +741,8 @@ def _report_of(store: Store, scope: str, info: Any, weights: TokenWeights,
         "per_tier": views.per_tier(summary, arms, tiers, weights),
         "per_component": views.per_component(summary, arms, weights),
         "failure_tags": views.failure_tags(summary, arms),
-        "comparisons": [views.compare(summary, a, b, weights, floor)
-                        for a, b in views.all_pairs(arms)],
+        "comparisons": views.compare_pairs(summary, pairs, weights, floor),
+        "pairs_left_out": views.pairs_in_all(arms) - len(pairs),
         "tally": dict(info.end.summary) if info is not None and info.end is not None else None,
         "runs": [i.run.run_id for i in scope_runs],
         "trials": _shown_trials(store, summary, weights),
@@ -853,14 +858,17 @@ def render_terminal(report: ArmsReport | Mapping[str, Any], console: Console) ->
 
     for comparison in report.comparisons:
         render_comparison(comparison, console)
+    for note in comparisons_notes(report):
+        console.print(escape(note))
 
     render_trials(report, console)
     if report.runs_tally is not None:
         runs = len(report.runs)
         render_tally(report.runs_tally, console,
-                     title="run tally" + (f" of all {runs} runs" if runs > 1 else ""))
+                     title="run tally" + (f" of all {runs} runs" if runs > 1 else ""),
+                     where=whole_report_command(report))
     elif report.tally:
-        render_tally(report.tally, console)
+        render_tally(report.tally, console, where=whole_report_command(report))
 
 
 def render_trials(report: ArmsReport, console: Console) -> None:
@@ -886,6 +894,32 @@ def render_trials(report: ArmsReport, console: Console) -> None:
     if report.export_command:
         console.print(f"{shown} of {fmt.count(total)} trials shown; every trial as data: "
                       f"{escape(report.export_command)}")
+
+
+CHANCE_LEVEL = 0.05
+"""How often a comparison's measure looks significant (p below it, the 95 % interval
+clear of zero) where the arms do not differ: `stats.paired_difference`'s default."""
+MEASURES_COMPARED = 2
+"""Measures each comparison tests: success and cost-equivalent tokens."""
+
+
+def comparisons_notes(report: ArmsReport) -> list[str]:
+    """What to keep in mind reading the report's comparisons, in words: which pairs it
+    left out (many arms), and, where the tests are many, how many of them chance alone
+    would make look significant."""
+    notes = []
+    if report.pairs_left_out:
+        notes.append(f"{len(report.arms)} arms: each compared with {report.arms[0]}, the first "
+                     f"listed; {report.pairs_left_out:,} other pairs are not compared here "
+                     "(`benchwarden arms compare A B` compares any two)")
+    tests = len(report.comparisons) * MEASURES_COMPARED
+    expected = tests * CHANCE_LEVEL
+    if expected >= 1:
+        notes.append(f"{tests:,} differences tested ({len(report.comparisons):,} pairs × "
+                     f"{MEASURES_COMPARED} measures): even where no arm differs, about "
+                     f"{expected:.0f} would look significant (p < {CHANCE_LEVEL:g}) by chance "
+                     "alone; read a lone small p-value among them with care")
+    return notes
 
 
 def render_comparison(given: Comparison | Mapping[str, Any], console: Console) -> None:
@@ -915,19 +949,52 @@ def render_comparison(given: Comparison | Mapping[str, Any], console: Console) -
                       f"(--trials {comparison.floor})")
 
 
+def whole_report_command(report: ArmsReport, view: str = "report") -> str:
+    """The command that writes the whole report as JSON (names quoted for a shell), for
+    a `view` of it that shows part of it."""
+    if report.run is not None and report.run.id:
+        return (f"benchwarden show {shlex.quote(report.run.id)} --json FILE "
+                f"(with this {view}'s --store)")
+    return (f"benchwarden arms report --suite {shlex.quote(report.scope)} --json FILE "
+            f"(with this {view}'s --store)")
+
+
+TERMINAL_TALLY_ROWS = 100
+"""Tally rows a terminal shows at most, those needing attention first (`tally_rows_shown`):
+a run of 20,000 cells took rich 13 s to lay out, and a wide suite's run has a million."""
+
+
+def tally_rows_shown(tally: Tally, limit: int) -> list[TallyCell]:
+    """Every cell of `tally` up to `limit`, else the first `limit` of the cells needing
+    attention (invalid trials, harness errors, below the floor) then the others, each
+    kind in the tally's order."""
+    cells = tally.cells
+    if len(cells) <= limit:
+        return list(cells)
+    return sorted(cells, key=lambda c: not (c.invalid or c.harness_errors
+                                            or not c.covered))[:limit]
+
+
 def render_tally(given: Tally | Mapping[str, Any], console: Console,
-                 title: str = "run tally") -> None:
+                 title: str = "run tally", where: str = "") -> None:
+    """A run's tally: its counts, its cells up to `TERMINAL_TALLY_ROWS` (those needing
+    attention first; `where` names the command that lists every cell), its problems and
+    whether every cell reached the floor."""
     tally: Tally = given if isinstance(given, Tally) else convert(dict(given), Tally, "run tally")
+    shown = tally_rows_shown(tally, TERMINAL_TALLY_ROWS)
     table = Table(title=f"{title}: {tally.recorded} recorded, {tally.invalid} invalid "
                         f"(isolation leaks), {tally.harness_errors} harness errors")
     for column in ("arm", "task", "samples before → after", "pass", "fail", "invalid",
                    "harness errors", "floor"):
         table.add_column(column, justify="left" if column in ("arm", "task") else "right")
-    for cell in tally.cells:
+    for cell in shown:
         table.add_row(cell.arm, cell.task, f"{cell.before} → {cell.after}",
                       fmt.count(cell.passed), fmt.count(cell.failed), fmt.count(cell.invalid),
                       fmt.count(cell.harness_errors), "reached" if cell.covered else "below")
     console.print(table)
+    if len(shown) < len(tally.cells):
+        console.print(f"  showing {len(shown):,} of {len(tally.cells):,} cells, those needing "
+                      "attention first" + (f"; every cell: {escape(where)}" if where else ""))
     for problem in tally.problems:
         console.print(f"  [yellow]{escape(problem)}[/yellow]")
     if tally.floor_reached:

@@ -692,6 +692,44 @@ def compare(source: Source, arm_a: str, arm_b: str,
                              _cell_means(summary, arm_b, weights, floor))
 
 
+def compare_pairs(source: Source, pairs: Sequence[tuple[str, str]],
+                  weights: TokenWeights = DEFAULT_WEIGHTS, floor: int = FLOOR
+                  ) -> list[dict[str, Any]]:
+    """`compare` of each pair `(a, b)`, each arm's per-task means made once (an arm is in
+    many pairs: each of 50 arms is in 49)."""
+    summary = columns_of(source)
+    means: dict[str, CellMeans] = {}
+
+    def means_of(arm: str) -> CellMeans:
+        found = means.get(arm)
+        if found is None:
+            found = means[arm] = _cell_means(summary, arm, weights, floor)
+        return found
+
+    return [paired_comparison(a, b, floor, means_of(a), means_of(b)) for a, b in pairs]
+
+
+ALL_PAIRS_UP_TO_ARMS = 8
+"""Arms up to which a report compares every pair (28 pairs at 8). Past it, each arm is
+compared with the first listed only (`pairs_compared`): pairs grow with the square of
+the arms (1,225 at 50 arms, each a table of its own and a page's worth of its tasks),
+and `arms compare A B` compares any pair left out."""
+
+
+def pairs_compared(arms: Sequence[str]) -> list[tuple[str, str]]:
+    """The pairs a report compares: every pair (`all_pairs`) of up to
+    `ALL_PAIRS_UP_TO_ARMS` arms, else each other arm against the first, `(first, arm)`
+    (the arm a run lists first, where a suite puts its baseline)."""
+    if len(arms) <= ALL_PAIRS_UP_TO_ARMS:
+        return all_pairs(arms)
+    return [(arms[0], arm) for arm in arms[1:]]
+
+
+def pairs_in_all(arms: Sequence[str]) -> int:
+    """How many pairs `arms` make (what `all_pairs` would list)."""
+    return len(arms) * (len(arms) - 1) // 2
+
+
 CellMeans = tuple[dict[str, float], dict[str, float], dict[str, int]]
 """An arm's per-task success rate, cost-equivalent tokens per priced sample and samples,
 each by task, over the tasks with at least the floor's samples (`_cell_means`)."""
@@ -890,7 +928,8 @@ def _took(cell: int, seqs: list[int], chosen: dict[int, int], picked: list[int],
     return False
 
 
-__all__ = ["COMPONENTS", "FLOOR", "PAYLOAD_FIELDS", "Summary", "all_pairs", "arms_and_tasks",
-           "cell_counts", "compare", "conclusion", "coverage", "coverage_class",
-           "failure_tags", "headline", "per_component", "per_tier", "shown_mde",
+__all__ = ["ALL_PAIRS_UP_TO_ARMS", "COMPONENTS", "FLOOR", "PAYLOAD_FIELDS", "Summary",
+           "all_pairs", "arms_and_tasks", "cell_counts", "compare", "compare_pairs",
+           "conclusion", "coverage", "coverage_class", "failure_tags", "headline",
+           "pairs_compared", "pairs_in_all", "per_component", "per_tier", "shown_mde",
            "shown_trials", "summarize"]

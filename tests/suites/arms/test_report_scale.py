@@ -844,3 +844,113 @@ def test_a_report_names_the_interval_method_of_each_arms_per_task_mean(monkeypat
         assert row["cost_equivalent_per_task"] == approx_tree(expected.to_json_dict())
         assert row["cost_equivalent_per_task"]["high"] > row["cost_equivalent_per_task"]["low"]
     assert f"per task [{shown} 95 %]" in text
+
+
+# ---------------------------------------------------------------------------- many arms
+
+@given(st.integers(min_value=0, max_value=60))
+def test_the_pairs_compared_are_every_pair_of_a_few_arms_else_each_with_the_first(count):
+    arms = [f"arm-{number}" for number in range(count)]
+    pairs = views.pairs_compared(arms)
+    assert views.pairs_in_all(arms) == len(views.all_pairs(arms))
+    if count <= views.ALL_PAIRS_UP_TO_ARMS:
+        assert pairs == views.all_pairs(arms)
+    else:
+        # linear in the arms, not quadratic: each other arm once, against the first
+        assert pairs == [(arms[0], arm) for arm in arms[1:]]
+    assert all(a != b for a, b in pairs) and len(set(pairs)) == len(pairs)
+
+
+def test_compare_pairs_is_compare_of_each_pair():
+    arms, tasks = [f"arm{n}" for n in range(5)], [f"t{n}" for n in range(7)]
+    records = random_records(3, arms, tasks, depth=4)
+    pairs = [*views.all_pairs(arms), ("arm3", "arm0"), ("arm1", "arm1")]
+    summary = views.summarize(records)
+    assert views.compare_pairs(summary, pairs, floor=2) == \
+        [views.compare(summary, a, b, floor=2) for a, b in pairs]
+
+
+def _terminal(report: arms_report.ArmsReport) -> str:
+    import io
+
+    from rich.console import Console
+
+    output = io.StringIO()
+    arms_report.render_terminal(report, Console(file=output, width=400))
+    return output.getvalue()
+
+
+@pytest.mark.parametrize("count", [3, 5, views.ALL_PAIRS_UP_TO_ARMS,
+                                   views.ALL_PAIRS_UP_TO_ARMS + 1, 30])
+def test_a_report_of_many_arms_compares_each_with_the_first_and_says_so(tmp_path, count):
+    arms, tasks = [f"arm-{n:02d}" for n in range(count)], [f"t{n}" for n in range(6)]
+    with SQLiteStore(tmp_path / "many.sqlite") as store:
+        fill(store, random_records(count, arms, tasks, depth=3), arms, tasks)
+        report = arms_report.build_report(store, "run-1")
+    pairs = [(c.a, c.b) for c in report.comparisons]
+    assert pairs == views.pairs_compared(arms)
+    assert report.pairs_left_out == count * (count - 1) // 2 - len(pairs)
+    summary = views.summarize(random_records(count, arms, tasks, depth=3))
+    assert [arms_report.comparison_of(plain) for plain in views.compare_pairs(summary, pairs)] \
+        == report.comparisons
+    text, page = _terminal(report), render_html(report)
+    tests = 2 * len(pairs)
+    chance = f"{tests:,} differences tested ({len(pairs):,} pairs × 2 measures)"
+    left_out = f"{count} arms: each compared with arm-00, the first listed; " \
+               f"{report.pairs_left_out:,} other pairs are not compared here"
+    # the chance note once the tests are many enough for one to look significant by
+    # chance (10 pairs of 2 measures at p < 0.05), the left-out note past the threshold
+    assert (chance in text, chance in page) == (tests * 0.05 >= 1,) * 2
+    assert (left_out in text, left_out in page) == (count > views.ALL_PAIRS_UP_TO_ARMS,) * 2
+    plain = report.to_json()
+    assert ("pairs_left_out" in plain) == (count > views.ALL_PAIRS_UP_TO_ARMS)
+    assert arms_report.ArmsReport.from_json(json.loads(json.dumps(plain))) == report
+
+
+# ---------------------------------------------------------------------------- big tallies
+
+def _tally_cells(count: int, attention: set[int]) -> list[arms_report.TallyCell]:
+    kinds = ({"invalid": 1}, {"harness_errors": 2}, {"covered": False})
+    return [arms_report.TallyCell(**{"arm": f"arm{n % 3}", "task": f"t{n // 3:05d}",
+                                     "before": 0, "after": 3, "passed": 3, "failed": 0,
+                                     "covered": True,
+                                     **(kinds[n % 3] if n in attention else {})})
+            for n in range(count)]
+
+
+@given(st.integers(min_value=0, max_value=300), st.sets(st.integers(0, 299)),
+       st.integers(min_value=1, max_value=150))
+@settings(max_examples=60, deadline=None)
+def test_the_tally_rows_shown_are_the_cells_needing_attention_first(count, attention, limit):
+    tally = arms_report.Tally(cells=_tally_cells(count, attention))
+    shown = arms_report.tally_rows_shown(tally, limit)
+    needing = [cell for cell in tally.cells
+               if cell.invalid or cell.harness_errors or not cell.covered]
+    others = [cell for cell in tally.cells if cell not in needing]
+    assert shown == (tally.cells if count <= limit else (needing + others)[:limit])
+
+
+def test_a_terminal_shows_a_bounded_tally_and_says_where_every_cell_is():
+    import io
+
+    from rich.console import Console
+
+    attention = {20_000 - 3 * n for n in range(1, 11)}  # the last cells of the run
+    tally = arms_report.Tally(recorded=60_000, floor=3, cells=_tally_cells(20_000, attention))
+    output = io.StringIO()
+    arms_report.render_tally(tally, Console(file=output, width=200), where="benchwarden show R")
+    text = output.getvalue()
+    rows = [line for line in text.splitlines() if line.startswith("│ arm")]
+    assert len(rows) == arms_report.TERMINAL_TALLY_ROWS
+    # every cell needing attention is among them, whatever its place in the run
+    for n in attention:
+        assert f"t{n // 3:05d}" in text
+    assert "showing 100 of 20,000 cells, those needing attention first; every cell: " \
+           "benchwarden show R" in text
+    # the count below the floor is of every cell, shown or not
+    assert f"{sum(1 for n in attention if n % 3 == 2)} cells are below the floor" in text
+    few = io.StringIO()
+    arms_report.render_tally(arms_report.Tally(cells=_tally_cells(40, set())),
+                             Console(file=few, width=200), where="benchwarden show R")
+    assert len([line for line in few.getvalue().splitlines() if line.startswith("│ arm")]) == 40
+    assert "showing" not in few.getvalue()
