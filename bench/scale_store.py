@@ -73,13 +73,20 @@ def task_names(count: int) -> tuple[str, ...]:
     return tuple(f"task-{number:0{width}d}" for number in range(count))
 
 
+def arm_names(count: int) -> tuple[str, ...]:
+    """The suite's arms: `ARMS` for the usual 3, else those and `arm-003`, `arm-004`...
+    up to `count` (the first three keep their names: `arms compare cli http` still
+    names two of them)."""
+    return ARMS[:count] + tuple(f"arm-{number:03d}" for number in range(len(ARMS), count))
+
+
 def synthetic_record(index: int, run_id: str, draw: random.Random,
-                     tasks: tuple[str, ...] = TASKS) -> Record:
+                     tasks: tuple[str, ...] = TASKS, arms: tuple[str, ...] = ARMS) -> Record:
     """Record number `index` (0-based): arm and task cycle, trial counts full rounds."""
-    arm = ARMS[index % len(ARMS)]
-    task_number = (index // len(ARMS)) % len(tasks)
-    trial = index // (len(ARMS) * len(tasks)) + 1
-    passed = draw.random() < (0.55, 0.62, 0.48)[index % len(ARMS)]
+    arm = arms[index % len(arms)]
+    task_number = (index // len(arms)) % len(tasks)
+    trial = index // (len(arms) * len(tasks)) + 1
+    passed = draw.random() < (0.55, 0.62, 0.48)[index % len(arms) % 3]
     started = 1_790_000_000.0 + index * 0.5
     tokens = TokenComponents(fresh_input=draw.randint(800, 4_000),
                              cache_creation=draw.choice((0, 0, 512, 1_024)),
@@ -114,23 +121,26 @@ def synthetic_record(index: int, run_id: str, draw: random.Random,
         })
 
 
-def synthetic_config(tasks: tuple[str, ...], size: int) -> dict[str, object]:
+def synthetic_config(tasks: tuple[str, ...], size: int,
+                     arms: tuple[str, ...] = ARMS) -> dict[str, object]:
     """The run configuration of a synthetic arms store of `size` records over `tasks`."""
-    return {"suite_spec": "synthetic", "scope": SCOPE, "arms": list(ARMS),
+    return {"suite_spec": "synthetic", "scope": SCOPE, "arms": list(arms),
             "tasks": list(tasks), "all_tasks": list(tasks), "tiers": list(TIERS),
             "task_tiers": {task: TIERS[number % len(TIERS)] for number, task in enumerate(tasks)},
-            "trials": -(-size // (len(ARMS) * len(tasks))), "seed": None,
+            "trials": -(-size // (len(arms) * len(tasks))), "seed": None,
             "executor": "synthetic"}
 
 
 def build(path: Path | str, size: int, *, quiet: bool = False,
-          task_count: int = len(TASKS), run_size: int = RUN_SIZE) -> None:
+          task_count: int = len(TASKS), run_size: int = RUN_SIZE,
+          arm_count: int = len(ARMS)) -> None:
     """Write a store of `size` records at `path` (which must not exist; a PostgreSQL URL
-    names an empty schema: `postgres_growth.py`) for a suite of `task_count` tasks, in
-    runs of `run_size` records."""
+    names an empty schema: `postgres_growth.py`) for a suite of `arm_count` arms and
+    `task_count` tasks, in runs of `run_size` records."""
     draw = random.Random(size)
     tasks = task_names(task_count)
-    config = synthetic_config(tasks, size)
+    arms = arm_names(arm_count)
+    config = synthetic_config(tasks, size, arms)
     started = time.perf_counter()
     with open_store(path) as store:
         for first in range(0, size, run_size):
@@ -139,7 +149,7 @@ def build(path: Path | str, size: int, *, quiet: bool = False,
                                       target={"driver": "synthetic"}, run_id=run_id))
             last = min(size, first + run_size)
             for offset in range(first, last, BATCH):
-                store.append([synthetic_record(index, run_id, draw, tasks)
+                store.append([synthetic_record(index, run_id, draw, tasks, arms)
                               for index in range(offset, min(last, offset + BATCH))])
             store.finish_run(RunEnd(run_id, time.time(), "completed", {}))
             if not quiet and (last % RUN_SIZE == 0 or last == size):
@@ -148,13 +158,14 @@ def build(path: Path | str, size: int, *, quiet: bool = False,
 
 
 def cached_name(size: int, task_count: int = len(TASKS), run_size: int = RUN_SIZE,
-                version: int = SCHEMA_VERSION) -> str:
+                version: int = SCHEMA_VERSION, arm_count: int = len(ARMS)) -> str:
     """Stores are cached per schema version (`version`, default this one's): a store of
     an older version is never upgraded in place (a benchwarden of that version may still
     read it). A suite of other than 200 tasks says how many, and runs of other than
-    100,000 records how long."""
+    100,000 records how long, and one of other than 3 arms how many."""
     label = (size_label(size) + ("" if task_count == len(TASKS) else f"-{task_count}-tasks")
-             + ("" if run_size == RUN_SIZE else f"-runs-of-{run_size}"))
+             + ("" if run_size == RUN_SIZE else f"-runs-of-{run_size}")
+             + ("" if arm_count == len(ARMS) else f"-{arm_count}-arms"))
     if version == 1:
         return f"arms-{label}.sqlite"
     return f"arms-{label}.v{version}.sqlite"
@@ -176,12 +187,13 @@ def upgrade_copy(older: Path, partial: Path, *, quiet: bool = False) -> None:
 
 
 def ensure_store(size: int, folder: Path | None = None, *, quiet: bool = False,
-                 task_count: int = len(TASKS), run_size: int = RUN_SIZE) -> Path:
+                 task_count: int = len(TASKS), run_size: int = RUN_SIZE,
+                 arm_count: int = len(ARMS)) -> Path:
     """The cached store of `size` records, built first when missing (or copied from the
     cached store of an older schema version and upgraded, which is faster)."""
     folder = folder or cache_folder()
     folder.mkdir(parents=True, exist_ok=True)
-    final = folder / cached_name(size, task_count, run_size)
+    final = folder / cached_name(size, task_count, run_size, arm_count=arm_count)
     if final.exists():
         return final
     partial = folder / f".{final.stem}.building.sqlite"
@@ -190,7 +202,7 @@ def ensure_store(size: int, folder: Path | None = None, *, quiet: bool = False,
     # the newest older version cached of the same store (size, tasks, run size): the
     # least to upgrade (from version 5, the run starts listed; from 4, its summary table
     # dropped and the runs counted; from 1 to 3, the totals computed from the bodies)
-    older_names = [cached_name(size, task_count, run_size, version)
+    older_names = [cached_name(size, task_count, run_size, version, arm_count)
                    for version in range(SCHEMA_VERSION - 1, 0, -1)]
     older = next((folder / name for name in older_names if (folder / name).exists()), None)
     if older is not None and older != final:
@@ -199,7 +211,8 @@ def ensure_store(size: int, folder: Path | None = None, *, quiet: bool = False,
         if not quiet:
             print(f"building {final} ({size:,} records, cached for later runs)",
                   file=sys.stderr)
-        build(partial, size, quiet=quiet, task_count=task_count, run_size=run_size)
+        build(partial, size, quiet=quiet, task_count=task_count, run_size=run_size,
+              arm_count=arm_count)
     for suffix in ("-wal", "-shm"):  # closed cleanly: the WAL is checkpointed away
         Path(f"{partial}{suffix}").unlink(missing_ok=True)
     witness = sidecar_for(partial)  # the head witness goes with its store

@@ -91,3 +91,30 @@ def test_a_store_of_short_runs_holds_every_record_in_runs_of_that_length(tmp_pat
         assert len({record.run_id for record in store.iter_records()}) == 5
     assert scale_store.cached_name(1_000_000, run_size=20).startswith("arms-1M-runs-of-20.v")
     assert "runs-of" not in scale_store.cached_name(1_000_000)
+
+
+def test_a_store_of_many_arms_holds_every_arm_and_the_usual_store_is_unchanged(tmp_path):
+    """`many_arms.py`'s stores: N arms (the usual three first, so `arms compare cli http`
+    still names two), every (arm, task, trial) once, cached under their own name; with
+    three arms the records are the usual store's, draw for draw."""
+    scale_store = load("scale_store")
+    import random
+
+    from benchwarden.core.store import open_store
+
+    arms = scale_store.arm_names(7)
+    assert arms[:3] == scale_store.ARMS and len(set(arms)) == 7
+    path = tmp_path / "many.sqlite"
+    scale_store.build(path, 7 * 200 * 2 + 5, quiet=True, arm_count=7)
+    with open_store(path, create=False) as store:
+        records = list(store.iter_records())
+        config = store.runs("arms")[0].run.config
+    assert config["arms"] == list(arms) and config["trials"] == 3
+    assert {r.arm for r in records} == set(arms)
+    assert len({(r.arm, r.task, r.trial) for r in records}) == len(records) == 2805
+    usual = [scale_store.synthetic_record(index, "run", random.Random(1)) for index in range(60)]
+    three = [scale_store.synthetic_record(index, "run", random.Random(1), arms=scale_store.ARMS)
+             for index in range(60)]
+    assert usual == three
+    assert scale_store.cached_name(100_000, arm_count=50).startswith("arms-100k-50-arms.v")
+    assert "arms.v" not in scale_store.cached_name(100_000).removeprefix("arms-")
