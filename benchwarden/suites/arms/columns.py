@@ -189,12 +189,33 @@ class Columns:
         memo = ("total", *sorted(match.items(), key=lambda item: item[0]))
         found = self._memo.get(memo)
         if found is None:
-            chosen = self.matching(match, first_seen_order=False)
-            found = self._memo[memo] = {
-                name: (sequential_sum(column[chosen]) if name in FLOAT_FIELDS
+            found = self._memo[memo] = self.total_of(self.matching(match,
+                                                                   first_seen_order=False))
+        return found  # type: ignore[no-any-return]
+
+    def total_of(self, chosen: np.ndarray) -> dict[str, Any]:
+        """`total` of the groups at `chosen` (positions in insertion order)."""
+        return {name: (sequential_sum(column[chosen]) if name in FLOAT_FIELDS
                        else int(column[chosen].sum()) if len(chosen) else 0)
                 for name, column in self.values.items()}
-        return found  # type: ignore[no-any-return]
+
+    def partition(self, field: str, match: Mapping[str, Any], *,
+                  first_seen_order: bool) -> dict[int, np.ndarray]:
+        """The positions `matching(match)` gives, split by their code of `field`: each
+        code's positions in the same order. One pass and one stable sort, where asking
+        `matching` once per value scans every group each time (a suite whose every task
+        is its own tier asked it once per task and arm)."""
+        chosen = self.matching(match, first_seen_order=first_seen_order)
+        codes = self.codes[field][chosen]
+        order = np.argsort(codes, kind="stable")
+        grouped, sorted_codes = chosen[order], codes[order]
+        starts = np.flatnonzero(np.diff(sorted_codes)) + 1 if len(chosen) else np.zeros(0, int)
+        return {int(sorted_codes[part[0]]): grouped[part]
+                for part in np.split(np.arange(len(chosen)), starts) if len(part)}
+
+    def by_task_of(self, chosen: np.ndarray) -> TaskColumns:
+        """`by_task` of the groups at `chosen` (positions in first-seen order)."""
+        return self._by_task(chosen)
 
     def by_task(self, **match: Any) -> TaskColumns:
         """The union of the groups matching, per task, as `Summary.by_task`: tasks in

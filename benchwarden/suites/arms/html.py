@@ -49,6 +49,7 @@ from benchwarden.suites.arms.report import (
     as_report,
     comparisons_notes,
     tally_rows_shown,
+    tiers_shown,
     whole_report_command,
     with_trials,
 )
@@ -114,6 +115,12 @@ def page_copy(report: ArmsReport) -> ArmsReport:
         if tally is not None and len(tally.cells) > TALLY_ROWS_SHOWN:
             changes[name] = msgspec.structs.replace(tally, cells=_tally_rows_shown(tally))
             cut[key] = len(tally.cells)
+    shown_tiers, tier_count = tiers_shown(report)
+    if len(shown_tiers) < tier_count and report.page_cut is None:
+        kept_tiers = set(shown_tiers)
+        changes["tiers"] = [tier for tier in report.tiers if tier in kept_tiers]
+        changes["per_tier"] = [row for row in report.per_tier if row.tier in kept_tiers]
+        cut["tiers"] = tier_count
     if len(report.runs) > RUNS_EMBEDDED:
         changes["runs"] = report.runs[-RUNS_EMBEDDED:]
         cut["runs"] = len(report.runs)
@@ -249,10 +256,11 @@ def _charts_section(report: ArmsReport, colors: Mapping[str, str]) -> str:
 
 
 def _tier_section(report: ArmsReport, colors: Mapping[str, str]) -> str:
-    rows = report.per_tier
-    if not rows:
+    if not report.per_tier:
         return h.section("tiers", "Per tier", h.empty_note("no tiers recorded"))
-    tiers = list(dict.fromkeys(list(report.tiers) + [r.tier for r in rows]))
+    tiers, tier_count = tiers_shown(report)
+    kept = set(tiers)
+    rows = [row for row in report.per_tier if row.tier in kept]
     arms = list(dict.fromkeys(r.arm for r in rows))
     series = [h.Series(arm, colors.get(arm, h.ACCENT)) for arm in arms]
     values = {}
@@ -270,7 +278,10 @@ def _tier_section(report: ArmsReport, colors: Mapping[str, str]) -> str:
                     ((r.arm, r.tier, fmt.count(r.samples) if r.samples else fmt.DASH,
                       fmt.rate(r.success), fmt.estimate(r.cost_equivalent, 0))
                      for r in rows), numeric=(2, 3, 4))
-    return h.section("tiers", "Per tier", chart + table,
+    left_out = (f'<p class="note">Showing the first {fmt.count(len(tiers))} of '
+                f"{fmt.count(tier_count)} tiers. Every tier's rows are in the report's JSON "
+                "(<code>per_tier</code>)</p>" if len(tiers) < tier_count else "")
+    return h.section("tiers", "Per tier", chart + table + left_out,
                      intro="Success rate by task tier, with Wilson 95 % intervals.")
 
 

@@ -361,6 +361,9 @@ class PageCut(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     run_config_keys: list[str] | None = None
     """Keys of the run's configuration left out for their size (each value's JSON over
     the page's bound: a task list of a wide suite)."""
+    tiers: int | None = None
+    """Tiers of the whole report, when `tiers` and `per_tier` hold only the tiers the
+    page shows (`TIERS_SHOWN`)."""
 
 
 class ArmsReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -829,10 +832,17 @@ def render_terminal(report: ArmsReport | Mapping[str, Any], console: Console) ->
     tiers = Table(title="per tier")
     for column in ("arm", "tier", "samples", "success", "cost-eq tokens"):
         tiers.add_column(column, justify="left" if column in ("arm", "tier") else "right")
+    shown, tier_count = tiers_shown(report)
+    kept = set(shown)
     for tier in report.per_tier:
-        tiers.add_row(tier.arm, tier.tier, fmt.count(tier.samples) if tier.samples else DASH,
-                      fmt.rate(tier.success), fmt.estimate(tier.cost_equivalent, 0))
+        if tier.tier in kept:
+            tiers.add_row(tier.arm, tier.tier,
+                          fmt.count(tier.samples) if tier.samples else DASH,
+                          fmt.rate(tier.success), fmt.estimate(tier.cost_equivalent, 0))
     console.print(tiers)
+    if len(shown) < tier_count:
+        console.print(f"  showing the first {len(shown):,} of {tier_count:,} tiers; every "
+                      f"tier: {escape(whole_report_command(report))}")
 
     components = Table(title="per token component (mean per sample ± SE; weighted mean)")
     components.add_column("arm")
@@ -957,6 +967,23 @@ def whole_report_command(report: ArmsReport, view: str = "report") -> str:
                 f"(with this {view}'s --store)")
     return (f"benchwarden arms report --suite {shlex.quote(report.scope)} --json FILE "
             f"(with this {view}'s --store)")
+
+
+TIERS_SHOWN = 30
+"""Tiers whose rows a terminal's and a page's per-tier breakdown show at most, in the
+report's order (`tiers_shown`; every tier's rows are in the JSON): a suite whose every
+task is its own tier made a table of thousands of rows (2,000 tiers: 6,000 rows, 3.7 s
+for rich to lay out)."""
+
+
+def tiers_shown(report: ArmsReport) -> tuple[list[str], int]:
+    """The first `TIERS_SHOWN` tiers of the report (its `tiers`, then any only its
+    per-tier rows name), and how many it has (a page's copy counts those of the whole
+    report: `page_cut.tiers`)."""
+    tiers = list(dict.fromkeys([*report.tiers, *(row.tier for row in report.per_tier)]))
+    cut = report.page_cut
+    total = cut.tiers if cut is not None and cut.tiers is not None else len(tiers)
+    return tiers[:TIERS_SHOWN], total
 
 
 TERMINAL_TALLY_ROWS = 100

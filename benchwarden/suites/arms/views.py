@@ -616,10 +616,18 @@ def per_tier(source: Source, arms: Sequence[str], tiers: Sequence[str],
              weights: TokenWeights = DEFAULT_WEIGHTS) -> list[dict[str, Any]]:
     columns = columns_of(source)
     rows = []
+    nothing = np.zeros(0, dtype=np.int64)
     for arm in arms:
+        # each tier's groups of the arm, found in one pass (what `total` and `by_task`
+        # would find asked per tier, scanning every group each time)
+        inserted = columns.partition("tier", {"arm": arm}, first_seen_order=False)
+        seen = columns.partition("tier", {"arm": arm}, first_seen_order=True)
         for tier in tiers:
-            whole = _total(columns, arm=arm, tier=tier)
-            per_task = columns.by_task(arm=arm, tier=tier)
+            code = columns.code("tier", tier)
+            whole = Totals(**columns.total_of(inserted.get(code, nothing) if code is not None
+                                              else nothing))
+            per_task = columns.by_task_of(seen.get(code, nothing) if code is not None
+                                          else nothing)
             rows.append({"arm": arm, "tier": tier, "samples": whole.samples,
                          "success": _success(whole),
                          "cost_equivalent": _clustered(per_task["priced"],

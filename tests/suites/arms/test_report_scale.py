@@ -26,6 +26,7 @@ from benchwarden.core.group_totals import decoded_chunks
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, RunEnd, TokenComponents, TokenWeights
 from benchwarden.core.store import CorruptStore, SQLiteStore, Store
+from benchwarden.suites.arms import html as arms_html
 from benchwarden.suites.arms import report as arms_report
 from benchwarden.suites.arms import views
 from benchwarden.suites.arms.driver import plan_cells
@@ -954,3 +955,64 @@ def test_a_terminal_shows_a_bounded_tally_and_says_where_every_cell_is():
                              Console(file=few, width=200), where="benchwarden show R")
     assert len([line for line in few.getvalue().splitlines() if line.startswith("│ arm")]) == 40
     assert "showing" not in few.getvalue()
+
+
+# ---------------------------------------------------------------------------- many tiers
+
+def _own_tiers(records: Sequence[Record], tiers: int) -> list[Record]:
+    """The records with each task in a tier of its own, `tiers` of them (a suite that
+    uses its tiers as task names), the last tiers ahead of the first in the records."""
+    return [dataclasses.replace(record, payload={**record.payload,
+                                                 "tier": f"tier-{int(record.task[1:]) % tiers}"})
+            for record in sorted(records, key=lambda r: -int(r.task[1:]))]
+
+
+@pytest.mark.parametrize("tiers", [1, 7, 45])
+def test_per_tier_found_in_one_pass_is_each_tiers_own_total(tiers):
+    arms, tasks = ["cli", "http", "mcp"], [f"t{n}" for n in range(60)]
+    records = _own_tiers(random_records(tiers, arms, tasks, depth=3), tiers)
+    columns = views.columns_of(views.summarize(records))
+    listed = [f"tier-{n}" for n in range(tiers)] + ["tier-none"]  # a tier with no record
+    weights = TokenWeights.parse("output=4")
+    rows = views.per_tier(columns, [*arms, "absent"], listed, weights)
+    # the views' own per-tier questions, one at a time, as before the partition
+    expected = []
+    for arm in [*arms, "absent"]:
+        for tier in listed:
+            whole = views.Totals(**columns.total(arm=arm, tier=tier))
+            per_task = columns.by_task(arm=arm, tier=tier)
+            expected.append({"arm": arm, "tier": tier, "samples": whole.samples,
+                             "success": views._success(whole),
+                             "cost_equivalent": views._clustered(
+                                 per_task["priced"], per_task.cost_equivalent(weights))})
+    assert rows == expected
+
+
+def test_a_report_of_many_tiers_shows_the_first_and_says_where_the_rest_are(tmp_path):
+    arms, tasks = ["cli", "http"], [f"t{n}" for n in range(arms_report.TIERS_SHOWN + 12)]
+    records = _own_tiers(random_records(5, arms, tasks, depth=3), len(tasks))
+    tier_names = [f"tier-{n}" for n in range(len(tasks))]
+    with SQLiteStore(tmp_path / "tiers.sqlite") as store:
+        store.begin_run(stamp_run(suite="arms", bench_version="1", run_id="run-1", config={
+            "scope": SCOPE, "arms": arms, "tasks": tasks, "tiers": tier_names}))
+        store.append(records)
+        store.finish_run(RunEnd("run-1", 1_790_100_000.0, "completed", {}))
+        report = arms_report.build_report(store, "run-1")
+    assert len(report.per_tier) == len(arms) * len(tasks)  # the JSON holds every tier
+    text = _terminal(report)
+    shown = tier_names[:arms_report.TIERS_SHOWN]
+    assert f"showing the first {len(shown)} of {len(tasks)} tiers" in text
+    assert all(f" {tier} " in text for tier in shown)
+    assert not any(f" {tier} " in text for tier in tier_names[len(shown):])
+    page = render_html(report)
+    assert f"Showing the first {len(shown)} of {len(tasks)} tiers" in page
+    copy = arms_html.page_copy(report)
+    assert copy.page_cut is not None and copy.page_cut.tiers == len(tasks)
+    assert copy.tiers == shown and {row.tier for row in copy.per_tier} == set(shown)
+    assert arms_html.page_copy(copy) == copy  # cutting a copy again changes nothing
+    # a report of as many tiers as are shown is drawn and embedded whole
+    few = msgspec_replace(report, tiers=shown, per_tier=[
+        row for row in report.per_tier if row.tier in set(shown)])
+    assert "showing the first" not in _terminal(few)
+    assert arms_html.page_copy(few).page_cut is None or \
+        arms_html.page_copy(few).page_cut.tiers is None
