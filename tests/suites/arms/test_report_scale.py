@@ -903,6 +903,13 @@ def test_a_report_of_many_arms_compares_each_with_the_first_and_says_so(tmp_path
     # chance (10 pairs of 2 measures at p < 0.05), the left-out note past the threshold
     assert (chance in text, chance in page) == (tests * 0.05 >= 1,) * 2
     assert (left_out in text, left_out in page) == (count > views.ALL_PAIRS_UP_TO_ARMS,) * 2
+    # many arms: one table of every arm against the first, a row each, then each sentence
+    many = count > views.ALL_PAIRS_UP_TO_ARMS
+    assert ("paired: each arm − arm-00 over the tasks both covered" in text) == many
+    assert text.count("paired: arm-") == (0 if many else len(pairs))
+    for comparison in report.comparisons:
+        assert (f"  {comparison.b} − {comparison.a}: {comparison.conclusion}" in text) == many
+        assert comparison.conclusion in text
     plain = report.to_json()
     assert ("pairs_left_out" in plain) == (count > views.ALL_PAIRS_UP_TO_ARMS)
     assert arms_report.ArmsReport.from_json(json.loads(json.dumps(plain))) == report
