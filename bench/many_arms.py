@@ -22,13 +22,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from _figures import add_json_option, emit
-from scale_growth import COMMANDS, against_baseline, before_and_now, measured_sides
+from _figures import emit
+from scale_growth import (
+    COMMANDS,
+    PAGE_BYTES_GOAL,
+    READ_SECONDS_GOAL,
+    add_point_options,
+    measure_points,
+    point_figures,
+    read_goal_verdict,
+)
 from scale_store import ARMS, TASKS, ensure_store, parse_size, size_label
 
 DEFAULT_COMMANDS = ("arms_report", "arms_compare", "report_html", "show_latest")
-# the goals of issue 12's reports, which this bench holds a suite of many arms to as well
-SECONDS_GOAL, PAGE_GOAL = 3.0, 20_000_000
 
 
 def main() -> None:
@@ -37,12 +43,7 @@ def main() -> None:
                         help="comma-separated arm counts (3 or more); the first is the baseline")
     parser.add_argument("--records", default="100k", help="records in each store (10k, 1M...)")
     parser.add_argument("--tasks", type=int, default=len(TASKS), help="tasks in the suite")
-    parser.add_argument("--commands", default=",".join(DEFAULT_COMMANDS),
-                        help=f"comma-separated subset of {', '.join(COMMANDS)}")
-    parser.add_argument("--cache", default=None, help="store cache folder (see scale_store.py)")
-    parser.add_argument("--before", default=None, metavar="CHECKOUT",
-                        help="an older checkout: run each command with its code too (A/B)")
-    add_json_option(parser)
+    add_point_options(parser, DEFAULT_COMMANDS)
     options = parser.parse_args()
     try:
         counts = [int(part) for part in options.arms.split(",") if part.strip()]
@@ -58,33 +59,18 @@ def main() -> None:
                           "two of the first three), 1 task or more and 1 record or more")
     cache = Path(options.cache).expanduser().resolve() if options.cache else None
 
-    results: dict[tuple[str, int, str], tuple[float, float, int | None]] = {}
-    for count in counts:
-        store = ensure_store(records, cache, task_count=options.tasks, arm_count=count)
-        for name in chosen:
-            for side, measured, code_returned in measured_sides(name, store, options.before,
-                                                                "bw-arms-"):
-                results[(name, count, side)] = measured
-                seconds, rss, page_bytes = measured
-                print(f"  {count:>4} arms ({size_label(records)} records) {name:<13} {side:<6} "
-                      f"{seconds:7.2f} s {rss:7.0f} MiB"
-                      + (f"  exit {code_returned}" if code_returned else "")
-                      + (f"  page {page_bytes / 2**20:.1f} MiB" if page_bytes else ""),
-                      flush=True)
-
-    figures = []
+    results = measure_points(
+        chosen, counts, lambda count: ensure_store(records, cache, task_count=options.tasks,
+                                                   arm_count=count),
+        options.before, "bw-arms-",
+        lambda count: f"{count:>4} arms ({size_label(records)} records)")
     base = counts[0]
-    print(f"\nagainst {base} arms (the baseline), this code; goals: < {SECONDS_GOAL:.0f} s, "
-          f"page < {PAGE_GOAL / 1e6:.0f} MB")
-    figures += against_baseline(
-        chosen, counts, results, lambda count: f"{count:>4} arms",
-        lambda count: f"{count}_arms", lambda count: f"at {count} arms vs {base}",
-        lambda _name, measured, _baseline: "met" if measured[0] < SECONDS_GOAL and (
-            measured[2] is None or measured[2] < PAGE_GOAL) else "NOT met")
-    if options.before:
-        figures += before_and_now(options.before, chosen, counts, results,
-                                  lambda count: f"{count:>4} arms",
-                                  lambda count: f"{count}_arms", lambda count: f"at {count} arms")
+    figures = point_figures(
+        f"\nagainst {base} arms (the baseline), this code; goals: < {READ_SECONDS_GOAL:.0f} s, "
+        f"page < {PAGE_BYTES_GOAL / 1e6:.0f} MB", chosen, counts, results, options.before,
+        lambda count: f"{count:>4} arms", lambda count: f"{count}_arms",
+        lambda count: f"at {count} arms vs {base}", lambda count: f"at {count} arms",
+        read_goal_verdict)
     emit("many_arms", figures, options.json_path)
 
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from _figures import add_json_option, emit
-from scale_growth import COMMANDS, against_baseline, before_and_now, measured_sides
+from _figures import emit
+from scale_growth import COMMANDS, add_point_options, measure_points, point_figures
 from scale_store import RUN_SIZE, ensure_store, parse_size
 
 DEFAULT_COMMANDS = ("runs", "show_latest", "arms_report", "report_html", "export_jsonl",
@@ -54,12 +54,7 @@ def main() -> None:
     parser.add_argument("--records", default="200k", help="records in each store (10k, 1M, ...)")
     parser.add_argument("--run-sizes", default=f"{RUN_SIZE},20",
                         help="comma-separated records per run; the first is the baseline")
-    parser.add_argument("--commands", default=",".join(DEFAULT_COMMANDS),
-                        help=f"comma-separated subset of {', '.join(COMMANDS)}")
-    parser.add_argument("--cache", default=None, help="store cache folder (see scale_store.py)")
-    parser.add_argument("--before", default=None, metavar="CHECKOUT",
-                        help="an older checkout: run each command with its code too (A/B)")
-    add_json_option(parser)
+    add_point_options(parser, DEFAULT_COMMANDS)
     options = parser.parse_args()
     try:
         records = parse_size(options.records)
@@ -75,29 +70,16 @@ def main() -> None:
                      else "give at least one run size of 1 record or more")
     cache = Path(options.cache).expanduser().resolve() if options.cache else None
 
-    results: dict[tuple[str, int, str], tuple[float, float, int | None]] = {}
-    for run_size in run_sizes:
-        store = ensure_store(records, cache, run_size=run_size)
-        runs = -(-records // run_size)
-        for name in chosen:
-            for side, measured, code_returned in measured_sides(name, store, options.before,
-                                                                "bw-runs-"):
-                results[(name, run_size, side)] = measured
-                seconds, rss, _ = measured
-                print(f"  {runs:>7,} runs ({records:,} records) {name:<13} {side:<6} "
-                      f"{seconds:7.2f} s {rss:7.0f} MiB"
-                      + (f"  exit {code_returned}" if code_returned else ""), flush=True)
-
-    figures = []
+    results = measure_points(
+        chosen, run_sizes, lambda run_size: ensure_store(records, cache, run_size=run_size),
+        options.before, "bw-runs-",
+        lambda run_size: f"{-(-records // run_size):>7,} runs ({records:,} records)")
     base = run_sizes[0]
-    print(f"\nagainst runs of {base:,} records (the baseline), this code")
-    figures += against_baseline(
-        chosen, run_sizes, results, lambda size: f"runs of {size:,}",
-        lambda size: f"runs_of_{size}", lambda size: f"in runs of {size} vs {base}", verdict)
-    if options.before:
-        figures += before_and_now(options.before, chosen, run_sizes, results,
-                                  lambda size: f"runs of {size:>7,}",
-                                  lambda size: f"runs_of_{size}", lambda size: f"in runs of {size}")
+    figures = point_figures(
+        f"\nagainst runs of {base:,} records (the baseline), this code", chosen, run_sizes,
+        results, options.before, lambda size: f"runs of {size:>7,}",
+        lambda size: f"runs_of_{size}", lambda size: f"in runs of {size} vs {base}",
+        lambda size: f"in runs of {size}", verdict)
     emit("many_runs", figures, options.json_path)
 
 

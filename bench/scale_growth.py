@@ -333,6 +333,71 @@ def against_baseline(commands: list[str], points: list[Any],
     return figures
 
 
+def add_point_options(parser: argparse.ArgumentParser, commands: Sequence[str]) -> None:
+    """The options of a bench that measures read commands at several points (a width, a
+    run size, an arm count): `--commands` (default `commands`), `--cache`, `--before`
+    and `--json`."""
+    parser.add_argument("--commands", default=",".join(commands),
+                        help=f"comma-separated subset of {', '.join(COMMANDS)}")
+    parser.add_argument("--cache", default=None, help="store cache folder (see scale_store.py)")
+    parser.add_argument("--before", default=None, metavar="CHECKOUT",
+                        help="an older checkout: run each command with its code too (A/B)")
+    add_json_option(parser)
+
+
+# issue 12's goals for the reports, which the benches hold every shape of suite to
+READ_SECONDS_GOAL, PAGE_BYTES_GOAL = 3.0, 20_000_000
+
+
+def read_goal_verdict(_name: str, measured: tuple[float, float, int | None],
+                      _baseline: tuple[float, float, int | None]) -> str:
+    """Whether a read command met the reports' goals: under `READ_SECONDS_GOAL` and, for
+    the HTML report, a page under `PAGE_BYTES_GOAL`."""
+    seconds, _, page_bytes = measured
+    return "met" if seconds < READ_SECONDS_GOAL and (
+        page_bytes is None or page_bytes < PAGE_BYTES_GOAL) else "NOT met"
+
+
+Measured = tuple[float, float, int | None]
+"""One command's `(seconds, MiB, bytes of the HTML page or None)`."""
+
+
+def measure_points(commands: list[str], points: list[Any], store_of: Callable[[Any], Any],
+                   before: str | None, prefix: str, shown: Callable[[Any], str]
+                   ) -> dict[tuple[str, Any, str], Measured]:
+    """Each command on the store of each point (`store_of(point)`: a width, a run size,
+    an arm count), with `--before`'s code first when given (`measured_sides`), each
+    printed as measured (`shown(point)` names it): `(seconds, MiB, page)` by
+    `(command, point, "now" or "before")`, what `point_figures` reads."""
+    results: dict[tuple[str, Any, str], Measured] = {}
+    for point in points:
+        store = store_of(point)
+        for name in commands:
+            for side, measured, code_returned in measured_sides(name, store, before, prefix):
+                results[(name, point, side)] = measured
+                seconds, rss, page_bytes = measured
+                print(f"  {shown(point)} {name:<13} {side:<6} {seconds:7.2f} s {rss:7.0f} MiB"
+                      + (f"  exit {code_returned}" if code_returned else "")
+                      + (f"  page {page_bytes / 2**20:.1f} MiB" if page_bytes else ""),
+                      flush=True)
+    return results
+
+
+def point_figures(heading: str, commands: list[str], points: list[Any],
+                  results: dict[tuple[str, Any, str], Measured], before: str | None,
+                  shown: Callable[[Any], str], label: Callable[[Any], str],
+                  against: Callable[[Any], str], at: Callable[[Any], str],
+                  verdict: Callable[[str, Measured, Measured], str]) -> list[Figure]:
+    """`measure_points`' results as figures: `heading` printed, each point after the first
+    against the first (`against_baseline`), and with `before`, now against before
+    (`before_and_now`)."""
+    print(heading)
+    figures = against_baseline(commands, points, results, shown, label, against, verdict)
+    if before:
+        figures += before_and_now(before, commands, points, results, shown, label, at)
+    return figures
+
+
 def before_and_now(before: str, commands: list[str], points: list[Any],
                    results: dict[tuple[str, Any, str], tuple[float, float, int | None]],
                    shown: Callable[[Any], str], label: Callable[[Any], str],

@@ -27,14 +27,21 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
-from _figures import add_json_option, emit
-from scale_growth import COMMANDS, against_baseline, before_and_now, measured_sides
+from _figures import emit
+from scale_growth import (
+    COMMANDS,
+    PAGE_BYTES_GOAL,
+    READ_SECONDS_GOAL,
+    add_point_options,
+    measure_points,
+    point_figures,
+    read_goal_verdict,
+)
 from scale_store import ARMS, build, ensure_store
 
 DEFAULT_COMMANDS = ("arms_report", "arms_compare", "report_html", "show_latest")
-# the goals of issue 12's reports, which this bench holds a wide suite to as well
-SECONDS_GOAL, PAGE_GOAL = 3.0, 20_000_000
 
 
 def main() -> None:
@@ -42,15 +49,10 @@ def main() -> None:
     parser.add_argument("--tasks", default="200,2000,10000",
                         help="comma-separated suite widths; the first is the baseline")
     parser.add_argument("--trials", type=int, default=3, help="trials per cell")
-    parser.add_argument("--commands", default=",".join(DEFAULT_COMMANDS),
-                        help=f"comma-separated subset of {', '.join(COMMANDS)}")
-    parser.add_argument("--cache", default=None, help="store cache folder (see scale_store.py)")
-    parser.add_argument("--before", default=None, metavar="CHECKOUT",
-                        help="an older checkout: run each command with its code too (A/B)")
+    add_point_options(parser, DEFAULT_COMMANDS)
     parser.add_argument("--postgres", default=None, metavar="URL",
                         help="PostgreSQL stores in schemas of this throw-away database "
                         "instead of SQLite files (built once, kept)")
-    add_json_option(parser)
     options = parser.parse_args()
     try:
         widths = [int(part) for part in options.tasks.split(",") if part.strip()]
@@ -63,35 +65,20 @@ def main() -> None:
                      else "give at least one width of 1 task or more, and 1 trial or more")
     cache = Path(options.cache).expanduser().resolve() if options.cache else None
 
-    results: dict[tuple[str, int, str], tuple[float, float, int | None]] = {}
-    for width in widths:
-        records = len(ARMS) * width * options.trials
-        store = (postgres_store(options.postgres, width, options.trials) if options.postgres
-                 else ensure_store(records, cache, task_count=width))
-        for name in chosen:
-            for side, measured, code_returned in measured_sides(name, store, options.before,
-                                                                "bw-wide-"):
-                results[(name, width, side)] = measured
-                seconds, rss, page_bytes = measured
-                print(f"  {width:>6,} tasks ({records:,} records) {name:<13} {side:<6} "
-                      f"{seconds:7.2f} s {rss:7.0f} MiB"
-                      + (f"  exit {code_returned}" if code_returned else "")
-                      + (f"  page {page_bytes / 2**20:.1f} MiB" if page_bytes else ""),
-                      flush=True)
+    def store_of(width: int) -> Any:
+        return (postgres_store(options.postgres, width, options.trials) if options.postgres
+                else ensure_store(len(ARMS) * width * options.trials, cache, task_count=width))
 
-    figures = []
+    results = measure_points(
+        chosen, widths, store_of, options.before, "bw-wide-",
+        lambda width: f"{width:>6,} tasks ({len(ARMS) * width * options.trials:,} records)")
     base = widths[0]
-    print(f"\nagainst {base:,} tasks (the baseline), this code; goals: < {SECONDS_GOAL:.0f} s, "
-          f"page < {PAGE_GOAL / 1e6:.0f} MB")
-    figures += against_baseline(
-        chosen, widths, results, lambda width: f"{width:>6,} tasks",
+    figures = point_figures(
+        f"\nagainst {base:,} tasks (the baseline), this code; goals: < "
+        f"{READ_SECONDS_GOAL:.0f} s, page < {PAGE_BYTES_GOAL / 1e6:.0f} MB", chosen, widths,
+        results, options.before, lambda width: f"{width:>6,} tasks",
         lambda width: f"{width}_tasks", lambda width: f"at {width} tasks vs {base}",
-        lambda _name, measured, _baseline: "met" if measured[0] < SECONDS_GOAL and (
-            measured[2] is None or measured[2] < PAGE_GOAL) else "NOT met")
-    if options.before:
-        figures += before_and_now(options.before, chosen, widths, results,
-                                  lambda width: f"{width:>6,} tasks",
-                                  lambda width: f"{width}_tasks", lambda width: f"at {width} tasks")
+        lambda width: f"at {width} tasks", read_goal_verdict)
     emit("wide_suite_postgres" if options.postgres else "wide_suite", figures,
          options.json_path)
 
