@@ -65,10 +65,12 @@ COMPONENT_COLORS = {"fresh_input": "#0072B2", "cache_creation": "#E69F00",
 COVERAGE_CELLS_DRAWN = 2_400
 TALLY_ROWS_SHOWN = 600
 # What the embedded copy keeps of the other lists that grow with a suite or a store
-# (`page_copy`): the newest run ids, the first tasks of each comparison's three lists,
-# and run configuration values up to this size as JSON.
+# (`page_copy`): the newest run ids, the first tasks of each comparison's three lists
+# (fewer where their names would pass the characters below in all), and run
+# configuration values up to this size as JSON.
 RUNS_EMBEDDED = 100
 COMPARISON_TASKS_EMBEDDED = 1_000
+COMPARISON_TASK_CHARACTERS_EMBEDDED = 1_000_000
 CONFIG_VALUE_EMBEDDED_BYTES = 64 * 1024
 
 
@@ -87,6 +89,28 @@ def _coverage_tasks(report: ArmsReport) -> tuple[list[str], dict[tuple[str, str]
 def _tally_rows_shown(tally: Tally) -> list[TallyCell]:
     """The tally rows the page shows (`tally_rows_shown`, up to `TALLY_ROWS_SHOWN`)."""
     return tally_rows_shown(tally, TALLY_ROWS_SHOWN)
+
+
+def _comparison_tasks_embedded(comparisons: Sequence[Any]) -> int:
+    """How many of the first tasks of each comparison's three lists the page's copy keeps:
+    `COMPARISON_TASKS_EMBEDDED`, fewer where their names would hold more than
+    `COMPARISON_TASK_CHARACTERS_EMBEDDED` characters in all (many arms' comparisons, or
+    long task names: the page draws only their counts)."""
+    lists = [listed for c in comparisons for listed in (c.tasks, c.only_a, c.only_b)]
+
+    def characters(kept: int) -> int:
+        return sum(len(name) for listed in lists for name in listed[:kept])
+
+    low, high = 0, COMPARISON_TASKS_EMBEDDED
+    if characters(high) <= COMPARISON_TASK_CHARACTERS_EMBEDDED:
+        return high
+    while low < high:  # the most kept whose names fit
+        middle = (low + high + 1) // 2
+        if characters(middle) <= COMPARISON_TASK_CHARACTERS_EMBEDDED:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def page_copy(report: ArmsReport) -> ArmsReport:
@@ -124,14 +148,14 @@ def page_copy(report: ArmsReport) -> ArmsReport:
     if len(report.runs) > RUNS_EMBEDDED:
         changes["runs"] = report.runs[-RUNS_EMBEDDED:]
         cut["runs"] = len(report.runs)
-    if any(len(listed) > COMPARISON_TASKS_EMBEDDED for c in report.comparisons
+    kept_tasks = _comparison_tasks_embedded(report.comparisons)
+    if any(len(listed) > kept_tasks for c in report.comparisons
            for listed in (c.tasks, c.only_a, c.only_b)):
         cut["comparison_tasks"] = [(len(c.tasks), len(c.only_a), len(c.only_b))
                                    for c in report.comparisons]
         changes["comparisons"] = [msgspec.structs.replace(
-            c, tasks=c.tasks[:COMPARISON_TASKS_EMBEDDED],
-            only_a=c.only_a[:COMPARISON_TASKS_EMBEDDED],
-            only_b=c.only_b[:COMPARISON_TASKS_EMBEDDED]) for c in report.comparisons]
+            c, tasks=c.tasks[:kept_tasks], only_a=c.only_a[:kept_tasks],
+            only_b=c.only_b[:kept_tasks]) for c in report.comparisons]
     if report.run is not None:
         large = [key for key, value in report.run.config.items()
                  if len(json.dumps(value, default=str)) > CONFIG_VALUE_EMBEDDED_BYTES]

@@ -14,17 +14,24 @@ Invariants:
   allow-list and bootstrap.
 - Outcomes are `pass` or `fail` with exactly one failure tag (`incorrect`,
   `confused`, `hung`); invalid trials and harness errors never become records.
+- Names (the suite's, arms', tasks', tiers') are unique in their kind and hold at most
+  `NAME_LIMIT` characters.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 DEFAULT_TIERS: tuple[str, ...] = ("read", "single-mutation", "find-then-act", "multi-step")
+NAME_LIMIT = 256
+"""Characters a suite's, an arm's, a task's or a tier's name holds at most: a name is
+written into every record and shown in every view (the coverage grid, the comparisons,
+the trials), so 200 tasks of 20,000-character names made an 83 MB page."""
 
 SUITE_NAME = "arms"
 """The suite's name in the store (here, not in `trial`, so that reading a report does
@@ -171,9 +178,17 @@ class Suite:
     description: str = ""
 
     def __post_init__(self) -> None:
-        for kind, names in (("arm", [a.name for a in self.arms]),
-                            ("task", [t.id for t in self.tasks])):
-            duplicates = sorted({n for n in names if names.count(n) > 1})
+        for kind, names in (("suite", [self.name]), ("arm", [a.name for a in self.arms]),
+                            ("task", [t.id for t in self.tasks]), ("tier", list(self.tiers))):
+            long = next((name for name in names
+                         if isinstance(name, str) and len(name) > NAME_LIMIT), None)
+            if long is not None:
+                raise ValueError(f"suite {self.name[:NAME_LIMIT]}: a {kind} name of "
+                                 f"{len(long):,} characters (at most {NAME_LIMIT}): "
+                                 f"{long[:60]!r}...")
+            # counted once (a name counted against the whole list each time took minutes
+            # for a suite of 333,000 tasks)
+            duplicates = sorted(name for name, seen in Counter(names).items() if seen > 1)
             if duplicates:
                 raise ValueError(f"suite {self.name}: duplicate {kind} names {duplicates}")
         unknown = sorted({t.tier for t in self.tasks} - set(self.tiers))

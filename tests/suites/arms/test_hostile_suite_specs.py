@@ -9,11 +9,14 @@ refused the same way."""
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 
 from benchwarden.cli.main import cli, run_command
 from benchwarden.core.errors import EXIT_USAGE
+from benchwarden.suites.arms.checkers import Fact, ReadCheck
+from benchwarden.suites.arms.tasks import NAME_LIMIT, Arm, Suite, Task
 
 _names = itertools.count()
 
@@ -86,3 +89,39 @@ def test_a_run_no_trial_can_make_is_refused_before_anything_is_written(options, 
     assert code == EXIT_USAGE, line
     assert line.startswith("benchwarden: error: ") and words in line, line
     assert not store.exists()
+
+
+def _suite(name: str = "named", arms: tuple[str, ...] = ("plain",),
+           tasks: tuple[str, ...] = ("answer",), tiers: tuple[str, ...] = ("read",)) -> Suite:
+    return Suite(name=name, bench_version="1", base_prompt="base",
+                 arms=tuple(Arm(arm, "shell", "use the shell") for arm in arms),
+                 tasks=tuple(Task(task, tiers[0], "say yes", ReadCheck((Fact("yes", ("yes",)),)))
+                             for task in tasks),
+                 environment=lambda arm, path: None, tiers=tiers)  # type: ignore[arg-type,return-value]
+
+
+@pytest.mark.parametrize("kind", ["suite", "arm", "task", "tier"])
+def test_a_name_past_the_limit_is_refused_in_one_line(kind):
+    at_limit, past = "n" * NAME_LIMIT, "n" * (NAME_LIMIT + 1)
+
+    def of(name: str) -> dict[str, Any]:
+        return {"suite": {"name": name}, "arm": {"arms": (name,)}, "task": {"tasks": (name,)},
+                "tier": {"tiers": (name,)}}[kind]
+
+    assert _suite(**of(at_limit))  # a name of the limit's length is a name
+    with pytest.raises(ValueError) as refused:
+        _suite(**of(past))
+    message = str(refused.value)
+    assert f"a {kind} name of {NAME_LIMIT + 1:,} characters (at most {NAME_LIMIT})" in message
+    assert "\n" not in message and len(message) < 2 * NAME_LIMIT
+
+
+def test_duplicates_are_found_in_a_suite_of_many_tasks():
+    # counted once per name: a name counted against the whole list each time is
+    # quadratic, minutes at this size
+    names = tuple(f"task-{number:06d}" for number in range(60_000))
+    assert len(_suite(tasks=names).tasks) == 60_000
+    with pytest.raises(ValueError, match=r"duplicate task names \['task-000007', 'task-059998'\]"):
+        _suite(tasks=(*names, "task-059998", "task-000007"))
+    with pytest.raises(ValueError, match=r"duplicate arm names \['plain'\]"):
+        _suite(arms=("plain", "other", "plain"))

@@ -151,3 +151,39 @@ def test_the_whole_report_command_quotes_the_run_and_the_suite(report) -> None:
     cut = arms_html.page_copy(ArmsReport.from_json(wide)).page_cut
     assert cut is not None
     assert cut.command.startswith("benchwarden arms report --suite 'my suite' --json FILE")
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tasks=st.integers(min_value=5, max_value=60), name_length=st.integers(1, 300),
+       budget=st.integers(min_value=0, max_value=20_000))
+def test_the_comparisons_task_names_embedded_stay_within_their_characters(
+        report, monkeypatch, tasks, name_length, budget) -> None:
+    """Many comparisons, or long task names: the copy keeps the same number of first
+    tasks of every comparison's lists, the most whose names fit the budget in all, and
+    counts every list."""
+    monkeypatch.setattr(arms_html, "COMPARISON_TASK_CHARACTERS_EMBEDDED", budget)
+    wide = _wider(report, tasks)
+    names = [f"{number:04d}" + "n" * name_length for number in range(tasks)]
+    for comparison in wide["comparisons"]:
+        comparison["tasks"], comparison["only_a"], comparison["only_b"] = \
+            list(names), names[: tasks // 2], names[tasks // 3:]
+    whole = ArmsReport.from_json(wide)
+    copy = arms_html.page_copy(whole)
+    lists = [(c.tasks, c.only_a, c.only_b) for c in whole.comparisons]
+    kept = [(c.tasks, c.only_a, c.only_b) for c in copy.comparisons]
+
+    def characters(held: list[tuple[list[str], ...]]) -> int:
+        return sum(len(name) for three in held for listed in three for name in listed)
+
+    if characters(lists) <= budget:
+        assert kept == lists
+        return
+    assert characters(kept) <= budget
+    count = max(len(listed) for three in kept for listed in three)
+    # the same first tasks of every list, and one more each would not have fitted
+    assert kept == [tuple(listed[:count] for listed in three) for three in lists]
+    assert characters([tuple(listed[:count + 1] for listed in three) for three in lists]) > budget
+    assert copy.page_cut is not None and copy.page_cut.comparison_tasks == [
+        (len(c.tasks), len(c.only_a), len(c.only_b)) for c in whole.comparisons]
+    assert arms_html.page_copy(copy) == copy
