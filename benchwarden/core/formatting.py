@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 DASH = "—"
@@ -155,3 +156,12 @@ def text(value: Any) -> str:
 __all__ = ["DASH", "EstimateLike", "count", "duration", "estimate", "estimate_interval",
            "interval", "number", "p_value", "percent", "rate", "signed", "text", "tokens",
            "when"]
+
+
+def names(listed: Sequence[Any], shown: int = 5) -> str:
+    """The first `shown` of `listed`, comma-separated, and how many more there are: a
+    one-line message naming what a user may choose from (a router lists hundreds of
+    models, a wide suite a third of a million tasks)."""
+    head = ", ".join(str(name) for name in listed[:shown])
+    more = len(listed) - shown
+    return head + (f" and {more:,} more" if more > 0 else "")

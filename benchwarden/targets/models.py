@@ -15,14 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from benchwarden.core.errors import ConfigurationError
+from benchwarden.core.formatting import names
 
 SHOWN_MODELS = 5  # a router may list hundreds: name a few, and how many more
 
 
 def _listed(models: Sequence[str]) -> str:
-    shown = ", ".join(models[:SHOWN_MODELS])
-    more = len(models) - SHOWN_MODELS
-    return shown + (f" and {more} more" if more > 0 else "")
+    return names(models, SHOWN_MODELS)
 
 
 def choose_model(listed: Sequence[str], requested: str | None, *, any_model: bool,

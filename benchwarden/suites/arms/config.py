@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from benchwarden.core import formatting as fmt
 from benchwarden.core.errors import ConfigurationError
 from benchwarden.core.sandbox import check_isolation_mode
 
@@ -26,10 +27,12 @@ def select(names: str, known: Sequence[str], what: str) -> list[str]:
     if names.strip() == "all":
         return list(known)
     chosen = [n.strip() for n in names.split(",") if n.strip()]
-    unknown = [n for n in chosen if n not in known]
+    knowing = set(known)  # a wide suite's names: asked once per name chosen
+    unknown = [n for n in chosen if n not in knowing]
     if unknown or not chosen:
-        raise ConfigurationError(f"unknown {what} {', '.join(unknown) or '(none given)'}; "
-                         f"known: {', '.join(known)} (or all)")
+        # one line, however many names the suite has
+        raise ConfigurationError(f"unknown {what} {fmt.names(unknown, 10) or '(none given)'}; "
+                                 f"known: {fmt.names(known, 20)} (or all)")
     return list(dict.fromkeys(chosen))
 
 

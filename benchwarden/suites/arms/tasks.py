@@ -20,12 +20,15 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
+
+from benchwarden.core import formatting as fmt
 
 DEFAULT_TIERS: tuple[str, ...] = ("read", "single-mutation", "find-then-act", "multi-step")
 NAME_LIMIT = 256
@@ -195,19 +198,25 @@ class Suite:
         if unknown:
             raise ValueError(f"suite {self.name}: tasks use tiers {unknown} not in {self.tiers}")
 
+    @functools.cached_property
+    def _by_name(self) -> tuple[dict[str, Arm], dict[str, Task]]:
+        """Arms and tasks by name, made once: each trial looks its own up (a scan of a
+        suite of 10,000 tasks per trial was most of a run's planning)."""
+        return {arm.name: arm for arm in self.arms}, {task.id: task for task in self.tasks}
+
     def arm(self, name: str) -> Arm:
-        for arm in self.arms:
-            if arm.name == name:
-                return arm
-        raise ValueError(f"suite {self.name} has no arm {name!r}; arms: "
-                         f"{', '.join(a.name for a in self.arms)}")
+        found = self._by_name[0].get(name)
+        if found is None:
+            raise ValueError(f"suite {self.name} has no arm {name!r}; arms: "
+                             f"{fmt.names([a.name for a in self.arms], 20)}")
+        return found
 
     def task(self, task_id: str) -> Task:
-        for task in self.tasks:
-            if task.id == task_id:
-                return task
-        raise ValueError(f"suite {self.name} has no task {task_id!r}; tasks: "
-                         f"{', '.join(t.id for t in self.tasks)}")
+        found = self._by_name[1].get(task_id)
+        if found is None:
+            raise ValueError(f"suite {self.name} has no task {task_id!r}; tasks: "
+                             f"{fmt.names([t.id for t in self.tasks], 20)}")
+        return found
 
     def prompt_for(self, arm: Arm) -> str:
         """The system prompt: the shared base prompt, then the arm's bootstrap."""

@@ -125,3 +125,27 @@ def test_duplicates_are_found_in_a_suite_of_many_tasks():
         _suite(tasks=(*names, "task-059998", "task-000007"))
     with pytest.raises(ValueError, match=r"duplicate arm names \['plain'\]"):
         _suite(arms=("plain", "other", "plain"))
+
+
+def test_a_wide_suite_looks_its_names_up_and_refuses_an_unknown_one_in_one_short_line():
+    from benchwarden.core.errors import ConfigurationError
+    from benchwarden.suites.arms.config import select
+
+    names = tuple(f"task-{number:06d}" for number in range(60_000))
+    suite = _suite(tasks=names, arms=("plain", "other"))
+    assert suite.task("task-059999").id == "task-059999" and suite.arm("other").name == "other"
+    for refused, words in ((lambda: suite.task("task-999999"),
+                            "has no task 'task-999999'; tasks: task-000000, task-000001"),
+                           (lambda: suite.arm("nope"), "has no arm 'nope'; arms: plain, other")):
+        with pytest.raises(ValueError) as error:
+            refused()
+        assert words in str(error.value) and len(str(error.value)) < 600
+    assert "and 59,980 more" in str(pytest.raises(ValueError, suite.task, "x").value)
+    chosen = ",".join(names[::7])  # a long --tasks list, each name found by its set
+    assert select(chosen, names, "tasks") == list(names[::7])
+    with pytest.raises(ConfigurationError) as error:
+        select(chosen + ",task-x,task-y", names, "tasks")
+    message = str(error.value)
+    assert message.startswith("unknown tasks task-x, task-y; known: task-000000, task-000001")
+    assert "and 59,980 more (or all)" in message and "\n" not in message
+    assert len(message) < 600
