@@ -922,7 +922,8 @@ def comparisons_notes(report: ArmsReport) -> list[str]:
     would make look significant."""
     notes = []
     if report.pairs_left_out:
-        notes.append(f"{len(report.arms)} arms: each compared with {report.arms[0]}, the first "
+        first = report.comparisons[0].a if report.comparisons else "the first arm"
+        notes.append(f"{len(report.arms)} arms: each compared with {first}, the first "
                      f"listed; {report.pairs_left_out:,} other pairs are not compared here "
                      "(`benchwarden arms compare A B` compares any two)")
     tests = len(report.comparisons) * MEASURES_COMPARED
@@ -1009,7 +1010,7 @@ def render_comparisons_with_first(report: ArmsReport, console: Console) -> None:
     """The comparisons of a report of many arms, each with the first arm, as one table (a
     row a pair, as the page draws them; a table each took rich a second at 100 arms),
     then each one's sentence."""
-    first = report.arms[0] if report.arms else ""
+    first = report.comparisons[0].a if report.comparisons else ""
     table = Table(title=f"paired: each arm − {first} over the tasks both covered")
     for column in ("arm", "tasks", "success", "success diff", "95 % CI", "p", "MDE",
                    "cost-eq tokens", "cost-eq diff", "95 % CI", "p", "MDE"):

@@ -1023,3 +1023,21 @@ def test_a_report_of_many_tiers_shows_the_first_and_says_where_the_rest_are(tmp_
     assert "showing the first" not in _terminal(few)
     assert arms_html.page_copy(few).page_cut is None or \
         arms_html.page_copy(few).page_cut.tiers is None
+
+
+def test_a_report_file_that_says_pairs_were_left_out_renders_whatever_it_lists(tmp_path):
+    """A report read back from a file (edited, or cut) may say pairs were left out and
+    list no arms or no comparisons: it renders, naming the arm its comparisons use."""
+    arms, tasks = [f"arm-{n:02d}" for n in range(10)], [f"t{n}" for n in range(4)]
+    with SQLiteStore(tmp_path / "many.sqlite") as store:
+        fill(store, random_records(1, arms, tasks, depth=3), arms, tasks)
+        report = arms_report.build_report(store, "run-1")
+    for changes in ({"arms": []}, {"comparisons": []}, {"arms": [], "comparisons": []}):
+        edited = arms_report.ArmsReport.from_json({**report.to_json(), **changes})
+        text, page = _terminal(edited), render_html(edited)
+        named = "arm-00" if edited.comparisons else "the first arm"
+        assert f"each compared with {named}, the first listed; 36 other pairs" in text
+        # the page's note is in its comparisons' section, which a report without
+        # comparisons has none of
+        assert (f"each compared with {named}, the first listed; 36 other pairs" in page) == \
+            bool(edited.comparisons)
