@@ -153,11 +153,6 @@ def text(value: Any) -> str:
     return DASH if value is None or value == "" else str(value)
 
 
-__all__ = ["DASH", "EstimateLike", "count", "duration", "estimate", "estimate_interval",
-           "interval", "number", "p_value", "percent", "rate", "signed", "text", "tokens",
-           "when"]
-
-
 def names(listed: Sequence[Any], shown: int = 5) -> str:
     """The first `shown` of `listed`, comma-separated, and how many more there are: a
     one-line message naming what a user may choose from (a router lists hundreds of
@@ -165,3 +160,9 @@ def names(listed: Sequence[Any], shown: int = 5) -> str:
     head = ", ".join(str(name) for name in listed[:shown])
     more = len(listed) - shown
     return head + (f" and {more:,} more" if more > 0 else "")
+
+
+__all__ = ["DASH", "EstimateLike", "count", "duration", "estimate", "estimate_interval",
+           "interval", "names", "number", "p_value", "percent", "rate", "signed", "text",
+           "tokens", "when"]
+

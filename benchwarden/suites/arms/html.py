@@ -43,10 +43,9 @@ from benchwarden.suites.arms.report import (
     ArmsReport,
     EstimateBlock,
     PageCut,
-    Tally,
-    TallyCell,
     Trial,
     as_report,
+    comparison_cells,
     comparisons_notes,
     tally_rows_shown,
     tiers_shown,
@@ -84,11 +83,6 @@ def _coverage_tasks(report: ArmsReport) -> tuple[list[str], dict[tuple[str, str]
             samples_of[(arm, task)] = samples
             tasks.setdefault(task)
     return list(tasks), samples_of
-
-
-def _tally_rows_shown(tally: Tally) -> list[TallyCell]:
-    """The tally rows the page shows (`tally_rows_shown`, up to `TALLY_ROWS_SHOWN`)."""
-    return tally_rows_shown(tally, TALLY_ROWS_SHOWN)
 
 
 def _comparison_tasks_embedded(comparisons: Sequence[Any]) -> int:
@@ -137,7 +131,8 @@ def page_copy(report: ArmsReport) -> ArmsReport:
     for name, key in (("tally", "tally_cells"), ("runs_tally", "runs_tally_cells")):
         tally = getattr(report, name)
         if tally is not None and len(tally.cells) > TALLY_ROWS_SHOWN:
-            changes[name] = msgspec.structs.replace(tally, cells=_tally_rows_shown(tally))
+            changes[name] = msgspec.structs.replace(
+                tally, cells=tally_rows_shown(tally, TALLY_ROWS_SHOWN))
             cut[key] = len(tally.cells)
     shown_tiers, tier_count = tiers_shown(report)
     if len(shown_tiers) < tier_count and report.page_cut is None:
@@ -403,15 +398,9 @@ def _comparison_section(report: ArmsReport) -> str:
               if cut is not None and cut.comparison_tasks is not None
               else [len(c.tasks) for c in report.comparisons])
     for c, tasks in zip(report.comparisons, paired, strict=True):
-        success, cost = c.success_difference, c.cost_equivalent_difference
-        mde = c.success_mde
-        rows.append((f"{c.b} − {c.a}", fmt.count(tasks),
-                     fmt.signed(success.mean_diff, 1, scale=100, suffix=" pp"),
-                     fmt.interval(success.low, success.high, 1, scale=100, sign=True),
-                     fmt.p_value(success.p_value),
-                     fmt.DASH if mde is None else fmt.number(100 * mde, 1) + " pp",
-                     fmt.signed(cost.mean_diff, 0), fmt.interval(cost.low, cost.high, 0, sign=True),
-                     fmt.tokens(cost.mde)))
+        success_cells, (cost_diff, cost_interval, _, cost_mde) = comparison_cells(c)
+        rows.append((f"{c.b} − {c.a}", fmt.count(tasks), *success_cells, cost_diff,
+                     cost_interval, cost_mde))
     conclusions = "".join(f"<li><strong>{h.escape(f'{c.b} − {c.a}')}</strong>: "
                           f"{h.escape(c.conclusion)}</li>" for c in report.comparisons
                           if c.conclusion)
@@ -538,7 +527,7 @@ def _tally_section(report: ArmsReport) -> str:
     tiles = h.stat_tiles([("recorded", fmt.count(tally.recorded), h.GOOD),
                           ("invalid (isolation leaks)", fmt.count(tally.invalid), h.BAD),
                           ("harness errors", fmt.count(tally.harness_errors), h.WARN)])
-    shown = _tally_rows_shown(tally)
+    shown = tally_rows_shown(tally, TALLY_ROWS_SHOWN)
     counted = (None if cut is None else
                cut.runs_tally_cells if report.runs_tally is not None else cut.tally_cells)
     total = counted if counted is not None else len(tally.cells)

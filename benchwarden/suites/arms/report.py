@@ -936,10 +936,24 @@ def comparisons_notes(report: ArmsReport) -> list[str]:
     return notes
 
 
-def render_comparison(given: Comparison | Mapping[str, Any], console: Console) -> None:
-    comparison = given if isinstance(given, Comparison) else comparison_of(given)
+def comparison_cells(comparison: Comparison) -> tuple[tuple[str, str, str, str],
+                                                     tuple[str, str, str, str]]:
+    """A comparison's success and cost-equivalent differences as every view prints them:
+    each its difference, 95 % interval, p-value and MDE."""
     success = comparison.success_difference
     cost = comparison.cost_equivalent_difference
+    mde = comparison.success_mde
+    return ((fmt.signed(success.mean_diff, 1, scale=100, suffix=" pp"),
+             fmt.interval(success.low, success.high, 1, scale=100, sign=True),
+             fmt.p_value(success.p_value),
+             fmt.DASH if mde is None else fmt.number(100 * mde, 1) + " pp"),
+            (fmt.signed(cost.mean_diff, 0), fmt.interval(cost.low, cost.high, 0, sign=True),
+             fmt.p_value(cost.p_value), fmt.tokens(cost.mde)))
+
+
+def render_comparison(given: Comparison | Mapping[str, Any], console: Console) -> None:
+    comparison = given if isinstance(given, Comparison) else comparison_of(given)
+    success_cells, cost_cells = comparison_cells(comparison)
     table = Table(title=f"paired: {comparison.b} − {comparison.a} over "
                         f"{len(comparison.tasks)} tasks both covered "
                         f"(≥ {comparison.floor} samples each)")
@@ -947,14 +961,9 @@ def render_comparison(given: Comparison | Mapping[str, Any], console: Console) -
                    "p", "MDE"):
         table.add_column(column, justify="left" if column == "measure" else "right")
     table.add_row("success", fmt.percent(comparison.success_a), fmt.percent(comparison.success_b),
-                  fmt.signed(success.mean_diff, 1, scale=100, suffix=" pp"),
-                  fmt.interval(success.low, success.high, 1, scale=100, sign=True),
-                  fmt.p_value(success.p_value),
-                  fmt.DASH if comparison.success_mde is None
-                  else fmt.number(100 * comparison.success_mde, 1) + " pp")
+                  *success_cells)
     table.add_row("cost-eq tokens", fmt.tokens(comparison.cost_a), fmt.tokens(comparison.cost_b),
-                  fmt.signed(cost.mean_diff, 0), fmt.interval(cost.low, cost.high, 0, sign=True),
-                  fmt.p_value(cost.p_value), fmt.tokens(cost.mde))
+                  *cost_cells)
     console.print(table)
     if comparison.conclusion:
         console.print(f"  {escape(comparison.conclusion)}")
@@ -1016,18 +1025,10 @@ def render_comparisons_with_first(report: ArmsReport, console: Console) -> None:
                    "cost-eq tokens", "cost-eq diff", "95 % CI", "p", "MDE"):
         table.add_column(column, justify="left" if column == "arm" else "right")
     for comparison in report.comparisons:
-        success = comparison.success_difference
-        cost = comparison.cost_equivalent_difference
+        success_cells, cost_cells = comparison_cells(comparison)
         table.add_row(comparison.b if comparison.a == first else f"{comparison.b} − {comparison.a}",
                       fmt.count(len(comparison.tasks)), fmt.percent(comparison.success_b),
-                      fmt.signed(success.mean_diff, 1, scale=100, suffix=" pp"),
-                      fmt.interval(success.low, success.high, 1, scale=100, sign=True),
-                      fmt.p_value(success.p_value),
-                      fmt.DASH if comparison.success_mde is None
-                      else fmt.number(100 * comparison.success_mde, 1) + " pp",
-                      fmt.tokens(comparison.cost_b), fmt.signed(cost.mean_diff, 0),
-                      fmt.interval(cost.low, cost.high, 0, sign=True), fmt.p_value(cost.p_value),
-                      fmt.tokens(cost.mde))
+                      *success_cells, fmt.tokens(comparison.cost_b), *cost_cells)
     console.print(table)
     for comparison in report.comparisons:
         if comparison.conclusion:
