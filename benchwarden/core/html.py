@@ -20,6 +20,7 @@ Invariants:
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import math
@@ -150,6 +151,71 @@ def _text_width(text: str, size: float = 12.0) -> float:
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(1, limit - 1)] + "…"
+
+
+# ---------------------------------------------------------------------------- long names
+
+NAME_LIMIT = 256
+"""Characters of a name (an arm, task, tier, probe, strategy, run id) a page draws and
+embeds at most. A suite refuses longer names at its own input, but a store written by
+another tool can hold any: 200 task names of 20,000 characters made an 83 MB page, each
+name drawn and embedded at every cell, row and trial that names it."""
+
+_DIGEST_WIDTHS = (12, 24, 64)
+
+
+def clipped_name(name: str, taken: set[str]) -> str:
+    """`name` cut to `NAME_LIMIT` characters: its start, an ellipsis and the start of its
+    SHA-256, so two long names sharing a start stay two names (a wider digest where the
+    first is `taken` already)."""
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+    for width in _DIGEST_WIDTHS:
+        clipped = f"{name[:NAME_LIMIT - 1 - width]}…{digest[:width]}"
+        if clipped not in taken:
+            break
+    return clipped
+
+
+def clip_long_names(tree: Any, names: Iterable[Any]) -> tuple[Any, int]:
+    """`tree` (a report's JSON: dicts, lists, strings, numbers) with every name of `names`
+    longer than `NAME_LIMIT` replaced by its `clipped_name`, as a key, as a value and
+    inside longer texts (a sentence naming an arm), and how many names were clipped.
+    Names within the limit, and `tree` itself when no name is long, are left as they are,
+    so one name is one name everywhere on the page and a clipped copy clipped again is
+    unchanged."""
+    listed = {name for name in names if isinstance(name, str)}
+    long_names = sorted((name for name in listed if len(name) > NAME_LIMIT),
+                        key=lambda name: (-len(name), name))
+    if not long_names:
+        return tree, 0
+    taken = {name for name in listed if len(name) <= NAME_LIMIT}
+    replacement: dict[str, str] = {}
+    for name in long_names:
+        replacement[name] = clipped_name(name, taken)
+        taken.add(replacement[name])
+
+    def text(value: str) -> str:
+        if len(value) <= NAME_LIMIT:
+            return value
+        whole = replacement.get(value)
+        if whole is not None:
+            return whole
+        for name in long_names:  # longest first: a name inside a longer one waits for it
+            if name in value:
+                value = value.replace(name, replacement[name])
+        return value
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return text(value)
+        if isinstance(value, dict):
+            return {text(key) if isinstance(key, str) else key: walk(item)
+                    for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [walk(item) for item in value]
+        return value
+
+    return walk(tree), len(long_names)
 
 
 # ---------------------------------------------------------------------------- charts
@@ -920,9 +986,9 @@ def page(*, title: str, report: Mapping[str, Any], sections: Sequence[tuple[str,
 
 
 __all__ = [
-    "ACCENT", "BAD", "Bar", "FAINT", "GOOD", "GridCell", "Lane", "MUTED", "Rule", "SERIES_COLORS",
-    "Segment", "Series", "WARN", "anchor_id", "badge", "bar_chart", "color", "details",
-    "diverging_bars",
+    "ACCENT", "BAD", "Bar", "FAINT", "GOOD", "GridCell", "Lane", "MUTED", "NAME_LIMIT", "Rule",
+    "SERIES_COLORS", "Segment", "Series", "WARN", "anchor_id", "badge", "bar_chart",
+    "clip_long_names", "clipped_name", "color", "details", "diverging_bars",
     "empty_note", "escape", "facts", "fmt_number", "fmt_percent", "grid", "grouped_bars",
     "highlight", "json_for_script", "legend", "nice_ticks", "page", "pre", "pre_text",
     "run_facts", "section", "stat_tiles", "table", "timeline", "verdict_banner",

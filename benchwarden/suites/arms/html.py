@@ -24,13 +24,16 @@ Invariants:
   the suite's tasks or the store's runs cut to what the page draws, and a `page_cut`
   block with their counts and the command that writes the whole report. A report within
   every bound is embedded as it is, byte for byte.
+- A name longer than `core.html.NAME_LIMIT` (a store written by another tool) is clipped
+  wherever the copy holds it, the same clipped name everywhere, distinct from every
+  other; the commands the page names stay whole.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -158,14 +161,57 @@ def page_copy(report: ArmsReport) -> ArmsReport:
             changes["run"] = msgspec.structs.replace(report.run, config={
                 key: value for key, value in report.run.config.items() if key not in large})
             cut["run_config_keys"] = large
-    if not changes:
-        return report
-    if before is not None:  # a copy cut again (never within its own bounds): keep its counts
-        earlier = {key: getattr(before, key) for key in PageCut.__struct_fields__
-                   if key != "command" and getattr(before, key) is not None}
-        cut = {**cut, **earlier}
     command = before.command if before is not None else whole_report_command(report, "page")
-    return msgspec.structs.replace(report, **changes, page_cut=PageCut(command=command, **cut))
+    if changes:
+        if before is not None:  # a copy cut again (never within its bounds): keep its counts
+            earlier = {key: getattr(before, key) for key in PageCut.__struct_fields__
+                       if key != "command" and getattr(before, key) is not None}
+            cut = {**cut, **earlier}
+        report = msgspec.structs.replace(report, **changes,
+                                         page_cut=PageCut(command=command, **cut))
+    return _names_clipped(report, command)
+
+
+def _names_in(report: ArmsReport) -> Iterator[str]:
+    """Every name the report holds: its suite's, arms', tasks', tiers', runs' and models'."""
+    yield report.scope
+    yield from report.arms
+    yield from report.tasks
+    yield from report.tiers
+    yield from report.runs
+    for arm, coverage in report.coverage.items():
+        yield arm
+        yield from coverage.samples
+    for rows in (report.headline, report.per_component, report.failure_tags):
+        yield from (row.arm for row in rows)
+    for tier_row in report.per_tier:
+        yield from (tier_row.arm, tier_row.tier)
+    for tally in (report.tally, report.runs_tally):
+        for cell in tally.cells if tally is not None else ():
+            yield from (cell.arm, cell.task)
+    for comparison in report.comparisons:
+        yield from (comparison.a, comparison.b)
+        yield from comparison.tasks
+        yield from comparison.only_a
+        yield from comparison.only_b
+    for trial in report.trials or ():
+        yield from (trial.arm, trial.task, trial.run_id)
+        yield from (name for name in (trial.tier, trial.model, trial.driver) if name)
+    if report.run is not None:
+        yield report.run.id
+
+
+def _names_clipped(report: ArmsReport, command: str) -> ArmsReport:
+    """`report` with every name longer than `h.NAME_LIMIT` clipped wherever it holds it,
+    counted in `page_cut.names`; the commands it names stay whole (they must run)."""
+    names = list(_names_in(report))
+    if all(len(name) <= h.NAME_LIMIT for name in names):
+        return report
+    tree, clipped = h.clip_long_names(report.to_json(), names)
+    cut = report.page_cut if report.page_cut is not None else PageCut(command=command)
+    return msgspec.structs.replace(
+        ArmsReport.from_json(tree), export_command=report.export_command,
+        page_cut=msgspec.structs.replace(cut, command=cut.command, names=clipped))
 
 
 def enrich(store: Any, report: ArmsReport | Mapping[str, Any]) -> ArmsReport:
@@ -226,6 +272,11 @@ def _headline_section(report: ArmsReport, colors: Mapping[str, str]) -> str:
             "interval. Cost-equivalent tokens weigh the stored components "
             + h.escape(weights)
             + f". A cell is covered at ≥ {h.escape(report.floor)} samples.</p>")
+    clipped = report.page_cut.names if report.page_cut is not None else None
+    if clipped:
+        note += (f'<p class="note">{h.escape(fmt.count(clipped))} names longer than '
+                 f"{h.NAME_LIMIT} characters are clipped on this page (their start, an "
+                 f"ellipsis and the start of their SHA-256){_whole(report)}.</p>")
     table = h.table(("arm", "samples", "success", "cost-eq tokens", "raw tokens", "turns",
                      "duration s", "covered / partial / missing", "imputed $"),
                     rows, numeric=(1, 2, 3, 4, 5, 6, 8), row_html=True)

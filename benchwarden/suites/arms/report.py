@@ -364,6 +364,10 @@ class PageCut(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     tiers: int | None = None
     """Tiers of the whole report, when `tiers` and `per_tier` hold only the tiers the
     page shows (`TIERS_SHOWN`)."""
+    names: int | None = None
+    """Names (of arms, tasks, tiers, runs, models) longer than the page's limit
+    (`core.html.NAME_LIMIT`), each clipped wherever the copy holds it (a store written by
+    another tool can hold names of any length)."""
 
 
 class ArmsReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

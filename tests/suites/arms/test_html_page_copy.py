@@ -155,7 +155,7 @@ def test_the_whole_report_command_quotes_the_run_and_the_suite(report) -> None:
 
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(tasks=st.integers(min_value=5, max_value=60), name_length=st.integers(1, 300),
+@given(tasks=st.integers(min_value=5, max_value=60), name_length=st.integers(1, 252),
        budget=st.integers(min_value=0, max_value=20_000))
 def test_the_comparisons_task_names_embedded_stay_within_their_characters(
         report, monkeypatch, tasks, name_length, budget) -> None:
@@ -187,3 +187,77 @@ def test_the_comparisons_task_names_embedded_stay_within_their_characters(
     assert copy.page_cut is not None and copy.page_cut.comparison_tasks == [
         (len(c.tasks), len(c.only_a), len(c.only_b)) for c in whole.comparisons]
     assert arms_html.page_copy(copy) == copy
+
+
+def _renamed(tree: Any, names: dict[str, str]) -> Any:
+    """`tree` with every string equal to a key of `names` (as a key or a value) renamed."""
+    if isinstance(tree, str):
+        return names.get(tree, tree)
+    if isinstance(tree, dict):
+        return {names.get(key, key): _renamed(item, names) for key, item in tree.items()}
+    if isinstance(tree, list):
+        return [_renamed(item, names) for item in tree]
+    return tree
+
+
+def _named(report: dict[str, Any], length: int, *, run_id: bool = False) -> tuple[
+        dict[str, Any], dict[str, str]]:
+    """The report as a store written by another tool could hold it: every arm, task,
+    tier, the suite, the model and the driver (and the run id, if asked) named with
+    `length` characters, all sharing the same start, so only their ends tell them apart."""
+    plain = [*report["arms"], *report["tasks"], *report["tiers"], report["scope"],
+             "smollm2", "openai-tools", *(["arms-run-1"] if run_id else [])]
+    names = {name: ("x" * length + "-" + name)[-length:] for name in plain}
+    assert len(set(names.values())) == len(names)
+    return _renamed(report, names), names
+
+
+def test_a_store_s_long_names_are_clipped_on_the_page_each_still_one_name(report) -> None:
+    """Names of 20,000 characters make a page no larger than names at the limit do: every
+    one is clipped wherever the page draws or embeds it, and stays distinct."""
+    from benchwarden.core import html as core_html
+
+    limit = core_html.NAME_LIMIT
+    at_limit, _ = _named(report, limit)
+    long, names = _named(report, 20_000)
+    page_at_limit = arms_html.render_html(ArmsReport.from_json(at_limit))
+    page = arms_html.render_html(ArmsReport.from_json(long))
+    assert len(page.encode()) <= len(page_at_limit.encode()) + 2_000
+    for name in names.values():
+        assert name[:limit] not in page
+    embedded = _embedded(page)
+    assert embedded["page_cut"]["names"] == len(names)
+    assert "names longer than 256 characters are clipped on this page" in page
+    # each is still its own name: every task of every arm's coverage, every tier's rows
+    assert all(len(row["samples"]) == len(report["tasks"]) for row in embedded["coverage"].values())
+    assert len({row["tier"] for row in embedded["per_tier"]}) == len(report["tiers"])
+    assert len(embedded["tasks"]) == len(set(embedded["tasks"])) == len(report["tasks"])
+    assert {trial["task"] for trial in embedded["trials"]} == set(embedded["tasks"])
+    # the commands stay whole: they must run
+    assert embedded["export_command"] == report["export_command"]
+    assert embedded["page_cut"]["command"].startswith("benchwarden show arms-run-1 --json")
+    # every number on the page is one of the embedded copy's, and the copy is stable
+    whole = ArmsReport.from_json(long)
+    copy = arms_html.page_copy(whole)
+    assert_page_matches_json(page, copy)
+    assert arms_html.page_copy(copy) == copy
+    again = ArmsReport.from_json(json.loads(json.dumps(copy.to_json())))
+    assert arms_html.render_html(again) == page
+    # the report itself keeps every name whole
+    assert set(whole.tasks) == {names[task] for task in report["tasks"]}
+
+
+def test_a_long_run_id_is_clipped_but_whole_in_the_commands(report) -> None:
+    from benchwarden.core import html as core_html
+
+    long, names = _named(report, 20_000, run_id=True)
+    run_id = names["arms-run-1"]
+    page = arms_html.render_html(ArmsReport.from_json(long))
+    commands = page.count(f"benchwarden show {run_id} --json FILE")
+    # whole only in the commands (the note's, and its copy in the embedded JSON)
+    assert commands == 2 and page.count(run_id) == commands
+    embedded = _embedded(page)
+    assert embedded["page_cut"]["command"] == f"benchwarden show {run_id} --json FILE " \
+        "(with this page's --store)"
+    assert len(embedded["run"]["id"]) <= core_html.NAME_LIMIT
+    assert all(len(trial["run_id"]) <= core_html.NAME_LIMIT for trial in embedded["trials"])

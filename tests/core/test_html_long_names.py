@@ -1,0 +1,98 @@
+"""Names past the page's limit (`core.html.clip_long_names`): a store written by another
+tool can name an arm, a task or a run with any number of characters, and every drawn
+and embedded occurrence repeated it. Clipped, each stays one name, distinct from every
+other, and names within the limit are untouched."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchwarden.core import html as h
+
+LIMIT = h.NAME_LIMIT
+
+# short alphabets so names share long starts and sit inside one another
+_names = st.text(alphabet="ab", min_size=1, max_size=3).flatmap(
+    lambda stem: st.integers(0, 2 * LIMIT).map(lambda length: (stem * (length + 1))[:length + 1]))
+
+
+def _strings(tree: Any) -> list[str]:
+    if isinstance(tree, str):
+        return [tree]
+    if isinstance(tree, dict):
+        return [*tree, *(text for item in tree.values() for text in _strings(item))]
+    if isinstance(tree, list):
+        return [text for item in tree for text in _strings(item)]
+    return []
+
+
+def _tree(names: list[str], extra: list[str]) -> dict[str, Any]:
+    """A report-like tree naming `names` as keys, values, in lists and inside sentences."""
+    return {
+        "arms": list(names),
+        "coverage": {name: {"samples": {other: 3 for other in names}} for name in names},
+        "sentences": [f"{a} beats {b} on {len(names)} tasks" for a in names for b in names[:2]],
+        "numbers": [1, 2.5, None, True],
+        "other": list(extra),
+    }
+
+
+@settings(max_examples=150, deadline=None)
+@given(names=st.lists(_names, min_size=1, max_size=6, unique=True),
+       extra=st.lists(st.text(max_size=40), max_size=3))
+def test_every_long_name_is_clipped_everywhere_and_stays_one_distinct_name(names, extra) -> None:
+    tree = _tree(names, extra)
+    clipped, count = h.clip_long_names(tree, names)
+    long_names = {name for name in names if len(name) > LIMIT}
+    assert count == len(long_names)
+    if not long_names:
+        assert clipped is tree
+        return
+    for text in _strings(clipped):
+        assert not any(name in text for name in long_names)
+    arms = clipped["arms"]
+    assert all(len(arm) <= LIMIT for arm in arms)
+    assert len(set(arms)) == len(names)  # distinct from each other and from the short names
+    for before, after in zip(names, arms, strict=True):
+        assert (after == before) == (len(before) <= LIMIT)
+        if after != before:
+            assert after.startswith(before[:LIMIT - 13]) and "…" in after
+    # one name is one name everywhere: keys and values agree
+    assert list(clipped["coverage"]) == arms
+    assert all(list(row["samples"]) == arms for row in clipped["coverage"].values())
+    assert clipped["sentences"][0].startswith(f"{arms[0]} beats ")
+    assert clipped["numbers"] == [1, 2.5, None, True]
+    # clipping again changes nothing
+    again, again_count = h.clip_long_names(clipped, arms)
+    assert again == clipped and again_count == 0
+
+
+def test_a_clipped_name_already_taken_gets_a_wider_digest() -> None:
+    name = "n" * (LIMIT + 50)
+    digest = hashlib.sha256(name.encode()).hexdigest()
+    first = f"{name[:LIMIT - 13]}…{digest[:12]}"
+    assert h.clipped_name(name, set()) == first
+    wider = h.clipped_name(name, {first})
+    assert wider != first and len(wider) <= LIMIT and wider.endswith(digest[:24])
+    clipped, _ = h.clip_long_names([name, first], [name, first])
+    assert clipped[1] == first and clipped[0] != first
+
+
+def test_a_name_inside_a_longer_name_does_not_break_it() -> None:
+    short = "s" * (LIMIT + 1)
+    longer = short + "-and-more" * 40
+    clipped, count = h.clip_long_names({"names": [longer, short], "text": f"[{longer}]"},
+                                       [short, longer])
+    assert count == 2
+    kept_longer, kept_short = clipped["names"]
+    assert clipped["text"] == f"[{kept_longer}]" and kept_longer != kept_short
+
+
+def test_names_with_lone_surrogates_are_clipped() -> None:
+    name = "\ud800" * (LIMIT + 1)
+    clipped, count = h.clip_long_names([name], [name])
+    assert count == 1 and len(clipped[0]) <= LIMIT
