@@ -42,6 +42,7 @@ from benchwarden.core.interrupts import asyncio_handles_sigint
 from benchwarden.core.progress import progress_bar
 from benchwarden.core.records import DEFAULT_WEIGHTS, TokenWeights
 from benchwarden.core.reports import console, write_json
+from benchwarden.suites.arms.tasks import ALL_PAIRS_UP_TO_ARMS
 
 
 def _weights(text: str | None) -> TokenWeights:
@@ -238,16 +239,20 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
 @weights_option
 @click.option("--floor", type=click.IntRange(min=1), default=3, show_default=True,
               help="Samples that make a cell covered.")
+@click.option("--baseline", default=None, metavar="ARM",
+              help="Compare every arm with this one (default: past "
+                   f"{ALL_PAIRS_UP_TO_ARMS} arms, the first listed; up to it, every pair, "
+                   "this arm's first).")
 @json_report_option
 @config_errors
 def report(store_location: str, scope: str | None, weights: str | None, floor: int,
-           json_path: str | None) -> None:
+           baseline: str | None, json_path: str | None) -> None:
     """Render the views from the store alone (no server)."""
     from benchwarden.suites.arms.report import build_scope_report, render_terminal
 
     table = _weights(weights)
     with open_store_or_exit(store_location, create=False) as store:
-        built = build_scope_report(store, scope, table, floor)
+        built = build_scope_report(store, scope, table, floor, baseline)
     render_terminal(built, console())
     if json_path:
         click.echo(f"report written to {write_json(json_path, built)}")

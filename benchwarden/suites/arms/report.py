@@ -417,7 +417,10 @@ class ArmsReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     against the first (`pairs_left_out` counts the pairs not compared)."""
     pairs_left_out: int = 0
     """Pairs of arms the report does not compare (many arms: each is compared with the
-    first only; `arms compare A B` compares any pair)."""
+    baseline only; `arms compare A B` compares any pair)."""
+    baseline: str | None = None
+    """The arm the comparisons were made against when one was asked for
+    (`arms report --baseline`); absent, the first arm listed is the baseline."""
     tally: Tally | None
     """The run's tally (None when the run has not ended)."""
     runs: list[str]
@@ -475,12 +478,13 @@ def build_report(store: Store, run_id: str, weights: TokenWeights = DEFAULT_WEIG
 
 def build_scope_report(store: Store, scope: str | None = None,
                        weights: TokenWeights = DEFAULT_WEIGHTS,
-                       floor: int = FLOOR) -> ArmsReport:
-    """The report of a suite's scope (default: the scope of the latest arms run)."""
+                       floor: int = FLOOR, baseline: str | None = None) -> ArmsReport:
+    """The report of a suite's scope (default: the scope of the latest arms run), its
+    comparisons made against `baseline` when one is given (`views.pairs_compared`)."""
     scope, mine = _resolve_scope(store, scope)
     # the runs read for the report hold only `REPORT_CONFIG`: the latest is read whole
     latest = store.run_info(mine[-1].run.run_id) if mine else None
-    return _report(store, scope, latest, weights, floor, mine)
+    return _report(store, scope, latest, weights, floor, mine, baseline)
 
 
 REPORT_CONFIG = ("scope", "arms", "tasks", "tiers")
@@ -698,17 +702,18 @@ def runs_tally(ends: Sequence[Mapping[str, Any]], floor: int) -> dict[str, Any] 
 
 
 def _report(store: Store, scope: str, info: Any, weights: TokenWeights,
-            floor: int, scope_runs: list[Any] | None = None) -> ArmsReport:
+            floor: int, scope_runs: list[Any] | None = None,
+            baseline: str | None = None) -> ArmsReport:
     """The report of `scope`; `scope_runs` are its runs when the caller read them already
     (reading them counts every run's records). Built with the cycle collector paused
     (`core.collector`: a suite of thousands of tasks makes hundreds of thousands of
     objects that every full collection would walk)."""
     with paused_cycle_collector():
-        return _report_of(store, scope, info, weights, floor, scope_runs)
+        return _report_of(store, scope, info, weights, floor, scope_runs, baseline)
 
 
 def _report_of(store: Store, scope: str, info: Any, weights: TokenWeights,
-               floor: int, scope_runs: list[Any] | None) -> ArmsReport:
+               floor: int, scope_runs: list[Any] | None, baseline: str | None) -> ArmsReport:
     from benchwarden.suites.arms import views  # scipy: only when a report is built
 
     summary = summarize_scope(store, scope)
@@ -716,7 +721,10 @@ def _report_of(store: Store, scope: str, info: Any, weights: TokenWeights,
         scope_runs = [i for i in _runs_for_report(store) if i.run.config.get("scope") == scope]
     configs = [i.run.config for i in scope_runs]
     arms, tasks, tiers = views.arms_and_tasks(summary, configs)
-    pairs = views.pairs_compared(arms)
+    if baseline is not None and baseline not in arms:
+        raise StoreUsageError(f"baseline arm {baseline!r} is not an arm of suite {scope!r}; "
+                              f"arms: {fmt.names(arms, 20)}")
+    pairs = views.pairs_compared(arms, baseline)
     counts = views.coverage(summary, arms, tasks, floor)
     covered = sum(row["covered"] for row in counts.values())
     cells = sum(row["cells"] for row in counts.values())
@@ -750,6 +758,7 @@ def _report_of(store: Store, scope: str, info: Any, weights: TokenWeights,
         "failure_tags": views.failure_tags(summary, arms),
         "comparisons": views.compare_pairs(summary, pairs, weights, floor),
         "pairs_left_out": views.pairs_in_all(arms) - len(pairs),
+        "baseline": baseline,
         "tally": dict(info.end.summary) if info is not None and info.end is not None else None,
         "runs": [i.run.run_id for i in scope_runs],
         "trials": _shown_trials(store, summary, weights),
@@ -926,10 +935,16 @@ def comparisons_notes(report: ArmsReport) -> list[str]:
     would make look significant."""
     notes = []
     if report.pairs_left_out:
-        first = report.comparisons[0].a if report.comparisons else "the first arm"
-        notes.append(f"{len(report.arms)} arms: each compared with {first}, the first "
-                     f"listed; {report.pairs_left_out:,} other pairs are not compared here "
-                     "(`benchwarden arms compare A B` compares any two)")
+        if report.baseline is not None:
+            against = f"{report.baseline}, the baseline asked for"
+        elif report.comparisons:
+            against = f"{report.comparisons[0].a}, the first listed"
+        else:
+            against = "the first arm listed"
+        notes.append(f"{len(report.arms)} arms: each compared with {against}; "
+                     f"{report.pairs_left_out:,} other pairs are not compared here "
+                     "(`benchwarden arms compare A B` compares any two; `benchwarden arms "
+                     "report --baseline ARM` compares each with ARM)")
     tests = len(report.comparisons) * MEASURES_COMPARED
     expected = tests * CHANCE_LEVEL
     if expected >= 1:

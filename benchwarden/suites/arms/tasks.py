@@ -44,6 +44,11 @@ FAIL = "fail"
 FAILURE_TAGS: tuple[str, ...] = ("incorrect", "confused", "hung")
 FLOOR = 3
 """A cell is covered at this many samples; fewer is partial, none is missing."""
+ALL_PAIRS_UP_TO_ARMS = 8
+"""Arms up to which a report compares every pair (28 pairs at 8). Past it, each arm is
+compared with the baseline only (`views.pairs_compared`): pairs grow with the square of
+the arms (1,225 at 50 arms, each a table of its own and a page's worth of its tasks),
+and `arms compare A B` compares any pair left out."""
 
 # A captured state: entity kind -> natural key -> field -> value. Values are JSON-able;
 # list values that are order-free are stored sorted by the environment.

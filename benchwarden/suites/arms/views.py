@@ -61,7 +61,7 @@ from benchwarden.suites.arms.columns import (
     first_seen_codes,
     integer_chunk,
 )
-from benchwarden.suites.arms.tasks import FAILURE_TAGS, FLOOR, PASS
+from benchwarden.suites.arms.tasks import ALL_PAIRS_UP_TO_ARMS, FAILURE_TAGS, FLOOR, PASS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -717,20 +717,23 @@ def compare_pairs(source: Source, pairs: Sequence[tuple[str, str]],
     return [paired_comparison(a, b, floor, means_of(a), means_of(b)) for a, b in pairs]
 
 
-ALL_PAIRS_UP_TO_ARMS = 8
-"""Arms up to which a report compares every pair (28 pairs at 8). Past it, each arm is
-compared with the first listed only (`pairs_compared`): pairs grow with the square of
-the arms (1,225 at 50 arms, each a table of its own and a page's worth of its tasks),
-and `arms compare A B` compares any pair left out."""
-
-
-def pairs_compared(arms: Sequence[str]) -> list[tuple[str, str]]:
+def pairs_compared(arms: Sequence[str], baseline: str | None = None) -> list[tuple[str, str]]:
     """The pairs a report compares: every pair (`all_pairs`) of up to
-    `ALL_PAIRS_UP_TO_ARMS` arms, else each other arm against the first, `(first, arm)`
-    (the arm a run lists first, where a suite puts its baseline)."""
-    if len(arms) <= ALL_PAIRS_UP_TO_ARMS:
-        return all_pairs(arms)
-    return [(arms[0], arm) for arm in arms[1:]]
+    `ALL_PAIRS_UP_TO_ARMS` arms, else each other arm against the baseline,
+    `(baseline, arm)`. The baseline is the arm a run lists first (where a suite puts it)
+    unless one is given; a given baseline's pairs come first, each `(baseline, arm)`, so
+    every difference reads as the arm's against it. `baseline` must be one of `arms`."""
+    if baseline is None:
+        if len(arms) <= ALL_PAIRS_UP_TO_ARMS:
+            return all_pairs(arms)
+        return [(arms[0], arm) for arm in arms[1:]]
+    if baseline not in arms:
+        raise ValueError(f"baseline {baseline!r} is not one of the arms")
+    against = [(baseline, arm) for arm in arms if arm != baseline]
+    if len(arms) > ALL_PAIRS_UP_TO_ARMS:
+        return against
+    others = [arm for arm in arms if arm != baseline]
+    return against + all_pairs(others)
 
 
 def pairs_in_all(arms: Sequence[str]) -> int:

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from benchwarden.core.group_totals import decoded_chunks
 from benchwarden.core.provenance import stamp_run
 from benchwarden.core.records import Record, RunEnd, TokenComponents, TokenWeights
-from benchwarden.core.store import CorruptStore, SQLiteStore, Store
+from benchwarden.core.store import CorruptStore, SQLiteStore, Store, StoreUsageError
 from benchwarden.suites.arms import html as arms_html
 from benchwarden.suites.arms import report as arms_report
 from benchwarden.suites.arms import views
@@ -651,10 +651,17 @@ def test_the_commands_report_odd_values_from_the_table_and_from_an_old_store(tmp
         assert "3 turns, denied_calls or imputed_cost_usd values skipped" in \
             " ".join(run("arms", "report").split())
         assert "paired" in run("arms", "compare", "cli", "http")
+        assert "paired: http − cli" in run("arms", "report", "--baseline", "cli")
+        assert "paired: cli − http" in run("arms", "report", "--baseline", "http")
         run("report", "--latest", "--html", str(tmp_path / "page.html"))
         assert "values skipped" in (tmp_path / "page.html").read_text()
         if summed_by_the_database:
             make_version_1(type("SQLite", (), {"name": "sqlite", "path": path})())
+    refused = subprocess.run([sys.executable, "-m", "benchwarden", "arms", "report", "--baseline",
+                              "nope", "--store", str(path)], capture_output=True, text=True,
+                             timeout=120)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "baseline arm 'nope' is not an arm of suite" in refused.stderr
 
 
 # -------------------------------------------- the report's read: rows streamed into a Summary
@@ -862,6 +869,56 @@ def test_the_pairs_compared_are_every_pair_of_a_few_arms_else_each_with_the_firs
     assert all(a != b for a, b in pairs) and len(set(pairs)) == len(pairs)
 
 
+@given(count=st.integers(min_value=1, max_value=40), chosen=st.integers(min_value=0))
+def test_a_baseline_asked_for_is_compared_with_every_arm_first(count, chosen):
+    arms = [f"arm-{number}" for number in range(count)]
+    baseline = arms[chosen % count]
+    pairs = views.pairs_compared(arms, baseline)
+    others = [arm for arm in arms if arm != baseline]
+    # its pairs first, each the arm's difference against it
+    assert pairs[:len(others)] == [(baseline, arm) for arm in others]
+    if count > views.ALL_PAIRS_UP_TO_ARMS:
+        assert pairs == [(baseline, arm) for arm in others]
+    else:  # every pair once, as without a baseline
+        assert sorted(map(frozenset, pairs), key=sorted) == \
+            sorted(map(frozenset, views.all_pairs(arms)), key=sorted)
+        assert len(pairs) == views.pairs_in_all(arms)
+    assert all(a != b for a, b in pairs) and len(set(pairs)) == len(pairs)
+    if baseline == arms[0] and count > views.ALL_PAIRS_UP_TO_ARMS:
+        assert pairs == views.pairs_compared(arms)
+    with pytest.raises(ValueError, match="'nope' is not one of the arms"):
+        views.pairs_compared(arms, "nope")
+
+
+def test_a_report_compares_with_the_baseline_asked_for_and_says_so(tmp_path):
+    arms, tasks = [f"arm-{n:02d}" for n in range(12)], [f"t{n}" for n in range(5)]
+    with SQLiteStore(tmp_path / "many.sqlite") as store:
+        fill(store, random_records(4, arms, tasks, depth=3), arms, tasks)
+        first = arms_report.build_scope_report(store)
+        report = arms_report.build_scope_report(store, baseline="arm-07")
+        with pytest.raises(StoreUsageError) as refused:
+            arms_report.build_scope_report(store, baseline="arm-99")
+    assert first.baseline is None and "baseline" not in first.to_json()
+    assert [(c.a, c.b) for c in report.comparisons] == [
+        ("arm-07", arm) for arm in arms if arm != "arm-07"]
+    assert report.pairs_left_out == first.pairs_left_out == 66 - 11
+    # the same numbers for the pair both reports compare, arm-07 against arm-00
+    [both] = [c for c in first.comparisons if c.b == "arm-07"]
+    [mirrored] = [c for c in report.comparisons if c.b == "arm-00"]
+    assert mirrored.success_difference.mean_diff == \
+        pytest.approx(-both.success_difference.mean_diff)
+    text, page = _terminal(report), render_html(report)
+    note = "12 arms: each compared with arm-07, the baseline asked for; 55 other pairs"
+    assert note in text and note in page
+    assert "paired: each arm − arm-07 over the tasks both covered" in text
+    plain = report.to_json()
+    assert plain["baseline"] == "arm-07"
+    assert arms_report.ArmsReport.from_json(json.loads(json.dumps(plain))) == report
+    message = str(refused.value)
+    assert "\n" not in message and "'arm-99' is not an arm of suite" in message
+    assert "arm-00" in message
+
+
 def test_compare_pairs_is_compare_of_each_pair():
     arms, tasks = [f"arm{n}" for n in range(5)], [f"t{n}" for n in range(7)]
     records = random_records(3, arms, tasks, depth=4)
@@ -1035,9 +1092,9 @@ def test_a_report_file_that_says_pairs_were_left_out_renders_whatever_it_lists(t
     for changes in ({"arms": []}, {"comparisons": []}, {"arms": [], "comparisons": []}):
         edited = arms_report.ArmsReport.from_json({**report.to_json(), **changes})
         text, page = _terminal(edited), render_html(edited)
-        named = "arm-00" if edited.comparisons else "the first arm"
-        assert f"each compared with {named}, the first listed; 36 other pairs" in text
+        named = "arm-00, the first listed" if edited.comparisons else "the first arm listed"
+        assert f"each compared with {named}; 36 other pairs" in text
         # the page's note is in its comparisons' section, which a report without
         # comparisons has none of
-        assert (f"each compared with {named}, the first listed; 36 other pairs" in page) == \
+        assert (f"each compared with {named}; 36 other pairs" in page) == \
             bool(edited.comparisons)
