@@ -25,9 +25,9 @@ import html
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from benchwarden.core import formatting
 
@@ -176,23 +176,44 @@ def clipped_name(name: str, taken: set[str]) -> str:
     return clipped
 
 
-def clip_long_names(tree: Any, names: Iterable[Any]) -> tuple[Any, int]:
+SENTENCE_LIMIT = 2_000
+"""Characters a page keeps of a sentence (an error, a reason, a warning) under one of the
+`sentences` keys `clip_long_names` is given: longer, it is cut to this length with the
+number of characters it left out, so cutting it again changes nothing. Real sentences
+are far shorter; a store written by another tool repeated one of 20,000 characters on
+every failed request."""
+
+
+class Clipped(NamedTuple):
+    """What `clip_long_names` made: the tree, and how many names and sentences it cut."""
+
+    tree: Any
+    names: int
+    sentences: int
+
+
+def clip_long_names(tree: Any, names: Iterable[Any], *, texts: Collection[str] = (),
+                    sentences: Collection[str] = ()) -> Clipped:
     """`tree` (a report's JSON: dicts, lists, strings, numbers) with every name of `names`
     longer than `NAME_LIMIT` replaced by its `clipped_name`, as a key, as a value and
     inside longer texts (a sentence naming an arm), and how many names were clipped.
-    Names within the limit, and `tree` itself when no name is long, are left as they are,
+    Names within the limit, and `tree` itself when nothing is long, are left as they are,
     so one name is one name everywhere on the page and a clipped copy clipped again is
-    unchanged."""
+    unchanged.
+
+    Values under a key of `texts` (a reply's text, whose character positions the report
+    refers to) are left exactly as they are: their suite bounds them. Values under a key
+    of `sentences` have names replaced inside them, then are cut to `SENTENCE_LIMIT`
+    characters."""
     listed = {name for name in names if isinstance(name, str)}
     long_names = sorted((name for name in listed if len(name) > NAME_LIMIT),
                         key=lambda name: (-len(name), name))
-    if not long_names:
-        return tree, 0
     taken = {name for name in listed if len(name) <= NAME_LIMIT}
     replacement: dict[str, str] = {}
     for name in long_names:
         replacement[name] = clipped_name(name, taken)
         taken.add(replacement[name])
+    sentences_cut = 0
 
     def text(value: str) -> str:
         if len(value) <= NAME_LIMIT:
@@ -205,17 +226,70 @@ def clip_long_names(tree: Any, names: Iterable[Any]) -> tuple[Any, int]:
                 value = value.replace(name, replacement[name])
         return value
 
-    def walk(value: Any) -> Any:
+    def sentence(value: str) -> str:
+        nonlocal sentences_cut
+        value = text(value)
+        if len(value) <= SENTENCE_LIMIT:
+            return value
+        sentences_cut += 1
+        kept = SENTENCE_LIMIT - 60  # room for the note, so a cut sentence is within the limit
+        return (f"{value[:kept]}… ({len(value) - kept:,} more characters in the report "
+                "file)")
+
+    def walk(value: Any, within: Callable[[str], str]) -> Any:
         if isinstance(value, str):
-            return text(value)
+            return within(value)
         if isinstance(value, dict):
-            return {text(key) if isinstance(key, str) else key: walk(item)
+            return {text(key) if isinstance(key, str) else key:
+                    item if key in texts else
+                    walk(item, sentence if key in sentences else within)
                     for key, item in value.items()}
         if isinstance(value, (list, tuple)):
-            return [walk(item) for item in value]
+            return [walk(item, within) for item in value]
         return value
 
-    return walk(tree), len(long_names)
+    if not long_names and not _any_sentence_over(tree, texts, sentences, False):
+        return Clipped(tree, 0, 0)
+    return Clipped(walk(tree, text), len(long_names), sentences_cut)
+
+
+def _any_sentence_over(tree: Any, texts: Collection[str], sentences: Collection[str],
+                       within: bool) -> bool:
+    """Whether a string under a `sentences` key (outside `texts`) passes
+    `SENTENCE_LIMIT`: when none does and no name is long, the tree is left as it is."""
+    if isinstance(tree, str):
+        return within and len(tree) > SENTENCE_LIMIT
+    if isinstance(tree, dict):
+        return any(_any_sentence_over(item, texts, sentences, within or key in sentences)
+                   for key, item in tree.items() if key not in texts)
+    if isinstance(tree, (list, tuple)):
+        return any(_any_sentence_over(item, texts, sentences, within) for item in tree)
+    return False
+
+
+def names_in(tree: Any, *, texts: Collection[str] = (),
+             sentences: Collection[str] = ()) -> set[str]:
+    """Every string of `tree` that is a name to `clip_long_names`: each key, and each
+    value outside the `texts` and `sentences` keys (the identifiers a report repeats on
+    every row: run ids, legs, statuses, finish reasons, tool names)."""
+    found: set[str] = set()
+
+    def walk(value: Any, named: bool) -> None:
+        if isinstance(value, str):
+            if named:
+                found.add(value)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str):
+                    found.add(key)
+                if key not in texts:
+                    walk(item, named and key not in sentences)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item, named)
+
+    walk(tree, True)
+    return found
 
 
 # ---------------------------------------------------------------------------- charts
@@ -986,10 +1060,10 @@ def page(*, title: str, report: Mapping[str, Any], sections: Sequence[tuple[str,
 
 
 __all__ = [
-    "ACCENT", "BAD", "Bar", "FAINT", "GOOD", "GridCell", "Lane", "MUTED", "NAME_LIMIT", "Rule",
-    "SERIES_COLORS", "Segment", "Series", "WARN", "anchor_id", "badge", "bar_chart",
-    "clip_long_names", "clipped_name", "color", "details", "diverging_bars",
-    "empty_note", "escape", "facts", "fmt_number", "fmt_percent", "grid", "grouped_bars",
-    "highlight", "json_for_script", "legend", "nice_ticks", "page", "pre", "pre_text",
-    "run_facts", "section", "stat_tiles", "table", "timeline", "verdict_banner",
+    "ACCENT", "anchor_id", "BAD", "badge", "Bar", "bar_chart", "clip_long_names", "Clipped",
+    "clipped_name", "color", "details", "diverging_bars", "empty_note", "escape", "facts", "FAINT",
+    "fmt_number", "fmt_percent", "GOOD", "grid", "GridCell", "grouped_bars", "highlight",
+    "json_for_script", "Lane", "legend", "MUTED", "NAME_LIMIT", "names_in", "nice_ticks", "page",
+    "pre", "pre_text", "Rule", "run_facts", "section", "Segment", "SENTENCE_LIMIT", "Series",
+    "SERIES_COLORS", "stat_tiles", "table", "timeline", "verdict_banner", "WARN",
 ]

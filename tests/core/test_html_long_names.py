@@ -46,7 +46,7 @@ def _tree(names: list[str], extra: list[str]) -> dict[str, Any]:
        extra=st.lists(st.text(max_size=40), max_size=3))
 def test_every_long_name_is_clipped_everywhere_and_stays_one_distinct_name(names, extra) -> None:
     tree = _tree(names, extra)
-    clipped, count = h.clip_long_names(tree, names)
+    clipped, count, _ = h.clip_long_names(tree, names)
     long_names = {name for name in names if len(name) > LIMIT}
     assert count == len(long_names)
     if not long_names:
@@ -67,7 +67,7 @@ def test_every_long_name_is_clipped_everywhere_and_stays_one_distinct_name(names
     assert clipped["sentences"][0].startswith(f"{arms[0]} beats ")
     assert clipped["numbers"] == [1, 2.5, None, True]
     # clipping again changes nothing
-    again, again_count = h.clip_long_names(clipped, arms)
+    again, again_count, _ = h.clip_long_names(clipped, arms)
     assert again == clipped and again_count == 0
 
 
@@ -78,15 +78,15 @@ def test_a_clipped_name_already_taken_gets_a_wider_digest() -> None:
     assert h.clipped_name(name, set()) == first
     wider = h.clipped_name(name, {first})
     assert wider != first and len(wider) <= LIMIT and wider.endswith(digest[:24])
-    clipped, _ = h.clip_long_names([name, first], [name, first])
+    clipped = h.clip_long_names([name, first], [name, first]).tree
     assert clipped[1] == first and clipped[0] != first
 
 
 def test_a_name_inside_a_longer_name_does_not_break_it() -> None:
     short = "s" * (LIMIT + 1)
     longer = short + "-and-more" * 40
-    clipped, count = h.clip_long_names({"names": [longer, short], "text": f"[{longer}]"},
-                                       [short, longer])
+    clipped, count, _ = h.clip_long_names({"names": [longer, short], "text": f"[{longer}]"},
+                                          [short, longer])
     assert count == 2
     kept_longer, kept_short = clipped["names"]
     assert clipped["text"] == f"[{kept_longer}]" and kept_longer != kept_short
@@ -94,5 +94,33 @@ def test_a_name_inside_a_longer_name_does_not_break_it() -> None:
 
 def test_names_with_lone_surrogates_are_clipped() -> None:
     name = "\ud800" * (LIMIT + 1)
-    clipped, count = h.clip_long_names([name], [name])
+    clipped, count, _ = h.clip_long_names([name], [name])
     assert count == 1 and len(clipped[0]) <= LIMIT
+
+
+def test_texts_are_left_whole_and_sentences_cut_with_names_replaced_inside() -> None:
+    name = "topic-" + "t" * 20_000
+    reply = f"the reply names {name} at its start" + "r" * 5_000
+    tree = {"probes": [{"topic": name}], "reply": {"text": reply, "finish_reason": name},
+            "why": f"probe {name} failed: " + "e" * 30_000, "ok": "short"}
+    names = h.names_in(tree, texts={"text"}, sentences={"why"})
+    assert name in names and reply not in names and "short" in names
+    assert not any(value.startswith("probe ") for value in names)
+    clipped, count, sentences = h.clip_long_names(tree, names, texts={"text"},
+                                                  sentences={"why"})
+    assert (count, sentences) == (1, 1)
+    short = clipped["probes"][0]["topic"]
+    assert len(short) <= LIMIT and clipped["reply"]["finish_reason"] == short
+    assert clipped["reply"]["text"] is reply  # a text is left exactly as it is
+    why = clipped["why"]
+    assert why.startswith(f"probe {short} failed: eee") and name not in why
+    assert len(why) <= h.SENTENCE_LIMIT and why.endswith(
+        f"… ({len(short) + 15 + 30_000 - (h.SENTENCE_LIMIT - 60):,} more characters in the "
+        "report file)")
+    # cut once is cut for good
+    assert h.clip_long_names(clipped, names, texts={"text"}, sentences={"why"}).tree == clipped
+    assert clipped["ok"] == "short"
+    # a sentence within its limit naming nothing long: the tree itself comes back
+    calm = {"why": "w" * h.SENTENCE_LIMIT, "text": "x" * 50_000}
+    assert h.clip_long_names(calm, h.names_in(calm, texts={"text"}, sentences={"why"}),
+                             texts={"text"}, sentences={"why"}).tree is calm

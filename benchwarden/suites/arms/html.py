@@ -207,7 +207,7 @@ def _names_clipped(report: ArmsReport, command: str) -> ArmsReport:
     names = list(_names_in(report))
     if all(len(name) <= h.NAME_LIMIT for name in names):
         return report
-    tree, clipped = h.clip_long_names(report.to_json(), names)
+    tree, clipped, _ = h.clip_long_names(report.to_json(), names)
     cut = report.page_cut if report.page_cut is not None else PageCut(command=command)
     return msgspec.structs.replace(
         ArmsReport.from_json(tree), export_command=report.export_command,

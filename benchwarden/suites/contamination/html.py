@@ -55,6 +55,7 @@ from benchwarden.suites.contamination.report import (
     RungBlock,
     as_report,
     column_name,
+    names_clipped,
     within_caps,
 )
 from benchwarden.suites.contamination.scoring import canonical, display_text
@@ -682,7 +683,7 @@ def _slim_reply(reply: Mapping[str, Any]) -> Mapping[str, Any]:
     return slim
 
 
-def _left_out_note(report: ContaminationReport, plain: Mapping[str, Any]) -> str:
+def _left_out_note(run_id: str | None, plain: Mapping[str, Any]) -> str:
     requests = plain.get("requests")
     replies = [((request.get("outcome") or {}).get("reply") or {})
                for request in (requests if isinstance(requests, list) else [])
@@ -692,8 +693,7 @@ def _left_out_note(report: ContaminationReport, plain: Mapping[str, Any]) -> str
                 if isinstance(reply, Mapping) and TEXT_LEFT_OUT_KEY in reply)
     if not logprobs and not texts:
         return ""
-    run = report.run
-    where = (f"benchwarden show {shlex.quote(run.id)} --json FILE" if run is not None and run.id
+    where = (f"benchwarden show {shlex.quote(run_id)} --json FILE" if run_id
              else "the report's JSON file")
     notes = []
     if logprobs:
@@ -710,9 +710,25 @@ def _left_out_note(report: ContaminationReport, plain: Mapping[str, Any]) -> str
     return "".join(notes)
 
 
+def _clipped_note(names: int, sentences: int, run_id: str | None) -> str:
+    if not names and not sentences:
+        return ""
+    what = [f"{fmt.count(names)} names longer than {h.NAME_LIMIT} characters are clipped "
+            "(their start, an ellipsis and the start of their SHA-256)"] if names else []
+    if sentences:
+        what.append(f"{fmt.count(sentences)} sentences are cut at "
+                    f"{fmt.count(h.SENTENCE_LIMIT)} characters")
+    where = (f"benchwarden show {shlex.quote(run_id)} --json FILE" if run_id
+             else "the report's JSON file")
+    return (f'<p class="note">On this page {h.escape("; ".join(what))}: '
+            f"<code>{h.escape(where)}</code> writes them whole.</p>")
+
+
 def render_html(report: ContaminationReport | Mapping[str, Any]) -> str:
     # a report file written before the caps may list every request of a huge run
     report = within_caps(as_report(report))
+    run_id = report.run.id if report.run is not None else None
+    report, names, sentences = names_clipped(report)
     plain, _ = page_copy(as_json(report))
     by_request: dict[tuple[str, int, int], RequestEntry] = {}
     for request in report.requests:
@@ -733,7 +749,8 @@ def render_html(report: ContaminationReport | Mapping[str, Any]) -> str:
             ("divergences", "divergences", _divergence_section(report)),
             ("fidelity", "rung fidelity", _fidelity_section(report)),
             ("timeline", "timeline", _timeline_section(report)),
-            ("run", "run", _setup_section(report, plain) + _left_out_note(report, plain)),
+            ("run", "run", _setup_section(report, plain) + _left_out_note(run_id, plain)
+             + _clipped_note(names, sentences, run_id)),
         ] if markup])
     # a lone surrogate left anywhere (a title attribute, a warning) becomes plain `\\xNN`
     # text: safe inside attributes, and the page always encodes as UTF-8

@@ -70,6 +70,7 @@ from typing import Any, Protocol
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from benchwarden.core import html as page_html
 from benchwarden.core.collector import paused_cycle_collector
 from benchwarden.core.records import Record, Run, RunEnd, canonical_json
 from benchwarden.core.reports import (
@@ -493,6 +494,38 @@ def as_report(report: ContaminationReport | Mapping[str, Any]) -> ContaminationR
     if isinstance(report, ContaminationReport):
         return report
     return ContaminationReport.from_json(report)
+
+
+SHOWN_WHOLE = frozenset({"text", "reasoning", "arguments", "token_logprobs", "bodies",
+                         "request_bodies", "messages", "export_command"})
+"""Keys whose values the page leaves exactly as the report has them when it clips names
+(`names_clipped`): reply texts, whose character positions the cells refer to and which
+the page's copy and drawn windows bound themselves, the request bodies and prompts
+shown once, and the export command, which must run."""
+
+SHOWN_AS_SENTENCES = frozenset({"verdict", "warnings", "reading", "description", "reason",
+                                "unmeasured_reason", "why", "detail", "error", "problems"})
+"""Keys whose values are sentences: names inside them are clipped, and each is cut at
+`core.html.SENTENCE_LIMIT` characters. Every other string of the report is a name (a run
+id, model, leg, status, topic, canary, finish reason, tool name or id, a setting),
+clipped past `core.html.NAME_LIMIT` characters."""
+
+
+def names_clipped(report: ContaminationReport) -> tuple[ContaminationReport, int, int]:
+    """`report` as the page and the terminal show it: every name longer than
+    `core.html.NAME_LIMIT` clipped wherever it stands (the same clipped name everywhere,
+    distinct from every other), every sentence cut at `core.html.SENTENCE_LIMIT`; and how
+    many names and sentences were cut. A report with neither is returned as it is. A
+    store written by another tool can hold names of any length, and a hostile server
+    can stream a finish reason or a tool name of any length: 3,072 listed requests
+    repeating one of 20,000 characters made a page of over 60 MB."""
+    plain = as_json(report)
+    clipped = page_html.clip_long_names(
+        plain, page_html.names_in(plain, texts=SHOWN_WHOLE, sentences=SHOWN_AS_SENTENCES),
+        texts=SHOWN_WHOLE, sentences=SHOWN_AS_SENTENCES)
+    if clipped.tree is plain:
+        return report, 0, 0
+    return as_report(clipped.tree), clipped.names, clipped.sentences
 
 
 def column_name(leg: str, repeat: int, repeated: bool, level: int | None) -> str:

@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from benchwarden.core import formatting as fmt
+from benchwarden.core.html import NAME_LIMIT, SENTENCE_LIMIT
 from benchwarden.core.reports import verdict_text
 from benchwarden.core.tables import fitted
 from benchwarden.core.verdicts import Verdict
@@ -29,6 +30,7 @@ from benchwarden.suites.contamination.report import (
     RungBlock,
     as_report,
     column_name,
+    names_clipped,
 )
 from benchwarden.suites.contamination.scoring import Score
 
@@ -176,7 +178,7 @@ def _grid(report: ContaminationReport, *, rows_are_legs: bool) -> Table:
 
 
 def render_terminal(report: ContaminationReport | Mapping[str, Any], console: Console) -> None:
-    report = as_report(report)
+    report, names, sentences = names_clipped(as_report(report))
     run = report.run
     config = run.config if run else {}
     target = run.target if run else {}
@@ -206,5 +208,10 @@ def render_terminal(report: ContaminationReport | Mapping[str, Any], console: Co
         for name in Score.COUNTERS))
     for warning in report.warnings:
         console.print(Text(f"warning: {warning}", style="yellow"))
+    if names or sentences:
+        console.print(Text(
+            f"{fmt.count(names)} names longer than {NAME_LIMIT} characters shown clipped, "
+            f"{fmt.count(sentences)} sentences cut at {fmt.count(SENTENCE_LIMIT)} characters "
+            "(`show RUN --json FILE` writes them whole)", style="yellow"))
     if report.verdict:
         console.print(verdict_text(Verdict(report.verdict.kind, report.verdict.reason)))  # type: ignore[arg-type]

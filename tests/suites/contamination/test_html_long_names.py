@@ -1,0 +1,135 @@
+"""Names of any length on the contamination page and terminal (`report.names_clipped`): a
+store written by another tool can name a run, a rung, a probe's topic or canary with any
+number of characters, and a hostile server can stream a finish reason or a tool name of
+any length. Each was repeated on every listed request and cell: 3,072 listed requests
+naming one of 20,000 characters made pages of 60-130 MB (450 MB with every kind)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from typing import Any
+
+from rich.console import Console
+
+from benchwarden.core import html as core_html
+from benchwarden.suites.contamination.html import render_html
+from benchwarden.suites.contamination.report import ContaminationReport, names_clipped
+from benchwarden.suites.contamination.terminal import render_terminal
+from tests.suites.contamination.test_html import (
+    TOPICS,
+    _full_listing,
+    _island,
+    sample_report,
+)
+
+LIMIT = core_html.NAME_LIMIT
+RUN_ID = "run-2026-11-30-abc"
+
+
+def _renamed(tree: Any, names: dict[str, str]) -> Any:
+    if isinstance(tree, str):
+        return names.get(tree, tree)
+    if isinstance(tree, dict):
+        return {names.get(key, key): _renamed(item, names) for key, item in tree.items()}
+    if isinstance(tree, list):
+        return [_renamed(item, names) for item in tree]
+    return tree
+
+
+def _named(length: int, *, run_id: bool = False) -> tuple[dict[str, Any], dict[str, str]]:
+    """The full listing (24 rungs of 128 requests) as a store written by another tool
+    could hold it, every name `length` characters long and all sharing one start: the
+    rungs' labels, the probes' topics, the model, each request's status, ballast task,
+    finish reason and tool call; and each cell's reason a sentence of 30,000."""
+    report = _full_listing(sample_report())
+    plain = [rung["label"] for rung in report["rungs"]] + list(TOPICS) + ["smollm2 <b>bold</b>"]
+    plain += [RUN_ID] if run_id else []
+    names = {name: ("x" * length + "-" + name)[-length:] for name in plain}
+    report = _renamed(report, names)
+    for number, request in enumerate(report["requests"]):
+        request["status"] = ("s" * length + "-ok")[-length:]
+        request["task"] = ("b" * length + f"-ballast-{number % 7}")[-length:]
+        reply = request["outcome"]["reply"]
+        reply["finish_reason"] = ("f" * length + "-stop")[-length:]
+        reply["tool_calls"] = [{"name": ("n" * length + "-tool")[-length:],
+                                "id": ("i" * length + f"-{number % 5}")[-length:],
+                                "arguments": "{}"}]
+    for cell in report["cells"]:
+        cell["why"] = "the reason: " + "w" * 30_000
+    return report, names
+
+
+def test_long_names_make_a_page_no_larger_than_names_at_the_limit() -> None:
+    at_limit, _ = _named(LIMIT)
+    long, names = _named(20_000)
+    page_at_limit = render_html(at_limit)
+    page = render_html(long)
+    assert len(page.encode()) < 20_000_000
+    # the cells' reasons are cut the same way in both, and a clipped name is as long as
+    # one at the limit (its ellipsis a few bytes more, escaped in the embedded JSON)
+    assert len(page.encode()) <= 1.02 * len(page_at_limit.encode())
+    for name in [*names.values(), long["requests"][0]["status"],
+                 long["requests"][0]["outcome"]["reply"]["finish_reason"]]:
+        assert name[:LIMIT] not in page
+    island = _island(page)
+    # each is still its own name: every rung, every probe's topic
+    assert len({rung["label"] for rung in island["rungs"]}) == 24
+    assert len({probe["topic"] for probe in island["probes"]}) == len(TOPICS)
+    assert all(len(rung["label"]) <= LIMIT for rung in island["rungs"])
+    assert {request["leg"] for request in island["requests"]} >= {
+        rung["label"] for rung in island["rungs"]}
+    assert "names longer than 256 characters are clipped" in page
+    assert "sentences are cut at 2,000 characters" in page
+
+
+def test_the_run_id_is_clipped_but_whole_in_the_commands() -> None:
+    long, names = _named(20_000, run_id=True)
+    run_id = names[RUN_ID]
+    page = render_html(long)
+    drawn = re.sub(r'<script type="application/json" id="report-data">.*?</script>', "", page,
+                   flags=re.S)
+    commands = drawn.count(f"benchwarden show {run_id} --json FILE")
+    assert commands >= 1 and drawn.count(run_id) == commands
+    assert len(_island(page)["run"]["id"]) <= LIMIT
+
+
+def test_a_report_of_short_names_is_shown_as_it_is() -> None:
+    typed = ContaminationReport.from_json(sample_report())
+    assert names_clipped(typed) == (typed, 0, 0) and names_clipped(typed)[0] is typed
+    # a sentence at its limit is not cut
+    report = sample_report()
+    report["cells"][0]["why"] = "w" * core_html.SENTENCE_LIMIT
+    typed = ContaminationReport.from_json(report)
+    assert names_clipped(typed)[0] is typed
+
+
+def test_clipping_keeps_the_reply_texts_and_the_report_reads_back() -> None:
+    long, _ = _named(20_000)
+    typed = ContaminationReport.from_json(long)
+    clipped, names, sentences = names_clipped(typed)
+    assert names == 24 + len(TOPICS) + 1 + 1 + 7 + 1 + 1 + 5  # rungs, topics, model, ...
+    assert sentences == len(long["cells"])
+    assert [request.outcome["reply"]["text"] for request in clipped.requests] == \
+        [request.outcome["reply"]["text"] for request in typed.requests]
+    assert [cell.at for cell in clipped.cells] == [cell.at for cell in typed.cells]
+    assert ContaminationReport.from_json(json.loads(json.dumps(
+        clipped.to_json() if hasattr(clipped, "to_json") else
+        __import__("msgspec").to_builtins(clipped)))) == clipped
+    assert names_clipped(clipped) == (clipped, 0, 0)
+
+
+def _terminal(report: dict[str, Any]) -> str:
+    output = io.StringIO()
+    render_terminal(report, Console(file=output, width=200))
+    return output.getvalue()
+
+
+def test_the_terminal_shows_long_names_clipped() -> None:
+    at_limit, _ = _named(LIMIT)
+    long, names = _named(20_000)
+    text = _terminal(long)
+    assert len(text) <= len(_terminal(at_limit)) + 500
+    assert not any(name[:LIMIT] in text for name in names.values())
+    assert "names longer than 256 characters shown clipped" in text
