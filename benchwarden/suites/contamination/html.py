@@ -632,6 +632,7 @@ def page_copy(plain: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
         return dict(plain), 0
     kept: list[Any] = []
     shortened = 0
+    embedded_bytes = 0
     for request in requests:
         outcome = request.get("outcome") if isinstance(request, Mapping) else None
         reply = outcome.get("reply") if isinstance(outcome, Mapping) else None
@@ -641,8 +642,23 @@ def page_copy(plain: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
                 assert isinstance(outcome, Mapping)
                 request = {**request, "outcome": {**outcome, "reply": slim}}
                 shortened += 1
+        if isinstance(outcome, Mapping):
+            embedded_bytes += len(msgspec.json.encode(request["outcome"]))
+            if embedded_bytes > OUTCOMES_EMBEDDED_BYTES:
+                request = {key: value for key, value in request.items() if key != "outcome"}
+                request[OUTCOME_LEFT_OUT_KEY] = True
         kept.append(request)
     return {**plain, "requests": kept}, shortened
+
+
+OUTCOMES_EMBEDDED_BYTES = 10_000_000
+"""Bytes of the listed requests' outcomes (as JSON, after `_slim_reply`) the page's copy
+embeds in all; the requests past it are embedded without their outcome, each marked with
+`OUTCOME_LEFT_OUT_KEY`. Each field of an outcome is bounded already, but not how many a
+reply holds: a hostile server's reply of thousands of tool calls, on every listed
+request, made the copy grow without bound."""
+
+OUTCOME_LEFT_OUT_KEY = "outcome_left_out"
 
 
 def _slim_reply(reply: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -691,7 +707,9 @@ def _left_out_note(run_id: str | None, plain: Mapping[str, Any]) -> str:
     logprobs = sum(1 for reply in replies if isinstance(reply, Mapping) and LEFT_OUT_KEY in reply)
     texts = sum(1 for reply in replies
                 if isinstance(reply, Mapping) and TEXT_LEFT_OUT_KEY in reply)
-    if not logprobs and not texts:
+    outcomes = sum(1 for request in (requests if isinstance(requests, list) else [])
+                   if isinstance(request, Mapping) and request.get(OUTCOME_LEFT_OUT_KEY))
+    if not logprobs and not texts and not outcomes:
         return ""
     where = (f"benchwarden show {shlex.quote(run_id)} --json FILE" if run_id
              else "the report's JSON file")
@@ -707,6 +725,12 @@ def _left_out_note(run_id: str | None, plain: Mapping[str, Any]) -> str:
                      "characters of text, reasoning and tool-call arguments each (each says "
                      f"how many it lost as <code>{TEXT_LEFT_OUT_KEY}</code>): "
                      f"<code>{h.escape(where)}</code> writes them whole.</p>")
+    if outcomes:
+        notes.append(f'<p class="note">{h.escape(fmt.count(outcomes))} listed requests are '
+                     "embedded in this page without their outcome (each marked "
+                     f"<code>{OUTCOME_LEFT_OUT_KEY}</code>): the outcomes embedded reached "
+                     f"{h.escape(fmt.count(OUTCOMES_EMBEDDED_BYTES))} bytes; "
+                     f"<code>{h.escape(where)}</code> writes them.</p>")
     return "".join(notes)
 
 

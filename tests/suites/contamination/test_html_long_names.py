@@ -133,3 +133,37 @@ def test_the_terminal_shows_long_names_clipped() -> None:
     assert len(text) <= len(_terminal(at_limit)) + 500
     assert not any(name[:LIMIT] in text for name in names.values())
     assert "names longer than 256 characters shown clipped" in text
+
+
+def test_a_flood_of_tool_calls_on_every_listed_request_keeps_the_page_bounded() -> None:
+    """Each field of a reply is bounded on the page, but not how many tool calls a hostile
+    server streams: 3,072 listed requests of 300 tool calls each. The copy embeds the
+    outcomes up to its budget and the rest without them, saying so."""
+    from benchwarden.suites.contamination import html as contamination_html
+
+    report = _full_listing(sample_report())
+    calls = [{"name": f"tool_{number}", "id": f"call_{number:06d}",
+              "arguments": json.dumps({"path": "/tmp/" + "p" * 40, "n": number})}
+             for number in range(300)]
+    for request in report["requests"]:
+        request["outcome"]["reply"]["tool_calls"] = calls
+    page = render_html(report)
+    assert len(page.encode()) < 20_000_000
+    island = _island(page)
+    stripped = [request for request in island["requests"]
+                if request.get(contamination_html.OUTCOME_LEFT_OUT_KEY)]
+    assert stripped and all("outcome" not in request for request in stripped)
+    kept = [request for request in island["requests"] if "outcome" in request]
+    assert kept and all(len(request["outcome"]["reply"]["tool_calls"]) == 300
+                        for request in kept)
+    # the outcomes come first, up to the budget, then the rest without theirs
+    marks = [bool(request.get(contamination_html.OUTCOME_LEFT_OUT_KEY))
+             for request in island["requests"] if request["leg"] not in ("prime",)]
+    assert marks == sorted(marks)
+    embedded = sum(len(json.dumps(request["outcome"], separators=(",", ":")))
+                   for request in kept)
+    assert embedded <= contamination_html.OUTCOMES_EMBEDDED_BYTES
+    assert f"{len(stripped):,} listed requests are embedded in this page without their " \
+        "outcome" in page
+    # every request is still listed, with its leg, slot and timings
+    assert len(island["requests"]) == len(report["requests"])
