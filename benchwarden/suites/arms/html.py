@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -50,6 +50,7 @@ from benchwarden.suites.arms.report import (
     as_report,
     comparison_cells,
     comparisons_notes,
+    names_clipped,
     tally_rows_shown,
     tiers_shown,
     whole_report_command,
@@ -169,49 +170,7 @@ def page_copy(report: ArmsReport) -> ArmsReport:
             cut = {**cut, **earlier}
         report = msgspec.structs.replace(report, **changes,
                                          page_cut=PageCut(command=command, **cut))
-    return _names_clipped(report, command)
-
-
-def _names_in(report: ArmsReport) -> Iterator[str]:
-    """Every name the report holds: its suite's, arms', tasks', tiers', runs' and models'."""
-    yield report.scope
-    yield from report.arms
-    yield from report.tasks
-    yield from report.tiers
-    yield from report.runs
-    for arm, coverage in report.coverage.items():
-        yield arm
-        yield from coverage.samples
-    for rows in (report.headline, report.per_component, report.failure_tags):
-        yield from (row.arm for row in rows)
-    for tier_row in report.per_tier:
-        yield from (tier_row.arm, tier_row.tier)
-    for tally in (report.tally, report.runs_tally):
-        for cell in tally.cells if tally is not None else ():
-            yield from (cell.arm, cell.task)
-    for comparison in report.comparisons:
-        yield from (comparison.a, comparison.b)
-        yield from comparison.tasks
-        yield from comparison.only_a
-        yield from comparison.only_b
-    for trial in report.trials or ():
-        yield from (trial.arm, trial.task, trial.run_id)
-        yield from (name for name in (trial.tier, trial.model, trial.driver) if name)
-    if report.run is not None:
-        yield report.run.id
-
-
-def _names_clipped(report: ArmsReport, command: str) -> ArmsReport:
-    """`report` with every name longer than `h.NAME_LIMIT` clipped wherever it holds it,
-    counted in `page_cut.names`; the commands it names stay whole (they must run)."""
-    names = list(_names_in(report))
-    if all(len(name) <= h.NAME_LIMIT for name in names):
-        return report
-    tree, clipped, _ = h.clip_long_names(report.to_json(), names)
-    cut = report.page_cut if report.page_cut is not None else PageCut(command=command)
-    return msgspec.structs.replace(
-        ArmsReport.from_json(tree), export_command=report.export_command,
-        page_cut=msgspec.structs.replace(cut, command=cut.command, names=clipped))
+    return names_clipped(report, command)
 
 
 def enrich(store: Any, report: ArmsReport | Mapping[str, Any]) -> ArmsReport:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -28,6 +28,7 @@ from rich.table import Table
 from benchwarden.core import formatting as fmt
 from benchwarden.core import stats
 from benchwarden.core.collector import paused_cycle_collector
+from benchwarden.core.html import NAME_LIMIT, clip_long_names
 from benchwarden.core.lazy import import_in_background
 from benchwarden.core.records import DEFAULT_WEIGHTS, Record, TokenWeights
 from benchwarden.core.reports import (
@@ -816,14 +817,64 @@ def _per_task_methods(headline: Sequence[HeadlineRow]) -> str:
     return "/".join(shown) or "BCa"
 
 
+def names_in(report: ArmsReport) -> Iterator[str]:
+    """Every name the report holds: its suite's, arms', tasks', tiers', runs' and models'."""
+    yield report.scope
+    yield from report.arms
+    yield from report.tasks
+    yield from report.tiers
+    yield from report.runs
+    for arm, coverage in report.coverage.items():
+        yield arm
+        yield from coverage.samples
+    for rows in (report.headline, report.per_component, report.failure_tags):
+        yield from (row.arm for row in rows)
+    for tier_row in report.per_tier:
+        yield from (tier_row.arm, tier_row.tier)
+    for tally in (report.tally, report.runs_tally):
+        for cell in tally.cells if tally is not None else ():
+            yield from (cell.arm, cell.task)
+    for comparison in report.comparisons:
+        yield from (comparison.a, comparison.b)
+        yield from comparison.tasks
+        yield from comparison.only_a
+        yield from comparison.only_b
+    for trial in report.trials or ():
+        yield from (trial.arm, trial.task, trial.run_id)
+        yield from (name for name in (trial.tier, trial.model, trial.driver) if name)
+    if report.run is not None:
+        yield report.run.id
+
+
+def names_clipped(report: ArmsReport, command: str) -> ArmsReport:
+    """`report` as the page and the terminal show it: every name longer than
+    `core.html.NAME_LIMIT` clipped wherever it holds it, counted in `page_cut.names`
+    (`command` the one that writes it whole); the commands it names stay whole (they
+    must run)."""
+    names = list(names_in(report))
+    if max(map(len, names), default=0) <= NAME_LIMIT:  # in C: a wide suite has millions
+        return report
+    tree, clipped, _ = clip_long_names(report.to_json(), names)
+    cut = report.page_cut if report.page_cut is not None else PageCut(command=command)
+    return msgspec.structs.replace(
+        ArmsReport.from_json(tree), export_command=report.export_command,
+        page_cut=msgspec.structs.replace(cut, command=cut.command, names=clipped))
+
+
 def render_terminal(report: ArmsReport | Mapping[str, Any], console: Console) -> None:
     report = as_report(report)
+    report = names_clipped(report, whole_report_command(report))
     console.print(f"[bold]arms[/bold] suite [bold]{report.scope}[/bold] "
                   f"({report.bench_version}), floor {report.floor} samples per cell")
     if report.verdict:
         console.print(verdict_text(Verdict(report.verdict.kind, report.verdict.reason)))  # type: ignore[arg-type]
     console.print("cost-equivalent weights: "
                   + ", ".join(f"{k}={v:g}" for k, v in report.weights.items()))
+    if report.page_cut is not None and report.page_cut.names:
+        console.print(escape(
+            f"{fmt.count(report.page_cut.names)} names longer than {NAME_LIMIT} characters "
+            "are shown clipped (their start, an ellipsis and the start of their SHA-256); "
+            f"{report.page_cut.command} writes them whole"), style="yellow")
 
     table = Table(title="headline per arm (mean ± SE clustered by task; "
                         "success with Wilson 95 % CI)")

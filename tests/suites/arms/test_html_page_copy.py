@@ -261,3 +261,25 @@ def test_a_long_run_id_is_clipped_but_whole_in_the_commands(report) -> None:
         "(with this page's --store)"
     assert len(embedded["run"]["id"]) <= core_html.NAME_LIMIT
     assert all(len(trial["run_id"]) <= core_html.NAME_LIMIT for trial in embedded["trials"])
+
+
+def test_the_terminal_shows_long_names_clipped(report) -> None:
+    import io
+
+    from rich.console import Console
+
+    from benchwarden.core import html as core_html
+    from benchwarden.suites.arms.report import render_terminal
+
+    def terminal(tree: dict[str, Any]) -> str:
+        output = io.StringIO()
+        render_terminal(ArmsReport.from_json(tree), Console(file=output, width=300))
+        return output.getvalue()
+
+    at_limit, _ = _named(report, core_html.NAME_LIMIT)
+    long, names = _named(report, 20_000)
+    text = terminal(long)
+    assert not any(name[:core_html.NAME_LIMIT] in text for name in names.values())
+    assert f"{len(names)} names longer than 256 characters are shown clipped" in text
+    assert len(text) <= 1.1 * len(terminal(at_limit))
+    assert "names longer than" not in terminal(report)
