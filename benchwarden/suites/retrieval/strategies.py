@@ -15,6 +15,8 @@ named on the command line, so nothing treats them specially:
 
 Every built-in quotes corpus lines exactly, so each item's source span verifies.
 Strategies hold state between `index` and `pack`; a fresh instance serves each seed.
+A strategy's name (`file stem:object`) is at most `core.html.NAME_LIMIT` characters: a
+longer one is refused when it is parsed, before anything is written.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchwarden.core.html import NAME_LIMIT
 from benchwarden.suites.retrieval.api import Item, Session
 
 _TOKEN = re.compile(r"[A-Za-z0-9]+")
@@ -279,11 +282,18 @@ def parse_strategy(text: str) -> StrategySpec:
         known = ", ".join(sorted(BUILTIN_STRATEGIES))
         raise StrategyLoadError(
             f"strategy {text!r} is neither a built-in ({known}) nor path/to/file.py:object")
+    name = f"{Path(path_text).stem}:{attribute}"
+    if len(name) > NAME_LIMIT:
+        # the name is drawn at every row of a report's page and stored with every record;
+        # a page clips it, so two long names sharing a start would read alike there
+        raise StrategyLoadError(
+            f"strategy name {name[:60]!r}... is {len(name):,} characters: a strategy's name "
+            f"(file stem:object) is at most {NAME_LIMIT}; rename the file or the object")
     path = Path(path_text).expanduser()
     if not path.is_file():
         raise StrategyLoadError(f"strategy file {path} does not exist")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    return StrategySpec(name=f"{path.stem}:{attribute}", builtin=False,
+    return StrategySpec(name=name, builtin=False,
                         path=str(path.resolve()), attribute=attribute, source_sha256=digest)
 
 

@@ -78,3 +78,28 @@ def test_any_limit_is_usable_or_refused_in_one_line(value, field):
         return
     assert math.isfinite(value) and value > 0
     limits.rlimits()  # what the sandbox hands setrlimit is built without error
+
+
+def _strategy_file(tmp_path, object_length: int) -> str:
+    """A strategy file whose class has a name `object_length` characters long."""
+    name = ("S" + "x" * object_length)[:object_length]
+    path = tmp_path / "s.py"
+    path.write_text(f"class {name}:\n    def index(self, sessions): pass\n"
+                    "    def pack(self, question, limit, budget_chars): return []\n")
+    return f"{path}:{name}"
+
+
+@pytest.mark.parametrize("command", [
+    ["retrieval", "run", "--seeds", "1", "--strategy"],
+    ["retrieval", "compare", "--champion", "substring", "--seeds", "1-2", "--challenger"],
+    [*LADDER, "--ladder", "LADDER", "--challenger"],
+], ids=["run", "compare", "ladder"])
+def test_a_strategy_name_past_the_page_s_limit_is_refused_before_writing(command, tmp_path,
+                                                                        capsys):
+    """A class name of 20,000 characters (the CLI took it, and the page repeated it at
+    every row) is refused in one line, exit 2, before a store or a ladder is made."""
+    store, folder = tmp_path / "s.sqlite", tmp_path / "ladder"
+    args = [str(folder) if arg == "LADDER" else arg for arg in command]
+    _refused([*args, _strategy_file(tmp_path, 20_000), "--store", str(store)], capsys,
+             "20,002 characters", "at most 256")
+    assert not store.exists() and not folder.exists()

@@ -354,3 +354,19 @@ def test_a_run_config_of_another_shape_is_named_by_report_and_resume(tmp_path, c
             assert "run odd-run: its configuration is not what `retrieval run` writes" \
                 in str(refused.value)
             assert where in str(refused.value)
+
+
+def test_a_strategy_name_is_at_most_the_page_s_name_limit(tmp_path):
+    """`file stem:object` of `NAME_LIMIT` characters loads; one more is refused in one
+    line that does not repeat the whole name."""
+    from benchwarden.core.html import NAME_LIMIT
+
+    path = tmp_path / "s.py"
+    path.write_text("class S:\n    def index(self, sessions): pass\n"
+                    "    def pack(self, question, limit, budget_chars): return []\n")
+    fits = "S" + "x" * (NAME_LIMIT - len("s:") - 1)
+    assert parse_strategy(f"{path}:{fits}").name == f"s:{fits}"
+    assert len(f"s:{fits}") == NAME_LIMIT
+    with pytest.raises(StrategyLoadError, match=f"is {NAME_LIMIT + 1} characters") as error:
+        parse_strategy(f"{path}:{fits}x")
+    assert "\n" not in str(error.value) and len(str(error.value)) < 300
