@@ -21,11 +21,22 @@ Invariants:
 - The page stays small whatever the run: it draws and embeds the first `SEEDS_DRAWN`
   seeds of each strategy (its copy says `seeds_left_out`) and `FAILED_CASES_DRAWN`
   failed cases, and says what it leaves out; every number over seeds counts every seed.
+  Of a ladder's ledger it draws and embeds the newest `LEDGER_ENTRIES_DRAWN` entries,
+  each per-seed list in them cut to its first `SEEDS_DRAWN` values, and names the
+  command that lists them all.
+- What the page draws and embeds is `page_copy(report)`. A name or free text longer
+  than `core.html.NAME_LIMIT` (strategy names, run ids, case ids, categories, templates,
+  sources, stamps, questions, reasons: a store written by another tool can hold any) is
+  clipped wherever the copy holds it, the same clipped name everywhere, distinct from
+  every other; the copy's `page_cut` counts what it clipped and cut and names the
+  command that writes the whole report, and the commands the page shows stay whole. A
+  report within every bound is drawn and embedded as before, byte for byte.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import shlex
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -36,6 +47,7 @@ from benchwarden.core.reports import EstimateBlock
 from benchwarden.suites.retrieval.report import (
     FAILED_CASES_LISTED,
     Comparison,
+    PageCut,
     RetrievalReport,
     Summary,
     as_report,
@@ -49,6 +61,10 @@ FAILED_CASES_DRAWN = FAILED_CASES_LISTED
 # Seeds whose own bars and rows the page draws and whose blocks it embeds (the charts over
 # seeds count every one): a run of 17,700 seeds made a 28 MB page of them.
 SEEDS_DRAWN = 300
+# Ledger entries the page draws and embeds, the newest: a ladder appends one per
+# challenge for ever, and 200 entries naming strategies of 20,000 characters made a
+# 52 MB page.
+LEDGER_ENTRIES_DRAWN = 200
 
 COMPOSITE = "#0072B2"
 GUARDED = "#009E73"
@@ -90,7 +106,18 @@ def _bar(label: str, estimate: EstimateBlock, **options: Any) -> h.Bar:
 
 # ---------------------------------------------------------------------------- sections
 
-def _summary_section(main: _Strategy) -> str:
+def _names_clipped_note(cut: PageCut | None) -> str:
+    """What the page clipped, and the command that writes it whole; "" when nothing."""
+    if cut is None or not cut.names:
+        return ""
+    return (f'<p class="note">{h.escape(fmt.count(cut.names))} names and texts longer than '
+            f"{h.NAME_LIMIT} characters (strategy names, run ids, case ids, categories, "
+            "templates, sources, questions, reasons) are clipped on this page: their start, "
+            "an ellipsis and the start of their SHA-256, one name everywhere; "
+            f"<code>{h.escape(cut.command)}</code> writes them whole.</p>")
+
+
+def _summary_section(main: _Strategy, page_cut: PageCut | None = None) -> str:
     tiles = h.stat_tiles([
         ("composite", fmt.estimate(main.estimate("composite"), 4), COMPOSITE),
         ("composite guarded", fmt.estimate(main.estimate("composite_guarded"), 4), GUARDED),
@@ -105,6 +132,7 @@ def _summary_section(main: _Strategy) -> str:
                      f'{h.escape(fmt.text(main.failure.get("seed")))}: '
                      f'{h.escape(main.failure.get("reason", ""))}</p>')
     notes.extend(f'<p class="note">{h.escape(warning)}</p>' for warning in main.report.warnings)
+    notes.append(_names_clipped_note(page_cut))
     if main.legacy:
         notes.append('<p class="note">A version-1 report without guard blocks: guards read as 1.0 '
                      "and the guarded composite falls back to the composite. Never compare it "
@@ -299,6 +327,38 @@ def _ledger_number(value: Any) -> str:
     return fmt.number(value, 4) if isinstance(value, (int, float)) else fmt.text(value)
 
 
+def _merged(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A ledger entry's fields with its decision's and verdict's (older ledgers nest them)."""
+    verdict, decision = entry.get("verdict"), entry.get("decision")
+    return {**(decision if isinstance(decision, Mapping) else {}),
+            **(verdict if isinstance(verdict, Mapping) else {}), **entry}
+
+
+def _ledger_seed_count(merged: Mapping[str, Any]) -> Any:
+    return (merged.get("n") if merged.get("n") is not None
+            else len(merged.get("seeds") or []) or "—")
+
+
+def _ledger_notes(report: RetrievalReport) -> str:
+    """What the page leaves out of the ledger, and where all of it is."""
+    cut = report.page_cut
+    if cut is None or not (cut.ledger_entries or cut.ledger_lists):
+        return ""
+    where = (f"<code>{h.escape(cut.ledger_command)}</code> lists every entry"
+             if cut.ledger_command else "the ladder's ledger file holds every entry")
+    notes = ""
+    if cut.ledger_entries:
+        notes += (f'<p class="note">The newest {fmt.count(len(report.ledger or []))} of '
+                  f"{fmt.count(cut.ledger_entries)} ledger entries are drawn and embedded "
+                  f"here; {where}.</p>")
+    if cut.ledger_lists:
+        notes += (f'<p class="note">{fmt.count(cut.ledger_lists)} per-seed lists of the '
+                  f"entries embedded here are cut to their first {fmt.count(SEEDS_DRAWN)} "
+                  "values (the seeds column counts them all); the ledger file holds them "
+                  "whole.</p>")
+    return notes
+
+
 def _ledger_section(report: RetrievalReport) -> str:
     """The ledger's entries as the ladder wrote them (its own format, not a statistic)."""
     entries = report.ledger
@@ -308,9 +368,7 @@ def _ledger_section(report: RetrievalReport) -> str:
     for entry in entries:
         if not isinstance(entry, Mapping):
             continue
-        verdict, decision = entry.get("verdict"), entry.get("decision")
-        merged = {**(decision if isinstance(decision, Mapping) else {}),
-                  **(verdict if isinstance(verdict, Mapping) else {}), **entry}
+        merged = _merged(entry)
 
         def name(side: str, merged: dict[str, Any] = merged) -> str:
             value = merged.get(side)
@@ -332,8 +390,7 @@ def _ledger_section(report: RetrievalReport) -> str:
         source = merged.get("public_value") or merged.get("seed_source") or " ".join(
             str(merged[k]) for k in ("base", "date") if merged.get(k))
         decided = merged.get("decided_at") or merged.get("at") or merged.get("timestamp")
-        seed_count = (merged.get("n") if merged.get("n") is not None
-                      else len(merged.get("seeds") or []) or "—")
+        seed_count = _ledger_seed_count(merged)
         rows.append((h.escape(fmt.when(decided)),
                      h.escape(name("champion")), h.escape(name("challenger")), outcome,
                      h.escape(_ledger_number(merged.get("mean_diff"))),
@@ -343,7 +400,7 @@ def _ledger_section(report: RetrievalReport) -> str:
                      h.escape(merged.get("reason") or "")))
     problem = report.ledger_problem
     warning = f'<p class="alert">{h.escape(problem)}</p>' if problem else ""
-    return h.section("ladder", "Ladder history", warning + h.table(
+    return h.section("ladder", "Ladder history", warning + _ledger_notes(report) + h.table(
         ("decided", "champion", "challenger", "outcome", "mean diff", "band", "seeds",
          "seeds from", "reason"),
         rows, numeric=(4, 5, 6), row_html=True),
@@ -468,8 +525,134 @@ def _run_section(report: RetrievalReport, plain: Mapping[str, Any]) -> str:
     return h.section("run", "Run", h.run_facts(plain) + settings)
 
 
+def _strings(tree: Any) -> Iterator[str]:
+    """Every string of a free-form part of a report, keys and values."""
+    if isinstance(tree, str):
+        yield tree
+    elif isinstance(tree, Mapping):
+        for key, value in tree.items():
+            if isinstance(key, str):
+                yield key
+            yield from _strings(value)
+    elif isinstance(tree, (list, tuple)):
+        for item in tree:
+            yield from _strings(item)
+
+
+def _names_in(report: RetrievalReport) -> Iterator[str]:
+    """Every name and free text a report holds, its comparison's sides' included: the
+    strategy's description and settings, the run's identity and stamps, the store head,
+    the failure, each seed's categories, templates and failed cases (case id, category,
+    question, reason), and every string of each ledger entry but its reason (a sentence
+    made of these names, clipped inside it)."""
+    yield from _strings(report.strategy)
+    yield from _strings(report.settings)
+    yield from _strings(report.failure)
+    for block in (report.run, report.store_head):
+        if block is not None:
+            yield from _strings(msgspec.to_builtins(block))
+    for seed in report.seeds:
+        yield from seed.category_means
+        yield from seed.guards.consistency_per_template
+        yield from seed.guards.disagreements_per_template
+        for case in seed.failed_cases:
+            yield from (case.case, case.category, case.question)
+            if case.reason is not None:
+                yield case.reason
+    if report.summary is not None:
+        yield from report.summary.category_means
+        yield from report.summary.guards.consistency_per_template
+        yield from report.summary.guards.disagreements_per_template
+    if report.comparison is not None:
+        yield from _names_in(report.comparison.champion)
+        yield from _names_in(report.comparison.challenger)
+    for entry in report.ledger or ():
+        yield from _strings({key: value for key, value in entry.items() if key != "reason"})
+
+
+def _names_clipped(report: RetrievalReport, command: str) -> RetrievalReport:
+    """`report` with every name and free text longer than `h.NAME_LIMIT` clipped wherever
+    it holds it (as a whole value, a key, or inside a sentence), counted in
+    `page_cut.names`; `command` writes them whole."""
+    names = list(_names_in(report))
+    if all(len(name) <= h.NAME_LIMIT for name in names):
+        return report
+    tree, clipped = h.clip_long_names(report.to_json(), names)
+    cut = report.page_cut if report.page_cut is not None else PageCut(command=command)
+    # read back field by field (not `from_json`, which would rebuild the comparison's
+    # pairs from its decision, uncut)
+    typed: RetrievalReport = msgspec.convert(tree, RetrievalReport)
+    return msgspec.structs.replace(typed, page_cut=msgspec.structs.replace(cut, names=clipped))
+
+
+def _lists_cut(tree: Any) -> tuple[Any, int]:
+    """`tree` with every list longer than `SEEDS_DRAWN` cut to its first `SEEDS_DRAWN`
+    items, and how many lists were cut."""
+    if isinstance(tree, Mapping):
+        items = {key: _lists_cut(value) for key, value in tree.items()}
+        return ({key: value for key, (value, _) in items.items()},
+                sum(count for _, count in items.values()))
+    if isinstance(tree, list):
+        parts = [_lists_cut(item) for item in tree[:SEEDS_DRAWN]]
+        return ([item for item, _ in parts],
+                sum(count for _, count in parts) + (len(tree) > SEEDS_DRAWN))
+    return tree, 0
+
+
+def _ledger_cut(report: RetrievalReport, command: str) -> RetrievalReport:
+    """`report` with its ledger cut to the newest `LEDGER_ENTRIES_DRAWN` entries and
+    their per-seed lists to their first `SEEDS_DRAWN` values (an entry whose seeds are
+    cut keeps their count as `n`), said in `page_cut`."""
+    entries = report.ledger
+    if not entries:
+        return report
+    kept, lists = [], 0
+    for entry in entries[-LEDGER_ENTRIES_DRAWN:]:
+        cut_entry, count = _lists_cut(entry)
+        if count:
+            lists += count
+            seeds = _ledger_seed_count(_merged(entry))
+            if _ledger_seed_count(_merged(cut_entry)) != seeds:
+                cut_entry["n"] = seeds
+        kept.append(cut_entry)
+    if len(kept) == len(entries) and not lists:
+        return report
+    directory = report.run.config.get("ladder") if report.run is not None else None
+    before = report.page_cut if report.page_cut is not None else PageCut(command=command)
+    cut = msgspec.structs.replace(
+        before, ledger_entries=len(entries) if len(kept) < len(entries) else None,
+        ledger_lists=lists or None,
+        ledger_command=(f"benchwarden ladder show --ladder {shlex.quote(str(directory))}"
+                        if directory else None))
+    return msgspec.structs.replace(report, ledger=kept, page_cut=cut)
+
+
+def whole_report_command(report: RetrievalReport) -> str:
+    """The command that writes the whole report as JSON, for the page that shows part of
+    it (its names quoted for a shell, whole)."""
+    if report.run is not None and report.run.id:
+        return (f"benchwarden show {shlex.quote(report.run.id)} --json FILE "
+                "(with this page's --store)")
+    return "the command that wrote this page, with --json FILE"
+
+
+def _page_parts(whole: RetrievalReport) -> tuple[RetrievalReport, int]:
+    """`page_copy(whole)`, and how many failed cases the failed-case section leaves out."""
+    command = whole_report_command(whole)
+    report, left_out = _page_report(whole)
+    return _names_clipped(_ledger_cut(report, command), command), left_out
+
+
+def page_copy(report: RetrievalReport | Mapping[str, Any]) -> RetrievalReport:
+    """What the page draws and embeds: the report cut to the seeds, failed cases and
+    ledger entries the page draws (`_page_report`, `_ledger_cut`), every long name and
+    text clipped (`_names_clipped`)."""
+    return _page_parts(as_report(report))[0]
+
+
 def render_html(report: RetrievalReport | Mapping[str, Any]) -> str:
-    report, left_out = _page_report(as_report(report))
+    whole = as_report(report)
+    report, left_out = _page_parts(whole)
     compared = report.comparison
     if compared is not None:
         strategies = [_Strategy(compared.champion, "champion"),
@@ -483,7 +666,7 @@ def render_html(report: RetrievalReport | Mapping[str, Any]) -> str:
         " vs ".join(s.name for s in strategies), f"bench {report.bench_version or fmt.DASH}",
         report.run.id if report.run is not None else "") if x)
     sections = [
-        ("summary", "summary", _summary_section(main)),
+        ("summary", "summary", _summary_section(main, report.page_cut)),
         ("categories", "categories", _category_section(strategies)),
         ("composite", "composite", _composite_section(strategies)),
         ("guards", "guards", _guard_section(strategies)),
@@ -493,6 +676,6 @@ def render_html(report: RetrievalReport | Mapping[str, Any]) -> str:
     if ledger:
         sections.append(("ladder", "ladder", ledger))
     sections.append(("failed", "failed cases", _failed_section(
-        strategies, left_out, report.run.id if report.run is not None else None)))
+        strategies, left_out, whole.run.id if whole.run is not None else None)))
     sections.append(("run", "run", _run_section(report, plain)))
     return h.page(title="retrieval report", subtitle=subtitle, report=plain, sections=sections)

@@ -233,6 +233,26 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
     """Per seed on `decision.decide_on`: both scores and challenger − champion."""
 
 
+class PageCut(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What the copy of a report embedded in its HTML page (`html.page_copy`) clipped or
+    left out beyond its seeds and failed cases, and the command that writes the whole
+    report. A report itself never carries one."""
+
+    command: str
+    """The command that writes the whole report as JSON (names whole)."""
+    names: int | None = None
+    """Names and texts (strategy names, run ids, case ids, categories, templates,
+    sources, stamps, questions, reasons) longer than `core.html.NAME_LIMIT`, each
+    clipped wherever the copy holds it."""
+    ledger_entries: int | None = None
+    """Entries of the whole ledger, when `ledger` holds only the newest of them."""
+    ledger_lists: int | None = None
+    """Per-seed lists of the kept ledger entries cut to their first values (an entry of
+    a ladder of thousands of seeds holds seven such lists)."""
+    ledger_command: str | None = None
+    """The command that lists every ledger entry."""
+
+
 class RetrievalReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One strategy's retrieval report (and, for a ladder run, its comparison and ledger).
 
@@ -276,6 +296,8 @@ class RetrievalReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
     """For a ladder-scored run's page: every decision of the ladder, oldest first."""
     ledger_problem: str | None = None
     """Why the ladder history could not be read."""
+    page_cut: PageCut | None = None
+    """In a page's embedded copy only: what it clipped and cut (`html.page_copy`)."""
 
     @property
     def name(self) -> str:
@@ -941,6 +963,6 @@ def render_terminal(report: RetrievalReport | Mapping[str, Any], console: Consol
         console.print(verdict_text(Verdict(report.verdict.kind, report.verdict.reason)))  # type: ignore[arg-type]
 
 
-__all__ = ["BENCH_VERSION", "FAILED_CASES_LISTED", "Comparison", "DecisionBlock",
+__all__ = ["BENCH_VERSION", "FAILED_CASES_LISTED", "Comparison", "DecisionBlock", "PageCut",
            "RetrievalReport", "SeedBlock", "Summary", "as_report", "build_report", "comparison",
            "render_terminal"]
