@@ -575,9 +575,9 @@ def _names_clipped(report: RetrievalReport, command: str) -> RetrievalReport:
     it holds it (as a whole value, a key, or inside a sentence), counted in
     `page_cut.names`; `command` writes them whole."""
     names = list(_names_in(report))
-    if all(len(name) <= h.NAME_LIMIT for name in names):
+    if max(map(len, names), default=0) <= h.NAME_LIMIT:
         return report
-    tree, clipped = h.clip_long_names(report.to_json(), names)
+    tree, clipped, _ = h.clip_long_names(report.to_json(), names)
     cut = report.page_cut if report.page_cut is not None else PageCut(command=command)
     # read back field by field (not `from_json`, which would rebuild the comparison's
     # pairs from its decision, uncut)
