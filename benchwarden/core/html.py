@@ -157,9 +157,11 @@ def _clip(text: str, limit: int) -> str:
 
 NAME_LIMIT = 256
 """Characters of a name (an arm, task, tier, probe, strategy, run id) a page draws and
-embeds at most. A suite refuses longer names at its own input, but a store written by
-another tool can hold any: 200 task names of 20,000 characters made an 83 MB page, each
-name drawn and embedded at every cell, row and trial that names it."""
+embeds at most. The arms suite refuses longer names in a suite, and retrieval longer
+strategy names, but a store written by another tool can hold any, and a hostile server
+can stream a finish reason or a tool name of any length: 200 task names of 20,000
+characters made an 83 MB page, each name drawn and embedded at every cell, row and
+trial that names it."""
 
 _DIGEST_WIDTHS = (12, 24, 64)
 
