@@ -20,6 +20,19 @@ _names = st.text(alphabet="ab", min_size=1, max_size=3).flatmap(
     lambda stem: st.integers(0, 2 * LIMIT).map(lambda length: (stem * (length + 1))[:length + 1]))
 
 
+def renamed(tree: Any, names: dict[str, str]) -> Any:
+    """`tree` with every string equal to a key of `names` (as a key or a value) renamed:
+    a report as a store written by another tool, naming things its own way, could hold
+    it (the suites' long-name tests use it)."""
+    if isinstance(tree, str):
+        return names.get(tree, tree)
+    if isinstance(tree, dict):
+        return {names.get(key, key): renamed(item, names) for key, item in tree.items()}
+    if isinstance(tree, list):
+        return [renamed(item, names) for item in tree]
+    return tree
+
+
 def _strings(tree: Any) -> list[str]:
     if isinstance(tree, str):
         return [tree]

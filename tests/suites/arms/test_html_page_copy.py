@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from benchwarden.suites.arms import html as arms_html
 from benchwarden.suites.arms.report import ArmsReport
+from tests.core.test_html_long_names import renamed
 from tests.core.test_report_numbers import assert_page_matches_json
 from tests.suites.arms.test_html import ARMS, _wide, sample_report
 
@@ -189,17 +190,6 @@ def test_the_comparisons_task_names_embedded_stay_within_their_characters(
     assert arms_html.page_copy(copy) == copy
 
 
-def _renamed(tree: Any, names: dict[str, str]) -> Any:
-    """`tree` with every string equal to a key of `names` (as a key or a value) renamed."""
-    if isinstance(tree, str):
-        return names.get(tree, tree)
-    if isinstance(tree, dict):
-        return {names.get(key, key): _renamed(item, names) for key, item in tree.items()}
-    if isinstance(tree, list):
-        return [_renamed(item, names) for item in tree]
-    return tree
-
-
 def _named(report: dict[str, Any], length: int, *, run_id: bool = False) -> tuple[
         dict[str, Any], dict[str, str]]:
     """The report as a store written by another tool could hold it: every arm, task,
@@ -209,7 +199,7 @@ def _named(report: dict[str, Any], length: int, *, run_id: bool = False) -> tupl
              "smollm2", "openai-tools", *(["arms-run-1"] if run_id else [])]
     names = {name: ("x" * length + "-" + name)[-length:] for name in plain}
     assert len(set(names.values())) == len(names)
-    return _renamed(report, names), names
+    return renamed(report, names), names
 
 
 def test_a_store_s_long_names_are_clipped_on_the_page_each_still_one_name(report) -> None:

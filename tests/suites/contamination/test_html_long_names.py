@@ -17,6 +17,7 @@ from benchwarden.core import html as core_html
 from benchwarden.suites.contamination.html import render_html
 from benchwarden.suites.contamination.report import ContaminationReport, names_clipped
 from benchwarden.suites.contamination.terminal import render_terminal
+from tests.core.test_html_long_names import renamed
 from tests.suites.contamination.test_html import (
     TOPICS,
     _full_listing,
@@ -28,16 +29,6 @@ LIMIT = core_html.NAME_LIMIT
 RUN_ID = "run-2026-11-30-abc"
 
 
-def _renamed(tree: Any, names: dict[str, str]) -> Any:
-    if isinstance(tree, str):
-        return names.get(tree, tree)
-    if isinstance(tree, dict):
-        return {names.get(key, key): _renamed(item, names) for key, item in tree.items()}
-    if isinstance(tree, list):
-        return [_renamed(item, names) for item in tree]
-    return tree
-
-
 def _named(length: int, *, run_id: bool = False) -> tuple[dict[str, Any], dict[str, str]]:
     """The full listing (24 rungs of 128 requests) as a store written by another tool
     could hold it, every name `length` characters long and all sharing one start: the
@@ -47,7 +38,7 @@ def _named(length: int, *, run_id: bool = False) -> tuple[dict[str, Any], dict[s
     plain = [rung["label"] for rung in report["rungs"]] + list(TOPICS) + ["smollm2 <b>bold</b>"]
     plain += [RUN_ID] if run_id else []
     names = {name: ("x" * length + "-" + name)[-length:] for name in plain}
-    report = _renamed(report, names)
+    report = renamed(report, names)
     for number, request in enumerate(report["requests"]):
         request["status"] = ("s" * length + "-ok")[-length:]
         request["task"] = ("b" * length + f"-ballast-{number % 7}")[-length:]
