@@ -702,6 +702,19 @@ def runs_tally(ends: Sequence[Mapping[str, Any]], floor: int) -> dict[str, Any] 
             "cells": rows, "problems": problems[:50]}
 
 
+VERSIONS_NAMED = 5
+"""Bench versions the verdict names at most: a store written by another tool, each record
+of its own version, made a verdict line of 12 MB."""
+
+
+def _versions_named(versions: list[str]) -> str:
+    """The sorted `versions` as the verdict names them: all, up to `VERSIONS_NAMED`, else
+    the first of them and how many more."""
+    if len(versions) <= VERSIONS_NAMED:
+        return str(versions)
+    return f"{versions[:VERSIONS_NAMED]} and {len(versions) - VERSIONS_NAMED:,} more"
+
+
 def _report(store: Store, scope: str, info: Any, weights: TokenWeights,
             floor: int, scope_runs: list[Any] | None = None,
             baseline: str | None = None) -> ArmsReport:
@@ -738,7 +751,8 @@ def _report_of(store: Store, scope: str, info: Any, weights: TokenWeights,
         verdict = Verdict.info(
             f"{samples} samples over {len(arms)} arms × {len(tasks)} tasks; "
             f"{covered} of {cells} cells covered (≥ {floor} samples)"
-            + (f"; mixed bench versions {versions}: compare with care" if len(versions) > 1 else "")
+            + (f"; mixed bench versions {_versions_named(versions)}: compare with care"
+               if len(versions) > 1 else "")
             + (f"; {skipped} turns, denied_calls or imputed_cost_usd values skipped: not "
                "numbers" if skipped else ""))
     bench_version = info.run.bench_version if info is not None else \

@@ -919,6 +919,28 @@ def test_a_report_compares_with_the_baseline_asked_for_and_says_so(tmp_path):
     assert "arm-00" in message
 
 
+@pytest.mark.parametrize("count", [1, 3, 5, 6, 40])
+def test_the_verdict_names_a_few_bench_versions_and_counts_the_rest(tmp_path, count):
+    """A store written by another tool may give each record its own bench version: a
+    million of them made a verdict line of 12 MB."""
+    arms, tasks = ["cli", "http"], [f"t{n}" for n in range(4)]
+    records = random_records(2, arms, tasks, depth=2)
+    for number, record in enumerate(records):
+        record.payload["bench_version"] = f"v{number % count:03d}"
+    with SQLiteStore(tmp_path / "versions.sqlite") as store:
+        fill(store, records, arms, tasks)
+        reason = arms_report.build_report(store, "run-1").verdict.reason
+    versions = sorted({f"v{number % count:03d}" for number in range(len(records))})
+    if len(versions) == 1:
+        assert "mixed bench versions" not in reason
+    elif len(versions) <= arms_report.VERSIONS_NAMED:
+        assert f"mixed bench versions {versions}: compare with care" in reason
+    else:
+        assert (f"mixed bench versions {versions[:arms_report.VERSIONS_NAMED]} and "
+                f"{len(versions) - arms_report.VERSIONS_NAMED:,} more: compare with care") in reason
+        assert versions[arms_report.VERSIONS_NAMED] not in reason
+
+
 def test_compare_pairs_is_compare_of_each_pair():
     arms, tasks = [f"arm{n}" for n in range(5)], [f"t{n}" for n in range(7)]
     records = random_records(3, arms, tasks, depth=4)
