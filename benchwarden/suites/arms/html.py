@@ -307,8 +307,10 @@ def _tier_section(report: ArmsReport, colors: Mapping[str, str]) -> str:
                     ((r.arm, r.tier, fmt.count(r.samples) if r.samples else fmt.DASH,
                       fmt.rate(r.success), fmt.estimate(r.cost_equivalent, 0))
                      for r in rows), numeric=(2, 3, 4))
+    in_json = ("Every tier's rows are" if not report.tiers_left_out else
+               f"The rows of the first {fmt.count(tier_count - report.tiers_left_out)} are")
     left_out = (f'<p class="note">Showing the first {fmt.count(len(tiers))} of '
-                f"{fmt.count(tier_count)} tiers. Every tier's rows are in the report's JSON "
+                f"{fmt.count(tier_count)} tiers. {in_json} in the report's JSON "
                 "(<code>per_tier</code>)</p>" if len(tiers) < tier_count else "")
     return h.section("tiers", "Per tier", chart + table + left_out,
                      intro="Success rate by task tier, with Wilson 95 % intervals.")

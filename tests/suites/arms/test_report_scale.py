@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -1102,6 +1103,51 @@ def test_a_report_of_many_tiers_shows_the_first_and_says_where_the_rest_are(tmp_
     assert "showing the first" not in _terminal(few)
     assert arms_html.page_copy(few).page_cut is None or \
         arms_html.page_copy(few).page_cut.tiers is None
+
+
+@given(tiers=st.integers(0, 400), arms=st.integers(0, 300), rows=st.integers(1, 5_000))
+def test_the_tiers_reported_are_the_first_within_the_rows(tiers, arms, rows):
+    import unittest.mock
+
+    names, arm_names = [f"tier-{n}" for n in range(tiers)], [f"a{n}" for n in range(arms)]
+    with unittest.mock.patch.object(arms_report, "PER_TIER_ROWS", rows):
+        reported = arms_report.tiers_reported(names, arm_names)
+    assert reported == names[:len(reported)]  # the first, in the report's order
+    assert len(reported) == min(tiers, max(arms_report.TIERS_SHOWN, rows // max(1, arms)))
+
+
+def test_a_report_of_thousands_of_tiers_computes_the_rows_of_the_first(tmp_path, monkeypatch):
+    """A store written by another tool may give each record a tier of its own: each tier
+    is a row per arm, about 100 µs of estimates each (300,000 rows at 100,000 records)."""
+    monkeypatch.setattr(arms_report, "PER_TIER_ROWS", 100)
+    arms, tasks = ["cli", "http"], [f"t{n}" for n in range(80)]
+    records = _own_tiers(random_records(6, arms, tasks, depth=3), len(tasks))
+    tier_names = [f"tier-{n}" for n in range(len(tasks))]
+    with SQLiteStore(tmp_path / "tiers.sqlite") as store:
+        store.begin_run(stamp_run(suite="arms", bench_version="1", run_id="run-1", config={
+            "scope": SCOPE, "arms": arms, "tasks": tasks, "tiers": tier_names}))
+        store.append(records)
+        store.finish_run(RunEnd("run-1", 1_790_100_000.0, "completed", {}))
+        report = arms_report.build_report(store, "run-1")
+    assert [row.tier for row in report.per_tier] == tier_names[:50] * len(arms)
+    assert report.tiers_left_out == 30 and report.tiers == tier_names
+    # the rows it computes are those of the whole computation
+    columns = views.columns_of(views.summarize(records))
+    whole = views.per_tier(columns, arms, tier_names)
+    expected = [row for row in whole if row["tier"] in set(tier_names[:50])]
+    assert msgspec.convert(json.loads(json.dumps(expected)), list[arms_report.TierRow]) == \
+        report.per_tier
+    text, page = _terminal(report), render_html(report)
+    assert "showing the first 30 of 80 tiers; the rows of the first 50:" in text
+    assert "Showing the first 30 of 80 tiers. The rows of the first 50 are in the report" in page
+    plain = report.to_json()
+    assert plain["tiers_left_out"] == 30
+    assert arms_report.ArmsReport.from_json(json.loads(json.dumps(plain))) == report
+    monkeypatch.setattr(arms_report, "PER_TIER_ROWS", 160)
+    with SQLiteStore(tmp_path / "tiers.sqlite", create=False) as store:
+        whole_report = arms_report.build_report(store, "run-1")
+    assert "tiers_left_out" not in whole_report.to_json()
+    assert len(whole_report.per_tier) == 160
 
 
 def test_a_report_file_that_says_pairs_were_left_out_renders_whatever_it_lists(tmp_path):
