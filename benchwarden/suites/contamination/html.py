@@ -56,6 +56,7 @@ from benchwarden.suites.contamination.report import (
     as_report,
     column_name,
     names_clipped,
+    probes_shown,
     within_caps,
 )
 from benchwarden.suites.contamination.scoring import canonical, display_text
@@ -346,8 +347,13 @@ def _grid_section(report: ContaminationReport,
         drills += h.details(f"<strong>{fmt.count(score.identical if score else None)} identical "
                             'cells</strong><span class="muted">same stream as the solo reference'
                             "</span>", "".join(quiet), css_class="group")
+    probes_note = "" if not isinstance(report.probes_total, int) else (
+        f'<p class="note">Showing {h.escape(fmt.count(len(probes)))} of '
+        f"{h.escape(fmt.count(report.probes_total))} probes: those with a cell that is not "
+        "identical first, then the rest in order; the score and the verdict count every "
+        "probe, and the report's JSON file holds every cell.</p>")
     return h.section(
-        "grid", "Probe × leg", key + _rungs_note(report) + chart
+        "grid", "Probe × leg", key + _rungs_note(report) + probes_note + chart
         + '<p class="note">Click a cell to open its evidence below. The number after ≠ is the '
           'first differing character.</p>'
         + f'<div class="drills">{drills}</div>',
@@ -587,7 +593,10 @@ def _setup_section(report: ContaminationReport, plain: Mapping[str, Any]) -> str
     if bodies:
         parts.append("<h3>Request body sent (probe 0)</h3>"
                      + h.pre(json.dumps(bodies[0], indent=2, ensure_ascii=False)))
-        parts.append(h.details(f"all {fmt.count(len(bodies))} request bodies", "".join(
+        counted = (f"all {fmt.count(len(bodies))}" if not isinstance(report.probes_total, int)
+                   else f"the first {fmt.count(len(bodies))} of "
+                        f"{fmt.count(report.probes_total)}")
+        parts.append(h.details(f"{counted} request bodies", "".join(
             h.pre(json.dumps(body, indent=2, ensure_ascii=False)) for body in bodies)))
     return h.section("run", "Run", "".join(parts))
 
@@ -752,7 +761,7 @@ def render_html(report: ContaminationReport | Mapping[str, Any]) -> str:
     # a report file written before the caps may list every request of a huge run
     report = within_caps(as_report(report))
     run_id = report.run.id if report.run is not None else None
-    report, names, sentences = names_clipped(report)
+    report, names, sentences = names_clipped(probes_shown(report))
     plain, _ = page_copy(as_json(report))
     by_request: dict[tuple[str, int, int], RequestEntry] = {}
     for request in report.requests:

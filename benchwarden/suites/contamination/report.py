@@ -391,6 +391,9 @@ class ContaminationReport(msgspec.Struct, frozen=True, kw_only=True):
     reference and the post-check); the score counts them all."""
     rungs_left_out: dict[str, int] | UnsetType = UNSET
     """The rungs not listed, counted by state (as_labelled, below_label, unmeasured)."""
+    probes_total: int | UnsetType = UNSET
+    """Set only in what a view shows (`probes_shown`): every probe of the report, when
+    `probes` and `cells` hold only the `PROBES_SHOWN` shown."""
     export_command: str | UnsetType = UNSET
     """The command that writes every request of the store's contamination runs as data,
     when something is left out."""
@@ -494,6 +497,45 @@ def as_report(report: ContaminationReport | Mapping[str, Any]) -> ContaminationR
     if isinstance(report, ContaminationReport):
         return report
     return ContaminationReport.from_json(report)
+
+
+PER_PROBE_CONFIG = ("probe_set", "request_bodies")
+"""Keys of a run's configuration holding a value per probe (cut with the probes a view
+shows, `probes_shown`)."""
+
+PROBES_SHOWN = 64
+"""Probes the terminal's grid and the page show at most, with their cells: those with a
+cell that is not identical first, then the rest in index order. A run has at most 32
+(`--probes`), but a store written by another tool can hold any number: 10,000 probes made
+a 122 MB page and a grid of 10,000 rows; the score and the verdict count them all."""
+
+
+def probes_shown(report: ContaminationReport) -> ContaminationReport:
+    """`report` as a view shows it: itself when it has at most `PROBES_SHOWN` probes,
+    else with `probes`, `cells` and scored `requests` those of the probes shown, the
+    first `PROBES_SHOWN` request bodies, and `probes_total` counting every probe."""
+    indices = list(dict.fromkeys([*(probe.index for probe in report.probes),
+                                  *(cell.probe for cell in report.cells)]))
+    if len(indices) <= PROBES_SHOWN:
+        return report
+    attention = {cell.probe for cell in report.cells if cell.kind != "identical"}
+    shown = set(sorted(indices, key=lambda index: (index not in attention, index))
+                [:PROBES_SHOWN])
+    request, run = report.request, report.run
+    if request is not None:  # a body per probe, the first shown
+        request = msgspec.structs.replace(request, bodies=request.bodies[:PROBES_SHOWN])
+    if run is not None:  # the configuration's lists of a value per probe, likewise
+        run = msgspec.structs.replace(run, config={
+            key: value[:PROBES_SHOWN] if key in PER_PROBE_CONFIG and isinstance(value, list)
+            else value for key, value in run.config.items()})
+    return msgspec.structs.replace(
+        report, probes=[probe for probe in report.probes if probe.index in shown],
+        cells=[cell for cell in report.cells if cell.probe in shown],
+        # the solo legs' requests, one per probe each, of the probes shown; ballast is
+        # bounded by its rungs already
+        requests=[entry for entry in report.requests
+                  if not entry.scored or entry.probe in shown],
+        request=request, run=run, probes_total=len(indices))
 
 
 SHOWN_WHOLE = frozenset({"text", "reasoning", "arguments", "token_logprobs", "bodies",

@@ -31,6 +31,7 @@ from benchwarden.suites.contamination.report import (
     as_report,
     column_name,
     names_clipped,
+    probes_shown,
 )
 from benchwarden.suites.contamination.scoring import Score
 
@@ -178,7 +179,7 @@ def _grid(report: ContaminationReport, *, rows_are_legs: bool) -> Table:
 
 
 def render_terminal(report: ContaminationReport | Mapping[str, Any], console: Console) -> None:
-    report, names, sentences = names_clipped(as_report(report))
+    report, names, sentences = names_clipped(probes_shown(as_report(report)))
     run = report.run
     config = run.config if run else {}
     target = run.target if run else {}
@@ -192,6 +193,11 @@ def render_terminal(report: ContaminationReport | Mapping[str, Any], console: Co
         console.print(f"resumed from {run.resumed_from}")
 
     console.print(grid_table(report, console))
+    if isinstance(report.probes_total, int):
+        console.print(Text(f"showing {fmt.count(len(report.probes))} of "
+                           f"{fmt.count(report.probes_total)} probes (those with a cell that "
+                           "is not identical first); the score counts every probe",
+                           style="yellow"))
 
     for rung in report.rungs:
         console.print(rung_line(rung))

@@ -158,3 +158,51 @@ def test_a_flood_of_tool_calls_on_every_listed_request_keeps_the_page_bounded() 
         "outcome" in page
     # every request is still listed, with its leg, slot and timings
     assert len(island["requests"]) == len(report["requests"])
+
+
+def _many_probes(count: int) -> dict[str, Any]:
+    """The sample run as a store written by another tool could hold it, with `count`
+    probes (a run has at most 32): the cells of each, probe `count - 3` diverged."""
+    report = sample_report()
+    report["probes"] = [{"index": index, "canary": f"CANARY-{index:05d}",
+                         "topic": f"topic {index}"} for index in range(count)]
+    template = [cell for cell in report["cells"] if cell["probe"] == 0]
+    report["cells"] = [{**cell, "probe": index} for index in range(count) for cell in template]
+    solo = [request for request in report["requests"]
+            if request["leg"] in ("prime", "ref_a", "ref_b", "post") and request["probe"] == 0]
+    report["requests"] += [{**request, "probe": index} for index in range(4, count)
+                           for request in solo]
+    report["run"]["config"]["probe_set"] = [{"canary": probe["canary"]}
+                                            for probe in report["probes"]]
+    for cell in report["cells"]:
+        if cell["probe"] == count - 3 and cell["leg"] == "c4":
+            cell.update({"class": "diverged", "at": 12})
+    return report
+
+
+def test_a_report_of_thousands_of_probes_shows_a_bounded_grid_and_says_so() -> None:
+    from benchwarden.suites.contamination import report as contamination_report
+
+    shown = contamination_report.PROBES_SHOWN
+    pages = {count: render_html(_many_probes(count)) for count in (shown, 200, 2_000)}
+    # within the bound, as it was; past it, the page does not grow with the probes
+    assert "probes: those with a cell" not in pages[shown]
+    assert len(pages[2_000].encode()) <= 1.05 * len(pages[200].encode())
+    page = pages[2_000]
+    assert f"Showing {shown} of 2,000 probes" in page
+    island = _island(page)
+    assert island["probes_total"] == 2_000 and len(island["probes"]) == shown
+    # the probe needing attention is shown though it comes last
+    assert 1_997 in {probe["index"] for probe in island["probes"]}
+    assert {cell["probe"] for cell in island["cells"]} == {
+        probe["index"] for probe in island["probes"]}
+    assert "topic 1997" in page and f"topic {shown + 5}" not in page
+    shown_probes = {probe["index"] for probe in island["probes"]}
+    assert all(request["probe"] in shown_probes for request in island["requests"]
+               if request["scored"])
+    text = _terminal(_many_probes(2_000))
+    assert f"showing {shown} of 2,000 probes" in text
+    assert "CANARY-01997" in text and f"CANARY-{shown + 5:05d}" not in text
+    # the report itself keeps every probe
+    typed = ContaminationReport.from_json(_many_probes(2_000))
+    assert len(typed.probes) == 2_000 and contamination_report.probes_shown(typed) is not typed
