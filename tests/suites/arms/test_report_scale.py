@@ -1054,6 +1054,19 @@ def _own_tiers(records: Sequence[Record], tiers: int) -> list[Record]:
             for record in sorted(records, key=lambda r: -int(r.task[1:]))]
 
 
+def _tiers_report(tmp_path: Any, arms: list[str], tasks: list[str], seed: int) -> tuple[
+        arms_report.ArmsReport, list[Record], list[str]]:
+    """The report of a run whose every task is its own tier, its records and its tiers."""
+    records = _own_tiers(random_records(seed, arms, tasks, depth=3), len(tasks))
+    tier_names = [f"tier-{n}" for n in range(len(tasks))]
+    with SQLiteStore(tmp_path / "tiers.sqlite") as store:
+        store.begin_run(stamp_run(suite="arms", bench_version="1", run_id="run-1", config={
+            "scope": SCOPE, "arms": arms, "tasks": tasks, "tiers": tier_names}))
+        store.append(records)
+        store.finish_run(RunEnd("run-1", 1_790_100_000.0, "completed", {}))
+        return arms_report.build_report(store, "run-1"), records, tier_names
+
+
 @pytest.mark.parametrize("tiers", [1, 7, 45])
 def test_per_tier_found_in_one_pass_is_each_tiers_own_total(tiers):
     arms, tasks = ["cli", "http", "mcp"], [f"t{n}" for n in range(60)]
@@ -1077,14 +1090,7 @@ def test_per_tier_found_in_one_pass_is_each_tiers_own_total(tiers):
 
 def test_a_report_of_many_tiers_shows_the_first_and_says_where_the_rest_are(tmp_path):
     arms, tasks = ["cli", "http"], [f"t{n}" for n in range(arms_report.TIERS_SHOWN + 12)]
-    records = _own_tiers(random_records(5, arms, tasks, depth=3), len(tasks))
-    tier_names = [f"tier-{n}" for n in range(len(tasks))]
-    with SQLiteStore(tmp_path / "tiers.sqlite") as store:
-        store.begin_run(stamp_run(suite="arms", bench_version="1", run_id="run-1", config={
-            "scope": SCOPE, "arms": arms, "tasks": tasks, "tiers": tier_names}))
-        store.append(records)
-        store.finish_run(RunEnd("run-1", 1_790_100_000.0, "completed", {}))
-        report = arms_report.build_report(store, "run-1")
+    report, records, tier_names = _tiers_report(tmp_path, arms, tasks, seed=5)
     assert len(report.per_tier) == len(arms) * len(tasks)  # the JSON holds every tier
     text = _terminal(report)
     shown = tier_names[:arms_report.TIERS_SHOWN]
@@ -1121,14 +1127,7 @@ def test_a_report_of_thousands_of_tiers_computes_the_rows_of_the_first(tmp_path,
     is a row per arm, about 100 µs of estimates each (300,000 rows at 100,000 records)."""
     monkeypatch.setattr(arms_report, "PER_TIER_ROWS", 100)
     arms, tasks = ["cli", "http"], [f"t{n}" for n in range(80)]
-    records = _own_tiers(random_records(6, arms, tasks, depth=3), len(tasks))
-    tier_names = [f"tier-{n}" for n in range(len(tasks))]
-    with SQLiteStore(tmp_path / "tiers.sqlite") as store:
-        store.begin_run(stamp_run(suite="arms", bench_version="1", run_id="run-1", config={
-            "scope": SCOPE, "arms": arms, "tasks": tasks, "tiers": tier_names}))
-        store.append(records)
-        store.finish_run(RunEnd("run-1", 1_790_100_000.0, "completed", {}))
-        report = arms_report.build_report(store, "run-1")
+    report, records, tier_names = _tiers_report(tmp_path, arms, tasks, seed=6)
     assert [row.tier for row in report.per_tier] == tier_names[:50] * len(arms)
     assert report.tiers_left_out == 30 and report.tiers == tier_names
     # the rows it computes are those of the whole computation
