@@ -21,6 +21,9 @@ Invariants:
 - The page stays small whatever the run: it draws and embeds the first `SEEDS_DRAWN`
   seeds of each strategy (its copy says `seeds_left_out`) and `FAILED_CASES_DRAWN`
   failed cases, and says what it leaves out; every number over seeds counts every seed.
+  Of each strategy it draws and embeds at most `CATEGORIES_SHOWN` categories and
+  `TEMPLATES_SHOWN` paraphrase templates, the same in its summary and in every seed
+  (`report.names_shown`: those of lowest mean), and says how many it has (`page_cut`).
   Of a ladder's ledger it draws and embeds the newest `LEDGER_ENTRIES_DRAWN` entries,
   each per-seed list in them cut to its first `SEEDS_DRAWN` values, and names the
   command that lists them all.
@@ -44,15 +47,20 @@ import msgspec
 from benchwarden.core import formatting as fmt
 from benchwarden.core import html as h
 from benchwarden.core.reports import EstimateBlock
+from benchwarden.suites.retrieval.corpus import CATEGORIES
 from benchwarden.suites.retrieval.report import (
+    CATEGORIES_SHOWN,
     FAILED_CASES_LISTED,
+    TEMPLATES_SHOWN,
     Comparison,
     PageCut,
     RetrievalReport,
+    SeedBlock,
     Summary,
     as_report,
     comparison,
     first_items,
+    names_shown,
 )
 
 # Failed cases one strategy's report draws and embeds in the page: about twenty per seed
@@ -117,6 +125,18 @@ def _names_clipped_note(cut: PageCut | None) -> str:
             f"<code>{h.escape(cut.command)}</code> writes them whole.</p>")
 
 
+def _widths_note(kind: str, drawn: int, cut: PageCut | None) -> str:
+    """What the page leaves out of a strategy's `kind` (`categories` or `templates`, as
+    `PageCut` counts them) and the command that writes them all; "" when it leaves out
+    none."""
+    total = getattr(cut, kind) if cut is not None else None
+    if cut is None or not total:
+        return ""
+    return (f'<p class="note">Of {fmt.count(total)} {kind}, the {fmt.count(drawn)} with the '
+            "lowest mean over seeds of each strategy are drawn and embedded here; "
+            f"<code>{h.escape(cut.command)}</code> writes every one.</p>")
+
+
 def _summary_section(main: _Strategy, page_cut: PageCut | None = None) -> str:
     tiles = h.stat_tiles([
         ("composite", fmt.estimate(main.estimate("composite"), 4), COMPOSITE),
@@ -149,7 +169,7 @@ def _strategy_series(strategies: Sequence[_Strategy]) -> list[h.Series]:
             for index, strategy in enumerate(strategies)]
 
 
-def _category_section(strategies: Sequence[_Strategy]) -> str:
+def _category_section(strategies: Sequence[_Strategy], page_cut: PageCut | None = None) -> str:
     if not any(s.blocks for s in strategies):
         return h.section("categories", "Per category", h.empty_note("no seed was scored"))
     if len(strategies) == 1:
@@ -176,7 +196,8 @@ def _category_section(strategies: Sequence[_Strategy]) -> str:
         chart = h.grouped_bars([n.replace("_", " ") for n in names], series, values,
                                label="per-category mean per strategy", max_value=1.0, width=1150,
                                height=340, unit="mean score")
-    return h.section("categories", "Per category", chart,
+    note = _widths_note("categories", CATEGORIES_SHOWN, page_cut)
+    return h.section("categories", "Per category", note + chart,
                      intro="One case per category per seed; a category with no case is left out "
                            "of the composite, never counted as zero.")
 
@@ -199,7 +220,7 @@ def _composite_section(strategies: Sequence[_Strategy]) -> str:
                            "brittleness under paraphrase, or a surfaced canary.")
 
 
-def _guard_section(strategies: Sequence[_Strategy]) -> str:
+def _guard_section(strategies: Sequence[_Strategy], page_cut: PageCut | None = None) -> str:
     parts = []
     names = ("efficiency", "consistency", "canary")
     if len(strategies) == 1:
@@ -232,7 +253,8 @@ def _guard_section(strategies: Sequence[_Strategy]) -> str:
                  for strategy in strategies
                  for template, estimate in strategy.summary.guards.consistency_per_template.items()]
     if templates:
-        parts.append("<h3>Paraphrase agreement per template</h3>" + h.table(
+        parts.append("<h3>Paraphrase agreement per template</h3>" + _widths_note(
+            "templates", TEMPLATES_SHOWN, page_cut) + h.table(
             ("strategy", "template", "agreement", "cases it moved"),
             ((name, template, fmt.number(estimate.mean, 3),
               f"{moved[0]} of {moved[1]}" if moved else fmt.DASH)
@@ -627,6 +649,72 @@ def _ledger_cut(report: RetrievalReport, command: str) -> RetrievalReport:
     return msgspec.structs.replace(report, ledger=kept, page_cut=cut)
 
 
+def _seed_widths_cut(block: SeedBlock, categories: set[str], templates: set[str]) -> SeedBlock:
+    """`block` with only the `categories` and `templates` the page keeps."""
+    guards = block.guards
+    return msgspec.structs.replace(
+        block, category_means={k: v for k, v in block.category_means.items() if k in categories},
+        guards=msgspec.structs.replace(
+            guards, consistency_per_template={
+                k: v for k, v in guards.consistency_per_template.items() if k in templates},
+            disagreements_per_template={
+                k: v for k, v in guards.disagreements_per_template.items() if k in templates}))
+
+
+def _side_widths_cut(report: RetrievalReport) -> tuple[RetrievalReport, int, int]:
+    """One strategy's report with at most `CATEGORIES_SHOWN` categories and
+    `TEMPLATES_SHOWN` templates (those `names_shown` picks from its summary), in its
+    summary and in each seed; and how many categories and templates it has when it is
+    cut (0 when not). A category is one the summary measured or a seed names beyond the
+    suite's own `CATEGORIES` (each seed lists those, empty when it has no case of them)."""
+    summary = report.summary
+    if summary is None:
+        return report, 0, 0
+    guards = summary.guards
+    every_category = set(summary.category_means)
+    every_template = set(guards.consistency_per_template) | set(
+        guards.disagreements_per_template)
+    for block in report.seeds:
+        every_category.update(name for name in block.category_means if name not in CATEGORIES)
+        every_template.update(block.guards.consistency_per_template)
+        every_template.update(block.guards.disagreements_per_template)
+    if len(every_category) <= CATEGORIES_SHOWN and len(every_template) <= TEMPLATES_SHOWN:
+        return report, 0, 0
+    categories = set(names_shown(summary.category_means, CATEGORIES_SHOWN))
+    templates = set(names_shown(guards.consistency_per_template, TEMPLATES_SHOWN))
+    summary = msgspec.structs.replace(
+        summary, category_means={k: v for k, v in summary.category_means.items()
+                                 if k in categories},
+        guards=msgspec.structs.replace(
+            guards, consistency_per_template={
+                k: v for k, v in guards.consistency_per_template.items() if k in templates},
+            disagreements_per_template={
+                k: v for k, v in guards.disagreements_per_template.items() if k in templates}))
+    seeds = [_seed_widths_cut(block, categories, templates) for block in report.seeds]
+    return (msgspec.structs.replace(report, summary=summary, seeds=seeds),
+            len(every_category) if len(every_category) > CATEGORIES_SHOWN else 0,
+            len(every_template) if len(every_template) > TEMPLATES_SHOWN else 0)
+
+
+def _widths_cut(report: RetrievalReport, command: str) -> RetrievalReport:
+    """`report` and its comparison's sides each cut by `_side_widths_cut`, said in
+    `page_cut` (the most categories and templates of a strategy cut)."""
+    report, categories, templates = _side_widths_cut(report)
+    compared = report.comparison
+    if compared is not None:
+        champion, *champion_counts = _side_widths_cut(compared.champion)
+        challenger, *challenger_counts = _side_widths_cut(compared.challenger)
+        report = msgspec.structs.replace(report, comparison=msgspec.structs.replace(
+            compared, champion=champion, challenger=challenger))
+        categories = max(categories, champion_counts[0], challenger_counts[0])
+        templates = max(templates, champion_counts[1], challenger_counts[1])
+    if not categories and not templates:
+        return report
+    before = report.page_cut if report.page_cut is not None else PageCut(command=command)
+    return msgspec.structs.replace(report, page_cut=msgspec.structs.replace(
+        before, categories=categories or None, templates=templates or None))
+
+
 def whole_report_command(report: RetrievalReport) -> str:
     """The command that writes the whole report as JSON, for the page that shows part of
     it (its names quoted for a shell, whole)."""
@@ -640,13 +728,14 @@ def _page_parts(whole: RetrievalReport) -> tuple[RetrievalReport, int]:
     """`page_copy(whole)`, and how many failed cases the failed-case section leaves out."""
     command = whole_report_command(whole)
     report, left_out = _page_report(whole)
-    return _names_clipped(_ledger_cut(report, command), command), left_out
+    report = _widths_cut(_ledger_cut(report, command), command)
+    return _names_clipped(report, command), left_out
 
 
 def page_copy(report: RetrievalReport | Mapping[str, Any]) -> RetrievalReport:
-    """What the page draws and embeds: the report cut to the seeds, failed cases and
-    ledger entries the page draws (`_page_report`, `_ledger_cut`), every long name and
-    text clipped (`_names_clipped`)."""
+    """What the page draws and embeds: the report cut to the seeds, failed cases, ledger
+    entries, categories and templates the page draws (`_page_report`, `_ledger_cut`,
+    `_widths_cut`), every long name and text clipped (`_names_clipped`)."""
     return _page_parts(as_report(report))[0]
 
 
@@ -667,9 +756,9 @@ def render_html(report: RetrievalReport | Mapping[str, Any]) -> str:
         report.run.id if report.run is not None else "") if x)
     sections = [
         ("summary", "summary", _summary_section(main, report.page_cut)),
-        ("categories", "categories", _category_section(strategies)),
+        ("categories", "categories", _category_section(strategies, report.page_cut)),
         ("composite", "composite", _composite_section(strategies)),
-        ("guards", "guards", _guard_section(strategies)),
+        ("guards", "guards", _guard_section(strategies, report.page_cut)),
         ("seeds", "per seed", _seed_section(strategies, compared)),
     ]
     ledger = _ledger_section(report)

@@ -24,7 +24,9 @@ Invariants:
   report gains neutral guards and says so with `legacy_guards`); a typed report is never
   normalised again.
 - Views (this terminal table, `html.py`) only format the report through
-  `benchwarden.core.formatting`; they compute no statistic.
+  `benchwarden.core.formatting`; they compute no statistic. Each shows at most
+  `CATEGORIES_SHOWN` categories and `TEMPLATES_SHOWN` templates (`names_shown`: the
+  lowest means), says how many there are and where all are; the report keeps every one.
 """
 
 from __future__ import annotations
@@ -251,6 +253,14 @@ class PageCut(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     a ladder of thousands of seeds holds seven such lists)."""
     ledger_command: str | None = None
     """The command that lists every ledger entry."""
+    categories: int | None = None
+    """Categories of the strategy that has the most, when the copy keeps only the
+    `CATEGORIES_SHOWN` of each strategy that `names_shown` picks (in its summary and in
+    each seed's `category_means`)."""
+    templates: int | None = None
+    """Paraphrase templates of the strategy that has the most, when the copy keeps only
+    the `TEMPLATES_SHOWN` of each strategy that `names_shown` picks (in its summary's and
+    each seed's per-template guards)."""
 
 
 class RetrievalReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -841,6 +851,35 @@ FAILED_CASES_SHOWN = 40
 SEEDS_SHOWN = 50
 
 
+# Categories and paraphrase templates the terminal and the page show of a report: a store
+# written by another tool can give each question its own, and 100,000 of them took 25 s
+# and 100,000 terminal lines to show (templates: 105 s at 840 MiB) and made a 42 MB page
+# (templates: 76 MB). The corpus of this suite has 8 categories and a few templates.
+CATEGORIES_SHOWN = 30
+TEMPLATES_SHOWN = 30
+
+
+def names_shown(estimates: Mapping[str, EstimateBlock], limit: int) -> list[str]:
+    """The names of `estimates` a view shows, in their order: all of them when there are
+    at most `limit`, else the `limit` with the lowest mean over seeds (the ones a reader
+    must see first; names without a mean after every other, ties in order)."""
+    if len(estimates) <= limit:
+        return list(estimates)
+    lowest = heapq.nsmallest(limit, enumerate(estimates.values()), key=lambda item: (
+        item[1].mean is None, item[1].mean or 0.0, item[0]))
+    kept = {index for index, _ in lowest}
+    return [name for index, name in enumerate(estimates) if index in kept]
+
+
+def _cut_caption(kind: str, shown: int, total: int, run_id: str | None) -> str | None:
+    """The caption of a table of `total` categories or templates that shows `shown`."""
+    if shown >= total:
+        return None
+    where = f"benchwarden show {run_id} --json FILE" if run_id else "--json FILE"
+    return (f"{total - shown:,} more {kind} not shown (the {shown} with the lowest mean are): "
+            f"the JSON report ({where}) holds every one")
+
+
 def seeds_not_shown(total: int, counted_by: str, held_by: str) -> str | None:
     """The caption of a per-seed table of `total` seeds cut to its first `SEEDS_SHOWN`:
     how many more there are, that `counted_by` counts them all, and where their scores
@@ -885,21 +924,26 @@ def render_terminal(report: RetrievalReport | Mapping[str, Any], console: Consol
                   f"budget {settings.get('budget_chars', fmt.DASH)} chars")
     blocks = report.seeds
     summary = report.summary
+    run_id = escape(report.run.id) if report.run is not None and report.run.id else None
     for warning in report.warnings:
         console.print(f"[yellow]{escape(warning)}[/yellow]")
     if report.legacy_guards:
         console.print("[yellow]version-1 report: no guard block; guards read as 1.0 and the "
                       "guarded composite falls back to the composite[/yellow]")
     if blocks and summary is not None:
-        categories = Table(title="per-category means", title_justify="left")
+        kept = set(names_shown(summary.category_means, CATEGORIES_SHOWN))
+        names = [n for n in CATEGORIES if n in kept]
+        names += [n for n in summary.category_means if n in kept and n not in names]
+        caption = _cut_caption("categories", len(names), len(summary.category_means), run_id)
+        categories = Table(title="per-category means" + (
+            f" (the {len(names)} lowest of {len(summary.category_means):,})" if caption else ""),
+            title_justify="left", caption=caption, caption_justify="left")
         categories.add_column("category")
         shown = blocks if len(blocks) <= 6 else []
         for index, block in enumerate(shown):
             categories.add_column(f"s{block.seed}" if len(str(block.seed)) < 6
                                   else f"#{index + 1}", justify="right")
         categories.add_column("mean", justify="right")
-        names = [n for n in CATEGORIES if n in summary.category_means]
-        names += [n for n in summary.category_means if n not in names]
         for name in names:
             categories.add_row(name, *(fmt.number(b.category_means.get(name), 2) for b in shown),
                                fmt.number(summary.category_means[name].mean, 2))
@@ -940,13 +984,18 @@ def render_terminal(report: RetrievalReport | Mapping[str, Any], console: Consol
             console.print(overall)
 
         if summary.guards.consistency_per_template:
-            agreement = Table(title="paraphrase agreement per template", title_justify="left")
+            per_template = summary.guards.consistency_per_template
+            templates = names_shown(per_template, TEMPLATES_SHOWN)
+            caption = _cut_caption("templates", len(templates), len(per_template), run_id)
+            agreement = Table(title="paraphrase agreement per template" + (
+                f" (the {len(templates)} lowest of {len(per_template):,})" if caption else ""),
+                title_justify="left", caption=caption, caption_justify="left")
             agreement.add_column("template")
             agreement.add_column("agreement", justify="right")
             agreement.add_column("cases it moved", justify="right")
             moved = summary.guards.disagreements_per_template
-            for template, estimate in summary.guards.consistency_per_template.items():
-                counts = moved.get(template)
+            for template in templates:
+                estimate, counts = per_template[template], moved.get(template)
                 agreement.add_row(escape(template), fmt.number(estimate.mean, 4),
                                   f"{counts[0]} of {counts[1]}" if counts else fmt.DASH)
             console.print(agreement)
@@ -963,6 +1012,6 @@ def render_terminal(report: RetrievalReport | Mapping[str, Any], console: Consol
         console.print(verdict_text(Verdict(report.verdict.kind, report.verdict.reason)))  # type: ignore[arg-type]
 
 
-__all__ = ["BENCH_VERSION", "FAILED_CASES_LISTED", "Comparison", "DecisionBlock", "PageCut",
-           "RetrievalReport", "SeedBlock", "Summary", "as_report", "build_report", "comparison",
-           "render_terminal"]
+__all__ = ["BENCH_VERSION", "CATEGORIES_SHOWN", "FAILED_CASES_LISTED", "TEMPLATES_SHOWN",
+           "Comparison", "DecisionBlock", "PageCut", "RetrievalReport", "SeedBlock", "Summary",
+           "as_report", "build_report", "comparison", "names_shown", "render_terminal"]
