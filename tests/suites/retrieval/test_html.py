@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Sequence
 from html import escape
 from typing import Any
 
@@ -48,13 +49,20 @@ def _outcomes(seed: int, skill: float, dumps: bool) -> list[CaseOutcome]:
 
 def strategy_report(name: str, skill: float, dumps: bool = False) -> dict[str, Any]:
     blocks = [score_seed(seed, _outcomes(seed, skill, dumps), 2000) for seed in SEEDS]
+    return report_of_seeds(blocks, SEEDS, name=name, run_id=f"retrieval-{name[:6]}",
+                           bench_version="2")
+
+
+def report_of_seeds(blocks: list[Any], seeds: Sequence[int], *, name: str, run_id: str,
+                    bench_version: str) -> dict[str, Any]:
+    """One strategy's report JSON over its scored seed `blocks`, of `seeds`."""
     return {
-        "schema": "benchwarden.report/1", "suite": "retrieval", "bench_version": "2",
-        "run": {"id": f"retrieval-{name[:6]}", "suite": "retrieval", "bench_version": "2",
-                "config": {}, "seeds": list(SEEDS), "target": {}, "package_version": "0.1.0",
+        "schema": "benchwarden.report/1", "suite": "retrieval", "bench_version": bench_version,
+        "run": {"id": run_id, "suite": "retrieval", "bench_version": bench_version,
+                "config": {}, "seeds": list(seeds), "target": {}, "package_version": "0.1.0",
                 "git_sha": "c0ffee", "host": {}, "started_at": 1_790_000_000.0,
                 "ended_at": 1_790_000_030.0, "status": "completed", "resumed_from": None},
-        "verdict": {"kind": "info", "reason": f"composite over {len(SEEDS)} seeds"},
+        "verdict": {"kind": "info", "reason": f"composite over {len(seeds)} seeds"},
         "strategy": {"name": name, "version": "1"},
         "settings": {"limit": 10, "budget_chars": 2000},
         "seeds": blocks, "summary": run_seeds(blocks), "failure": None,

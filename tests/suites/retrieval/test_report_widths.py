@@ -26,9 +26,9 @@ from benchwarden.suites.retrieval.scoring import (
     CaseOutcome,
     PackMeasure,
     decide,
-    run_seeds,
     score_seed,
 )
+from tests.suites.retrieval.test_html import report_of_seeds
 
 SEEDS = (7, 8, 9)
 CASES = 1_000
@@ -56,17 +56,8 @@ def wide_report(categories: int, templates: int, *, name: str = "wide",
     (each seed also lists the suite's own `CATEGORIES`, empty)."""
     blocks = [score_seed(seed, _outcomes(seed, categories, templates, skill), 2000)
               for seed in SEEDS]
-    return {
-        "schema": "benchwarden.report/1", "suite": "retrieval", "bench_version": "3",
-        "run": {"id": f"retrieval-{name}", "suite": "retrieval", "bench_version": "3",
-                "config": {}, "seeds": list(SEEDS), "target": {}, "package_version": "0.1.0",
-                "git_sha": "c0ffee", "host": {}, "started_at": 1_790_000_000.0,
-                "ended_at": 1_790_000_030.0, "status": "completed", "resumed_from": None},
-        "verdict": {"kind": "info", "reason": f"composite over {len(SEEDS)} seeds"},
-        "strategy": {"name": name, "version": "1"},
-        "settings": {"limit": 10, "budget_chars": 2000},
-        "seeds": blocks, "summary": run_seeds(blocks), "failure": None,
-    }
+    return report_of_seeds(blocks, SEEDS, name=name, run_id=f"retrieval-{name}",
+                           bench_version="3")
 
 
 def _lowest(means: dict[str, Any], limit: int) -> set[str]:
