@@ -240,9 +240,9 @@ def run(suite_spec: str, arm_names: str, task_names: str, trials: int, driver: s
 @click.option("--floor", type=click.IntRange(min=1), default=3, show_default=True,
               help="Samples that make a cell covered.")
 @click.option("--baseline", default=None, metavar="ARM",
-              help="Compare every arm with this one (default: past "
-                   f"{ALL_PAIRS_UP_TO_ARMS} arms, the first listed; up to it, every pair, "
-                   "this arm's first).")
+              help="Compare every arm with ARM, its pairs first (by default every pair "
+                   f"up to {ALL_PAIRS_UP_TO_ARMS} arms, past that each arm with the first "
+                   "listed).")
 @json_report_option
 @config_errors
 def report(store_location: str, scope: str | None, weights: str | None, floor: int,
