@@ -122,8 +122,8 @@ class GroupTotals:
     imputed_cost_usd: float
     imputed_cost_usd_error: float
     odd_values: int
-    versions: frozenset[str]
-    versions_text: str
+    versions: frozenset[str] | set[str]
+    versions_text: str | None
     newest_seqs: list[int]
 
     @classmethod
@@ -156,7 +156,7 @@ class GroupTotals:
             for name, value in zip(_PLAIN_COLUMN_NAMES, row, strict=False):
                 setattr(totals, name, value)
             ordered = tuple(sorted(set(decoded[0])))
-            totals.versions, totals.versions_text = _version_set(ordered), _versions_text(ordered)
+            totals.versions, totals.versions_text = _held_versions(ordered)
             totals.newest_seqs = decoded[1]
             return totals
         totals = cls.__new__(cls)
@@ -188,7 +188,7 @@ class GroupTotals:
         except (TypeError, ValueError):
             raise ValueError(f"the group totals of {'/'.join(map(str, values[:4]))} hold "
                              "unreadable bench_versions or newest") from None
-        totals.versions, totals.versions_text = _version_set(ordered), _versions_text(ordered)
+        totals.versions, totals.versions_text = _held_versions(ordered)
         return totals
 
     @property
@@ -250,8 +250,10 @@ class GroupTotals:
 
     def row(self) -> tuple[Any, ...]:
         """The row to store, in `GROUP_TOTALS_COLUMNS` order."""
-        return _plain_columns(self) + (self.versions_text,
-                                       _encode_json(self.newest_seqs).decode())
+        text = self.versions_text
+        if text is None:  # many versions: written out once per row, not once per version
+            text = self.versions_text = _json_text(sorted(self.versions))
+        return _plain_columns(self) + (text, _encode_json(self.newest_seqs).decode())
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -265,6 +267,7 @@ class GroupTotals:
         """Add fold rows of this group (`FOLD_COLUMNS`), in sequence order."""
         newest = self.newest_seqs
         versions = self.versions
+        own: set[str] | None = None  # the versions, once one is added: copied once
         for (seq, _, _, _, _, _, _, duration, fresh, creation, read, output, reasoning, priced,
              turns, denied, cost, odd, version) in rows:
             self.records += 1
@@ -291,11 +294,16 @@ class GroupTotals:
                     self.imputed_cost_usd, self.imputed_cost_usd_error, cost)
             self.odd_values += odd
             if version is not None and version not in versions:
-                versions = versions | {version}
+                if own is None:
+                    own = versions if isinstance(versions, set) else set(versions)
+                    versions = own
+                own.add(version)
         del newest[:-NEWEST_KEPT]
-        if versions is not self.versions:
-            ordered = tuple(sorted(versions))
-            self.versions, self.versions_text = _version_set(ordered), _versions_text(ordered)
+        if own is not None:
+            if len(own) <= SHARED_VERSIONS:
+                self.versions, self.versions_text = _held_versions(tuple(sorted(own)))
+            else:  # the group's own set, added to in place; its text made by `row`
+                self.versions, self.versions_text = own, None
 
     def same_as(self, other: GroupTotals) -> bool:
         """Every column equal (floats exactly: both were folded the one way)."""
@@ -784,6 +792,24 @@ def _json_text(values: list[Any]) -> str:
 
 
 _NO_VERSIONS: frozenset[str] = frozenset()
+
+
+SHARED_VERSIONS = 16
+"""Bench versions up to which a group holds them as a frozen set and its stored text,
+each shared with every group holding the same (a store holds a handful of versions).
+Past it, a set of the group's own, added to in place, its text written out when the
+row is (`GroupTotals.row`): a store written by another tool gave each record a version
+of its own, and each new one copied, sorted and encoded the group's whole set again (a
+writer's and `verify`'s time quadratic in a group's versions; `verify` 4x at a million
+records), while the caches below held their largest sets."""
+
+
+def _held_versions(ordered: tuple[str, ...]) -> tuple[frozenset[str] | set[str], str | None]:
+    """How a group holds these bench versions (sorted): the shared frozen set and its
+    text up to `SHARED_VERSIONS`, else a set of its own and no text yet."""
+    if len(ordered) <= SHARED_VERSIONS:
+        return _version_set(ordered), _versions_text(ordered)
+    return set(ordered), None
 
 
 @functools.lru_cache(maxsize=64)

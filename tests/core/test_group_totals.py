@@ -4,6 +4,7 @@ per-record computation gives (integers exactly, float sums to rounding)."""
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -106,6 +107,50 @@ def summary_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 def test_totals_do_not_depend_on_how_records_were_batched(rows, cuts):
     """Folded in one batch, one record at a time, or in any batches, through stored rows
     (as an append reads the touched groups back): the same rows, floats bit for bit."""
+    _assert_batching_changes_nothing(rows, cuts)
+
+
+# many versions in a group: past SHARED_VERSIONS a group holds a set of its own
+many_versions_strategy = st.lists(st.tuples(
+    st.sampled_from(["a"]), st.sampled_from(["t0", "t1"]), st.booleans(), st.just(None),
+    st.just(1.0), st.just(None), st.just(None), st.just(True), st.integers(0, 9),
+    st.one_of(st.none(), st.sampled_from([f"v{n:02d}" for n in range(60)]))),
+    min_size=40, max_size=160)
+
+
+@given(many_versions_strategy, st.lists(st.integers(1, 30), min_size=1, max_size=10))
+@settings(max_examples=100, deadline=None)
+def test_a_group_of_many_bench_versions_stores_them_all_sorted_however_batched(rows, cuts):
+    """A store written by another tool may give each record a version of its own: past
+    `SHARED_VERSIONS` a group adds them to a set of its own and writes the text once per
+    row; the rows are those of the shared path, every version once, sorted."""
+    _assert_batching_changes_nothing(rows, cuts)
+    whole: dict[tuple[Any, ...], GroupTotals] = {}
+    fold_into(whole, summary_rows(rows))
+    for group in whole.values():
+        versions = sorted({json.dumps(row[-1]) for row in rows if row[-1] is not None
+                           and (row[0], row[1], "pass" if row[2] else "fail")
+                           == (group.arm, group.task, group.outcome)})  # JSON text each
+        assert group.bench_versions == versions
+        assert group.row()[-2] == json.dumps(versions, separators=(",", ":"))
+        # what is read back folds on as what was never stored
+        assert GroupTotals.from_row(group.row()).row() == group.row()
+
+
+def test_a_version_per_record_one_record_at_a_time_as_an_append_folds() -> None:
+    rows = [("a", "t0", True, None, 1.0, None, None, True, 3, f"v{n:03d}")
+            for n in reversed(range(50))]
+    in_order: dict[tuple[Any, ...], GroupTotals] = {}
+    for row in summary_rows(rows):
+        fold_batch_into(in_order, [fold_row(row)])
+    [group] = in_order.values()
+    expected = [json.dumps(f"v{n:03d}") for n in range(50)]
+    assert group.bench_versions == expected
+    assert group.row()[-2] == json.dumps(expected, separators=(",", ":"))
+    assert isinstance(group.versions, set)  # past SHARED_VERSIONS: its own, added in place
+
+
+def _assert_batching_changes_nothing(rows: list[tuple[Any, ...]], cuts: list[int]) -> None:
     summaries = summary_rows(rows)
     whole: dict[tuple[Any, ...], GroupTotals] = {}
     fold_into(whole, summaries)
