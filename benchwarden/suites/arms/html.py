@@ -162,7 +162,7 @@ def page_copy(report: ArmsReport) -> ArmsReport:
             changes["run"] = msgspec.structs.replace(report.run, config={
                 key: value for key, value in report.run.config.items() if key not in large})
             cut["run_config_keys"] = large
-    command = before.command if before is not None else whole_report_command(report, "page")
+    command = whole_report_command(report, "page")  # a copy cut again: its own command
     if changes:
         if before is not None:  # a copy cut again (never within its bounds): keep its counts
             earlier = {key: getattr(before, key) for key in PageCut.__struct_fields__

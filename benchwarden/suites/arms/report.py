@@ -1066,7 +1066,10 @@ def render_comparison(given: Comparison | Mapping[str, Any], console: Console) -
 
 def whole_report_command(report: ArmsReport, view: str = "report") -> str:
     """The command that writes the whole report as JSON (names quoted for a shell), for
-    a `view` of it that shows part of it."""
+    a `view` of it that shows part of it. A copy a view cut or clipped names the one it
+    was made with (`page_cut.command`): its own run id may be clipped."""
+    if report.page_cut is not None:
+        return report.page_cut.command
     if report.run is not None and report.run.id:
         return (f"benchwarden show {shlex.quote(report.run.id)} --json FILE "
                 f"(with this {view}'s --store)")

@@ -273,3 +273,12 @@ def test_the_terminal_shows_long_names_clipped(report) -> None:
     assert f"{len(names)} names longer than 256 characters are shown clipped" in text
     assert len(text) <= 1.1 * len(terminal(at_limit))
     assert "names longer than" not in terminal(report)
+    # a note the terminal prints past its bounds names the whole run id, never its clip
+    long, names = _named(report, 20_000, run_id=True)
+    long["runs_tally"]["cells"] = [{**cell, "task": f"{cell['task']}-{number}"}
+                                   for number in range(40)
+                                   for cell in long["runs_tally"]["cells"]]
+    text = terminal(long)
+    assert "every cell: benchwarden show" in text
+    joined = "".join(text.split())  # rich wraps a 20,000-character command over lines
+    assert joined.count(f"benchwardenshow{names['arms-run-1']}--jsonFILE") >= 2
