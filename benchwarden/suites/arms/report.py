@@ -742,6 +742,7 @@ def _report_of(store: Store, scope: str, info: Any, weights: TokenWeights,
         raise StoreUsageError(f"baseline arm {baseline!r} is not an arm of suite {scope!r}; "
                               f"arms: {fmt.names(arms, 20)}")
     pairs = views.pairs_compared(arms, baseline)
+    reported_tiers = tiers_reported(tiers, arms)
     counts = views.coverage(summary, arms, tasks, floor)
     covered = sum(row["covered"] for row in counts.values())
     cells = sum(row["cells"] for row in counts.values())
@@ -771,8 +772,8 @@ def _report_of(store: Store, scope: str, info: Any, weights: TokenWeights,
         "samples": samples,
         "headline": views.headline(summary, arms, tasks, weights, floor),
         "coverage": counts,
-        "per_tier": views.per_tier(summary, arms, tiers_reported(tiers, arms), weights),
-        "tiers_left_out": len(tiers) - len(tiers_reported(tiers, arms)),
+        "per_tier": views.per_tier(summary, arms, reported_tiers, weights),
+        "tiers_left_out": len(tiers) - len(reported_tiers),
         "per_component": views.per_component(summary, arms, weights),
         "failure_tags": views.failure_tags(summary, arms),
         "comparisons": views.compare_pairs(summary, pairs, weights, floor),

@@ -708,6 +708,13 @@ def _slim_reply(reply: Mapping[str, Any]) -> Mapping[str, Any]:
     return slim
 
 
+def _whole_report_command(run_id: str | None) -> str:
+    """What writes the whole report, named by the run id the report was made with (the
+    page's copy may hold it clipped)."""
+    return (f"benchwarden show {shlex.quote(run_id)} --json FILE" if run_id
+            else "the report's JSON file")
+
+
 def _left_out_note(run_id: str | None, plain: Mapping[str, Any]) -> str:
     requests = plain.get("requests")
     replies = [((request.get("outcome") or {}).get("reply") or {})
@@ -720,8 +727,7 @@ def _left_out_note(run_id: str | None, plain: Mapping[str, Any]) -> str:
                    if isinstance(request, Mapping) and request.get(OUTCOME_LEFT_OUT_KEY))
     if not logprobs and not texts and not outcomes:
         return ""
-    where = (f"benchwarden show {shlex.quote(run_id)} --json FILE" if run_id
-             else "the report's JSON file")
+    where = _whole_report_command(run_id)
     notes = []
     if logprobs:
         notes.append(f'<p class="note">The token logprobs of {h.escape(fmt.count(logprobs))} '
@@ -751,8 +757,7 @@ def _clipped_note(names: int, sentences: int, run_id: str | None) -> str:
     if sentences:
         what.append(f"{fmt.count(sentences)} sentences are cut at "
                     f"{fmt.count(h.SENTENCE_LIMIT)} characters")
-    where = (f"benchwarden show {shlex.quote(run_id)} --json FILE" if run_id
-             else "the report's JSON file")
+    where = _whole_report_command(run_id)
     return (f'<p class="note">On this page {h.escape("; ".join(what))}: '
             f"<code>{h.escape(where)}</code> writes them whole.</p>")
 
