@@ -547,32 +547,18 @@ def _run_section(report: RetrievalReport, plain: Mapping[str, Any]) -> str:
     return h.section("run", "Run", h.run_facts(plain) + settings)
 
 
-def _strings(tree: Any) -> Iterator[str]:
-    """Every string of a free-form part of a report, keys and values."""
-    if isinstance(tree, str):
-        yield tree
-    elif isinstance(tree, Mapping):
-        for key, value in tree.items():
-            if isinstance(key, str):
-                yield key
-            yield from _strings(value)
-    elif isinstance(tree, (list, tuple)):
-        for item in tree:
-            yield from _strings(item)
-
-
 def _names_in(report: RetrievalReport) -> Iterator[str]:
     """Every name and free text a report holds, its comparison's sides' included: the
     strategy's description and settings, the run's identity and stamps, the store head,
     the failure, each seed's categories, templates and failed cases (case id, category,
     question, reason), and every string of each ledger entry but its reason (a sentence
     made of these names, clipped inside it)."""
-    yield from _strings(report.strategy)
-    yield from _strings(report.settings)
-    yield from _strings(report.failure)
+    yield from h.names_in(report.strategy)
+    yield from h.names_in(report.settings)
+    yield from h.names_in(report.failure)
     for block in (report.run, report.store_head):
         if block is not None:
-            yield from _strings(msgspec.to_builtins(block))
+            yield from h.names_in(msgspec.to_builtins(block))
     for seed in report.seeds:
         yield from seed.category_means
         yield from seed.guards.consistency_per_template
@@ -589,7 +575,7 @@ def _names_in(report: RetrievalReport) -> Iterator[str]:
         yield from _names_in(report.comparison.champion)
         yield from _names_in(report.comparison.challenger)
     for entry in report.ledger or ():
-        yield from _strings({key: value for key, value in entry.items() if key != "reason"})
+        yield from h.names_in({key: value for key, value in entry.items() if key != "reason"})
 
 
 def _names_clipped(report: RetrievalReport, command: str) -> RetrievalReport:

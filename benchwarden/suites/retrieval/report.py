@@ -32,6 +32,7 @@ Invariants:
 from __future__ import annotations
 
 import heapq
+import shlex
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -875,7 +876,7 @@ def _cut_caption(kind: str, shown: int, total: int, run_id: str | None) -> str |
     """The caption of a table of `total` categories or templates that shows `shown`."""
     if shown >= total:
         return None
-    where = f"benchwarden show {run_id} --json FILE" if run_id else "--json FILE"
+    where = f"benchwarden show {shlex.quote(run_id)} --json FILE" if run_id else "--json FILE"
     return (f"{total - shown:,} more {kind} not shown (the {shown} with the lowest mean are): "
             f"the JSON report ({where}) holds every one")
 
