@@ -729,11 +729,9 @@ def pairs_compared(arms: Sequence[str], baseline: str | None = None) -> list[tup
         return [(arms[0], arm) for arm in arms[1:]]
     if baseline not in arms:
         raise ValueError(f"baseline {baseline!r} is not one of the arms")
-    against = [(baseline, arm) for arm in arms if arm != baseline]
-    if len(arms) > ALL_PAIRS_UP_TO_ARMS:
-        return against
     others = [arm for arm in arms if arm != baseline]
-    return against + all_pairs(others)
+    against = [(baseline, arm) for arm in others]
+    return against if len(arms) > ALL_PAIRS_UP_TO_ARMS else against + all_pairs(others)
 
 
 def pairs_in_all(arms: Sequence[str]) -> int:
